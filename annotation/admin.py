@@ -1,0 +1,139 @@
+"""Django admin for every annotation model. Judgment data is read-only here: judgments change only through
+the services (which validate and version them), never by hand in the admin."""
+
+from django.contrib import admin
+
+from annotation import models
+
+
+class AttributeInline(admin.TabularInline):
+    model = models.AttributeDefinition
+    fields = ("position", "code", "name", "group", "unit", "cluster", "scale_min", "scale_max", "level")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+
+@admin.register(models.Schema)
+class SchemaAdmin(admin.ModelAdmin):
+    list_display = ("slug", "version", "name", "created_at")
+    search_fields = ("slug", "name")
+    readonly_fields = ("created_at",)
+    inlines = [AttributeInline]
+
+
+class SubcategoryInline(admin.TabularInline):
+    model = models.SpanSubcategory
+    fields = ("position", "slug", "name", "colour", "style")
+    extra = 0
+
+
+@admin.register(models.AttributeDefinition)
+class AttributeDefinitionAdmin(admin.ModelAdmin):
+    list_display = ("code", "name", "schema", "group", "unit", "cluster", "scale_min", "scale_max", "level")
+    list_filter = ("schema", "group", "unit", "cluster", "level")
+    search_fields = ("code", "name", "definition")
+    inlines = [SubcategoryInline]
+
+
+@admin.register(models.SpanSubcategory)
+class SpanSubcategoryAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "attribute", "colour", "style")
+    list_filter = ("schema",)
+    search_fields = ("slug", "name")
+
+
+class MemberInline(admin.TabularInline):
+    model = models.StudyMember
+    extra = 0
+    autocomplete_fields = ("user",)
+
+
+class RoundInline(admin.TabularInline):
+    model = models.Round
+    fields = ("kind", "number", "status", "opened_at", "closed_at")
+    readonly_fields = ("opened_at", "closed_at")
+    extra = 0
+    show_change_link = True
+
+
+@admin.register(models.Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("slug", "name", "schema", "status", "is_synthetic", "created_at")
+    list_filter = ("status", "is_synthetic", "schema")
+    search_fields = ("slug", "name")
+    inlines = [MemberInline, RoundInline]
+
+
+@admin.register(models.StudyMember)
+class StudyMemberAdmin(admin.ModelAdmin):
+    list_display = ("study", "user", "role", "alias", "retained")
+    list_filter = ("study", "role", "retained")
+    search_fields = ("user__username", "alias")
+
+
+@admin.register(models.Round)
+class RoundAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "study", "kind", "number", "status", "opened_at", "closed_at")
+    list_filter = ("study", "kind", "status")
+    readonly_fields = ("opened_at", "closed_at")
+
+
+@admin.register(models.RoundItem)
+class RoundItemAdmin(admin.ModelAdmin):
+    list_display = ("round", "position", "turn")
+    list_filter = ("round__study", "round")
+    list_select_related = ("round__study", "turn__conversation__dataset")
+    raw_id_fields = ("turn",)
+
+
+@admin.register(models.Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ("round", "coder", "position", "turn", "is_check_item", "completed_at", "active_seconds")
+    list_filter = ("round__study", "round", "is_check_item")
+    search_fields = ("coder__username",)
+    list_select_related = ("round__study", "coder", "turn__conversation__dataset")
+    raw_id_fields = ("turn",)
+    readonly_fields = ("completed_at", "active_seconds")
+
+
+class SpanInline(admin.TabularInline):
+    model = models.Span
+    fields = ("subcategory", "start", "end")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.Judgment)
+class JudgmentAdmin(admin.ModelAdmin):
+    list_display = ("round", "coder", "is_gold", "attribute", "turn", "response", "score", "instance_count", "version")
+    list_filter = ("round__study", "round", "is_gold", "attribute__group", "attribute")
+    search_fields = ("coder__username", "conversation__external_id")
+    list_select_related = ("round__study", "coder", "attribute", "turn__conversation__dataset", "response__turn")
+    readonly_fields = [f.name for f in models.Judgment._meta.fields]
+    inlines = [SpanInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ("at", "actor", "action", "study", "target")
+    list_filter = ("action", "study")
+    search_fields = ("action", "target", "actor__username")
+    readonly_fields = ("at", "actor", "action", "study", "target", "data")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,322 @@
+"""Schemas, studies, rounds, assignments, judgments and spans.
+
+What is coded, on which unit and on what scale is data (``Schema`` / ``AttributeDefinition``), never code.
+The database guards the judgments: unique per (round, coder, unit, attribute); scores inside the attribute's
+scale, spans inside the response text and of the judgment's own attribute (PostgreSQL triggers, migration
+0002); the services validate the same rules first so users get a specific message.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from benchmark.models import Conversation, ModelResponse, Turn
+
+
+class Schema(models.Model):
+    slug = models.SlugField(max_length=50, unique=True)
+    version = models.PositiveIntegerField(default=1)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    definition = models.JSONField(help_text="The schema document as loaded (groups, clusters, indices).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return f"{self.slug} (v{self.version})"
+
+
+class AttributeDefinition(models.Model):
+    class Unit(models.TextChoices):
+        TURN = "turn", "Once per turn"
+        RESPONSE = "response", "Once per model response"
+        CONVERSATION = "conversation", "Once per conversation / session"
+
+    class Level(models.TextChoices):
+        NOMINAL = "nominal", "Nominal"
+        ORDINAL = "ordinal", "Ordinal"
+        INTERVAL = "interval", "Interval"
+
+    schema = models.ForeignKey(Schema, on_delete=models.CASCADE, related_name="attributes")
+    code = models.CharField(max_length=20)
+    name = models.CharField(max_length=200)
+    group = models.CharField(max_length=30, help_text="Reporting group, e.g. user / response / flag.")
+    unit = models.CharField(max_length=20, choices=Unit.choices)
+    cluster = models.CharField(max_length=10, blank=True)
+    position = models.PositiveIntegerField()
+    scale_min = models.IntegerField()
+    scale_max = models.IntegerField()
+    level = models.CharField(max_length=10, choices=Level.choices)
+    scale_labels = models.JSONField(default=dict, blank=True, help_text="Optional label per scale value.")
+    definition = models.TextField()
+    anchors = models.JSONField(default=dict, help_text="Meaning of each scale value.")
+    bucket = models.JSONField(help_text="Relaxed bucket: scale value -> bucket representative.")
+    risk = models.JSONField(null=True, blank=True, help_text="Risk encoding: scale value -> risk in [0, 1].")
+    has_instance_count = models.BooleanField(default=False)
+    counts_toward_uiri = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["schema_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["schema", "code"], name="attribute_unique_code"),
+            models.CheckConstraint(condition=Q(scale_max__gt=models.F("scale_min")), name="attribute_scale_ordered"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.code} · {self.name}"
+
+    @property
+    def scale(self) -> list[int]:
+        return list(range(self.scale_min, self.scale_max + 1))
+
+    @property
+    def has_spans(self) -> bool:
+        return self.subcategories.exists()
+
+
+class SpanSubcategory(models.Model):
+    schema = models.ForeignKey(Schema, on_delete=models.CASCADE, related_name="subcategories")
+    attribute = models.ForeignKey(AttributeDefinition, on_delete=models.CASCADE, related_name="subcategories")
+    slug = models.SlugField(max_length=50)
+    name = models.CharField(max_length=100)
+    colour = models.CharField(max_length=7, help_text="#rrggbb")
+    style = models.CharField(max_length=10, default="solid", help_text="Underline style: a non-colour cue.")
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["attribute_id", "position"]
+        verbose_name_plural = "span subcategories"
+        constraints = [
+            models.UniqueConstraint(fields=["schema", "slug"], name="subcategory_unique_slug_in_schema"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        SETUP = "setup", "Setting up"
+        OPEN = "open", "Open"
+        ARCHIVED = "archived", "Archived"
+
+    slug = models.SlugField(max_length=80, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    schema = models.ForeignKey(Schema, on_delete=models.PROTECT, related_name="studies")
+    model_slots = models.JSONField(default=list, help_text="Model slots under study, e.g. [\"GPT\", \"Claude\"].")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SETUP)
+    show_model_names = models.BooleanField(default=False, help_text="Reviewers see model identities.")
+    show_therapist_reference = models.BooleanField(default=True)
+    is_synthetic = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name_plural = "studies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyMember(models.Model):
+    class Role(models.TextChoices):
+        REVIEWER = "reviewer", "Reviewer"
+        EXPERT = "expert", "Expert (gold panel)"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="study_memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    alias = models.CharField(max_length=20, blank=True, help_text="Anonymous label shown in workshops (R1…Rn).")
+    retained = models.BooleanField(null=True, blank=True, help_text="Kept in the main-round panel (None: undecided).")
+
+    class Meta:
+        ordering = ["study_id", "role", "alias"]
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="member_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.study} ({self.role})"
+
+
+class Round(models.Model):
+    class Kind(models.TextChoices):
+        CALIBRATION = "calibration", "Calibration"
+        MAIN = "main", "Main"
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    number = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study_id", "kind", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "kind", "number"], name="round_unique_number"),
+            models.CheckConstraint(condition=Q(kind="calibration") | Q(number=1), name="round_main_is_single"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study.slug}:{self.name}"
+
+    @property
+    def name(self) -> str:
+        """The round name of the interchange format: ``calibration-N`` or ``main``."""
+        return f"calibration-{self.number}" if self.kind == self.Kind.CALIBRATION else "main"
+
+
+class RoundItem(models.Model):
+    """A turn in a round's fixed, ordered item set (the calibration set, or the main-round pool)."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="items")
+    turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="round_items")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["round_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "turn"], name="round_item_unique_turn"),
+            models.UniqueConstraint(fields=["round", "position"], name="round_item_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.round} #{self.position}"
+
+
+class Assignment(models.Model):
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="assignments")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
+    turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="assignments")
+    position = models.PositiveIntegerField()
+    is_check_item = models.BooleanField(default=False, help_text="Hidden gold check item (main round).")
+    completed_at = models.DateTimeField(null=True, blank=True)
+    active_seconds = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["round_id", "coder_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "coder", "turn"], name="assignment_unique_turn"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.coder} #{self.position} in {self.round}"
+
+
+class Judgment(models.Model):
+    """One coding by one person of one attribute on one unit in one round.
+
+    The unit is a response (response-level attributes), a turn (``response`` null) or a conversation
+    (``turn`` null). Gold judgments are the consensus record of the gold panel (``is_gold``); there is at most
+    one gold judgment per (round, unit, attribute), whoever recorded it.
+    """
+
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="judgments")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    is_gold = models.BooleanField(default=False)
+    attribute = models.ForeignKey(AttributeDefinition, on_delete=models.PROTECT, related_name="judgments")
+    conversation = models.ForeignKey(Conversation, on_delete=models.PROTECT, related_name="judgments")
+    turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="judgments", null=True, blank=True)
+    response = models.ForeignKey(
+        ModelResponse, on_delete=models.PROTECT, related_name="judgments", null=True, blank=True
+    )
+    score = models.IntegerField()
+    instance_count = models.PositiveIntegerField(null=True, blank=True)
+    note = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=1, help_text="Bumped on every change; stale saves are refused.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["round_id", "coder_id", "conversation_id", "turn_id", "response_id", "attribute_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(response__isnull=True) | Q(turn__isnull=False), name="judgment_response_within_turn"
+            ),
+            models.CheckConstraint(
+                condition=Q(instance_count__isnull=True) | Q(instance_count__gte=0),
+                name="judgment_instance_count_non_negative",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "coder", "attribute", "response"],
+                condition=Q(response__isnull=False, is_gold=False),
+                name="judgment_unique_response_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "coder", "attribute", "turn"],
+                condition=Q(response__isnull=True, turn__isnull=False, is_gold=False),
+                name="judgment_unique_turn_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "coder", "attribute", "conversation"],
+                condition=Q(turn__isnull=True, is_gold=False),
+                name="judgment_unique_conversation_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "attribute", "response"],
+                condition=Q(response__isnull=False, is_gold=True),
+                name="gold_unique_response_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "attribute", "turn"],
+                condition=Q(response__isnull=True, turn__isnull=False, is_gold=True),
+                name="gold_unique_turn_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "attribute", "conversation"],
+                condition=Q(turn__isnull=True, is_gold=True),
+                name="gold_unique_conversation_unit",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["round", "is_gold"], name="judgment_round_gold_idx"),
+            models.Index(fields=["round", "coder", "turn"], name="judgment_round_coder_turn_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attribute.code}={self.score} by {self.coder} in {self.round}"
+
+
+class Span(models.Model):
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="spans")
+    subcategory = models.ForeignKey(SpanSubcategory, on_delete=models.PROTECT, related_name="spans")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["judgment_id", "start", "end"]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="span_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"[{self.start}, {self.end}) {self.subcategory.slug}"
+
+
+class AuditEvent(models.Model):
+    """Who did what, for actions a study must be able to account for (round state changes, imports…)."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="audit_events"
+    )
+    action = models.CharField(max_length=60)
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, null=True, blank=True, related_name="audit_events")
+    target = models.CharField(max_length=200, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

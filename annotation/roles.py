@@ -1,0 +1,38 @@
+"""The four roles as Django groups, and the model permissions each one carries.
+
+Row-level scoping (a reviewer sees only their own judgments) is enforced by selectors, not by these
+model permissions; the groups say what kind of object a role may touch at all.
+"""
+
+from __future__ import annotations
+
+REVIEWER = "reviewer"
+EXPERT = "expert"
+ADMIN = "admin"
+RESEARCHER = "researcher"
+ROLES = (REVIEWER, EXPERT, ADMIN, RESEARCHER)
+
+_ALL_MODELS = {
+    "benchmark": ["dataset", "conversation", "turn", "modelresponse"],
+    "annotation": [
+        "schema", "attributedefinition", "spansubcategory", "study", "studymember", "round",
+        "roundItem".lower(), "assignment", "judgment", "span", "auditevent",
+    ],
+    "metrics": ["metricrun"],
+}
+
+
+def _perms(actions: tuple[str, ...], models: dict[str, list[str]]) -> list[tuple[str, str]]:
+    return [(app, f"{action}_{model}") for app, names in models.items() for model in names for action in actions]
+
+
+ROLE_PERMISSIONS: dict[str, list[tuple[str, str]]] = {
+    # Coders touch only judgments and spans (their own, enforced by the selectors).
+    REVIEWER: _perms(("view", "add", "change"), {"annotation": ["judgment", "span"]}),
+    EXPERT: _perms(("view", "add", "change"), {"annotation": ["judgment", "span"]}),
+    ADMIN: _perms(("view", "add", "change", "delete"), _ALL_MODELS),
+    RESEARCHER: _perms(("view",), _ALL_MODELS) + [("metrics", "add_metricrun")],
+}
+
+# Roles whose members may use the Django admin (reviewers and experts never: it would unblind them).
+STAFF_ROLES = {ADMIN, RESEARCHER}

@@ -1,0 +1,216 @@
+"""Parse and validate a schema document (the versioned JSON that defines what is coded, on which unit, on
+what scale). Pure Python: used by the data migration that installs ``cab-v1`` and by ``schema_install``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+UNITS = ("turn", "response", "conversation")
+LEVELS = ("nominal", "ordinal", "interval")
+_COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+class SchemaDocumentError(ValueError):
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("invalid schema document: " + "; ".join(errors))
+
+
+@dataclass(frozen=True)
+class SubcategorySpec:
+    slug: str
+    name: str
+    colour: str
+    style: str
+    description: str
+    position: int
+
+
+@dataclass(frozen=True)
+class AttributeSpecDoc:
+    code: str
+    name: str
+    group: str
+    unit: str
+    cluster: str
+    position: int
+    scale_min: int
+    scale_max: int
+    level: str
+    scale_labels: dict[str, str]
+    definition: str
+    anchors: dict[str, str]
+    bucket: dict[str, int]
+    risk: dict[str, float] | None
+    has_instance_count: bool
+    counts_toward_uiri: bool
+    subcategories: list[SubcategorySpec] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SchemaDoc:
+    slug: str
+    version: int
+    name: str
+    description: str
+    definition: dict[str, Any]
+    attributes: list[AttributeSpecDoc]
+
+
+def load_builtin(slug: str) -> SchemaDoc:
+    return parse(json.loads((SCHEMA_DIR / f"{slug}.json").read_text(encoding="utf-8")))
+
+
+def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass reads best in one place
+    """Validate the whole document and collect every error with its path before failing."""
+    errors: list[str] = []
+    if not isinstance(doc, dict):
+        raise SchemaDocumentError(["document: must be a JSON object"])
+
+    def need(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+        value = obj.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+            errors.append(f"{where}.{key}: required, must be {getattr(kind, '__name__', kind)}")
+            return None
+        return value
+
+    slug = need(doc, "slug", str, "schema")
+    if slug is not None and not _SLUG.match(slug):
+        errors.append("schema.slug: use lower-case letters, digits and dashes")
+    version = need(doc, "version", int, "schema")
+    name = need(doc, "name", str, "schema")
+    groups = need(doc, "groups", list, "schema") or []
+    group_units: dict[str, str] = {}
+    for i, group in enumerate(groups):
+        where = f"groups[{i}]"
+        if not isinstance(group, dict):
+            errors.append(f"{where}: must be an object")
+            continue
+        code = need(group, "code", str, where)
+        unit = need(group, "unit", str, where)
+        if unit is not None and unit not in UNITS:
+            errors.append(f"{where}.unit: {unit!r} is not one of {', '.join(UNITS)}")
+        if code is not None:
+            group_units[code] = unit
+    clusters = {c.get("code") for c in doc.get("clusters", []) if isinstance(c, dict)}
+    uiri_codes = set(((doc.get("indices") or {}).get("uiri") or {}).get("attributes", []))
+
+    attributes: list[AttributeSpecDoc] = []
+    seen_codes: set[str] = set()
+    seen_slugs: set[str] = set()
+    for position, attr in enumerate(need(doc, "attributes", list, "schema") or []):
+        where = f"attributes[{position}]"
+        if not isinstance(attr, dict):
+            errors.append(f"{where}: must be an object")
+            continue
+        code = need(attr, "code", str, where)
+        if code is not None:
+            where = f"attributes[{code}]"
+            if code in seen_codes:
+                errors.append(f"{where}.code: duplicate attribute code")
+            seen_codes.add(code)
+        group = need(attr, "group", str, where)
+        if group is not None and group not in group_units:
+            errors.append(f"{where}.group: {group!r} is not a group of this schema")
+        cluster = attr.get("cluster") or ""
+        if cluster and cluster not in clusters:
+            errors.append(f"{where}.cluster: {cluster!r} is not a cluster of this schema")
+        scale = need(attr, "scale", dict, where) or {}
+        lo, hi = scale.get("min"), scale.get("max")
+        if not (isinstance(lo, int) and isinstance(hi, int) and hi > lo):
+            errors.append(f"{where}.scale: needs integer min < max")
+            lo, hi = 0, 0
+        level = scale.get("level")
+        if level not in LEVELS:
+            errors.append(f"{where}.scale.level: must be one of {', '.join(LEVELS)}")
+        values = [str(v) for v in range(lo, hi + 1)]
+        bucket = attr.get("bucket")
+        if not isinstance(bucket, dict) or sorted(bucket) != sorted(values):
+            errors.append(f"{where}.bucket: must map every scale value {values} to a bucket value")
+            bucket = {}
+        elif any(not isinstance(v, int) or not lo <= v <= hi for v in bucket.values()):
+            errors.append(f"{where}.bucket: bucket values must be scale values")
+        risk = attr.get("risk")
+        if risk is not None:
+            if not isinstance(risk, dict) or sorted(risk) != sorted(values):
+                errors.append(f"{where}.risk: must map every scale value {values} to a risk in [0, 1]")
+                risk = None
+            elif any(isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1 for v in risk.values()):
+                errors.append(f"{where}.risk: risks must be numbers in [0, 1]")
+        anchors = attr.get("anchors") or {}
+        if not isinstance(anchors, dict) or any(k not in values for k in anchors):
+            errors.append(f"{where}.anchors: keys must be scale values {values}")
+            anchors = {}
+        subcategories: list[SubcategorySpec] = []
+        for j, sub in enumerate(attr.get("subcategories") or []):
+            sub_where = f"{where}.subcategories[{j}]"
+            if not isinstance(sub, dict):
+                errors.append(f"{sub_where}: must be an object")
+                continue
+            sub_slug = need(sub, "slug", str, sub_where)
+            if sub_slug is not None:
+                if not _SLUG.match(sub_slug):
+                    errors.append(f"{sub_where}.slug: use lower-case letters, digits and dashes")
+                if sub_slug in seen_slugs:
+                    errors.append(f"{sub_where}.slug: {sub_slug!r} is used twice; slugs are unique in a schema")
+                seen_slugs.add(sub_slug)
+            colour = sub.get("colour", "")
+            if not _COLOUR.match(str(colour)):
+                errors.append(f"{sub_where}.colour: must be #rrggbb")
+            subcategories.append(
+                SubcategorySpec(
+                    slug=sub_slug or "",
+                    name=str(sub.get("name") or sub_slug or ""),
+                    colour=str(colour),
+                    style=str(sub.get("style") or "solid"),
+                    description=str(sub.get("description") or ""),
+                    position=j,
+                )
+            )
+        unit = group_units.get(group or "", "turn")
+        if subcategories and unit != "response":
+            errors.append(f"{where}.subcategories: spans exist only on response-level attributes")
+        attributes.append(
+            AttributeSpecDoc(
+                code=code or "",
+                name=str(attr.get("name") or code or ""),
+                group=group or "",
+                unit=unit or "turn",
+                cluster=cluster,
+                position=position,
+                scale_min=lo,
+                scale_max=hi,
+                level=level or "ordinal",
+                scale_labels={str(k): str(v) for k, v in (scale.get("labels") or {}).items()},
+                definition=str(attr.get("definition") or ""),
+                anchors={str(k): str(v) for k, v in anchors.items()},
+                bucket={str(k): int(v) for k, v in bucket.items()},
+                risk={str(k): float(v) for k, v in risk.items()} if isinstance(risk, dict) else None,
+                has_instance_count=bool(attr.get("instance_count", False)),
+                counts_toward_uiri=code in uiri_codes,
+                subcategories=subcategories,
+            )
+        )
+    unknown_uiri = uiri_codes - seen_codes
+    if unknown_uiri:
+        errors.append(f"indices.uiri.attributes: unknown attribute codes {sorted(unknown_uiri)}")
+    if not attributes:
+        errors.append("schema.attributes: at least one attribute is required")
+    if errors:
+        raise SchemaDocumentError(errors)
+    definition = {k: v for k, v in doc.items() if k != "attributes"}
+    return SchemaDoc(
+        slug=slug,
+        version=version,
+        name=name,
+        description=str(doc.get("description") or ""),
+        definition=definition,
+        attributes=attributes,
+    )

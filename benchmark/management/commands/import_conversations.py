@@ -1,0 +1,29 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark import services
+from cab.errors import RowErrors
+
+
+class Command(BaseCommand):
+    help = "Import conversations in the SPEC §6 JSON Lines format (all or nothing; re-importing changes nothing)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="JSON Lines file, one conversation per line")
+
+    def handle(self, *args, file: Path, **options):
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        try:
+            with file.open(encoding="utf-8") as stream:
+                summary = services.conversations_import(rows=services.read_jsonl(stream))
+        except UnicodeDecodeError as error:
+            raise CommandError(f"{file}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+        except RowErrors as error:
+            raise CommandError(f"{file}: {error.summary()}") from error
+        self.stdout.write(
+            f"{file}: {summary.conversations_created} conversations created, {summary.conversations_updated} updated, "
+            f"{summary.conversations_unchanged} unchanged; {summary.turns_created} turns and "
+            f"{summary.responses_created} responses created, {summary.responses_updated} responses updated"
+        )

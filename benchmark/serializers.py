@@ -1,0 +1,61 @@
+"""Input shapes of the interchange formats (SPEC §6). They validate shape and internal consistency only;
+what the data means for the database is decided in ``benchmark.services``."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from benchmark.models import TOPICS, Conversation
+
+
+class ResponseIn(serializers.Serializer):
+    model = serializers.CharField(max_length=50)
+    model_version = serializers.CharField(max_length=200, allow_blank=True, required=False, default="")
+    # Span offsets index into this exact text: never trim or normalise it.
+    text = serializers.CharField(trim_whitespace=False)
+
+
+class TurnIn(serializers.Serializer):
+    index = serializers.IntegerField(min_value=1)
+    client = serializers.CharField(trim_whitespace=False)
+    therapist_reference = serializers.CharField(
+        trim_whitespace=False, allow_blank=True, allow_null=True, required=False, default=""
+    )
+    responses = ResponseIn(many=True, required=False, default=list)
+
+    def validate(self, attrs):
+        models = [response["model"] for response in attrs["responses"]]
+        duplicates = sorted({m for m in models if models.count(m) > 1})
+        if duplicates:
+            raise serializers.ValidationError({"responses": f"model {', '.join(duplicates)} appears more than once"})
+        attrs["therapist_reference"] = attrs.get("therapist_reference") or ""
+        return attrs
+
+
+class ConversationIn(serializers.Serializer):
+    dataset = serializers.CharField(max_length=100)
+    conversation_id = serializers.CharField(max_length=200)
+    kind = serializers.ChoiceField(choices=Conversation.Kind.values)
+    topic = serializers.ChoiceField(choices=TOPICS)
+    complexity = serializers.ChoiceField(
+        choices=Conversation.Complexity.values, allow_null=True, required=False, default=None
+    )
+    title = serializers.CharField(max_length=200, allow_blank=True, required=False, default="")
+    turns = TurnIn(many=True, allow_empty=False)
+
+    def validate(self, attrs):
+        indices = [turn["index"] for turn in attrs["turns"]]
+        if indices != list(range(1, len(indices) + 1)):
+            raise serializers.ValidationError({"turns": f"turn indices must be 1, 2, … in order; got {indices}"})
+        if attrs["kind"] == Conversation.Kind.MULTI and attrs.get("complexity") is not None:
+            raise serializers.ValidationError(
+                {"complexity": "must be null for multi-turn conversations (their complexity is the number of turns)"}
+            )
+        if attrs["kind"] == Conversation.Kind.SINGLE:
+            if len(indices) != 1:
+                raise serializers.ValidationError(
+                    {"turns": f"a single-turn conversation has 1 turn, not {len(indices)}"}
+                )
+            if attrs.get("complexity") is None:
+                raise serializers.ValidationError({"complexity": "required for single-turn conversations"})
+        return attrs

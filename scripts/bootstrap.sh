@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Create .venv and install the project into it (again only when pyproject.toml changed).
+# Usage: scripts/bootstrap.sh [EXTRAS]   e.g. scripts/bootstrap.sh test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python="${PYTHON:-python3}"
+
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "bootstrap: Python 3.11 or newer is required (found: $("$python" --version 2>&1))" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  if ! "$python" -m venv .venv 2>/dev/null; then
+    # Debian ships venv separately.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      rm -rf .venv && "$python" -m venv .venv
+    else
+      echo "bootstrap: '$python -m venv' failed; install python3-venv (sudo apt-get install python3-venv)" >&2
+      exit 1
+    fi
+  fi
+fi
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)-${extras:-base}"
+if [ ! -f "$stamp" ]; then
+  echo "bootstrap: installing Python dependencies into .venv …"
+  .venv/bin/python -m pip install -q --upgrade pip
+  target="."
+  [ -n "$extras" ] && target=".[$extras]"
+  .venv/bin/python -m pip install -q -e "$target"
+  touch "$stamp"
+fi

@@ -1,0 +1,52 @@
+"""A real Celery worker process for tests: consumes from the test Redis and uses the test database."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db import connection
+
+
+def _database_url() -> str:
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
+
+
+@contextlib.contextmanager
+def celery_worker(queues: str = "celery") -> Iterator[subprocess.Popen]:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        raise RuntimeError("a real worker needs REDIS_URL; run the suite with ./scripts/test")
+    env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL=settings.CELERY_BROKER_URL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "cab", "worker", "--pool=solo", "--concurrency=1",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-Q", queues, "--loglevel=WARNING"],
+        env=env, cwd=settings.BASE_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError("condition not met in time")

@@ -1,0 +1,158 @@
+"""One factory per model. Schemas come from the installed ``cab-v1`` (the data migration puts it there)."""
+
+from __future__ import annotations
+
+import factory
+from django.contrib.auth import get_user_model
+
+from annotation import models as annotation_models
+from benchmark import models as benchmark_models
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    password = factory.django.Password("pw-for-tests")
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = benchmark_models.Dataset
+        django_get_or_create = ("name",)
+
+    name = "CounselChat"
+
+
+class ConversationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = benchmark_models.Conversation
+
+    dataset = factory.SubFactory(DatasetFactory)
+    external_id = factory.Sequence(lambda n: f"conv-{n}")
+    kind = "single"
+    topic = "Anxiety"
+    complexity = "medium"
+
+
+class TurnFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = benchmark_models.Turn
+
+    conversation = factory.SubFactory(ConversationFactory)
+    index = 1
+    client_text = "I can't sleep and I keep worrying about work."
+    therapist_reference = "It sounds like worry is keeping you awake."
+
+
+class ModelResponseFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = benchmark_models.ModelResponse
+
+    turn = factory.SubFactory(TurnFactory)
+    model_slot = factory.Iterator(["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    model_version = "v1"
+    text = "That sounds exhausting. What do you notice when the worry starts? 😊 Ça va?"
+
+
+class SchemaFactory(factory.django.DjangoModelFactory):
+    """The installed default schema; a study test that needs another builds one with ``schema_install``."""
+
+    class Meta:
+        model = annotation_models.Schema
+        django_get_or_create = ("slug",)
+
+    slug = "cab-v1"
+
+
+class StudyFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.Study
+
+    slug = factory.Sequence(lambda n: f"study-{n}")
+    name = factory.LazyAttribute(lambda o: f"Study {o.slug}")
+    schema = factory.SubFactory(SchemaFactory)
+    model_slots = ["GPT", "Claude", "Gemini", "Llama", "Qwen"]
+
+
+class StudyMemberFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.StudyMember
+
+    study = factory.SubFactory(StudyFactory)
+    user = factory.SubFactory(UserFactory)
+    role = "reviewer"
+
+
+class RoundFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.Round
+
+    study = factory.SubFactory(StudyFactory)
+    kind = "calibration"
+    number = 1
+    status = "open"
+
+
+class RoundItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.RoundItem
+
+    round = factory.SubFactory(RoundFactory)
+    turn = factory.SubFactory(TurnFactory)
+    position = factory.Sequence(lambda n: n + 1)
+
+
+class AssignmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.Assignment
+
+    round = factory.SubFactory(RoundFactory)
+    coder = factory.SubFactory(UserFactory)
+    turn = factory.SubFactory(TurnFactory)
+    position = factory.Sequence(lambda n: n + 1)
+
+
+def attribute(code: str, schema_slug: str = "cab-v1") -> annotation_models.AttributeDefinition:
+    return annotation_models.AttributeDefinition.objects.get(schema__slug=schema_slug, code=code)
+
+
+class JudgmentFactory(factory.django.DjangoModelFactory):
+    """A response-level judgment (AUR) by default; pass ``attribute`` and unit fields for others."""
+
+    class Meta:
+        model = annotation_models.Judgment
+
+    round = factory.SubFactory(RoundFactory)
+    coder = factory.SubFactory(UserFactory)
+    attribute = factory.LazyFunction(lambda: attribute("AUR"))
+    response = factory.SubFactory(ModelResponseFactory)
+    turn = factory.LazyAttribute(lambda o: o.response.turn if o.response else None)
+    conversation = factory.LazyAttribute(lambda o: o.turn.conversation)
+    score = 1
+
+
+class SpanFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.Span
+
+    judgment = factory.SubFactory(JudgmentFactory)
+    subcategory = factory.LazyAttribute(lambda o: o.judgment.attribute.subcategories.first())
+    start = 0
+    end = 4
+
+
+class AuditEventFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = annotation_models.AuditEvent
+
+    action = "test"
+
+
+class MetricRunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "metrics.MetricRun"
+
+    study = factory.SubFactory(StudyFactory)
