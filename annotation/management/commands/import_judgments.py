@@ -1,0 +1,39 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import judgment_import
+from cab.errors import RowErrors
+
+
+class Command(BaseCommand):
+    help = (
+        "Import judgments in the SPEC §6 long format (CSV or JSON Lines) into a study, all or nothing. A missing "
+        "study is created with schema cab-v1 together with the rounds and reviewer accounts the file names."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--format", choices=["csv", "jsonl"], default=None,
+                            help="default: from the file extension (.csv, otherwise JSON Lines)")
+
+    def handle(self, *args, file: Path, study: str, format: str | None, **options):
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
+        try:
+            with file.open(encoding="utf-8", newline="") as stream:
+                summary = judgment_import.judgments_import(
+                    rows=judgment_import.read_rows(stream, fmt=fmt), study_slug=study, by=None
+                )
+        except UnicodeDecodeError as error:
+            raise CommandError(f"{file}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+        except RowErrors as error:
+            raise CommandError(f"{file}: {error.summary()}") from error
+        created = "created" if summary.study_created else "existing"
+        self.stdout.write(
+            f"{file}: {summary.judgments_created} judgments and {summary.spans_created} spans imported into "
+            f"{created} study {study!r}; {summary.judgments_unchanged} unchanged; rounds created: "
+            f"{', '.join(summary.rounds_created) or 'none'}; accounts created: {len(summary.accounts_created)}"
+        )
