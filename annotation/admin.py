@@ -64,6 +64,15 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status", "is_synthetic", "schema")
     search_fields = ("slug", "name")
     inlines = [MemberInline, RoundInline]
+    actions = ["compute_metrics"]
+
+    @admin.action(description="Compute the metrics report (runs in a worker)", permissions=["view"])
+    def compute_metrics(self, request, queryset):
+        from metrics.services import metric_run_request
+
+        for study in queryset:
+            metric_run_request(study=study, by=request.user, trigger="admin")
+        self.message_user(request, f"{queryset.count()} metric run(s) queued; see Metric runs for progress.")
 
 
 @admin.register(models.StudyMember)
@@ -77,7 +86,20 @@ class StudyMemberAdmin(admin.ModelAdmin):
 class RoundAdmin(admin.ModelAdmin):
     list_display = ("__str__", "study", "kind", "number", "status", "opened_at", "closed_at")
     list_filter = ("study", "kind", "status")
-    readonly_fields = ("opened_at", "closed_at")
+    readonly_fields = ("status", "opened_at", "closed_at")
+    actions = ["close_rounds"]
+
+    @admin.action(description="Close the round (locks judgments, starts a metrics run)", permissions=["change"])
+    def close_rounds(self, request, queryset):
+        from django.core.exceptions import ValidationError
+
+        from annotation.services import round_close
+
+        for round_ in queryset:
+            try:
+                round_close(round=round_, by=request.user)
+            except ValidationError as error:
+                self.message_user(request, f"{round_}: {'; '.join(error.messages)}", level="error")
 
 
 @admin.register(models.RoundItem)

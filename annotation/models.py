@@ -230,7 +230,9 @@ class Judgment(models.Model):
     response = models.ForeignKey(
         ModelResponse, on_delete=models.PROTECT, related_name="judgments", null=True, blank=True
     )
-    score = models.IntegerField()
+    score = models.IntegerField(
+        null=True, blank=True, help_text="None while the coder has highlighted spans but not yet scored."
+    )
     instance_count = models.PositiveIntegerField(null=True, blank=True)
     note = models.TextField(blank=True)
     version = models.PositiveIntegerField(default=1, help_text="Bumped on every change; stale saves are refused.")

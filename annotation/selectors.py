@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 
 from annotation import roles
-from annotation.models import Judgment, Schema, Span, Study
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    Round,
+    Schema,
+    Span,
+    SpanSubcategory,
+    Study,
+)
+from benchmark.models import ModelResponse, Turn
 
 
 def user_roles(*, user: AbstractBaseUser | AnonymousUser) -> list[str]:
@@ -41,14 +54,14 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
     """The study's judgments in the SPEC §6 long format, streamed (constant memory at any size)."""
     spans: dict[int, list[dict]] = {}
     for judgment_id, start, end, slug in (
-        Span.objects.filter(judgment__round__study=study)
+        Span.objects.filter(judgment__round__study=study, judgment__score__isnull=False)
         .order_by("judgment_id", "start", "end", "subcategory__slug")
         .values_list("judgment_id", "start", "end", "subcategory__slug")
         .iterator(chunk_size=5000)
     ):
         spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
     rows = (
-        Judgment.objects.filter(round__study=study)
+        Judgment.objects.filter(round__study=study, score__isnull=False)
         .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
                   "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
         .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
@@ -72,3 +85,312 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
             "instance_count": instance_count,
             "spans": spans.get(judgment_id, []),
         }
+
+
+# --- the reviewer's queue and turn view ----------------------------------------------------------------------
+
+RESPONSE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class AttributeGroup:
+    code: str
+    name: str
+    attributes: list[AttributeDefinition]
+
+
+@dataclass
+class AttrForm:
+    """One autosaving form on the turn page: an attribute on the turn or on one response."""
+
+    attribute: AttributeDefinition
+    judgment: Judgment | None
+    form_id: str
+    response_id: int | None
+
+
+@dataclass
+class ResponseCard:
+    response: ModelResponse
+    label: str
+    judgments: dict[str, Judgment]
+    groups: list[tuple[AttributeGroup, list[AttrForm]]]
+
+    @property
+    def text_id(self) -> str:
+        return f"text-{self.response.pk}"
+
+
+@dataclass
+class TurnView:
+    assignment: Assignment
+    round: Round
+    study: Study
+    turn: Turn
+    earlier_turns: list[Turn]
+    turn_groups: list[AttributeGroup]
+    response_groups: list[AttributeGroup]
+    turn_judgments: dict[str, Judgment]
+    turn_forms: list[tuple[AttributeGroup, list[AttrForm]]]
+    cards: list[ResponseCard]
+    subcategories: list[SpanSubcategory]
+    position: int
+    total: int
+    done: int
+    conversation_total: int
+    conversation_done: int
+    previous_position: int | None
+    next_position: int | None
+
+
+def coder_rounds(*, user) -> list[dict]:
+    """Open rounds in which the user has assignments, with progress and where to resume."""
+    rows = (
+        Assignment.objects.filter(coder=user, round__status=Round.Status.OPEN)
+        .values("round_id", "round__study__name", "round__kind", "round__number")
+        .annotate(
+            total=Count("id"),
+            done=Count("id", filter=Q(completed_at__isnull=False)),
+            resume=Min("position", filter=Q(completed_at__isnull=True)),
+            first=Min("position"),
+        )
+        .order_by("round__study__name", "round__kind", "round__number")
+    )
+    return [
+        row | {"name": f"calibration-{row['round__number']}" if row["round__kind"] == "calibration" else "main",
+               "resume": row["resume"] or row["first"]}
+        for row in rows
+    ]
+
+
+def coder_queue(*, round: Round, user) -> list[Assignment]:
+    return list(
+        Assignment.objects.filter(round=round, coder=user)
+        .select_related("turn__conversation__dataset")
+        .order_by("position")
+    )
+
+
+def _response_order(responses: list[ModelResponse], *, coder_id: int, turn_id: int) -> list[ModelResponse]:
+    """A per-turn shuffle that is stable for one reviewer (and differs between reviewers and turns)."""
+    seed = int.from_bytes(hashlib.sha256(f"{coder_id}:{turn_id}".encode()).digest()[:8], "big")
+    ordered = sorted(responses, key=lambda r: r.model_slot)
+    random.Random(seed).shuffle(ordered)  # noqa: S311 - presentation order, not security
+    return ordered
+
+
+def _groups(attributes: list[AttributeDefinition], schema: Schema) -> list[AttributeGroup]:
+    names = {g.get("code"): g.get("name", g.get("code")) for g in schema.definition.get("groups", [])}
+    groups: dict[str, AttributeGroup] = {}
+    for attribute in attributes:
+        groups.setdefault(attribute.group, AttributeGroup(attribute.group, names.get(attribute.group, attribute.group),
+                                                          [])).attributes.append(attribute)
+    return list(groups.values())
+
+
+def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
+    """Everything the turn page shows, in a fixed number of queries however many judgments exist.
+
+    None when the user has no assignment at that position: other people's work is unreachable by URL.
+    """
+    assignment = (
+        Assignment.objects.filter(round_id=round_id, coder=user, position=position)
+        .select_related("round__study__schema", "turn__conversation__dataset")
+        .first()
+    )
+    if assignment is None:
+        return None
+    round_ = assignment.round
+    study = round_.study
+    turn = assignment.turn
+    attributes = list(
+        AttributeDefinition.objects.filter(schema_id=study.schema_id)
+        .exclude(unit=AttributeDefinition.Unit.CONVERSATION)
+        .prefetch_related("subcategories")
+        .order_by("position")
+    )
+    earlier = list(Turn.objects.filter(conversation_id=turn.conversation_id, index__lt=turn.index).order_by("index"))
+    responses = list(ModelResponse.objects.filter(turn=turn))
+    if study.model_slots:
+        responses = [r for r in responses if r.model_slot in study.model_slots]
+    judgments = list(
+        Judgment.objects.filter(round=round_, coder=user, is_gold=False, turn=turn).prefetch_related(
+            "spans__subcategory"
+        )
+    )
+    codes = {a.pk: a.code for a in attributes}
+    turn_judgments = {codes[j.attribute_id]: j for j in judgments if j.response_id is None and j.attribute_id in codes}
+    by_response: dict[int, dict[str, Judgment]] = {}
+    for j in judgments:
+        if j.response_id is not None and j.attribute_id in codes:
+            by_response.setdefault(j.response_id, {})[codes[j.attribute_id]] = j
+    ordered = _response_order(responses, coder_id=user.pk, turn_id=turn.pk)
+    turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
+    response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
+    cards = []
+    for i, r in enumerate(ordered):
+        judged = by_response.get(r.pk, {})
+        cards.append(
+            ResponseCard(
+                response=r,
+                label=r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}",
+                judgments=judged,
+                groups=[
+                    (g, [AttrForm(a, judged.get(a.code), f"r{r.pk}-{a.code}", r.pk) for a in g.attributes])
+                    for g in response_groups
+                ],
+            )
+        )
+    progress = Assignment.objects.filter(round=round_, coder=user).aggregate(
+        total=Count("id"),
+        done=Count("id", filter=Q(completed_at__isnull=False)),
+        conversation_total=Count("id", filter=Q(turn__conversation_id=turn.conversation_id)),
+        conversation_done=Count(
+            "id", filter=Q(turn__conversation_id=turn.conversation_id, completed_at__isnull=False)
+        ),
+        previous=Max("position", filter=Q(position__lt=position)),
+        next=Min("position", filter=Q(position__gt=position)),
+    )
+    return TurnView(
+        assignment=assignment,
+        round=round_,
+        study=study,
+        turn=turn,
+        earlier_turns=earlier,
+        turn_groups=turn_groups,
+        response_groups=response_groups,
+        turn_judgments=turn_judgments,
+        turn_forms=[
+            (g, [AttrForm(a, turn_judgments.get(a.code), f"t-{a.code}", None) for a in g.attributes])
+            for g in turn_groups
+        ],
+        cards=cards,
+        subcategories=[s for a in attributes for s in a.subcategories.all()],
+        position=position,
+        total=progress["total"],
+        done=progress["done"],
+        conversation_total=progress["conversation_total"],
+        conversation_done=progress["conversation_done"],
+        previous_position=progress["previous"],
+        next_position=progress["next"],
+    )
+
+
+# --- API reads -----------------------------------------------------------------------------------------------
+
+
+def study_visible_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study | None:
+    """The study, when the user may see it (staff roles see every study, others those they are members of)."""
+    studies = Study.objects.select_related("schema").filter(slug=slug)
+    if not user_sees_all_studies(user=user):
+        studies = studies.filter(members__user=user)
+    return studies.first()
+
+
+def model_names_hidden(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> bool:
+    """Coders of a blinded study never learn which model wrote a response."""
+    return not study.show_model_names and not user_sees_all_studies(user=user)
+
+
+def round_lookup(name: str) -> dict | None:
+    """``calibration-N`` / ``main`` as filter arguments on Round; None when the name is neither."""
+    if name == "main":
+        return {"kind": Round.Kind.MAIN, "number": 1}
+    prefix, _, number = name.partition("-")
+    if prefix == "calibration" and number.isascii() and number.isdigit() and int(number) >= 1:
+        return {"kind": Round.Kind.CALIBRATION, "number": int(number)}
+    return None
+
+
+def judgments_visible_to(
+    *,
+    user: AbstractBaseUser | AnonymousUser,
+    study: Study,
+    round_name: str | None = None,
+    reviewer: str | None = None,
+    model: str | None = None,
+    attribute: str | None = None,
+) -> QuerySet[Judgment]:
+    """A study's judgments as the user may see them, filtered; ordered by id (stable for cursor paging).
+
+    Staff roles (admin, researcher) see all of them. Everyone else sees only their own non-gold judgments:
+    never gold and never another reviewer's, whatever the state of the round.
+    """
+    from django.db.models import Prefetch
+
+    # Unscored drafts (spans highlighted, score still to come) are not judgments yet, as in the export.
+    judgments = Judgment.objects.filter(round__study=study, score__isnull=False)
+    if not user_sees_all_studies(user=user):
+        judgments = judgments.filter(coder=user, is_gold=False)
+    if round_name:
+        lookup = round_lookup(round_name)
+        judgments = judgments.filter(**{f"round__{k}": v for k, v in lookup.items()}) if lookup else judgments.none()
+    if reviewer:
+        judgments = judgments.filter(coder__username=reviewer)
+    if model:
+        judgments = judgments.filter(response__model_slot=model)
+    if attribute:
+        judgments = judgments.filter(attribute__code=attribute)
+    return (
+        judgments.select_related("round", "coder", "conversation__dataset", "turn", "response", "attribute")
+        .only("id", "is_gold", "score", "instance_count", "updated_at", "round__kind", "round__number",
+              "coder__username", "conversation__external_id", "conversation__dataset__name", "turn__index",
+              "response__model_slot", "attribute__code")
+        .prefetch_related(Prefetch("spans", queryset=Span.objects.select_related("subcategory").only(
+            "judgment_id", "start", "end", "subcategory__slug")))
+        .order_by("id")
+    )
+
+
+def rounds_progress(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> list[dict]:
+    """Each round of the study with its item count and assignment progress, per coder; coders see their own."""
+    rounds = list(study.rounds.annotate(n_items=Count("items")).order_by("kind", "number"))
+    assignments = Assignment.objects.filter(round__study=study)
+    if not user_sees_all_studies(user=user):
+        assignments = assignments.filter(coder=user)
+    per_coder: dict[int, list[dict]] = {}
+    for round_id, username, assigned, completed in (
+        assignments.values_list("round_id", "coder__username")
+        .annotate(assigned=Count("id"), completed=Count("id", filter=Q(completed_at__isnull=False)))
+        .order_by("round_id", "coder__username")
+    ):
+        per_coder.setdefault(round_id, []).append(
+            {"reviewer": username, "assigned": assigned, "completed": completed}
+        )
+    return [
+        {
+            "name": r.name, "kind": r.kind, "number": r.number, "status": r.status, "opened_at": r.opened_at,
+            "closed_at": r.closed_at, "n_items": r.n_items,
+            "assigned": sum(p["assigned"] for p in per_coder.get(r.pk, [])),
+            "completed": sum(p["completed"] for p in per_coder.get(r.pk, [])),
+            "progress": per_coder.get(r.pk, []),
+        }
+        for r in rounds
+    ]
+
+
+def assignments_visible_to(
+    *, user: AbstractBaseUser | AnonymousUser, study: Study, round_name: str, reviewer: str | None = None
+) -> QuerySet[Assignment]:
+    lookup = round_lookup(round_name) or {"pk__in": []}
+    assignments = Assignment.objects.filter(round__study=study, **{f"round__{k}": v for k, v in lookup.items()})
+    if not user_sees_all_studies(user=user):
+        assignments = assignments.filter(coder=user)
+    if reviewer:
+        assignments = assignments.filter(coder__username=reviewer)
+    return (
+        assignments.select_related("round", "coder", "turn__conversation__dataset")
+        .only("id", "position", "is_check_item", "completed_at", "active_seconds", "round__kind", "round__number",
+              "coder__username", "turn__index", "turn__conversation__external_id",
+              "turn__conversation__dataset__name")
+        .order_by("id")
+    )
+
+
+def studies_for_exports(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+    """Studies whose full data the user may download: every study for staff roles, none for anyone else."""
+    if not user_sees_all_studies(user=user):
+        return Study.objects.none()
+    return Study.objects.select_related("schema").annotate(
+        judgment_count=Count("rounds__judgments", filter=Q(rounds__judgments__score__isnull=False))
+    ).order_by("slug")

@@ -9,7 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group, Permission
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F
 from django.utils import timezone
 
 from annotation import roles, schema_document
@@ -195,7 +196,9 @@ def judgment_validate(
     """Every rule a judgment must satisfy, as {field: message}; empty when valid."""
     errors: dict[str, str] = {}
     code = attribute.code
-    if isinstance(score, bool) or not isinstance(score, int):
+    if score is None:
+        pass  # spans highlighted before scoring: the judgment exists, its score is still to come
+    elif isinstance(score, bool) or not isinstance(score, int):
         errors["score"] = f"{code}: score must be a whole number"
     elif not attribute.scale_min <= score <= attribute.scale_max:
         errors["score"] = score_error(attribute, score)
@@ -236,7 +239,7 @@ def judgment_save(
     round: Round,
     by: AbstractBaseUser,
     attribute: AttributeDefinition,
-    score: int,
+    score: int | None,
     turn: Turn | None = None,
     response: ModelResponse | None = None,
     conversation: Conversation | None = None,
@@ -260,6 +263,8 @@ def judgment_save(
         instance_count=instance_count,
         spans=spans or (),
     )
+    if round.status != Round.Status.OPEN:
+        errors["round"] = f"{round.name} is {round.get_status_display().lower()}: judgments can no longer change"
     if attribute.schema_id != round.study.schema_id:
         errors["attribute"] = f"{attribute.code} is not an attribute of this study's schema"
     conversation_id = turn.conversation_id if turn is not None else getattr(conversation, "pk", None)
@@ -275,17 +280,16 @@ def judgment_save(
         lookup["coder"] = by
     judgment = Judgment.objects.select_for_update().filter(**lookup).first()
     if judgment is None:
-        judgment = Judgment.objects.create(
-            round=round,
-            coder=by,
-            is_gold=is_gold,
-            attribute=attribute,
-            conversation_id=conversation_id,
-            turn=turn,
-            response=response,
-            score=score,
-            instance_count=instance_count,
-        )
+        try:
+            with transaction.atomic():
+                judgment = _judgment_create(round, by, is_gold, attribute, conversation_id, turn, response, score,
+                                            instance_count)
+        except IntegrityError:
+            # Another tab or device created it between our read and our insert: the same as a stale save.
+            current = Judgment.objects.filter(**lookup).first()
+            if current is None:
+                raise
+            raise StaleJudgmentError(current) from None
     else:
         if expected_version is not None and expected_version != judgment.version:
             raise StaleJudgmentError(judgment)
@@ -302,6 +306,20 @@ def judgment_save(
             Span(judgment=judgment, subcategory=subcategories[s.subcategory], start=s.start, end=s.end) for s in spans
         )
     return judgment
+
+
+def _judgment_create(round, by, is_gold, attribute, conversation_id, turn, response, score, instance_count):
+    return Judgment.objects.create(
+        round=round,
+        coder=by,
+        is_gold=is_gold,
+        attribute=attribute,
+        conversation_id=conversation_id,
+        turn=turn,
+        response=response,
+        score=score,
+        instance_count=instance_count,
+    )
 
 
 class StaleJudgmentError(Exception):
@@ -368,3 +386,84 @@ def round_open(*, round: Round, by: AbstractBaseUser | None) -> Round:
         study.save(update_fields=["status"])
     AuditEvent.objects.create(actor=by, action="round.open", study=study, target=f"round:{round.name}")
     return round
+
+
+# --- completing a turn, time on task ---------------------------------------------------------------------------
+
+
+@dataclass
+class TurnCheck:
+    missing: list[str]
+    warnings: list[str]
+    completed: bool
+
+
+@transaction.atomic
+def assignment_complete(*, assignment: Assignment, by: AbstractBaseUser, confirm: bool = False) -> TurnCheck:
+    """Mark a turn done when every required coding is present. Inconsistencies the reviewer should look at
+    again (a score above 0 with no span, an instance count that differs from the spans) need ``confirm``."""
+    from annotation.selectors import turn_view
+
+    if assignment.coder_id != by.pk:
+        raise ValidationError("only the assigned coder can complete this turn")
+    if assignment.round.status != Round.Status.OPEN:
+        raise ValidationError(f"{assignment.round.name} is not open")
+    view = turn_view(round_id=assignment.round_id, user=by, position=assignment.position)
+    span_counts = dict(
+        Judgment.objects.filter(round=assignment.round, coder=by, is_gold=False, turn=assignment.turn)
+        .annotate(n=Count("spans"))
+        .values_list("id", "n")
+    )
+    missing: list[str] = []
+    warnings: list[str] = []
+    for group in view.turn_groups:
+        for attribute in group.attributes:
+            judgment = view.turn_judgments.get(attribute.code)
+            if judgment is None or judgment.score is None:
+                missing.append(f"{attribute.code} · {attribute.name}")
+    for card in view.cards:
+        for group in view.response_groups:
+            for attribute in group.attributes:
+                judgment = card.judgments.get(attribute.code)
+                where = f"{card.label} · {attribute.code}"
+                if judgment is None or judgment.score is None:
+                    missing.append(f"{where} · {attribute.name}")
+                    continue
+                spans = span_counts.get(judgment.pk, 0)
+                if attribute.subcategories.all() and judgment.score > 0 and spans == 0:
+                    warnings.append(f"{where}: score {judgment.score} but no highlighted span")
+                if judgment.instance_count is not None and judgment.instance_count != spans:
+                    warnings.append(f"{where}: instance count {judgment.instance_count} but {spans} span(s)")
+    completed = not missing and (confirm or not warnings)
+    if completed and assignment.completed_at is None:
+        assignment.completed_at = timezone.now()
+        assignment.save(update_fields=["completed_at"])
+    return TurnCheck(missing=missing, warnings=warnings, completed=completed)
+
+
+MAX_TIME_BEAT_SECONDS = 120
+
+
+def assignment_time_add(*, assignment: Assignment, by: AbstractBaseUser, seconds: int) -> None:
+    """Add active (non-idle) seconds reported by the turn page; one report never adds more than two minutes."""
+    if assignment.coder_id != by.pk:
+        raise ValidationError("only the assigned coder reports time on this turn")
+    seconds = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS))
+    if seconds:
+        Assignment.objects.filter(pk=assignment.pk).update(active_seconds=F("active_seconds") + seconds)
+
+
+@transaction.atomic
+def round_close(*, round: Round, by: AbstractBaseUser | None) -> Round:
+    """Close an open round: every judgment in it is locked, and a metrics run starts (after commit)."""
+    from metrics.services import metric_run_request
+
+    locked = Round.objects.select_for_update().get(pk=round.pk)
+    if locked.status != Round.Status.OPEN:
+        raise ValidationError(f"{locked.name} is {locked.status}, not open")
+    locked.status = Round.Status.CLOSED
+    locked.closed_at = timezone.now()
+    locked.save(update_fields=["status", "closed_at"])
+    AuditEvent.objects.create(actor=by, action="round.close", study=locked.study, target=f"round:{locked.name}")
+    metric_run_request(study=locked.study, by=by, trigger="round-closed")
+    return locked

@@ -9,6 +9,12 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", annotation_views.healthz, name="healthz"),
+    path("schemas/<slug:slug>/spans.css", annotation_views.schema_spans_css, name="schema-spans-css"),
+    path("rounds/<int:round_id>/", annotation_views.queue, name="queue"),
+    path("rounds/<int:round_id>/turns/<int:position>/", annotation_views.turn, name="turn"),
+    path("rounds/<int:round_id>/turns/<int:position>/save", annotation_views.judgment_save, name="judgment-save"),
+    path("rounds/<int:round_id>/turns/<int:position>/complete", annotation_views.complete, name="turn-complete"),
+    path("rounds/<int:round_id>/turns/<int:position>/time", annotation_views.time_on_task, name="turn-time"),
     path("admin/", admin.site.urls),
     # REST API (/api/v1/…, /api/schema/, /api/docs/) and researcher downloads (/exports/…).
     path("", include("cab.api_urls")),

@@ -74,7 +74,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('is_gold', models.BooleanField(default=False)),
-                ('score', models.IntegerField()),
+                ('score', models.IntegerField(blank=True, help_text='None while the coder has highlighted spans but not yet scored.', null=True)),
                 ('instance_count', models.PositiveIntegerField(blank=True, null=True)),
                 ('note', models.TextField(blank=True)),
                 ('version', models.PositiveIntegerField(default=1, help_text='Bumped on every change; stale saves are refused.')),

@@ -31,7 +31,7 @@ def test_celery_uses_redis_not_in_process_execution():
 
 
 @pytest.mark.worker
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_task_goes_through_redis_to_a_worker_process_and_back():
     with celery_worker() as worker:
         result = ping.delay(41).get(timeout=60)

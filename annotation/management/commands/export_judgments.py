@@ -29,9 +29,12 @@ class Command(BaseCommand):
         writer = csv.DictWriter(_Lines(out), fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow(row | {"model": row["model"] or "", "spans": json.dumps(row["spans"]) if row["spans"] else "",
-                                   "instance_count": "" if row["instance_count"] is None else row["instance_count"],
-                                   "is_gold": "true" if row["is_gold"] else "false"})
+            writer.writerow(row | {
+                "model": row["model"] or "",
+                "spans": json.dumps(row["spans"]) if row["spans"] else "",
+                "instance_count": "" if row["instance_count"] is None else row["instance_count"],
+                "is_gold": "true" if row["is_gold"] else "false",
+            })
 
 
 class _Lines:

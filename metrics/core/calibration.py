@@ -1,0 +1,388 @@
+"""Reliability section of the report (SPEC §4): every calibration round, every reviewer, against gold.
+
+A round becomes a dense items x reviewers matrix of scale positions (one column per reviewer, -1 = not
+scored) plus gold vectors; calibration sets are small (tens of turns), so dense is both simplest and fastest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .agreement import MISSING, agreement_rate, gold_in_plurality, mean_difference, pairwise_agreement
+from .bootstrap import draw_counts, percentile_interval, resampled_ratio, top_k_shares
+from .common import dense_ids, mean_or_none, nan_to_none, ordered_calibration_rounds, safe_divide
+from .encode import GOLD, Encoded
+from .kappa import confusion_counts, kappa_from_confusion, krippendorff_alpha, landis_koch_band
+from .spans import covered, f1_from_counts, merge, overlap
+from .tables import GROUPS, ReportParams
+
+
+def kappa_key(group: str) -> str:
+    """Report key of a group's mean κ; SPEC §7 spells the flag group in the plural."""
+    return "kappa_flags" if group == "flag" else f"kappa_{group}"
+
+
+@dataclass(frozen=True)
+class RoundMatrix:
+    name: str
+    code: int
+    reviewers: list[str]
+    reviewer_codes: np.ndarray
+    item_unit: np.ndarray
+    item_attribute: np.ndarray
+    item_turn: np.ndarray  # position of the item's turn among the round's turns (resampling cluster)
+    n_turns: int
+    label: np.ndarray  # items x reviewers, MISSING where not scored
+    bucket: np.ndarray
+    raw: np.ndarray  # raw scores, NaN where not scored
+    gold_label: np.ndarray
+    gold_bucket: np.ndarray
+    gold_raw: np.ndarray
+
+
+def round_matrix(enc: Encoded, name: str) -> RoundMatrix:
+    j = enc.judgments
+    code = enc.rounds.index(name)
+    rows = np.flatnonzero(j.round == code)
+    item, first = dense_ids(j.unit[rows], j.attribute[rows])
+    n_items = len(first)
+    coders = j.coder[rows]
+    reviewer_codes = np.unique(coders[coders != GOLD])
+    column = np.searchsorted(reviewer_codes, coders)
+    label = np.full((n_items, len(reviewer_codes)), MISSING, dtype=np.int64)
+    bucket = label.copy()
+    raw = np.full(label.shape, np.nan)
+    gold_label = np.full(n_items, MISSING, dtype=np.int64)
+    gold_bucket = gold_label.copy()
+    gold_raw = np.full(n_items, np.nan)
+    is_gold = coders == GOLD
+    rev = ~is_gold
+    label[item[rev], column[rev]] = j.label[rows][rev]
+    bucket[item[rev], column[rev]] = j.bucket[rows][rev]
+    raw[item[rev], column[rev]] = j.score[rows][rev]
+    gold_label[item[is_gold]] = j.label[rows][is_gold]
+    gold_bucket[item[is_gold]] = j.bucket[rows][is_gold]
+    gold_raw[item[is_gold]] = j.score[rows][is_gold]
+    item_unit = j.unit[rows][first]
+    item_turn, turn_first = dense_ids(enc.keys.unit_turn[item_unit])
+    return RoundMatrix(
+        name=name,
+        code=code,
+        reviewers=[enc.coders[c] for c in reviewer_codes.tolist()],
+        reviewer_codes=reviewer_codes,
+        item_unit=item_unit,
+        item_attribute=j.attribute[rows][first],
+        item_turn=item_turn,
+        n_turns=len(turn_first),
+        label=label,
+        bucket=bucket,
+        raw=raw,
+        gold_label=gold_label,
+        gold_bucket=gold_bucket,
+        gold_raw=gold_raw,
+    )
+
+
+def _groups(enc: Encoded) -> list[str]:
+    """Groups reported in by_group: the SPEC's three always, then any further group of the schema."""
+    extra = [a.group for a in enc.schema.attributes if a.group not in GROUPS]
+    return list(GROUPS) + sorted(set(extra))
+
+
+def _group_index(enc: Encoded, groups: list[str]) -> np.ndarray:
+    return np.array([groups.index(a.group) for a in enc.schema.attributes], dtype=np.int64)
+
+
+def _grouped_kappa(kappa: np.ndarray, attribute_group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Mean of the defined per-attribute κ per group, over the last axis (..., A) -> (..., G); NaN if none."""
+    defined = np.isfinite(kappa)
+    onehot = (attribute_group[:, None] == np.arange(n_groups)[None, :]).astype(float)  # A x G
+    return safe_divide(np.where(defined, kappa, 0.0) @ onehot, defined.astype(float) @ onehot)
+
+
+def _reviewer_entries(
+    enc: Encoded, m: RoundMatrix, groups: list[str]
+) -> tuple[dict[str, dict[str, object]], np.ndarray]:
+    """Per reviewer of one round: the SPEC §7 entry; also the (reviewers x attributes) κ matrix."""
+    schema = enc.schema
+    n_attributes = len(schema.attributes)
+    attribute_group = _group_index(enc, groups)
+    multi_level = np.array([len(a.scale) > 2 for a in schema.attributes], dtype=bool)
+    n_reviewers = len(m.reviewers)
+    valid = (m.label != MISSING) & (m.gold_label != MISSING)[:, None]
+    reviewer_index, item_index = np.nonzero(valid.T)
+    confusion = confusion_counts(
+        reviewer_index * n_attributes + m.item_attribute[item_index],
+        m.label[item_index, reviewer_index],
+        m.gold_label[item_index],
+        n_reviewers * n_attributes,
+        schema.n_labels,
+    )
+    kappa = kappa_from_confusion(confusion).reshape(n_reviewers, n_attributes)
+    grouped = _grouped_kappa(kappa, attribute_group, len(groups))
+    item_group = attribute_group[m.item_attribute]
+    entries: dict[str, dict[str, object]] = {}
+    for r, reviewer in enumerate(m.reviewers):
+        ok = valid[:, r]
+        reviewer_label = np.where(ok, m.label[:, r], MISSING)
+        reviewer_bucket = np.where(ok, m.bucket[:, r], MISSING)
+        by_group = {
+            group: agreement_rate(np.where(item_group == g, reviewer_bucket, MISSING), m.gold_bucket)
+            for g, group in enumerate(groups)
+        }
+        kappas = {kappa_key(group): nan_to_none(grouped[r, g]) for g, group in enumerate(groups)}
+        bias_items = ok & multi_level[m.item_attribute]
+        entries[reviewer] = {
+            "exact": agreement_rate(reviewer_label, m.gold_label),
+            "bucketed": agreement_rate(reviewer_bucket, m.gold_bucket),
+            "by_group": by_group,
+            **kappas,
+            "bias": mean_difference(m.raw[bias_items, r], m.gold_raw[bias_items]),
+            "n_items": int(ok.sum()),
+            "kappa_bands": {key: landis_koch_band(value) for key, value in kappas.items()},
+            "kappa_by_attribute": {
+                a.code: {
+                    "kappa": nan_to_none(kappa[r, i]),
+                    "band": landis_koch_band(nan_to_none(kappa[r, i])),
+                }
+                for i, a in enumerate(schema.attributes)
+            },
+        }
+    return entries, kappa
+
+
+def _empty_entry(enc: Encoded, groups: list[str]) -> dict[str, object]:
+    """A reviewer who did not code a round still gets the full shape, with nothing defined."""
+    kappas = {kappa_key(group): None for group in groups}
+    return {
+        "exact": None,
+        "bucketed": None,
+        "by_group": dict.fromkeys(groups),
+        **kappas,
+        "bias": None,
+        "n_items": 0,
+        "kappa_bands": dict.fromkeys(kappas),
+        "kappa_by_attribute": {a.code: {"kappa": None, "band": None} for a in enc.schema.attributes},
+        "span_f1": None,
+    }
+
+
+def _alpha_by_attribute(enc: Encoded, m: RoundMatrix) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    for i, spec in enumerate(enc.schema.attributes):
+        items = m.item_attribute == i
+        data = m.raw[items].T  # coders x units
+        pairable = int((np.isfinite(data).sum(axis=0) >= 2).sum()) if data.size else 0
+        value = krippendorff_alpha(data, spec.level, spec.scale) if len(m.reviewers) >= 2 else None
+        out[spec.code] = {"alpha": value, "level": spec.level, "n_units": pairable}
+    return out
+
+
+def _bootstrap_round(
+    enc: Encoded, m: RoundMatrix, groups: list[str], params: ReportParams
+) -> tuple[dict[str, dict[str, dict[str, float | None]]], np.ndarray]:
+    """CIs of each reviewer's agreement and grouped κ by resampling the round's turns.
+
+    Returns the CI entries and the (B x reviewers) bucketed agreement (reused for selection stability).
+    Per-turn counts are computed once; each statistic is then one (B x turns) @ (turns x cells) product.
+    Every bootstrap of the report draws from a fresh np.random.default_rng(seed), so the last round's
+    stability shares and its CIs come from the same resamples, and `naive` can replay them exactly.
+    """
+    n_reviewers, n_attributes, n_labels = len(m.reviewers), len(enc.schema.attributes), enc.schema.n_labels
+    counts = draw_counts(m.n_turns, params.bootstrap, np.random.default_rng(params.seed))
+    valid = (m.label != MISSING) & (m.gold_label != MISSING)[:, None]
+
+    def per_turn(values: np.ndarray) -> np.ndarray:  # items x reviewers -> turns x reviewers
+        out = np.zeros((m.n_turns, n_reviewers))
+        np.add.at(out, m.item_turn, values.astype(float))
+        return out
+
+    n_valid = per_turn(valid)
+    exact = resampled_ratio(counts, per_turn(valid & (m.label == m.gold_label[:, None])), n_valid)
+    bucketed = resampled_ratio(counts, per_turn(valid & (m.bucket == m.gold_bucket[:, None])), n_valid)
+    attribute_group = _group_index(enc, groups)
+    grouped = np.full((params.bootstrap, n_reviewers, len(groups)), np.nan)
+    for r in range(n_reviewers):
+        ok = valid[:, r]
+        confusion = confusion_counts(
+            m.item_turn[ok] * n_attributes + m.item_attribute[ok],
+            m.label[ok, r],
+            m.gold_label[ok],
+            m.n_turns * n_attributes,
+            n_labels,
+        ).reshape(m.n_turns, -1)
+        resampled = (counts @ confusion).reshape(params.bootstrap, n_attributes, n_labels, n_labels)
+        grouped[:, r, :] = _grouped_kappa(kappa_from_confusion(resampled), attribute_group, len(groups))
+
+    def interval(samples: np.ndarray) -> list[dict[str, float | None]]:
+        low, high = percentile_interval(samples, params.ci_level)
+        return [{"low": nan_to_none(lo), "high": nan_to_none(hi)} for lo, hi in zip(low, high, strict=True)]
+
+    exact_ci, bucketed_ci = interval(exact), interval(bucketed)
+    kappa_ci = {kappa_key(group): interval(grouped[:, :, g]) for g, group in enumerate(groups)}
+    entries = {
+        reviewer: {
+            "exact": exact_ci[r],
+            "bucketed": bucketed_ci[r],
+            **{key: cis[r] for key, cis in kappa_ci.items()},
+        }
+        for r, reviewer in enumerate(m.reviewers)
+    }
+    return entries, bucketed
+
+
+def _span_f1(
+    enc: Encoded, m: RoundMatrix, subcategory_attribute: Mapping[str, str] | None
+) -> dict[str, dict[str, object]]:
+    """Per reviewer: character-overlap F1 with gold per subcategory, over the items both scored.
+
+    Restricting to jointly scored (unit, attribute) items puts span agreement on the same footing as the
+    score agreement next to it: a reviewer is not penalised for a response they never coded.
+    """
+    spans = enc.spans
+    if spans is None:
+        return {}
+    schema_codes = enc.schema.codes
+    if subcategory_attribute is not None:
+        pairs = [(s, schema_codes.index(a)) for s, a in subcategory_attribute.items() if a in schema_codes]
+    else:
+        observed = {
+            (enc.subcategories[s], a) for s, a in zip(spans.subcategory.tolist(), spans.attribute.tolist(), strict=True)
+        }
+        pairs = sorted(observed)
+    slugs = [s for s, _ in pairs]
+    subcategories_of: dict[int, list[str]] = {}
+    for slug, attribute in pairs:
+        subcategories_of.setdefault(attribute, []).append(slug)
+
+    in_round = np.flatnonzero(spans.round == m.code)
+    intervals: dict[tuple[int, int, int, str], list[tuple[int, int]]] = {}
+    for row in in_round.tolist():
+        key = (
+            int(spans.coder[row]),
+            int(spans.unit[row]),
+            int(spans.attribute[row]),
+            enc.subcategories[int(spans.subcategory[row])],
+        )
+        intervals.setdefault(key, []).append((int(spans.start[row]), int(spans.end[row])))
+    merged = {key: merge(value) for key, value in intervals.items()}
+
+    out: dict[str, dict[str, object]] = {}
+    for r, reviewer in enumerate(m.reviewers):
+        coder = int(m.reviewer_codes[r])
+        totals = {slug: [0, 0, 0] for slug in slugs}  # both, reviewer, gold characters
+        scored = np.flatnonzero((m.label[:, r] != MISSING) & (m.gold_label != MISSING))
+        for unit, attribute in zip(m.item_unit[scored].tolist(), m.item_attribute[scored].tolist(), strict=True):
+            for slug in subcategories_of.get(attribute, ()):
+                mine = merged.get((coder, unit, attribute, slug), [])
+                gold = merged.get((GOLD, unit, attribute, slug), [])
+                total = totals[slug]
+                total[0] += overlap(mine, gold)
+                total[1] += covered(mine)
+                total[2] += covered(gold)
+        overall = [sum(t[k] for t in totals.values()) for k in range(3)]
+        out[reviewer] = {
+            "by_subcategory": {slug: f1_from_counts(*totals[slug]) for slug in slugs},
+            "overall": f1_from_counts(*overall),
+        }
+    return out
+
+
+def calibration_section(
+    enc: Encoded, params: ReportParams, subcategory_attribute: Mapping[str, str] | None = None
+) -> dict[str, object]:
+    rounds = ordered_calibration_rounds(enc.rounds)
+    groups = _groups(enc)
+    last = rounds[-1] if rounds else None
+    per_round: dict[str, dict[str, dict[str, object]]] = {}
+    pairwise: dict[str, dict[str, dict[str, float | None]]] = {}
+    pairwise_mean: dict[str, dict[str, float | None]] = {}
+    plurality: dict[str, float | None] = {}
+    kappa_by_attribute: dict[str, dict[str, dict[str, object]]] = {}
+    alpha: dict[str, dict[str, dict[str, object]]] = {}
+    agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    last_matrix: RoundMatrix | None = None
+    last_bucketed = np.zeros((params.bootstrap, 0))
+
+    for name in rounds:
+        m = round_matrix(enc, name)
+        entries, kappa = _reviewer_entries(enc, m, groups)
+        spans = _span_f1(enc, m, subcategory_attribute)
+        for reviewer, entry in entries.items():
+            entry["span_f1"] = spans.get(reviewer)
+        per_round[name] = entries
+        exact_pairs = pairwise_agreement(m.label, m.reviewers)
+        bucketed_pairs = pairwise_agreement(m.bucket, m.reviewers)
+        pairwise[name] = {
+            pair: {"exact": exact_pairs[pair], "bucketed": bucketed_pairs[pair]} for pair in sorted(exact_pairs)
+        }
+        pairwise_mean[name] = {
+            "exact": mean_or_none(exact_pairs.values()),
+            "bucketed": mean_or_none(bucketed_pairs.values()),
+        }
+        plurality[name] = gold_in_plurality(m.gold_bucket, m.bucket)
+        kappa_by_attribute[name] = {
+            a.code: _attribute_kappa_summary(kappa[:, i]) for i, a in enumerate(enc.schema.attributes)
+        }
+        alpha[name] = _alpha_by_attribute(enc, m)
+        agreement_ci[name], bucketed_samples = _bootstrap_round(enc, m, groups, params)
+        last_matrix, last_bucketed = m, bucketed_samples
+
+    reviewers: dict[str, dict[str, object]] = {}
+    for reviewer in sorted({r for entries in per_round.values() for r in entries}):
+        row: dict[str, object] = {name: per_round[name].get(reviewer) or _empty_entry(enc, groups) for name in rounds}
+        start = per_round[rounds[0]].get(reviewer, {}).get("bucketed")
+        end = per_round[rounds[-1]].get(reviewer, {}).get("bucketed")
+        # one round measures no change: Δ is undefined rather than a misleading 0
+        defined = len(rounds) >= 2 and start is not None and end is not None
+        row["delta_pp"] = 100.0 * (float(end) - float(start)) if defined else None  # type: ignore[arg-type]
+        reviewers[reviewer] = row
+
+    last_reviewers = last_matrix.reviewers if last_matrix is not None else []
+    shares = top_k_shares(last_bucketed, params.top_k)
+    bootstrap = {
+        "resamples": params.bootstrap,
+        "seed": params.seed,
+        "round": last,
+        "n_turns": last_matrix.n_turns if last_matrix is not None else 0,
+        "top_k": {
+            str(k): {reviewer: nan_to_none(shares[k][r]) for r, reviewer in enumerate(last_reviewers)}
+            for k in params.top_k
+        },
+    }
+    return {
+        "rounds": rounds,
+        "first_round": rounds[0] if rounds else None,
+        "last_round": last,
+        "reviewers": reviewers,
+        "pairwise": pairwise,
+        "pairwise_mean": pairwise_mean,
+        "gold_in_plurality": plurality,
+        "kappa_by_attribute": kappa_by_attribute,
+        "alpha": alpha,
+        "agreement_ci": agreement_ci,
+        "ci": {"level": params.ci_level, "resample": "turn", "resamples": params.bootstrap, "seed": params.seed},
+        "bootstrap": bootstrap,
+        "panel_ranking": _panel_ranking(per_round.get(last, {}) if last else {}, last, params.panel_size),
+    }
+
+
+def _attribute_kappa_summary(kappas: np.ndarray) -> dict[str, object]:
+    """Panel view of one attribute: mean of the reviewers' defined κ and its Landis–Koch band."""
+    mean = mean_or_none(nan_to_none(k) for k in kappas.tolist())
+    return {"mean": mean, "band": landis_koch_band(mean), "n_reviewers": int(np.isfinite(kappas).sum())}
+
+
+def _panel_ranking(entries: Mapping[str, Mapping[str, object]], round_name: str | None, size: int) -> dict[str, object]:
+    """Reviewers by last-round bucketed agreement; retained when fewer than `size` others score higher."""
+    scored = {r: e["bucketed"] for r, e in entries.items()}
+    defined = [v for v in scored.values() if v is not None]
+    ranking = []
+    for reviewer, value in sorted(scored.items(), key=lambda kv: (kv[1] is None, -(kv[1] or 0.0), kv[0])):
+        higher = None if value is None else sum(1 for v in defined if v > value)  # type: ignore[operator]
+        ranking.append({"reviewer": reviewer, "bucketed": value, "rank": None if higher is None else higher + 1})
+    suggested = [row["reviewer"] for row in ranking if row["rank"] is not None and row["rank"] <= size]
+    return {"round": round_name, "panel_size": size, "ranking": ranking, "suggested_panel": suggested}

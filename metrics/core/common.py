@@ -1,0 +1,123 @@
+"""Small array helpers shared by the metric modules: factorising keys, grouped means, JSON-safe output."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+_CALIBRATION_ROUND = re.compile(r"^calibration-(\d+)$")
+
+
+def factorize(values: Sequence[Any] | np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Codes of string-like keys, numbered in sorted order of the keys.
+
+    Hashing (set + a C-level map over a dict lookup) instead of np.unique: sorting 10^5-10^6 Python strings
+    is several times slower, while the distinct keys (coders, models, conversations) are few and cheap to
+    sort. None becomes "" so that a null model and an empty model are one key (SPEC §6 accepts both).
+    """
+    raw = values if isinstance(values, list) else np.asarray(values).tolist()
+    distinct = set(raw)
+    normalised = {v: "" if v is None else str(v) for v in distinct}
+    uniques = sorted(set(normalised.values()))
+    position = {u: i for i, u in enumerate(uniques)}
+    code_of = {v: position[n] for v, n in normalised.items()}
+    codes = np.fromiter(map(code_of.__getitem__, raw), dtype=np.int64, count=len(raw))
+    return uniques, codes
+
+
+def dense_ids(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct tuples of small non-negative integer columns; returns (ids, first row of each id).
+
+    Mixed-radix packing into one int64 keeps this to a single np.unique over integers.
+    """
+    if not columns or len(columns[0]) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    packed = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        col = np.asarray(col, dtype=np.int64)
+        radix = int(col.max()) + 1
+        packed = packed * radix + col
+    _, first, ids = np.unique(packed, return_index=True, return_inverse=True)
+    return ids.astype(np.int64), first.astype(np.int64)
+
+
+def keep_last(keys: np.ndarray) -> np.ndarray:
+    """Row indices, in input order, of the last row for every distinct key (a re-coded judgment wins)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    reversed_keys = keys[::-1]
+    _, first_in_reversed = np.unique(reversed_keys, return_index=True)
+    return np.sort(len(keys) - 1 - first_in_reversed)
+
+
+def group_sum_count(ids: np.ndarray, values: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and count of the finite values per group; NaN values are treated as absent."""
+    values = np.asarray(values, dtype=float)
+    ok = np.isfinite(values)
+    sums = np.bincount(ids[ok], weights=values[ok], minlength=n_groups)
+    counts = np.bincount(ids[ok], minlength=n_groups).astype(float)
+    return sums, counts
+
+
+def group_mean(ids: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Mean of the finite values per group, NaN for a group with none."""
+    sums, counts = group_sum_count(ids, values, n_groups)
+    return safe_divide(sums, counts)
+
+
+def safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den with NaN where den is 0, without warnings (an empty denominator means 'undefined')."""
+    num = np.asarray(num, dtype=float)
+    den = np.asarray(den, dtype=float)
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def nan_to_none(x: float | np.floating | None) -> float | None:
+    """The report's rule: an undefined number is None, never NaN/inf."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    """Unweighted mean of the defined values; None when none is defined (undefined values are left out)."""
+    defined = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return sum(defined) / len(defined) if defined else None
+
+
+def ordered_calibration_rounds(names: Iterable[str]) -> list[str]:
+    """Calibration round names ordered by their number ("calibration-10" after "calibration-2")."""
+    numbered = []
+    for name in set(names):
+        match = _CALIBRATION_ROUND.match(name)
+        if match:
+            numbered.append((int(match.group(1)), name))
+    return [name for _, name in sorted(numbered)]
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Recursively turn numpy scalars/arrays into Python values and NaN/inf into None.
+
+    The report contract forbids NaN anywhere (json.dumps(..., allow_nan=False) must succeed); doing it once
+    at the end means no metric function can leak a numpy type or a NaN through a forgotten branch.
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return nan_to_none(obj)
+    return obj

@@ -1,0 +1,538 @@
+"""Analysis indices of the main annotation (SPEC §5): UIRI, flag burden, risks, D/E/R/F clusters and ARI,
+fingerprints, coupling, trajectories and span evidence, plus bootstrap CIs for the per-model ARI table.
+
+Multi-coder rule (SPEC §5): a unit's value of any quantity is the mean of the per-coder values of that
+quantity. So UIRI and cluster scores are computed per (coder, unit) first and only then averaged over the
+coders of the unit; a model's figure is the mean over its responses where the quantity is defined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bootstrap import draw_counts, percentile_interval, resampled_ratio
+from .common import dense_ids, group_mean, group_sum_count, mean_or_none, nan_to_none, safe_divide
+from .correlation import coupling_table
+from .encode import GOLD, Encoded
+from .spans import span_evidence, subcategory_pairs, whitespace_tokens
+from .tables import ReportParams
+from .trajectories import series_statistics, summarise
+
+ARI = "ARI"
+BANDS = ("low", "medium", "high")
+
+
+def uiri_band(values: np.ndarray, bands: tuple[float, float]) -> np.ndarray:
+    """Band index per UIRI value: 0 low (< lower), 1 medium ([lower, upper)), 2 high (>= upper).
+
+    Rounded to 9 decimals first: UIRI is a mean of fractions such as 3/10, which in floating point can land
+    a hair below the band boundary it equals exactly.
+    """
+    rounded = np.round(np.asarray(values, dtype=float), 9)
+    return (rounded >= bands[0]).astype(np.int64) + (rounded >= bands[1]).astype(np.int64)
+
+
+def band_shares(values: np.ndarray, bands: tuple[float, float]) -> dict[str, float | None]:
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return dict.fromkeys(BANDS)
+    counts = np.bincount(uiri_band(values, bands), minlength=3)
+    return {band: float(c) / len(values) for band, c in zip(BANDS, counts, strict=True)}
+
+
+def fingerprint(mean_risk: np.ndarray) -> np.ndarray:
+    """z-scores of a (models x attributes) mean-risk matrix, per attribute across models.
+
+    Sample SD (n - 1) over the models where the attribute is defined; σ = 0 -> z = 0; fewer than two
+    defined models -> NaN (the report's None).
+    """
+    mean_risk = np.asarray(mean_risk, dtype=float)
+    z = np.full(mean_risk.shape, np.nan)
+    for a in range(mean_risk.shape[1]):
+        column = mean_risk[:, a]
+        defined = np.isfinite(column)
+        if defined.sum() < 2:
+            continue
+        mu = column[defined].mean()
+        sigma = column[defined].std(ddof=1)
+        z[defined, a] = 0.0 if sigma <= 1e-12 else (column[defined] - mu) / sigma
+    return z
+
+
+def cluster_scores(
+    pair: np.ndarray, cluster: np.ndarray, risk: np.ndarray, n_pairs: int, n_clusters: int
+) -> np.ndarray:
+    """(pairs x clusters+1) per-(coder, response) cluster means of risk, last column ARI.
+
+    A cluster is the mean of the risks of its attributes that the coder scored; ARI is the mean of the
+    clusters and is defined only when every cluster is.
+    """
+    sums, counts = group_sum_count(pair * n_clusters + cluster, risk, n_pairs * n_clusters)
+    clusters = safe_divide(sums, counts).reshape(n_pairs, n_clusters)
+    all_defined = np.isfinite(clusters).all(axis=1) if n_clusters else np.zeros(n_pairs, dtype=bool)
+    ari = np.where(all_defined, np.nan_to_num(clusters).mean(axis=1) if n_clusters else np.nan, np.nan)
+    return np.column_stack([clusters, ari])
+
+
+@dataclass(frozen=True)
+class MainRound:
+    """Per-unit values of the main round after averaging over coders (rows: unit ids; NaN = not coded)."""
+
+    turn_uiri: np.ndarray  # per turn id
+    turn_mean_raw: np.ndarray  # turns x attributes, mean raw score
+    turn_mean_normalised: np.ndarray  # turns x attributes, mean score / max(scale)
+    response_mean_raw: np.ndarray  # units x attributes
+    response_mean_normalised: np.ndarray  # units x attributes
+    response_mean_risk: np.ndarray  # units x attributes
+    response_clusters: np.ndarray  # units x (clusters + ARI)
+    response_coders: np.ndarray  # units: coders with any response-level score
+    coded_responses: np.ndarray  # unit ids of coded responses, ascending
+    clusters: list[str]
+
+
+def _main_rows(enc: Encoded, params: ReportParams) -> np.ndarray | None:
+    if "main" not in enc.rounds:
+        return None
+    j = enc.judgments
+    keep = (j.round == enc.rounds.index("main")) & (j.coder != GOLD)
+    if params.panel is not None:
+        panel = [enc.coders.index(c) for c in params.panel if c in enc.coders]
+        keep &= np.isin(j.coder, panel)
+    return np.flatnonzero(keep)
+
+
+def main_round(enc: Encoded, rows: np.ndarray) -> MainRound:
+    j, schema, keys = enc.judgments, enc.schema, enc.keys
+    n_attributes = len(schema.attributes)
+    n_turns, n_units = len(keys.turn_index), len(keys.unit_turn)
+    attribute, unit, coder = j.attribute[rows], j.unit[rows], j.coder[rows]
+    column = j.score[rows] - schema.offset
+    raw = j.score[rows].astype(float)
+    normalised = schema.normalised[attribute, column]
+    risk = schema.risk[attribute, column]
+    kinds = np.array([a.unit for a in schema.attributes], dtype=object)
+    at_turn = kinds[attribute] == "turn" if len(rows) else np.zeros(0, dtype=bool)
+    at_response = kinds[attribute] == "response" if len(rows) else np.zeros(0, dtype=bool)
+    turn = keys.unit_turn[unit]
+
+    def per_cell(ids: np.ndarray, values: np.ndarray, n: int, mask: np.ndarray) -> np.ndarray:
+        return group_mean(ids[mask] * n_attributes + attribute[mask], values[mask], n * n_attributes).reshape(
+            n, n_attributes
+        )
+
+    uiri_attributes = schema.indices(lambda a: a.uiri and a.unit == "turn")
+    turn_uiri = np.full(n_turns, np.nan)
+    in_uiri = at_turn & np.isin(attribute, uiri_attributes)
+    if uiri_attributes and in_uiri.any():
+        pair, first = dense_ids(coder[in_uiri], turn[in_uiri])
+        sums, counts = group_sum_count(pair, normalised[in_uiri], len(first))
+        complete = counts == len(uiri_attributes)  # a coder contributes only with all UIRI items scored
+        coder_uiri = sums / len(uiri_attributes)
+        turn_uiri = group_mean(turn[in_uiri][first][complete], coder_uiri[complete], n_turns)
+
+    clusters: list[str] = []
+    for a in schema.attributes:
+        if a.unit == "response" and a.risk is not None and a.cluster and a.cluster not in clusters:
+            clusters.append(a.cluster)
+    cluster_of = np.array(
+        [
+            clusters.index(a.cluster) if a.cluster in clusters and a.risk is not None and a.unit == "response" else -1
+            for a in schema.attributes
+        ]
+        or [-1],
+        dtype=np.int64,
+    )
+    response_clusters = np.full((n_units, len(clusters) + 1), np.nan)
+    response_coders = np.zeros(n_units)
+    if at_response.any():
+        pair, first = dense_ids(coder[at_response], unit[at_response])
+        pair_unit = unit[at_response][first]
+        response_coders = np.bincount(pair_unit, minlength=n_units).astype(float)
+        in_cluster = cluster_of[attribute[at_response]] >= 0
+        per_pair = cluster_scores(
+            pair[in_cluster],
+            cluster_of[attribute[at_response]][in_cluster],
+            risk[at_response][in_cluster],
+            len(first),
+            len(clusters),
+        )
+        for c in range(len(clusters) + 1):
+            response_clusters[:, c] = group_mean(pair_unit, per_pair[:, c], n_units)
+    return MainRound(
+        turn_uiri=turn_uiri,
+        turn_mean_raw=per_cell(turn, raw, n_turns, at_turn),
+        turn_mean_normalised=per_cell(turn, normalised, n_turns, at_turn),
+        response_mean_raw=per_cell(unit, raw, n_units, at_response),
+        response_mean_normalised=per_cell(unit, normalised, n_units, at_response),
+        response_mean_risk=per_cell(unit, risk, n_units, at_response),
+        response_clusters=response_clusters,
+        response_coders=response_coders,
+        coded_responses=np.flatnonzero(response_coders > 0),
+        clusters=clusters,
+    )
+
+
+def _multi_turn_conversations(enc: Encoded, conversation_kinds: Mapping[tuple[str, str], str] | None) -> np.ndarray:
+    """Boolean per conversation id. Without a kinds map, a conversation with several turns is multi-turn."""
+    keys = enc.keys
+    n_conversations = len(keys.conversation_name)
+    real_turns = keys.turn_index > 0
+    inferred = np.bincount(keys.turn_conversation[real_turns], minlength=n_conversations) > 1
+    if conversation_kinds is None:
+        return inferred
+    multi = inferred.copy()
+    for c in range(n_conversations):
+        kind = conversation_kinds.get((keys.datasets[keys.conversation_dataset[c]], keys.conversation_name[c]))
+        if kind is not None:
+            multi[c] = kind == "multi"
+    return multi
+
+
+def _uiri_section(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
+    keys = enc.keys
+    defined = np.isfinite(main.turn_uiri)
+    dataset_of_turn = keys.conversation_dataset[keys.turn_conversation]
+    by_dataset = {}
+    by_dataset_bands = {}
+    for d in np.unique(dataset_of_turn[defined]).tolist():
+        values = main.turn_uiri[defined & (dataset_of_turn == d)]
+        by_dataset[keys.datasets[d]] = float(values.mean())
+        by_dataset_bands[keys.datasets[d]] = band_shares(values, params.uiri_bands)
+    return {
+        "mean": float(main.turn_uiri[defined].mean()) if defined.any() else None,
+        "bands": band_shares(main.turn_uiri, params.uiri_bands),
+        "by_dataset": by_dataset,
+        "by_dataset_bands": by_dataset_bands,
+        "n_turns": int(defined.sum()),
+        "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
+    }
+
+
+def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
+    """flags, ari, attribute_risk and fingerprint, keyed by model name (sorted)."""
+    schema, keys = enc.schema, enc.keys
+    coded = main.coded_responses
+    model_of = keys.unit_model[coded]
+    model_codes = np.unique(model_of)
+    models = [keys.models[m] for m in model_codes.tolist()]
+    position = np.searchsorted(model_codes, model_of)
+    n_models = len(models)
+    n_responses = np.bincount(position, minlength=n_models)
+
+    def per_model(values: np.ndarray) -> np.ndarray:  # coded responses -> models
+        return group_mean(position, values, n_models)
+
+    risk_attributes = schema.indices(lambda a: a.risk is not None and a.unit == "response")
+    flag_attributes = schema.indices(lambda a: a.group == "flag" and a.unit == "response")
+    mean_risk = (
+        np.column_stack([per_model(main.response_mean_risk[coded, a]) for a in risk_attributes])
+        if (risk_attributes and n_models)
+        else np.full((n_models, len(risk_attributes)), np.nan)
+    )
+    z = fingerprint(mean_risk)
+    cluster_names = [*main.clusters, ARI]
+    cluster_means = [per_model(main.response_clusters[coded, c]) for c in range(len(cluster_names))]
+    codes = schema.codes
+    flag_means = {codes[a]: per_model(main.response_mean_normalised[coded, a]) for a in flag_attributes}
+    flags = {model: {code: nan_to_none(v[m]) for code, v in flag_means.items()} for m, model in enumerate(models)}
+    return {
+        "flags": flags,
+        "ari": {
+            model: {
+                **{name: nan_to_none(cluster_means[c][m]) for c, name in enumerate(cluster_names)},
+                "n_responses": int(n_responses[m]),
+            }
+            for m, model in enumerate(models)
+        },
+        "attribute_risk": {
+            model: {codes[a]: nan_to_none(mean_risk[m, i]) for i, a in enumerate(risk_attributes)}
+            for m, model in enumerate(models)
+        },
+        "fingerprint": {
+            model: {codes[a]: nan_to_none(z[m, i]) for i, a in enumerate(risk_attributes)}
+            for m, model in enumerate(models)
+        },
+    }
+
+
+def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
+    """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns).
+
+    Per-cluster sums and counts of the coded responses are accumulated per resampling unit once; each
+    resample is then a row of a (B x units) count matrix times those sums.
+    """
+    keys = enc.keys
+    coded = main.coded_responses
+    names = [*main.clusters, ARI]
+    model_of = keys.unit_model[coded]
+    model_codes = np.unique(model_of)
+    position = np.searchsorted(model_codes, model_of)
+    turn = keys.unit_turn[coded]
+    cluster_key = keys.turn_conversation[turn] if params.ci_resample == "conversation" else turn
+    cluster, first = dense_ids(cluster_key)
+    n_clusters, n_models, n_values = len(first), len(model_codes), len(names)
+    sums = np.zeros((n_clusters, n_models * n_values))
+    counts = np.zeros_like(sums)
+    for q in range(n_values):
+        values = main.response_clusters[coded, q]
+        ok = np.isfinite(values)
+        cell = cluster[ok] * (n_models * n_values) + position[ok] * n_values + q
+        sums += np.bincount(cell, weights=values[ok], minlength=sums.size).reshape(sums.shape)
+        counts += np.bincount(cell, minlength=sums.size).reshape(sums.shape)
+    draws = draw_counts(n_clusters, params.bootstrap, np.random.default_rng(params.seed))
+    low, high = percentile_interval(resampled_ratio(draws, sums, counts), params.ci_level)
+    low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
+    return {
+        keys.models[code]: {
+            name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
+        }
+        for m, code in enumerate(model_codes.tolist())
+    }
+
+
+def _coupling(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
+    schema, keys = enc.schema, enc.keys
+    inputs = schema.indices(lambda a: a.group == params.coupling_input_group and a.unit == "turn")
+    outputs = schema.indices(lambda a: a.group in params.coupling_output_groups and a.unit == "response")
+    risky_outputs = [a for a in outputs if schema.attributes[a].risk is not None]
+    codes = schema.codes
+    raw: dict[str, object] = {}
+    risk: dict[str, object] = {}
+    coded = main.coded_responses
+    for code in np.unique(keys.unit_model[coded]).tolist():
+        units = coded[keys.unit_model[coded] == code]
+        turns = keys.unit_turn[units]
+        x = {codes[a]: main.turn_mean_raw[turns, a] for a in inputs}
+        thresholds = {"min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
+        model = keys.models[code]
+        raw[model] = coupling_table(x, {codes[a]: main.response_mean_raw[units, a] for a in outputs}, **thresholds)
+        risk[model] = coupling_table(
+            x, {codes[a]: main.response_mean_risk[units, a] for a in risky_outputs}, **thresholds
+        )
+    return {
+        "raw": raw,
+        "risk": risk,
+        "min_abs_rho": params.coupling_min_abs_rho,
+        "max_q": params.coupling_max_q,
+    }
+
+
+def _trajectories(
+    enc: Encoded, main: MainRound, params: ReportParams, multi: np.ndarray
+) -> tuple[dict[str, object], dict[str, dict[str, float | None]]]:
+    """Trajectory summaries per signal, and the per-conversation UIRI peak of multi-turn conversations."""
+    schema, keys = enc.schema, enc.keys
+    turn_in_multi = multi[keys.turn_conversation] & (keys.turn_index > 0)
+    user_attributes = schema.indices(lambda a: a.unit == "turn" and max(a.scale) > 0)
+    signal_names: list[tuple[str | None, str]] = [(None, "UIRI")] + [(None, schema.codes[a]) for a in user_attributes]
+    point_signal, point_turn_id, point_value = [], [], []
+
+    def add(signal: int, turn_ids: np.ndarray, values: np.ndarray) -> None:
+        ok = np.isfinite(values) & turn_in_multi[turn_ids]
+        point_signal.append(np.full(int(ok.sum()), signal, dtype=np.int64))
+        point_turn_id.append(turn_ids[ok])
+        point_value.append(values[ok])
+
+    all_turns = np.arange(len(keys.turn_index))
+    add(0, all_turns, main.turn_uiri)
+    for s, a in enumerate(user_attributes, start=1):
+        add(s, all_turns, main.turn_mean_normalised[:, a])
+    coded = main.coded_responses
+    risk_attributes = schema.indices(lambda a: a.risk is not None and a.unit == "response")
+    for code in np.unique(keys.unit_model[coded]).tolist():
+        units = coded[keys.unit_model[coded] == code]
+        model = keys.models[code]
+        for c, name in enumerate([*main.clusters, ARI]):
+            signal_names.append((model, name))
+            add(len(signal_names) - 1, keys.unit_turn[units], main.response_clusters[units, c])
+        for a in risk_attributes:
+            signal_names.append((model, schema.codes[a]))
+            add(len(signal_names) - 1, keys.unit_turn[units], main.response_mean_risk[units, a])
+
+    signal = np.concatenate(point_signal)
+    turn_id = np.concatenate(point_turn_id)
+    value = np.concatenate(point_value)
+    conversation = keys.turn_conversation[turn_id]
+    series, first = dense_ids(signal, conversation)
+    stats = series_statistics(series, keys.turn_index[turn_id], value, len(first))
+    summaries = summarise(
+        stats, signal[first], len(signal_names), series, keys.turn_index[turn_id], params.slope_flat_threshold
+    )
+    user: dict[str, object] = {}
+    models: dict[str, dict[str, object]] = {}
+    for (model, name), summary in zip(signal_names, summaries, strict=True):
+        if model is None:
+            user[name] = summary
+        else:
+            models.setdefault(model, {})[name] = summary
+
+    peaks: dict[str, dict[str, float | None]] = {}
+    uiri_series = np.flatnonzero(signal[first] == 0)
+    for s in uiri_series.tolist():
+        c = int(conversation[first[s]])
+        dataset = keys.datasets[keys.conversation_dataset[c]]
+        peaks.setdefault(dataset, {})[keys.conversation_name[c]] = nan_to_none(stats.peak[s])
+    peaks = {d: dict(sorted(v.items())) for d, v in sorted(peaks.items())}
+    section = {
+        "threshold": params.slope_flat_threshold,
+        "n_conversations": int(len(np.unique(conversation))),
+        "user": user,
+        "models": dict(sorted(models.items())),
+    }
+    return section, peaks
+
+
+def _span_section(
+    enc: Encoded,
+    main: MainRound,
+    rows_coders: np.ndarray,
+    response_texts: Mapping[tuple[str, str, int, str], str] | None,
+    subcategory_attribute: Mapping[str, str] | None,
+) -> dict[str, object]:
+    spans, keys = enc.spans, enc.keys
+    if spans is None or "main" not in enc.rounds:
+        return {"evidence": {}, "ratios": {}, "subcategories": []}
+    keep = (spans.round == enc.rounds.index("main")) & np.isin(spans.coder, rows_coders)
+    keep &= np.array([a.unit == "response" for a in enc.schema.attributes])[spans.attribute]
+    rows = np.flatnonzero(keep)
+    slugs = list(subcategory_attribute) if subcategory_attribute is not None else []
+    slugs += sorted({enc.subcategories[s] for s in np.unique(spans.subcategory[rows]).tolist()} - set(slugs))
+    slug_index = np.array([slugs.index(s) if s in slugs else -1 for s in enc.subcategories] or [-1], dtype=np.int64)
+    tokens = np.full(len(rows), np.nan)
+    if response_texts is not None:
+        unit = spans.unit[rows]
+        turn = keys.unit_turn[unit]
+        conversation = keys.turn_conversation[turn]
+        columns = zip(
+            keys.conversation_dataset[conversation].tolist(),
+            conversation.tolist(),
+            keys.turn_index[turn].tolist(),
+            keys.unit_model[unit].tolist(),
+            spans.start[rows].tolist(),
+            spans.end[rows].tolist(),
+            strict=True,
+        )
+        for i, (d, c, t, m, start, end) in enumerate(columns):
+            text = response_texts.get((keys.datasets[d], keys.conversation_name[c], t, keys.models[m]))
+            if text is not None:
+                tokens[i] = whitespace_tokens(text, start, end)
+    model_codes = np.unique(keys.unit_model[main.coded_responses])
+    model_position = np.full(len(keys.models), -1, dtype=np.int64)
+    model_position[model_codes] = np.arange(len(model_codes))
+    response_model = np.where(main.response_coders > 0, model_position[keys.unit_model], 0)
+    n_spans, n_tokens = span_evidence(
+        span_response=spans.unit[rows],
+        span_subcategory=slug_index[spans.subcategory[rows]],
+        span_tokens=tokens,
+        response_coders=main.response_coders,
+        response_model=response_model,
+        n_models=len(model_codes),
+        n_subcategories=len(slugs),
+    )
+    models = [keys.models[c] for c in model_codes.tolist()]
+    evidence = {
+        model: {
+            slug: {
+                "spans_per_response": nan_to_none(n_spans[m, s]),
+                "tokens_per_response": nan_to_none(n_tokens[m, s]),
+            }
+            for s, slug in enumerate(slugs)
+        }
+        for m, model in enumerate(models)
+    }
+    pairs = subcategory_pairs(subcategory_attribute) if subcategory_attribute is not None else []
+    ratios = {
+        model: {
+            f"{second}:{first}": {
+                "spans": nan_to_none(safe_divide(n_spans[m, slugs.index(second)], n_spans[m, slugs.index(first)])),
+                "tokens": nan_to_none(safe_divide(n_tokens[m, slugs.index(second)], n_tokens[m, slugs.index(first)])),
+            }
+            for _, first, second in pairs
+        }
+        for m, model in enumerate(models)
+    }
+    return {"evidence": evidence, "ratios": ratios, "subcategories": slugs}
+
+
+def empty_indices(params: ReportParams) -> dict[str, object]:
+    return {
+        "coders": [],
+        "n_turns": 0,
+        "n_responses": 0,
+        "uiri": {
+            "mean": None,
+            "bands": dict.fromkeys(BANDS),
+            "by_dataset": {},
+            "by_dataset_bands": {},
+            "n_turns": 0,
+            "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
+            "peaks": {},
+            "peak_mean": None,
+        },
+        "flags": {},
+        "ari": {},
+        "ari_ci": {},
+        "ci": {
+            "level": params.ci_level,
+            "resample": params.ci_resample,
+            "resamples": params.bootstrap,
+            "seed": params.seed,
+        },
+        "attribute_risk": {},
+        "fingerprint": {},
+        "coupling": {
+            "raw": {},
+            "risk": {},
+            "min_abs_rho": params.coupling_min_abs_rho,
+            "max_q": params.coupling_max_q,
+        },
+        "trajectories": {
+            "threshold": params.slope_flat_threshold,
+            "n_conversations": 0,
+            "user": {},
+            "models": {},
+        },
+        "spans": {"evidence": {}, "ratios": {}, "subcategories": []},
+    }
+
+
+def indices_section(
+    enc: Encoded,
+    params: ReportParams,
+    *,
+    response_texts: Mapping[tuple[str, str, int, str], str] | None = None,
+    conversation_kinds: Mapping[tuple[str, str], str] | None = None,
+    subcategory_attribute: Mapping[str, str] | None = None,
+) -> dict[str, object]:
+    rows = _main_rows(enc, params)
+    section = empty_indices(params)
+    if rows is None or len(rows) == 0:
+        return section
+    main = main_round(enc, rows)
+    coders = np.unique(enc.judgments.coder[rows])
+    tables = _model_tables(enc, main)
+    trajectories, peaks = _trajectories(enc, main, params, _multi_turn_conversations(enc, conversation_kinds))
+    uiri = _uiri_section(enc, main, params)
+    uiri["peaks"] = peaks
+    uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
+    section.update(
+        {
+            "coders": [enc.coders[c] for c in coders.tolist()],
+            "n_turns": int(np.isfinite(main.turn_mean_raw).any(axis=1).sum()),
+            "n_responses": int(len(main.coded_responses)),
+            "uiri": uiri,
+            "flags": tables["flags"],
+            "ari": tables["ari"],
+            "ari_ci": _ari_intervals(enc, main, params),
+            "attribute_risk": tables["attribute_risk"],
+            "fingerprint": tables["fingerprint"],
+            "coupling": _coupling(enc, main, params),
+            "trajectories": trajectories,
+            "spans": _span_section(enc, main, coders, response_texts, subcategory_attribute),
+        }
+    )
+    return section

@@ -1,0 +1,194 @@
+"""Slow reference implementation: one Python loop per resample and per item, κ from scikit-learn each time.
+
+It exists for two reasons only: it is the oracle the vectorised core is tested against (same draws, same
+definitions, independent code working from the raw rows rather than the encoded arrays), and it is the
+baseline the benchmark times. Nothing in the report calls it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from sklearn.metrics import cohen_kappa_score
+
+from .tables import AttributeSpec, JudgmentTable
+
+_FIELDS = ("round", "coder", "is_gold", "dataset", "conversation", "turn", "model", "attribute", "score")
+
+
+def _rows(judgments: JudgmentTable) -> Iterator[tuple]:
+    return zip(*(np.asarray(getattr(judgments, f)).tolist() for f in _FIELDS), strict=True)
+
+
+def _unit(spec: AttributeSpec, dataset: str, conversation: str, turn: int, model: str | None) -> tuple:
+    if spec.unit == "conversation":
+        return (dataset, conversation, 0, "")
+    return (dataset, conversation, turn, (model or "") if spec.unit == "response" else "")
+
+
+def _quantiles(samples: list[float | None], level: float) -> tuple[float | None, float | None]:
+    defined = [s for s in samples if s is not None]
+    if not defined:
+        return None, None
+    tail = (1 - level) / 2
+    low, high = np.quantile(np.array(defined), [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def naive_calibration(
+    attributes: Sequence[AttributeSpec],
+    judgments: JudgmentTable,
+    round_name: str,
+    *,
+    resamples: int,
+    seed: int,
+    top_k: Sequence[int] = (4, 5, 6),
+    ci_level: float = 0.95,
+) -> dict:
+    """Per reviewer: point agreement/κ, then the same recomputed on every turn resample, loop by loop."""
+    spec = {a.code: a for a in attributes}
+    gold: dict[tuple, int] = {}
+    scores: dict[str, dict[tuple, int]] = {}
+    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
+        a = spec.get(attribute)
+        if rnd != round_name or a is None or score not in a.scale:
+            continue
+        item = (*_unit(a, dataset, conversation, turn, model), attribute)
+        if is_gold:
+            gold[item] = score
+        else:
+            scores.setdefault(coder, {})[item] = score
+    all_items = set(gold) | {i for s in scores.values() for i in s}
+    turns = sorted({item[:3] for item in all_items})
+    items_of_turn: dict[tuple, list[tuple]] = {t: [] for t in turns}
+    for item in sorted(all_items):
+        items_of_turn[item[:3]].append(item)
+    reviewers = sorted(scores)
+    groups = sorted({a.group for a in attributes})
+
+    def statistics(picked: list[tuple]) -> dict[str, dict[str, float | None]]:
+        out = {}
+        for reviewer in reviewers:
+            mine = scores[reviewer]
+            exact = bucketed = valid = 0
+            pairs: dict[str, tuple[list[int], list[int]]] = {}
+            for turn in picked:
+                for item in items_of_turn[turn]:
+                    if item not in gold or item not in mine:
+                        continue
+                    a = spec[item[-1]]
+                    r, g = mine[item], gold[item]
+                    valid += 1
+                    exact += r == g
+                    bucketed += a.bucket.get(r, r) == a.bucket.get(g, g)
+                    pairs.setdefault(a.code, ([], []))
+                    pairs[a.code][0].append(r)
+                    pairs[a.code][1].append(g)
+            kappas: dict[str, list[float]] = {group: [] for group in groups}
+            for code, (rs, gs) in pairs.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # undefined κ is NaN here and None in the result
+                    k = float(
+                        cohen_kappa_score(
+                            rs, gs, labels=list(spec[code].scale), weights="quadratic", replace_undefined_by=np.nan
+                        )
+                    )
+                if math.isfinite(k):
+                    kappas[spec[code].group].append(k)
+            out[reviewer] = {
+                "exact": exact / valid if valid else None,
+                "bucketed": bucketed / valid if valid else None,
+                **{f"kappa:{g}": (sum(v) / len(v) if v else None) for g, v in kappas.items()},
+            }
+        return out
+
+    point = statistics(turns)
+    picks = np.random.default_rng(seed).integers(0, len(turns), size=(resamples, len(turns))) if turns else []
+    samples = [statistics([turns[i] for i in row]) for row in picks]
+    shares = {}
+    for k in top_k:
+        shares[k] = {}
+        for reviewer in reviewers:
+            inside = 0
+            for sample in samples:
+                mine = sample[reviewer]["bucketed"]
+                if mine is None:
+                    continue
+                higher = sum(
+                    1
+                    for other in reviewers
+                    if sample[other]["bucketed"] is not None and sample[other]["bucketed"] > mine
+                )
+                inside += higher < k
+            shares[k][reviewer] = inside / len(samples) if samples else None
+    metrics = ["exact", "bucketed", *(f"kappa:{g}" for g in groups)]
+    intervals = {
+        reviewer: {m: _quantiles([s[reviewer][m] for s in samples], ci_level) for m in metrics}
+        for reviewer in reviewers
+    }
+    return {"point": point, "shares": shares, "intervals": intervals, "turns": turns}
+
+
+def naive_ari(
+    attributes: Sequence[AttributeSpec],
+    judgments: JudgmentTable,
+    *,
+    panel: Sequence[str] | None,
+    resamples: int,
+    seed: int,
+    ci_level: float = 0.95,
+) -> dict:
+    """Per model cluster means and ARI, point and conversation-bootstrap intervals, response by response."""
+    spec = {a.code: a for a in attributes}
+    clusters: list[str] = []
+    for a in attributes:
+        if a.unit == "response" and a.risk is not None and a.cluster and a.cluster not in clusters:
+            clusters.append(a.cluster)
+    risks: dict[tuple, dict[str, dict[str, list[float]]]] = {}  # response -> coder -> cluster -> risks
+    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
+        a = spec.get(attribute)
+        if rnd != "main" or is_gold or a is None or a.unit != "response" or score not in a.scale:
+            continue
+        if panel is not None and coder not in panel:
+            continue
+        per_coder = risks.setdefault((dataset, conversation, turn, model or ""), {}).setdefault(coder, {})
+        if a.risk is not None and a.cluster in clusters:
+            per_coder.setdefault(a.cluster, []).append(float(a.risk[score]))
+    names = [*clusters, "ARI"]
+    value: dict[tuple, dict[str, float | None]] = {}
+    for response, coders in risks.items():
+        per_name: dict[str, list[float]] = {n: [] for n in names}
+        for per_cluster in coders.values():
+            means = {c: sum(v) / len(v) for c, v in per_cluster.items() if v}
+            for c in clusters:
+                if c in means:
+                    per_name[c].append(means[c])
+            if clusters and all(c in means for c in clusters):
+                per_name["ARI"].append(sum(means[c] for c in clusters) / len(clusters))
+        value[response] = {n: (sum(v) / len(v) if v else None) for n, v in per_name.items()}
+    conversations = sorted({r[:2] for r in value})
+    responses_of: dict[tuple, list[tuple]] = {c: [] for c in conversations}
+    for response in sorted(value):
+        responses_of[response[:2]].append(response)
+    models = sorted({r[3] for r in value})
+
+    def means(picked: list[tuple]) -> dict[str, dict[str, float | None]]:
+        sums = {m: dict.fromkeys(names, 0.0) for m in models}
+        counts = {m: dict.fromkeys(names, 0) for m in models}
+        for conversation in picked:
+            for response in responses_of[conversation]:
+                for n in names:
+                    v = value[response][n]
+                    if v is not None:
+                        sums[response[3]][n] += v
+                        counts[response[3]][n] += 1
+        return {m: {n: (sums[m][n] / counts[m][n] if counts[m][n] else None) for n in names} for m in models}
+
+    point = means(conversations)
+    picks = np.random.default_rng(seed).integers(0, len(conversations), size=(resamples, len(conversations)))
+    samples = [means([conversations[i] for i in row]) for row in picks]
+    intervals = {m: {n: _quantiles([s[m][n] for s in samples], ci_level) for n in names} for m in models}
+    return {"point": point, "intervals": intervals}

@@ -1,0 +1,191 @@
+"""The reviewer's turn view in real headless Chromium: scoring, span highlighting by mouse, autosave with a
+failed save retried, reload, completion, screenshots."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from annotation import services
+from annotation.models import Assignment, Judgment, Round, Span, StudyMember
+from benchmark import services as benchmark_services
+from benchmark.models import ModelResponse, Turn
+from tests.browser import ARTIFACTS, browser_page, login, select_text  # noqa: F401 - fixture
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+TRICKY = "Ça va? Tu es naïve 😊 — “quoted” <b>not bold</b> & more… 🧠 then: café."
+
+
+@pytest.fixture
+def study_round():
+    """The demo study, plus a conversation whose response text has emoji, accents and HTML-like text."""
+    from django.core.management import call_command
+
+    call_command("load_demo", "--quiet")
+    benchmark_services.conversations_import(rows=[(1, {
+        "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
+        "complexity": "low", "turns": [{"index": 1, "client": "I worry <a lot> & often.", "responses": [
+            {"model": m, "text": TRICKY if m == "GPT" else f"{m} says: what helps you?"}
+            for m in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]}],
+    })])
+    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    Round.objects.filter(pk=round_.pk).update(status="draft")
+    round_.refresh_from_db()
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[Turn.objects.get(conversation__external_id="tricky")])
+    Round.objects.filter(pk=round_.pk).update(status="open")
+    return round_, reviewer
+
+
+def score_all(page, value_for) -> None:
+    for form in page.locator("form.attr").all():
+        code = form.get_attribute("data-code")
+        form.locator(f'input[name="score"][value="{value_for(code)}"]').check()
+
+
+def wait_saved(page) -> None:
+    # A selector wait, not wait_for_function: the page's CSP forbids the eval that the latter needs.
+    page.wait_for_selector("#global-state[data-state='saved']", timeout=20000)
+
+
+def test_reviewer_scores_highlights_reloads_and_finds_everything_saved(browser_page, live_server, study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.click("a.resume")
+    page.wait_for_url(re.compile(r"/rounds/\d+/turns/1/$"))
+    assert page.locator(".response-card").count() == 5
+    assert "GPT" not in page.locator(".response-card h3").all_inner_texts()[0], "model names are hidden by default"
+
+    # Score every attribute: flags 0, everything else 1; the first user-level attribute by keyboard.
+    page.locator("form.attr").first.focus()
+    page.keyboard.press("2")
+    score_all(page, lambda code: "0" if code.startswith("F") else ("2" if code == "U1" else "1"))
+    wait_saved(page)
+
+    # Highlight a span with the mouse in the first response.
+    first = page.locator(".response-card").first
+    response_id = int(first.get_attribute("data-response"))
+    text = ModelResponse.objects.get(pk=response_id).text
+    word = re.search(r"[A-Za-z]{6,}", text).group(0)
+    select_text(page, response_id, word)
+    page.locator("#palette").wait_for(state="visible")
+    page.click('#palette button.sub[data-sub="assumes"]')
+    wait_saved(page)
+    form = page.locator(f"#r{response_id}-AUR")
+    assert form.locator('input[name="instance_count"]').input_value() == "1", "count follows the spans"
+
+    page.screenshot(path=str(ARTIFACTS / "turn-desktop.png"), full_page=True)
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.screenshot(path=str(ARTIFACTS / "turn-narrow-laptop.png"), full_page=False)
+
+    page.reload()
+    assert page.locator("form.attr input[name=score]:checked").count() == page.locator("form.attr").count()
+    assert page.locator("#t-U1 input[name=score][value='2']").is_checked()
+    assert page.locator(f"#r{response_id}-AUR .state-saved").count() == 1
+    assert word in page.locator(f'.span-list[data-response="{response_id}"]').inner_text()
+    span = Span.objects.get(judgment__response_id=response_id)
+    assert text[span.start:span.end] == word and span.subcategory.slug == "assumes"
+    assert Judgment.objects.filter(round=round_, coder=reviewer, score__isnull=False).count() == 80
+    assert not page.console_errors, page.console_errors
+
+
+def test_spans_in_non_ascii_text_are_code_point_offsets(browser_page, live_server, study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    position = Assignment.objects.get(round=round_, coder=reviewer, turn__conversation__external_id="tricky").position
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/{position}/")
+    response = ModelResponse.objects.get(model_slot="GPT", turn__conversation__external_id="tricky")
+    assert page.locator(f'.response-text[data-response="{response.pk}"]').inner_text() == TRICKY
+    for needle, slug in (("naïve 😊", "assumes"), ("<b>not bold</b>", "directive"), ("🧠 then", "explores")):
+        select_text(page, response.pk, needle)
+        page.locator("#palette").wait_for(state="visible")
+        page.click(f'#palette button.sub[data-sub="{slug}"]')
+        wait_saved(page)
+    got = {s.subcategory.slug: TRICKY[s.start:s.end] for s in Span.objects.filter(judgment__response=response)}
+    assert got == {"assumes": "naïve 😊", "directive": "<b>not bold</b>", "explores": "🧠 then"}
+    # Overlapping spans are allowed; clicking a highlight lets the reviewer change or remove it.
+    select_text(page, response.pk, "naïve")
+    page.click('#palette button.sub[data-sub="explores"]')
+    wait_saved(page)
+    page.locator(f'.response-text[data-response="{response.pk}"] .seg.overlap').first.click()
+    page.locator("#span-popover").wait_for(state="visible")
+    page.locator("#span-popover .pop-row", has_text="Explores").first.locator("button.danger").click()
+    wait_saved(page)
+    assert Span.objects.filter(judgment__response=response).count() == 3
+    assert not page.console_errors, page.console_errors
+
+
+def test_a_failed_save_is_shown_and_retried_until_it_lands(browser_page, live_server, study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    failures = {"left": 2}
+
+    def flaky(route):
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            route.abort("connectionfailed")
+        else:
+            route.continue_()
+
+    page.route(re.compile(r".*/save$"), flaky)
+    page.locator("#t-U3 input[name=score][value='1']").check()
+    page.wait_for_selector("#t-U3 .state-failed", timeout=10000)
+    assert "retrying" in page.locator("#global-state").inner_text()
+    page.wait_for_selector("#t-U3 .state-saved", timeout=20000)
+    assert failures["left"] == 0
+    judgment = Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U3")
+    assert judgment.score == 1 and judgment.version == 1
+    page.screenshot(path=str(ARTIFACTS / "turn-after-retry.png"))
+
+
+def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live_server, study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    url = f"{live_server.url}/rounds/{round_.pk}/turns/1/"
+    page.goto(url)
+    other = page.context.new_page()
+    other.goto(url)
+    page.locator("#t-U1 input[name=score][value='1']").check()
+    page.wait_for_selector("#t-U1 .state-saved")
+    other.locator("#t-U1 input[name=score][value='0']").check()
+    other.wait_for_selector("#t-U1 .state-stale")
+    assert other.locator("#t-U1 input[name=score][value='1']").is_checked(), "the second tab is shown the newer value"
+    assert Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1").score == 1
+    # Rapid changes in one tab are sequential saves, never conflicts with itself.
+    for value in ("2", "0", "1", "2"):
+        page.locator(f"#t-U1 input[name=score][value='{value}']").check()
+    wait_saved(page)
+    assert Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1").score == 2
+
+
+def test_complete_turn_lists_missing_codings_then_moves_on_and_resume_follows(browser_page, live_server,
+                                                                               study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.locator("#t-U1 input[name=score][value='1']").check()
+    wait_saved(page)
+    page.click("#complete-turn")
+    page.wait_for_selector("#complete-result .check.missing")
+    assert "U2 · Evocative / Emotional" in page.locator("#complete-result").inner_text()
+    score_all(page, lambda code: "0" if code.startswith("F") else "1")
+    wait_saved(page)
+    page.keyboard.press("Escape")
+    page.click("#complete-turn")
+    page.wait_for_selector("#complete-result .check.warnings")
+    assert "but no highlighted span" in page.locator("#complete-result").inner_text()
+    page.click("#complete-result button")
+    page.wait_for_url(re.compile(r"/turns/2/$"))
+    assert Assignment.objects.get(round=round_, coder=reviewer, position=1).completed_at is not None
+    page.goto(f"{live_server.url}/")
+    assert page.locator("a.resume").get_attribute("href").endswith("/turns/2/")
+    assert StudyMember.objects.filter(user=reviewer).exists()

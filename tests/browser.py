@@ -1,0 +1,84 @@
+"""Real headless Chromium (Debian's) driven by Playwright, against pytest-django's live server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("CAB_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser_page(live_server, monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes are still
+    # synchronous and run between browser steps.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.console_errors = errors
+        yield page
+        context.close()
+        browser.close()
+
+
+def login(page, live_server, username: str, password: str = "cab-demo") -> None:  # noqa: S107
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def select_text(page, response_id: int, needle: str, occurrence: int = 0) -> None:
+    """Select ``needle`` inside a response text with real mouse drag, from the first to the last character."""
+    box = page.evaluate(
+        """([id, needle, occurrence]) => {
+            const el = document.querySelector(`.response-text[data-response="${id}"]`);
+            el.scrollIntoView({block: "center"});
+            const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+            let whole = "", nodes = [];
+            while (walker.nextNode()) {
+                nodes.push([walker.currentNode, whole.length]);
+                whole += walker.currentNode.data;
+            }
+            let at = -1;
+            for (let i = 0; i <= occurrence; i++) at = whole.indexOf(needle, at + 1);
+            if (at < 0) throw new Error("not found: " + needle);
+            function point(index) {
+                for (const [node, base] of nodes) {
+                    if (index >= base && index < base + node.data.length) return [node, index - base];
+                }
+            }
+            function rectOf(index, length) {
+                const [node, offset] = point(index);
+                const r = document.createRange();
+                r.setStart(node, offset); r.setEnd(node, offset + length);
+                return r.getClientRects()[0];
+            }
+            const firstLength = needle.codePointAt(0) > 0xffff ? 2 : 1;
+            const last = needle.length - ([...needle].pop().length);
+            const a = rectOf(at, firstLength), b = rectOf(at + last, needle.length - last);
+            return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
+        }""",
+        [response_id, needle, occurrence],
+    )
+    page.mouse.move(box["x1"], box["y1"])
+    page.mouse.down()
+    page.mouse.move((box["x1"] + box["x2"]) / 2, box["y2"], steps=4)
+    page.mouse.move(box["x2"], box["y2"], steps=4)
+    page.mouse.up()

@@ -1,0 +1,60 @@
+"""Trajectory statistics per series, worked by hand and checked against numpy's OLS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics.core.trajectories import series_statistics, slope_class, summarise
+
+
+def test_series_statistics_by_hand() -> None:
+    # series 0: turns 1,2,3 values 0, 0.25, 1 (given out of order); series 1: one point; series 2: empty
+    series = np.array([0, 1, 0, 0])
+    turn = np.array([3, 1, 1, 2])
+    value = np.array([1.0, 0.4, 0.0, 0.25])
+    stats = series_statistics(series, turn, value, 3)
+    assert stats.n_points.tolist() == [3, 1, 0]
+    assert stats.open[0] == 0.0 and stats.peak[0] == 1.0 and stats.delta[0] == 1.0
+    assert stats.mean[0] == pytest.approx(1.25 / 3)
+    m = 1.25 / 3
+    assert stats.sd[0] == pytest.approx(np.sqrt(((0 - m) ** 2 + (0.25 - m) ** 2 + (1 - m) ** 2) / 2))
+    # x̄ = 2: Sxy = (-1)(0 - m) + (1)(1 - m) = 1, Sxx = 2
+    assert stats.slope[0] == pytest.approx(0.5)
+    assert stats.open[1] == 0.4 and stats.peak[1] == 0.4
+    assert np.isnan(stats.delta[1]) and np.isnan(stats.sd[1]) and np.isnan(stats.slope[1])
+    assert np.isnan(stats.open[2])
+    assert stats.change_from_open.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.25])
+
+
+def test_slope_matches_numpy_polyfit() -> None:
+    rng = np.random.default_rng(0)
+    series = np.repeat(np.arange(20), 12)
+    turn = np.tile(np.arange(1, 13), 20)
+    value = rng.random(len(series))
+    stats = series_statistics(series, turn, value, 20)
+    for s in range(20):
+        expected = np.polyfit(turn[series == s], value[series == s], 1)[0]
+        assert stats.slope[s] == pytest.approx(expected, abs=1e-12)
+        assert stats.sd[s] == pytest.approx(np.std(value[series == s], ddof=1), abs=1e-12)
+
+
+def test_slope_classes_with_an_inclusive_flat_band() -> None:
+    labels = slope_class(np.array([0.005, -0.005, 0.0051, -0.0051, 0.1 + 0.2 - 0.3, np.nan]), 0.005)
+    assert labels.tolist() == ["flat", "flat", "escalating", "de-escalating", "flat", ""]
+
+
+def test_summary_means_over_conversations_and_change_from_turn1() -> None:
+    # signal 0 has two conversations: (0, .5, 1) rising and (1, 1) flat
+    series = np.array([0, 0, 0, 1, 1])
+    turn = np.array([1, 2, 3, 1, 2])
+    value = np.array([0.0, 0.5, 1.0, 1.0, 1.0])
+    stats = series_statistics(series, turn, value, 2)
+    (summary,) = summarise(stats, np.array([0, 0]), 1, series, turn, 0.005)
+    assert summary["n_conversations"] == 2
+    assert summary["open"] == pytest.approx(0.5)
+    assert summary["peak"] == pytest.approx(1.0)
+    assert summary["delta"] == pytest.approx(0.5)
+    assert summary["slope"] == pytest.approx(0.25)
+    assert summary["classes"] == {"escalating": 0.5, "flat": 0.5, "de-escalating": 0.0}
+    assert summary["change_from_turn1"] == pytest.approx({"1": 0.0, "2": 0.25, "3": 1.0})

@@ -1,0 +1,173 @@
+"""The Django side of the metrics engine: loading judgments, the report command, metric runs in a worker."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Judgment
+from metrics import services
+from metrics.models import MetricRun
+from tests.celery_worker import celery_worker, wait_for
+from tests.factories import StudyFactory
+
+SPEC_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
+                            "n_items"}
+
+
+def report_of(slug: str, *extra: str) -> dict:
+    out = io.StringIO()
+    call_command("metrics_report", "--study", slug, *extra, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def assert_spec_keys(report: dict, *, models: list[str]) -> None:
+    calibration, indices = report["calibration"], report["indices"]
+    assert calibration["reviewers"], "no reviewer in the calibration section"
+    for reviewer, rounds in calibration["reviewers"].items():
+        assert "delta_pp" in rounds, reviewer
+        for name, entry in rounds.items():
+            if name == "delta_pp":
+                continue
+            assert set(entry) >= SPEC_REVIEWER_ROUND_KEYS, (reviewer, name)
+            assert set(entry["by_group"]) >= {"user", "response", "flag"}
+    for name in calibration["pairwise"]:
+        assert all(a < b for a, b in (pair.split("|") for pair in calibration["pairwise"][name]))
+        assert set(calibration["pairwise_mean"][name]) == {"exact", "bucketed"}
+        assert name in calibration["gold_in_plurality"]
+    bootstrap = calibration["bootstrap"]
+    assert {"resamples", "seed", "top_k"} <= set(bootstrap) and set(bootstrap["top_k"]) == {"4", "5", "6"}
+    uiri = indices["uiri"]
+    assert {"mean", "bands", "by_dataset"} <= set(uiri) and set(uiri["bands"]) == {"low", "medium", "high"}
+    for model in models:
+        assert set(indices["flags"][model]) == {"F1", "F2", "F3", "F4", "F5"}
+        assert {"D", "E", "R", "F", "ARI", "n_responses"} <= set(indices["ari"][model])
+        risk_codes = {"AUR", "TD", "FIX", "REC", "EMP", "LMT", "ME", "TN", "QOC", "SEN", "F1", "F2", "F3", "F4", "F5"}
+        assert set(indices["attribute_risk"][model]) == risk_codes
+        assert set(indices["fingerprint"][model]) == risk_codes
+
+
+@pytest.mark.django_db
+def test_synthetic_study_report_has_every_spec_key_and_plausible_values():
+    call_command("generate_synthetic", "--conversations", "30", "--reviewers", "7", "--seed", "2",
+                 "--calibration-turns", "4", "--slug", "syn", "--agreement", "0.85")
+    report = report_of("syn", "--bootstrap", "200", "--seed", "7")
+    assert_spec_keys(report, models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    assert report["calibration"]["bootstrap"] == report["calibration"]["bootstrap"] | {"resamples": 200, "seed": 7}
+    reviewers = report["calibration"]["reviewers"]
+    assert len(reviewers) == 7 + 2, "7 reviewers and 2 experts code the calibration rounds"
+    assert all(0.5 < entry["calibration-2"]["bucketed"] <= 1 for entry in reviewers.values())
+    ari = [m["ARI"] for m in report["indices"]["ari"].values()]
+    assert all(0 <= value <= 1 for value in ari)
+    # The same seed gives the same report; NaN never appears.
+    assert report_of("syn", "--bootstrap", "200", "--seed", "7") == report
+
+
+@pytest.mark.django_db
+def test_demo_study_report_has_every_spec_key_once_judged():
+    call_command("load_demo", "--quiet")
+    report = report_of("demo", "--bootstrap", "50")
+    # An unjudged study: sections present and empty, never missing.
+    assert report["calibration"]["reviewers"] == {} and report["indices"]["ari"] == {}
+    call_command("generate_synthetic", "--conversations", "8", "--reviewers", "6", "--seed", "4",
+                 "--calibration-turns", "2", "--slug", "demo-like")
+    assert_spec_keys(report_of("demo-like", "--bootstrap", "50"), models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+
+
+@pytest.mark.django_db
+def test_export_then_import_gives_the_same_report(tmp_path):
+    call_command("generate_synthetic", "--conversations", "16", "--reviewers", "4", "--seed", "8",
+                 "--calibration-turns", "3", "--slug", "origin", "--panel-size", "4")
+    out = io.StringIO()
+    call_command("export_judgments", "--study", "origin", "--format", "jsonl", stdout=out)
+    rows = [json.loads(line) | {"study": "copy"} for line in out.getvalue().splitlines()]
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    call_command("import_judgments", str(path), "--study", "copy")
+    original = report_of("origin", "--bootstrap", "100")
+    copy = report_of("copy", "--bootstrap", "100")
+    original.pop("study"), copy.pop("study")
+    # The retained panel is study set-up, not judgment data: the copy's indices use every main-round coder.
+    original["parameters"].pop("panel"), copy["parameters"].pop("panel")
+    assert copy["calibration"] == original["calibration"]
+    assert copy["indices"] == original["indices"]
+
+
+@pytest.mark.django_db
+def test_metrics_report_refuses_bad_arguments():
+    with pytest.raises(CommandError, match="no study with slug 'nope'"):
+        call_command("metrics_report", "--study", "nope")
+    StudyFactory(slug="s")
+    with pytest.raises(CommandError, match="--bootstrap must be at least 1"):
+        call_command("metrics_report", "--study", "s", "--bootstrap", "0")
+
+
+@pytest.mark.django_db
+def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
+    call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "1",
+                 "--calibration-turns", "2", "--slug", "eager")
+    from annotation.models import Study
+
+    study = Study.objects.get(slug="eager")
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
+    assert run.status == "queued"
+    assert services.metric_run_execute(run_id=run.pk) is True
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.progress == 1.0 and run.result["calibration"]["reviewers"]
+    finished_at = run.finished_at
+    assert services.metric_run_execute(run_id=run.pk) is False, "a finished run is never computed twice"
+    run.refresh_from_db()
+    assert run.finished_at == finished_at and run.attempts == 1
+
+
+@pytest.mark.django_db
+def test_request_refuses_bad_parameters(admin_user):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="between 1 and 100000"):
+        services.metric_run_request(study=StudyFactory(), by=admin_user, bootstrap=0)
+    assert not MetricRun.objects.exists()
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_worker_process_computes_a_requested_run(admin_user):
+    call_command("generate_synthetic", "--conversations", "10", "--reviewers", "4", "--seed", "3",
+                 "--calibration-turns", "2", "--slug", "worker-study")
+    from annotation.models import Study
+
+    study = Study.objects.get(slug="worker-study")
+    with celery_worker():
+        run = services.metric_run_request(study=study, by=admin_user, trigger="api", bootstrap=50)
+        wait_for(lambda: MetricRun.objects.get(pk=run.pk).status in {"succeeded", "failed"}, timeout=120)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert run.attempts == 1 and run.started_at and run.finished_at
+    inline = services.report_build(study=study, bootstrap=50)
+    assert run.result == json.loads(json.dumps(inline))
+    assert Judgment.objects.filter(round__study=study).count() > 0
+
+
+@pytest.mark.django_db
+def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer, django_capture_on_commit_callbacks):
+    from django.core.exceptions import ValidationError
+
+    from annotation import services as annotation_services
+    from tests.factories import ModelResponseFactory, RoundFactory, attribute
+
+    round_ = RoundFactory(study=StudyFactory(status="open"))
+    response = ModelResponseFactory()
+    annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
+                                      score=1)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        annotation_services.round_close(round=round_, by=admin_user)
+    run = MetricRun.objects.get(study=round_.study)
+    assert run.trigger == "round-closed" and run.status == "queued" and len(callbacks) == 1
+    round_.refresh_from_db()
+    with pytest.raises(ValidationError, match="calibration-1 is closed: judgments can no longer change"):
+        annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
+                                          score=2)
+    assert Judgment.objects.get(coder=reviewer).score == 1
