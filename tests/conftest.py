@@ -6,6 +6,8 @@ from django.conf import settings
 from annotation import roles
 from annotation.services import user_ensure
 
+pytest_plugins = ["tests.browser"]
+
 
 def pytest_report_header(config):
     database = settings.DATABASES["default"]

@@ -12,7 +12,7 @@ from annotation import services
 from annotation.models import Assignment, Judgment, Round, Span, StudyMember
 from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
-from tests.browser import ARTIFACTS, browser_page, login, select_text  # noqa: F401 - fixture
+from tests.browser import ARTIFACTS, login, select_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -35,7 +35,8 @@ def study_round():
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     Round.objects.filter(pk=round_.pk).update(status="draft")
     round_.refresh_from_db()
-    services.assignments_ensure(round=round_, coder=reviewer, turns=[Turn.objects.get(conversation__external_id="tricky")])
+    tricky = Turn.objects.get(conversation__external_id="tricky")
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[tricky])
     Round.objects.filter(pk=round_.pk).update(status="open")
     return round_, reviewer
 
