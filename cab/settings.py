@@ -106,7 +106,11 @@ TEMPLATES = [
 
 DATABASE_URL = env("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL, conn_max_age=int(env("DB_CONN_MAX_AGE", "60")), conn_health_checks=True
+        )
+    }
 else:
     if PRODUCTION:
         raise ImproperlyConfigured("DATABASE_URL must be set when DJANGO_ENV=production")

@@ -114,7 +114,8 @@ def main(argv: list[str]) -> int:
         argv = argv[argv.index("--") + 1:]
     if not argv:
         sys.exit("usage: testenv.py -- COMMAND [ARGS…]")
-    env = dict(os.environ, CAB_TEST_SERVICES="1")
+    # Persistent connections would outlive the live server's request threads and block test-database teardown.
+    env = dict(os.environ, CAB_TEST_SERVICES="1", DB_CONN_MAX_AGE="0")
     with contextlib.ExitStack() as stack:
         if not env.get("DATABASE_URL"):
             env["DATABASE_URL"] = stack.enter_context(postgres())

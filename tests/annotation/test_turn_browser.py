@@ -190,3 +190,37 @@ def test_complete_turn_lists_missing_codings_then_moves_on_and_resume_follows(br
     page.goto(f"{live_server.url}/")
     assert page.locator("a.resume").get_attribute("href").endswith("/turns/2/")
     assert StudyMember.objects.filter(user=reviewer).exists()
+
+
+def test_keyboard_only_scoring_selection_and_help(browser_page, live_server, study_round):
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.keyboard.press("?")
+    assert page.locator("#keys-help").is_visible()
+    page.keyboard.press("Escape")
+    assert not page.locator("#keys-help").is_visible()
+    # Score U1 with a number key, move down with the arrow key and score the next one.
+    page.locator("#t-U1").focus()
+    page.keyboard.press("1")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("0")
+    page.keyboard.press("d")
+    assert page.locator("#t-U2 .definition").is_visible()
+    wait_saved(page)
+    assert dict(Judgment.objects.filter(coder=reviewer).values_list("attribute__code", "score")) == {"U1": 1, "U2": 0}
+    # Select the first six characters of a response with Shift+Arrow, open the palette with h, pick with Enter.
+    text_box = page.locator(".response-text").first
+    response = ModelResponse.objects.get(pk=int(text_box.get_attribute("data-response")))
+    text_box.focus()
+    for _ in range(6):
+        page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("h")
+    page.locator("#palette").wait_for(state="visible")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    wait_saved(page)
+    span = Span.objects.get(judgment__response=response)
+    expected = response.text[:6].strip()
+    assert response.text[span.start:span.end] == expected and span.subcategory.slug == "explores"
