@@ -113,6 +113,10 @@ class Study(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.SETUP)
     show_model_names = models.BooleanField(default=False, help_text="Reviewers see model identities.")
     show_therapist_reference = models.BooleanField(default=True)
+    check_threshold = models.FloatField(
+        default=0.7, help_text="Alert the admin when a reviewer's bucketed agreement on check items falls below this."
+    )
+    check_min_items = models.PositiveIntegerField(default=20, help_text="Check items scored before alerts start.")
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -235,6 +239,10 @@ class Judgment(models.Model):
     )
     instance_count = models.PositiveIntegerField(null=True, blank=True)
     note = models.TextField(blank=True)
+    agreed_by = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="gold_agreements",
+        help_text="Gold only: the experts who agreed to this consensus value.",
+    )
     version = models.PositiveIntegerField(default=1, help_text="Bumped on every change; stale saves are refused.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -303,6 +311,48 @@ class Span(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.start}, {self.end}) {self.subcategory.slug}"
+
+
+class WorkshopNote(models.Model):
+    """The calibration workshop's decision on one disagreement item (a unit and attribute of a closed round)."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="workshop_notes")
+    attribute = models.ForeignKey(AttributeDefinition, on_delete=models.PROTECT, related_name="+")
+    turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="+")
+    response = models.ForeignKey(ModelResponse, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    text = models.TextField()
+    written_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["round_id", "turn_id", "response_id", "attribute_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["round", "attribute", "turn", "response"],
+                                    condition=Q(response__isnull=False), name="workshop_note_unique_response_item"),
+            models.UniqueConstraint(fields=["round", "attribute", "turn"],
+                                    condition=Q(response__isnull=True), name="workshop_note_unique_turn_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"note on {self.attribute.code} in {self.round}"
+
+
+class ReviewerAlert(models.Model):
+    """Raised for the admin when a reviewer's agreement on hidden gold check items falls below the threshold."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="alerts")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="alerts")
+    agreement = models.FloatField()
+    threshold = models.FloatField()
+    n_items = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer}: {self.agreement:.0%} on {self.n_items} check items (< {self.threshold:.0%})"
 
 
 class AuditEvent(models.Model):

@@ -108,13 +108,9 @@ def schema_install(*, document: dict, by: AbstractBaseUser | None = None) -> Sch
 
 def roles_ensure() -> dict[str, Group]:
     """Create the four role groups with their permissions (idempotent)."""
-    groups = {}
-    for role, perms in roles.ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
-        wanted = [Permission.objects.get(content_type__app_label=app, codename=codename) for app, codename in perms]
-        group.permissions.set(wanted)
-        groups[role] = group
-    return groups
+    if Group.objects.filter(name__in=roles.ROLES).count() < len(roles.ROLES):
+        roles.sync_groups(group_model=Group, permission_model=Permission)
+    return {group.name: group for group in Group.objects.filter(name__in=roles.ROLES)}
 
 
 def user_ensure(*, username: str, role: str, password: str | None = None, email: str = "") -> AbstractBaseUser:
@@ -438,6 +434,10 @@ def assignment_complete(*, assignment: Assignment, by: AbstractBaseUser, confirm
     if completed and assignment.completed_at is None:
         assignment.completed_at = timezone.now()
         assignment.save(update_fields=["completed_at"])
+        if assignment.is_check_item:
+            from annotation.calibration import check_alert_update
+
+            check_alert_update(study=assignment.round.study, user=by)
     return TurnCheck(missing=missing, warnings=warnings, completed=completed)
 
 

@@ -2,7 +2,8 @@
 
 The services check the same rules first so users get a specific message; these triggers are the backstop
 (a bug, a shell session, a raw SQL fix). Errors are raised as check violations, i.e. IntegrityError.
-PostgreSQL and SQLite (the embedded mode) get equivalent triggers.
+PostgreSQL only: the embedded SQLite mode relies on the services' checks, because SQLite rebuilds a table to
+alter it and a trigger that names another table breaks that rebuild in every later migration.
 """
 
 from django.db import migrations
@@ -133,73 +134,17 @@ DROP TRIGGER IF EXISTS cab_response_text_immutable ON benchmark_modelresponse;
 DROP FUNCTION IF EXISTS cab_response_text_immutable();
 """
 
-# SQLite's RAISE takes a literal message only, so these say the rule without the values.
-_FROZEN = "EXISTS (SELECT 1 FROM annotation_study WHERE schema_id = {ref}.schema_id AND status <> 'setup')"
-SQLITE_FORWARD = [
-    """CREATE TRIGGER cab_response_text_immutable BEFORE UPDATE ON benchmark_modelresponse
-    WHEN (OLD.text IS NOT NEW.text OR OLD.turn_id <> NEW.turn_id OR OLD.model_slot <> NEW.model_slot)
-     AND EXISTS (SELECT 1 FROM annotation_judgment WHERE response_id = OLD.id)
-    BEGIN SELECT RAISE(ABORT, 'response: text, turn and model cannot change once the response has judgments'); END""",
-]
-for event in ("INSERT", "UPDATE"):
-    SQLITE_FORWARD += [
-        f"""CREATE TRIGGER cab_judgment_scale_{event.lower()} BEFORE {event} ON annotation_judgment
-        WHEN EXISTS (SELECT 1 FROM annotation_attributedefinition a WHERE a.id = NEW.attribute_id
-                     AND (NEW.score < a.scale_min OR NEW.score > a.scale_max))
-        BEGIN SELECT RAISE(ABORT, 'judgment: score is outside the attribute''s scale'); END""",
-        f"""CREATE TRIGGER cab_judgment_unit_{event.lower()} BEFORE {event} ON annotation_judgment
-        WHEN EXISTS (SELECT 1 FROM annotation_attributedefinition a WHERE a.id = NEW.attribute_id AND (
-                (a.unit = 'response' AND NEW.response_id IS NULL)
-             OR (a.unit = 'turn' AND (NEW.turn_id IS NULL OR NEW.response_id IS NOT NULL))
-             OR (a.unit = 'conversation' AND NEW.turn_id IS NOT NULL)))
-          OR (NEW.response_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM benchmark_modelresponse WHERE id = NEW.response_id AND turn_id = NEW.turn_id))
-          OR (NEW.turn_id IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM benchmark_turn WHERE id = NEW.turn_id AND conversation_id = NEW.conversation_id))
-        BEGIN SELECT RAISE(ABORT, 'judgment: the unit does not match the attribute'); END""",
-        f"""CREATE TRIGGER cab_span_guard_{event.lower()} BEFORE {event} ON annotation_span
-        WHEN NOT EXISTS (
-            SELECT 1 FROM annotation_judgment j
-            JOIN annotation_spansubcategory s ON s.id = NEW.subcategory_id AND s.attribute_id = j.attribute_id
-            JOIN benchmark_modelresponse r ON r.id = j.response_id
-            WHERE j.id = NEW.judgment_id AND NEW."end" <= length(r.text))
-        BEGIN SELECT RAISE(ABORT, 'span: outside the response text or of another attribute'); END""",
-    ]
-for table in ("annotation_attributedefinition", "annotation_spansubcategory"):
-    for event, ref in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD")):
-        SQLITE_FORWARD.append(
-            f"""CREATE TRIGGER cab_frozen_{table}_{event.lower()} BEFORE {event} ON {table}
-            WHEN {_FROZEN.format(ref=ref)}
-            BEGIN SELECT RAISE(ABORT, 'schema: frozen, a study using it is open'); END"""
-        )
-SQLITE_FORWARD.append(
-    """CREATE TRIGGER cab_study_schema_fixed BEFORE UPDATE ON annotation_study
-    WHEN OLD.status <> 'setup' AND OLD.schema_id <> NEW.schema_id
-    BEGIN SELECT RAISE(ABORT, 'study: the schema cannot change once the study is open'); END"""
-)
-
-
-def _trigger_names(sql_list):
-    return [statement.split()[2] for statement in sql_list]
-
-
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
         with schema_editor.connection.cursor() as cursor:
             cursor.execute(PG_FORWARD)
-    elif schema_editor.connection.vendor == "sqlite":
-        for statement in SQLITE_FORWARD:
-            schema_editor.execute(statement)
 
 
 def reverse(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
         with schema_editor.connection.cursor() as cursor:
             cursor.execute(PG_REVERSE)
-    elif schema_editor.connection.vendor == "sqlite":
-        for name in _trigger_names(SQLITE_FORWARD):
-            schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
 
 
 class Migration(migrations.Migration):

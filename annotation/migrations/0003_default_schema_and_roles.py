@@ -20,13 +20,7 @@ def install(apps, schema_editor):
         app_config.models_module = True
         create_permissions(app_config, apps=apps, verbosity=0)
         app_config.models_module = None
-    Group = apps.get_model("auth", "Group")
-    Permission = apps.get_model("auth", "Permission")
-    for role, perms in roles.ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
-        group.permissions.set(
-            [Permission.objects.get(content_type__app_label=app, codename=codename) for app, codename in perms]
-        )
+    roles.sync_groups(group_model=apps.get_model("auth", "Group"), permission_model=apps.get_model("auth", "Permission"))
 
 
 class Migration(migrations.Migration):
