@@ -307,6 +307,26 @@ class WorkshopItem:
     def key(self) -> str:
         return f"{self.turn.pk}-{self.response.pk if self.response else 0}-{self.attribute.code}"
 
+    @property
+    def segments(self) -> list[dict]:
+        """The response text cut at every span boundary; each piece says who highlighted it and as what, so
+        every reviewer's spans (and gold's) are overlaid on the one text."""
+        if self.response is None:
+            return []
+        text = self.response.text
+        marks = [(s.start, s.end, who, s.subcategory) for who, spans in self.spans.items() for s in spans]
+        cuts = sorted({0, len(text)} | {m[0] for m in marks} | {m[1] for m in marks})
+        pieces = []
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            covering = [(who, sub) for s, e, who, sub in marks if s <= start and e >= end]
+            pieces.append({
+                "text": text[start:end],
+                "slug": covering[0][1].slug if covering else "",
+                "count": len(covering),
+                "title": "; ".join(f"{who}: {sub.name}" for who, sub in covering),
+            })
+        return pieces
+
 
 def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
     members = StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).select_related("user")

@@ -163,6 +163,14 @@ def coder_rounds(*, user) -> list[dict]:
     ]
 
 
+def coder_feedback_rounds(*, user) -> list[Round]:
+    """Closed calibration rounds the user coded in: each has a feedback page."""
+    return list(
+        Round.objects.filter(kind=Round.Kind.CALIBRATION, status=Round.Status.CLOSED, assignments__coder=user)
+        .select_related("study").distinct().order_by("study__name", "number")
+    )
+
+
 def coder_queue(*, round: Round, user) -> list[Assignment]:
     return list(
         Assignment.objects.filter(round=round, coder=user)

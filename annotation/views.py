@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import selectors, services
+from annotation import calibration, selectors, services
 from annotation.models import Assignment, AttributeDefinition, Round, Schema, SpanSubcategory
 from annotation.services import SpanInput, StaleJudgmentError
 from benchmark.models import ModelResponse
@@ -27,6 +27,8 @@ def home(request: HttpRequest) -> HttpResponse:
         {
             "studies": selectors.studies_visible_to(user=request.user),
             "rounds": selectors.coder_rounds(user=request.user),
+            "feedback_rounds": selectors.coder_feedback_rounds(user=request.user),
+            "is_admin": calibration.is_study_admin(request.user),
             "roles": selectors.user_roles(user=request.user),
         },
     )

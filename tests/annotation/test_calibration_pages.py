@@ -1,0 +1,119 @@
+"""The calibration protocol's pages: admins only, forms call the services, errors are shown; browser screenshots
+of the workshop and panel selection on a synthetic study."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotation.models import AuditEvent, Judgment, Round, StudyMember, WorkshopNote
+from metrics import services as metric_services
+from tests.browser import ARTIFACTS, login
+
+
+@pytest.fixture
+def synthetic(db):
+    call_command("generate_synthetic", "--conversations", "24", "--reviewers", "7", "--seed", "5",
+                 "--calibration-turns", "3", "--slug", "syn", "--agreement", "0.75")
+    from annotation.models import Study
+
+    study = Study.objects.get(slug="syn")
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=100)
+    metric_services.metric_run_execute(run_id=run.pk)
+    StudyMember.objects.filter(study=study).update(retained=None)
+    return study
+
+
+def test_calibration_pages_are_for_study_admins_only(client, synthetic, reviewer, researcher):
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    urls = [reverse("study-dashboard", args=["syn"]), reverse("panel", args=["syn"]),
+            reverse("consensus", args=[round_.pk]), reverse("workshop", args=[round_.pk]),
+            reverse("memo", args=[round_.pk, "md"])]
+    for user in (reviewer, researcher):
+        client.force_login(user)
+        for url in urls:
+            assert client.get(url).status_code == 403, (user, url)
+        response = client.post(reverse("round-action", args=["syn"]), {"action": "create", "number": "3"})
+        assert response.status_code == 403
+    assert not Round.objects.filter(study=synthetic, number=3).exists()
+
+
+def test_admin_pages_render_and_forms_work(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    assert b"calibration-2" in client.get(reverse("study-dashboard", args=["syn"])).content
+    workshop = client.get(reverse("workshop", args=[round_.pk]) + "?attribute=AUR")
+    assert workshop.status_code == 200 and b"AUR" in workshop.content and b"differ from gold" in workshop.content
+    assert b'class="seg hl hl-' in workshop.content, "reviewers' spans are overlaid on the response text"
+    item = Judgment.objects.filter(round=round_, is_gold=True, attribute__code="AUR").first()
+    response = client.post(reverse("workshop-note", args=[round_.pk]), {
+        "attribute": "AUR", "turn": item.turn_id, "response": item.response_id, "text": "Anchor 1 = hedged."})
+    assert response.status_code == 200 and WorkshopNote.objects.get().text == "Anchor 1 = hedged."
+    memo = client.get(reverse("memo", args=[round_.pk, "md"]))
+    assert memo["Content-Disposition"].startswith("attachment") and "Anchor 1 = hedged." in memo.content.decode()
+    assert b"Anchor 1 = hedged." in client.get(reverse("memo", args=[round_.pk, "html"])).content
+
+    panel = client.get(reverse("panel", args=["syn"]))
+    assert panel.status_code == 200 and b"Top-4 / 5 / 6" in panel.content
+    # Retaining anything but the top k needs a reason; the error is shown and nothing changes.
+    ranking = [line for line in panel.content.decode().splitlines() if 'name="retain"' in line]
+    assert len(ranking) == 7
+    response = client.post(reverse("panel", args=["syn"]), {"retain": ["syn-r01"], "k": "3"}, follow=True)
+    assert "give the reason" in response.content.decode()
+    assert not StudyMember.objects.filter(study=synthetic, retained=True).exists()
+    response = client.post(reverse("panel", args=["syn"]), {"retain": ["syn-r01"], "k": "3",
+                                                             "reason": "only one reviewer is available"}, follow=True)
+    assert "Retained panel saved" in response.content.decode()
+    assert AuditEvent.objects.filter(action="panel.retain", data__overridden=True).exists()
+
+
+def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, expert):
+    call_command("load_demo", "--quiet")
+    round_ = Round.objects.get(study__slug="demo", kind="calibration")
+    client.force_login(admin_user)
+    page = client.get(reverse("consensus", args=[round_.pk]) + "?show=all")
+    assert page.status_code == 200 and b"demo-expert" in page.content
+    turn = round_.items.first().turn
+    url = reverse("consensus", args=[round_.pk])
+    response = client.post(url, {"attribute": "U1", "turn": turn.pk, "score": "9", "agreed": ["demo-expert"]},
+                           follow=True)
+    assert "U1: score 9 is outside the scale 0–2" in response.content.decode()
+    client.post(url, {"attribute": "U1", "turn": turn.pk, "score": "2", "agreed": ["demo-expert"], "note": "clear"})
+    gold = Judgment.objects.get(round=round_, is_gold=True)
+    assert gold.score == 2 and gold.note == "clear" and [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
+
+
+def test_reviewer_feedback_page_shows_own_agreement_only_after_close(client, synthetic):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.get(username="syn-r01")
+    client.force_login(user)
+    round_2 = synthetic.rounds.get(kind="calibration", number=2)
+    page = client.get(reverse("feedback", args=[round_2.pk])).content.decode()
+    assert "Agreement with gold over" in page and "Change since calibration-1" in page
+    assert "syn-r02" not in page, "other reviewers are never named"
+    main = synthetic.rounds.get(kind="main")
+    assert "once the round is closed" in client.get(reverse("feedback", args=[main.pk])).content.decode()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, admin_user):
+    page = browser_page
+    admin_user.set_password("pw-for-tests")
+    admin_user.save()
+    login(page, live_server, admin_user.username, "pw-for-tests")
+    round_ = synthetic.rounds.get(kind="calibration", number=2)
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
+    assert page.locator(".workshop-item").count() > 0
+    first = page.locator(".workshop-item").first
+    first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
+    first.locator("button").click()
+    first.locator(".state-saved").wait_for()
+    page.screenshot(path=str(ARTIFACTS / "workshop.png"), full_page=False)
+    page.goto(f"{live_server.url}/studies/syn/panel/")
+    assert page.locator("table.panel tbody tr").count() == 7
+    page.screenshot(path=str(ARTIFACTS / "panel-selection.png"), full_page=True)
+    assert WorkshopNote.objects.filter(round=round_).count() == 1
+    assert not page.console_errors, page.console_errors
