@@ -159,3 +159,18 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False
+
+
+@admin.register(models.WorkshopNote)
+class WorkshopNoteAdmin(admin.ModelAdmin):
+    list_display = ("round", "attribute", "turn", "response", "written_by", "updated_at")
+    list_filter = ("round__study", "round", "attribute")
+    search_fields = ("text",)
+    raw_id_fields = ("turn", "response")
+
+
+@admin.register(models.ReviewerAlert)
+class ReviewerAlertAdmin(admin.ModelAdmin):
+    list_display = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "resolved_at")
+    list_filter = ("study", "resolved_at")
+    readonly_fields = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at")

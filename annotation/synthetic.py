@@ -20,7 +20,7 @@ from annotation.models import Assignment, AttributeDefinition, Judgment, Round, 
 from benchmark import services as benchmark_services
 from benchmark.models import TOPICS, ModelResponse, Turn
 
-_WORD = re.compile(r"\S+")
+WORD = re.compile(r"\S+")
 MODEL_NAMES = ["GPT", "Claude", "Gemini", "Llama", "Qwen"]
 _CLIENT = [
     "I haven't been sleeping well since the move.",
@@ -128,13 +128,13 @@ def _records(spec: SyntheticSpec, slug: str, rng: np.random.Generator) -> list[d
     return records
 
 
-def _draw_gold(attribute: AttributeDefinition, size: int, rng: np.random.Generator) -> np.ndarray:
+def draw_gold(attribute: AttributeDefinition, size: int, rng: np.random.Generator) -> np.ndarray:
     values = np.arange(attribute.scale_min, attribute.scale_max + 1)
     weights = rng.dirichlet(np.full(len(values), 2.0))
     return rng.choice(values, size=size, p=weights)
 
 
-def _perturb(gold: np.ndarray, accuracy: float, attribute: AttributeDefinition, rng: np.random.Generator) -> np.ndarray:
+def perturb(gold: np.ndarray, accuracy: float, attribute: AttributeDefinition, rng: np.random.Generator) -> np.ndarray:
     """Copy gold with probability ``accuracy``; otherwise step one point up or down (staying on the scale)."""
     miss = rng.random(gold.shape) >= accuracy
     step = np.where(rng.random(gold.shape) < 0.5, -1, 1)
@@ -200,10 +200,10 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
                          for r_id, text in responses_by_turn[t_id]]
             if not units:
                 continue
-            gold = _draw_gold(attribute, len(units), rng)
+            gold = draw_gold(attribute, len(units), rng)
             coder_lists = [coders_for_turn(unit[0]) for unit in units]
             all_coders = {c.pk: c for coders in coder_lists for c in coders}
-            scores = {pk: _perturb(gold, accuracy[pk], attribute, rng) for pk in all_coders}
+            scores = {pk: perturb(gold, accuracy[pk], attribute, rng) for pk in all_coders}
             spans_on = bool(subcategories[attribute.pk])
             for i, (turn_id, conversation_id, response_id, text) in enumerate(units):
                 rows = [(c.pk, False, int(scores[c.pk][i])) for c in coder_lists[i]]
@@ -217,7 +217,7 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
                         instance_count=n_spans if attribute.has_instance_count else None,
                     ))
                     if n_spans:
-                        words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+                        words = [(m.start(), m.end()) for m in WORD.finditer(text)]
                         first = int(rng.integers(0, len(words)))
                         last = min(len(words) - 1, first + int(rng.integers(0, 6)))
                         span_plan.append((len(judgments) - 1, subcategories[attribute.pk][int(rng.integers(0, 2))],

@@ -80,7 +80,7 @@ def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, 
                            follow=True)
     assert "U1: score 9 is outside the scale 0–2" in response.content.decode()
     client.post(url, {"attribute": "U1", "turn": turn.pk, "score": "2", "agreed": ["demo-expert"], "note": "clear"})
-    gold = Judgment.objects.get(round=round_, is_gold=True)
+    gold = Judgment.objects.get(round=round_, is_gold=True, attribute__code="U1", turn=turn)
     assert gold.score == 2 and gold.note == "clear" and [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
 

@@ -88,7 +88,7 @@ def test_reviewer_scores_highlights_reloads_and_finds_everything_saved(browser_p
     assert page.locator("#t-U1 input[name=score][value='2']").is_checked()
     assert page.locator(f"#r{response_id}-AUR .state-saved").count() == 1
     assert word in page.locator(f'.span-list[data-response="{response_id}"]').inner_text()
-    span = Span.objects.get(judgment__response_id=response_id)
+    span = Span.objects.get(judgment__response_id=response_id, judgment__coder=reviewer)
     assert text[span.start:span.end] == word and span.subcategory.slug == "assumes"
     assert Judgment.objects.filter(round=round_, coder=reviewer, score__isnull=False).count() == 80
     assert not page.console_errors, page.console_errors
@@ -221,6 +221,6 @@ def test_keyboard_only_scoring_selection_and_help(browser_page, live_server, stu
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     wait_saved(page)
-    span = Span.objects.get(judgment__response=response)
+    span = Span.objects.get(judgment__response=response, judgment__coder=reviewer)
     expected = response.text[:6].strip()
     assert response.text[span.start:span.end] == expected and span.subcategory.slug == "explores"

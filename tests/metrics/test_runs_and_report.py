@@ -67,14 +67,16 @@ def test_synthetic_study_report_has_every_spec_key_and_plausible_values():
 
 
 @pytest.mark.django_db
-def test_demo_study_report_has_every_spec_key_once_judged():
+def test_demo_study_report_has_every_spec_key():
     call_command("load_demo", "--quiet")
     report = report_of("demo", "--bootstrap", "50")
-    # An unjudged study: sections present and empty, never missing.
-    assert report["calibration"]["reviewers"] == {} and report["indices"]["ari"] == {}
-    call_command("generate_synthetic", "--conversations", "8", "--reviewers", "6", "--seed", "4",
-                 "--calibration-turns", "2", "--slug", "demo-like")
-    assert_spec_keys(report_of("demo-like", "--bootstrap", "50"), models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    assert_spec_keys(report, models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    assert set(report["calibration"]["reviewers"]) == {"demo-panel-1", "demo-panel-2", "demo-panel-3"}
+    assert report["calibration"]["reviewers"]["demo-panel-1"]["calibration-1"]["n_items"] == 4 * 80
+    # A study without judgments: sections present and empty, never missing.
+    StudyFactory(slug="empty")
+    empty = report_of("empty", "--bootstrap", "50")
+    assert empty["calibration"]["reviewers"] == {} and empty["indices"]["ari"] == {}
 
 
 @pytest.mark.django_db
