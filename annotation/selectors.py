@@ -226,6 +226,12 @@ def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
             "spans__subcategory"
         )
     )
+    for a in attributes:
+        # Precomputed once per attribute: the template repeats these for every response.
+        anchors = [(v, a.anchors.get(str(v), "")) for v in a.scale]
+        a.ui_choices = anchors
+        a.ui_tooltip = "\n".join([a.definition] + [f"{v}: {text}" for v, text in anchors if text])
+        a.ui_has_spans = bool(a.subcategories.all())
     codes = {a.pk: a.code for a in attributes}
     turn_judgments = {codes[j.attribute_id]: j for j in judgments if j.response_id is None and j.attribute_id in codes}
     by_response: dict[int, dict[str, Judgment]] = {}
