@@ -55,8 +55,11 @@ def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
     if missing:
         yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
         return
+    from annotation.exports import unneutralise  # our CSV exports quote formula-like cells; undo exactly that
+
     for row in reader:
-        yield reader.line_num, row
+        yield reader.line_num, {key: unneutralise(value) if isinstance(value, str) else value
+                                for key, value in row.items()}
 
 
 def _int(value: Any, *, allow_empty: bool) -> int | None | str:

@@ -8,12 +8,14 @@ Re-importing identical content changes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils import timezone
 
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.serializers import ConversationIn
@@ -103,6 +105,7 @@ def conversations_import(
     new_responses: list[ModelResponse] = []
     response_updates: list[ModelResponse] = []
     conversation_updates: list[Conversation] = []
+    conflicts: list[RowError] = []  # judged text that would change: reported as a conflict when nothing else is wrong
     for row, data in valid:
         dataset = datasets[data["dataset"]]
         conversation = existing.get((dataset.pk, data["conversation_id"]))
@@ -153,7 +156,7 @@ def conversations_import(
                     changed = True
                 elif (response.text, response.model_version) != (response_data["text"], response_data["model_version"]):
                     if response.pk in judged and response.text != response_data["text"]:
-                        errors.append(RowError(row, f"turns[{t_pos}].responses[{r_pos}].text",
+                        conflicts.append(RowError(row, f"turns[{t_pos}].responses[{r_pos}].text",
                                                f"the {response.model_slot} response of turn {turn.index} already has "
                                                "judgments; its text cannot change"))
                         continue
@@ -165,7 +168,9 @@ def conversations_import(
         else:
             summary.conversations_unchanged += 1
     if errors:
-        raise RowErrors(errors)
+        raise RowErrors(errors + conflicts)
+    if conflicts:
+        raise ResponseTextConflict(conflicts)
 
     Conversation.objects.bulk_create([conversation for _, conversation in new_conversations])
     summary.conversations_created = len(new_conversations)
@@ -203,3 +208,237 @@ def _existing_conversations(
                 .prefetch_related("turns__responses"):
             found[(dataset_id, conversation.external_id)] = conversation
     return found
+
+
+# --- API ingestion -------------------------------------------------------------------------------------------
+
+# PostgreSQL integer columns (turn index) stop here; a bigger number must be a row error, not a database error.
+_MAX_INT = 2**31 - 1
+_RESPONSE_FIELDS = ("dataset", "conversation_id", "turn_index", "model", "model_version", "text")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # PostgreSQL text holds neither
+_LOOKUP_CHUNK = 5000  # keeps every IN (…) list far below PostgreSQL's 65,535 parameters per statement
+
+
+class ResponseTextConflict(RowErrors):
+    """Every problem is new text for a response that already has judgments (spans are offsets into its text).
+    Nothing was written."""
+
+
+@dataclass
+class IngestSummary:
+    items: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _string_problem(value: Any, *, max_length: int | None, allow_blank: bool) -> str | None:
+    """What is wrong with a string field, or None. Mirrors DRF's CharField rules (no NUL, no lone surrogates),
+    which the database would otherwise turn into a server error."""
+    if not isinstance(value, str):
+        return "must be a string"
+    if not allow_blank and value == "":
+        return "may not be blank"
+    if max_length is not None and len(value) > max_length:
+        return f"at most {max_length} characters (got {len(value)})"
+    unstorable = _UNSTORABLE.search(value)
+    if unstorable is None:
+        return None
+    return "may not contain NUL characters" if unstorable.group() == "\x00" else \
+        "may not contain lone surrogate characters"
+
+
+def _turn_index(value: Any) -> int | str:
+    if isinstance(value, bool):
+        return "must be a whole number, not true/false"
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        value = int(value.strip())
+    if not isinstance(value, int):
+        return f"must be a whole number, got {type(value).__name__}"
+    if not 1 <= value <= _MAX_INT:
+        return f"must be between 1 and {_MAX_INT}"
+    return value
+
+
+def _response_items_validate(
+    items: Sequence[Any], model_slots: Sequence[str]
+) -> tuple[list[tuple[int, tuple[str, str, int, str], str, str]], list[RowError]]:
+    """Shape of every item and duplicates inside the request; returns (index, (dataset, conversation, turn,
+    model), version, text) for the valid ones."""
+    valid = []
+    errors: list[RowError] = []
+    seen: dict[tuple[str, str, int, str], int] = {}
+    slots = set(model_slots)
+    for index, item in enumerate(items):
+        if isinstance(item, RowError):
+            errors.append(item)
+            continue
+        if not isinstance(item, dict):
+            errors.append(RowError(index, "item", "must be a JSON object"))
+            continue
+        item_errors = [RowError(index, name, f"unknown field; fields are {', '.join(_RESPONSE_FIELDS)}")
+                       for name in sorted(set(item) - set(_RESPONSE_FIELDS), key=str)]
+        cleaned: dict[str, Any] = {}
+        for name, max_length, allow_blank, strip in (("dataset", 100, False, True),
+                                                     ("conversation_id", 200, False, True),
+                                                     ("model", 50, False, True), ("model_version", 200, True, True),
+                                                     ("text", None, False, False)):
+            if name not in item:
+                if name == "model_version":
+                    cleaned[name] = ""
+                    continue
+                item_errors.append(RowError(index, name, "required"))
+                continue
+            value = item[name]
+            if strip and isinstance(value, str):
+                value = value.strip()  # like the conversation importer; response text is never trimmed
+            problem = _string_problem(value, max_length=max_length, allow_blank=allow_blank)
+            if problem:
+                item_errors.append(RowError(index, name, problem))
+            cleaned[name] = value
+        if "turn_index" not in item:
+            item_errors.append(RowError(index, "turn_index", "required"))
+        else:
+            turn_index = _turn_index(item["turn_index"])
+            if isinstance(turn_index, str):
+                item_errors.append(RowError(index, "turn_index", turn_index))
+            cleaned["turn_index"] = turn_index
+        if not item_errors and slots and cleaned["model"] not in slots:
+            item_errors.append(RowError(index, "model", f"{cleaned['model']!r} is not one of this study's model "
+                                                        f"slots ({', '.join(model_slots)})"))
+        if item_errors:
+            errors += item_errors
+            continue
+        key = (cleaned["dataset"], cleaned["conversation_id"], cleaned["turn_index"], cleaned["model"])
+        if key in seen:
+            errors.append(RowError(index, "model", f"the {key[3]} response to turn {key[2]} of {key[0]}/{key[1]} "
+                                                   f"already appears as item {seen[key]}"))
+            continue
+        seen[key] = index
+        valid.append((index, key, cleaned["model_version"], cleaned["text"]))
+    return valid, errors
+
+
+def _chunks(values: list, size: int = _LOOKUP_CHUNK) -> Iterator[list]:
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+@transaction.atomic
+def responses_ingest(
+    *, items: Sequence[Any], model_slots: Sequence[str] = (), by: AbstractBaseUser | None = None
+) -> IngestSummary:
+    """Create or update model responses, each addressed by (dataset, conversation_id, turn_index, model).
+
+    All or nothing: raises RowErrors (indices are 0-based item positions) having written nothing when any item
+    is wrong, and ResponseTextConflict when the only problem is new text for judged responses. Identical
+    content is reported as unchanged and not written. Reads and writes are set-based: a few statements per
+    5,000 items, never one per item.
+    """
+    from cab.services import advisory_lock
+
+    advisory_lock("benchmark.ingest")  # concurrent ingests of the same new responses must not race to insert
+    valid, errors = _response_items_validate(items, model_slots)
+
+    conversation_ids = sorted({key[1] for _, key, _, _ in valid})
+    datasets = {key[0] for _, key, _, _ in valid}
+    turns: dict[tuple[str, str, int], int] = {}
+    known_conversations: set[tuple[str, str]] = set()
+    for chunk in _chunks(conversation_ids):
+        for turn_id, dataset, conversation, index in Turn.objects.filter(
+            conversation__external_id__in=chunk, conversation__dataset__name__in=datasets
+        ).values_list("id", "conversation__dataset__name", "conversation__external_id", "index"):
+            turns[(dataset, conversation, index)] = turn_id
+            known_conversations.add((dataset, conversation))
+    resolved = []
+    for index, key, version, text in valid:
+        turn_id = turns.get(key[:3])
+        if turn_id is None:
+            if key[:2] in known_conversations:
+                errors.append(RowError(index, "turn_index", f"{key[0]}/{key[1]} has no turn {key[2]}"))
+            else:
+                errors.append(RowError(index, "conversation_id", f"{key[0]}/{key[1]} is not imported; send the "
+                                                                  "conversation first"))
+            continue
+        resolved.append((index, turn_id, key[3], version, text))
+    if errors:
+        raise RowErrors(errors, row_label="item")
+
+    existing: dict[tuple[int, str], tuple[int, str, str]] = {}
+    for chunk in _chunks(sorted({turn_id for _, turn_id, _, _, _ in resolved})):
+        for response_id, turn_id, slot, version, text in ModelResponse.objects.filter(turn_id__in=chunk).values_list(
+            "id", "turn_id", "model_slot", "model_version", "text"
+        ):
+            existing[(turn_id, slot)] = (response_id, version, text)
+    summary = IngestSummary(items=len(items))
+    new: list[ModelResponse] = []
+    changed: dict[int, tuple[int, str, str, bool]] = {}  # response id -> (item index, version, text, text changed)
+    for index, turn_id, slot, version, text in resolved:
+        found = existing.get((turn_id, slot))
+        if found is None:
+            new.append(ModelResponse(turn_id=turn_id, model_slot=slot, model_version=version, text=text))
+        elif (found[1], found[2]) == (version, text):
+            summary.unchanged += 1
+        else:
+            changed[found[0]] = (index, version, text, found[2] != text)
+
+    # Lock what will change, so no judgment can start pointing at a text between this check and the update.
+    judged: set[int] = set()
+    for chunk in _chunks(sorted(response_id for response_id, c in changed.items() if c[3])):
+        list(ModelResponse.objects.select_for_update().filter(pk__in=chunk).values_list("id"))
+        judged |= set(ModelResponse.objects.filter(pk__in=chunk, judgments__isnull=False)
+                      .values_list("id", flat=True).distinct())
+    if judged:
+        raise ResponseTextConflict(
+            [RowError(changed[r][0], "text", "this response already has judgments; its text cannot change "
+                                             "(spans are character offsets into it)") for r in sorted(judged)],
+            row_label="item",
+        )
+
+    ModelResponse.objects.bulk_create(new, batch_size=2000)
+    summary.created = len(new)
+    if changed:
+        now = timezone.now()
+        updates = [ModelResponse(pk=response_id, model_version=version, text=text, updated_at=now)
+                   for response_id, (_, version, text, _) in changed.items()]
+        ModelResponse.objects.bulk_update(updates, ["model_version", "text", "updated_at"], batch_size=1000)
+    summary.updated = len(changed)
+    return summary
+
+
+def _model_slot_errors(records: Sequence[Any], model_slots: Sequence[str]) -> list[RowError]:
+    """Responses for models outside the study's slots; tolerant of any shape (the serializer reports on that)."""
+    errors: list[RowError] = []
+    slots = set(model_slots)
+    if not slots:
+        return errors
+    for index, record in enumerate(records):
+        turns = record.get("turns") if isinstance(record, dict) else None
+        for t_pos, turn in enumerate(turns if isinstance(turns, list) else []):
+            responses = turn.get("responses") if isinstance(turn, dict) else None
+            for r_pos, response in enumerate(responses if isinstance(responses, list) else []):
+                model = response.get("model") if isinstance(response, dict) else None
+                if isinstance(model, str) and model.strip() and model.strip() not in slots:
+                    errors.append(RowError(index, f"turns[{t_pos}].responses[{r_pos}].model",
+                                           f"{model.strip()!r} is not one of this study's model slots "
+                                           f"({', '.join(model_slots)})"))
+    return errors
+
+
+@transaction.atomic
+def conversations_ingest(
+    *, records: Sequence[Any], model_slots: Sequence[str] = (), by: AbstractBaseUser | None = None
+) -> ImportSummary:
+    """conversations_import for API items (0-based indices), limited to the study's model slots."""
+    from cab.services import advisory_lock
+
+    advisory_lock("benchmark.ingest")
+    rows = list(enumerate(records))
+    errors = _model_slot_errors(records, model_slots)
+    if errors:
+        _, shape_errors = conversations_validate(rows)
+        raise RowErrors([*shape_errors, *errors], row_label="item")
+    return conversations_import(rows=rows, by=by)

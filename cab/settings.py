@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "template_partials",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "cab",
     "benchmark",
     "annotation",
@@ -173,11 +174,39 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Scripts send "Authorization: Bearer <token>"; the browser uses its login session (with CSRF).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "cab.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Token scopes, then the account's role; row-level visibility is the selectors' (see cab/api_permissions.py).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "cab.api_permissions.TokenScope",
+        "cab.api_permissions.RolePermission",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["cab.api_support.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "cab.api_support.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Cognitive Atrophy Bench API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Cognitive Atrophy Bench API",
+    "VERSION": "1.0.0",
+    "DESCRIPTION": "Ingest conversations and model responses; read studies, rounds, assignments, judgments and "
+    "metric runs; download exports. Authenticate with `Authorization: Bearer <token>` (see docs/api.md).",
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "cab.api_support.exact_path_parameters",
+    ],
+    # Swagger UI from our own static files: the CSP allows no foreign origin.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 # Content Security Policy: no inline scripts anywhere; htmx is served from our own static files.
 CONTENT_SECURITY_POLICY = {

@@ -156,3 +156,36 @@ class MetricRunFactory(factory.django.DjangoModelFactory):
         model = "metrics.MetricRun"
 
     study = factory.SubFactory(StudyFactory)
+
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ApiTokenFactory(factory.django.DjangoModelFactory):
+    """A token whose raw key is ``raw`` (pass your own to send it; only its SHA-256 is stored)."""
+
+    class Meta:
+        model = "cab.ApiToken"
+        exclude = ("raw",)
+
+    raw = factory.Sequence(lambda n: f"cab_factory-token-{n:06d}")
+    name = "factory token"
+    user = factory.SubFactory(UserFactory)
+    key_prefix = factory.LazyAttribute(lambda o: o.raw[:12])
+    key_hash = factory.LazyAttribute(lambda o: _sha256(o.raw))
+    scopes = ["read"]
+
+
+class IdempotencyRecordFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "cab.IdempotencyRecord"
+
+    user = factory.SubFactory(UserFactory)
+    key = factory.Sequence(lambda n: f"key-{n}")
+    request_hash = "0" * 64
+    status_code = 200
+    response = factory.LazyFunction(dict)

@@ -1,0 +1,116 @@
+"""Input and output shapes of the annotation API (studies, rounds, assignments, judgments)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from annotation.models import Round, Study
+
+
+class StudyOut(serializers.Serializer):
+    slug = serializers.SlugField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    status = serializers.ChoiceField(choices=Study.Status.choices)
+    schema = serializers.CharField(source="schema.slug")
+    schema_version = serializers.IntegerField(source="schema.version")
+    model_slots = serializers.SerializerMethodField(help_text="null for a reviewer of a blinded study")
+    is_synthetic = serializers.BooleanField()
+    rounds = serializers.SerializerMethodField()
+
+    def get_model_slots(self, study: Study) -> list[str] | None:
+        return None if study.pk in self.context.get("blinded", set()) else list(study.model_slots)
+
+    def get_rounds(self, study: Study) -> list[str]:
+        return [r.name for r in study.rounds.all()]
+
+
+class CoderProgressOut(serializers.Serializer):
+    reviewer = serializers.CharField()
+    assigned = serializers.IntegerField()
+    completed = serializers.IntegerField()
+
+
+class RoundOut(serializers.Serializer):
+    name = serializers.CharField(help_text="calibration-N or main")
+    kind = serializers.ChoiceField(choices=Round.Kind.choices)
+    number = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=Round.Status.choices)
+    opened_at = serializers.DateTimeField(allow_null=True)
+    closed_at = serializers.DateTimeField(allow_null=True)
+    n_items = serializers.IntegerField(help_text="turns in the round's item set")
+    assigned = serializers.IntegerField(help_text="assignments you can see (all, or your own)")
+    completed = serializers.IntegerField()
+    progress = CoderProgressOut(many=True)
+
+
+class AssignmentFilterIn(serializers.Serializer):
+    reviewer = serializers.CharField(required=False, max_length=150)
+
+
+class AssignmentOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    round = serializers.CharField(source="round.name")
+    reviewer = serializers.CharField(source="coder.username")
+    position = serializers.IntegerField()
+    dataset = serializers.CharField(source="turn.conversation.dataset.name")
+    conversation_id = serializers.CharField(source="turn.conversation.external_id")
+    turn_index = serializers.IntegerField(source="turn.index")
+    is_check_item = serializers.SerializerMethodField(help_text="null for reviewers: check items stay hidden")
+    completed_at = serializers.DateTimeField(allow_null=True)
+    active_seconds = serializers.IntegerField()
+
+    def get_is_check_item(self, assignment) -> bool | None:
+        return assignment.is_check_item if self.context.get("staff") else None
+
+
+class JudgmentFilterIn(serializers.Serializer):
+    round = serializers.RegexField(r"^(calibration-[1-9][0-9]{0,8}|main)$", required=False,
+                                   help_text="calibration-N or main")
+    reviewer = serializers.CharField(required=False, max_length=150)
+    model = serializers.CharField(required=False, max_length=50)
+    attribute = serializers.CharField(required=False, max_length=20)
+
+
+class SpanOut(serializers.Serializer):
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    subcategory = serializers.CharField(source="subcategory.slug")
+
+
+class JudgmentOut(serializers.Serializer):
+    """One judgment in the SPEC §6 long format, plus its id and the response id."""
+
+    id = serializers.IntegerField()
+    study = serializers.SerializerMethodField()
+    round = serializers.CharField(source="round.name")
+    reviewer = serializers.CharField(source="coder.username")
+    is_gold = serializers.BooleanField()
+    dataset = serializers.CharField(source="conversation.dataset.name")
+    conversation_id = serializers.CharField(source="conversation.external_id")
+    turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
+    model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
+                                                        "blinded study")
+    response_id = serializers.IntegerField(allow_null=True)
+    attribute = serializers.CharField(source="attribute.code")
+    score = serializers.IntegerField()
+    instance_count = serializers.IntegerField(allow_null=True)
+    spans = SpanOut(many=True)
+    updated_at = serializers.DateTimeField()
+
+    def get_study(self, judgment) -> str:
+        return self.context["study"].slug
+
+    def get_model(self, judgment) -> str | None:
+        if judgment.response_id is None or self.context.get("blinded"):
+            return None
+        return judgment.response.model_slot
+
+
+class JudgmentImportOut(serializers.Serializer):
+    study_created = serializers.BooleanField()
+    rounds_created = serializers.ListField(child=serializers.CharField())
+    accounts_created = serializers.ListField(child=serializers.CharField())
+    judgments_created = serializers.IntegerField()
+    judgments_unchanged = serializers.IntegerField()
+    spans_created = serializers.IntegerField()

@@ -1,0 +1,226 @@
+"""REST API for studies, rounds, assignments and judgments, and the judgment exports and import.
+
+Thin views: parse (one input serializer), call one selector or service, shape (one output serializer). Who may
+see what is decided by the permissions (token scope, role) and the selectors (rows).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, generics
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import exports, judgment_import, selectors
+from annotation.api_serializers import (
+    AssignmentFilterIn,
+    AssignmentOut,
+    JudgmentFilterIn,
+    JudgmentImportOut,
+    JudgmentOut,
+    RoundOut,
+    StudyOut,
+)
+from annotation.models import Study
+from cab import services as cab_services
+from cab.api_permissions import study_for
+from cab.api_support import (
+    IdCursorPagination,
+    RawBody,
+    RawJSONLinesAltParser,
+    RawJSONLinesParser,
+    RawTextParser,
+    error_responses,
+    idempotency_key,
+    query_filters,
+    request_fingerprint,
+)
+from cab.errors import RowError
+from cab.models import ApiToken
+
+READ = {"GET": ApiToken.Scope.READ}
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$", "minLength": 1, "maxLength": 200},
+    OpenApiParameter.HEADER, required=False,
+    description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body gets "
+                "the first answer again (header Idempotent-Replayed: true); the same key with another body is 422.",
+)
+
+
+def _blinded_studies(request, studies) -> set[int]:
+    return {s.pk for s in studies if selectors.model_names_hidden(user=request.user, study=s)}
+
+
+class StudyListApi(APIView):
+    required_scopes = READ
+
+    @extend_schema(responses={200: StudyOut(many=True), **error_responses()}, summary="Studies you can see")
+    def get(self, request):
+        studies = selectors.studies_visible_to(user=request.user)
+        if isinstance(request.auth, ApiToken) and request.auth.study_id is not None:
+            studies = studies.filter(pk=request.auth.study_id)
+        studies = list(studies)
+        return Response(StudyOut(studies, many=True, context={"blinded": _blinded_studies(request, studies)}).data)
+
+
+class StudyDetailApi(APIView):
+    required_scopes = READ
+
+    @extend_schema(responses={200: StudyOut, **error_responses(404)}, summary="One study")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        return Response(StudyOut(study, context={"blinded": _blinded_studies(request, [study])}).data)
+
+
+class RoundListApi(APIView):
+    required_scopes = READ
+
+    @extend_schema(responses={200: RoundOut(many=True), **error_responses(404)},
+                   summary="Rounds with assignment progress (reviewers: their own)")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        return Response(RoundOut(selectors.rounds_progress(user=request.user, study=study), many=True).data)
+
+
+class AssignmentListApi(generics.ListAPIView):
+    required_scopes = READ
+    serializer_class = AssignmentOut
+    pagination_class = IdCursorPagination
+
+    @extend_schema(parameters=[AssignmentFilterIn], responses={200: AssignmentOut(many=True),
+                                                                **error_responses(400, 404)},
+                   summary="Assignments of a round (reviewers: their own), cursor-paginated")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study = study_for(self.request, self.kwargs["slug"])
+        filters = AssignmentFilterIn(data=query_filters(self.request))
+        filters.is_valid(raise_exception=True)
+        return selectors.assignments_visible_to(user=self.request.user, study=study,
+                                                round_name=self.kwargs["round_name"], **filters.validated_data)
+
+    def get_serializer_context(self):
+        return super().get_serializer_context() | {
+            "staff": selectors.user_sees_all_studies(user=self.request.user)}
+
+
+class JudgmentListApi(generics.ListAPIView):
+    required_scopes = READ
+    serializer_class = JudgmentOut
+    pagination_class = IdCursorPagination
+
+    @extend_schema(parameters=[JudgmentFilterIn], responses={200: JudgmentOut(many=True),
+                                                              **error_responses(400, 404)},
+                   summary="Judgments (reviewers: their own only, never gold), filterable, cursor-paginated")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        self.study = study_for(self.request, self.kwargs["slug"])
+        self.blinded = selectors.model_names_hidden(user=self.request.user, study=self.study)
+        filters = JudgmentFilterIn(data=query_filters(self.request))
+        filters.is_valid(raise_exception=True)
+        data = dict(filters.validated_data)
+        if self.blinded and data.get("model"):
+            raise exceptions.ValidationError({"model": "model names are hidden from reviewers in this study"})
+        return selectors.judgments_visible_to(user=self.request.user, study=self.study,
+                                              round_name=data.pop("round", None), **data)
+
+    def get_serializer_context(self):
+        return super().get_serializer_context() | {"study": self.study, "blinded": self.blinded}
+
+
+class JudgmentImportApi(APIView):
+    """All or nothing, through the same importer as ``manage.py import_judgments``."""
+
+    required_scopes = {"POST": ApiToken.Scope.IMPORT}
+    required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
+    parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser]
+    error_row_key = "line"
+
+    @extend_schema(
+        request={"text/csv": OpenApiTypes.STR, "application/x-ndjson": OpenApiTypes.STR},
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={200: JudgmentImportOut, **error_responses(400, 404, 413, 415, 422)},
+        summary="Import judgments (SPEC §6 long format, CSV or JSON Lines) into a study, all or nothing",
+    )
+    def post(self, request, slug: str):
+        study = study_for(request, slug)
+        body = request.data
+        if not isinstance(body, RawBody):
+            raise exceptions.ParseError("The body is empty: send the CSV or JSON Lines file as the body.")
+        try:
+            text = body.content.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise exceptions.ParseError(f"The file is not UTF-8 ({error.reason} at byte {error.start}).") from error
+        fmt = "csv" if body.media_type == "text/csv" else "jsonl"
+
+        def call():
+            rows = _storable(judgment_import.read_rows(io.StringIO(text, newline=""), fmt=fmt))
+            try:
+                summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user)
+            except csv.Error as error:
+                raise exceptions.ParseError(f"Not a readable CSV file: {error}.") from error
+            return 200, JudgmentImportOut(summary).data
+
+        status, data, replayed = cab_services.idempotent_call(
+            user=request.user, key=idempotency_key(request), request_hash=request_fingerprint(request, body.sha256),
+            call=call,
+        )
+        return Response(data, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _storable(rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """Rows whose text PostgreSQL cannot store (NUL, lone surrogates from JSON escapes) become row errors here,
+    before the importer uses them in a query."""
+    for line, row in rows:
+        if isinstance(row, dict):
+            for key, value in row.items():
+                if isinstance(value, str) and _UNSTORABLE.search(value):
+                    row = RowError(line, str(key), "contains a NUL or lone surrogate character")
+                    break
+        yield line, row
+
+
+class _AnyAccept:
+    """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+
+_FORMATS = {"csv": ("text/csv; charset=utf-8", exports.judgments_csv),
+            "jsonl": ("application/x-ndjson; charset=utf-8", exports.judgments_jsonl)}
+
+
+def judgments_download(study: Study, fmt: str) -> StreamingHttpResponse:
+    content_type, writer = _FORMATS[fmt]
+    return StreamingHttpResponse(
+        writer(study=study), content_type=content_type,
+        headers={"Content-Disposition": f'attachment; filename="{study.slug}-judgments.{fmt}"'},
+    )
+
+
+class JudgmentExportApi(_AnyAccept, APIView):
+    required_scopes = READ
+    staff_only = True
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="SPEC §6 long format"),
+                   (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
+        summary="Download all of a study's judgments (admins and researchers), streamed",
+    )
+    def get(self, request, slug: str, fmt: str):
+        return judgments_download(study_for(request, slug), fmt)

@@ -1,0 +1,32 @@
+"""Shapes of the ingestion API. The items are validated by the services (by hand, for speed at 10,000+ items
+a request); these serializers document them and shape the answers."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class ResponseItemIn(serializers.Serializer):
+    dataset = serializers.CharField(max_length=100)
+    conversation_id = serializers.CharField(max_length=200)
+    turn_index = serializers.IntegerField(min_value=1, max_value=2**31 - 1)
+    model = serializers.CharField(max_length=50, help_text="the model slot, e.g. GPT; one of the study's slots")
+    model_version = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    text = serializers.CharField(trim_whitespace=False, help_text="stored exactly as sent (spans index into it)")
+
+
+class ResponsesIngestOut(serializers.Serializer):
+    items = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField(help_text="identical content already stored: nothing was written")
+
+
+class ConversationsIngestOut(serializers.Serializer):
+    conversations_created = serializers.IntegerField()
+    conversations_updated = serializers.IntegerField()
+    conversations_unchanged = serializers.IntegerField()
+    turns_created = serializers.IntegerField()
+    responses_created = serializers.IntegerField()
+    responses_updated = serializers.IntegerField()
+    datasets_created = serializers.ListField(child=serializers.CharField())

@@ -1,0 +1,31 @@
+"""Shapes of the metric-run API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from metrics.models import MetricRun
+
+
+class MetricRunIn(serializers.Serializer):
+    seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
+    bootstrap = serializers.IntegerField(min_value=1, max_value=100_000, default=1000,
+                                         help_text="bootstrap resamples")
+
+
+class MetricRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    study = serializers.CharField(source="study.slug")
+    status = serializers.ChoiceField(choices=MetricRun.Status.choices)
+    progress = serializers.FloatField(help_text="fraction done, 0 to 1")
+    progress_message = serializers.CharField()
+    trigger = serializers.CharField()
+    parameters = serializers.DictField()
+    requested_by = serializers.CharField(source="requested_by.username", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    error = serializers.SerializerMethodField(help_text="what went wrong (first line), for a failed run")
+
+    def get_error(self, run: MetricRun) -> str:
+        return run.error.splitlines()[0] if run.error else ""

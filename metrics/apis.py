@@ -1,0 +1,143 @@
+"""REST API for metric runs (start one, poll it, fetch its result) and the report / index-table downloads."""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import exports
+from annotation.models import Study
+from cab.api_permissions import study_for, token_allows_study
+from cab.api_support import error_responses
+from cab.models import ApiToken
+from metrics import selectors, services
+from metrics.api_serializers import MetricRunIn, MetricRunOut
+
+READ = {"GET": ApiToken.Scope.READ}
+RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
+                                 description="a run id; default: the study's newest succeeded run")
+
+
+class MetricRunListApi(APIView):
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.METRICS}
+    required_perms = {"POST": ("metrics.add_metricrun",)}
+    staff_only = True
+
+    @extend_schema(responses={200: MetricRunOut(many=True), **error_responses(404)},
+                   summary="A study's metric runs, newest first")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        return Response(MetricRunOut(selectors.metric_runs_for(study=study)[:100], many=True).data)
+
+    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(400, 404, 413, 415)},
+                   summary="Start a metric run (computed by a worker; poll it)")
+    def post(self, request, slug: str):
+        study = study_for(request, slug)
+        params = MetricRunIn(data=request.data)
+        params.is_valid(raise_exception=True)
+        run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
+        return Response(MetricRunOut(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _run_for(request, run_id: int):
+    run = selectors.metric_run_get(run_id=run_id)
+    if run is None or not _study_visible(request, run.study):
+        raise exceptions.NotFound(f"No metric run {run_id} that you can see.")
+    token_allows_study(request, run.study)
+    return run
+
+
+def _study_visible(request, study: Study) -> bool:
+    try:
+        study_for(request, study.slug)
+    except exceptions.NotFound:
+        return False
+    return True
+
+
+class MetricRunApi(APIView):
+    required_scopes = READ
+    staff_only = True
+
+    @extend_schema(responses={200: MetricRunOut, **error_responses(404)}, summary="Status and progress of a run")
+    def get(self, request, run_id: int):
+        return Response(MetricRunOut(_run_for(request, run_id)).data)
+
+
+class MetricRunResultApi(APIView):
+    required_scopes = READ
+    staff_only = True
+
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="the SPEC §7 report"),
+                              **error_responses(404, 409)},
+                   summary="The result of a succeeded run (409 while it is queued, running or failed)")
+    def get(self, request, run_id: int):
+        run = _run_for(request, run_id)
+        if run.status != run.Status.SUCCEEDED:
+            return Response({"detail": f"Run {run.pk} is {run.status}; it has no result."},
+                            status=status.HTTP_409_CONFLICT)
+        return Response(selectors.metric_run_result(run_id=run.pk))
+
+
+class _Download(APIView):
+    """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
+
+    required_scopes = READ
+    staff_only = True
+
+    def perform_content_negotiation(self, request, force=False):
+        return super().perform_content_negotiation(request, force=True)
+
+
+def _succeeded_run(request, study: Study):
+    run_id = request.query_params.get("run")
+    if run_id is not None and not (run_id.isascii() and run_id.isdigit() and int(run_id) < 2**63):
+        raise exceptions.ValidationError({"run": "must be a run id"})
+    run = selectors.metric_run_latest_succeeded(study=study, run_id=int(run_id) if run_id else None)
+    if run is None:
+        raise exceptions.NotFound("No succeeded metric run" + (f" {run_id}" if run_id else "") + " for this study.")
+    return run
+
+
+def report_download(study: Study, run) -> HttpResponse:
+    return HttpResponse(
+        json.dumps(run.result, ensure_ascii=False, indent=1), content_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="{study.slug}-report-run{run.pk}.json"'},
+    )
+
+
+def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse:
+    tables = selectors.index_tables(result=run.result)
+    if table not in tables:
+        raise exceptions.NotFound(f"The report has no per-model table {table!r}; it has {', '.join(tables) or 'none'}.")
+    header, rows = tables[table]
+    return StreamingHttpResponse(
+        exports.csv_stream(header, rows), content_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{study.slug}-{table}-run{run.pk}.csv"'},
+    )
+
+
+class ReportExportApi(_Download):
+    @extend_schema(parameters=[RUN_PARAMETER],
+                   responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT),
+                              **error_responses(400, 404)},
+                   summary="Download the metrics report (SPEC §7) of a succeeded run")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        return report_download(study, _succeeded_run(request, study))
+
+
+class IndexTableExportApi(_Download):
+    @extend_schema(parameters=[RUN_PARAMETER],
+                   responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="one row per model"),
+                              **error_responses(400, 404)},
+                   summary="Download one per-model index table (flags, ari, attribute_risk, fingerprint …) as CSV")
+    def get(self, request, slug: str, table: str):
+        study = study_for(request, slug)
+        return index_table_download(study, _succeeded_run(request, study), table)

@@ -1,0 +1,67 @@
+"""The live OpenAPI schema, fuzzed with schemathesis: every operation gets generated requests, valid and invalid,
+sent as an admin (a few hundred in all); no answer may be a 5xx or stray from the schema.
+``benchmarks/api_fuzz.py`` runs the same for much longer."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from schemathesis.core.parameters import ParameterLocation
+
+from benchmark import services as benchmark_services
+from benchmark.demo import demo_records
+from cab import services as cab_services
+from tests.api.fuzz import fuzz
+from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
+
+pytestmark = pytest.mark.django_db
+
+EXAMPLES = 12  # per operation and mode: 16 operations × 2 modes × 12 ≈ 380 requests
+
+
+@pytest.fixture
+def wsgi_app():
+    # The app runs in-process on the test's connection; like Django's test client, keep the start and end of each
+    # request from closing that connection (which would end the test's transaction).
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield get_wsgi_application()
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
+
+
+def steer_to(run_id: int):
+    counter = itertools.count()
+
+    def steer(case) -> None:
+        # Most generated slugs and ids name nothing; point three valid cases in four at real objects, to reach
+        # deeper code. (A path generated to be invalid stays as it is: it must be refused.)
+        parameters = case.path_parameters or {}
+        if next(counter) % 4 and not case.meta.is_negative_at(ParameterLocation.PATH):
+            real = {"slug": "cab-demo", "run_id": run_id, "round_name": "calibration-1", "table": "ari"}
+            parameters.update({name: value for name, value in real.items() if name in parameters})
+
+    return steer
+
+
+def test_every_operation_answers_within_its_schema_and_never_with_a_5xx(wsgi_app, admin_user):
+    study = StudyFactory(slug="cab-demo")
+    benchmark_services.conversations_import(rows=enumerate(demo_records()))
+    RoundFactory(study=study, kind="calibration", number=1)
+    run = MetricRunFactory(study=study, status="succeeded", result={"indices": {"ari": {"GPT": {"ARI": 0.1}}}})
+    _, token = cab_services.api_token_create(user=admin_user, name="fuzz", by=None,
+                                             scopes=["ingest", "import", "read", "metrics"])
+    report = fuzz(wsgi_app, token=token, examples=EXAMPLES, steer=steer_to(run.pk))
+    assert report.operations >= 15
+    assert report.cases >= 200, report
+    print(f"fuzz: {report.cases} requests to {report.operations} operations in {report.seconds:.0f} s; statuses "
+          f"{dict(sorted(report.statuses.items()))}")
+    for label, statuses in report.by_operation.items():
+        print(f"  {label}: {dict(sorted(statuses.items()))}")
+    assert report.failures == [], "\n\n".join(report.failures)
+    assert not any(status >= 500 for status in report.statuses)
+    assert {200, 400, 404} <= set(report.statuses), report.statuses  # it reached real data and rejected bad data
