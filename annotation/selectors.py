@@ -51,15 +51,8 @@ def schema_get(*, slug: str) -> Schema:
 
 
 def judgment_rows(*, study: Study) -> Iterator[dict]:
-    """The study's judgments in the SPEC §6 long format, streamed (constant memory at any size)."""
-    spans: dict[int, list[dict]] = {}
-    for judgment_id, start, end, slug in (
-        Span.objects.filter(judgment__round__study=study, judgment__score__isnull=False)
-        .order_by("judgment_id", "start", "end", "subcategory__slug")
-        .values_list("judgment_id", "start", "end", "subcategory__slug")
-        .iterator(chunk_size=5000)
-    ):
-        spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
+    """The study's judgments in the SPEC §6 long format, streamed: judgments come from a server-side cursor and
+    their spans are fetched a batch of judgments at a time, so memory stays flat at any size."""
     rows = (
         Judgment.objects.filter(round__study=study, score__isnull=False)
         .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
@@ -69,8 +62,29 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
                      "response__model_slot", "attribute__code", "score", "instance_count")
         .iterator(chunk_size=5000)
     )
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == JUDGMENT_ROWS_BATCH:
+            yield from _long_format(study, batch)
+            batch = []
+    yield from _long_format(study, batch)
+
+
+JUDGMENT_ROWS_BATCH = 2000
+
+
+def _long_format(study: Study, batch: list[tuple]) -> Iterator[dict]:
+    spans: dict[int, list[dict]] = {}
+    if batch:
+        for judgment_id, start, end, slug in (
+            Span.objects.filter(judgment_id__in=[row[0] for row in batch])
+            .order_by("judgment_id", "start", "end", "subcategory__slug")
+            .values_list("judgment_id", "start", "end", "subcategory__slug")
+        ):
+            spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
     for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
-         instance_count) in rows:
+         instance_count) in batch:
         yield {
             "study": study.slug,
             "round": f"calibration-{number}" if kind == "calibration" else "main",

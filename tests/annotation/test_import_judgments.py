@@ -146,3 +146,17 @@ def test_export_then_import_into_an_empty_study_reproduces_every_judgment(tmp_pa
     assert len(original) == Judgment.objects.filter(round__study__slug="origin").count() > 100
     assert copy == original
     assert Round.objects.filter(study__slug="copy").count() == 3
+
+
+def test_long_format_rows_are_the_same_whatever_the_batch_size(monkeypatch, django_assert_max_num_queries):
+    from annotation import selectors
+
+    call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "2",
+                 "--calibration-turns", "1", "--slug", "batched", "--span-rate", "1")
+    study = Study.objects.get(slug="batched")
+    whole = list(judgment_rows(study=study))
+    assert any(row["spans"] for row in whole)
+    monkeypatch.setattr(selectors, "JUDGMENT_ROWS_BATCH", 7)
+    batches = -(-len(whole) // 7)
+    with django_assert_max_num_queries(batches + 3):
+        assert list(judgment_rows(study=study)) == whole
