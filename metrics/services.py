@@ -3,6 +3,7 @@ redelivered task is a no-op once the run has finished), and build a report synch
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from annotation.models import Study
 from metrics import selectors
 from metrics.core.report import ReportParams, build_report
 from metrics.models import MetricRun
+
+log = logging.getLogger(__name__)
 
 
 def report_build(
@@ -52,10 +55,25 @@ def metric_run_request(
         parameters={"seed": seed, "bootstrap": bootstrap, "schema": study.schema.slug,
                     "schema_version": study.schema.version},
     )
+    transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+def _enqueue(run_id: int) -> None:
+    """Send the run to the workers. When the broker cannot be reached the run is marked failed with the reason
+    (it is never computed inside the request instead), and can be requested again."""
+    from kombu.exceptions import OperationalError
+
     from metrics.tasks import metric_run_task
 
-    transaction.on_commit(lambda: metric_run_task.delay(run.pk))
-    return run
+    try:
+        metric_run_task.delay(run_id)
+    except OperationalError as error:
+        log.error("metric run %s: the task broker is unreachable: %s", run_id, error)
+        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
+            status=MetricRun.Status.FAILED, finished_at=timezone.now(),
+            error=f"could not reach the task broker ({error}); nothing was computed — request the run again",
+        )
 
 
 def metric_run_execute(*, run_id: int) -> bool:

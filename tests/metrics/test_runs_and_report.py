@@ -173,3 +173,26 @@ def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer
         annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
                                           score=2)
     assert Judgment.objects.get(coder=reviewer).score == 1
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_unreachable_broker_fails_the_run_visibly_and_never_runs_it_inline(admin_user):
+    """A real process whose broker address has nothing listening (port 1) requests a run."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    from tests.celery_worker import _database_url
+
+    study = StudyFactory()
+    code = ("from annotation.models import Study; from metrics import services; "
+            f"services.metric_run_request(study=Study.objects.get(pk={study.pk}), by=None, bootstrap=10)")
+    env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL="redis://127.0.0.1:1/0")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], env=env, cwd=settings.BASE_DIR,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = MetricRun.objects.get(study=study)
+    assert run.status == "failed" and "could not reach the task broker" in run.error
+    assert run.result is None and run.started_at is None
