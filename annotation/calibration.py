@@ -408,6 +408,25 @@ def calibration_memo_markdown(*, round: Round) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+def time_on_task(*, study: Study) -> list[dict]:
+    """Active (non-idle) coding time per coder and round, from the turn pages' reports."""
+    from django.db.models import Count, Q, Sum
+
+    rows = (
+        Assignment.objects.filter(round__study=study)
+        .values("coder__username", "round__kind", "round__number")
+        .annotate(seconds=Sum("active_seconds"), turns=Count("id"),
+                  done=Count("id", filter=Q(completed_at__isnull=False)))
+        .order_by("round__kind", "round__number", "coder__username")
+    )
+    return [
+        row | {"round": f"calibration-{row['round__number']}" if row["round__kind"] == "calibration" else "main",
+               "minutes": round((row["seconds"] or 0) / 60, 1),
+               "per_turn": round((row["seconds"] or 0) / row["done"] / 60, 1) if row["done"] else None}
+        for row in rows
+    ]
+
+
 # --- feedback to reviewers -------------------------------------------------------------------------------------
 
 

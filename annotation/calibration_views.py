@@ -36,6 +36,7 @@ def study_dashboard(request: HttpRequest, slug: str) -> HttpResponse:
         "members": study.members.select_related("user").order_by("role", "alias", "user__username"),
         "alerts": ReviewerAlert.objects.filter(study=study, resolved_at__isnull=True).select_related("reviewer"),
         "next_calibration": max([r.number for r in rounds if r.kind == "calibration"], default=0) + 1,
+        "time_on_task": calibration.time_on_task(study=study),
     })
 
 

@@ -42,7 +42,13 @@ def test_calibration_pages_are_for_study_admins_only(client, synthetic, reviewer
 def test_admin_pages_render_and_forms_work(client, synthetic, admin_user):
     client.force_login(admin_user)
     round_ = synthetic.rounds.get(kind="calibration", number=1)
-    assert b"calibration-2" in client.get(reverse("study-dashboard", args=["syn"])).content
+    from annotation.models import Assignment
+
+    assignment = Assignment.objects.filter(round__study=synthetic, round__kind="main").first()
+    Assignment.objects.filter(pk=assignment.pk).update(active_seconds=150, completed_at="2026-01-01T00:00Z")
+    dashboard = client.get(reverse("study-dashboard", args=["syn"])).content.decode()
+    assert "calibration-2" in dashboard
+    assert f"<td>main</td><td>{assignment.coder.username}</td>" in dashboard and "<td>2.5</td>" in dashboard
     workshop = client.get(reverse("workshop", args=[round_.pk]) + "?attribute=AUR")
     assert workshop.status_code == 200 and b"AUR" in workshop.content and b"differ from gold" in workshop.content
     assert b'class="seg hl hl-' in workshop.content, "reviewers' spans are overlaid on the response text"
