@@ -443,11 +443,16 @@ class Feedback:
 
 
 def _agreement(pairs: list[tuple[int, int, dict]]) -> tuple[float | None, float | None]:
+    """Exact and bucketed agreement of (mine, gold, bucket map) pairs, by the metrics engine's own definition."""
+    from metrics.core.agreement import agreement_rate
+
     if not pairs:
         return None, None
-    exact = sum(1 for mine, gold, _ in pairs if mine == gold) / len(pairs)
-    bucketed = sum(1 for mine, gold, b in pairs if b[str(mine)] == b[str(gold)]) / len(pairs)
-    return exact, bucketed
+    mine = np.array([m for m, _, _ in pairs])
+    gold = np.array([g for _, g, _ in pairs])
+    mine_bucket = np.array([b[str(m)] for m, _, b in pairs])
+    gold_bucket = np.array([b[str(g)] for _, g, b in pairs])
+    return agreement_rate(mine, gold), agreement_rate(mine_bucket, gold_bucket)
 
 
 def reviewer_feedback(*, round: Round, user: AbstractBaseUser) -> Feedback:

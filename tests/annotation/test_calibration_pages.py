@@ -123,3 +123,28 @@ def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, ad
     page.screenshot(path=str(ARTIFACTS / "panel-selection.png"), full_page=True)
     assert WorkshopNote.objects.filter(round=round_).count() == 1
     assert not page.console_errors, page.console_errors
+
+
+def test_dashboard_forms_answer_bad_input_specifically_and_change_nothing(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    url = reverse("round-action", args=["syn"])
+    draft = Round.objects.create(study=synthetic, kind="calibration", number=3)
+    cases = [
+        ({"action": "sample", "round": draft.pk, "n": "ten"}, "numbers only"),
+        ({"action": "sample", "round": draft.pk, "n": "100000"}, "were asked for"),
+        ({"action": "refs", "round": draft.pk, "refs": "nonsense\nSynthetic single-turn/nope#1"},
+         "is not DATASET/CONVERSATION_ID#TURN"),
+        ({"action": "open", "round": draft.pk}, "has no calibration set yet"),
+        ({"action": "reopen", "round": synthetic.rounds.get(number=1, kind="calibration").pk, "reason": ""},
+         "say why the round is reopened"),
+        ({"action": "explode", "round": draft.pk}, "unknown action"),
+    ]
+    for data, message in cases:
+        page = client.post(url, data, follow=True).content.decode()
+        assert message in page.replace("&#x27;", "'"), (data, message)
+    assert not draft.items.exists() and draft.status == "draft"
+    assert synthetic.rounds.get(number=1, kind="calibration").status == "closed"
+    main_url = reverse("main-round-assign", args=["syn"])
+    assert "overlap is a fraction" in client.post(main_url, {"overlap": "lots"}, follow=True).content.decode()
+    assert "overlap must be between 0 and 1" in client.post(main_url, {"overlap": "2"}, follow=True).content.decode()
+    assert "select the retained panel first" in client.post(main_url, {"overlap": "0.1"}, follow=True).content.decode()

@@ -192,9 +192,16 @@ def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, revie
                                 turn=response.turn, response=response,
                                 conversation_id=response.turn.conversation_id, score=gold)
         services.judgment_save(round=main, by=reviewer, attribute=attribute(code), response=response, score=mine)
-    assignment = Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1,
+    Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1,
                                            is_check_item=True)
     alert = calibration.check_alert_update(study=study, user=reviewer)
     assert alert is not None and alert.n_items == 3 and abs(alert.agreement - 1 / 3) < 1e-12
     assert calibration.check_alert_update(study=study, user=reviewer) is None, "one open alert at a time"
-    assert assignment.is_check_item
+    calibration.alert_resolve(alert=alert, by=admin_user)
+    services.judgment_save(round=main, by=reviewer, attribute=attribute("TD"), response=response, score=1)
+    second = calibration.check_alert_update(study=study, user=reviewer)
+    assert second is not None and abs(second.agreement - 2 / 3) < 1e-12, "2 of 3 is still below 0.75"
+    calibration.alert_resolve(alert=second, by=admin_user)
+    services.judgment_save(round=main, by=reviewer, attribute=attribute("AUR"), response=response, score=2)
+    assert calibration.check_agreement(study=study, user=reviewer) == (1.0, 3)
+    assert calibration.check_alert_update(study=study, user=reviewer) is None, "at or above the threshold: no alert"
