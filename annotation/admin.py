@@ -2,8 +2,11 @@
 the services (which validate and version them), never by hand in the admin."""
 
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 
 from annotation import models
+from calibration.services import round_close
+from metrics.services import metric_run_request
 
 
 class AttributeInline(admin.TabularInline):
@@ -68,8 +71,6 @@ class StudyAdmin(admin.ModelAdmin):
 
     @admin.action(description="Compute the metrics report (runs in a worker)", permissions=["view"])
     def compute_metrics(self, request, queryset):
-        from metrics.services import metric_run_request
-
         for study in queryset:
             metric_run_request(study=study, by=request.user, trigger="admin")
         self.message_user(request, f"{queryset.count()} metric run(s) queued; see Metric runs for progress.")
@@ -91,10 +92,6 @@ class RoundAdmin(admin.ModelAdmin):
 
     @admin.action(description="Close the round (locks judgments, starts a metrics run)", permissions=["change"])
     def close_rounds(self, request, queryset):
-        from django.core.exceptions import ValidationError
-
-        from annotation.services import round_close
-
         for round_ in queryset:
             try:
                 round_close(round=round_, by=request.user)
@@ -144,20 +141,6 @@ class JudgmentAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(models.AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ("at", "actor", "action", "study", "target")
-    list_filter = ("action", "study")
-    search_fields = ("action", "target", "actor__username")
-    readonly_fields = ("at", "actor", "action", "study", "target", "data")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
         return False
 
 

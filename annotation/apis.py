@@ -9,17 +9,19 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import exports, judgment_import, selectors
+from access.checks import user_sees_all_studies
+from annotation import judgment_import, long_format, selectors
 from annotation.api_serializers import (
     AssignmentFilterIn,
     AssignmentOut,
@@ -30,29 +32,46 @@ from annotation.api_serializers import (
     StudyOut,
 )
 from annotation.models import Study
-from cab import services as cab_services
-from cab.api_permissions import study_for
-from cab.api_support import (
-    IdCursorPagination,
+from api import services as api_services
+from api.errors import error_responses
+from api.models import ApiToken
+from api.pagination import IdCursorPagination
+from api.parsers import (
+    BULK_PARSERS,
+    MAX_ITEMS,
     RawBody,
     RawJSONLinesAltParser,
     RawJSONLinesParser,
     RawTextParser,
-    error_responses,
-    idempotency_key,
-    query_filters,
-    request_fingerprint,
+    bulk_body,
 )
-from cab.errors import RowError
-from cab.models import ApiToken
+from api.permissions import token_allows_study
+from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, request_fingerprint, request_user
+from benchmark import services as benchmark_services
+from benchmark.api_serializers import ConversationsIngestOut, ResponseItemIn, ResponsesIngestOut
+from benchmark.serializers import ConversationIn
+from common.errors import RowError
 
 READ = {"GET": ApiToken.Scope.READ}
-IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$", "minLength": 1, "maxLength": 200},
-    OpenApiParameter.HEADER, required=False,
-    description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body gets "
-                "the first answer again (header Idempotent-Replayed: true); the same key with another body is 422.",
-)
+
+
+def study_for(request: Request, slug: str) -> Study:
+    """The study in the URL, when the caller may see it; otherwise 404 (a study you cannot see does not exist
+    for you). A study-scoped token reaches its own study only."""
+    study = selectors.study_visible_get(user=request_user(request), slug=slug)
+    if study is None:
+        raise exceptions.NotFound(f"No study {slug!r} that you can see.")
+    token_allows_study(request, study)
+    return study
+
+
+def _replayable(request: Request, body_sha256: str, call: Callable[[], tuple[int, dict]]) -> Response:
+    """Run ``call`` once per Idempotency-Key (when the request has one) and answer with its status and body."""
+    status, data, replayed = api_services.idempotent_call(
+        user=request_user(request), key=idempotency_key(request),
+        request_hash=request_fingerprint(request, body_sha256), call=call,
+    )
+    return Response(data, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
 
 
 def _blinded_studies(request, studies) -> set[int]:
@@ -67,8 +86,8 @@ class StudyListApi(APIView):
         studies = selectors.studies_visible_to(user=request.user)
         if isinstance(request.auth, ApiToken) and request.auth.study_id is not None:
             studies = studies.filter(pk=request.auth.study_id)
-        studies = list(studies)
-        return Response(StudyOut(studies, many=True, context={"blinded": _blinded_studies(request, studies)}).data)
+        listed = list(studies)
+        return Response(StudyOut(listed, many=True, context={"blinded": _blinded_studies(request, listed)}).data)
 
 
 class StudyDetailApi(APIView):
@@ -105,12 +124,12 @@ class AssignmentListApi(generics.ListAPIView):
         study = study_for(self.request, self.kwargs["slug"])
         filters = AssignmentFilterIn(data=query_filters(self.request))
         filters.is_valid(raise_exception=True)
-        return selectors.assignments_visible_to(user=self.request.user, study=study,
+        return selectors.assignments_visible_to(user=request_user(self.request), study=study,
                                                 round_name=self.kwargs["round_name"], **filters.validated_data)
 
     def get_serializer_context(self):
-        return super().get_serializer_context() | {
-            "staff": selectors.user_sees_all_studies(user=self.request.user)}
+        return {**super().get_serializer_context(),
+                "staff": user_sees_all_studies(user=self.request.user)}
 
 
 class JudgmentListApi(generics.ListAPIView):
@@ -132,11 +151,11 @@ class JudgmentListApi(generics.ListAPIView):
         data = dict(filters.validated_data)
         if self.blinded and data.get("model"):
             raise exceptions.ValidationError({"model": "model names are hidden from reviewers in this study"})
-        return selectors.judgments_visible_to(user=self.request.user, study=self.study,
+        return selectors.judgments_visible_to(user=request_user(self.request), study=self.study,
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
-        return super().get_serializer_context() | {"study": self.study, "blinded": self.blinded}
+        return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded}
 
 
 class JudgmentImportApi(APIView):
@@ -165,18 +184,14 @@ class JudgmentImportApi(APIView):
         fmt = "csv" if body.media_type == "text/csv" else "jsonl"
 
         def call():
-            rows = _storable(judgment_import.read_rows(io.StringIO(text, newline=""), fmt=fmt))
+            rows = _storable(long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt))
             try:
                 summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user)
             except csv.Error as error:
                 raise exceptions.ParseError(f"Not a readable CSV file: {error}.") from error
             return 200, JudgmentImportOut(summary).data
 
-        status, data, replayed = cab_services.idempotent_call(
-            user=request.user, key=idempotency_key(request), request_hash=request_fingerprint(request, body.sha256),
-            call=call,
-        )
-        return Response(data, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
+        return _replayable(request, body.sha256, call)
 
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -194,21 +209,16 @@ def _storable(rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
         yield line, row
 
 
-class _AnyAccept:
+class _AnyAccept(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
 
     def perform_content_negotiation(self, request, force=False):
         return super().perform_content_negotiation(request, force=True)
 
 
-_FORMATS = {"csv": ("text/csv; charset=utf-8", exports.judgments_csv),
-            "jsonl": ("application/x-ndjson; charset=utf-8", exports.judgments_jsonl)}
-
-
 def judgments_download(study: Study, fmt: str) -> StreamingHttpResponse:
-    content_type, writer = _FORMATS[fmt]
     return StreamingHttpResponse(
-        writer(study=study), content_type=content_type,
+        long_format.WRITERS[fmt](study=study), content_type=long_format.CONTENT_TYPES[fmt],
         headers={"Content-Disposition": f'attachment; filename="{study.slug}-judgments.{fmt}"'},
     )
 
@@ -224,3 +234,53 @@ class JudgmentExportApi(_AnyAccept, APIView):
     )
     def get(self, request, slug: str, fmt: str):
         return judgments_download(study_for(request, slug), fmt)
+
+
+# --- bulk ingestion of a study's material (conversations, model responses) --------------------------------------
+# Each request is validated as a whole and applied in one transaction (all or nothing, errors item by item), is
+# idempotent by content (a resend reports the items as unchanged), and may carry an Idempotency-Key to replay the
+# first answer. The body is a JSON array or JSON Lines (Content-Type application/x-ndjson or application/jsonl).
+
+INGEST_PERMS = ("benchmark.add_conversation", "benchmark.change_conversation", "benchmark.add_modelresponse",
+                "benchmark.change_modelresponse")
+_ERRORS = error_responses(400, 404, 409, 413, 415, 422)
+_DESCRIPTION = (
+    f"Up to {MAX_ITEMS:,} items per request as a JSON array, or as JSON Lines (`application/x-ndjson`). "
+    "Validated as a whole: any wrong item → 400 listing every problem (index, field, message) and nothing is "
+    "written. New text for a response that already has judgments → 409 listing the items, nothing written. "
+    "Resending identical content writes nothing and counts the items as unchanged. A body over the size limit → 413."
+)
+
+
+class _IngestApi(APIView):
+    required_scopes = {"POST": ApiToken.Scope.INGEST}
+    required_perms = {"POST": INGEST_PERMS}
+    parser_classes = BULK_PARSERS
+    error_row_key = "index"
+
+    def ingest(self, request, slug: str, service, output) -> Response:
+        study = study_for(request, slug)
+        body = bulk_body(request)
+
+        def call():
+            summary = service(items=body.items, model_slots=study.model_slots, by=request.user)
+            return 200, output(summary.as_dict()).data
+
+        return _replayable(request, body.sha256, call)
+
+
+class ConversationIngestApi(_IngestApi):
+    @extend_schema(request=ConversationIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+                   responses={200: ConversationsIngestOut, **_ERRORS},
+                   summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
+    def post(self, request, slug: str):
+        return self.ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+
+
+class ResponseIngestApi(_IngestApi):
+    @extend_schema(request=ResponseItemIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+                   responses={200: ResponsesIngestOut, **_ERRORS},
+                   summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
+                   description=_DESCRIPTION)
+    def post(self, request, slug: str):
+        return self.ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)

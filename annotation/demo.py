@@ -11,8 +11,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
-from annotation import roles, services
-from annotation.models import Assignment, Judgment, Round, Schema, Span, Study, StudyMember
+from access import roles
+from access.services import user_ensure
+from annotation import services
+from annotation.models import Assignment, Judgment, Round, Schema, Study, StudyMember
+from annotation.synthetic import Codings, TurnUnits, codings_generate
 from benchmark import demo as benchmark_demo
 from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
@@ -45,7 +48,7 @@ def demo_load() -> DemoResult:
         raise ImproperlyConfigured("the demo (with its printed passwords) is not loaded in production")
     records = benchmark_demo.demo_records()
     benchmark_services.conversations_import(rows=enumerate(records, start=1))
-    users = {role: services.user_ensure(username=name, role=role, password=DEMO_PASSWORD)
+    users = {role: user_ensure(username=name, role=role, password=DEMO_PASSWORD)
              for role, name in DEMO_USERS.items()}
     admin = users[roles.ADMIN]
     study = Study.objects.filter(slug=DEMO_STUDY).first()
@@ -58,8 +61,8 @@ def demo_load() -> DemoResult:
             by=admin,
             description="The paper's Appendix D conversations, five models' responses each.",
         )
-    services.study_member_add(study=study, user=users[roles.REVIEWER], role=StudyMember.Role.REVIEWER)
-    services.study_member_add(study=study, user=users[roles.EXPERT], role=StudyMember.Role.EXPERT)
+    services.study_member_add(study=study, user=users[roles.REVIEWER], role=StudyMember.Role.REVIEWER, by=admin)
+    services.study_member_add(study=study, user=users[roles.EXPERT], role=StudyMember.Role.EXPERT, by=admin)
 
     external_ids = [record["conversation_id"] for record in records]
     coded_turns = list(
@@ -73,7 +76,7 @@ def demo_load() -> DemoResult:
         services.round_items_set(round=calibration, turns=coded_turns, by=admin)
         services.round_open(round=calibration, by=admin)
     for coder in (users[roles.REVIEWER], users[roles.EXPERT]):
-        services.assignments_ensure(round=calibration, coder=coder, turns=coded_turns)
+        services.assignments_ensure(round=calibration, coder=coder, turns=coded_turns, by=admin)
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
     if not Judgment.objects.filter(round__study=study).exists():
         _illustrative_codings(study=study, calibration=calibration, main=main, turns=coded_turns, admin=admin)
@@ -87,42 +90,23 @@ def demo_load() -> DemoResult:
 
 def _illustrative_codings(*, study: Study, calibration: Round, main: Round, turns: list[Turn], admin) -> None:
     """Seeded codings by the demo panel in both rounds, and a gold value for every calibration item."""
-    from annotation.synthetic import WORD, draw_gold, perturb
-
     rng = np.random.default_rng(0)
     panel = []
     for name in DEMO_PANEL:
-        user = services.user_ensure(username=name, role=roles.REVIEWER)
-        services.study_member_add(study=study, user=user, role=StudyMember.Role.REVIEWER)
+        user = user_ensure(username=name, role=roles.REVIEWER)
+        services.study_member_add(study=study, user=user, role=StudyMember.Role.REVIEWER, by=admin)
         panel.append(user)
     StudyMember.objects.filter(study=study, user__in=panel).update(retained=True)
-    responses = {t.pk: list(t.responses.order_by("model_slot")) for t in turns}
-    judgments: list[Judgment] = []
-    span_plan: list[tuple[int, object, int, int]] = []
-    for attribute in study.schema.attributes.prefetch_related("subcategories"):
-        subs = list(attribute.subcategories.all())
-        units = [(t, r) for t in turns for r in ([None] if attribute.unit == "turn" else responses[t.pk])]
-        gold = draw_gold(attribute, len(units), rng)
-        for round_, with_gold in ((calibration, True), (main, False)):
-            scores = {u.pk: perturb(gold, DEMO_PANEL[u.username], attribute, rng) for u in panel}
-            for i, (turn, response) in enumerate(units):
-                rows = [(u, False, int(scores[u.pk][i])) for u in panel] + ([(admin, True, int(gold[i]))]
-                                                                           if with_gold else [])
-                for coder, is_gold, score in rows:
-                    n_spans = 1 if subs and score > 0 and rng.random() < 0.4 else 0
-                    judgments.append(Judgment(
-                        round=round_, coder=coder, is_gold=is_gold, attribute=attribute, turn=turn,
-                        response=response, conversation_id=turn.conversation_id, score=score,
-                        instance_count=n_spans if attribute.has_instance_count else None))
-                    if n_spans:
-                        words = [(m.start(), m.end()) for m in WORD.finditer(response.text)]
-                        first = int(rng.integers(0, len(words)))
-                        last = min(len(words) - 1, first + int(rng.integers(0, 5)))
-                        span_plan.append((len(judgments) - 1, subs[int(rng.integers(0, len(subs)))],
-                                          words[first][0], words[last][1]))
-    Judgment.objects.bulk_create(judgments)
-    Span.objects.bulk_create(Span(judgment_id=judgments[i].pk, subcategory=sub, start=start, end=end)
-                             for i, sub, start, end in span_plan)
+    units = [TurnUnits(t.pk, t.conversation_id, [(r.pk, r.text) for r in t.responses.order_by("model_slot")])
+             for t in turns]
+    attributes = list(study.schema.attributes.prefetch_related("subcategories"))
+    accuracy = {u.pk: DEMO_PANEL[u.get_username()] for u in panel}
+    codings = Codings()
+    for round_, gold_coder in ((calibration, admin.pk), (main, None)):
+        codings_generate(codings, round=round_, turns=units, attributes=attributes,
+                         coders_of=lambda _turn: list(accuracy), accuracy=accuracy, gold_coder=gold_coder,
+                         span_rate=0.4, rng=rng, max_extra_words=4)
+    codings.save()
     for user in panel:
         Assignment.objects.bulk_create(Assignment(round=main, coder=user, turn=turn, position=p,
                                                   completed_at=timezone.now())

@@ -1,33 +1,38 @@
 """Import judgments in the SPEC §6 long format (CSV or JSON Lines), all or nothing.
 
-Rows are checked by hand-written code rather than a DRF serializer: a paper-scale file has ~700,000 rows, and a
-serializer per row costs minutes where these plain checks cost seconds. The messages follow the same
-"line N: field: why" form as every other importer.
+Three passes over the rows, then one write: the columns of each row are read (format errors), the units they name
+are resolved against the database in a few set-based queries, and every judgment is checked by the same
+``rules.judgment_problems`` as the reviewer's autosave, with the same messages. Plain checks instead of a DRF
+serializer per row: a paper-scale file has ~700,000 rows, and a serializer per row costs minutes where these
+cost seconds. Messages follow the "line N: field: why" form of every importer.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from annotation import roles, services
+from access import roles
+from access.services import user_ensure
+from annotation import rules, services
+from annotation.long_format import COLUMNS, OPTIONAL_COLUMNS
 from annotation.models import AttributeDefinition, Judgment, Round, Schema, Span, Study, StudyMember
+from audit.services import audit_record
 from benchmark.models import ModelResponse, Turn
-from cab.errors import RowError, RowErrors
+from common.errors import RowError, RowErrors
+from common.rounds import round_parse
 
-COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
-           "attribute", "score", "instance_count", "spans")
-_ROUND = re.compile(r"^(?:calibration-([1-9][0-9]*)|main)$")
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
 _TRUE = {"true", "True", "TRUE", "1"}
 _FALSE = {"false", "False", "FALSE", "0"}
+_MAX_INT = 2**31 - 1
 
 
 @dataclass
@@ -40,240 +45,229 @@ class JudgmentImportSummary:
     spans_created: int = 0
 
 
-def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
-    """(line number, row) pairs from a CSV (header required) or JSON Lines stream."""
-    if fmt == "jsonl":
-        for number, line in enumerate(stream, start=1):
-            if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as error:
-                    yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
-        return
-    reader = csv.DictReader(stream)
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-        return
-    from annotation.exports import unneutralise  # our CSV exports quote formula-like cells; undo exactly that
-
-    for row in reader:
-        yield reader.line_num, {key: unneutralise(value) if isinstance(value, str) else value
-                                for key, value in row.items()}
-
-
-def _int(value: Any, *, allow_empty: bool) -> int | None | str:
-    """An integer, None for an allowed empty value, or an error message."""
-    if value is None or value == "":
-        return None if allow_empty else "required"
-    if isinstance(value, bool):
-        return "must be a whole number, not true/false"
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
-        return int(value)
-    return f"must be a whole number, got {value!r}"
-
-
 @dataclass
 class _Row:
     line: int
     round: str
     reviewer: str
     is_gold: bool
+    dataset: str
+    conversation: str
+    turn_index: int
+    model: str
     attribute: AttributeDefinition
-    conversation_id: int
-    turn_id: int
-    response_id: int | None
     score: int
     instance_count: int | None
-    spans: list[tuple[int, int, int]]  # (start, end, subcategory id)
+    spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
+    conversation_id: int = 0
+    turn_id: int = 0
+    response_id: int | None = None
+
+
+def _whole(value: Any, *, allow_empty: bool) -> int | None | str:
+    """A whole number, None for an allowed empty value, or an error message."""
+    if value is None or value == "":
+        return None if allow_empty else "required"
+    if isinstance(value, bool):
+        return "must be a whole number, not true/false"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
+        value = int(value)
+    if isinstance(value, int) and abs(value) <= _MAX_INT:
+        return value
+    return f"must be a whole number, got {value!r}"[:200]
+
+
+def _boolean(value: Any) -> bool | None:
+    if value is True or (isinstance(value, str) and value in _TRUE):
+        return True
+    if value is False or (isinstance(value, str) and value in _FALSE):
+        return False
+    return None
+
+
+def _spans(value: Any) -> tuple[list[tuple[Any, Any, Any]], list[tuple[str, str]]]:
+    """Spans as (start, end, slug) and the (field, message) problems of their shape."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except (json.JSONDecodeError, RecursionError):
+            return [], [("spans", "not a JSON list of {start, end, subcategory}")]
+    if not value:
+        return [], []
+    if not isinstance(value, list):
+        return [], [("spans", "must be a list of {start, end, subcategory}")]
+    spans, problems = [], []
+    for i, span in enumerate(value):
+        if isinstance(span, dict) and isinstance(span.get("subcategory"), str):
+            spans.append((span.get("start"), span.get("end"), span["subcategory"]))
+        else:
+            problems.append((f"spans[{i}]", "needs integer start and end and a subcategory slug"))
+    return spans, problems
+
+
+def _read_coder(raw: dict, study_slug: str) -> tuple[str, bool | None, list[tuple[str, str]]]:
+    """The study, round, reviewer and is_gold columns: (reviewer, is_gold, their (field, message) problems)."""
+    problems: list[tuple[str, str]] = []
+    if str(raw["study"]) != study_slug:
+        problems.append(("study", f"row is for study {str(raw['study'])[:100]!r}, the import is into {study_slug!r}"))
+    if round_parse(str(raw["round"])) is None:
+        problems.append(("round", f"{str(raw['round'])[:100]!r} is not calibration-N or main"))
+    reviewer = str(raw["reviewer"] or "")
+    if not _USERNAME.match(reviewer):
+        problems.append(("reviewer", "required: letters, digits and @.+-_ only, at most 150 characters"))
+    is_gold = _boolean(raw["is_gold"])
+    if is_gold is None:
+        problems.append(("is_gold", f"must be true or false, got {str(raw['is_gold'])[:50]!r}"))
+    return reviewer, is_gold, problems
+
+
+def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, AttributeDefinition],
+          schema: Schema) -> _Row | list[RowError]:
+    """The columns of one row, checked for their format only."""
+    if not isinstance(raw, dict):
+        return [RowError(line, "row", "must be an object with the long-format columns")]
+    missing = [c for c in COLUMNS if c not in raw and c not in OPTIONAL_COLUMNS]
+    if missing:
+        return [RowError(line, column, "required") for column in missing]
+    reviewer, is_gold, problems = _read_coder(raw, study_slug)
+    for column in ("dataset", "conversation_id"):
+        if not str(raw[column] or "").strip():
+            problems.append((column, "required"))
+    turn_index = _whole(raw["turn_index"], allow_empty=False)
+    if isinstance(turn_index, str) or (isinstance(turn_index, int) and turn_index < 1):
+        problems.append(("turn_index", turn_index if isinstance(turn_index, str) else "must be 1 or more"))
+    attribute = attributes.get(str(raw["attribute"]))
+    if attribute is None:
+        problems.append(("attribute", f"{str(raw['attribute'])[:50]!r} is not an attribute of schema {schema.slug}"))
+    score = _whole(raw["score"], allow_empty=False)
+    if isinstance(score, str):
+        problems.append(("score", score))
+    instance_count = _whole(raw.get("instance_count"), allow_empty=True)
+    if isinstance(instance_count, str):
+        problems.append(("instance_count", instance_count))
+    spans, span_problems = _spans(raw.get("spans"))
+    problems += span_problems
+    if problems:
+        return [RowError(line, name, message) for name, message in problems]
+    assert attribute is not None and isinstance(score, int) and isinstance(turn_index, int)
+    return _Row(line=line, round=str(raw["round"]), reviewer=reviewer, is_gold=bool(is_gold),
+                dataset=str(raw["dataset"]), conversation=str(raw["conversation_id"]), turn_index=turn_index,
+                model=str(raw.get("model") or ""), attribute=attribute, score=score,
+                instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans)
+
+
+def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int]]:
+    """Find each row's turn and response; returns the resolved rows, the errors, and response text lengths."""
+    wanted = {(r.dataset, r.conversation) for r in rows}
+    turns = {
+        (d, c, i): (turn_id, conversation_id)
+        for turn_id, conversation_id, d, c, i in Turn.objects.filter(
+            conversation__external_id__in={c for _, c in wanted}
+        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index")
+        if (d, c) in wanted
+    }
+    responses: dict[tuple[int, str], int] = {}
+    lengths: dict[int, int] = {}
+    for response_id, turn_id, model, text in ModelResponse.objects.filter(
+        turn_id__in=[t for t, _ in turns.values()]
+    ).values_list("id", "turn_id", "model_slot", "text").iterator():
+        responses[(turn_id, model)] = response_id
+        lengths[response_id] = len(text)
+    known = {(d, c) for d, c, _ in turns}
+    resolved, errors = [], []
+    for r in rows:
+        unit = turns.get((r.dataset, r.conversation, r.turn_index))
+        if unit is None:
+            errors.append(RowError(r.line, "turn_index", f"turn {r.turn_index} of {r.dataset}/{r.conversation} is "
+                                                         "not imported") if (r.dataset, r.conversation) in known
+                          else RowError(r.line, "conversation_id", f"{r.dataset}/{r.conversation} is not imported"))
+            continue
+        r.turn_id, r.conversation_id = unit
+        if r.model:
+            r.response_id = responses.get((r.turn_id, r.model))
+            if r.response_id is None:
+                errors.append(RowError(r.line, "model", f"turn {r.turn_index} of {r.conversation} has no "
+                                                        f"{r.model!r} response"))
+                continue
+        resolved.append(r)
+    return resolved, errors, lengths
+
+
+def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, set[str]]) -> list[RowError]:
+    """The judgment rules (shared with the autosave) and one judgment per unit within the file."""
+    errors: list[RowError] = []
+    seen: dict[tuple, int] = {}
+    for r in rows:
+        problems = rules.judgment_problems(
+            attribute=r.attribute, score=r.score, score_required=True, has_turn=True,
+            has_response=r.response_id is not None, instance_count=r.instance_count, spans=r.spans,
+            subcategories=subcategories.get(r.attribute.pk, set()),
+            text_length=lengths.get(r.response_id) if r.response_id is not None else None,
+        )
+        # The long format names a response by its model column.
+        errors += [RowError(r.line, "model" if name == "unit" else name, message) for name, message in problems.items()]
+        key = (r.round, None if r.is_gold else r.reviewer, r.is_gold, r.attribute.pk, r.turn_id, r.response_id)
+        if key in seen:
+            what = "gold judgment" if r.is_gold else f"judgment by {r.reviewer}"
+            errors.append(RowError(r.line, "attribute", f"a second {what} of {r.attribute.code} on this unit in "
+                                                        f"{r.round} (first on line {seen[key]})"))
+        seen.setdefault(key, r.line)
+    return errors
 
 
 @transaction.atomic
-def judgments_import(  # noqa: C901 - one validation pass over every field, then one write
-    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: AbstractBaseUser | None
+def judgments_import(
+    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: User | None
 ) -> JudgmentImportSummary:
     study = Study.objects.select_related("schema").filter(slug=study_slug).first()
     schema = study.schema if study else Schema.objects.get(slug="cab-v1")
     attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=schema)}
-    subcategories = {s.slug: s for s in schema.subcategories.all()}
+    subcategories: dict[int, set[str]] = {}
+    for attribute_id, slug in schema.subcategories.values_list("attribute_id", "slug"):
+        subcategories.setdefault(attribute_id, set()).add(slug)
     errors: list[RowError] = []
-    parsed: list[tuple[int, dict]] = []
-    wanted_conversations: set[tuple[str, str]] = set()
-
+    parsed: list[_Row] = []
     for line, raw in rows:
-        if isinstance(raw, RowError):
-            errors.append(raw)
-            continue
-        if not isinstance(raw, dict):
-            errors.append(RowError(line, "row", "must be an object with the long-format columns"))
-            continue
-        row_errors = []
-
-        def bad(field_name: str, message: str, line: int = line, row_errors: list = row_errors) -> None:
-            row_errors.append(RowError(line, field_name, message))
-
-        missing = [c for c in COLUMNS if c not in raw and c not in ("model", "instance_count", "spans")]
-        for column in missing:
-            bad(column, "required")
-        if missing:
-            errors += row_errors
-            continue
-        if str(raw["study"]) != study_slug:
-            bad("study", f"row is for study {raw['study']!r}, the import is into {study_slug!r}")
-        round_name = str(raw["round"])
-        if not _ROUND.match(round_name):
-            bad("round", f"{round_name!r} is not calibration-N or main")
-        reviewer = str(raw["reviewer"] or "")
-        if not _USERNAME.match(reviewer):
-            bad("reviewer", "required: letters, digits and @.+-_ only, at most 150 characters")
-        is_gold = raw["is_gold"]
-        if is_gold is True or (isinstance(is_gold, str) and is_gold in _TRUE):
-            is_gold = True
-        elif is_gold is False or (isinstance(is_gold, str) and is_gold in _FALSE):
-            is_gold = False
+        read = raw if isinstance(raw, RowError) else _read(line, raw, study_slug=study_slug, attributes=attributes,
+                                                           schema=schema)
+        if isinstance(read, _Row):
+            parsed.append(read)
         else:
-            bad("is_gold", f"must be true or false, got {is_gold!r}")
-        for column in ("dataset", "conversation_id"):
-            if not str(raw[column] or "").strip():
-                bad(column, "required")
-        turn_index = _int(raw["turn_index"], allow_empty=False)
-        if isinstance(turn_index, str) or (isinstance(turn_index, int) and turn_index < 1):
-            bad("turn_index", turn_index if isinstance(turn_index, str) else "must be 1 or more")
-        attribute = attributes.get(str(raw["attribute"]))
-        if attribute is None:
-            bad("attribute", f"{raw['attribute']!r} is not an attribute of schema {schema.slug}")
-        model = raw.get("model") or ""
-        score = _int(raw["score"], allow_empty=False)
-        instance_count = _int(raw.get("instance_count"), allow_empty=True)
-        spans_raw = raw.get("spans")
-        if isinstance(spans_raw, str):
-            try:
-                spans_raw = json.loads(spans_raw) if spans_raw.strip() else []
-            except json.JSONDecodeError:
-                bad("spans", "not a JSON list of {start, end, subcategory}")
-                spans_raw = []
-        spans_raw = spans_raw or []
-        spans: list[tuple[int, int, str]] = []
-        if not isinstance(spans_raw, list):
-            bad("spans", "must be a list of {start, end, subcategory}")
-        else:
-            for i, span in enumerate(spans_raw):
-                if not (isinstance(span, dict) and isinstance(span.get("start"), int) and
-                        isinstance(span.get("end"), int) and isinstance(span.get("subcategory"), str)
-                        and not isinstance(span.get("start"), bool) and not isinstance(span.get("end"), bool)):
-                    bad(f"spans[{i}]", "needs integer start and end and a subcategory slug")
-                else:
-                    spans.append((span["start"], span["end"], span["subcategory"]))
-        if attribute is not None:
-            code = attribute.code
-            if isinstance(score, str):
-                bad("score", score)
-            elif not attribute.scale_min <= score <= attribute.scale_max:
-                bad("score", services.score_error(attribute, score))
-            if isinstance(instance_count, str):
-                bad("instance_count", instance_count)
-            elif instance_count is not None and (not attribute.has_instance_count or instance_count < 0):
-                bad("instance_count", f"{code} takes no instance count" if not attribute.has_instance_count
-                    else "must be 0 or more")
-            if attribute.unit == AttributeDefinition.Unit.RESPONSE and not model:
-                bad("model", f"{code} is coded once per model response: the model is required")
-            elif attribute.unit != AttributeDefinition.Unit.RESPONSE and model:
-                bad("model", f"{code} is coded once per {attribute.unit}: leave the model empty")
-            for i, (_start, _end, slug) in enumerate(spans):
-                sub = subcategories.get(slug)
-                if sub is None or sub.attribute_id != attribute.pk:
-                    bad(f"spans[{i}]", f"{code}: subcategory {slug!r} is not one of this attribute's")
-        if row_errors:
-            errors += row_errors
-            continue
-        wanted_conversations.add((str(raw["dataset"]), str(raw["conversation_id"])))
-        parsed.append((line, {"round": round_name, "reviewer": reviewer, "is_gold": is_gold,
-                              "dataset": str(raw["dataset"]), "conversation": str(raw["conversation_id"]),
-                              "turn": turn_index, "model": model, "attribute": attribute, "score": score,
-                              "instance_count": instance_count, "spans": spans}))
-
-    # Resolve units against the database: conversations must already be imported.
-    turns = {
-        (d, c, i): (turn_id, conv_id)
-        for turn_id, conv_id, d, c, i in Turn.objects.filter(
-            conversation__external_id__in={c for _, c in wanted_conversations}
-        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index")
-        if (d, c) in wanted_conversations
-    }
-    responses = {
-        (turn_id, model): (response_id, length)
-        for response_id, turn_id, model, length in ModelResponse.objects.filter(
-            turn_id__in=[t for t, _ in turns.values()]
-        ).values_list("id", "turn_id", "model_slot", "text")
-        .iterator()
-        for length in [len(length)]
-    }
-    resolved: list[_Row] = []
-    seen: dict[tuple, int] = {}
-    for line, r in parsed:
-        unit = turns.get((r["dataset"], r["conversation"], r["turn"]))
-        if unit is None:
-            known = any((d, c) == (r["dataset"], r["conversation"]) for d, c, _ in turns)
-            errors.append(RowError(line, "turn_index" if known else "conversation_id",
-                                   f"turn {r['turn']} of {r['dataset']}/{r['conversation']} is not imported"
-                                   if known else f"{r['dataset']}/{r['conversation']} is not imported"))
-            continue
-        turn_id, conversation_id = unit
-        response_id = None
-        if r["model"]:
-            found = responses.get((turn_id, r["model"]))
-            if found is None:
-                errors.append(RowError(line, "model", f"turn {r['turn']} of {r['conversation']} has no "
-                                                      f"{r['model']!r} response"))
-                continue
-            response_id, length = found
-            for i, (start, end, _slug) in enumerate(r["spans"]):
-                if not 0 <= start < end <= length:
-                    errors.append(RowError(line, f"spans[{i}]", f"[{start}, {end}) is outside the response text "
-                                                                f"(0–{length} characters)"))
-        key = (r["round"], None if r["is_gold"] else r["reviewer"], r["is_gold"], r["attribute"].pk, turn_id,
-               response_id)
-        if key in seen:
-            what = "gold judgment" if r["is_gold"] else f"judgment by {r['reviewer']}"
-            errors.append(RowError(line, "attribute", f"a second {what} of {r['attribute'].code} on this unit in "
-                                                      f"{r['round']} (first on line {seen[key]})"))
-            continue
-        seen[key] = line
-        resolved.append(_Row(line, r["round"], r["reviewer"], r["is_gold"], r["attribute"], conversation_id,
-                             turn_id, response_id, r["score"], r["instance_count"],
-                             [(s, e, subcategories[slug].pk) for s, e, slug in r["spans"]]))
+            errors += [read] if isinstance(read, RowError) else read
+    resolved, unresolved, lengths = _resolve(parsed)
+    errors += unresolved + _check(resolved, lengths, subcategories)
     if errors:
         raise RowErrors(errors)
     return _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, by=by)
 
 
+def _accounts(*, study: Study, rows: list[_Row], summary: JudgmentImportSummary,
+              by: User | None) -> dict[str, User]:
+    users = {u.get_username(): u for u in get_user_model().objects.filter(username__in={r.reviewer for r in rows})}
+    for username, is_gold in sorted({(r.reviewer, r.is_gold) for r in rows}):
+        if username not in users:
+            users[username] = user_ensure(username=username, role=roles.EXPERT if is_gold else roles.REVIEWER)
+            summary.accounts_created.append(username)
+        role = StudyMember.Role.EXPERT if is_gold else StudyMember.Role.REVIEWER
+        services.study_member_add(study=study, user=users[username], role=role, by=by)
+    return users
+
+
 def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_Row],
-           by: AbstractBaseUser | None) -> JudgmentImportSummary:
+           by: User | None) -> JudgmentImportSummary:
     summary = JudgmentImportSummary()
     if study is None:
         study = services.study_create(slug=study_slug, name=study_slug, schema=schema, model_slots=[], by=by)
         summary.study_created = True
     rounds = {r.name: r for r in study.rounds.all()}
     for name in sorted({row.round for row in rows} - set(rounds)):
-        match = _ROUND.match(name)
-        kind, number = ("calibration", int(match.group(1))) if match.group(1) else ("main", 1)
+        kind, number = round_parse(name) or ("main", 1)
         rounds[name] = Round.objects.create(study=study, kind=kind, number=number, status=Round.Status.CLOSED)
         summary.rounds_created.append(name)
-    from django.contrib.auth import get_user_model
-
-    User = get_user_model()
-    users = {u.username: u for u in User.objects.filter(username__in={row.reviewer for row in rows})}
-    for username, is_gold in sorted({(row.reviewer, row.is_gold) for row in rows}):
-        if username not in users:
-            users[username] = services.user_ensure(username=username, role=roles.EXPERT if is_gold else roles.REVIEWER)
-            summary.accounts_created.append(username)
-        role = StudyMember.Role.EXPERT if is_gold else StudyMember.Role.REVIEWER
-        services.study_member_add(study=study, user=users[username], role=role)
-
+    users = _accounts(study=study, rows=rows, summary=summary, by=by)
+    slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
     for j_id, round_id, coder_id, gold, attr_id, turn_id, response_id, score, count in Judgment.objects.filter(
         round__study=study
@@ -289,12 +283,12 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     new: list[tuple[Judgment, _Row]] = []
     for row in rows:
         coder = users[row.reviewer]
+        spans = sorted((s, e, slugs[slug]) for s, e, slug in row.spans)
         key = (rounds[row.round].pk, None if row.is_gold else coder.pk, row.is_gold, row.attribute.pk, row.turn_id,
                row.response_id)
         if key in existing:
             j_id, score, count = existing[key]
-            if (score, count, sorted(existing_spans.get(j_id, []))) == (row.score, row.instance_count,
-                                                                         sorted(row.spans)):
+            if (score, count, sorted(existing_spans.get(j_id, []))) == (row.score, row.instance_count, spans):
                 summary.judgments_unchanged += 1
             else:
                 conflicts.append(RowError(row.line, "score", f"the study already has a different {row.attribute.code} "
@@ -307,10 +301,14 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     if conflicts:
         raise RowErrors(conflicts)
     Judgment.objects.bulk_create([j for j, _ in new], batch_size=5000)
-    spans = [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=sub) for j, row in new for s, e, sub in row.spans]
-    Span.objects.bulk_create(spans, batch_size=5000)
+    span_rows = [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=slugs[slug])
+                 for j, row in new for s, e, slug in row.spans]
+    Span.objects.bulk_create(span_rows, batch_size=5000)
     if study.status == Study.Status.SETUP:
         Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
     summary.judgments_created = len(new)
-    summary.spans_created = len(spans)
+    summary.spans_created = len(span_rows)
+    audit_data = {"created": len(new), "unchanged": summary.judgments_unchanged, "spans": len(span_rows),
+                  "rounds_created": summary.rounds_created, "accounts_created": len(summary.accounts_created)}
+    audit_record(by=by, action="judgments.import", study=study, target=f"study:{study.slug}", **audit_data)
     return summary

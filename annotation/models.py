@@ -353,22 +353,3 @@ class ReviewerAlert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer}: {self.agreement:.0%} on {self.n_items} check items (< {self.threshold:.0%})"
-
-
-class AuditEvent(models.Model):
-    """Who did what, for actions a study must be able to account for (round state changes, imports…)."""
-
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="audit_events"
-    )
-    action = models.CharField(max_length=60)
-    study = models.ForeignKey(Study, on_delete=models.CASCADE, null=True, blank=True, related_name="audit_events")
-    target = models.CharField(max_length=200, blank=True)
-    data = models.JSONField(default=dict, blank=True)
-    at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-at"]
-
-    def __str__(self) -> str:
-        return f"{self.at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

@@ -214,3 +214,53 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         definition=definition,
         attributes=attributes,
     )
+
+
+def write_schema_rows(doc: SchemaDoc, *, schema_model, attribute_model, subcategory_model) -> Any:
+    """Create or update the rows of a schema document. Takes the model classes so the data migration can
+    pass its historical models; callers are responsible for the frozen check and the transaction."""
+    schema, _ = schema_model.objects.update_or_create(
+        slug=doc.slug,
+        defaults={
+            "version": doc.version,
+            "name": doc.name,
+            "description": doc.description,
+            "definition": doc.definition,
+        },
+    )
+    for spec in doc.attributes:
+        attribute, _ = attribute_model.objects.update_or_create(
+            schema=schema,
+            code=spec.code,
+            defaults={
+                "name": spec.name,
+                "group": spec.group,
+                "unit": spec.unit,
+                "cluster": spec.cluster,
+                "position": spec.position,
+                "scale_min": spec.scale_min,
+                "scale_max": spec.scale_max,
+                "level": spec.level,
+                "scale_labels": spec.scale_labels,
+                "definition": spec.definition,
+                "anchors": spec.anchors,
+                "bucket": spec.bucket,
+                "risk": spec.risk,
+                "has_instance_count": spec.has_instance_count,
+                "counts_toward_uiri": spec.counts_toward_uiri,
+            },
+        )
+        for sub in spec.subcategories:
+            subcategory_model.objects.update_or_create(
+                schema=schema,
+                slug=sub.slug,
+                defaults={
+                    "attribute": attribute,
+                    "name": sub.name,
+                    "colour": sub.colour,
+                    "style": sub.style,
+                    "description": sub.description,
+                    "position": sub.position,
+                },
+            )
+    return schema

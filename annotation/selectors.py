@@ -1,16 +1,19 @@
-"""Reads for the annotation app. Every query that returns judgments is scoped to what the caller may see."""
+"""Reads of the annotation app. Every query that returns judgments is scoped to what the caller may see."""
 
 from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max, Min, Q, QuerySet
+import numpy as np
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Count, Max, Min, Prefetch, Q, QuerySet
 
-from annotation import roles
+from access.checks import user_sees_all_studies
+from annotation import rules
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -22,22 +25,11 @@ from annotation.models import (
     Study,
 )
 from benchmark.models import ModelResponse, Turn
+from common.rounds import round_name, round_parse
+from metrics.core.agreement import agreement_rate
 
 
-def user_roles(*, user: AbstractBaseUser | AnonymousUser) -> list[str]:
-    if not user.is_authenticated:
-        return []
-    names = set(user.groups.values_list("name", flat=True))
-    return [role for role in roles.ROLES if role in names]
-
-
-def user_sees_all_studies(*, user: AbstractBaseUser | AnonymousUser) -> bool:
-    if not user.is_authenticated:
-        return False
-    return user.is_superuser or bool({roles.ADMIN, roles.RESEARCHER} & set(user_roles(user=user)))
-
-
-def studies_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+def studies_visible_to(*, user: User) -> QuerySet[Study]:
     studies = Study.objects.select_related("schema").prefetch_related("rounds")
     if not user_sees_all_studies(user=user):
         studies = studies.filter(members__user=user)
@@ -48,57 +40,6 @@ def studies_visible_to(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[St
 
 def schema_get(*, slug: str) -> Schema:
     return Schema.objects.prefetch_related("attributes__subcategories").get(slug=slug)
-
-
-def judgment_rows(*, study: Study) -> Iterator[dict]:
-    """The study's judgments in the SPEC §6 long format, streamed: judgments come from a server-side cursor and
-    their spans are fetched a batch of judgments at a time, so memory stays flat at any size."""
-    rows = (
-        Judgment.objects.filter(round__study=study, score__isnull=False)
-        .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
-                  "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
-        .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
-                     "conversation__dataset__name", "conversation__external_id", "turn__index",
-                     "response__model_slot", "attribute__code", "score", "instance_count")
-        .iterator(chunk_size=5000)
-    )
-    batch: list[tuple] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == JUDGMENT_ROWS_BATCH:
-            yield from _long_format(study, batch)
-            batch = []
-    yield from _long_format(study, batch)
-
-
-JUDGMENT_ROWS_BATCH = 2000
-
-
-def _long_format(study: Study, batch: list[tuple]) -> Iterator[dict]:
-    spans: dict[int, list[dict]] = {}
-    if batch:
-        for judgment_id, start, end, slug in (
-            Span.objects.filter(judgment_id__in=[row[0] for row in batch])
-            .order_by("judgment_id", "start", "end", "subcategory__slug")
-            .values_list("judgment_id", "start", "end", "subcategory__slug")
-        ):
-            spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
-    for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
-         instance_count) in batch:
-        yield {
-            "study": study.slug,
-            "round": f"calibration-{number}" if kind == "calibration" else "main",
-            "reviewer": coder,
-            "is_gold": is_gold,
-            "dataset": dataset,
-            "conversation_id": conversation,
-            "turn_index": turn,
-            "model": model,
-            "attribute": code,
-            "score": score,
-            "instance_count": instance_count,
-            "spans": spans.get(judgment_id, []),
-        }
 
 
 # --- the reviewer's queue and turn view ----------------------------------------------------------------------
@@ -121,6 +62,7 @@ class AttrForm:
     judgment: Judgment | None
     form_id: str
     response_id: int | None
+    label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
 
 
 @dataclass
@@ -156,8 +98,16 @@ class TurnView:
     previous_position: int | None
     next_position: int | None
 
+    def all_forms(self) -> Iterator[AttrForm]:
+        """Every form of the page, turn attributes first, then each response card's."""
+        for _, forms in self.turn_forms:
+            yield from forms
+        for card in self.cards:
+            for _, forms in card.groups:
+                yield from forms
 
-def coder_rounds(*, user) -> list[dict]:
+
+def coder_rounds(*, user: User) -> list[dict]:
     """Open rounds in which the user has assignments, with progress and where to resume."""
     rows = (
         Assignment.objects.filter(coder=user, round__status=Round.Status.OPEN)
@@ -171,13 +121,12 @@ def coder_rounds(*, user) -> list[dict]:
         .order_by("round__study__name", "round__kind", "round__number")
     )
     return [
-        row | {"name": f"calibration-{row['round__number']}" if row["round__kind"] == "calibration" else "main",
-               "resume": row["resume"] or row["first"]}
+        row | {"name": round_name(row["round__kind"], row["round__number"]), "resume": row["resume"] or row["first"]}
         for row in rows
     ]
 
 
-def coder_feedback_rounds(*, user) -> list[Round]:
+def coder_feedback_rounds(*, user: User) -> list[Round]:
     """Closed calibration rounds the user coded in: each has a feedback page."""
     return list(
         Round.objects.filter(kind=Round.Kind.CALIBRATION, status=Round.Status.CLOSED, assignments__coder=user)
@@ -185,7 +134,7 @@ def coder_feedback_rounds(*, user) -> list[Round]:
     )
 
 
-def coder_queue(*, round: Round, user) -> list[Assignment]:
+def coder_queue(*, round: Round, user: User) -> list[Assignment]:
     return list(
         Assignment.objects.filter(round=round, coder=user)
         .select_related("turn__conversation__dataset")
@@ -210,7 +159,27 @@ def _groups(attributes: list[AttributeDefinition], schema: Schema) -> list[Attri
     return list(groups.values())
 
 
-def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
+def study_responses(*, study: Study, turn_ids: Iterable[int]) -> dict[int, list[ModelResponse]]:
+    """The responses of each turn that the study codes (its model slots), ordered by model slot."""
+    responses = ModelResponse.objects.filter(turn_id__in=list(turn_ids)).order_by("turn_id", "model_slot")
+    if study.model_slots:
+        responses = responses.filter(model_slot__in=study.model_slots)
+    by_turn: dict[int, list[ModelResponse]] = defaultdict(list)
+    for response in responses:
+        by_turn[response.turn_id].append(response)
+    return by_turn
+
+
+def _annotate_for_ui(attributes: list[AttributeDefinition]) -> None:
+    """Precomputed once per attribute: the template repeats these for every response."""
+    for a in attributes:
+        anchors = [(v, a.anchors.get(str(v), "")) for v in a.scale]
+        a.ui_choices = anchors  # type: ignore[attr-defined]
+        a.ui_tooltip = "\n".join([a.definition] + [f"{v}: {text}" for v, text in anchors if text])  # type: ignore[attr-defined]
+        a.ui_has_spans = bool(a.subcategories.all())  # type: ignore[attr-defined]
+
+
+def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     """Everything the turn page shows, in a fixed number of queries however many judgments exist.
 
     None when the user has no assignment at that position: other people's work is unreachable by URL.
@@ -231,44 +200,36 @@ def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
         .prefetch_related("subcategories")
         .order_by("position")
     )
+    _annotate_for_ui(attributes)
     earlier = list(Turn.objects.filter(conversation_id=turn.conversation_id, index__lt=turn.index).order_by("index"))
-    responses = list(ModelResponse.objects.filter(turn=turn))
-    if study.model_slots:
-        responses = [r for r in responses if r.model_slot in study.model_slots]
+    responses = study_responses(study=study, turn_ids=[turn.pk])[turn.pk]
     judgments = list(
         Judgment.objects.filter(round=round_, coder=user, is_gold=False, turn=turn).prefetch_related(
             "spans__subcategory"
         )
     )
-    for a in attributes:
-        # Precomputed once per attribute: the template repeats these for every response.
-        anchors = [(v, a.anchors.get(str(v), "")) for v in a.scale]
-        a.ui_choices = anchors
-        a.ui_tooltip = "\n".join([a.definition] + [f"{v}: {text}" for v, text in anchors if text])
-        a.ui_has_spans = bool(a.subcategories.all())
     codes = {a.pk: a.code for a in attributes}
-    turn_judgments = {codes[j.attribute_id]: j for j in judgments if j.response_id is None and j.attribute_id in codes}
-    by_response: dict[int, dict[str, Judgment]] = {}
+    judged: dict[int | None, dict[str, Judgment]] = defaultdict(dict)
     for j in judgments:
-        if j.response_id is not None and j.attribute_id in codes:
-            by_response.setdefault(j.response_id, {})[codes[j.attribute_id]] = j
+        if j.attribute_id in codes:
+            judged[j.response_id][codes[j.attribute_id]] = j
     ordered = _response_order(responses, coder_id=user.pk, turn_id=turn.pk)
+    labels: dict[int | None, str] = {r.pk: r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}"
+              for i, r in enumerate(ordered)}
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
-    cards = []
-    for i, r in enumerate(ordered):
-        judged = by_response.get(r.pk, {})
-        cards.append(
-            ResponseCard(
-                response=r,
-                label=r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}",
-                judgments=judged,
-                groups=[
-                    (g, [AttrForm(a, judged.get(a.code), f"r{r.pk}-{a.code}", r.pk) for a in g.attributes])
-                    for g in response_groups
-                ],
-            )
-        )
+
+    def forms(group: AttributeGroup, response: ModelResponse | None) -> list[AttrForm]:
+        key = response.pk if response is not None else None
+        prefix = f"r{key}" if key is not None else "t"
+        return [AttrForm(a, judged[key].get(a.code), f"{prefix}-{a.code}", key, labels.get(key, ""))
+                for a in group.attributes if response in rules.units_of(a, ordered)]
+
+    cards = [
+        ResponseCard(response=r, label=labels[r.pk], judgments=judged[r.pk],
+                     groups=[(g, forms(g, r)) for g in response_groups])
+        for r in ordered
+    ]
     progress = Assignment.objects.filter(round=round_, coder=user).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(completed_at__isnull=False)),
@@ -287,11 +248,8 @@ def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
         earlier_turns=earlier,
         turn_groups=turn_groups,
         response_groups=response_groups,
-        turn_judgments=turn_judgments,
-        turn_forms=[
-            (g, [AttrForm(a, turn_judgments.get(a.code), f"t-{a.code}", None) for a in g.attributes])
-            for g in turn_groups
-        ],
+        turn_judgments=judged[None],
+        turn_forms=[(g, forms(g, None)) for g in turn_groups],
         cards=cards,
         subcategories=[s for a in attributes for s in a.subcategories.all()],
         position=position,
@@ -307,7 +265,7 @@ def turn_view(*, round_id: int, user, position: int) -> TurnView | None:
 # --- API reads -----------------------------------------------------------------------------------------------
 
 
-def study_visible_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> Study | None:
+def study_visible_get(*, user: User, slug: str) -> Study | None:
     """The study, when the user may see it (staff roles see every study, others those they are members of)."""
     studies = Study.objects.select_related("schema").filter(slug=slug)
     if not user_sees_all_studies(user=user):
@@ -315,24 +273,20 @@ def study_visible_get(*, user: AbstractBaseUser | AnonymousUser, slug: str) -> S
     return studies.first()
 
 
-def model_names_hidden(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> bool:
+def model_names_hidden(*, user: User | AnonymousUser, study: Study) -> bool:
     """Coders of a blinded study never learn which model wrote a response."""
     return not study.show_model_names and not user_sees_all_studies(user=user)
 
 
 def round_lookup(name: str) -> dict | None:
     """``calibration-N`` / ``main`` as filter arguments on Round; None when the name is neither."""
-    if name == "main":
-        return {"kind": Round.Kind.MAIN, "number": 1}
-    prefix, _, number = name.partition("-")
-    if prefix == "calibration" and number.isascii() and number.isdigit() and int(number) >= 1:
-        return {"kind": Round.Kind.CALIBRATION, "number": int(number)}
-    return None
+    parsed = round_parse(name)
+    return {"kind": parsed[0], "number": parsed[1]} if parsed else None
 
 
 def judgments_visible_to(
     *,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User,
     study: Study,
     round_name: str | None = None,
     reviewer: str | None = None,
@@ -344,8 +298,6 @@ def judgments_visible_to(
     Staff roles (admin, researcher) see all of them. Everyone else sees only their own non-gold judgments:
     never gold and never another reviewer's, whatever the state of the round.
     """
-    from django.db.models import Prefetch
-
     # Unscored drafts (spans highlighted, score still to come) are not judgments yet, as in the export.
     judgments = Judgment.objects.filter(round__study=study, score__isnull=False)
     if not user_sees_all_studies(user=user):
@@ -370,7 +322,7 @@ def judgments_visible_to(
     )
 
 
-def rounds_progress(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> list[dict]:
+def rounds_progress(*, user: User, study: Study) -> list[dict]:
     """Each round of the study with its item count and assignment progress, per coder; coders see their own."""
     rounds = list(study.rounds.annotate(n_items=Count("items")).order_by("kind", "number"))
     assignments = Assignment.objects.filter(round__study=study)
@@ -398,7 +350,7 @@ def rounds_progress(*, user: AbstractBaseUser | AnonymousUser, study: Study) -> 
 
 
 def assignments_visible_to(
-    *, user: AbstractBaseUser | AnonymousUser, study: Study, round_name: str, reviewer: str | None = None
+    *, user: User, study: Study, round_name: str, reviewer: str | None = None
 ) -> QuerySet[Assignment]:
     lookup = round_lookup(round_name) or {"pk__in": []}
     assignments = Assignment.objects.filter(round__study=study, **{f"round__{k}": v for k, v in lookup.items()})
@@ -415,10 +367,32 @@ def assignments_visible_to(
     )
 
 
-def studies_for_exports(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Study]:
+def studies_for_exports(*, user: User | AnonymousUser) -> QuerySet[Study]:
     """Studies whose full data the user may download: every study for staff roles, none for anyone else."""
     if not user_sees_all_studies(user=user):
         return Study.objects.none()
     return Study.objects.select_related("schema").annotate(
         judgment_count=Count("rounds__judgments", filter=Q(rounds__judgments__score__isnull=False))
     ).order_by("slug")
+
+
+# --- hidden check items ---------------------------------------------------------------------------------------
+
+
+def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
+    """Bucketed agreement of a reviewer's main-round codings of hidden check items with their gold, by the
+    metrics engine's own definition; and how many codings it rests on."""
+    check_turns = Assignment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN, coder=user,
+                                            is_check_item=True).values("turn_id")
+    gold = {(j.turn_id, j.response_id, j.attribute_id): j.score for j in
+            Judgment.objects.filter(round__study=study, is_gold=True, turn_id__in=check_turns, score__isnull=False)}
+    pairs = [(j.attribute.bucket[str(j.score)], j.attribute.bucket[str(gold[(j.turn_id, j.response_id,
+                                                                             j.attribute_id)])])
+             for j in Judgment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN, coder=user,
+                                              is_gold=False, turn_id__in=check_turns, score__isnull=False)
+             .select_related("attribute")
+             if (j.turn_id, j.response_id, j.attribute_id) in gold]
+    if not pairs:
+        return None, 0
+    mine, theirs = np.array(pairs).T
+    return agreement_rate(mine, theirs), len(pairs)

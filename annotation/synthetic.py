@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation import roles, services
+from access import roles
+from access.services import user_ensure
+from annotation import rules, services
 from annotation.models import Assignment, AttributeDefinition, Judgment, Round, Schema, Span, Study, StudyMember
 from benchmark import services as benchmark_services
 from benchmark.models import TOPICS, ModelResponse, Turn
@@ -144,6 +147,67 @@ def perturb(gold: np.ndarray, accuracy: float, attribute: AttributeDefinition, r
     return np.where(miss, moved, gold)
 
 
+@dataclass(frozen=True)
+class TurnUnits:
+    """A turn to code, with its responses as (response id, text)."""
+
+    turn_id: int
+    conversation_id: int
+    responses: Sequence[tuple[int, str]]
+
+
+@dataclass
+class Codings:
+    judgments: list[Judgment] = field(default_factory=list)
+    spans: list[tuple[int, int, int, int]] = field(default_factory=list)  # (judgment index, subcategory, start, end)
+
+    def save(self) -> None:
+        Judgment.objects.bulk_create(self.judgments, batch_size=5000)
+        Span.objects.bulk_create(
+            [Span(judgment_id=self.judgments[i].pk, subcategory_id=sub, start=start, end=end)
+             for i, sub, start, end in self.spans],
+            batch_size=5000,
+        )
+
+
+def codings_generate(
+    codings: Codings, *, round: Round, turns: Sequence[TurnUnits], attributes: Sequence[AttributeDefinition],
+    coders_of: Callable[[int], Sequence[int]], accuracy: Mapping[int, float], gold_coder: int | None,
+    span_rate: float, rng: np.random.Generator, max_extra_words: int = 5,
+) -> None:
+    """Seeded codings of every unit of ``turns`` (the units of each attribute, as ``rules.units_of`` says): a
+    gold value per unit, and for each coder a copy of it at their ``accuracy`` (``perturb``); a gold judgment too
+    when ``gold_coder`` is given. A positive score gets a one-to-few-word span at ``span_rate``. The one generator
+    behind the demo's illustrative panel and every synthetic study."""
+    for attribute in attributes:
+        subcategories = [sub.pk for sub in attribute.subcategories.all()]
+        units = [(turn, unit) for turn in turns for unit in rules.units_of(attribute, turn.responses)]
+        if not units:
+            continue
+        gold = draw_gold(attribute, len(units), rng)
+        coder_lists = [coders_of(turn.turn_id) for turn, _ in units]
+        scores = {pk: perturb(gold, accuracy[pk], attribute, rng) for pk in {c for cs in coder_lists for c in cs}}
+        for i, (turn, unit) in enumerate(units):
+            rows = [(coder, False, int(scores[coder][i])) for coder in coder_lists[i]]
+            if gold_coder is not None:
+                rows.append((gold_coder, True, int(gold[i])))
+            for coder, is_gold, score in rows:
+                n_spans = 1 if subcategories and score > 0 and unit is not None and rng.random() < span_rate else 0
+                codings.judgments.append(Judgment(
+                    round=round, coder_id=coder, is_gold=is_gold, attribute=attribute,
+                    conversation_id=turn.conversation_id, turn_id=turn.turn_id,
+                    response_id=unit[0] if unit is not None else None, score=score,
+                    instance_count=n_spans if attribute.has_instance_count else None,
+                ))
+                if n_spans and unit is not None:
+                    words = [(m.start(), m.end()) for m in WORD.finditer(unit[1])]
+                    first = int(rng.integers(0, len(words)))
+                    last = min(len(words) - 1, first + int(rng.integers(0, max_extra_words + 1)))
+                    codings.spans.append((len(codings.judgments) - 1,
+                                          subcategories[int(rng.integers(0, len(subcategories)))],
+                                          words[first][0], words[last][1]))
+
+
 @transaction.atomic
 def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - one generation pipeline
     rng = np.random.default_rng(spec.seed)
@@ -153,7 +217,7 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     records = _records(spec, slug, rng)
     benchmark_services.conversations_import(rows=enumerate(records, start=1), is_synthetic=True)
 
-    admin = services.user_ensure(username=f"{slug}-admin", role=roles.ADMIN)
+    admin = user_ensure(username=f"{slug}-admin", role=roles.ADMIN)
     schema = Schema.objects.get(slug="cab-v1")
     study = services.study_create(
         slug=slug, name=f"[SYNTHETIC] seed {spec.seed}, {spec.conversations} conversations", schema=schema,
@@ -161,13 +225,12 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
         by=admin, is_synthetic=True,
         description="Generated by generate_synthetic: not real conversations, not real judgments.",
     )
-    reviewers = [services.user_ensure(username=f"{slug}-r{i:02d}", role=roles.REVIEWER)
-                 for i in range(1, spec.reviewers + 1)]
-    experts = [services.user_ensure(username=f"{slug}-e{i}", role=roles.EXPERT) for i in range(1, spec.experts + 1)]
+    reviewers = [user_ensure(username=f"{slug}-r{i:02d}", role=roles.REVIEWER) for i in range(1, spec.reviewers + 1)]
+    experts = [user_ensure(username=f"{slug}-e{i}", role=roles.EXPERT) for i in range(1, spec.experts + 1)]
     for user in reviewers:
-        services.study_member_add(study=study, user=user, role=StudyMember.Role.REVIEWER)
+        services.study_member_add(study=study, user=user, role=StudyMember.Role.REVIEWER, by=admin)
     for user in experts:
-        services.study_member_add(study=study, user=user, role=StudyMember.Role.EXPERT)
+        services.study_member_add(study=study, user=user, role=StudyMember.Role.EXPERT, by=admin)
     accuracy = {u.pk: float(np.clip(spec.agreement + rng.normal(0, 0.08), 0.3, 0.99)) for u in reviewers}
     accuracy |= {u.pk: float(np.clip(spec.agreement + 0.1, 0.3, 0.99)) for u in experts}
 
@@ -179,7 +242,6 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     for response_id, turn_id, text in responses:
         responses_by_turn.setdefault(turn_id, []).append((response_id, text))
     attributes = list(schema.attributes.prefetch_related("subcategories"))
-    subcategories = {a.pk: [s.pk for s in a.subcategories.all()] for a in attributes}
 
     single = [t for t in turns if t[2] == "single"]
     n_cal = min(spec.calibration_turns * spec.calibration_rounds, len(single))
@@ -188,46 +250,17 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     used = {t[0] for group in calibration_sets for t in group}
     main_turns = [t for t in turns if t[0] not in used]
 
-    judgments: list[Judgment] = []
-    span_plan: list[tuple[int, int, int, int]] = []  # (judgment index, subcategory, start, end)
-
-    def code(round_: Round, turn_set, coders_for_turn, with_gold: bool) -> None:
-        for attribute in attributes:
-            if attribute.unit == AttributeDefinition.Unit.TURN:
-                units = [(t_id, conv_id, None, "") for t_id, conv_id, _ in turn_set]
-            else:
-                units = [(t_id, conv_id, r_id, text) for t_id, conv_id, _ in turn_set
-                         for r_id, text in responses_by_turn[t_id]]
-            if not units:
-                continue
-            gold = draw_gold(attribute, len(units), rng)
-            coder_lists = [coders_for_turn(unit[0]) for unit in units]
-            all_coders = {c.pk: c for coders in coder_lists for c in coders}
-            scores = {pk: perturb(gold, accuracy[pk], attribute, rng) for pk in all_coders}
-            spans_on = bool(subcategories[attribute.pk])
-            for i, (turn_id, conversation_id, response_id, text) in enumerate(units):
-                rows = [(c.pk, False, int(scores[c.pk][i])) for c in coder_lists[i]]
-                if with_gold:
-                    rows.append((experts[0].pk if experts else admin.pk, True, int(gold[i])))
-                for coder_id, is_gold, score in rows:
-                    n_spans = 1 if spans_on and score > 0 and rng.random() < spec.span_rate else 0
-                    judgments.append(Judgment(
-                        round=round_, coder_id=coder_id, is_gold=is_gold, attribute=attribute,
-                        conversation_id=conversation_id, turn_id=turn_id, response_id=response_id, score=score,
-                        instance_count=n_spans if attribute.has_instance_count else None,
-                    ))
-                    if n_spans:
-                        words = [(m.start(), m.end()) for m in WORD.finditer(text)]
-                        first = int(rng.integers(0, len(words)))
-                        last = min(len(words) - 1, first + int(rng.integers(0, 6)))
-                        span_plan.append((len(judgments) - 1, subcategories[attribute.pk][int(rng.integers(0, 2))],
-                                          words[first][0], words[last][1]))
+    codings = Codings()
+    units = {t[0]: TurnUnits(t[0], t[1], responses_by_turn.get(t[0], [])) for t in turns}
+    gold_coder = experts[0].pk if experts else admin.pk
 
     everyone = reviewers + experts
     for number, turn_set in enumerate(calibration_sets, start=1):
         round_ = services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=admin)
         services.round_items_set(round=round_, turns=[Turn(pk=t[0]) for t in turn_set], by=admin)
-        code(round_, turn_set, lambda _turn: everyone, with_gold=True)
+        codings_generate(codings, round=round_, turns=[units[t[0]] for t in turn_set], attributes=attributes,
+                         coders_of=lambda _turn: [c.pk for c in everyone], accuracy=accuracy, gold_coder=gold_coder,
+                         span_rate=spec.span_rate, rng=rng)
         Round.objects.filter(pk=round_.pk).update(status=Round.Status.CLOSED)
 
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
@@ -236,7 +269,9 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     per_turn = min(spec.coders_per_turn, len(panel))
     main_coders = {t[0]: [panel[(i + j) % len(panel)] for j in range(per_turn)] for i, t in enumerate(main_turns)}
     if panel and main_turns:
-        code(main, main_turns, lambda turn_id: main_coders[turn_id], with_gold=False)
+        codings_generate(codings, round=main, turns=[units[t[0]] for t in main_turns], attributes=attributes,
+                         coders_of=lambda turn_id: [c.pk for c in main_coders[turn_id]], accuracy=accuracy,
+                         gold_coder=None, span_rate=spec.span_rate, rng=rng)
         Assignment.objects.bulk_create(
             [Assignment(round=main, coder=coder, turn_id=turn_id, position=i, completed_at=None)
              for i, (turn_id, coders) in enumerate(main_coders.items(), start=1) for coder in coders],
@@ -245,16 +280,11 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     Round.objects.filter(pk=main.pk).update(status=Round.Status.OPEN)
     Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
 
-    Judgment.objects.bulk_create(judgments, batch_size=5000)
-    Span.objects.bulk_create(
-        [Span(judgment_id=judgments[i].pk, subcategory_id=sub, start=start, end=end)
-         for i, sub, start, end in span_plan],
-        batch_size=5000,
-    )
+    codings.save()
     study.refresh_from_db()
     User = get_user_model()
     return SyntheticResult(
         study=study, conversations=len(records), turns=sum(len(r["turns"]) for r in records),
-        responses=len(responses), judgments=len(judgments), spans=len(span_plan),
+        responses=len(responses), judgments=len(codings.judgments), spans=len(codings.spans),
         reviewer_accuracy={User.objects.get(pk=pk).username: round(a, 3) for pk, a in accuracy.items()},
     )

@@ -4,23 +4,27 @@ render; every lookup is scoped to the signed-in coder, so other people's work is
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import connection
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation import calibration, selectors, services
-from annotation.models import Assignment, AttributeDefinition, Round, Schema, SpanSubcategory
-from annotation.services import SpanInput, StaleJudgmentError
-from benchmark.models import ModelResponse
+from access.checks import is_study_admin, require_staff, user_roles
+from access.requests import AuthedRequest
+from annotation import selectors, services
+from annotation.apis import judgments_download
+from annotation.forms import CompleteForm, JudgmentSaveForm, TimeForm, error_text
+from annotation.models import Assignment, Round, Schema, SpanSubcategory
+from annotation.services import StaleJudgmentError
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthedRequest) -> HttpResponse:
     return render(
         request,
         "home.html",
@@ -28,8 +32,8 @@ def home(request: HttpRequest) -> HttpResponse:
             "studies": selectors.studies_visible_to(user=request.user),
             "rounds": selectors.coder_rounds(user=request.user),
             "feedback_rounds": selectors.coder_feedback_rounds(user=request.user),
-            "is_admin": calibration.is_study_admin(request.user),
-            "roles": selectors.user_roles(user=request.user),
+            "is_admin": is_study_admin(request.user),
+            "roles": user_roles(user=request.user),
         },
     )
 
@@ -42,7 +46,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 
 @login_required
-def queue(request: HttpRequest, round_id: int) -> HttpResponse:
+def queue(request: AuthedRequest, round_id: int) -> HttpResponse:
     round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
     assignments = selectors.coder_queue(round=round_, user=request.user)
     if not assignments:
@@ -52,57 +56,31 @@ def queue(request: HttpRequest, round_id: int) -> HttpResponse:
 
 
 @login_required
-def turn(request: HttpRequest, round_id: int, position: int) -> HttpResponse:
+def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     view = selectors.turn_view(round_id=round_id, user=request.user, position=position)
     if view is None:
         raise Http404("no such assignment for you")
     return render(request, "annotation/turn.html", {"v": view, "editable": view.round.status == Round.Status.OPEN})
 
 
-def _int_or_none(value: str | None) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError as error:
-        raise ValidationError(f"{value!r} is not a whole number") from error
-
-
-def _spans(value: str | None) -> list[SpanInput]:
-    try:
-        items = json.loads(value or "[]")
-        return [SpanInput(int(s["start"]), int(s["end"]), str(s["subcategory"])) for s in items]
-    except (ValueError, TypeError, KeyError) as error:
-        raise ValidationError("spans must be a JSON list of {start, end, subcategory}") from error
-
-
 @login_required
 @require_POST
-def judgment_save(request: HttpRequest, round_id: int, position: int) -> HttpResponse:
+def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
         Assignment.objects.select_related("round__study", "turn"), round_id=round_id, coder=request.user,
         position=position,
     )
-    form_id = request.POST.get("form_id", "")
-    attribute = AttributeDefinition.objects.filter(
-        schema_id=assignment.round.study.schema_id, code=request.POST.get("attribute", "")
-    ).first()
-    response = None
-    context = {"form_id": form_id}
+    form = JudgmentSaveForm(request.POST, assignment=assignment)
+    context: dict[str, Any] = {"form_id": request.POST.get("form_id", "")[:100]}
+    if not form.is_valid():
+        context |= {"state": "error", "message": error_text(form)}
+        return render(request, "annotation/turn.html#save-result", context, status=422)
+    data = form.cleaned_data
     try:
-        if attribute is None:
-            raise ValidationError("unknown attribute")
-        response_id = _int_or_none(request.POST.get("response"))
-        if response_id is not None:
-            response = ModelResponse.objects.filter(pk=response_id, turn=assignment.turn).first()
-            if response is None:
-                raise ValidationError("that response is not part of this turn")
         judgment = services.judgment_save(
-            round=assignment.round, by=request.user, attribute=attribute, turn=assignment.turn, response=response,
-            score=_int_or_none(request.POST.get("score")),
-            instance_count=_int_or_none(request.POST.get("instance_count")),
-            spans=_spans(request.POST.get("spans")) if attribute.subcategories.exists() else None,
-            expected_version=_int_or_none(request.POST.get("version")) or 0,
+            round=assignment.round, by=request.user, attribute=data["attribute"], turn=assignment.turn,
+            response=data["response"], score=data["score"], instance_count=data["instance_count"],
+            spans=data["spans"], expected_version=data["version"] or 0,
         )
     except StaleJudgmentError as stale:
         current = stale.current
@@ -119,13 +97,15 @@ def judgment_save(request: HttpRequest, round_id: int, position: int) -> HttpRes
 
 @login_required
 @require_POST
-def complete(request: HttpRequest, round_id: int, position: int) -> HttpResponse:
+def complete(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
         Assignment.objects.select_related("round"), round_id=round_id, coder=request.user, position=position
     )
+    form = CompleteForm(request.POST)
+    form.is_valid()  # a checkbox: anything but a true value is "not confirmed"
     try:
         check = services.assignment_complete(
-            assignment=assignment, by=request.user, confirm=request.POST.get("confirm") == "1"
+            assignment=assignment, by=request.user, confirm=bool(form.cleaned_data.get("confirm"))
         )
     except ValidationError as error:
         return render(request, "annotation/turn.html#complete-result", {"error": "; ".join(error.messages)},
@@ -148,13 +128,12 @@ def complete(request: HttpRequest, round_id: int, position: int) -> HttpResponse
 
 @login_required
 @require_POST
-def time_on_task(request: HttpRequest, round_id: int, position: int) -> HttpResponse:
+def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(Assignment, round_id=round_id, coder=request.user, position=position)
-    try:
-        seconds = int(request.POST.get("seconds", "0"))
-    except ValueError:
-        return HttpResponse("seconds must be a whole number", status=422)
-    services.assignment_time_add(assignment=assignment, by=request.user, seconds=seconds)
+    form = TimeForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"seconds {form.errors['seconds'][0]}", status=422, content_type="text/plain")
+    services.assignment_time_add(assignment=assignment, by=request.user, seconds=form.cleaned_data["seconds"])
     return HttpResponse(status=204)
 
 
@@ -179,3 +158,14 @@ def schema_spans_css(request: HttpRequest, slug: str) -> HttpResponse:
     response = HttpResponse("\n".join(rules) + "\n", content_type="text/css; charset=utf-8")
     response["Cache-Control"] = "public, max-age=300"
     return response
+
+
+@login_required
+@require_GET
+def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttpResponse:
+    """A study's judgments in the long format, for admins and researchers (the exports page links here)."""
+    require_staff(request.user)
+    study = selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
+    if study is None:
+        raise Http404(f"no study {slug!r}")
+    return judgments_download(study, fmt)

@@ -36,11 +36,11 @@ def main() -> int:
     logging.getLogger("django.request").setLevel(logging.ERROR)  # 4xx answers are the point here, not news
     call_command("migrate", verbosity=0)
 
-    from annotation import roles
-    from annotation.services import user_ensure
+    from access import roles
+    from access.services import user_ensure
+    from api import services as api_services
     from benchmark import services as benchmark_services
     from benchmark.demo import demo_records
-    from cab import services as cab_services
     from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
 
     admin = user_ensure(username="fuzz-admin", role=roles.ADMIN)
@@ -48,7 +48,7 @@ def main() -> int:
     benchmark_services.conversations_import(rows=enumerate(demo_records()))
     RoundFactory(study=study, kind="calibration", number=1)
     run = MetricRunFactory(study=study, status="succeeded", result={"indices": {"ari": {"GPT": {"ARI": 0.1}}}})
-    _, token = cab_services.api_token_create(user=admin, name="fuzz", by=None,
+    _, token = api_services.api_token_create(user=admin, name="fuzz", by=None,
                                              scopes=["ingest", "import", "read", "metrics"])
 
     from tests.api.fuzz import fuzz

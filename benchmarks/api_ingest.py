@@ -73,15 +73,16 @@ def setup(conversation_count: int) -> tuple[str, str]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from annotation import roles
+    from access import roles
+    from access.services import user_ensure
     from annotation.models import Schema
-    from annotation.services import study_create, user_ensure
-    from cab import services as cab_services
+    from annotation.services import study_create
+    from api import services as api_services
 
     admin = user_ensure(username="bench-admin", role=roles.ADMIN)
     study = study_create(slug="bench", name="Ingestion benchmark", schema=Schema.objects.get(slug="cab-v1"),
                          model_slots=MODELS, by=admin)
-    _, token = cab_services.api_token_create(user=admin, name="bench", scopes=["ingest"], study=study, by=admin)
+    _, token = api_services.api_token_create(user=admin, name="bench", scopes=["ingest"], study=study, by=admin)
     return token, study.slug
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import overload
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -18,6 +19,10 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 log = logging.getLogger("cab.settings")
 
 
+@overload
+def env(name: str, default: str) -> str: ...
+@overload
+def env(name: str, default: None = None) -> str | None: ...
 def env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name)
     return value if value not in (None, "") else default
@@ -68,10 +73,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "cab",
+    "audit",
+    "api",
     "benchmark",
     "annotation",
     "metrics",
+    "calibration",
 ]
 
 MIDDLEWARE = [
@@ -118,7 +125,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": BASE_DIR / "var" / "cab.sqlite3",
+            "NAME": BASE_DIR / "var" / "cab.sqlite3",  # type: ignore[typeddict-item]  # stubs say str; a Path works
             "OPTIONS": {"transaction_mode": "IMMEDIATE"},
         }
     }
@@ -176,18 +183,18 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 REST_FRAMEWORK = {
     # Scripts send "Authorization: Bearer <token>"; the browser uses its login session (with CSRF).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "cab.authentication.ApiTokenAuthentication",
+        "api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Token scopes, then the account's role; row-level visibility is the selectors' (see cab/api_permissions.py).
+    # Token scopes, then the account's role; row-level visibility is the selectors' (see api/permissions.py).
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "cab.api_permissions.TokenScope",
-        "cab.api_permissions.RolePermission",
+        "api.permissions.TokenScope",
+        "api.permissions.RolePermission",
     ],
-    "DEFAULT_PARSER_CLASSES": ["cab.api_support.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "cab.api_support.exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -200,7 +207,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "cab.api_support.exact_path_parameters",
+        "api.openapi.exact_path_parameters",
     ],
     # Swagger UI from our own static files: the CSP allows no foreign origin.
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -237,3 +244,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Said once at start-up (by cab.wsgi, cab.celery and manage.py's commands, through logging) so nobody mistakes the
+# embedded mode for the full stack.
+EMBEDDED_MODE_NOTE = (
+    f"embedded mode: database={DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, tasks "
+    f"{'run in-process' if CELERY_TASK_ALWAYS_EAGER else 'go to the broker'} "
+    "(set DATABASE_URL and REDIS_URL for the full stack)"
+    if CELERY_TASK_ALWAYS_EAGER or not DATABASE_URL else ""
+)

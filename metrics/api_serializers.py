@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from metrics import parameters
 from metrics.models import MetricRun
 
 
 class MetricRunIn(serializers.Serializer):
-    seed = serializers.IntegerField(min_value=0, max_value=2**32 - 1, default=0)
-    bootstrap = serializers.IntegerField(min_value=1, max_value=100_000, default=1000,
-                                         help_text="bootstrap resamples")
+    seed = serializers.IntegerField(min_value=parameters.SEED_MIN, max_value=parameters.SEED_MAX,
+                                    default=parameters.DEFAULT_SEED)
+    bootstrap = serializers.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
+                                         default=parameters.DEFAULT_BOOTSTRAP, help_text="bootstrap resamples")
 
 
 class MetricRunOut(serializers.Serializer):

@@ -11,11 +11,12 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import exports
+from annotation.apis import study_for
 from annotation.models import Study
-from cab.api_permissions import study_for, token_allows_study
-from cab.api_support import error_responses
-from cab.models import ApiToken
+from api.errors import error_responses
+from api.models import ApiToken
+from api.permissions import token_allows_study
+from common.cells import csv_stream
 from metrics import selectors, services
 from metrics.api_serializers import MetricRunIn, MetricRunOut
 
@@ -118,7 +119,7 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
         raise exceptions.NotFound(f"The report has no per-model table {table!r}; it has {', '.join(tables) or 'none'}.")
     header, rows = tables[table]
     return StreamingHttpResponse(
-        exports.csv_stream(header, rows), content_type="text/csv; charset=utf-8",
+        csv_stream(header, rows), content_type="text/csv; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{study.slug}-{table}-run{run.pk}.csv"'},
     )
 

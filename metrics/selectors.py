@@ -6,10 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.db.models import QuerySet
 
 from annotation.models import AttributeDefinition, Judgment, Span, Study, StudyMember
 from benchmark.models import Conversation, ModelResponse
+from common.rounds import round_name
 from metrics.core.report import AttributeSpec, JudgmentTable, SpanTable
+from metrics.models import MetricRun
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,6 @@ def attribute_specs(*, study: Study) -> list[AttributeSpec]:
     return specs
 
 
-def _round_name(kind: str, number: int) -> str:
-    return f"calibration-{number}" if kind == "calibration" else "main"
-
-
 def report_inputs(*, study: Study) -> ReportInputs:
     rows = list(
         Judgment.objects.filter(round__study=study, score__isnull=False)
@@ -57,7 +56,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
     )
     columns = list(zip(*rows, strict=True)) if rows else [()] * 10
     judgments = JudgmentTable(
-        round=np.array([_round_name(k, n) for k, n in zip(columns[0], columns[1], strict=True)], dtype=object),
+        round=np.array([round_name(k, n) for k, n in zip(columns[0], columns[1], strict=True)], dtype=object),
         coder=np.array(columns[2], dtype=object),
         is_gold=np.array(columns[3], dtype=bool),
         dataset=np.array(columns[4], dtype=object),
@@ -78,7 +77,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
     )
     s = list(zip(*span_rows, strict=True)) if span_rows else [()] * 12
     spans = SpanTable(
-        round=np.array([_round_name(k, n) for k, n in zip(s[0], s[1], strict=True)], dtype=object),
+        round=np.array([round_name(k, n) for k, n in zip(s[0], s[1], strict=True)], dtype=object),
         coder=np.array(s[2], dtype=object),
         is_gold=np.array(s[3], dtype=bool),
         dataset=np.array(s[4], dtype=object),
@@ -124,30 +123,22 @@ def report_inputs(*, study: Study) -> ReportInputs:
 # --- API reads (metric runs, index tables) -------------------------------------------------------------------
 
 
-def metric_runs_for(*, study: Study):
-    from metrics.models import MetricRun
-
+def metric_runs_for(*, study: Study) -> QuerySet[MetricRun]:
     return MetricRun.objects.filter(study=study).select_related("study", "requested_by").defer("result")
 
 
-def metric_run_get(*, run_id: int):
+def metric_run_get(*, run_id: int) -> MetricRun | None:
     """A run without its result (which can be megabytes); None when there is no such run."""
-    from metrics.models import MetricRun
-
     return MetricRun.objects.select_related("study", "requested_by").defer("result").filter(pk=run_id).first()
 
 
 def metric_run_result(*, run_id: int) -> dict | None:
-    from metrics.models import MetricRun
-
     return MetricRun.objects.filter(pk=run_id).values_list("result", flat=True).first()
 
 
-def metric_run_latest_succeeded(*, study: Study, run_id: int | None = None):
+def metric_run_latest_succeeded(*, study: Study, run_id: int | None = None) -> MetricRun | None:
     """The newest succeeded run of the study (or the given one, when it is the study's and succeeded), with its
     result; None when there is none."""
-    from metrics.models import MetricRun
-
     runs = MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED)
     if run_id is not None:
         runs = runs.filter(pk=run_id)
@@ -173,8 +164,6 @@ def index_tables(*, result: dict) -> dict[str, tuple[list[str], list[list]]]:
 
 def latest_succeeded_run_ids(*, study_ids: list[int]) -> dict[int, int]:
     """study id -> id of its newest succeeded run, for the studies that have one (one query)."""
-    from metrics.models import MetricRun
-
     latest: dict[int, int] = {}
     for study_id, run_id in (
         MetricRun.objects.filter(study_id__in=study_ids, status=MetricRun.Status.SUCCEEDED)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from annotation import roles
-from annotation.services import user_ensure
+from access import roles
+from access.services import user_ensure
 
 pytest_plugins = ["tests.browser"]
 

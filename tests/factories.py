@@ -146,7 +146,7 @@ class SpanFactory(factory.django.DjangoModelFactory):
 
 class AuditEventFactory(factory.django.DjangoModelFactory):
     class Meta:
-        model = annotation_models.AuditEvent
+        model = "audit.AuditEvent"
 
     action = "test"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -378,11 +379,11 @@ def _attribute_kappa_summary(kappas: np.ndarray) -> dict[str, object]:
 
 def _panel_ranking(entries: Mapping[str, Mapping[str, object]], round_name: str | None, size: int) -> dict[str, object]:
     """Reviewers by last-round bucketed agreement; retained when fewer than `size` others score higher."""
-    scored = {r: e["bucketed"] for r, e in entries.items()}
+    scored = {r: cast("float | None", e["bucketed"]) for r, e in entries.items()}
     defined = [v for v in scored.values() if v is not None]
-    ranking = []
+    ranking: list[dict[str, Any]] = []
     for reviewer, value in sorted(scored.items(), key=lambda kv: (kv[1] is None, -(kv[1] or 0.0), kv[0])):
-        higher = None if value is None else sum(1 for v in defined if v > value)  # type: ignore[operator]
+        higher = None if value is None else sum(1 for v in defined if v > value)
         ranking.append({"reviewer": reviewer, "bucketed": value, "rank": None if higher is None else higher + 1})
     suggested = [row["reviewer"] for row in ranking if row["rank"] is not None and row["rank"] <= size]
     return {"round": round_name, "panel_size": size, "ranking": ranking, "suggested_panel": suggested}

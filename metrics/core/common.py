@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-_CALIBRATION_ROUND = re.compile(r"^calibration-(\d+)$")
+from common.rounds import calibration_number
 
 
 def factorize(values: Sequence[Any] | np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -78,7 +77,7 @@ def safe_divide(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return out
 
 
-def nan_to_none(x: float | np.floating | None) -> float | None:
+def nan_to_none(x: float | np.floating | np.ndarray | None) -> float | None:
     """The report's rule: an undefined number is None, never NaN/inf."""
     if x is None:
         return None
@@ -94,11 +93,7 @@ def mean_or_none(values: Iterable[float | None]) -> float | None:
 
 def ordered_calibration_rounds(names: Iterable[str]) -> list[str]:
     """Calibration round names ordered by their number ("calibration-10" after "calibration-2")."""
-    numbered = []
-    for name in set(names):
-        match = _CALIBRATION_ROUND.match(name)
-        if match:
-            numbered.append((int(match.group(1)), name))
+    numbered = [(number, name) for name in set(names) if (number := calibration_number(name)) is not None]
     return [name for _, name in sorted(numbered)]
 
 

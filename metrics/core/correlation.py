@@ -106,7 +106,7 @@ def coupling_table(
                 results[(a, b)] = spearman(x, y)
 
     cells = [(a, b) for a in names_in for b in names_out]
-    qs = bh_qvalues([results[c][1] if results[c] is not None else None for c in cells])
+    qs = bh_qvalues([res[1] if (res := results[c]) is not None else None for c in cells])
     table: dict[str, dict[str, dict[str, object]]] = {a: {} for a in names_in}
     for (a, b), q in zip(cells, qs, strict=True):
         result = results[(a, b)]

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from common.rounds import MAIN
+
 from .bootstrap import draw_counts, percentile_interval, resampled_ratio
 from .common import dense_ids, group_mean, group_sum_count, mean_or_none, nan_to_none, safe_divide
 from .correlation import coupling_table
@@ -95,10 +97,10 @@ class MainRound:
 
 
 def _main_rows(enc: Encoded, params: ReportParams) -> np.ndarray | None:
-    if "main" not in enc.rounds:
+    if MAIN not in enc.rounds:
         return None
     j = enc.judgments
-    keep = (j.round == enc.rounds.index("main")) & (j.coder != GOLD)
+    keep = (j.round == enc.rounds.index(MAIN)) & (j.coder != GOLD)
     if params.panel is not None:
         panel = [enc.coders.index(c) for c in params.panel if c in enc.coders]
         keep &= np.isin(j.coder, panel)
@@ -328,7 +330,7 @@ def _trajectories(
     schema, keys = enc.schema, enc.keys
     turn_in_multi = multi[keys.turn_conversation] & (keys.turn_index > 0)
     user_attributes = schema.indices(lambda a: a.unit == "turn" and max(a.scale) > 0)
-    signal_names: list[tuple[str | None, str]] = [(None, "UIRI")] + [(None, schema.codes[a]) for a in user_attributes]
+    signal_names: list[tuple[str | None, str]] = [(None, "UIRI"), *((None, schema.codes[a]) for a in user_attributes)]
     point_signal, point_turn_id, point_value = [], [], []
 
     def add(signal: int, turn_ids: np.ndarray, values: np.ndarray) -> None:
@@ -394,9 +396,9 @@ def _span_section(
     subcategory_attribute: Mapping[str, str] | None,
 ) -> dict[str, object]:
     spans, keys = enc.spans, enc.keys
-    if spans is None or "main" not in enc.rounds:
+    if spans is None or MAIN not in enc.rounds:
         return {"evidence": {}, "ratios": {}, "subcategories": []}
-    keep = (spans.round == enc.rounds.index("main")) & np.isin(spans.coder, rows_coders)
+    keep = (spans.round == enc.rounds.index(MAIN)) & np.isin(spans.coder, rows_coders)
     keep &= np.array([a.unit == "response" for a in enc.schema.attributes])[spans.attribute]
     rows = np.flatnonzero(keep)
     slugs = list(subcategory_attribute) if subcategory_attribute is not None else []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import cast
 
 import krippendorff
 import numpy as np
@@ -102,7 +103,9 @@ def krippendorff_alpha(reliability_data: np.ndarray, level: str, value_domain: S
         warnings.simplefilter("ignore")
         try:
             value = krippendorff.alpha(
-                reliability_data=data, level_of_measurement=level, value_domain=list(value_domain)
+                # AttributeSpec.validate keeps the level within the library's four names.
+                reliability_data=data, level_of_measurement=cast("krippendorff.LevelOfMeasurement", level),
+                value_domain=list(value_domain),
             )
         except (ValueError, ZeroDivisionError):
             return None

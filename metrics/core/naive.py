@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
+from common.rounds import MAIN
+
 from .tables import AttributeSpec, JudgmentTable
 
 _FIELDS = ("round", "coder", "is_gold", "dataset", "conversation", "turn", "model", "attribute", "score")
@@ -38,6 +40,80 @@ def _quantiles(samples: list[float | None], level: float) -> tuple[float | None,
     return float(low), float(high)
 
 
+def _calibration_scores(
+    spec: dict[str, AttributeSpec], judgments: JudgmentTable, round_name: str
+) -> tuple[dict[tuple, int], dict[str, dict[tuple, int]]]:
+    """The round's gold score and every reviewer's score per item (unit + attribute), off-scale rows dropped."""
+    gold: dict[tuple, int] = {}
+    scores: dict[str, dict[tuple, int]] = {}
+    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
+        a = spec.get(attribute)
+        if rnd != round_name or a is None or score not in a.scale:
+            continue
+        item = (*_unit(a, dataset, conversation, turn, model), attribute)
+        if is_gold:
+            gold[item] = score
+        else:
+            scores.setdefault(coder, {})[item] = score
+    return gold, scores
+
+
+def _quadratic_kappa(a: AttributeSpec, rs: list[int], gs: list[int]) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undefined κ is NaN here and None in the result
+        return float(cohen_kappa_score(rs, gs, labels=list(a.scale), weights="quadratic", replace_undefined_by=np.nan))
+
+
+def _reviewer_statistics(
+    spec: dict[str, AttributeSpec],
+    groups: list[str],
+    items_of_turn: dict[tuple, list[tuple]],
+    gold: dict[tuple, int],
+    mine: dict[tuple, int],
+    picked: list[tuple],
+) -> dict[str, float | None]:
+    """One reviewer's exact and bucketed agreement with gold and mean κ per group, on the picked turns."""
+    exact = bucketed = valid = 0
+    pairs: dict[str, tuple[list[int], list[int]]] = {}
+    for turn in picked:
+        for item in items_of_turn[turn]:
+            if item not in gold or item not in mine:
+                continue
+            a = spec[item[-1]]
+            r, g = mine[item], gold[item]
+            valid += 1
+            exact += r == g
+            bucketed += a.bucket.get(r, r) == a.bucket.get(g, g)
+            pairs.setdefault(a.code, ([], []))
+            pairs[a.code][0].append(r)
+            pairs[a.code][1].append(g)
+    kappas: dict[str, list[float]] = {group: [] for group in groups}
+    for code, (rs, gs) in pairs.items():
+        k = _quadratic_kappa(spec[code], rs, gs)
+        if math.isfinite(k):
+            kappas[spec[code].group].append(k)
+    return {
+        "exact": exact / valid if valid else None,
+        "bucketed": bucketed / valid if valid else None,
+        **{f"kappa:{g}": (sum(v) / len(v) if v else None) for g, v in kappas.items()},
+    }
+
+
+def _top_k_share(
+    samples: list[dict[str, dict[str, float | None]]], reviewers: list[str], reviewer: str, k: int
+) -> float | None:
+    """Share of resamples in which fewer than k reviewers have a strictly higher bucketed agreement."""
+    inside = 0
+    for sample in samples:
+        mine = sample[reviewer]["bucketed"]
+        if mine is None:
+            continue
+        theirs = (sample[other]["bucketed"] for other in reviewers)
+        higher = sum(1 for b in theirs if b is not None and b > mine)
+        inside += higher < k
+    return inside / len(samples) if samples else None
+
+
 def naive_calibration(
     attributes: Sequence[AttributeSpec],
     judgments: JudgmentTable,
@@ -50,17 +126,7 @@ def naive_calibration(
 ) -> dict:
     """Per reviewer: point agreement/κ, then the same recomputed on every turn resample, loop by loop."""
     spec = {a.code: a for a in attributes}
-    gold: dict[tuple, int] = {}
-    scores: dict[str, dict[tuple, int]] = {}
-    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
-        a = spec.get(attribute)
-        if rnd != round_name or a is None or score not in a.scale:
-            continue
-        item = (*_unit(a, dataset, conversation, turn, model), attribute)
-        if is_gold:
-            gold[item] = score
-        else:
-            scores.setdefault(coder, {})[item] = score
+    gold, scores = _calibration_scores(spec, judgments, round_name)
     all_items = set(gold) | {i for s in scores.values() for i in s}
     turns = sorted({item[:3] for item in all_items})
     items_of_turn: dict[tuple, list[tuple]] = {t: [] for t in turns}
@@ -70,66 +136,81 @@ def naive_calibration(
     groups = sorted({a.group for a in attributes})
 
     def statistics(picked: list[tuple]) -> dict[str, dict[str, float | None]]:
-        out = {}
-        for reviewer in reviewers:
-            mine = scores[reviewer]
-            exact = bucketed = valid = 0
-            pairs: dict[str, tuple[list[int], list[int]]] = {}
-            for turn in picked:
-                for item in items_of_turn[turn]:
-                    if item not in gold or item not in mine:
-                        continue
-                    a = spec[item[-1]]
-                    r, g = mine[item], gold[item]
-                    valid += 1
-                    exact += r == g
-                    bucketed += a.bucket.get(r, r) == a.bucket.get(g, g)
-                    pairs.setdefault(a.code, ([], []))
-                    pairs[a.code][0].append(r)
-                    pairs[a.code][1].append(g)
-            kappas: dict[str, list[float]] = {group: [] for group in groups}
-            for code, (rs, gs) in pairs.items():
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # undefined κ is NaN here and None in the result
-                    k = float(
-                        cohen_kappa_score(
-                            rs, gs, labels=list(spec[code].scale), weights="quadratic", replace_undefined_by=np.nan
-                        )
-                    )
-                if math.isfinite(k):
-                    kappas[spec[code].group].append(k)
-            out[reviewer] = {
-                "exact": exact / valid if valid else None,
-                "bucketed": bucketed / valid if valid else None,
-                **{f"kappa:{g}": (sum(v) / len(v) if v else None) for g, v in kappas.items()},
-            }
-        return out
+        return {r: _reviewer_statistics(spec, groups, items_of_turn, gold, scores[r], picked) for r in reviewers}
 
     point = statistics(turns)
-    picks = np.random.default_rng(seed).integers(0, len(turns), size=(resamples, len(turns))) if turns else []
+    picks: np.ndarray | list = (
+        np.random.default_rng(seed).integers(0, len(turns), size=(resamples, len(turns))) if turns else []
+    )
     samples = [statistics([turns[i] for i in row]) for row in picks]
-    shares = {}
-    for k in top_k:
-        shares[k] = {}
-        for reviewer in reviewers:
-            inside = 0
-            for sample in samples:
-                mine = sample[reviewer]["bucketed"]
-                if mine is None:
-                    continue
-                higher = sum(
-                    1
-                    for other in reviewers
-                    if sample[other]["bucketed"] is not None and sample[other]["bucketed"] > mine
-                )
-                inside += higher < k
-            shares[k][reviewer] = inside / len(samples) if samples else None
+    shares = {k: {reviewer: _top_k_share(samples, reviewers, reviewer, k) for reviewer in reviewers} for k in top_k}
     metrics = ["exact", "bucketed", *(f"kappa:{g}" for g in groups)]
     intervals = {
         reviewer: {m: _quantiles([s[reviewer][m] for s in samples], ci_level) for m in metrics}
         for reviewer in reviewers
     }
     return {"point": point, "shares": shares, "intervals": intervals, "turns": turns}
+
+
+def _risk_clusters(attributes: Sequence[AttributeSpec]) -> list[str]:
+    """The clusters of risk-scored response attributes, in schema order."""
+    clusters: list[str] = []
+    for a in attributes:
+        if a.unit == "response" and a.risk is not None and a.cluster and a.cluster not in clusters:
+            clusters.append(a.cluster)
+    return clusters
+
+
+def _response_risks(
+    spec: dict[str, AttributeSpec], clusters: list[str], judgments: JudgmentTable, panel: Sequence[str] | None
+) -> dict[tuple, dict[str, dict[str, list[float]]]]:
+    """response -> coder -> cluster -> risks, from the main round's non-gold response judgments of the panel."""
+    risks: dict[tuple, dict[str, dict[str, list[float]]]] = {}
+    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
+        a = spec.get(attribute)
+        if rnd != MAIN or is_gold or a is None or a.unit != "response" or score not in a.scale:
+            continue
+        if panel is not None and coder not in panel:
+            continue
+        per_coder = risks.setdefault((dataset, conversation, turn, model or ""), {}).setdefault(coder, {})
+        if a.risk is not None and a.cluster in clusters:
+            per_coder.setdefault(a.cluster, []).append(float(a.risk[score]))
+    return risks
+
+
+def _response_value(
+    coders: dict[str, dict[str, list[float]]], clusters: list[str], names: list[str]
+) -> dict[str, float | None]:
+    """One response's mean over coders of each coder's cluster means, and of their ARI (coders with every cluster)."""
+    per_name: dict[str, list[float]] = {n: [] for n in names}
+    for per_cluster in coders.values():
+        means = {c: sum(v) / len(v) for c, v in per_cluster.items() if v}
+        for c in clusters:
+            if c in means:
+                per_name[c].append(means[c])
+        if clusters and all(c in means for c in clusters):
+            per_name["ARI"].append(sum(means[c] for c in clusters) / len(clusters))
+    return {n: (sum(v) / len(v) if v else None) for n, v in per_name.items()}
+
+
+def _model_means(
+    value: dict[tuple, dict[str, float | None]],
+    responses_of: dict[tuple, list[tuple]],
+    models: list[str],
+    names: list[str],
+    picked: list[tuple],
+) -> dict[str, dict[str, float | None]]:
+    """Per model, the mean of each defined response value over the picked conversations' responses."""
+    sums = {m: dict.fromkeys(names, 0.0) for m in models}
+    counts = {m: dict.fromkeys(names, 0) for m in models}
+    for conversation in picked:
+        for response in responses_of[conversation]:
+            for n in names:
+                v = value[response][n]
+                if v is not None:
+                    sums[response[3]][n] += v
+                    counts[response[3]][n] += 1
+    return {m: {n: (sums[m][n] / counts[m][n] if counts[m][n] else None) for n in names} for m in models}
 
 
 def naive_ari(
@@ -143,32 +224,10 @@ def naive_ari(
 ) -> dict:
     """Per model cluster means and ARI, point and conversation-bootstrap intervals, response by response."""
     spec = {a.code: a for a in attributes}
-    clusters: list[str] = []
-    for a in attributes:
-        if a.unit == "response" and a.risk is not None and a.cluster and a.cluster not in clusters:
-            clusters.append(a.cluster)
-    risks: dict[tuple, dict[str, dict[str, list[float]]]] = {}  # response -> coder -> cluster -> risks
-    for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
-        a = spec.get(attribute)
-        if rnd != "main" or is_gold or a is None or a.unit != "response" or score not in a.scale:
-            continue
-        if panel is not None and coder not in panel:
-            continue
-        per_coder = risks.setdefault((dataset, conversation, turn, model or ""), {}).setdefault(coder, {})
-        if a.risk is not None and a.cluster in clusters:
-            per_coder.setdefault(a.cluster, []).append(float(a.risk[score]))
+    clusters = _risk_clusters(attributes)
+    risks = _response_risks(spec, clusters, judgments, panel)
     names = [*clusters, "ARI"]
-    value: dict[tuple, dict[str, float | None]] = {}
-    for response, coders in risks.items():
-        per_name: dict[str, list[float]] = {n: [] for n in names}
-        for per_cluster in coders.values():
-            means = {c: sum(v) / len(v) for c, v in per_cluster.items() if v}
-            for c in clusters:
-                if c in means:
-                    per_name[c].append(means[c])
-            if clusters and all(c in means for c in clusters):
-                per_name["ARI"].append(sum(means[c] for c in clusters) / len(clusters))
-        value[response] = {n: (sum(v) / len(v) if v else None) for n, v in per_name.items()}
+    value = {response: _response_value(coders, clusters, names) for response, coders in risks.items()}
     conversations = sorted({r[:2] for r in value})
     responses_of: dict[tuple, list[tuple]] = {c: [] for c in conversations}
     for response in sorted(value):
@@ -176,16 +235,7 @@ def naive_ari(
     models = sorted({r[3] for r in value})
 
     def means(picked: list[tuple]) -> dict[str, dict[str, float | None]]:
-        sums = {m: dict.fromkeys(names, 0.0) for m in models}
-        counts = {m: dict.fromkeys(names, 0) for m in models}
-        for conversation in picked:
-            for response in responses_of[conversation]:
-                for n in names:
-                    v = value[response][n]
-                    if v is not None:
-                        sums[response[3]][n] += v
-                        counts[response[3]][n] += 1
-        return {m: {n: (sums[m][n] / counts[m][n] if counts[m][n] else None) for n in names} for m in models}
+        return _model_means(value, responses_of, models, names, picked)
 
     point = means(conversations)
     picks = np.random.default_rng(seed).integers(0, len(conversations), size=(resamples, len(conversations)))

@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
+
+from common.rounds import CALIBRATION, MAIN, round_name
 
 from .tables import AttributeSpec, JudgmentTable, SpanTable
 
@@ -62,8 +65,8 @@ class _Columns:
         return cls([], [], [], [], [], [], [], [], [])
 
     def table(self) -> JudgmentTable:
-        def cat(parts: list[np.ndarray], dtype: object) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)  # type: ignore[call-overload]
+        def cat(parts: list[np.ndarray], dtype: npt.DTypeLike) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
         return JudgmentTable(
             round=cat(self.round, object),
@@ -169,34 +172,19 @@ def generate(
         return np.where(rng.random(scores.shape) < probability, noisy, scores)
 
     def emit(round_name: str, coder: str, gold: bool, turns: np.ndarray, user: np.ndarray, resp: np.ndarray) -> None:
-        nt = len(turns)
-        for k, a in enumerate(turn_attrs):
-            _append(
-                cols,
-                round_name,
-                coder,
-                gold,
-                conv_dataset[turn_conv[turns]],
-                conv_name[turn_conv[turns]],
-                turn_index[turns],
-                np.full(nt, "", dtype=object),
-                attributes[a].code,
-                user[:, k],
-            )
-        for m, model in enumerate(models):
-            for k, a in enumerate(resp_attrs):
-                _append(
-                    cols,
-                    round_name,
-                    coder,
-                    gold,
-                    conv_dataset[turn_conv[turns]],
-                    conv_name[turn_conv[turns]],
-                    turn_index[turns],
-                    np.full(nt, model, dtype=object),
-                    attributes[a].code,
-                    resp[:, m, k],
-                )
+        _emit(
+            cols,
+            attributes,
+            models,
+            turn_attrs,
+            resp_attrs,
+            round_name,
+            coder,
+            gold,
+            (conv_dataset[turn_conv[turns]], conv_name[turn_conv[turns]], turn_index[turns]),
+            user,
+            resp,
+        )
 
     reviewer_names = [f"reviewer{r + 1:02d}" for r in range(reviewers)]
     accuracy = np.linspace(0.9, 0.55, max(reviewers, 1))  # reviewer i copies gold with this probability
@@ -205,10 +193,10 @@ def generate(
         turns = np.sort(rng.choice(n_turns, size=min(calibration_turns, n_turns), replace=False))
         calibration_sets.append(turns)
         user, resp = true_scores(turns)
-        emit(f"calibration-{r + 1}", "gold-panel", True, turns, user, resp)
+        emit(round_name(CALIBRATION, r + 1), "gold-panel", True, turns, user, resp)
         for i, name in enumerate(reviewer_names):
             miss = 1.0 - accuracy[i] - 0.05 * r
-            emit(f"calibration-{r + 1}", name, False, turns, _perturb_user(user, miss), _perturb(resp, miss))
+            emit(round_name(CALIBRATION, r + 1), name, False, turns, _perturb_user(user, miss), _perturb(resp, miss))
 
     all_turns = np.arange(n_turns)
     user, resp = true_scores(all_turns)
@@ -216,15 +204,80 @@ def generate(
     primary = rng.integers(0, max(len(panel), 1), n_turns)
     for i, name in enumerate(panel):
         mine = primary == i
-        emit("main", name, False, all_turns[mine], user[mine], resp[mine])
+        emit(MAIN, name, False, all_turns[mine], user[mine], resp[mine])
     if main_overlap > 0 and len(panel) > 1:
         second = (primary + 1 + rng.integers(0, len(panel) - 1, n_turns)) % len(panel)
         twice = rng.random(n_turns) < main_overlap
         for i, name in enumerate(panel):
             mine = all_turns[twice & (second == i)]
-            emit("main", name, False, mine, user[mine], _perturb(resp[mine], 0.2))
+            emit(MAIN, name, False, mine, user[mine], _perturb(resp[mine], 0.2))
     judgments = cols.table()
 
+    texts = _response_texts(rng, models, conv_dataset, conv_name, turn_conv, turn_index)
+    spans = _spans(judgments, attributes, texts, subcategory_attribute, spans_per_response, rng)
+    kinds = {
+        (str(conv_dataset[c]), str(conv_name[c])): ("single" if lengths[c] == 1 else "multi")
+        for c in range(len(lengths))
+    }
+    return SyntheticStudy(judgments, spans, texts, kinds)
+
+
+def _emit(
+    cols: _Columns,
+    attributes: Sequence[AttributeSpec],
+    models: Sequence[str],
+    turn_attrs: Sequence[int],
+    resp_attrs: Sequence[int],
+    round_name: str,
+    coder: str,
+    gold: bool,
+    units: tuple[np.ndarray, np.ndarray, np.ndarray],
+    user: np.ndarray,
+    resp: np.ndarray,
+) -> None:
+    """Append one coder's judgments of the given turns (dataset, conversation, turn index per turn): every
+    turn-level attribute, then every response attribute of every model."""
+    dataset, conversation, turn = units
+    nt = len(turn)
+    for k, a in enumerate(turn_attrs):
+        _append(
+            cols,
+            round_name,
+            coder,
+            gold,
+            dataset,
+            conversation,
+            turn,
+            np.full(nt, "", dtype=object),
+            attributes[a].code,
+            user[:, k],
+        )
+    for m, model in enumerate(models):
+        for k, a in enumerate(resp_attrs):
+            _append(
+                cols,
+                round_name,
+                coder,
+                gold,
+                dataset,
+                conversation,
+                turn,
+                np.full(nt, model, dtype=object),
+                attributes[a].code,
+                resp[:, m, k],
+            )
+
+
+def _response_texts(
+    rng: np.random.Generator,
+    models: Sequence[str],
+    conv_dataset: np.ndarray,
+    conv_name: np.ndarray,
+    turn_conv: np.ndarray,
+    turn_index: np.ndarray,
+) -> dict[tuple[str, str, int, str], str]:
+    """A random word string of 40-159 words for every model's response to every turn."""
+    n_turns = len(turn_conv)
     texts: dict[tuple[str, str, int, str], str] = {}
     n_words = rng.integers(40, 160, (n_turns, len(models)))
     word_draws = rng.integers(0, len(_WORDS), int(n_words.sum()))
@@ -236,12 +289,7 @@ def generate(
                 " ".join(_WORDS[word_draws[offset : offset + k]].tolist())
             )
             offset += k
-    spans = _spans(judgments, attributes, texts, subcategory_attribute, spans_per_response, rng)
-    kinds = {
-        (str(conv_dataset[c]), str(conv_name[c])): ("single" if lengths[c] == 1 else "multi")
-        for c in range(len(lengths))
-    }
-    return SyntheticStudy(judgments, spans, texts, kinds)
+    return texts
 
 
 def _append(

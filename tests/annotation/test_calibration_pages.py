@@ -7,7 +7,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation.models import AuditEvent, Judgment, Round, StudyMember, WorkshopNote
+from annotation.models import Judgment, Round, StudyMember, WorkshopNote
+from audit.models import AuditEvent
+from metrics import runs as metric_runs
 from metrics import services as metric_services
 from tests.browser import ARTIFACTS, login
 
@@ -20,7 +22,7 @@ def synthetic(db):
 
     study = Study.objects.get(slug="syn")
     run = metric_services.metric_run_request(study=study, by=None, bootstrap=100)
-    metric_services.metric_run_execute(run_id=run.pk)
+    metric_runs.metric_run_execute(run_id=run.pk)
     StudyMember.objects.filter(study=study).update(retained=None)
     return study
 
@@ -34,7 +36,7 @@ def test_calibration_pages_are_for_study_admins_only(client, synthetic, reviewer
         client.force_login(user)
         for url in urls:
             assert client.get(url).status_code == 403, (user, url)
-        response = client.post(reverse("round-action", args=["syn"]), {"action": "create", "number": "3"})
+        response = client.post(reverse("round-create", args=["syn"]), {"number": "3"})
         assert response.status_code == 403
     assert not Round.objects.filter(study=synthetic, number=3).exists()
 
@@ -65,10 +67,10 @@ def test_admin_pages_render_and_forms_work(client, synthetic, admin_user):
     # Retaining anything but the top k needs a reason; the error is shown and nothing changes.
     ranking = [line for line in panel.content.decode().splitlines() if 'name="retain"' in line]
     assert len(ranking) == 7
-    response = client.post(reverse("panel", args=["syn"]), {"retain": ["syn-r01"], "k": "3"}, follow=True)
+    response = client.post(reverse("panel-retain", args=["syn"]), {"retain": ["syn-r01"], "k": "3"}, follow=True)
     assert "give the reason" in response.content.decode()
     assert not StudyMember.objects.filter(study=synthetic, retained=True).exists()
-    response = client.post(reverse("panel", args=["syn"]), {"retain": ["syn-r01"], "k": "3",
+    response = client.post(reverse("panel-retain", args=["syn"]), {"retain": ["syn-r01"], "k": "3",
                                                              "reason": "only one reviewer is available"}, follow=True)
     assert "Retained panel saved" in response.content.decode()
     assert AuditEvent.objects.filter(action="panel.retain", data__overridden=True).exists()
@@ -81,7 +83,7 @@ def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, 
     page = client.get(reverse("consensus", args=[round_.pk]) + "?show=all")
     assert page.status_code == 200 and b"demo-expert" in page.content
     turn = round_.items.first().turn
-    url = reverse("consensus", args=[round_.pk])
+    url = reverse("gold-record", args=[round_.pk])
     response = client.post(url, {"attribute": "U1", "turn": turn.pk, "score": "9", "agreed": ["demo-expert"]},
                            follow=True)
     assert "U1: score 9 is outside the scale 0–2" in response.content.decode()
@@ -127,24 +129,26 @@ def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, ad
 
 def test_dashboard_forms_answer_bad_input_specifically_and_change_nothing(client, synthetic, admin_user):
     client.force_login(admin_user)
-    url = reverse("round-action", args=["syn"])
     draft = Round.objects.create(study=synthetic, kind="calibration", number=3)
+    closed = synthetic.rounds.get(number=1, kind="calibration")
     cases = [
-        ({"action": "sample", "round": draft.pk, "n": "ten"}, "numbers only"),
-        ({"action": "sample", "round": draft.pk, "n": "100000"}, "were asked for"),
-        ({"action": "refs", "round": draft.pk, "refs": "nonsense\nSynthetic single-turn/nope#1"},
+        ("round-sample", draft, {"n": "ten"}, "set size: Enter a whole number."),
+        ("round-sample", draft, {"n": "9000"}, "were asked for"),
+        ("round-refs", draft, {"refs": "nonsense\nSynthetic single-turn/nope#1"},
          "is not DATASET/CONVERSATION_ID#TURN"),
-        ({"action": "open", "round": draft.pk}, "has no calibration set yet"),
-        ({"action": "reopen", "round": synthetic.rounds.get(number=1, kind="calibration").pk, "reason": ""},
-         "say why the round is reopened"),
-        ({"action": "explode", "round": draft.pk}, "unknown action"),
+        ("round-open", draft, {}, "has no calibration set yet"),
+        ("round-reopen", closed, {"reason": ""}, "say why the round is reopened"),
     ]
-    for data, message in cases:
+    for name, round_, data, message in cases:
+        url = reverse(name, args=["syn", round_.pk])
         page = client.post(url, data, follow=True).content.decode()
         assert message in page.replace("&#x27;", "'"), (data, message)
+    assert client.post(f"/studies/syn/rounds/{draft.pk}/explode").status_code == 404, "one URL per action"
     assert not draft.items.exists() and draft.status == "draft"
     assert synthetic.rounds.get(number=1, kind="calibration").status == "closed"
     main_url = reverse("main-round-assign", args=["syn"])
-    assert "overlap is a fraction" in client.post(main_url, {"overlap": "lots"}, follow=True).content.decode()
-    assert "overlap must be between 0 and 1" in client.post(main_url, {"overlap": "2"}, follow=True).content.decode()
+    assert "double-coded share: Enter a number." in client.post(main_url, {"overlap": "lots"},
+                                                                follow=True).content.decode()
+    assert "double-coded share: Ensure this value is less than or equal to 1" in client.post(
+        main_url, {"overlap": "2"}, follow=True).content.decode()
     assert "select the retained panel first" in client.post(main_url, {"overlap": "0.1"}, follow=True).content.decode()

@@ -5,12 +5,16 @@ main-round assignment — with every state rule tried."""
 from __future__ import annotations
 
 import pytest
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 
-from annotation import calibration, services
-from annotation.models import Assignment, AuditEvent, Judgment, Round, StudyMember
+from access.services import user_ensure
+from annotation import selectors, services
+from annotation.models import Assignment, Judgment, Round, StudyMember
 from annotation.selectors import turn_view
+from audit.models import AuditEvent
 from benchmark import services as benchmark_services
+from calibration import selectors as calibration_selectors
+from calibration import services as calibration_services
 from metrics.models import MetricRun
 from tests.celery_worker import celery_worker, wait_for
 
@@ -65,27 +69,27 @@ def test_the_full_calibration_protocol(admin_user, expert):
     benchmark_services.conversations_import(rows=enumerate(records(), start=1))
     study = services.study_create(slug="protocol", name="Protocol", schema=services.Schema.objects.get(slug="cab-v1"),
                                   model_slots=list(MODELS), by=admin_user)
-    reviewers = [services.user_ensure(username=f"rev-{c}", role="reviewer") for c in "abc"]
-    second_expert = services.user_ensure(username="expert-2", role="expert")
+    reviewers = [user_ensure(username=f"rev-{c}", role="reviewer") for c in "abc"]
+    second_expert = user_ensure(username="expert-2", role="expert")
     for r in reviewers:
-        services.study_member_add(study=study, user=r, role=StudyMember.Role.REVIEWER)
+        services.study_member_add(study=study, user=r, role=StudyMember.Role.REVIEWER, by=admin_user)
     for e in (expert, second_expert):
-        services.study_member_add(study=study, user=e, role=StudyMember.Role.EXPERT)
+        services.study_member_add(study=study, user=e, role=StudyMember.Role.EXPERT, by=admin_user)
     outsider = UserFactory(username="nobody")
 
     with celery_worker():
         for number in (1, 2):
             round_ = services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=admin_user)
-            with pytest.raises(ValidationError, match="only a study admin"):
-                calibration.calibration_set_sample(round=round_, by=reviewers[0], n=3, seed=number)
+            with pytest.raises(PermissionDenied, match="Only study admins"):
+                calibration_services.calibration_set_sample(round=round_, by=reviewers[0], n=3, seed=number)
             with pytest.raises(ValidationError, match="has no calibration set yet"):
-                calibration.calibration_round_open(round=round_, by=admin_user)
-            turns = calibration.calibration_set_sample(round=round_, by=admin_user, n=3, seed=number)
+                calibration_services.calibration_round_open(round=round_, by=admin_user)
+            turns = calibration_services.calibration_set_sample(round=round_, by=admin_user, n=3, seed=number)
             assert len({t.conversation.dataset.name for t in turns}) >= 2, "stratified across datasets"
-            calibration.calibration_round_open(round=round_, by=admin_user)
+            calibration_services.calibration_round_open(round=round_, by=admin_user)
             assert Assignment.objects.filter(round=round_).count() == 3 * 5
             with pytest.raises(ValidationError, match="its items are fixed"):
-                calibration.calibration_set_sample(round=round_, by=admin_user, n=3, seed=9)
+                calibration_services.calibration_set_sample(round=round_, by=admin_user, n=3, seed=9)
 
             # Experts: the first codes the truth, the second differs on the flags.
             code_round(round_, expert, lambda a, v: v)
@@ -99,24 +103,24 @@ def test_the_full_calibration_protocol(admin_user, expert):
             view = turn_view(round_id=round_.pk, user=reviewers[0], position=1)
             assert all(j.coder_id == reviewers[0].pk for c in view.cards for j in c.judgments.values())
             with pytest.raises(ValidationError, match="once the round is closed"):
-                calibration.reviewer_feedback(round=round_, user=reviewers[0])
+                calibration_selectors.reviewer_feedback(round=round_, user=reviewers[0])
             assert turn_view(round_id=round_.pk, user=outsider, position=1) is None
 
             # Gold panel: unanimous items accepted at once, the rest decided one by one.
-            accepted = calibration.gold_accept_unanimous(round=round_, by=admin_user)
-            open_items = [i for i in calibration.consensus_items(round=round_) if i.gold is None]
+            accepted = calibration_services.gold_accept_unanimous(round=round_, by=admin_user)
+            open_items = [i for i in calibration_selectors.consensus_items(round=round_) if i.gold is None]
             assert accepted > 0 and open_items and all(i.attribute.group == "flag" for i in open_items)
             for item in open_items:
-                calibration.gold_record(round=round_, by=admin_user, attribute=item.attribute, turn=item.turn,
+                calibration_services.gold_record(round=round_, by=admin_user, attribute=item.attribute, turn=item.turn,
                                         response=item.response, score=item.expert_scores[expert.username],
                                         agreed_by=[expert, second_expert], note="the first reading holds")
             with pytest.raises(ValidationError, match="outside the scale"):
                 item = open_items[0]
-                calibration.gold_record(round=round_, by=admin_user, attribute=item.attribute, turn=item.turn,
+                calibration_services.gold_record(round=round_, by=admin_user, attribute=item.attribute, turn=item.turn,
                                         response=item.response, score=7)
-            assert not [i for i in calibration.consensus_items(round=round_) if i.gold is None]
+            assert not [i for i in calibration_selectors.consensus_items(round=round_) if i.gold is None]
 
-            services.round_close(round=round_, by=admin_user)
+            calibration_services.round_close(round=round_, by=admin_user)
             run = MetricRun.objects.filter(study=study, trigger="round-closed").order_by("-pk").first()
             wait_for(lambda run=run: MetricRun.objects.get(pk=run.pk).status in {"succeeded", "failed"},
                      timeout=180)
@@ -128,18 +132,18 @@ def test_the_full_calibration_protocol(admin_user, expert):
             with pytest.raises(ValidationError, match="can no longer change"):
                 services.judgment_save(round=round_, by=reviewers[0], attribute=open_items[0].attribute,
                                        response=open_items[0].response, score=0)
-            items = calibration.workshop_items(round=round_)
+            items = calibration_selectors.workshop_items(round=round_)
             assert items[0].disagreements >= items[-1].disagreements
             assert set(items[0].scores) == {"R1", "R2", "R3"}, "reviewers are anonymised"
-            revealed = calibration.workshop_items(round=round_, reveal=True)
+            revealed = calibration_selectors.workshop_items(round=round_, reveal=True)
             assert set(revealed[0].scores) == {r.username for r in reviewers}
-            calibration.workshop_note_save(round=round_, by=admin_user, attribute=items[0].attribute,
+            calibration_services.workshop_note_save(round=round_, by=admin_user, attribute=items[0].attribute,
                                            turn=items[0].turn, response=items[0].response,
                                            text=f"Round {number}: anchor 1 means hedged inference.")
-            memo = calibration.calibration_memo_markdown(round=round_)
+            memo = calibration_selectors.calibration_memo_markdown(round=round_)
             assert f"Round {number}: anchor 1 means hedged inference." in memo and memo.startswith("# Calibration")
-            good = calibration.reviewer_feedback(round=round_, user=reviewers[0])
-            poor = calibration.reviewer_feedback(round=round_, user=reviewers[2])
+            good = calibration_selectors.reviewer_feedback(round=round_, user=reviewers[0])
+            poor = calibration_selectors.reviewer_feedback(round=round_, user=reviewers[2])
             assert good.bucketed == 1.0 and not good.differences
             assert poor.bucketed < good.bucketed and poor.differences
             assert poor.differences[0]["gold_anchor"], "the anchors explain the gold value"
@@ -149,22 +153,22 @@ def test_the_full_calibration_protocol(admin_user, expert):
     # Reopening is explicit and recorded.
     round_2 = Round.objects.get(study=study, kind="calibration", number=2)
     with pytest.raises(ValidationError, match="say why"):
-        calibration.round_reopen(round=round_2, by=admin_user, reason=" ")
-    calibration.round_reopen(round=round_2, by=admin_user, reason="a reviewer's codings were lost in transit")
+        calibration_services.round_reopen(round=round_2, by=admin_user, reason=" ")
+    calibration_services.round_reopen(round=round_2, by=admin_user, reason="a reviewer's codings were lost in transit")
     assert AuditEvent.objects.filter(action="round.reopen", data__reason__startswith="a reviewer").exists()
     Round.objects.filter(pk=round_2.pk).update(status="closed")
 
     # Panel selection from the round-2 report.
-    ranking = calibration.panel_ranking(study=study)
+    ranking = calibration_selectors.panel_ranking(study=study)
     assert [row["reviewer"] for row in ranking["rows"]] == ["rev-a", "rev-b", "rev-c"]
     assert set(ranking["rows"][0]["top_k"]) == {"4", "5", "6"}
-    calibration.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-b"], k=2)
+    calibration_services.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-b"], k=2)
     with pytest.raises(ValidationError, match="give the reason"):
-        calibration.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-c"], k=2)
-    calibration.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-b"], k=2)
+        calibration_services.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-c"], k=2)
+    calibration_services.panel_retain(study=study, by=admin_user, usernames=["rev-a", "rev-b"], k=2)
 
     # Main round: retained reviewers only, topic order, overlap, hidden check items.
-    summary = calibration.main_round_assign(study=study, by=admin_user, overlap=0.5, check_items=2, seed=3)
+    summary = calibration_services.main_round_assign(study=study, by=admin_user, overlap=0.5, check_items=2, seed=3)
     main = Round.objects.get(study=study, kind="main")
     coders = set(Assignment.objects.filter(round=main).values_list("coder__username", flat=True))
     assert coders == {"rev-a", "rev-b"}
@@ -176,7 +180,7 @@ def test_the_full_calibration_protocol(admin_user, expert):
     topics = [a.turn.conversation.topic for a in regular.filter(coder__username="rev-a").order_by("position")]
     assert topics == sorted(topics), "topic order"
     with pytest.raises(ValidationError, match="already has assignments"):
-        calibration.main_round_assign(study=study, by=admin_user)
+        calibration_services.main_round_assign(study=study, by=admin_user)
 
 
 @pytest.mark.django_db
@@ -194,14 +198,14 @@ def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, revie
         services.judgment_save(round=main, by=reviewer, attribute=attribute(code), response=response, score=mine)
     Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1,
                                            is_check_item=True)
-    alert = calibration.check_alert_update(study=study, user=reviewer)
+    alert = services.check_alert_update(study=study, user=reviewer)
     assert alert is not None and alert.n_items == 3 and abs(alert.agreement - 1 / 3) < 1e-12
-    assert calibration.check_alert_update(study=study, user=reviewer) is None, "one open alert at a time"
-    calibration.alert_resolve(alert=alert, by=admin_user)
+    assert services.check_alert_update(study=study, user=reviewer) is None, "one open alert at a time"
+    services.alert_resolve(alert=alert, by=admin_user)
     services.judgment_save(round=main, by=reviewer, attribute=attribute("TD"), response=response, score=1)
-    second = calibration.check_alert_update(study=study, user=reviewer)
+    second = services.check_alert_update(study=study, user=reviewer)
     assert second is not None and abs(second.agreement - 2 / 3) < 1e-12, "2 of 3 is still below 0.75"
-    calibration.alert_resolve(alert=second, by=admin_user)
+    services.alert_resolve(alert=second, by=admin_user)
     services.judgment_save(round=main, by=reviewer, attribute=attribute("AUR"), response=response, score=2)
-    assert calibration.check_agreement(study=study, user=reviewer) == (1.0, 3)
-    assert calibration.check_alert_update(study=study, user=reviewer) is None, "at or above the threshold: no alert"
+    assert selectors.check_agreement(study=study, user=reviewer) == (1.0, 3)
+    assert services.check_alert_update(study=study, user=reviewer) is None, "at or above the threshold: no alert"

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation.long_format import judgment_rows
 from annotation.models import Judgment, Round, Span, Study
-from annotation.selectors import judgment_rows
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
 
@@ -82,8 +82,8 @@ def test_csv_and_jsonl_import_the_same_judgments(conversations, tmp_path):
     ({"score": "high"}, "score", "must be a whole number"),
     ({"attribute": "XYZ"}, "attribute", "'XYZ' is not an attribute of schema cab-v1"),
     ({"round": "pilot"}, "round", "'pilot' is not calibration-N or main"),
-    ({"model": None}, "model", "AUR is coded once per model response: the model is required"),
-    ({"attribute": "U1"}, "model", "U1 is coded once per turn: leave the model empty"),
+    ({"model": None}, "model", "AUR is coded once per model response: a model response is required"),
+    ({"attribute": "U1"}, "model", "U1 is coded once per turn: give the turn and no model response"),
     ({"model": "Mistral"}, "model", "has no 'Mistral' response"),
     ({"conversation_id": "nope"}, "conversation_id", "CounselChat/nope is not imported"),
     ({"turn_index": 7}, "turn_index", "turn 7 of CounselChat/appendix-d-1 is not imported"),
@@ -91,7 +91,7 @@ def test_csv_and_jsonl_import_the_same_judgments(conversations, tmp_path):
     ({"spans": [{"start": 0, "end": 3, "subcategory": "directive"}]}, "spans[0]", "'directive' is not one of"),
     ({"is_gold": "maybe"}, "is_gold", "must be true or false"),
     ({"study": "other"}, "study", "row is for study 'other'"),
-    ({"instance_count": -1}, "instance_count", "must be 0 or more"),
+    ({"instance_count": -1}, "instance_count", "instance count must be a whole number from 0 to 2147483647"),
 ])
 def test_a_bad_row_names_line_and_field_and_nothing_is_written(conversations, tmp_path, bad, field, message):
     path = write_jsonl(tmp_path, [row(reviewer="carol"), row() | bad])
@@ -149,14 +149,14 @@ def test_export_then_import_into_an_empty_study_reproduces_every_judgment(tmp_pa
 
 
 def test_long_format_rows_are_the_same_whatever_the_batch_size(monkeypatch, django_assert_max_num_queries):
-    from annotation import selectors
+    from annotation import long_format
 
     call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "2",
                  "--calibration-turns", "1", "--slug", "batched", "--span-rate", "1")
     study = Study.objects.get(slug="batched")
     whole = list(judgment_rows(study=study))
     assert any(row["spans"] for row in whole)
-    monkeypatch.setattr(selectors, "JUDGMENT_ROWS_BATCH", 7)
+    monkeypatch.setattr(long_format, "JUDGMENT_ROWS_BATCH", 7)
     batches = -(-len(whole) // 7)
     with django_assert_max_num_queries(batches + 3):
         assert list(judgment_rows(study=study)) == whole

@@ -36,7 +36,7 @@ def study_round():
     Round.objects.filter(pk=round_.pk).update(status="draft")
     round_.refresh_from_db()
     tricky = Turn.objects.get(conversation__external_id="tricky")
-    services.assignments_ensure(round=round_, coder=reviewer, turns=[tricky])
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[tricky], by=None)
     Round.objects.filter(pk=round_.pk).update(status="open")
     return round_, reviewer
 

@@ -6,9 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from annotation import services as annotation_services
+from api import services as api_services
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
-from cab import services as cab_services
 from tests.factories import StudyFactory, StudyMemberFactory
 
 ALL_SCOPES = ("ingest", "import", "read", "metrics")
@@ -31,7 +31,7 @@ def token_for():
     """token_for(user, scopes=…, study=…, expires_at=…) -> raw bearer token."""
 
     def make(user, scopes=ALL_SCOPES, study=None, expires_at=None):
-        _, raw = cab_services.api_token_create(user=user, name="test", scopes=scopes, study=study,
+        _, raw = api_services.api_token_create(user=user, name="test", scopes=scopes, study=study,
                                                expires_at=expires_at, by=None)
         return raw
 

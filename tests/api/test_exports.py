@@ -9,10 +9,9 @@ import json
 
 import pytest
 
-from annotation.judgment_import import COLUMNS
+from access.services import user_ensure
+from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import Judgment
-from annotation.selectors import judgment_rows
-from annotation.services import user_ensure
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
 from tests.factories import JudgmentFactory, MetricRunFactory, RoundFactory, SpanFactory, attribute
@@ -143,7 +142,7 @@ def test_neutralise_and_unneutralise_are_exact_inverses():
     from hypothesis import given
     from hypothesis import strategies as st
 
-    from annotation.exports import neutralise, unneutralise
+    from common.cells import neutralise, unneutralise
 
     @given(st.text(alphabet=st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'", "a", "1", " ", "\n"])))
     def check(value):

@@ -237,7 +237,7 @@ def test_an_oversize_body_is_a_413_and_writes_nothing(ingester, turns_only):
 
 
 def test_too_many_items_is_a_413(ingester, turns_only, monkeypatch):
-    monkeypatch.setattr("cab.api_support.MAX_ITEMS", 10)
+    monkeypatch.setattr("api.parsers.MAX_ITEMS", 10)
     response = ingester.post(RESPONSES, response_items(), format="json")
     assert response.status_code == 413
     assert "at most 10 are accepted" in response.json()["detail"]
@@ -252,7 +252,7 @@ def test_ten_thousand_responses_in_one_request_with_set_based_writes(
     items = [{"dataset": "Bulk", "conversation_id": "bulk", "turn_index": i, "model": model, "text": f"{model} {i}"}
              for i in range(1, 2001) for model in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]
     # auth (3) + advisory lock + turns + existing responses + 5 INSERTs of 2,000 rows + savepoints: no per-item trip
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(17):  # … and one audit event
         response = ingester.post(RESPONSES, items, format="json")
     assert response.json() == {"items": 10000, "created": 10000, "updated": 0, "unchanged": 0}
     with django_assert_max_num_queries(10):
@@ -296,7 +296,7 @@ def test_an_idempotency_record_older_than_a_day_is_not_replayed(ingester, turns_
 
     from django.utils import timezone
 
-    from cab.models import IdempotencyRecord
+    from api.models import IdempotencyRecord
     from tests.factories import IdempotencyRecordFactory
 
     IdempotencyRecordFactory(user=admin_user, key="old-key", response={"stale": True})

@@ -12,9 +12,9 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from schemathesis.core.parameters import ParameterLocation
 
+from api import services as api_services
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
-from cab import services as cab_services
 from tests.api.fuzz import fuzz
 from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
 
@@ -53,7 +53,7 @@ def test_every_operation_answers_within_its_schema_and_never_with_a_5xx(wsgi_app
     benchmark_services.conversations_import(rows=enumerate(demo_records()))
     RoundFactory(study=study, kind="calibration", number=1)
     run = MetricRunFactory(study=study, status="succeeded", result={"indices": {"ari": {"GPT": {"ARI": 0.1}}}})
-    _, token = cab_services.api_token_create(user=admin_user, name="fuzz", by=None,
+    _, token = api_services.api_token_create(user=admin_user, name="fuzz", by=None,
                                              scopes=["ingest", "import", "read", "metrics"])
     report = fuzz(wsgi_app, token=token, examples=EXAMPLES, steer=steer_to(run.pk))
     assert report.operations >= 15

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from cab import services as cab_services
-from cab.models import ApiToken
+from api import services as api_services
+from api.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 
@@ -58,17 +58,17 @@ def test_an_expired_token_is_refused(admin_user, token_for, api, study):
 
 def test_a_token_cannot_be_created_already_expired(admin_user):
     with pytest.raises(Exception, match="must be in the future"):
-        cab_services.api_token_create(user=admin_user, name="x", scopes=["read"], by=None,
+        api_services.api_token_create(user=admin_user, name="x", scopes=["read"], by=None,
                                       expires_at=timezone.now() - timedelta(days=1))
 
 
 def test_a_revoked_token_is_refused_and_the_revocation_is_audited(admin_user, token_for, api, study):
-    from annotation.models import AuditEvent
+    from audit.models import AuditEvent
 
     raw = token_for(admin_user)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert api.get(STUDIES).status_code == 200
-    cab_services.api_token_revoke(token=ApiToken.objects.get(), by=admin_user)
+    api_services.api_token_revoke(token=ApiToken.objects.get(), by=admin_user)
     response = api.get(STUDIES)
     assert response.status_code == 401
     assert response.json()["detail"] == "This token has been revoked."

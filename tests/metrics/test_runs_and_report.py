@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment
-from metrics import services
+from metrics import runs, services
 from metrics.models import MetricRun
 from tests.celery_worker import celery_worker, wait_for
 from tests.factories import StudyFactory
@@ -103,7 +103,7 @@ def test_metrics_report_refuses_bad_arguments():
     with pytest.raises(CommandError, match="no study with slug 'nope'"):
         call_command("metrics_report", "--study", "nope")
     StudyFactory(slug="s")
-    with pytest.raises(CommandError, match="--bootstrap must be at least 1"):
+    with pytest.raises(CommandError, match="--bootstrap must be a whole number from 1 to 100000"):
         call_command("metrics_report", "--study", "s", "--bootstrap", "0")
 
 
@@ -116,11 +116,11 @@ def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
     study = Study.objects.get(slug="eager")
     run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
     assert run.status == "queued"
-    assert services.metric_run_execute(run_id=run.pk) is True
+    assert runs.metric_run_execute(run_id=run.pk) is True
     run.refresh_from_db()
     assert run.status == "succeeded" and run.progress == 1.0 and run.result["calibration"]["reviewers"]
     finished_at = run.finished_at
-    assert services.metric_run_execute(run_id=run.pk) is False, "a finished run is never computed twice"
+    assert runs.metric_run_execute(run_id=run.pk) is False, "a finished run is never computed twice"
     run.refresh_from_db()
     assert run.finished_at == finished_at and run.attempts == 1
 
@@ -129,7 +129,7 @@ def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
 def test_request_refuses_bad_parameters(admin_user):
     from django.core.exceptions import ValidationError
 
-    with pytest.raises(ValidationError, match="between 1 and 100000"):
+    with pytest.raises(ValidationError, match="must be a whole number from 1 to 100000"):
         services.metric_run_request(study=StudyFactory(), by=admin_user, bootstrap=0)
     assert not MetricRun.objects.exists()
 
@@ -148,7 +148,7 @@ def test_a_worker_process_computes_a_requested_run(admin_user):
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     assert run.attempts == 1 and run.started_at and run.finished_at
-    inline = services.report_build(study=study, bootstrap=50)
+    inline = runs.report_build(study=study, bootstrap=50)
     assert run.result == json.loads(json.dumps(inline))
     assert Judgment.objects.filter(round__study=study).count() > 0
 
@@ -158,6 +158,7 @@ def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer
     from django.core.exceptions import ValidationError
 
     from annotation import services as annotation_services
+    from calibration import services as calibration_services
     from tests.factories import ModelResponseFactory, RoundFactory, attribute
 
     round_ = RoundFactory(study=StudyFactory(status="open"))
@@ -165,7 +166,7 @@ def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer
     annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
                                       score=1)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        annotation_services.round_close(round=round_, by=admin_user)
+        calibration_services.round_close(round=round_, by=admin_user)
     run = MetricRun.objects.get(study=round_.study)
     assert run.trigger == "round-closed" and run.status == "queued" and len(callbacks) == 1
     round_.refresh_from_db()

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import judgment_import
-from cab.errors import RowErrors
+from annotation import judgment_import, long_format
+from common.errors import RowErrors
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         try:
             with file.open(encoding="utf-8", newline="") as stream:
                 summary = judgment_import.judgments_import(
-                    rows=judgment_import.read_rows(stream, fmt=fmt), study_slug=study, by=None
+                    rows=long_format.read_rows(stream, fmt=fmt), study_slug=study, by=None
                 )
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: not UTF-8 text ({error.reason} at byte {error.start})") from error

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import services
-from cab.errors import RowErrors
+from common.errors import RowErrors
 
 
 class Command(BaseCommand):

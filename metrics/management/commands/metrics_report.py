@@ -3,7 +3,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
-from metrics import services
+from metrics import runs
+from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, RunParameters
 
 
 class Command(BaseCommand):
@@ -11,18 +12,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--seed", type=int, default=0)
-        parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+        parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+        parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
         parser.add_argument("--indent", type=int, default=2)
 
     def handle(self, *args, study: str, seed: int, bootstrap: int, indent: int, **options):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
-        if bootstrap < 1:
-            raise CommandError("--bootstrap must be at least 1")
-        if not 0 <= seed < 2**32:
-            raise CommandError("--seed must be between 0 and 2^32 - 1")
-        report = services.report_build(study=found, seed=seed, bootstrap=bootstrap)
+        problems = RunParameters(seed=seed, bootstrap=bootstrap).problems()
+        if problems:
+            raise CommandError("; ".join(f"--{name} {message}" for name, message in problems.items()))
+        report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap)
         document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
         self.stdout.write(document)

@@ -1,0 +1,121 @@
+"""The SPEC §6 long format of judgments, in one place: its columns, reading a file (CSV or JSON Lines) into rows,
+and writing a study's judgments. Every export (downloads, API, ``export_judgments``) and every import
+(``import_judgments``, API) goes through here, so a file we write always reads back exactly.
+
+CSV cells are written by ``common.cells`` (formula neutralisation) and read back with ``unneutralise``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from typing import IO, Any
+
+from annotation.models import Judgment, Span, Study
+from common.cells import csv_stream, jsonl_stream, unneutralise
+from common.errors import RowError
+from common.rounds import round_name
+
+COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
+           "attribute", "score", "instance_count", "spans")
+OPTIONAL_COLUMNS = ("model", "instance_count", "spans")
+FORMATS = ("csv", "jsonl")
+JUDGMENT_ROWS_BATCH = 2000
+
+
+# --- reading -----------------------------------------------------------------------------------------------------
+
+
+def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
+    """(line number, row) pairs from a CSV (header required) or JSON Lines stream; a line that cannot be read
+    is yielded as a RowError in place of its row."""
+    if fmt == "jsonl":
+        for number, line in enumerate(stream, start=1):
+            if line.strip():
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as error:
+                    yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
+                except RecursionError:
+                    yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
+        return
+    reader = csv.DictReader(stream)
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
+        return
+    for row in reader:
+        yield reader.line_num, {key: unneutralise(value) if isinstance(value, str) else value
+                                for key, value in row.items()}
+
+
+# --- writing -----------------------------------------------------------------------------------------------------
+
+
+def judgment_rows(*, study: Study) -> Iterator[dict]:
+    """The study's judgments as long-format rows, streamed: judgments come from a server-side cursor and their
+    spans are fetched a batch of judgments at a time, so memory stays flat at any size. Unscored drafts (spans
+    highlighted, score still to come) are not judgments yet and are left out."""
+    rows = (
+        Judgment.objects.filter(round__study=study, score__isnull=False)
+        .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
+                  "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
+        .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
+                     "conversation__dataset__name", "conversation__external_id", "turn__index",
+                     "response__model_slot", "attribute__code", "score", "instance_count")
+        .iterator(chunk_size=5000)
+    )
+    batch: list[tuple] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == JUDGMENT_ROWS_BATCH:
+            yield from _rows(study, batch)
+            batch = []
+    yield from _rows(study, batch)
+
+
+def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
+    spans: dict[int, list[dict]] = {}
+    if batch:
+        for judgment_id, start, end, slug in (
+            Span.objects.filter(judgment_id__in=[row[0] for row in batch])
+            .order_by("judgment_id", "start", "end", "subcategory__slug")
+            .values_list("judgment_id", "start", "end", "subcategory__slug")
+        ):
+            spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
+    for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
+         instance_count) in batch:
+        yield {
+            "study": study.slug,
+            "round": round_name(kind, number),
+            "reviewer": coder,
+            "is_gold": is_gold,
+            "dataset": dataset,
+            "conversation_id": conversation,
+            "turn_index": turn,
+            "model": model,
+            "attribute": code,
+            "score": score,
+            "instance_count": instance_count,
+            "spans": spans.get(judgment_id, []),
+        }
+
+
+def csv_cells(row: dict) -> list[Any]:
+    """A row as CSV cells: empty for no model, no instance count and no spans; spans as a JSON list."""
+    flat = row | {"model": row["model"] or "",
+                  "spans": json.dumps(row["spans"], ensure_ascii=False) if row["spans"] else ""}
+    return [flat[column] for column in COLUMNS]
+
+
+def judgments_csv(*, study: Study) -> Iterator[str]:
+    return csv_stream(COLUMNS, (csv_cells(row) for row in judgment_rows(study=study)))
+
+
+def judgments_jsonl(*, study: Study) -> Iterator[str]:
+    return jsonl_stream(judgment_rows(study=study))
+
+
+WRITERS = {"csv": judgments_csv, "jsonl": judgments_jsonl}
+CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}

@@ -1,0 +1,112 @@
+"""The rules every judgment obeys, and the units an attribute is coded on, each in one place.
+
+The reviewer's autosave, gold recording and the long-format importer (command and API) all ask
+``judgment_problems`` and report its messages unchanged, so a rule and its wording cannot drift apart. The database
+guards the same rules again (constraints and PostgreSQL triggers); these checks come first so that people get a
+specific message instead of an integrity error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any, TypeVar
+
+from annotation.models import AttributeDefinition
+
+Unit = AttributeDefinition.Unit
+MAX_INSTANCE_COUNT = 2**31 - 1  # the column is a 32-bit integer
+T = TypeVar("T")
+
+
+def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T | None]:
+    """The units an attribute is coded on within one turn: the turn itself (``None``) or each of the turn's
+    responses (in the order given). Conversation-level attributes are not coded per turn."""
+    if attribute.unit == Unit.RESPONSE:
+        return list(responses)
+    if attribute.unit == Unit.TURN:
+        return [None]
+    return []
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def score_problem(attribute: AttributeDefinition, score: Any, *, required: bool) -> str | None:
+    code = attribute.code
+    if score is None:
+        return f"{code}: a score is required" if required else None
+    if not _whole(score):
+        return f"{code}: score must be a whole number"
+    if not attribute.scale_min <= score <= attribute.scale_max:
+        return f"{code}: score {score} is outside the scale {attribute.scale_min}–{attribute.scale_max}"
+    return None
+
+
+def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response: bool) -> str | None:
+    code = attribute.code
+    if attribute.unit == Unit.RESPONSE and not has_response:
+        return f"{code} is coded once per model response: a model response is required"
+    if attribute.unit == Unit.TURN and (not has_turn or has_response):
+        return f"{code} is coded once per turn: give the turn and no model response"
+    if attribute.unit == Unit.CONVERSATION and (has_turn or has_response):
+        return f"{code} is coded once per conversation: give neither a turn nor a model response"
+    return None
+
+
+def instance_count_problem(attribute: AttributeDefinition, instance_count: Any) -> str | None:
+    if instance_count is None:
+        return None
+    if not attribute.has_instance_count:
+        return f"{attribute.code} takes no instance count"
+    if not _whole(instance_count) or not 0 <= instance_count <= MAX_INSTANCE_COUNT:
+        return f"{attribute.code}: instance count must be a whole number from 0 to {MAX_INSTANCE_COUNT}"
+    return None
+
+
+def span_problem(
+    attribute: AttributeDefinition, span: tuple[Any, Any, Any], *, subcategories: Collection[str],
+    text_length: int | None,
+) -> str | None:
+    code = attribute.code
+    start, end, slug = span
+    if slug not in subcategories:
+        allowed = ", ".join(sorted(subcategories)) or "none"
+        return f"{code}: subcategory {slug!r} is not one of this attribute's ({allowed})"
+    if not (_whole(start) and _whole(end)):
+        return f"{code}: a span's start and end must be whole numbers"
+    if text_length is None:
+        return f"{code}: spans mark a model response's text; this unit has none"
+    if not 0 <= start < end <= text_length:
+        return f"{code}: span [{start}, {end}) is outside the response text (0–{text_length} characters)"
+    return None
+
+
+def judgment_problems(
+    *,
+    attribute: AttributeDefinition,
+    score: Any,
+    score_required: bool,
+    has_turn: bool,
+    has_response: bool,
+    instance_count: Any = None,
+    spans: Sequence[tuple[Any, Any, Any]] = (),
+    subcategories: Collection[str] = (),
+    text_length: int | None = None,
+) -> dict[str, str]:
+    """Every rule one judgment must satisfy, as {field: message}; empty when it is valid.
+
+    ``spans`` are (start, end, subcategory slug); ``subcategories`` are the slugs this attribute allows and
+    ``text_length`` is the length of the response text the spans index into (None when the unit has no text).
+    Fields are ``score``, ``unit``, ``instance_count`` and ``spans[i]``.
+    """
+    problems = {
+        "score": score_problem(attribute, score, required=score_required),
+        "unit": unit_problem(attribute, has_turn=has_turn, has_response=has_response),
+        "instance_count": instance_count_problem(attribute, instance_count),
+    }
+    # Spans of a judgment on the wrong unit would only repeat the unit problem.
+    for index, span in enumerate(spans if problems["unit"] is None else ()):
+        problems[f"spans[{index}]"] = span_problem(attribute, span, subcategories=subcategories,
+                                                   text_length=text_length)
+    return {field: message for field, message in problems.items() if message is not None}

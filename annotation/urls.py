@@ -1,0 +1,33 @@
+from django.urls import path, re_path
+
+from annotation import apis, views
+from common.rounds import NAME_PATTERN
+
+SLUG = r"(?P<slug>[-a-zA-Z0-9_]+)"
+ROUND = rf"(?P<round_name>{NAME_PATTERN})"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("schemas/<slug:slug>/spans.css", views.schema_spans_css, name="schema-spans-css"),
+    path("rounds/<int:round_id>/", views.queue, name="queue"),
+    path("rounds/<int:round_id>/turns/<int:position>/", views.turn, name="turn"),
+    path("rounds/<int:round_id>/turns/<int:position>/save", views.judgment_save, name="judgment-save"),
+    path("rounds/<int:round_id>/turns/<int:position>/complete", views.complete, name="turn-complete"),
+    path("rounds/<int:round_id>/turns/<int:position>/time", views.time_on_task, name="turn-time"),
+    re_path(rf"^exports/{SLUG}/judgments\.(?P<fmt>csv|jsonl)$", views.judgments_file, name="export-judgments"),
+    # REST API
+    path("api/v1/studies/", apis.StudyListApi.as_view(), name="api-studies"),
+    re_path(rf"^api/v1/studies/{SLUG}/$", apis.StudyDetailApi.as_view(), name="api-study"),
+    re_path(rf"^api/v1/studies/{SLUG}/rounds/$", apis.RoundListApi.as_view(), name="api-rounds"),
+    re_path(rf"^api/v1/studies/{SLUG}/rounds/{ROUND}/assignments/$", apis.AssignmentListApi.as_view(),
+            name="api-assignments"),
+    re_path(rf"^api/v1/studies/{SLUG}/judgments/$", apis.JudgmentListApi.as_view(), name="api-judgments"),
+    re_path(rf"^api/v1/studies/{SLUG}/judgments/import/$", apis.JudgmentImportApi.as_view(),
+            name="api-judgments-import"),
+    re_path(rf"^api/v1/studies/{SLUG}/conversations/$", apis.ConversationIngestApi.as_view(),
+            name="api-conversations"),
+    re_path(rf"^api/v1/studies/{SLUG}/responses/$", apis.ResponseIngestApi.as_view(), name="api-responses"),
+    re_path(rf"^api/v1/studies/{SLUG}/exports/judgments\.(?P<fmt>csv|jsonl)$", apis.JudgmentExportApi.as_view(),
+            name="api-export-judgments"),
+]

@@ -1,0 +1,86 @@
+"""One error shape for every API answer: the exception handler turns the services' errors (row errors,
+conflicts, Django ValidationError, PermissionDenied) into specific 4xx answers, never a 500; and the shapes of
+those answers for the OpenAPI schema."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from api.services import IdempotencyKeyReused
+from common.errors import RowConflicts, RowErrors
+
+MAX_ERRORS_SHOWN = 1000
+
+
+def row_errors_body(error: RowErrors, *, key: str) -> dict:
+    shown = error.errors[:MAX_ERRORS_SHOWN]
+    return {
+        "detail": f"{len(error.errors)} error(s); nothing was changed.",
+        "error_count": len(error.errors),
+        "errors": [{key: e.row, "field": e.field, "message": e.message} for e in shown],
+    }
+
+
+def exception_handler(exc, context):
+    key = getattr(context.get("view"), "error_row_key", "index")
+    if isinstance(exc, RowConflicts):
+        body = row_errors_body(exc, key=key)
+        body["detail"] = exc.conflict_detail.format(n=len(exc.errors))
+        return Response(body, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, RowErrors):
+        return Response(row_errors_body(exc, key=key), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, IdempotencyKeyReused):
+        return Response({"detail": "This Idempotency-Key was already used for a different request; use a new key "
+                                   "for new content."}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    if isinstance(exc, DjangoValidationError):
+        messages = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        return Response({"detail": "; ".join(exc.messages), "fields": messages}, status=status.HTTP_400_BAD_REQUEST)
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, exceptions.ValidationError):
+        # One error shape everywhere: {"detail": …} first, the per-field messages beside it.
+        fields = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
+        response.data = {"detail": "Invalid input: " + "; ".join(
+            f"{name}: {' '.join(str(m) for m in (msgs if isinstance(msgs, list) else [msgs]))}"
+            for name, msgs in fields.items()), "fields": fields}
+    return response
+
+
+# --- the shape of every error answer, for the OpenAPI schema -----------------------------------------------
+
+
+class ItemErrorOut(serializers.Serializer):
+    index = serializers.IntegerField(required=False, help_text="0-based position of the item in the request")
+    line = serializers.IntegerField(required=False, help_text="1-based line of an uploaded file (CSV: header is 1)")
+    field = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorOut(serializers.Serializer):
+    # ``fields`` and ``errors`` shadow Serializer properties only in the stubs: the serializer metaclass moves
+    # declared fields out of the class body.
+    detail = serializers.CharField()
+    fields = serializers.DictField(  # type: ignore[assignment]
+        required=False, help_text="field -> messages, for a malformed parameter or body"
+    )
+    error_count = serializers.IntegerField(required=False)
+    errors = ItemErrorOut(  # type: ignore[assignment]
+        many=True, required=False, help_text="every problem, item by item (at most 1000 shown)"
+    )
+
+
+
+
+def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
+    """The documented error answers of an operation (401 and 403 always: every operation needs a login)."""
+    return dict.fromkeys(sorted({401, 403, *codes}), ErrorOut)
+
+
+@csrf_exempt  # nothing happens here; without this a POST would get the HTML CSRF page instead of the JSON 404
+def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
+    """Any /api/v1/… path that names no endpoint: a JSON 404 like every other API error (not the HTML page)."""
+    return JsonResponse({"detail": "No such API endpoint; see /api/docs/."}, status=404)

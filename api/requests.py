@@ -1,0 +1,50 @@
+"""Reading the parts of a request every API view shares: the Idempotency-Key header and the query filters."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import TYPE_CHECKING
+
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import exceptions
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from rest_framework.request import Request
+
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$", "minLength": 1, "maxLength": 200},
+    OpenApiParameter.HEADER, required=False,
+    description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body gets "
+                "the first answer again (header Idempotent-Replayed: true); the same key with another body is 422.",
+)
+
+
+def request_user(request: Request) -> User:
+    """The signed-in account: IsAuthenticated, a default permission, lets no anonymous request reach a view."""
+    user = request.user
+    assert user.is_authenticated
+    return user
+
+
+def idempotency_key(request: Request) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.match(key):
+        raise exceptions.ValidationError({"Idempotency-Key": "1 to 200 printable ASCII characters, no spaces"})
+    return key
+
+
+def query_filters(request: Request) -> dict[str, str]:
+    """The query string as a plain dict (an empty value is a value, not an absent one), refusing repeated names."""
+    repeated = sorted(name for name, values in request.query_params.lists() if len(values) > 1)
+    if repeated:
+        raise exceptions.ValidationError(dict.fromkeys(repeated, "give this parameter once"))
+    return request.query_params.dict()
+
+
+def request_fingerprint(request: Request, body_sha256: str) -> str:
+    return hashlib.sha256(f"{request.method} {request.path}\n{body_sha256}".encode()).hexdigest()

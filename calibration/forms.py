@@ -1,0 +1,111 @@
+"""Input of the calibration pages: every POST is parsed by one of these forms before a service is called."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django import forms
+
+from annotation.models import AttributeDefinition, Round, StudyMember
+from benchmark.models import ModelResponse, Turn
+
+
+class SampleSetForm(forms.Form):
+    """Empty fields take the service's defaults."""
+
+    n = forms.IntegerField(min_value=1, max_value=10_000, required=False, label="set size")
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, required=False)
+
+
+class RefsSetForm(forms.Form):
+    refs = forms.CharField(max_length=100_000, widget=forms.Textarea, label="turns")
+
+
+class RoundCreateForm(forms.Form):
+    number = forms.IntegerField(min_value=1, max_value=999_999_999, label="round number")
+
+
+class ReopenForm(forms.Form):
+    reason = forms.CharField(max_length=1000, label="reason",
+                             error_messages={"required": "say why the round is reopened; the reason is recorded"})
+
+
+class MainRoundForm(forms.Form):
+    """Empty fields take the service's defaults."""
+
+    overlap = forms.FloatField(min_value=0, max_value=1, required=False, label="double-coded share")
+    check_items = forms.IntegerField(min_value=0, max_value=1000, required=False, label="check items")
+    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, required=False)
+
+
+class PanelForm(forms.Form):
+    retain = forms.MultipleChoiceField(choices=(), label="reviewers to retain")
+    k = forms.IntegerField(min_value=1, max_value=1000, required=False)
+    reason = forms.CharField(max_length=1000, required=False)
+
+    def __init__(self, *args, reviewers: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        cast(forms.MultipleChoiceField, self.fields["retain"]).choices = [(name, name) for name in reviewers]
+
+
+class ItemForm(forms.Form):
+    """One unit and attribute of a round's item set (a gold value or a workshop note is about it)."""
+
+    attribute = forms.CharField(max_length=20)
+    turn = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    response = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+
+    def __init__(self, *args, round: Round, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.round = round
+
+    def clean(self):
+        data = super().clean()
+        assert data is not None  # forms.Form.clean returns cleaned_data
+        if self.errors:
+            return data
+        attribute = AttributeDefinition.objects.filter(schema_id=self.round.study.schema_id,
+                                                       code=data["attribute"]).first()
+        turn = Turn.objects.filter(pk=data["turn"], round_items__round=self.round).first()
+        if attribute is None:
+            raise forms.ValidationError(f"{data['attribute']!r} is not an attribute of this study's schema")
+        if turn is None:
+            raise forms.ValidationError("that turn is not in this round's set")
+        response = None
+        if data.get("response") is not None:
+            response = ModelResponse.objects.filter(pk=data["response"], turn=turn).first()
+            if response is None:
+                raise forms.ValidationError("that response is not part of the turn")
+        data.update(attribute=attribute, turn=turn, response=response)
+        return data
+
+
+class GoldForm(ItemForm):
+    score = forms.IntegerField(error_messages={"required": "choose the gold value"})
+    agreed = forms.MultipleChoiceField(choices=(), required=False)
+    note = forms.CharField(max_length=10_000, required=False)
+    version = forms.IntegerField(min_value=0, required=False)
+
+    def __init__(self, *args, round: Round, **kwargs):
+        super().__init__(*args, round=round, **kwargs)
+        self.experts = {m.user.get_username(): m.user for m in StudyMember.objects.filter(
+            study=round.study, role=StudyMember.Role.EXPERT).select_related("user")}
+        cast(forms.MultipleChoiceField, self.fields["agreed"]).choices = [(name, name) for name in sorted(self.experts)]
+
+
+class NoteForm(ItemForm):
+    text = forms.CharField(max_length=20_000, required=False, strip=False)
+
+
+def given(form: forms.Form) -> dict:
+    """The cleaned values that were filled in (empty optional fields are left to the service's defaults)."""
+    return {name: value for name, value in form.cleaned_data.items() if value is not None}
+
+
+def form_errors(form: forms.Form) -> list[str]:
+    """A form's errors as sentences naming the field ("seed: Ensure this value is …")."""
+    messages = []
+    for name, errors in form.errors.items():
+        label = form.fields[name].label or name if name in form.fields else ""
+        messages += [f"{label}: {error}" if label else str(error) for error in errors]
+    return messages

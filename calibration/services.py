@@ -1,0 +1,312 @@
+"""Writes of the calibration protocol: calibration sets, opening and closing rounds (closing starts a metrics
+run), the gold panel's consensus, workshop notes, panel retention and main-round assignment.
+
+Every write is for study admins only (``PermissionDenied`` otherwise), names its actor (``by``) and records its
+audit event in its own transaction; rules are checked here, on the server, whatever page or script calls them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from access.checks import require_study_admin
+from annotation import services as annotation_services
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    Round,
+    RoundItem,
+    Study,
+    StudyMember,
+    WorkshopNote,
+)
+from audit.services import audit_record
+from benchmark.models import ModelResponse, Turn
+from calibration import selectors
+from metrics.services import metric_run_request
+
+
+@transaction.atomic
+def calibration_set_sample(*, round: Round, by: User, n: int = 10, seed: int = 0) -> list[Turn]:
+    """Draw n turns, stratified across (dataset, single/multi-turn) in proportion to their size (largest
+    remainder; every stratum gets one when n allows), then fix them in a seeded order."""
+    require_study_admin(by)
+    if round.kind != Round.Kind.CALIBRATION:
+        raise ValidationError("calibration sets belong to calibration rounds")
+    if n < 1:
+        raise ValidationError("a calibration set needs at least one turn")
+    candidates = selectors.calibration_candidates(study=round.study)
+    if len(candidates) < n:
+        raise ValidationError(f"only {len(candidates)} unused turns are available, {n} were asked for")
+    strata: dict[tuple[str, str], list[Turn]] = defaultdict(list)
+    for turn in candidates:
+        strata[(turn.conversation.dataset.name, turn.conversation.kind)].append(turn)
+    keys = sorted(strata)
+    sizes = np.array([len(strata[k]) for k in keys], dtype=float)
+    quota = n * sizes / sizes.sum()
+    take = np.floor(quota).astype(int)
+    if n >= len(keys):
+        take = np.maximum(take, 1)
+    while take.sum() > n:
+        take[np.argmax(take - quota)] -= 1
+    for index in np.argsort(-(quota - take), kind="stable"):
+        if take.sum() >= n:
+            break
+        if take[index] < sizes[index]:
+            take[index] += 1
+    rng = np.random.default_rng(seed)
+    chosen: list[Turn] = []
+    for key, k in zip(keys, take, strict=True):
+        members = strata[key]
+        chosen += [members[i] for i in sorted(rng.choice(len(members), size=int(k), replace=False))]
+    order = rng.permutation(len(chosen))
+    turns = [chosen[i] for i in order]
+    annotation_services.round_items_set(round=round, turns=turns, by=by)
+    audit_record(by=by, action="calibration_set.sample", study=round.study, target=f"round:{round.name}", n=n,
+                 seed=seed)
+    return turns
+
+
+_REF = re.compile(r"^(?P<dataset>[^/]+)/(?P<conversation>.+)#(?P<turn>[1-9][0-9]*)$")
+
+
+@transaction.atomic
+def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn]:
+    """A hand-built set: one ``DATASET/CONVERSATION_ID#TURN`` per line, in the order given."""
+    require_study_admin(by)
+    errors, turns = [], []
+    for number, line in enumerate(refs.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        match = _REF.match(line)
+        if not match:
+            errors.append(f"line {number}: {line!r} is not DATASET/CONVERSATION_ID#TURN")
+            continue
+        turn = Turn.objects.filter(conversation__dataset__name=match["dataset"],
+                                   conversation__external_id=match["conversation"],
+                                   index=int(match["turn"])).first()
+        if turn is None:
+            errors.append(f"line {number}: no turn {match['turn']} of {match['dataset']}/{match['conversation']}")
+        elif turn in turns:
+            errors.append(f"line {number}: {line} is listed twice")
+        else:
+            turns.append(turn)
+    if not turns and not errors:
+        errors.append("no turn given")
+    if errors:
+        raise ValidationError(errors)
+    annotation_services.round_items_set(round=round, turns=turns, by=by)
+    return turns
+
+
+@transaction.atomic
+def calibration_round_open(*, round: Round, by: User) -> Round:
+    """Open a calibration round: every reviewer and expert of the study gets the same items, in the set's order."""
+    require_study_admin(by)
+    items = list(round.items.select_related("turn").order_by("position"))
+    if not items:
+        raise ValidationError(f"{round.name} has no calibration set yet")
+    coders = [m.user for m in StudyMember.objects.filter(study=round.study).select_related("user")]
+    if not coders:
+        raise ValidationError("the study has no reviewers or experts")
+    others = Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, status=Round.Status.OPEN)
+    if (other := others.exclude(pk=round.pk).first()) is not None:
+        raise ValidationError(f"{other.name} is still open; close it first")
+    annotation_services.round_open(round=round, by=by)
+    for coder in coders:
+        annotation_services.assignments_ensure(round=round, coder=coder, turns=[item.turn for item in items], by=by)
+    return round
+
+
+@transaction.atomic
+def round_close(*, round: Round, by: User) -> Round:
+    """Close an open round (every judgment in it is locked) and start a metrics run after commit, so the stored
+    report always matches the closed round."""
+    require_study_admin(by)
+    closed = annotation_services.round_close(round=round, by=by)
+    metric_run_request(study=closed.study, by=by, trigger="round-closed")
+    return closed
+
+
+@transaction.atomic
+def round_reopen(*, round: Round, by: User, reason: str) -> Round:
+    return annotation_services.round_reopen(round=round, by=by, reason=reason)
+
+
+@transaction.atomic
+def gold_record(
+    *, round: Round, by: User, attribute: AttributeDefinition, turn: Turn,
+    response: ModelResponse | None, score: int, agreed_by: Sequence[User] = (), note: str = "",
+    expected_version: int | None = None,
+) -> Judgment:
+    """Record the gold panel's consensus value for one item (who agreed, an optional note)."""
+    require_study_admin(by)
+    if round.status == Round.Status.DRAFT:
+        raise ValidationError(f"{round.name} is still a draft")
+    if not round.items.filter(turn=turn).exists():
+        raise ValidationError("that turn is not in this round's set")
+    return annotation_services.gold_save(round=round, by=by, attribute=attribute, turn=turn, response=response,
+                                         score=score, note=note, agreed_by=agreed_by,
+                                         expected_version=expected_version)
+
+
+@transaction.atomic
+def gold_accept_unanimous(*, round: Round, by: User) -> int:
+    """Record as gold every item on which all experts coded the same value; returns how many."""
+    require_study_admin(by)
+    experts = {m.user.get_username(): m.user for m in
+               StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT).select_related("user")}
+    count = 0
+    for item in selectors.consensus_items(round=round):
+        if item.gold is None and item.unanimous:
+            score = next(iter(item.expert_scores.values()))
+            assert score is not None  # unanimous: every expert scored, and the same
+            gold_record(round=round, by=by, attribute=item.attribute, turn=item.turn, response=item.response,
+                        score=score, agreed_by=list(experts.values()), note="unanimous")
+            count += 1
+    return count
+
+
+@transaction.atomic
+def workshop_note_save(*, round: Round, by: User, attribute: AttributeDefinition, turn: Turn,
+                       response: ModelResponse | None, text: str) -> WorkshopNote | None:
+    require_study_admin(by)
+    if round.status != Round.Status.CLOSED:
+        raise ValidationError("the workshop opens when the round is closed")
+    lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response}
+    target = f"round:{round.name}"
+    where = {"attribute": attribute.code, "turn": turn.pk, "response": response.pk if response else None}
+    if not text.strip():
+        if WorkshopNote.objects.filter(**lookup).delete()[0]:
+            audit_record(by=by, action="workshop_note.delete", study=round.study, target=target, **where)
+        return None
+    note, _ = WorkshopNote.objects.update_or_create(**lookup, defaults={"text": text.strip(), "written_by": by})
+    audit_record(by=by, action="workshop_note.save", study=round.study, target=target, **where)
+    return note
+
+
+@transaction.atomic
+def panel_retain(*, study: Study, by: User, usernames: Sequence[str], reason: str = "",
+                 k: int | None = None) -> list[str]:
+    """Retain exactly these reviewers for the main round. Anything other than the top k of the ranking needs a
+    recorded reason."""
+    require_study_admin(by)
+    members = {m.user.get_username(): m for m in
+               StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).select_related("user")}
+    unknown = sorted(set(usernames) - set(members))
+    if unknown:
+        raise ValidationError(f"not reviewers of this study: {', '.join(unknown)}")
+    if not usernames:
+        raise ValidationError("retain at least one reviewer")
+    ranking = selectors.panel_ranking(study=study)
+    top = [row["reviewer"] for row in ranking["rows"]][: k or len(usernames)] if ranking else []
+    overridden = sorted(set(usernames)) != sorted(top)
+    if overridden and not reason.strip():
+        raise ValidationError(
+            f"the selection differs from the top {k or len(usernames)} of the ranking ({', '.join(top) or 'none'}); "
+            "give the reason, it is recorded")
+    for name, member in members.items():
+        member.retained = name in usernames
+        member.save(update_fields=["retained"])
+    audit_record(by=by, action="panel.retain", study=study, target=f"study:{study.slug}",
+                 retained=sorted(usernames), top=top, overridden=overridden, reason=reason.strip())
+    return sorted(usernames)
+
+
+def _conversations_in_topic_order(turns: list[Turn]) -> list[list[Turn]]:
+    """The turns grouped by conversation, conversations ordered by (topic, dataset, external id)."""
+    by_conversation: dict[int, list[Turn]] = defaultdict(list)
+    for turn in turns:
+        by_conversation[turn.conversation_id].append(turn)
+    return sorted(by_conversation.values(),
+                  key=lambda ts: (ts[0].conversation.topic, ts[0].conversation.dataset.name,
+                                  ts[0].conversation.external_id))
+
+
+def _queues_balanced(conversations: list[list[Turn]], *, panel_size: int,
+                     double: set[int]) -> dict[int, list[tuple[Turn, bool]]]:
+    """Each conversation, its turns in order, to the least-loaded coder (two of them for the double-coded
+    positions); coder -> [(turn, is check item)]."""
+    load = dict.fromkeys(range(panel_size), 0)
+    queues: dict[int, list[tuple[Turn, bool]]] = defaultdict(list)
+    for index, conversation_turns in enumerate(conversations):
+        ordered = sorted(conversation_turns, key=lambda t: t.index)
+        coders = sorted(load, key=lambda c: (load[c], c))[: 2 if index in double else 1]
+        for coder in coders:
+            queues[coder] += [(t, False) for t in ordered]
+            load[coder] += len(ordered)
+    return queues
+
+
+def _check_items_insert(queues: dict[int, list[tuple[Turn, bool]]], gold_turns: list[Turn], *, check_items: int,
+                        rng: np.random.Generator) -> None:
+    """Hide up to ``check_items`` distinct gold turns at random positions of every queue."""
+    for coder in queues:
+        picks = rng.choice(len(gold_turns), size=min(check_items, len(gold_turns)), replace=False)
+        for pick in picks:
+            queues[coder].insert(int(rng.integers(0, len(queues[coder]) + 1)), (gold_turns[pick], True))
+
+
+def _assignments(main: Round, panel: Sequence[User],
+                 queues: dict[int, list[tuple[Turn, bool]]]) -> list[Assignment]:
+    """One assignment per coder and turn, numbered by queue position; a turn already queued keeps its first place."""
+    rows = []
+    for coder, queue in queues.items():
+        seen = set()
+        for position, (turn, is_check) in enumerate(queue, start=1):
+            if turn.pk in seen:
+                continue
+            seen.add(turn.pk)
+            rows.append(Assignment(round=main, coder=panel[coder], turn=turn, position=position,
+                                   is_check_item=is_check))
+    return rows
+
+
+@transaction.atomic
+def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_items: int = 0,
+                      seed: int = 0) -> dict[str, int]:
+    """Give the retained panel the study's non-calibration turns, in topic order, a conversation at a time (so
+    a multi-turn conversation stays with one reviewer), balancing turns; a share ``overlap`` of conversations is
+    double-coded; ``check_items`` hidden gold items (calibration turns with gold) go into every queue."""
+    require_study_admin(by)
+    if not 0 <= overlap <= 1:
+        raise ValidationError("overlap must be between 0 and 1")
+    panel = [m.user for m in StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER, retained=True)
+             .select_related("user").order_by("user__username")]
+    if not panel:
+        raise ValidationError("select the retained panel first")
+    main = annotation_services.round_ensure(study=study, kind=Round.Kind.MAIN, by=by)
+    main = Round.objects.select_for_update().get(pk=main.pk)  # one assignment run at a time
+    if main.status == Round.Status.CLOSED:
+        raise ValidationError("the main round is closed")
+    if Assignment.objects.filter(round=main).exists():
+        raise ValidationError("the main round already has assignments")
+    rng = np.random.default_rng(seed)
+    turns = selectors.calibration_candidates(study=study)
+    conversations = _conversations_in_topic_order(turns)
+    double = set(rng.choice(len(conversations), size=round(overlap * len(conversations)), replace=False).tolist()) \
+        if conversations and len(panel) > 1 else set()
+    queues = _queues_balanced(conversations, panel_size=len(panel), double=double)
+    gold_turns = list(Turn.objects.filter(
+        pk__in=Judgment.objects.filter(round__study=study, is_gold=True).values("turn_id")).order_by("pk"))
+    if check_items and gold_turns:
+        _check_items_insert(queues, gold_turns, check_items=check_items, rng=rng)
+    rows = _assignments(main, panel, queues)
+    Assignment.objects.bulk_create(rows, batch_size=5000)
+    RoundItem.objects.bulk_create([RoundItem(round=main, turn=t, position=i) for i, t in enumerate(turns, start=1)],
+                                  batch_size=5000, ignore_conflicts=True)
+    summary = {"reviewers": len(queues), "assignments": len(rows),
+               "double_coded_conversations": len(double), "check_items": sum(1 for r in rows if r.is_check_item)}
+    audit_record(by=by, action="main_round.assign", study=study, target="round:main", overlap=overlap, seed=seed,
+                 **summary)
+    return summary
