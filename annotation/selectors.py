@@ -107,10 +107,16 @@ class TurnView:
                 yield from forms
 
 
+def coder_assignments(*, user: User) -> QuerySet[Assignment]:
+    """A coder's assignments in the studies they are still a member of: removing someone from a study takes their
+    pages and saves away at once (their judgments stay)."""
+    return Assignment.objects.filter(coder=user, round__study__members__user=user)
+
+
 def coder_rounds(*, user: User) -> list[dict]:
     """Open rounds in which the user has assignments, with progress and where to resume."""
     rows = (
-        Assignment.objects.filter(coder=user, round__status=Round.Status.OPEN)
+        coder_assignments(user=user).filter(round__status=Round.Status.OPEN)
         .values("round_id", "round__study__name", "round__kind", "round__number")
         .annotate(
             total=Count("id"),
@@ -136,7 +142,7 @@ def coder_feedback_rounds(*, user: User) -> list[Round]:
 
 def coder_queue(*, round: Round, user: User) -> list[Assignment]:
     return list(
-        Assignment.objects.filter(round=round, coder=user)
+        coder_assignments(user=user).filter(round=round)
         .select_related("turn__conversation__dataset")
         .order_by("position")
     )
@@ -185,7 +191,7 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     None when the user has no assignment at that position: other people's work is unreachable by URL.
     """
     assignment = (
-        Assignment.objects.filter(round_id=round_id, coder=user, position=position)
+        coder_assignments(user=user).filter(round_id=round_id, position=position)
         .select_related("round__study__schema", "turn__conversation__dataset")
         .first()
     )

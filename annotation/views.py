@@ -67,7 +67,7 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
 @require_POST
 def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
-        Assignment.objects.select_related("round__study", "turn"), round_id=round_id, coder=request.user,
+        selectors.coder_assignments(user=request.user).select_related("round__study", "turn"), round_id=round_id,
         position=position,
     )
     form = JudgmentSaveForm(request.POST, assignment=assignment)
@@ -99,7 +99,7 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
 @require_POST
 def complete(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
-        Assignment.objects.select_related("round"), round_id=round_id, coder=request.user, position=position
+        selectors.coder_assignments(user=request.user).select_related("round"), round_id=round_id, position=position
     )
     form = CompleteForm(request.POST)
     form.is_valid()  # a checkbox: anything but a true value is "not confirmed"
@@ -129,7 +129,8 @@ def complete(request: AuthedRequest, round_id: int, position: int) -> HttpRespon
 @login_required
 @require_POST
 def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
-    assignment = get_object_or_404(Assignment, round_id=round_id, coder=request.user, position=position)
+    assignment = get_object_or_404(selectors.coder_assignments(user=request.user), round_id=round_id,
+                                   position=position)
     form = TimeForm(request.POST)
     if not form.is_valid():
         return HttpResponse(f"seconds {form.errors['seconds'][0]}", status=422, content_type="text/plain")

@@ -12,6 +12,7 @@ app.autodiscover_tasks()
 @app.task(name="cab.ping")
 def ping(value: int) -> dict:
     """A health probe: proves a worker consumed from the broker and can reach the database."""
+    # Imported here: this module is loaded before Django is set up (``celery -A cab``), and django.db needs it.
     from django.db import connection
 
     with connection.cursor() as cursor:

@@ -25,6 +25,14 @@ class RoundCreateForm(forms.Form):
     number = forms.IntegerField(min_value=1, max_value=999_999_999, label="round number")
 
 
+class OpenForm(forms.Form):
+    allow_parallel = forms.BooleanField(required=False, label="open although another calibration round is open")
+
+
+class CloseForm(forms.Form):
+    confirm = forms.BooleanField(required=False, label="close although coders have not finished")
+
+
 class ReopenForm(forms.Form):
     reason = forms.CharField(max_length=1000, label="reason",
                              error_messages={"required": "say why the round is reopened; the reason is recorded"})
@@ -85,6 +93,7 @@ class GoldForm(ItemForm):
     agreed = forms.MultipleChoiceField(choices=(), required=False)
     note = forms.CharField(max_length=10_000, required=False)
     version = forms.IntegerField(min_value=0, required=False)
+    reason = forms.CharField(max_length=1000, required=False, label="reason for changing closed gold")
 
     def __init__(self, *args, round: Round, **kwargs):
         super().__init__(*args, round=round, **kwargs)

@@ -224,6 +224,17 @@ def time_on_task(*, study: Study) -> list[dict]:
     ]
 
 
+def unfinished_coders(*, round: Round) -> list[tuple[str, int, int]]:
+    """(username, turns done, turns assigned) of every coder with turns still to do in the round."""
+    rows = (
+        Assignment.objects.filter(round=round)
+        .values("coder__username")
+        .annotate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
+        .order_by("coder__username")
+    )
+    return [(row["coder__username"], row["done"], row["total"]) for row in rows if row["done"] < row["total"]]
+
+
 @dataclass
 class Feedback:
     round: Round

@@ -110,8 +110,9 @@ def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn
 
 
 @transaction.atomic
-def calibration_round_open(*, round: Round, by: User) -> Round:
-    """Open a calibration round: every reviewer and expert of the study gets the same items, in the set's order."""
+def calibration_round_open(*, round: Round, by: User, allow_parallel: bool = False) -> Round:
+    """Open a calibration round: every reviewer and expert of the study gets the same items, in the set's order.
+    One calibration round is open at a time unless the admin confirms otherwise (``allow_parallel``)."""
     require_study_admin(by)
     items = list(round.items.select_related("turn").order_by("position"))
     if not items:
@@ -120,12 +121,24 @@ def calibration_round_open(*, round: Round, by: User) -> Round:
     if not coders:
         raise ValidationError("the study has no reviewers or experts")
     others = Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, status=Round.Status.OPEN)
-    if (other := others.exclude(pk=round.pk).first()) is not None:
-        raise ValidationError(f"{other.name} is still open; close it first")
+    if not allow_parallel and (other := others.exclude(pk=round.pk).first()) is not None:
+        raise ValidationError(f"{other.name} is still open; close it first, or confirm opening both")
     annotation_services.round_open(round=round, by=by)
     for coder in coders:
         annotation_services.assignments_ensure(round=round, coder=coder, turns=[item.turn for item in items], by=by)
     return round
+
+
+@transaction.atomic
+def round_open(*, round: Round, by: User, allow_parallel: bool = False) -> Round:
+    """Open any round from the study page: a calibration round gives every member its set; the main round opens
+    the queues ``main_round_assign`` built for the retained panel."""
+    if round.kind == Round.Kind.CALIBRATION:
+        return calibration_round_open(round=round, by=by, allow_parallel=allow_parallel)
+    require_study_admin(by)
+    if not Assignment.objects.filter(round=round).exists():
+        raise ValidationError(f"{round.name} has no assignments yet: assign it to the retained panel first")
+    return annotation_services.round_open(round=round, by=by)
 
 
 @transaction.atomic
@@ -147,23 +160,39 @@ def round_reopen(*, round: Round, by: User, reason: str) -> Round:
 def gold_record(
     *, round: Round, by: User, attribute: AttributeDefinition, turn: Turn,
     response: ModelResponse | None, score: int, agreed_by: Sequence[User] = (), note: str = "",
-    expected_version: int | None = None,
+    expected_version: int | None = None, reason: str = "",
 ) -> Judgment:
-    """Record the gold panel's consensus value for one item (who agreed, an optional note)."""
+    """Record the gold panel's consensus value for one item (who agreed, an optional note).
+
+    A closed round's gold is locked: changing it needs a recorded ``reason`` and starts a new metrics run, so the
+    stored report, the workshop and everyone's feedback follow the corrected value."""
     require_study_admin(by)
     if round.status == Round.Status.DRAFT:
         raise ValidationError(f"{round.name} is still a draft")
     if not round.items.filter(turn=turn).exists():
         raise ValidationError("that turn is not in this round's set")
-    return annotation_services.gold_save(round=round, by=by, attribute=attribute, turn=turn, response=response,
+    closed = Round.objects.filter(pk=round.pk, status=Round.Status.CLOSED).exists()
+    if closed and not reason.strip():
+        raise ValidationError(f"{round.name} is closed: its gold is locked; give the reason for the change, it is "
+                              "recorded and a new metrics run starts")
+    gold = annotation_services.gold_save(round=round, by=by, attribute=attribute, turn=turn, response=response,
                                          score=score, note=note, agreed_by=agreed_by,
                                          expected_version=expected_version)
+    if closed:
+        audit_record(by=by, action="gold.change_after_close", study=round.study, target=f"round:{round.name}",
+                     attribute=attribute.code, turn=turn.pk, response=response.pk if response else None,
+                     score=score, reason=reason.strip())
+        metric_run_request(study=round.study, by=by, trigger="gold-changed")
+    return gold
 
 
 @transaction.atomic
 def gold_accept_unanimous(*, round: Round, by: User) -> int:
-    """Record as gold every item on which all experts coded the same value; returns how many."""
+    """Record as gold every item on which all experts coded the same value; returns how many. Only while the
+    round is open: a closed round's gold changes one recorded reason at a time."""
     require_study_admin(by)
+    if round.status != Round.Status.OPEN:
+        raise ValidationError(f"{round.name} is {round.status}: unanimous items are accepted while it is open")
     experts = {m.user.get_username(): m.user for m in
                StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT).select_related("user")}
     count = 0

@@ -11,6 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -63,12 +64,15 @@ def _study_round(slug: str, round_id: int) -> Round:
 @require_GET
 def study_dashboard(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("schema"), slug=slug)
-    rounds = list(study.rounds.prefetch_related("items__turn__conversation__dataset").order_by("kind", "number"))
+    rounds = list(study.rounds.prefetch_related("items__turn__conversation__dataset")
+                  .annotate(n_assignments=Count("assignments")).order_by("kind", "number"))
     return render(request, "calibration/study.html", {
         "study": study, "rounds": rounds,
         "members": study.members.select_related("user").order_by("role", "alias", "user__username"),
         "alerts": ReviewerAlert.objects.filter(study=study, resolved_at__isnull=True).select_related("reviewer"),
         "next_calibration": max([r.number for r in rounds if r.kind == Round.Kind.CALIBRATION], default=0) + 1,
+        "open_calibration": next((r for r in rounds if r.kind == Round.Kind.CALIBRATION
+                                  and r.status == Round.Status.OPEN), None),
         "time_on_task": selectors.time_on_task(study=study),
     })
 
@@ -112,11 +116,26 @@ round_refs = _round_action(
     forms.RefsSetForm, lambda r, by, data: services.calibration_set_from_refs(round=r, by=by, **data),
     lambda r, turns: f"{r.name}: the set is the {len(turns)} turns listed.")
 round_open = _round_action(
-    None, lambda r, by, data: services.calibration_round_open(round=r, by=by),
-    lambda r, _: f"{r.name} is open: every reviewer and expert has its items.")
-round_close = _round_action(
+    forms.OpenForm, lambda r, by, data: services.round_open(round=r, by=by, **data),
+    lambda r, _: f"{r.name} is open: " + ("every reviewer and expert has its items." if r.kind == Round.Kind.CALIBRATION
+                                          else "the retained panel sees its queues."))
+_close = _round_action(
     None, lambda r, by, data: services.round_close(round=r, by=by),
-    lambda r, _: f"{r.name} closed; a metrics run was requested and the workshop is open.")
+    lambda r, _: f"{r.name} closed; a metrics run was requested" + (
+        " and the workshop is open." if r.kind == Round.Kind.CALIBRATION else "."))
+
+
+@admin_only
+@require_POST
+def round_close(request: HttpRequest, slug: str, round_id: int) -> HttpResponse:
+    """Closing with coders unfinished asks first, naming them; the confirmation posts here again."""
+    round_ = _study_round(slug, round_id)
+    form = forms.CloseForm(request.POST)
+    form.is_valid()
+    unfinished = selectors.unfinished_coders(round=round_)
+    if unfinished and not form.cleaned_data.get("confirm") and round_.status == Round.Status.OPEN:
+        return render(request, "calibration/confirm_close.html", {"round": round_, "unfinished": unfinished})
+    return _close(request, slug, round_id)
 round_reopen = _round_action(
     forms.ReopenForm, lambda r, by, data: services.round_reopen(round=r, by=by, **data),
     lambda r, _: f"{r.name} is open again; the reason was recorded.")
@@ -192,7 +211,7 @@ def gold_record(request: AuthedRequest, round_id: int) -> HttpResponse:
         services.gold_record(round=round_, by=request.user, attribute=data["attribute"], turn=data["turn"],
                              response=data["response"], score=data["score"], note=data["note"],
                              agreed_by=[form.experts[name] for name in data["agreed"]],
-                             expected_version=data["version"])
+                             expected_version=data["version"], reason=data["reason"])
         return f"Gold {data['attribute'].code} = {data['score']} recorded for {data['turn']}."
 
     _act(request, record)

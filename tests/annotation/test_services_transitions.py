@@ -52,7 +52,7 @@ def test_resolving_an_alert_twice_says_changed_meanwhile(admin_user, reviewer):
 
 
 def test_gold_recorded_over_a_newer_value_says_changed_meanwhile(admin_user):
-    item = RoundItemFactory(round=RoundFactory(status="closed"))
+    item = RoundItemFactory(round=RoundFactory(status="open"))
     u1 = attribute("U1")
     calibration_services.gold_record(round=item.round, by=admin_user, attribute=u1, turn=item.turn, response=None,
                                      score=1, expected_version=0)
@@ -68,7 +68,7 @@ def test_gold_recorded_over_a_newer_value_says_changed_meanwhile(admin_user):
 
 
 def test_gold_uses_the_judgment_rules_and_their_words(admin_user):
-    item = RoundItemFactory(round=RoundFactory(status="closed"))
+    item = RoundItemFactory(round=RoundFactory(status="open"))
     with pytest.raises(ValidationError, match="U1: score 7 is outside the scale 0–2"):
         calibration_services.gold_record(round=item.round, by=admin_user, attribute=attribute("U1"), turn=item.turn,
                                          response=None, score=7)
