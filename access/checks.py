@@ -41,3 +41,11 @@ def require_study_admin(user: AnyUser) -> None:
 def require_staff(user: AnyUser) -> None:
     if not user_sees_all_studies(user=user):
         raise PermissionDenied("Only admins and researchers can do this.")
+
+
+def token_scopes_allowed(user: AnyUser) -> list[str]:
+    """The API token scopes the account's roles allow, in a stable order."""
+    if getattr(user, "is_superuser", False):
+        return list(roles.TOKEN_SCOPES[roles.ADMIN])
+    allowed = {scope for role in user_roles(user=user) for scope in roles.TOKEN_SCOPES[role]}
+    return [scope for scope in roles.TOKEN_SCOPES[roles.ADMIN] if scope in allowed]

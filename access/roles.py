@@ -64,5 +64,13 @@ def sync_groups_in_migration(apps: Any, schema_editor: Any) -> None:
     sync_groups(group_model=apps.get_model("auth", "Group"), permission_model=apps.get_model("auth", "Permission"))
 
 
+# API token scopes each role may hold (a token never does more than its account's role allows).
+TOKEN_SCOPES: dict[str, tuple[str, ...]] = {
+    ADMIN: ("ingest", "import", "read", "metrics"),
+    RESEARCHER: ("read", "metrics"),
+    REVIEWER: ("read",),
+    EXPERT: ("read",),
+}
+
 # Roles whose members may use the Django admin (reviewers and experts never: it would unblind them).
 STAFF_ROLES = {ADMIN, RESEARCHER}

@@ -1,12 +1,25 @@
-"""Accounts and their roles (the four role groups with their permissions)."""
+"""Accounts and their roles (the four role groups with their permissions), and the admins' people management:
+creating accounts (one at a time or from a CSV), one-time set-password links, roles, deactivation."""
 
 from __future__ import annotations
 
+import csv
+import io
+import re
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from access import roles
+from access.checks import require_study_admin
+from audit.services import audit_record
+from common.errors import RowError, RowErrors
 
 
 def roles_ensure() -> dict[str, Group]:
@@ -32,3 +45,111 @@ def user_ensure(*, username: str, role: str, password: str | None = None, email:
     user.save()
     user.groups.add(groups[role])
     return user
+
+
+# --- people: accounts made and managed by admins ---------------------------------------------------------------
+
+USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
+
+
+def password_link(*, user: User) -> str:
+    """A one-time link (path) at which the account sets its own password; it stops working once used, when the
+    password changes, or after PASSWORD_RESET_TIMEOUT."""
+    uid = urlsafe_base64_encode(force_bytes(user.pk))
+    return reverse("password_reset_confirm", args=[uid, default_token_generator.make_token(user)])
+
+
+def _role_set(user: User, role: str) -> None:
+    groups = roles_ensure()
+    user.groups.remove(*[g for name, g in groups.items() if name != role])
+    user.groups.add(groups[role])
+    user.is_staff = role in roles.STAFF_ROLES
+
+
+@transaction.atomic
+def account_create(*, username: str, email: str, role: str, by: User) -> User:
+    """Create an account in one role with no password yet: the person sets it at ``password_link``."""
+    require_study_admin(by)
+    problems = _account_problems(username=username, role=role)
+    if problems:
+        raise ValidationError(problems)
+    user = get_user_model().objects.create(username=username, email=email)
+    user.set_unusable_password()
+    _role_set(user, role)
+    user.save()
+    audit_record(by=by, action="account.create", target=f"user:{username}", role=role)
+    return user
+
+
+def _account_problems(*, username: str, role: str) -> dict[str, str]:
+    problems = {}
+    if not USERNAME.match(username):
+        problems["username"] = "letters, digits and @.+-_ only, at most 150 characters"
+    elif get_user_model().objects.filter(username=username).exists():
+        problems["username"] = f"{username!r} already has an account"
+    if role not in roles.ROLES:
+        problems["role"] = f"must be one of {', '.join(roles.ROLES)}"
+    return problems
+
+
+@transaction.atomic
+def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
+    """Bulk add from a CSV with a header ``username,email,role``: all or nothing, every problem by line."""
+    require_study_admin(by)
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ("username", "email", "role") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise RowErrors([RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected "
+                                                "username,email,role")])
+    rows: list[tuple[str, str, str]] = []
+    errors: list[RowError] = []
+    seen: dict[str, int] = {}
+    for row in reader:
+        username, role = (row.get("username") or "").strip(), (row.get("role") or "").strip()
+        problems = _account_problems(username=username, role=role)
+        if username in seen:
+            problems["username"] = f"{username!r} is also on line {seen[username]}"
+        seen.setdefault(username, reader.line_num)
+        errors += [RowError(reader.line_num, name, message) for name, message in problems.items()]
+        rows.append((username, (row.get("email") or "").strip(), role))
+    if errors:
+        raise RowErrors(errors)
+    if not rows:
+        raise RowErrors([RowError(2, "username", "the file lists no accounts")])
+    return [account_create(username=u, email=e, role=r, by=by) for u, e, r in rows]
+
+
+@transaction.atomic
+def account_role_set(*, user: User, role: str, by: User) -> User:
+    require_study_admin(by)
+    if role not in roles.ROLES:
+        raise ValidationError({"role": f"must be one of {', '.join(roles.ROLES)}"})
+    _role_set(user, role)
+    user.save(update_fields=["is_staff"])
+    audit_record(by=by, action="account.role_set", target=f"user:{user.get_username()}", role=role)
+    return user
+
+
+@transaction.atomic
+def account_active_set(*, user: User, active: bool, by: User) -> User:
+    """Deactivate (or reactivate) an account: a deactivated person's sessions and tokens stop at once (Django
+    and the API refuse inactive accounts); their judgments stay."""
+    require_study_admin(by)
+    if user.pk == by.pk and not active:
+        raise ValidationError("you cannot deactivate your own account")
+    if not get_user_model().objects.filter(pk=user.pk, is_active=not active).update(is_active=active):
+        raise ValidationError(f"{user.get_username()} is already {'active' if active else 'deactivated'}")
+    user.refresh_from_db()
+    audit_record(by=by, action="account.activate" if active else "account.deactivate",
+                 target=f"user:{user.get_username()}")
+    return user
+
+
+@transaction.atomic
+def password_link_issue(*, user: User, by: User) -> str:
+    """A new one-time set-password link for someone who lost theirs (the old password stops working)."""
+    require_study_admin(by)
+    user.set_unusable_password()
+    user.save(update_fields=["password"])
+    audit_record(by=by, action="account.password_reset", target=f"user:{user.get_username()}")
+    return password_link(user=user)

@@ -10,8 +10,9 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib.auth import get_user_model
 
-from annotation.models import Assignment, AttributeDefinition
+from annotation.models import Assignment, AttributeDefinition, Study, StudyMember
 from annotation.services import SpanInput
 from benchmark.models import ModelResponse
 
@@ -23,9 +24,9 @@ class JudgmentSaveForm(forms.Form):
     form_id = forms.CharField(max_length=100, required=False)
     attribute = forms.CharField(max_length=20, error_messages={"required": "unknown attribute"})
     response = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False, error_messages=_WHOLE)
-    score = forms.IntegerField(min_value=-_INT32, max_value=_INT32, required=False, error_messages=_WHOLE)
-    # Its range is a judgment rule (annotation.rules), reported with the same words on every path.
-    instance_count = forms.IntegerField(min_value=-_INT32, max_value=_INT32, required=False, error_messages=_WHOLE)
+    # Their ranges are judgment rules (annotation.rules), reported with the same words on every path.
+    score = forms.IntegerField(required=False, error_messages=_WHOLE)
+    instance_count = forms.IntegerField(required=False, error_messages=_WHOLE)
     spans = forms.CharField(max_length=1_000_000, required=False, strip=False)
     version = forms.IntegerField(min_value=0, max_value=_INT32, required=False, error_messages=_WHOLE)
 
@@ -94,3 +95,71 @@ def error_text(form: forms.Form) -> str:
             parts.append(f"{name}: {error}" if name != "__all__" and str(error) == "is not a whole number"
                          else str(error))
     return "; ".join(parts)
+
+
+# --- study set-up (admins) -----------------------------------------------------------------------------------
+
+RESERVED_SLUGS = {"new"}
+
+
+class StudyForm(forms.ModelForm):
+    model_slots_text = forms.CharField(
+        max_length=1000, label="model slots", help_text="comma-separated, e.g. GPT, Claude, Gemini, Llama, Qwen")
+
+    class Meta:
+        model = Study
+        fields = ["slug", "name", "description", "schema", "show_model_names", "show_therapist_reference",
+                  "check_threshold", "check_min_items"]
+
+    def clean_slug(self) -> str:
+        slug: str = self.cleaned_data["slug"]
+        if slug in RESERVED_SLUGS:
+            raise forms.ValidationError(f"{slug!r} is reserved; choose another")
+        return slug
+
+    def clean_model_slots_text(self) -> list[str]:
+        slots = [part.strip() for part in self.cleaned_data["model_slots_text"].split(",") if part.strip()]
+        if not slots:
+            raise forms.ValidationError("name at least one model slot")
+        if len(set(slots)) != len(slots):
+            raise forms.ValidationError("each model slot once")
+        if any(len(slot) > 50 for slot in slots):
+            raise forms.ValidationError("at most 50 characters a slot")
+        return slots
+
+    def clean_check_threshold(self) -> float:
+        value: float = self.cleaned_data["check_threshold"]
+        if not 0 <= value <= 1:
+            raise forms.ValidationError("a share between 0 and 1")
+        return value
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(label="conversations (SPEC §6 JSON Lines)")
+
+    def clean_file(self) -> list[str]:
+        upload = self.cleaned_data["file"]
+        try:
+            return upload.read().decode("utf-8-sig").split("\n")
+        except UnicodeDecodeError as error:
+            raise forms.ValidationError(f"not UTF-8 text ({error.reason} at byte {error.start})") from error
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=StudyMember.Role.choices)
+
+    def clean_username(self) -> Any:
+        user = get_user_model().objects.filter(username=self.cleaned_data["username"]).first()
+        if user is None:
+            raise forms.ValidationError(f"no account {self.cleaned_data['username']!r}; create it on the People page")
+        if not user.is_active:
+            raise forms.ValidationError(f"{user.get_username()} is deactivated")
+        return user
+
+
+class StudyDataFilter(forms.Form):
+    dataset = forms.CharField(max_length=100, required=False)
+    kind = forms.ChoiceField(choices=[("", "any"), ("single", "single-turn"), ("multi", "multi-turn")],
+                             required=False)
+    page = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)

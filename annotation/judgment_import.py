@@ -22,7 +22,7 @@ from django.db import transaction
 from access import roles
 from access.services import user_ensure
 from annotation import rules, services
-from annotation.long_format import COLUMNS, OPTIONAL_COLUMNS
+from annotation.long_format import COLUMNS, DEFAULT_ROLE, GOLD_ROLE, OPTIONAL_COLUMNS, ROLES
 from annotation.models import AttributeDefinition, Judgment, Round, Schema, Span, Study, StudyMember
 from audit.services import audit_record
 from benchmark.models import ModelResponse, Turn
@@ -32,7 +32,6 @@ from common.rounds import round_parse
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
 _TRUE = {"true", "True", "TRUE", "1"}
 _FALSE = {"false", "False", "FALSE", "0"}
-_MAX_INT = 2**31 - 1
 
 
 @dataclass
@@ -59,22 +58,24 @@ class _Row:
     score: int
     instance_count: int | None
     spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
+    role: str | None = None  # as given; None when the file leaves it out
     conversation_id: int = 0
     turn_id: int = 0
     response_id: int | None = None
 
 
 def _whole(value: Any, *, allow_empty: bool) -> int | None | str:
-    """A whole number, None for an allowed empty value, or an error message."""
+    """A whole number, None for an allowed empty value, or an error message. Any magnitude: the ranges are the
+    judgment rules' (annotation.rules), worded the same on every path."""
     if value is None or value == "":
         return None if allow_empty else "required"
     if isinstance(value, bool):
         return "must be a whole number, not true/false"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,12}", value.strip()):
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,40}", value.strip()):
         value = int(value)
-    if isinstance(value, int) and abs(value) <= _MAX_INT:
+    if isinstance(value, int):
         return value
     return f"must be a whole number, got {value!r}"[:200]
 
@@ -123,6 +124,17 @@ def _read_coder(raw: dict, study_slug: str) -> tuple[str, bool | None, list[tupl
     return reviewer, is_gold, problems
 
 
+def _role(value: Any, *, is_gold: bool | None) -> tuple[str | None, list[tuple[str, str]]]:
+    """The optional role column: (role or None when left out, its (field, message) problems)."""
+    if value is None or value == "":
+        return None, []
+    if value not in ROLES:
+        return None, [("role", f"must be {' or '.join(ROLES)}, got {str(value)[:50]!r}")]
+    if is_gold and value != GOLD_ROLE:
+        return None, [("role", f"a gold row is the expert panel's consensus: role must be {GOLD_ROLE} or empty")]
+    return str(value), []
+
+
 def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, AttributeDefinition],
           schema: Schema) -> _Row | list[RowError]:
     """The columns of one row, checked for their format only."""
@@ -132,6 +144,8 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     if missing:
         return [RowError(line, column, "required") for column in missing]
     reviewer, is_gold, problems = _read_coder(raw, study_slug)
+    role, role_problems = _role(raw.get("role"), is_gold=is_gold)
+    problems += role_problems
     for column in ("dataset", "conversation_id"):
         if not str(raw[column] or "").strip():
             problems.append((column, "required"))
@@ -155,7 +169,8 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     return _Row(line=line, round=str(raw["round"]), reviewer=reviewer, is_gold=bool(is_gold),
                 dataset=str(raw["dataset"]), conversation=str(raw["conversation_id"]), turn_index=turn_index,
                 model=str(raw.get("model") or ""), attribute=attribute, score=score,
-                instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans)
+                instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans,
+                role=role)
 
 
 def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int]]:
@@ -238,25 +253,62 @@ def judgments_import(
             errors += [read] if isinstance(read, RowError) else read
     resolved, unresolved, lengths = _resolve(parsed)
     errors += unresolved + _check(resolved, lengths, subcategories)
+    member_roles, role_errors = _member_roles(parsed, study)
+    errors += role_errors
     if errors:
         raise RowErrors(errors)
-    return _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, by=by)
+    return _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, member_roles=member_roles,
+                  by=by)
 
 
-def _accounts(*, study: Study, rows: list[_Row], summary: JudgmentImportSummary,
+def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str], list[RowError]]:
+    """Each coder's membership role, from the role column, and the rows that contradict it.
+
+    A coder's own rows say their role (all of them the same one; left out = reviewer); a coder with gold rows
+    only recorded the panel's consensus and is an expert. A member of the study keeps their role: a row that
+    names another one is refused rather than silently moving someone between the panel and the reviewers.
+    """
+    members = dict(StudyMember.objects.filter(study=study).values_list("user__username", "role")) if study else {}
+    given: dict[str, tuple[str, int]] = {}  # username -> (role, first line that gives it)
+    errors: list[RowError] = []
+    for r in rows:
+        if r.is_gold or r.role is None:
+            continue
+        role, line = given.setdefault(r.reviewer, (r.role, r.line))
+        if role != r.role:
+            errors.append(RowError(r.line, "role", f"{r.reviewer} is {role} on line {line}: a coder has one role "
+                                                   "in a study"))
+    for username, (role, line) in given.items():
+        if username in members and members[username] != role:
+            errors.append(RowError(line, "role", f"{username} is a member of the study as {members[username]}; an "
+                                                 "import never changes a member's role"))
+    coding = {r.reviewer for r in rows if not r.is_gold}
+    roles_of = {}
+    for username in {r.reviewer for r in rows}:
+        if username in members:
+            roles_of[username] = members[username]
+        elif username in given:
+            roles_of[username] = given[username][0]
+        else:
+            roles_of[username] = DEFAULT_ROLE if username in coding else GOLD_ROLE
+    return roles_of, errors
+
+
+def _accounts(*, study: Study, roles_of: dict[str, str], summary: JudgmentImportSummary,
               by: User | None) -> dict[str, User]:
-    users = {u.get_username(): u for u in get_user_model().objects.filter(username__in={r.reviewer for r in rows})}
-    for username, is_gold in sorted({(r.reviewer, r.is_gold) for r in rows}):
+    """The file's coders as accounts and members: a new account gets its role, a new member that role too."""
+    users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(roles_of))}
+    for username, role in sorted(roles_of.items()):
         if username not in users:
-            users[username] = user_ensure(username=username, role=roles.EXPERT if is_gold else roles.REVIEWER)
+            account_role = roles.EXPERT if role == StudyMember.Role.EXPERT else roles.REVIEWER
+            users[username] = user_ensure(username=username, role=account_role)
             summary.accounts_created.append(username)
-        role = StudyMember.Role.EXPERT if is_gold else StudyMember.Role.REVIEWER
         services.study_member_add(study=study, user=users[username], role=role, by=by)
     return users
 
 
 def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_Row],
-           by: User | None) -> JudgmentImportSummary:
+           member_roles: dict[str, str], by: User | None) -> JudgmentImportSummary:
     summary = JudgmentImportSummary()
     if study is None:
         study = services.study_create(slug=study_slug, name=study_slug, schema=schema, model_slots=[], by=by)
@@ -266,7 +318,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
         kind, number = round_parse(name) or ("main", 1)
         rounds[name] = Round.objects.create(study=study, kind=kind, number=number, status=Round.Status.CLOSED)
         summary.rounds_created.append(name)
-    users = _accounts(study=study, rows=rows, summary=summary, by=by)
+    users = _accounts(study=study, roles_of=member_roles, summary=summary, by=by)
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
     for j_id, round_id, coder_id, gold, attr_id, turn_id, response_id, score, count in Judgment.objects.filter(

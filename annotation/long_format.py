@@ -12,14 +12,24 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from annotation.models import Judgment, Span, Study
+from django.db.models import Exists, OuterRef
+
+from annotation.models import Judgment, Span, Study, StudyMember
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import RowError
 from common.rounds import round_name
 
 COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
-           "attribute", "score", "instance_count", "spans")
-OPTIONAL_COLUMNS = ("model", "instance_count", "spans")
+           "attribute", "score", "instance_count", "spans", "role")
+# SPEC §6's optional columns: a file may leave them out altogether (from the CSV header as from a JSON row).
+OMITTABLE_COLUMNS = ("role",)
+# Keys a JSON row may leave out (an absent model, instance count or spans is an empty one).
+OPTIONAL_COLUMNS = ("model", "instance_count", "spans", *OMITTABLE_COLUMNS)
+# The `role` column: whose coding a row is. An expert's own coding is never counted as a reviewer's; a gold row
+# (the panel's consensus) is recorded in the experts' name whoever typed it in.
+ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
+DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
+GOLD_ROLE = StudyMember.Role.EXPERT.value
 FORMATS = ("csv", "jsonl")
 JUDGMENT_ROWS_BATCH = 2000
 
@@ -41,7 +51,7 @@ def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
                     yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
         return
     reader = csv.DictReader(stream)
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or []) and c not in OMITTABLE_COLUMNS]
     if missing:
         yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
         return
@@ -56,14 +66,19 @@ def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
 def judgment_rows(*, study: Study) -> Iterator[dict]:
     """The study's judgments as long-format rows, streamed: judgments come from a server-side cursor and their
     spans are fetched a batch of judgments at a time, so memory stays flat at any size. Unscored drafts (spans
-    highlighted, score still to come) are not judgments yet and are left out."""
+    highlighted, score still to come) are not judgments yet and are left out.
+
+    The role comes from the coder's membership of the study (an expert member's rows are ``expert``, everyone
+    else's ``reviewer``; gold rows are ``expert``), folded into the judgments query so it costs no query."""
+    expert = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.EXPERT)
     rows = (
         Judgment.objects.filter(round__study=study, score__isnull=False)
+        .annotate(coder_is_expert=Exists(expert))
         .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
                   "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
         .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
                      "conversation__dataset__name", "conversation__external_id", "turn__index",
-                     "response__model_slot", "attribute__code", "score", "instance_count")
+                     "response__model_slot", "attribute__code", "score", "instance_count", "coder_is_expert")
         .iterator(chunk_size=5000)
     )
     batch: list[tuple] = []
@@ -85,7 +100,7 @@ def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
         ):
             spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
     for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
-         instance_count) in batch:
+         instance_count, coder_is_expert) in batch:
         yield {
             "study": study.slug,
             "round": round_name(kind, number),
@@ -99,6 +114,7 @@ def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
             "score": score,
             "instance_count": instance_count,
             "spans": spans.get(judgment_id, []),
+            "role": GOLD_ROLE if is_gold or coder_is_expert else DEFAULT_ROLE,
         }
 
 

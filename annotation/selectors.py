@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth.models import AnonymousUser, User
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Max, Min, Prefetch, Q, QuerySet
 
 from access.checks import user_sees_all_studies
@@ -24,7 +25,7 @@ from annotation.models import (
     SpanSubcategory,
     Study,
 )
-from benchmark.models import ModelResponse, Turn
+from benchmark.models import Conversation, ModelResponse, Turn
 from common.rounds import round_name, round_parse
 from metrics.core.agreement import agreement_rate
 
@@ -402,3 +403,39 @@ def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
         return None, 0
     mine, theirs = np.array(pairs).T
     return agreement_rate(mine, theirs), len(pairs)
+
+
+# --- a study's material, for its admins ----------------------------------------------------------------------
+
+STUDY_DATA_PAGE = 25
+
+
+def _study_material(study: Study) -> QuerySet[Conversation]:
+    """Conversations with at least one response of the study's models (all material when it names none)."""
+    responses = ModelResponse.objects.all()
+    if study.model_slots:
+        responses = responses.filter(model_slot__in=study.model_slots)
+    return Conversation.objects.filter(turns__responses__in=responses).distinct()
+
+
+def study_datasets(*, study: Study) -> list[tuple[str, int]]:
+    return list(
+        _study_material(study).values_list("dataset__name").annotate(n=Count("id", distinct=True))
+        .order_by("dataset__name")
+    )
+
+
+def study_conversations(*, study: Study, dataset: str = "", kind: str = "", page: int | None = None) -> Page:
+    """One page of the study's conversations with their turns and responses (a fixed number of queries)."""
+    conversations = _study_material(study).select_related("dataset").order_by("dataset__name", "external_id")
+    if dataset:
+        conversations = conversations.filter(dataset__name=dataset)
+    if kind:
+        conversations = conversations.filter(kind=kind)
+    responses = ModelResponse.objects.order_by("model_slot")
+    if study.model_slots:
+        responses = responses.filter(model_slot__in=study.model_slots)
+    conversations = conversations.prefetch_related(
+        Prefetch("turns", queryset=Turn.objects.order_by("index").prefetch_related(
+            Prefetch("responses", queryset=responses))))
+    return Paginator(conversations, STUDY_DATA_PAGE).get_page(page or 1)

@@ -78,11 +78,12 @@ def study_create(
     by: User | None,
     is_synthetic: bool = False,
     description: str = "",
+    **settings: Any,
 ) -> Study:
-    study = Study.objects.create(
-        slug=slug, name=name, schema=schema, model_slots=list(model_slots), is_synthetic=is_synthetic,
-        description=description,
-    )
+    """Create a study in set-up. ``settings`` are the study's other fields (show_model_names, check_threshold,
+    check_min_items, show_therapist_reference)."""
+    study = Study.objects.create(slug=slug, name=name, schema=schema, model_slots=list(model_slots),
+                                 is_synthetic=is_synthetic, description=description, **settings)
     audit_record(by=by, action="study.create", study=study, target=f"study:{slug}")
     return study
 
@@ -93,11 +94,38 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})
     if created:
         if role == StudyMember.Role.REVIEWER:
-            count = StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).count()
-            member.alias = f"R{count}"
+            # The next number after the aliases in use (a count would repeat one after a removal).
+            used = [int(a[1:]) for a in StudyMember.objects.filter(study=study).values_list("alias", flat=True)
+                    if a[:1] == "R" and a[1:].isdigit()]
+            member.alias = f"R{max(used, default=0) + 1}"
             member.save(update_fields=["alias"])
         audit_record(by=by, action="member.add", study=study, target=f"user:{user.get_username()}", role=role)
     return member
+
+
+@transaction.atomic
+def study_archive(*, study: Study, by: User) -> Study:
+    """Archive a finished study (no round open): it stays, with its data and history, marked archived."""
+    require_study_admin(by)
+    if study.rounds.filter(status=Round.Status.OPEN).exists():
+        raise ValidationError("close the study's open rounds first")
+    if not Study.objects.filter(pk=study.pk).exclude(status=Study.Status.ARCHIVED).update(
+        status=Study.Status.ARCHIVED
+    ):
+        raise ChangedMeanwhile(f"study {study.slug}")
+    study.refresh_from_db()
+    audit_record(by=by, action="study.archive", study=study, target=f"study:{study.slug}")
+    return study
+
+
+@transaction.atomic
+def study_member_remove(*, member: StudyMember, by: User) -> None:
+    """Take someone off a study: their pages and saves stop at once; their judgments stay."""
+    require_study_admin(by)
+    if not StudyMember.objects.filter(pk=member.pk).delete()[0]:
+        raise ChangedMeanwhile("the study's members")
+    audit_record(by=by, action="member.remove", study=member.study, target=f"user:{member.user.get_username()}",
+                 role=member.role)
 
 
 # --- judgments -----------------------------------------------------------------------------------------------

@@ -15,6 +15,12 @@ urlpatterns = [
     path("rounds/<int:round_id>/turns/<int:position>/save", views.judgment_save, name="judgment-save"),
     path("rounds/<int:round_id>/turns/<int:position>/complete", views.complete, name="turn-complete"),
     path("rounds/<int:round_id>/turns/<int:position>/time", views.time_on_task, name="turn-time"),
+    path("studies/new/", views.study_create, name="study-create"),
+    path("studies/<slug:slug>/data/", views.study_data, name="study-data"),
+    path("studies/<slug:slug>/conversations/upload", views.conversations_upload, name="conversations-upload"),
+    path("studies/<slug:slug>/archive", views.study_archive, name="study-archive"),
+    path("studies/<slug:slug>/members/add", views.member_add, name="member-add"),
+    path("studies/<slug:slug>/members/<int:member_id>/remove", views.member_remove, name="member-remove"),
     re_path(rf"^exports/{SLUG}/judgments\.(?P<fmt>csv|jsonl)$", views.judgments_file, name="export-judgments"),
     # REST API
     path("api/v1/studies/", apis.StudyListApi.as_view(), name="api-studies"),

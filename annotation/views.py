@@ -1,26 +1,39 @@
-"""Pages for coders: their rounds, their queue and the turn view. Views parse input, call one service and
-render; every lookup is scoped to the signed-in coder, so other people's work is unreachable by URL."""
+"""Pages for coders (their rounds, their queue and the turn view) and the admins' study set-up (create a study,
+upload its conversations, see its data, members, archive). Views parse input with a form, call one service and
+render; every coder lookup is scoped to the signed-in coder, so other people's work is unreachable by URL."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from access.checks import is_study_admin, require_staff, user_roles
+from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
 from access.requests import AuthedRequest
 from annotation import selectors, services
 from annotation.apis import judgments_download
-from annotation.forms import CompleteForm, JudgmentSaveForm, TimeForm, error_text
-from annotation.models import Assignment, Round, Schema, SpanSubcategory
+from annotation.forms import (
+    CompleteForm,
+    JudgmentSaveForm,
+    MemberForm,
+    StudyDataFilter,
+    StudyForm,
+    TimeForm,
+    UploadForm,
+    error_text,
+)
+from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study, StudyMember
 from annotation.services import StaleJudgmentError
+from benchmark import services as benchmark_services
+from common.errors import RowErrors
 
 
 @login_required
@@ -170,3 +183,111 @@ def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttp
     if study is None:
         raise Http404(f"no study {slug!r}")
     return judgments_download(study, fmt)
+
+
+# --- study set-up (admins) -----------------------------------------------------------------------------------
+
+
+def _admin(request: AuthedRequest) -> None:
+    require_study_admin(request.user)
+
+
+def _say(request: HttpRequest, error: ValidationError | RowErrors) -> None:
+    for message in (error.summary().splitlines() if isinstance(error, RowErrors) else error.messages):
+        messages.error(request, message)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_create(request: AuthedRequest) -> HttpResponse:
+    _admin(request)
+    form = StudyForm(request.POST or None, initial={"schema": Schema.objects.filter(slug="cab-v1").first(),
+                                                    "model_slots_text": "GPT, Claude, Gemini, Llama, Qwen"})
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        slots = data.pop("model_slots_text")
+        try:
+            study = services.study_create(by=request.user, model_slots=slots, **data)
+        except ValidationError as error:
+            _say(request, error)
+        else:
+            messages.success(request, f"Study {study.slug} created: upload its conversations, then add people.")
+            return redirect("study-data", slug=study.slug)
+    return render(request, "annotation/study_form.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study, slug=slug)
+    form = UploadForm(request.POST or None, request.FILES or None)
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            summary = benchmark_services.conversations_upload(stream=form.cleaned_data["file"],
+                                                              model_slots=study.model_slots, by=request.user)
+        except RowErrors as error:
+            errors = error.summary(limit=200).splitlines()
+        else:
+            messages.success(request, f"{summary.conversations_created} conversations, {summary.turns_created} turns "
+                                      f"and {summary.responses_created} responses imported; "
+                                      f"{summary.conversations_unchanged} unchanged, "
+                                      f"{summary.conversations_updated} updated.")
+            return redirect("study-data", slug=slug)
+    return render(request, "annotation/upload.html", {"study": study, "form": form, "errors": errors})
+
+
+@login_required
+@require_GET
+def study_data(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study.objects.select_related("schema"), slug=slug)
+    filters = StudyDataFilter(request.GET)
+    page = selectors.study_conversations(study=study, **(filters.cleaned_data if filters.is_valid() else {}))
+    return render(request, "annotation/study_data.html", {
+        "study": study, "filters": filters, "page": page, "datasets": selectors.study_datasets(study=study)})
+
+
+@login_required
+@require_POST
+def study_archive(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        services.study_archive(study=study, by=request.user)
+        messages.success(request, f"Study {study.slug} is archived; its data and history stay.")
+    except ValidationError as error:
+        _say(request, error)
+    return redirect("study-dashboard", slug=slug)
+
+
+@login_required
+@require_POST
+def member_add(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study, slug=slug)
+    form = MemberForm(request.POST)
+    if form.is_valid():
+        member = services.study_member_add(study=study, user=form.cleaned_data["username"],
+                                           role=form.cleaned_data["role"], by=request.user)
+        messages.success(request, f"{member.user.get_username()} is a{'n' if member.role == 'expert' else ''} "
+                                  f"{member.role} of {study.slug}" + (f" ({member.alias})." if member.alias else "."))
+    else:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{field}: {' '.join(str(e) for e in errors)}")
+    return redirect("study-dashboard", slug=slug)
+
+
+@login_required
+@require_POST
+def member_remove(request: AuthedRequest, slug: str, member_id: int) -> HttpResponse:
+    _admin(request)
+    member = get_object_or_404(StudyMember.objects.select_related("user", "study"), pk=member_id, study__slug=slug)
+    try:
+        services.study_member_remove(member=member, by=request.user)
+        messages.success(request, f"{member.user.get_username()} is no longer a member of {slug}: their pages and "
+                                  "saves stop now; their judgments stay.")
+    except ValidationError as error:
+        _say(request, error)
+    return redirect("study-dashboard", slug=slug)

@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from api import views
 from api.errors import api_not_found
 
 
@@ -16,5 +17,9 @@ class ApiDocsView(SpectacularSwaggerSplitView):
 schema_urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
+]
+page_urlpatterns = [
+    path("api-tokens/", views.tokens, name="api-tokens"),
+    path("api-tokens/<int:token_id>/revoke", views.token_revoke, name="api-token-revoke"),
 ]
 not_found_urlpatterns = [re_path(r"^api/v1/", api_not_found)]

@@ -480,13 +480,13 @@ def responses_ingest(
     return summary
 
 
-def _model_slot_errors(records: Sequence[Any], model_slots: Sequence[str]) -> list[RowError]:
+def _model_slot_errors(rows: Sequence[tuple[int, Any]], model_slots: Sequence[str]) -> list[RowError]:
     """Responses for models outside the study's slots; tolerant of any shape (the serializer reports on that)."""
     errors: list[RowError] = []
     slots = set(model_slots)
     if not slots:
         return errors
-    for index, record in enumerate(records):
+    for index, record in rows:
         turns = record.get("turns") if isinstance(record, dict) else None
         for t_pos, turn in enumerate(turns if isinstance(turns, list) else []):
             responses = turn.get("responses") if isinstance(turn, dict) else None
@@ -504,10 +504,27 @@ def conversations_ingest(
     *, items: Sequence[Any], model_slots: Sequence[str] = (), by: User | None = None
 ) -> ImportSummary:
     """conversations_import for API items (0-based indices), limited to the study's model slots."""
-    advisory_lock("benchmark.ingest")
-    rows = list(enumerate(items))
-    errors = _model_slot_errors(items, model_slots)
+    return _conversations_for_study(rows=list(enumerate(items)), model_slots=model_slots, by=by, row_label="item")
+
+
+@transaction.atomic
+def conversations_upload(
+    *, stream: IO[str] | Iterable[str], model_slots: Sequence[str] = (), by: User | None = None
+) -> ImportSummary:
+    """conversations_import for a JSON Lines file uploaded on a study's page (1-based line numbers), limited to
+    the study's model slots."""
+    return _conversations_for_study(rows=list(read_jsonl(stream)), model_slots=model_slots, by=by, row_label="line")
+
+
+def _conversations_for_study(*, rows: list[tuple[int, Any]], model_slots: Sequence[str], by: User | None,
+                             row_label: str) -> ImportSummary:
+    advisory_lock("benchmark.ingest")  # concurrent ingests of the same new conversations must not race to insert
+    errors = _model_slot_errors(rows, model_slots)
     if errors:
         _, shape_errors = conversations_validate(rows)
-        raise RowErrors([*shape_errors, *errors], row_label="item")
-    return conversations_import(rows=rows, by=by)
+        raise RowErrors([*shape_errors, *errors], row_label=row_label)
+    try:
+        return conversations_import(rows=rows, by=by)
+    except RowErrors as error:
+        error.row_label = row_label
+        raise

@@ -51,8 +51,7 @@ def main() -> int:
     _, token = api_services.api_token_create(user=admin, name="fuzz", by=None,
                                              scopes=["ingest", "import", "read", "metrics"])
 
-    from tests.api.fuzz import fuzz
-    from tests.api.test_schema_fuzz import steer_to
+    from tests.api.fuzz import fuzz, steer_to
 
     report = fuzz(get_wsgi_application(), token=token, examples=args.examples, steer=steer_to(run.pk),
                   derandomize=args.seeded)

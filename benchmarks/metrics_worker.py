@@ -60,7 +60,8 @@ def main() -> None:
 
     def naive(b: int) -> None:
         for name in ("calibration-1", "calibration-2"):
-            naive_calibration(inputs.attributes, inputs.judgments, name, resamples=b, seed=0)
+            naive_calibration(inputs.attributes, inputs.judgments, name, resamples=b, seed=0,
+                              experts=inputs.experts)
         naive_ari(inputs.attributes, inputs.judgments, panel=inputs.panel, resamples=b, seed=0)
 
     naive(0)  # warm-up: first-call costs would otherwise be charged to B=0 and make the slope meaningless

@@ -236,6 +236,19 @@ X_FRAME_OPTIONS = "DENY"
 # Upload and request limits (bulk ingestion sends large bodies; anything bigger gets 413, never 500).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(env("DATA_UPLOAD_MAX_MEMORY_SIZE", str(64 * 1024 * 1024)))
 
+# E-mail (forgotten-password links): SMTP when EMAIL_HOST is set, otherwise printed to the console log.
+EMAIL_HOST = env("EMAIL_HOST")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = int(env("EMAIL_PORT", "587") or "587")
+    EMAIL_HOST_USER = env("EMAIL_HOST_USER", "") or ""
+    EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", "") or ""
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "cab@localhost") or "cab@localhost"
+PASSWORD_RESET_TIMEOUT = int(env("PASSWORD_RESET_TIMEOUT", str(7 * 24 * 3600)) or str(7 * 24 * 3600))
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -11,6 +11,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     *api_urls.schema_urlpatterns,
+    *api_urls.page_urlpatterns,
+    path("", include("access.urls")),
     path("", include("annotation.urls")),
     path("", include("calibration.urls")),
     path("", include("metrics.urls")),

@@ -299,8 +299,11 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
 
 
 def panel_ranking(*, study: Study) -> dict | None:
-    """The latest succeeded metrics report's ranking and per-reviewer figures, restricted to the study's reviewers
-    (experts code calibration items too, but are never in the panel)."""
+    """The latest succeeded metrics report's ranking and per-reviewer figures, restricted to the study's reviewers.
+
+    The report already leaves the study's experts out of its reviewers, pairs, bootstrap and ranking (they code
+    calibration items too, but are never in the panel), so every figure here is the report's own; the filter
+    only drops coders who are not reviewer members of the study."""
     run = metric_run_latest_succeeded(study=study)
     if run is None:
         return None

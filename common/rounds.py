@@ -12,7 +12,7 @@ CALIBRATION = "calibration"
 MAIN = "main"
 # As a URL / OpenAPI pattern (bounded, so a number always fits the database column).
 NAME_PATTERN = r"calibration-[1-9][0-9]{0,8}|main"
-_NAME = re.compile(rf"^(?:{NAME_PATTERN})$")
+_NAME = re.compile(rf"(?:{NAME_PATTERN})")  # used with fullmatch: "$" would also match before a final newline
 DESCRIPTION = "calibration-N or main"
 
 
@@ -22,7 +22,7 @@ def round_name(kind: str, number: int) -> str:
 
 def round_parse(name: str) -> tuple[str, int] | None:
     """``calibration-N`` -> ("calibration", N), ``main`` -> ("main", 1); None for anything else."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         return None
     if name == MAIN:
         return MAIN, 1

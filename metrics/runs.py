@@ -26,7 +26,7 @@ def report_build(
     progress: Callable[[float, str], None] | None = None,
 ) -> dict:
     inputs = selectors.report_inputs(study=study)
-    params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel)
+    params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts)
     report = build_report(
         attributes=inputs.attributes,
         judgments=inputs.judgments,

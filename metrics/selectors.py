@@ -24,6 +24,7 @@ class ReportInputs:
     conversation_kinds: dict[tuple[str, str], str]
     subcategory_attribute: dict[str, str]
     panel: tuple[str, ...] | None
+    experts: tuple[str, ...]  # the study's gold-panel members: their own codings are never a reviewer's
 
 
 def attribute_specs(*, study: Study) -> list[AttributeSpec]:
@@ -109,6 +110,10 @@ def report_inputs(*, study: Study) -> ReportInputs:
             StudyMember.objects.filter(study=study, retained=True).values_list("user__username", flat=True)
         )
     )
+    experts = tuple(
+        StudyMember.objects.filter(study=study, role=StudyMember.Role.EXPERT)
+        .order_by("user__username").values_list("user__username", flat=True)
+    )
     return ReportInputs(
         attributes=attribute_specs(study=study),
         judgments=judgments,
@@ -117,6 +122,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
         conversation_kinds=kinds,
         subcategory_attribute=subcategory_attribute,
         panel=retained or None,
+        experts=experts,
     )
 
 

@@ -1,12 +1,27 @@
+"""Fixtures shared across the apps' tests: the personas, fast password hashing, API clients with bearer tokens,
+the ``cab-demo`` study and its ingestion, and ``shared_state`` for data built once per module."""
+
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
+from django.db import transaction
+from django.test import override_settings
+from rest_framework.test import APIClient
 
 from access import roles
 from access.services import user_ensure
+from api import services as api_services
+from benchmark import services as benchmark_services
+from benchmark.demo import demo_records
+from tests.factories import StudyFactory, StudyMemberFactory, conversations_without_responses
 
 pytest_plugins = ["tests.browser"]
+
+ALL_SCOPES = ("ingest", "import", "read", "metrics")
 
 
 def pytest_report_header(config):
@@ -15,6 +30,35 @@ def pytest_report_header(config):
     where = f"{database.get('HOST') or ''}:{database.get('PORT') or ''}" if engine != "sqlite3" else database["NAME"]
     broker = settings.CELERY_BROKER_URL if not settings.CELERY_TASK_ALWAYS_EAGER else "in-process (eager)"
     return [f"database: {engine} at {where}", f"celery broker: {broker}"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    """Personas and demo accounts get passwords; the production hash (deliberately slow) would cost more than most
+    tests do. Session-wide, so data built once per module (``shared_state``) is hashed fast too."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(scope="session")
+def shared_state(django_db_setup, django_db_blocker):
+    """For a module-scoped fixture that builds data once: ``with shared_state(): build; yield primary keys``.
+
+    The data is written inside a transaction that is rolled back after the module's last test; each test runs in
+    its own savepoint inside it (pytest-django's ``db``), so what a test changes is undone before the next. Only
+    for tests without ``transaction=True`` or ``live_server`` (those need committed data). Yield primary keys,
+    not model instances, so that no test sees another's in-memory changes."""
+
+    @contextlib.contextmanager
+    def build() -> Iterator[None]:
+        with django_db_blocker.unblock(), transaction.atomic():
+            yield
+            transaction.set_rollback(True)
+
+    return build
+
+
+# --- personas --------------------------------------------------------------------------------------------------
 
 
 def _persona(username: str, role: str):
@@ -51,3 +95,75 @@ def outsider(db):
     from tests.factories import UserFactory
 
     return UserFactory(username="outsider")
+
+
+# --- the API: clients and bearer tokens -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def api():
+    """An API client with no credentials."""
+    return APIClient()
+
+
+@pytest.fixture
+def token_for():
+    """token_for(user, scopes=…, study=…, expires_at=…) -> raw bearer token."""
+
+    def make(user, scopes=ALL_SCOPES, study=None, expires_at=None):
+        _, raw = api_services.api_token_create(user=user, name="test", scopes=scopes, study=study,
+                                               expires_at=expires_at, by=None)
+        return raw
+
+    return make
+
+
+@pytest.fixture
+def as_token(token_for):
+    """as_token(user, **token options) -> an APIClient sending that user's bearer token."""
+
+    def make(user, **options):
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_for(user, **options)}")
+        return api
+
+    return make
+
+
+# --- a study ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def study(db, reviewer, other_reviewer):
+    """``cab-demo``, with the reviewer and the other reviewer as members."""
+    study = StudyFactory(slug="cab-demo", name="Demo study")
+    StudyMemberFactory(study=study, user=reviewer, role="reviewer")
+    StudyMemberFactory(study=study, user=other_reviewer, role="reviewer")
+    return study
+
+
+@pytest.fixture
+def other_study(db):
+    return StudyFactory(slug="other-study", name="Other study")
+
+
+@pytest.fixture
+def demo_conversations(db):
+    benchmark_services.conversations_import(rows=enumerate(demo_records()))
+
+
+# --- ingestion --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ingester(admin_user, as_token, study):
+    """An admin's client with an ingestion token limited to ``cab-demo``."""
+    return as_token(admin_user, scopes=["ingest"], study=study)
+
+
+@pytest.fixture
+def turns_only(ingester):
+    """The demo conversations and turns of ``cab-demo``, without model responses."""
+    response = ingester.post("/api/v1/studies/cab-demo/conversations/", conversations_without_responses(),
+                             format="json")
+    assert response.status_code == 200

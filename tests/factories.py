@@ -1,12 +1,16 @@
-"""One factory per model. Schemas come from the installed ``cab-v1`` (the data migration puts it there)."""
+"""One factory per model, and request bodies for the ingestion endpoints. Schemas come from the installed
+``cab-v1`` (the data migration puts it there)."""
 
 from __future__ import annotations
+
+import json
 
 import factory
 from django.contrib.auth import get_user_model
 
 from annotation import models as annotation_models
 from benchmark import models as benchmark_models
+from benchmark.demo import demo_records
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -189,3 +193,28 @@ class IdempotencyRecordFactory(factory.django.DjangoModelFactory):
     request_hash = "0" * 64
     status_code = 200
     response = factory.LazyFunction(dict)
+
+
+# --- request bodies for the ingestion endpoints ----------------------------------------------------------------
+
+
+def conversations_without_responses() -> list[dict]:
+    """The demo conversations with their turns but no model responses."""
+    records = demo_records()
+    for record in records:
+        for turn in record["turns"]:
+            turn["responses"] = []
+    return records
+
+
+def response_items() -> list[dict]:
+    """The demo responses as response-ingestion items."""
+    return [
+        {"dataset": record["dataset"], "conversation_id": record["conversation_id"], "turn_index": turn["index"],
+         "model": response["model"], "model_version": response.get("model_version", ""), "text": response["text"]}
+        for record in demo_records() for turn in record["turns"] for response in turn["responses"]
+    ]
+
+
+def jsonl(items) -> str:
+    return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)

@@ -44,10 +44,19 @@ class RoundMatrix:
     gold_raw: np.ndarray
 
 
-def round_matrix(enc: Encoded, name: str) -> RoundMatrix:
+def round_matrix(enc: Encoded, name: str, coder_codes: np.ndarray | None = None) -> RoundMatrix:
+    """The round's items x coders matrix with gold; `coder_codes` (codes into enc.coders) limits the columns.
+
+    Rows of coders outside `coder_codes` are dropped before the items are numbered, so the matrix (its items, its
+    turns, hence every resample) is exactly the one of a table without those rows: leaving the experts out
+    of the reviewers' figures means computing them as if the experts had not coded the round.
+    """
     j = enc.judgments
     code = enc.rounds.index(name)
-    rows = np.flatnonzero(j.round == code)
+    in_round = j.round == code
+    if coder_codes is not None:
+        in_round &= (j.coder == GOLD) | np.isin(j.coder, coder_codes)
+    rows = np.flatnonzero(in_round)
     item, first = dense_ids(j.unit[rows], j.attribute[rows])
     n_items = len(first)
     coders = j.coder[rows]
@@ -305,25 +314,22 @@ def calibration_section(
     kappa_by_attribute: dict[str, dict[str, dict[str, object]]] = {}
     alpha: dict[str, dict[str, dict[str, object]]] = {}
     agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    experts: dict[str, dict[str, object]] = {}
     last_matrix: RoundMatrix | None = None
     last_bucketed = np.zeros((params.bootstrap, 0))
+    expert_names = set(params.experts)
+    is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
+    reviewer_codes, expert_codes = np.flatnonzero(~is_expert), np.flatnonzero(is_expert)
 
     for name in rounds:
-        m = round_matrix(enc, name)
+        m = round_matrix(enc, name, reviewer_codes)
+        experts[name] = _expert_round(enc, round_matrix(enc, name, expert_codes), groups)
         entries, kappa = _reviewer_entries(enc, m, groups)
         spans = _span_f1(enc, m, subcategory_attribute)
         for reviewer, entry in entries.items():
             entry["span_f1"] = spans.get(reviewer)
         per_round[name] = entries
-        exact_pairs = pairwise_agreement(m.label, m.reviewers)
-        bucketed_pairs = pairwise_agreement(m.bucket, m.reviewers)
-        pairwise[name] = {
-            pair: {"exact": exact_pairs[pair], "bucketed": bucketed_pairs[pair]} for pair in sorted(exact_pairs)
-        }
-        pairwise_mean[name] = {
-            "exact": mean_or_none(exact_pairs.values()),
-            "bucketed": mean_or_none(bucketed_pairs.values()),
-        }
+        pairwise[name], pairwise_mean[name] = _pairwise(m)
         plurality[name] = gold_in_plurality(m.gold_bucket, m.bucket)
         kappa_by_attribute[name] = {
             a.code: _attribute_kappa_summary(kappa[:, i]) for i, a in enumerate(enc.schema.attributes)
@@ -368,6 +374,32 @@ def calibration_section(
         "ci": {"level": params.ci_level, "resample": "turn", "resamples": params.bootstrap, "seed": params.seed},
         "bootstrap": bootstrap,
         "panel_ranking": _panel_ranking(per_round.get(last, {}) if last else {}, last, params.panel_size),
+        "experts": experts,
+    }
+
+
+def _pairwise(m: RoundMatrix) -> tuple[dict[str, dict[str, float | None]], dict[str, float | None]]:
+    """Every pair of the matrix's coders ("A|B", A < B) with exact and bucketed agreement, and the mean pair."""
+    exact_pairs = pairwise_agreement(m.label, m.reviewers)
+    bucketed_pairs = pairwise_agreement(m.bucket, m.reviewers)
+    pairs = {pair: {"exact": exact_pairs[pair], "bucketed": bucketed_pairs[pair]} for pair in sorted(exact_pairs)}
+    mean = {"exact": mean_or_none(exact_pairs.values()), "bucketed": mean_or_none(bucketed_pairs.values())}
+    return pairs, mean
+
+
+def _expert_round(enc: Encoded, m: RoundMatrix, groups: list[str]) -> dict[str, object]:
+    """The gold panel's own codings of one round, by the reviewers' definitions: each expert against the
+    consensus (gold), every pair of experts, and Krippendorff's α of the experts per attribute.
+
+    Agreement with gold is null without gold; pairs and α need two experts (no pair: {} and a null mean).
+    """
+    entries, _ = _reviewer_entries(enc, m, groups)
+    pairs, mean = _pairwise(m)
+    return {
+        "experts": entries,
+        "pairwise": pairs,
+        "pairwise_mean": mean,
+        "alpha": _alpha_by_attribute(enc, m),
     }
 
 

@@ -41,14 +41,15 @@ def _quantiles(samples: list[float | None], level: float) -> tuple[float | None,
 
 
 def _calibration_scores(
-    spec: dict[str, AttributeSpec], judgments: JudgmentTable, round_name: str
+    spec: dict[str, AttributeSpec], judgments: JudgmentTable, round_name: str, experts: Sequence[str] = ()
 ) -> tuple[dict[tuple, int], dict[str, dict[tuple, int]]]:
-    """The round's gold score and every reviewer's score per item (unit + attribute), off-scale rows dropped."""
+    """The round's gold score and every reviewer's score per item (unit + attribute), off-scale rows dropped;
+    the experts' own rows are not reviewers' and are skipped."""
     gold: dict[tuple, int] = {}
     scores: dict[str, dict[tuple, int]] = {}
     for rnd, coder, is_gold, dataset, conversation, turn, model, attribute, score in _rows(judgments):
         a = spec.get(attribute)
-        if rnd != round_name or a is None or score not in a.scale:
+        if rnd != round_name or a is None or score not in a.scale or (not is_gold and coder in experts):
             continue
         item = (*_unit(a, dataset, conversation, turn, model), attribute)
         if is_gold:
@@ -123,10 +124,11 @@ def naive_calibration(
     seed: int,
     top_k: Sequence[int] = (4, 5, 6),
     ci_level: float = 0.95,
+    experts: Sequence[str] = (),
 ) -> dict:
     """Per reviewer: point agreement/κ, then the same recomputed on every turn resample, loop by loop."""
     spec = {a.code: a for a in attributes}
-    gold, scores = _calibration_scores(spec, judgments, round_name)
+    gold, scores = _calibration_scores(spec, judgments, round_name, experts)
     all_items = set(gold) | {i for s in scores.values() for i in s}
     turns = sorted({item[:3] for item in all_items})
     items_of_turn: dict[tuple, list[tuple]] = {t: [] for t in turns}

@@ -106,6 +106,9 @@ class ReportParams:
     top_k: tuple[int, ...] = (4, 5, 6)
     slope_flat_threshold: float = 0.005
     ci_level: float = 0.95
+    # Coders who are gold-panel experts: never reviewers (not in the reviewers' figures, pairs, bootstrap or
+    # panel); the calibration section reports them apart.
+    experts: tuple[str, ...] = ()
     panel: tuple[str, ...] | None = None
     panel_size: int = 6  # SPEC §4: the admin retains the top k of the last calibration round
     ci_resample: str = "conversation"  # main-round CIs resample "conversation"s or "turn"s
@@ -126,6 +129,8 @@ class ReportParams:
             raise ValueError("ci_resample must be 'conversation' or 'turn'")
         if self.slope_flat_threshold < 0:
             raise ValueError("slope_flat_threshold must be >= 0")
+        if isinstance(self.experts, str) or not all(isinstance(name, str) for name in self.experts):
+            raise ValueError("experts must be a tuple of coder names")
         low, high = self.uiri_bands
         if not (0.0 <= low <= high <= 1.0):
             raise ValueError("uiri_bands must be 0 <= low <= high <= 1")

@@ -1,0 +1,126 @@
+"""The admins' people page: accounts, roles, deactivation, one-time set-password links."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from access import forms, services
+from access.checks import require_study_admin, user_roles
+from access.requests import AuthedRequest
+from common.errors import RowErrors
+
+View = Callable[..., HttpResponse]
+
+
+def admin_only(view: View) -> View:
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        require_study_admin(request.user)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _link_message(request: HttpRequest, username: str, path: str) -> None:
+    messages.success(request, f"Send {username} this one-time link to set a password: "
+                              f"{request.build_absolute_uri(path)}")
+
+
+@admin_only
+@require_GET
+def people(request: AuthedRequest) -> HttpResponse:
+    accounts = list(get_user_model().objects.prefetch_related("groups").order_by("username"))
+    return render(request, "access/people.html", {
+        "accounts": [(a, [g.name for g in a.groups.all()]) for a in accounts],
+        "form": forms.AccountForm(), "csv_form": forms.AccountsCsvForm(), "roles": user_roles(user=request.user),
+    })
+
+
+@admin_only
+@require_POST
+def account_create(request: AuthedRequest) -> HttpResponse:
+    form = forms.AccountForm(request.POST)
+    if not form.is_valid():
+        for name, errors in form.errors.items():
+            messages.error(request, f"{name}: {' '.join(str(e) for e in errors)}")
+        return redirect("people")
+    try:
+        user = services.account_create(by=request.user, **form.cleaned_data)
+    except ValidationError as error:
+        for message in error.messages:
+            messages.error(request, message)
+        return redirect("people")
+    _link_message(request, user.get_username(), services.password_link(user=user))
+    return redirect("people")
+
+
+@admin_only
+@require_POST
+def accounts_upload(request: AuthedRequest) -> HttpResponse:
+    form = forms.AccountsCsvForm(request.POST, request.FILES)
+    if not form.is_valid():
+        for name, errors in form.errors.items():
+            messages.error(request, f"{name}: {' '.join(str(e) for e in errors)}")
+        return redirect("people")
+    try:
+        users = services.accounts_create_from_csv(text=form.cleaned_data["file"], by=request.user)
+    except RowErrors as error:
+        messages.error(request, error.summary())
+        return redirect("people")
+    for user in users:
+        _link_message(request, user.get_username(), services.password_link(user=user))
+    return redirect("people")
+
+
+def _account(user_id: int) -> Any:
+    return get_object_or_404(get_user_model(), pk=user_id)
+
+
+@admin_only
+@require_POST
+def account_role(request: AuthedRequest, user_id: int) -> HttpResponse:
+    user = _account(user_id)
+    form = forms.RoleForm(request.POST)
+    if form.is_valid():
+        services.account_role_set(user=user, role=form.cleaned_data["role"], by=request.user)
+        messages.success(request, f"{user.get_username()} is now {form.cleaned_data['role']}.")
+    else:
+        messages.error(request, "choose one of the roles")
+    return redirect("people")
+
+
+@admin_only
+@require_POST
+def account_active(request: AuthedRequest, user_id: int) -> HttpResponse:
+    user = _account(user_id)
+    form = forms.ActiveForm(request.POST)
+    form.is_valid()
+    active = bool(form.cleaned_data.get("active"))
+    try:
+        services.account_active_set(user=user, active=active, by=request.user)
+        messages.success(request, f"{user.get_username()} is {'active again' if active else 'deactivated'}: "
+                                  + ("they can sign in." if active else "their sessions and tokens stop now; "
+                                                                        "their judgments stay."))
+    except ValidationError as error:
+        for message in error.messages:
+            messages.error(request, message)
+    return redirect("people")
+
+
+@admin_only
+@require_POST
+def account_password_link(request: AuthedRequest, user_id: int) -> HttpResponse:
+    user = _account(user_id)
+    _link_message(request, user.get_username(), services.password_link_issue(user=user, by=request.user))
+    return redirect("people")

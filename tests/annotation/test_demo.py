@@ -1,0 +1,51 @@
+"""The demo data (annotation/demo.py, ``load_demo``): the real examples, one account per role, loaded
+idempotently."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db.models import Count
+
+from annotation.models import Assignment, Round, Study
+from benchmark.models import Conversation, ModelResponse, Turn
+
+pytestmark = pytest.mark.django_db
+
+
+def snapshot():
+    return (Conversation.objects.count(), Turn.objects.count(), ModelResponse.objects.count(), Study.objects.count(),
+            Round.objects.count(), Assignment.objects.count(), get_user_model().objects.count())
+
+
+def test_load_demo_loads_the_real_examples_with_one_account_per_role(capsys):
+    call_command("load_demo")
+    out = capsys.readouterr().out
+    assert Conversation.objects.filter(external_id__startswith="appendix-d-").count() == 4
+    assert ModelResponse.objects.count() == 20
+    study = Study.objects.get(slug="demo")
+    assert study.schema.slug == "cab-v1" and study.status == "open"
+    calibration = study.rounds.get(kind="calibration", number=1)
+    assert calibration.status == "open" and calibration.items.count() == 4
+    for username in ("demo-reviewer", "demo-expert", "demo-admin", "demo-researcher"):
+        assert username in out
+        assert get_user_model().objects.get(username=username).check_password("cab-demo")
+    assert Assignment.objects.filter(round=calibration, coder__username="demo-reviewer").count() == 4
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    assert not reviewer.is_staff, "reviewers never get the admin: it would unblind them"
+    assert set(reviewer.groups.values_list("name", flat=True)) == {"reviewer"}
+
+
+def test_load_demo_twice_changes_nothing():
+    call_command("load_demo", "--quiet")
+    first = snapshot()
+    call_command("load_demo", "--quiet")
+    assert snapshot() == first
+
+
+def test_demo_multi_turn_conversation_keeps_its_context_turn():
+    call_command("load_demo", "--quiet")
+    care = Conversation.objects.get(dataset__name="CARE-Bench")
+    assert care.kind == "multi" and care.complexity is None
+    assert list(care.turns.annotate(n=Count("responses")).values_list("index", "n")) == [(1, 0), (2, 5)]

@@ -1,0 +1,151 @@
+"""Importing judgments (annotation/judgment_import.py, ``import_judgments``): CSV and JSON Lines alike, every bad row
+named by line and field with nothing written, re-imports idempotent, export → import reproduces every judgment."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+
+from annotation.long_format import judgment_rows
+from annotation.models import Judgment, Round, Span, Study
+from benchmark import services as benchmark_services
+from benchmark.demo import demo_records
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def conversations():
+    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+
+
+def row(**overrides):
+    base = {
+        "study": "imported", "round": "calibration-1", "reviewer": "alice", "is_gold": False,
+        "dataset": "CounselChat", "conversation_id": "appendix-d-1", "turn_index": 1, "model": "GPT",
+        "attribute": "AUR", "score": 1, "instance_count": 1,
+        "spans": [{"start": 0, "end": 3, "subcategory": "assumes"}],
+    }
+    return base | overrides
+
+
+def write_jsonl(tmp_path, rows):
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def write_csv(tmp_path, rows):
+    path = tmp_path / "judgments.csv"
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(row()))
+        writer.writeheader()
+        for r in rows:
+            writer.writerow(r | {"spans": json.dumps(r["spans"]) if r["spans"] else "",
+                                 "model": r["model"] or "", "is_gold": str(r["is_gold"]).lower(),
+                                 "instance_count": "" if r["instance_count"] is None else r["instance_count"]})
+    return path
+
+
+def test_import_creates_study_rounds_accounts_and_judgments(conversations, tmp_path, capsys):
+    rows = [
+        row(),
+        row(reviewer="gold", is_gold=True, score=2, spans=[]),
+        row(attribute="U1", model=None, instance_count=None, spans=[], score=0),
+        row(round="main", reviewer="bob", attribute="F1", instance_count=None, spans=[], score=1),
+    ]
+    call_command("import_judgments", str(write_jsonl(tmp_path, rows)), "--study", "imported")
+    study = Study.objects.get(slug="imported")
+    assert study.schema.slug == "cab-v1"
+    assert sorted(r.name for r in study.rounds.all()) == ["calibration-1", "main"]
+    assert Judgment.objects.filter(round__study=study).count() == 4
+    assert Judgment.objects.get(is_gold=True).coder.groups.get().name == "expert"
+    assert get_user_model().objects.get(username="bob").groups.get().name == "reviewer"
+    span = Span.objects.get()
+    assert (span.start, span.end, span.subcategory.slug) == (0, 3, "assumes")
+    assert "4 judgments and 1 spans imported into created study 'imported'" in capsys.readouterr().out
+
+
+def test_csv_and_jsonl_import_the_same_judgments(conversations, tmp_path):
+    rows = [row(), row(attribute="U2", model="", instance_count=None, spans=[], score=2)]
+    call_command("import_judgments", str(write_csv(tmp_path, rows)), "--study", "imported")
+    from_csv = list(judgment_rows(study=Study.objects.get(slug="imported")))
+    Judgment.objects.all().delete()
+    call_command("import_judgments", str(write_jsonl(tmp_path, rows)), "--study", "imported")
+    assert list(judgment_rows(study=Study.objects.get(slug="imported"))) == from_csv
+
+
+@pytest.mark.parametrize(("bad", "field", "message"), [
+    ({"score": 3}, "score", "AUR: score 3 is outside the scale 0–2"),
+    ({"score": "high"}, "score", "must be a whole number"),
+    ({"attribute": "XYZ"}, "attribute", "'XYZ' is not an attribute of schema cab-v1"),
+    ({"round": "pilot"}, "round", "'pilot' is not calibration-N or main"),
+    ({"model": None}, "model", "AUR is coded once per model response: a model response is required"),
+    ({"attribute": "U1"}, "model", "U1 is coded once per turn: give the turn and no model response"),
+    ({"model": "Mistral"}, "model", "has no 'Mistral' response"),
+    ({"conversation_id": "nope"}, "conversation_id", "CounselChat/nope is not imported"),
+    ({"turn_index": 7}, "turn_index", "turn 7 of CounselChat/appendix-d-1 is not imported"),
+    ({"spans": [{"start": 0, "end": 9999, "subcategory": "assumes"}]}, "spans[0]", "is outside the response text"),
+    ({"spans": [{"start": 0, "end": 3, "subcategory": "directive"}]}, "spans[0]", "'directive' is not one of"),
+    ({"is_gold": "maybe"}, "is_gold", "must be true or false"),
+    ({"study": "other"}, "study", "row is for study 'other'"),
+    ({"instance_count": -1}, "instance_count", "instance count must be a whole number from 0 to 2147483647"),
+])
+def test_a_bad_row_names_line_and_field_and_nothing_is_written(conversations, tmp_path, bad, field, message):
+    path = write_jsonl(tmp_path, [row(reviewer="carol"), row() | bad])
+    with pytest.raises(CommandError) as caught:
+        call_command("import_judgments", str(path), "--study", "imported")
+    text = str(caught.value)
+    assert f"line 2: {field}: " in text and message in text, text
+    assert not Study.objects.filter(slug="imported").exists()
+    assert not Judgment.objects.exists()
+    assert not get_user_model().objects.filter(username="carol").exists()
+
+
+def test_duplicate_rows_in_a_file_are_refused(conversations, tmp_path):
+    path = write_jsonl(tmp_path, [row(), row(score=2)])
+    with pytest.raises(CommandError, match=r"line 2: attribute: a second judgment by alice of AUR on this unit "
+                                           r"in calibration-1 \(first on line 1\)"):
+        call_command("import_judgments", str(path), "--study", "imported")
+
+
+def test_reimport_changes_nothing_and_a_conflicting_value_is_refused(conversations, tmp_path, capsys):
+    path = write_jsonl(tmp_path, [row(), row(reviewer="gold", is_gold=True)])
+    call_command("import_judgments", str(path), "--study", "imported")
+    before = list(Judgment.objects.values_list("id", "score", "version", "updated_at").order_by("id"))
+    call_command("import_judgments", str(path), "--study", "imported")
+    assert "2 unchanged" in capsys.readouterr().out
+    assert list(Judgment.objects.values_list("id", "score", "version", "updated_at").order_by("id")) == before
+    with pytest.raises(CommandError, match="already has a different AUR judgment for this unit \\(score 1\\)"):
+        call_command("import_judgments", str(write_jsonl(tmp_path, [row(score=2)])), "--study", "imported")
+    assert Judgment.objects.get(coder__username="alice").score == 1
+
+
+def test_missing_csv_columns_are_named(tmp_path):
+    path = tmp_path / "j.csv"
+    path.write_text("study,round,reviewer\nx,main,alice\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="line 1: header: missing column\\(s\\) is_gold, dataset"):
+        call_command("import_judgments", str(path), "--study", "x")
+
+
+def test_export_then_import_into_an_empty_study_reproduces_every_judgment(tmp_path):
+    call_command("generate_synthetic", "--conversations", "12", "--reviewers", "3", "--seed", "5",
+                 "--calibration-turns", "2", "--slug", "origin")
+    out = io.StringIO()
+    call_command("export_judgments", "--study", "origin", "--format", "csv", stdout=out)
+    exported = out.getvalue().replace("\norigin,", "\ncopy,")
+    (tmp_path / "export.csv").write_text(exported, encoding="utf-8")
+    call_command("import_judgments", str(tmp_path / "export.csv"), "--study", "copy")
+
+    def normalised(slug):
+        return [r | {"study": None} for r in judgment_rows(study=Study.objects.get(slug=slug))]
+
+    original, copy = normalised("origin"), normalised("copy")
+    assert len(original) == Judgment.objects.filter(round__study__slug="origin").count() > 100
+    assert copy == original
+    assert Round.objects.filter(study__slug="copy").count() == 3

@@ -1,0 +1,172 @@
+"""Exact query counts of annotation's list pages, API lists and judgment exports, each pinned at two data sizes:
+the count does not grow with the number of studies, rounds, reviewers, assignments or judgments."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from access import roles
+from access.services import user_ensure
+from annotation import long_format
+from annotation import services as annotation_services
+from annotation.models import Assignment, Judgment, Round, RoundItem, Study, StudyMember
+from api import services as api_services
+from tests.factories import StudyFactory
+
+pytestmark = pytest.mark.django_db
+
+SLUG = "syn"
+REVIEWER = f"{SLUG}-r01"
+SIZES = {
+    # conversations, models, reviewers, experts, calibration rounds, turns per calibration round, extra studies
+    "small": {"conversations": 3, "models": 2, "reviewers": 2, "experts": 1, "rounds": 1,
+               "turns": 2, "studies": 0},
+    "large": {"conversations": 6, "models": 3, "reviewers": 3, "experts": 2, "rounds": 2,
+               "turns": 2, "studies": 2},
+}
+
+
+@pytest.fixture(scope="module", params=list(SIZES))
+def built(request, shared_state):
+    """A synthetic study whose calibration rounds were opened (every member has the set) and closed; the large
+    size has more of everything, and the reviewer is a member of further studies with open rounds. Built once per
+    size for the module (``shared_state``); the tests get primary keys."""
+    size = SIZES[request.param]
+    with shared_state():
+        call_command("generate_synthetic", "--conversations", str(size["conversations"]), "--models",
+                     str(size["models"]), "--reviewers", str(size["reviewers"]), "--experts", str(size["experts"]),
+                     "--calibration-rounds", str(size["rounds"]), "--calibration-turns", str(size["turns"]),
+                     "--slug", SLUG, "--seed", "3", stdout=io.StringIO())
+        study = Study.objects.get(slug=SLUG)
+        members = [m.user for m in StudyMember.objects.filter(study=study).select_related("user")]
+        for round_ in Round.objects.filter(study=study, kind="calibration"):
+            turns = [item.turn_id for item in RoundItem.objects.filter(round=round_).order_by("position")]
+            Assignment.objects.bulk_create(
+                Assignment(round=round_, coder=user, turn_id=turn, position=position,
+                           completed_at="2026-01-01T00:00Z")
+                for user in members for position, turn in enumerate(turns, start=1))
+        reviewer = get_user_model().objects.get(username=REVIEWER)
+        main_turns = list(Assignment.objects.filter(round__study=study, round__kind="main")
+                          .values_list("turn", flat=True))
+        for number in range(size["studies"]):
+            extra = StudyFactory(slug=f"extra-{number}", name=f"Extra {number}")
+            annotation_services.study_member_add(study=extra, user=reviewer, role="reviewer", by=None)
+            round_ = Round.objects.create(study=extra, kind="main", number=1, status="open")
+            Assignment.objects.bulk_create(Assignment(round=round_, coder=reviewer, turn_id=turn, position=position)
+                                           for position, turn in enumerate(main_turns[:3], start=1))
+        yield {"size": request.param, "study": study.pk, "reviewer": reviewer.pk,
+               "main": Round.objects.get(study=study, kind="main").pk}
+
+
+@pytest.fixture
+def data(db, built):
+    return {"size": built["size"], "study": Study.objects.get(pk=built["study"]),
+            "reviewer": get_user_model().objects.get(pk=built["reviewer"]),
+            "main": Round.objects.get(pk=built["main"])}
+
+
+@pytest.fixture
+def researcher_user(db):
+    return user_ensure(username="list-researcher", role=roles.RESEARCHER)
+
+
+def token_client(user) -> APIClient:
+    """A client sending a fresh read token of ``user``, used once already (so its last use is recorded and no
+    measured request writes it)."""
+    _, raw = api_services.api_token_create(user=user, name="lists", scopes=("read",), study=None, expires_at=None,
+                                           by=None)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.get(reverse("api-studies")).status_code == 200
+    return client
+
+
+def body(response) -> bytes:
+    assert response.status_code == 200
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def judgment_count(study) -> int:
+    return Judgment.objects.filter(round__study=study, score__isnull=False).count()
+
+
+# --- pages ------------------------------------------------------------------------------------------------------
+
+
+def test_home_and_queue_pages_need_a_fixed_number_of_queries_at_any_size(client, data, django_assert_num_queries):
+    client.force_login(data["reviewer"])
+    # session, user, roles three times, open rounds with progress, feedback rounds, studies, their rounds
+    with django_assert_num_queries(9):
+        home = client.get(reverse("home"))
+    assert home.status_code == 200
+    assert home.content.count(b"/feedback/") == SIZES[data["size"]]["rounds"]
+    # session, user, round, the reviewer's assignments with their turns
+    with django_assert_num_queries(4):
+        queue = client.get(reverse("queue", args=[data["main"].pk]))
+    assert queue.status_code == 200
+    assert queue.content.count(b"/turns/") >= Assignment.objects.filter(round=data["main"],
+                                                                         coder=data["reviewer"]).count()
+
+
+# --- API lists --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("who", ["reviewer", "researcher"])
+def test_api_lists_need_a_fixed_number_of_queries_at_any_size(data, researcher_user, who,
+                                                               django_assert_num_queries):
+    api = token_client(data["reviewer"] if who == "reviewer" else researcher_user)
+    # token, roles (scope and role checks), study, then the list's own queries
+    with django_assert_num_queries(6):
+        rounds = api.get(reverse("api-rounds", args=[SLUG]))
+    assert len(rounds.json()) == 1 + SIZES[data["size"]]["rounds"]
+    with django_assert_num_queries(6):
+        assignments = api.get(reverse("api-assignments", args=[SLUG, "main"]))
+    assert assignments.json()["results"]
+    with django_assert_num_queries(7):
+        judgments = api.get(reverse("api-judgments", args=[SLUG]), {"page_size": "100"})
+    assert len(judgments.json()["results"]) == 100
+
+
+@pytest.mark.parametrize("who", ["reviewer", "researcher"])
+def test_api_study_list_query_count_does_not_grow_with_the_number_of_studies(data, researcher_user, who,
+                                                                             django_assert_num_queries):
+    """N+1: every listed study asks for the caller's roles again (``_blinded_studies`` -> ``model_names_hidden``
+    -> ``user_sees_all_studies``, one query per study). Pinned at what one study needs (token, roles, studies,
+    their rounds, roles for blinding): the large size's three studies must need no more."""
+    api = token_client(data["reviewer"] if who == "reviewer" else researcher_user)
+    with django_assert_num_queries(5):
+        response = api.get(reverse("api-studies"))
+    assert len(response.json()) == 1 + SIZES[data["size"]]["studies"]
+
+
+# --- judgment exports -------------------------------------------------------------------------------------------
+# Spans are read one batch of JUDGMENT_ROWS_BATCH judgments at a time (memory stays flat), so an export needs a
+# fixed number of queries plus one per batch: constant per batch, never one per judgment. A small batch here lets
+# small data span several batches.
+
+BATCH = 300
+
+
+def test_judgment_exports_need_a_fixed_number_of_queries_plus_one_per_batch(client, data, researcher_user,
+                                                                            monkeypatch, django_assert_num_queries):
+    monkeypatch.setattr(long_format, "JUDGMENT_ROWS_BATCH", BATCH)
+    n = judgment_count(data["study"])
+    batches = math.ceil(n / BATCH)
+    assert batches == {"small": 3, "large": 6}[data["size"]]
+    api = token_client(researcher_user)
+    client.force_login(researcher_user)
+    for fmt in ("csv", "jsonl"):
+        # token, roles twice (scope and role checks), study, the judgments' server-side cursor, spans per batch
+        with django_assert_num_queries(5 + batches):
+            text = body(api.get(reverse("api-export-judgments", args=[SLUG, fmt])))
+        assert text.count(b"\n") - (fmt == "csv") == n
+        # session, user, roles twice, study, the judgments' server-side cursor, spans per batch
+        with django_assert_num_queries(6 + batches):
+            assert body(client.get(reverse("export-judgments", args=[SLUG, fmt]))) == text

@@ -1,0 +1,200 @@
+"""annotation/rules.py against the installed cab-v1 attributes: every rule's exact message, and the units each
+attribute is coded on."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotation.models import AttributeDefinition
+from annotation.rules import MAX_INSTANCE_COUNT, judgment_problems, units_of
+from tests.factories import attribute
+
+pytestmark = pytest.mark.django_db
+
+TEXT_LENGTH = 40
+
+
+def problems(code: str, *, score=1, required=False, turn=True, response=None, instance_count=None, spans=(),
+             text_length=TEXT_LENGTH):
+    """The problems of a judgment of ``code`` on its own unit (unless told otherwise), with its own subcategories."""
+    a = attribute(code)
+    if response is None:
+        response = a.unit == AttributeDefinition.Unit.RESPONSE
+    return judgment_problems(
+        attribute=a, score=score, score_required=required, has_turn=turn, has_response=response,
+        instance_count=instance_count, spans=spans, subcategories=[s.slug for s in a.subcategories.all()],
+        text_length=text_length if response else None,
+    )
+
+
+def conversation_attribute() -> AttributeDefinition:
+    """cab-v1 codes nothing per conversation; a schema may (the rules only read the definition)."""
+    return AttributeDefinition(code="SES", name="Session arc", group="session", unit="conversation", position=99,
+                               scale_min=0, scale_max=3, level="ordinal", definition="", bucket={})
+
+
+def test_a_valid_judgment_on_each_unit_has_no_problems():
+    assert problems("U1", score=2) == {}
+    assert problems("AUR", score=0, instance_count=0) == {}
+    assert problems("SEN", score=1, instance_count=MAX_INSTANCE_COUNT,
+                    spans=[(0, TEXT_LENGTH, "safety-language"), (3, 4, "overreaction")]) == {}
+    assert problems("F5", score=1) == {}
+
+
+# --- scores -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("code", "score", "message"), [
+    ("U1", 3, "U1: score 3 is outside the scale 0–2"),
+    ("U1", 7, "U1: score 7 is outside the scale 0–2"),
+    ("U1", -1, "U1: score -1 is outside the scale 0–2"),
+    ("U3", 2, "U3: score 2 is outside the scale 0–1"),
+    ("SEN", 2, "SEN: score 2 is outside the scale 0–1"),
+    ("F1", 2**31, "F1: score 2147483648 is outside the scale 0–1"),
+])
+def test_a_score_off_the_scale_names_the_attribute_the_score_and_the_scale(code, score, message):
+    assert problems(code, score=score) == {"score": message}
+
+
+@pytest.mark.parametrize("score", [1.5, 1.0, "1", True, False, [1]])
+def test_a_score_that_is_not_a_whole_number_says_so(score):
+    assert problems("U1", score=score) == {"score": "U1: score must be a whole number"}
+
+
+def test_a_missing_score_is_a_problem_only_where_it_is_required():
+    assert problems("U1", score=None, required=True) == {"score": "U1: a score is required"}
+    assert problems("U1", score=None, required=False) == {}  # a draft: spans highlighted, score to come
+
+
+# --- units ------------------------------------------------------------------------------------------------------
+
+
+def test_a_turn_attribute_on_a_response_or_without_a_turn_is_a_unit_problem():
+    message = "U1 is coded once per turn: give the turn and no model response"
+    assert problems("U1", response=True) == {"unit": message}
+    assert problems("U1", turn=False) == {"unit": message}
+    assert problems("U1", turn=False, response=True) == {"unit": message}
+
+
+def test_a_response_attribute_without_a_response_is_a_unit_problem():
+    message = "AUR is coded once per model response: a model response is required"
+    assert problems("AUR", response=False) == {"unit": message}
+    assert problems("F1", response=False, turn=False) == {
+        "unit": "F1 is coded once per model response: a model response is required"}
+
+
+def test_a_conversation_attribute_on_a_turn_or_a_response_is_a_unit_problem():
+    message = "SES is coded once per conversation: give neither a turn nor a model response"
+    ses = conversation_attribute()
+    for has_turn, has_response in ((True, False), (True, True), (False, True)):
+        assert judgment_problems(attribute=ses, score=1, score_required=True, has_turn=has_turn,
+                                 has_response=has_response) == {"unit": message}
+    assert judgment_problems(attribute=ses, score=1, score_required=True, has_turn=False, has_response=False) == {}
+
+
+def test_every_problem_of_one_judgment_is_reported_together():
+    assert problems("U1", score=9, response=True, instance_count=1) == {
+        "score": "U1: score 9 is outside the scale 0–2",
+        "unit": "U1 is coded once per turn: give the turn and no model response",
+        "instance_count": "U1 takes no instance count",
+    }
+
+
+# --- instance counts --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", ["U1", "F3"])
+def test_an_instance_count_on_an_attribute_without_one_is_refused(code):
+    assert problems(code, instance_count=0) == {"instance_count": f"{code} takes no instance count"}
+
+
+@pytest.mark.parametrize("count", [-1, 2**31, 10**20, 1.5, "2", True])
+def test_an_instance_count_must_be_a_whole_number_that_fits_the_column(count):
+    assert problems("AUR", instance_count=count) == {
+        "instance_count": "AUR: instance count must be a whole number from 0 to 2147483647"}
+
+
+@pytest.mark.parametrize("count", [None, 0, 1, 2**31 - 1])
+def test_an_instance_count_from_zero_to_the_column_maximum_is_accepted(count):
+    assert problems("AUR", instance_count=count) == {}
+
+
+# --- spans ------------------------------------------------------------------------------------------------------
+
+
+def test_a_span_of_another_attributes_subcategory_lists_the_allowed_ones():
+    assert problems("AUR", spans=[(0, 3, "directive")]) == {
+        "spans[0]": "AUR: subcategory 'directive' is not one of this attribute's (assumes, explores)"}
+    assert problems("FIX", spans=[(0, 3, "nope")]) == {
+        "spans[0]": "FIX: subcategory 'nope' is not one of this attribute's (invites-own-solution, problem-solving)"}
+
+
+def test_a_span_on_an_attribute_without_subcategories_says_none_are_allowed():
+    assert problems("F1", spans=[(0, 3, "assumes")]) == {
+        "spans[0]": "F1: subcategory 'assumes' is not one of this attribute's (none)"}
+
+
+@pytest.mark.parametrize(("start", "end"), [(0, TEXT_LENGTH + 1), (-1, 3), (5, 5), (6, 5),
+                                            (TEXT_LENGTH, TEXT_LENGTH + 1)])
+def test_a_span_outside_the_text_or_empty_gives_its_offsets_and_the_text_length(start, end):
+    assert problems("AUR", spans=[(start, end, "assumes")]) == {
+        "spans[0]": f"AUR: span [{start}, {end}) is outside the response text (0–{TEXT_LENGTH} characters)"}
+
+
+@pytest.mark.parametrize(("start", "end"), [(0.0, 3), (0, 3.5), ("0", "3"), (True, 3), (0, False), (None, 3)])
+def test_a_span_with_offsets_that_are_not_whole_numbers_says_so(start, end):
+    assert problems("AUR", spans=[(start, end, "assumes")]) == {
+        "spans[0]": "AUR: a span's start and end must be whole numbers"}
+
+
+def test_the_subcategory_is_checked_before_the_offsets():
+    assert problems("AUR", spans=[("x", 10**9, "nope")]) == {
+        "spans[0]": "AUR: subcategory 'nope' is not one of this attribute's (assumes, explores)"}
+
+
+def test_spans_on_a_unit_without_text_say_the_unit_has_none():
+    u1 = attribute("U1")
+    assert judgment_problems(attribute=u1, score=1, score_required=True, has_turn=True, has_response=False,
+                             spans=[(0, 3, "assumes")], subcategories=["assumes"], text_length=None) == {
+        "spans[0]": "U1: spans mark a model response's text; this unit has none"}
+
+
+def test_only_the_bad_spans_are_reported_each_under_its_own_index():
+    spans = [(0, 3, "assumes"), (0, 99, "assumes"), (1, 2, "explores"), (1, 2, "directive")]
+    assert problems("AUR", spans=spans) == {
+        "spans[1]": f"AUR: span [0, 99) is outside the response text (0–{TEXT_LENGTH} characters)",
+        "spans[3]": "AUR: subcategory 'directive' is not one of this attribute's (assumes, explores)",
+    }
+
+
+def test_spans_of_a_judgment_on_the_wrong_unit_are_not_reported_twice():
+    # A response attribute given on the turn: the unit is wrong, and its spans would only repeat that.
+    assert problems("AUR", response=False, spans=[(0, 99, "nope"), (0.5, 1, "assumes")]) == {
+        "unit": "AUR is coded once per model response: a model response is required"}
+    assert problems("U1", response=True, spans=[(0, 3, "assumes")]) == {
+        "unit": "U1 is coded once per turn: give the turn and no model response"}
+
+
+# --- units_of ---------------------------------------------------------------------------------------------------
+
+
+def test_a_response_attribute_is_coded_on_each_response_in_the_order_given():
+    responses = ["Qwen", "GPT", "Claude"]
+    assert units_of(attribute("AUR"), responses) == ["Qwen", "GPT", "Claude"]
+    assert units_of(attribute("F1"), responses[:1]) == ["Qwen"]
+    assert units_of(attribute("AUR"), []) == []
+
+
+def test_a_turn_attribute_is_coded_once_on_the_turn_itself():
+    assert units_of(attribute("U1"), ["GPT", "Claude"]) == [None]
+    assert units_of(attribute("U5"), []) == [None]
+
+
+def test_a_conversation_attribute_is_not_coded_per_turn():
+    assert units_of(conversation_attribute(), ["GPT", "Claude"]) == []
+
+
+def test_every_installed_attribute_is_on_the_unit_its_group_says():
+    units = {a.code: a.unit for a in AttributeDefinition.objects.filter(schema__slug="cab-v1")}
+    assert {code for code, unit in units.items() if unit == "turn"} == {"U1", "U2", "U3", "U4", "U5"}
+    assert len([code for code, unit in units.items() if unit == "response"]) == 15

@@ -1,0 +1,168 @@
+"""Annotation services (annotation/services.py): judgment saves refuse what the rules forbid with the message the
+user sees (tests/annotation/test_models.py has the database's side); state transitions are compare-and-set, so
+acting on a page that went stale answers "changed meanwhile, reload" and changes nothing; check items raise one
+alert at a time."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from annotation import selectors, services
+from annotation.models import Assignment, Judgment, ReviewerAlert, Round, Span
+from annotation.services import ChangedMeanwhile, SpanInput, StaleJudgmentError
+from audit.models import AuditEvent
+from tests.factories import ModelResponseFactory, RoundFactory, StudyFactory, attribute
+
+pytestmark = pytest.mark.django_db
+
+
+# --- judgments -------------------------------------------------------------------------------------------------
+
+
+def test_saving_the_same_unit_twice_updates_one_judgment(round_, reviewer, response):
+    aur = attribute("AUR")
+    first = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=1)
+    second = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=2)
+    assert first.pk == second.pk
+    assert Judgment.objects.filter(round=round_, coder=reviewer).count() == 1
+    assert second.score == 2 and second.version == 2
+
+
+def test_two_coders_may_judge_the_same_unit(round_, reviewer, other_reviewer, response):
+    for coder in (reviewer, other_reviewer):
+        services.judgment_save(round=round_, by=coder, attribute=attribute("AUR"), response=response, score=1)
+    assert Judgment.objects.filter(response=response).count() == 2
+
+
+def test_stale_save_is_refused_and_shows_the_newer_value(round_, reviewer, response):
+    aur = attribute("AUR")
+    saved = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=1)
+    services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=2,
+                           expected_version=saved.version)
+    with pytest.raises(StaleJudgmentError, match=r"changed elsewhere \(now 2, version 2\)") as caught:
+        services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=0,
+                               expected_version=saved.version)
+    assert caught.value.current.score == 2
+    assert Judgment.objects.get(pk=saved.pk).score == 2
+
+
+@pytest.mark.parametrize(("code", "score", "message"), [
+    ("AUR", 3, "AUR: score 3 is outside the scale 0–2"),
+    ("F1", 2, "F1: score 2 is outside the scale 0–1"),
+    ("TD", -1, "TD: score -1 is outside the scale 0–2"),
+])
+def test_score_outside_the_scale_is_refused_with_the_scale(round_, reviewer, response, code, score, message):
+    with pytest.raises(ValidationError, match=message):
+        services.judgment_save(round=round_, by=reviewer, attribute=attribute(code), response=response, score=score)
+    assert not Judgment.objects.exists()
+
+
+def test_spans_are_stored_as_character_offsets(round_, reviewer, response):
+    start = response.text.index("😊")
+    judgment = services.judgment_save(
+        round=round_, by=reviewer, attribute=attribute("AUR"), response=response, score=2, instance_count=1,
+        spans=[SpanInput(start, len(response.text), "assumes")],
+    )
+    span = judgment.spans.get()
+    assert response.text[span.start:span.end] == "😊 — okay."
+
+
+def test_span_outside_the_text_is_refused_with_the_text_length(round_, reviewer, response):
+    length = len(response.text)
+    with pytest.raises(ValidationError, match=rf"span \[3, {length + 1}\) is outside the response text \(0–{length}"):
+        services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response, score=1,
+                               spans=[SpanInput(3, length + 1, "assumes")])
+    assert not Judgment.objects.exists() and not Span.objects.exists()
+
+
+def test_span_of_another_attributes_subcategory_is_refused(round_, reviewer, response):
+    with pytest.raises(ValidationError, match="subcategory 'directive' is not one of this attribute's"):
+        services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response, score=1,
+                               spans=[SpanInput(0, 4, "directive")])
+
+
+def test_instance_count_only_where_the_schema_has_one(round_, reviewer, response):
+    with pytest.raises(ValidationError, match="F1 takes no instance count"):
+        services.judgment_save(round=round_, by=reviewer, attribute=attribute("F1"), response=response, score=1,
+                               instance_count=2)
+
+
+# --- schemas ---------------------------------------------------------------------------------------------------
+
+
+def test_installing_over_a_frozen_schema_is_refused(round_):
+    from annotation import schema_document
+
+    document = schema_document.load_builtin("cab-v1").definition | {
+        "attributes": [{"code": "X1", "name": "x", "group": "user", "scale": {"min": 0, "max": 1, "level": "nominal"},
+                        "bucket": {"0": 0, "1": 1}}]
+    }
+    document["indices"] = {}
+    with pytest.raises(ValidationError, match="schema cab-v1 is frozen: a study using it is open"):
+        services.schema_install(document=document, by=None)
+
+
+# --- round and alert transitions -------------------------------------------------------------------------------
+
+
+def test_closing_from_a_stale_page_says_changed_meanwhile(admin_user):
+    round_ = RoundFactory()
+    stale = Round.objects.get(pk=round_.pk)
+    services.round_close(round=round_, by=admin_user)
+    with pytest.raises(ChangedMeanwhile, match="changed meanwhile; reload"):
+        services.round_close(round=stale, by=admin_user)
+    assert AuditEvent.objects.filter(action="round.close").count() == 1
+
+
+def test_closing_a_closed_round_says_it_is_closed(admin_user):
+    round_ = RoundFactory(status="closed")
+    with pytest.raises(ValidationError, match="calibration-1 is closed, not open"):
+        services.round_close(round=round_, by=admin_user)
+
+
+def test_reopening_is_for_admins_with_a_reason(admin_user, reviewer):
+    round_ = RoundFactory(status="closed")
+    with pytest.raises(PermissionDenied):
+        services.round_reopen(round=round_, by=reviewer, reason="because")
+    with pytest.raises(ValidationError, match="say why"):
+        services.round_reopen(round=round_, by=admin_user, reason="  ")
+    services.round_reopen(round=round_, by=admin_user, reason="lost codings")
+    assert Round.objects.get(pk=round_.pk).status == "open"
+    assert AuditEvent.objects.get(action="round.reopen").data == {"reason": "lost codings"}
+
+
+def test_resolving_an_alert_twice_says_changed_meanwhile(admin_user, reviewer):
+    alert = ReviewerAlert.objects.create(study=StudyFactory(), reviewer=reviewer, agreement=0.5, threshold=0.7,
+                                         n_items=20)
+    stale = ReviewerAlert.objects.get(pk=alert.pk)
+    services.alert_resolve(alert=alert, by=admin_user)
+    with pytest.raises(ChangedMeanwhile):
+        services.alert_resolve(alert=stale, by=admin_user)
+
+
+# --- check items -----------------------------------------------------------------------------------------------
+
+
+def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, reviewer):
+    study = StudyFactory(status="open", check_min_items=2, check_threshold=0.75)
+    cal = RoundFactory(study=study, kind="calibration", number=1, status="closed")
+    main = RoundFactory(study=study, kind="main", number=1, status="open")
+    response = ModelResponseFactory()
+    for code, gold, mine in (("AUR", 2, 0), ("TD", 1, 0), ("FIX", 1, 1)):
+        Judgment.objects.create(round=cal, coder=admin_user, is_gold=True, attribute=attribute(code),
+                                turn=response.turn, response=response,
+                                conversation_id=response.turn.conversation_id, score=gold)
+        services.judgment_save(round=main, by=reviewer, attribute=attribute(code), response=response, score=mine)
+    Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1, is_check_item=True)
+    alert = services.check_alert_update(study=study, user=reviewer)
+    assert alert is not None and alert.n_items == 3 and abs(alert.agreement - 1 / 3) < 1e-12
+    assert services.check_alert_update(study=study, user=reviewer) is None, "one open alert at a time"
+    services.alert_resolve(alert=alert, by=admin_user)
+    services.judgment_save(round=main, by=reviewer, attribute=attribute("TD"), response=response, score=1)
+    second = services.check_alert_update(study=study, user=reviewer)
+    assert second is not None and abs(second.agreement - 2 / 3) < 1e-12, "2 of 3 is still below 0.75"
+    services.alert_resolve(alert=second, by=admin_user)
+    services.judgment_save(round=main, by=reviewer, attribute=attribute("AUR"), response=response, score=2)
+    assert selectors.check_agreement(study=study, user=reviewer) == (1.0, 3)
+    assert services.check_alert_update(study=study, user=reviewer) is None, "at or above the threshold: no alert"

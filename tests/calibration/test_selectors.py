@@ -1,0 +1,91 @@
+"""Calibration selectors (calibration/selectors.py) through the protocol (tests/calibration/conftest.py: 3
+reviewers, 2 experts; rounds 1 and 2 closed, round 3 open): blind while a round is open; after it closes, the
+workshop (most disagreement first, reviewers anonymised), each reviewer's own feedback, and the panel ranking."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from annotation.selectors import turn_view
+from calibration import selectors as calibration_selectors
+
+pytestmark = pytest.mark.django_db
+
+CLOSED_ROUNDS = 2  # for the protocol fixture: rounds 1 and 2 closed with their metric runs, round 3 open and coded
+OPEN = 3
+
+
+# --- while a round is open ---------------------------------------------------------------------------------------
+
+
+def test_while_open_a_reviewer_sees_only_their_own_codings(protocol):
+    reviewer = protocol.reviewers[0]
+    view = turn_view(round_id=protocol.round(OPEN).pk, user=reviewer, position=1)
+    judgments = [j for card in view.cards for j in card.judgments.values()]
+    assert judgments and all(j.coder_id == reviewer.pk for j in judgments)
+
+
+def test_feedback_waits_until_the_round_is_closed(protocol):
+    with pytest.raises(ValidationError, match="once the round is closed"):
+        calibration_selectors.reviewer_feedback(round=protocol.round(OPEN), user=protocol.reviewers[0])
+
+
+def test_someone_without_an_assignment_sees_no_turn(protocol):
+    assert turn_view(round_id=protocol.round(OPEN).pk, user=protocol.outsider, position=1) is None
+
+
+# --- the workshop, once closed ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", [1, 2])
+def test_workshop_lists_most_disagreement_first(protocol, number):
+    items = calibration_selectors.workshop_items(round=protocol.round(number))
+    disagreements = [item.disagreements for item in items]
+    assert disagreements == sorted(disagreements, reverse=True) and disagreements[0] > disagreements[-1]
+
+
+@pytest.mark.parametrize("number", [1, 2])
+def test_workshop_anonymises_reviewers_unless_revealed(protocol, number):
+    round_ = protocol.round(number)
+    assert set(calibration_selectors.workshop_items(round=round_)[0].scores) == {"R1", "R2", "R3"}
+    revealed = calibration_selectors.workshop_items(round=round_, reveal=True)
+    assert set(revealed[0].scores) == {"rev-a", "rev-b", "rev-c"}
+
+
+# --- a reviewer's feedback ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", [1, 2])
+def test_feedback_shows_own_agreement_with_gold_after_close(protocol, number):
+    round_ = protocol.round(number)
+    good = calibration_selectors.reviewer_feedback(round=round_, user=protocol.reviewers[0])
+    poor = calibration_selectors.reviewer_feedback(round=round_, user=protocol.reviewers[2])
+    assert good.bucketed == 1.0 and not good.differences
+    assert poor.bucketed < good.bucketed and poor.differences
+
+
+def test_feedback_explains_each_difference_with_the_gold_anchor(protocol):
+    poor = calibration_selectors.reviewer_feedback(round=protocol.round(1), user=protocol.reviewers[2])
+    assert poor.differences[0]["gold_anchor"]
+
+
+def test_feedback_shows_the_change_since_the_previous_round(protocol):
+    first = calibration_selectors.reviewer_feedback(round=protocol.round(1), user=protocol.reviewers[0])
+    second = calibration_selectors.reviewer_feedback(round=protocol.round(2), user=protocol.reviewers[0])
+    assert first.previous_round is None and first.delta_pp is None
+    assert second.previous_round == "calibration-1" and second.delta_pp == 0.0
+
+
+# --- the panel ranking -------------------------------------------------------------------------------------------
+
+
+def test_panel_ranking_orders_reviewers_by_agreement_with_gold(protocol):
+    ranking = calibration_selectors.panel_ranking(study=protocol.study)
+    assert ranking["round"] == "calibration-2", "the latest closed round's report"
+    assert [row["reviewer"] for row in ranking["rows"]] == ["rev-a", "rev-b", "rev-c"]
+
+
+def test_panel_ranking_gives_each_reviewer_their_bootstrap_top_k_shares(protocol):
+    ranking = calibration_selectors.panel_ranking(study=protocol.study)
+    assert all(set(row["top_k"]) == {"4", "5", "6"} for row in ranking["rows"])

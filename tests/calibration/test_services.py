@@ -1,0 +1,237 @@
+"""Calibration services (calibration/services.py): calibration sets, opening and closing rounds, the gold panel's
+consensus, workshop notes, reopening, panel retention and main-round assignment — every state rule tried, on the
+protocol study of tests/calibration/conftest.py (3 reviewers, 2 experts; round 1 closed, round 2 open)."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from annotation import services as annotation_services
+from annotation.models import Assignment, Judgment, Round
+from annotation.services import ChangedMeanwhile
+from audit.models import AuditEvent
+from calibration import selectors as calibration_selectors
+from calibration import services as calibration_services
+from metrics.models import MetricRun
+from tests.factories import ModelResponseFactory, RoundFactory, RoundItemFactory, StudyFactory, attribute
+
+pytestmark = pytest.mark.django_db
+
+CLOSED_ROUNDS = 1  # for the protocol fixture: round 1 closed with its metric run, round 2 open and coded
+CLOSED, OPEN = 1, 2
+
+
+def open_items(round_: Round) -> list[calibration_selectors.ConsensusItem]:
+    return [item for item in calibration_selectors.consensus_items(round=round_) if item.gold is None]
+
+
+# --- calibration sets and opening a round ------------------------------------------------------------------------
+
+
+def test_only_study_admins_draw_a_calibration_set(protocol):
+    round_ = annotation_services.round_ensure(study=protocol.study, kind="calibration", number=3, by=protocol.admin)
+    with pytest.raises(PermissionDenied, match="Only study admins"):
+        calibration_services.calibration_set_sample(round=round_, by=protocol.reviewers[0], n=3, seed=3)
+    assert not round_.items.exists()
+
+
+def test_a_round_without_a_calibration_set_cannot_open(protocol):
+    round_ = annotation_services.round_ensure(study=protocol.study, kind="calibration", number=3, by=protocol.admin)
+    with pytest.raises(ValidationError, match="has no calibration set yet"):
+        calibration_services.calibration_round_open(round=round_, by=protocol.admin, allow_parallel=True)
+
+
+@pytest.mark.parametrize("number", [CLOSED, OPEN])
+def test_calibration_set_is_stratified_across_datasets(protocol, number):
+    items = protocol.round(number).items.select_related("turn__conversation__dataset")
+    assert len(items) == 3
+    assert len({item.turn.conversation.dataset.name for item in items}) >= 2
+
+
+def test_opening_assigns_every_member_the_same_items(protocol):
+    round_ = protocol.round(OPEN)
+    assert Assignment.objects.filter(round=round_).count() == 3 * 5
+    items = list(round_.items.order_by("position").values_list("turn_id", flat=True))
+    for coder in [*protocol.reviewers, *protocol.experts]:
+        queue = Assignment.objects.filter(round=round_, coder=coder).order_by("position")
+        assert list(queue.values_list("turn_id", flat=True)) == items, coder.username
+
+
+def test_the_calibration_set_is_fixed_once_the_round_is_open(protocol):
+    with pytest.raises(ValidationError, match="its items are fixed"):
+        calibration_services.calibration_set_sample(round=protocol.round(OPEN), by=protocol.admin, n=3, seed=9)
+
+
+# --- the gold panel ----------------------------------------------------------------------------------------------
+
+
+def test_unanimous_items_are_accepted_as_gold(protocol):
+    round_ = protocol.round(OPEN)
+    accepted = calibration_services.gold_accept_unanimous(round=round_, by=protocol.admin)
+    remaining = open_items(round_)
+    # The experts differ on the flags only: everything else is unanimous.
+    assert accepted > 0 and remaining and all(item.attribute.group == "flag" for item in remaining)
+    assert Judgment.objects.filter(round=round_, is_gold=True).count() == accepted
+
+
+def test_items_the_experts_disagree_on_are_decided_one_by_one(protocol):
+    round_ = protocol.round(OPEN)
+    expert = protocol.experts[0]
+    disputed = [item for item in open_items(round_) if not item.unanimous]
+    assert disputed
+    for item in disputed:
+        calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute, turn=item.turn,
+                                         response=item.response, score=item.expert_scores[expert.username],
+                                         agreed_by=protocol.experts, note="the first reading holds")
+    assert all(item.unanimous for item in open_items(round_))
+    gold = round_.judgments.filter(is_gold=True)
+    assert gold.count() == len(disputed) and set(gold.values_list("note", flat=True)) == {"the first reading holds"}
+
+
+def test_after_the_gold_panel_no_item_is_left_without_gold(protocol):
+    """Unanimous items accepted at once and the rest decided one by one (tests/scenarios.py, as in round 1)."""
+    round_ = protocol.round(CLOSED)
+    assert calibration_selectors.consensus_items(round=round_) and not open_items(round_)
+
+
+def test_gold_outside_the_scale_is_refused(protocol):
+    round_ = protocol.round(OPEN)
+    item = next(item for item in open_items(round_) if item.attribute.group == "flag")
+    with pytest.raises(ValidationError, match="outside the scale"):
+        calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute, turn=item.turn,
+                                         response=item.response, score=7)
+    assert not Judgment.objects.filter(round=round_, is_gold=True).exists()
+
+
+def test_gold_recorded_over_a_newer_value_says_changed_meanwhile(admin_user):
+    item = RoundItemFactory(round=RoundFactory(status="open"))
+    u1 = attribute("U1")
+    calibration_services.gold_record(round=item.round, by=admin_user, attribute=u1, turn=item.turn, response=None,
+                                     score=1, expected_version=0)
+    with pytest.raises(ChangedMeanwhile):  # a second admin, still looking at "no gold yet"
+        calibration_services.gold_record(round=item.round, by=admin_user, attribute=u1, turn=item.turn,
+                                         response=None, score=2, expected_version=0)
+    gold = item.round.judgments.get(is_gold=True)
+    assert (gold.score, gold.version) == (1, 1)
+    calibration_services.gold_record(round=item.round, by=admin_user, attribute=u1, turn=item.turn, response=None,
+                                     score=2, expected_version=1)
+    gold.refresh_from_db()
+    assert (gold.score, gold.version) == (2, 2)
+
+
+def test_gold_uses_the_judgment_rules_and_their_words(admin_user):
+    item = RoundItemFactory(round=RoundFactory(status="open"))
+    with pytest.raises(ValidationError, match="U1: score 7 is outside the scale 0–2"):
+        calibration_services.gold_record(round=item.round, by=admin_user, attribute=attribute("U1"), turn=item.turn,
+                                         response=None, score=7)
+    assert not item.round.judgments.exists()
+
+
+# --- closing, the workshop, reopening ----------------------------------------------------------------------------
+
+
+def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer, django_capture_on_commit_callbacks):
+    round_ = RoundFactory(study=StudyFactory(status="open"))
+    response = ModelResponseFactory()
+    annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
+                                      score=1)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        calibration_services.round_close(round=round_, by=admin_user)
+    run = MetricRun.objects.get(study=round_.study)
+    assert run.trigger == "round-closed" and run.status == "queued" and len(callbacks) == 1
+    round_.refresh_from_db()
+    with pytest.raises(ValidationError, match="calibration-1 is closed: judgments can no longer change"):
+        annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
+                                          score=2)
+    assert Judgment.objects.get(coder=reviewer).score == 1
+
+
+def test_a_closed_round_refuses_every_change_of_judgment(protocol):
+    round_ = protocol.round(CLOSED)
+    flag = Judgment.objects.filter(round=round_, is_gold=True, attribute__group="flag").first()
+    with pytest.raises(ValidationError, match="can no longer change"):
+        annotation_services.judgment_save(round=round_, by=protocol.reviewers[0], attribute=flag.attribute,
+                                          response=flag.response, score=0)
+
+
+def test_a_workshop_note_appears_in_the_calibration_memo(protocol):
+    round_ = protocol.round(CLOSED)
+    item = calibration_selectors.workshop_items(round=round_)[0]
+    calibration_services.workshop_note_save(round=round_, by=protocol.admin, attribute=item.attribute,
+                                            turn=item.turn, response=item.response,
+                                            text="Round 1: anchor 1 means hedged inference.")
+    memo = calibration_selectors.calibration_memo_markdown(round=round_)
+    assert "Round 1: anchor 1 means hedged inference." in memo and memo.startswith("# Calibration")
+
+
+def test_reopening_needs_a_reason_and_records_it(protocol):
+    closed = protocol.round(CLOSED)
+    with pytest.raises(ValidationError, match="say why"):
+        calibration_services.round_reopen(round=closed, by=protocol.admin, reason=" ")
+    assert protocol.round(CLOSED).status == "closed"
+    calibration_services.round_reopen(round=closed, by=protocol.admin,
+                                      reason="a reviewer's codings were lost in transit")
+    assert protocol.round(CLOSED).status == "open"
+    assert AuditEvent.objects.filter(action="round.reopen", data__reason__startswith="a reviewer").exists()
+
+
+# --- the retained panel and the main round -----------------------------------------------------------------------
+
+
+def test_panel_retention_needs_a_reason_off_the_ranking(protocol):
+    study, admin = protocol.study, protocol.admin
+
+    def retained():
+        return sorted(study.members.filter(retained=True).values_list("user__username", flat=True))
+
+    calibration_services.panel_retain(study=study, by=admin, usernames=["rev-a", "rev-b"], k=2)
+    with pytest.raises(ValidationError, match="give the reason"):
+        calibration_services.panel_retain(study=study, by=admin, usernames=["rev-a", "rev-c"], k=2)
+    assert retained() == ["rev-a", "rev-b"]
+    calibration_services.panel_retain(study=study, by=admin, usernames=["rev-a", "rev-c"], k=2,
+                                      reason="rev-b is away for the main round")
+    assert retained() == ["rev-a", "rev-c"]
+    calibration_services.panel_retain(study=study, by=admin, usernames=["rev-a", "rev-b"], k=2)
+    assert retained() == ["rev-a", "rev-b"]
+
+
+@pytest.fixture
+def main_round(protocol):
+    """The top two of the ranking retained, and the main round assigned to them (half the conversations
+    double-coded, two hidden check items per queue); the assignment's summary."""
+    calibration_services.panel_retain(study=protocol.study, by=protocol.admin, usernames=["rev-a", "rev-b"], k=2)
+    summary = calibration_services.main_round_assign(study=protocol.study, by=protocol.admin, overlap=0.5,
+                                                     check_items=2, seed=3)
+    return Round.objects.get(study=protocol.study, kind="main"), summary
+
+
+def test_main_round_goes_to_the_retained_panel_only(main_round):
+    main, _ = main_round
+    coders = set(Assignment.objects.filter(round=main).values_list("coder__username", flat=True))
+    assert coders == {"rev-a", "rev-b"}
+
+
+def test_main_round_double_codes_a_share_and_hides_check_items_in_every_queue(main_round):
+    main, summary = main_round
+    assert summary["double_coded_conversations"] > 0 and summary["check_items"] == 4
+    assert Assignment.objects.filter(round=main, is_check_item=True).count() == 4
+
+
+def test_calibration_turns_come_back_in_the_main_round_only_as_check_items(protocol, main_round):
+    main, _ = main_round
+    calibration_turns = set(protocol.round(CLOSED).items.values_list("turn_id", flat=True))
+    regular = Assignment.objects.filter(round=main, is_check_item=False)
+    assert not regular.filter(turn_id__in=calibration_turns).exists()
+
+
+def test_main_round_queues_follow_topic_order(main_round):
+    main, _ = main_round
+    regular = Assignment.objects.filter(round=main, is_check_item=False, coder__username="rev-a")
+    topics = [a.turn.conversation.topic for a in regular.select_related("turn__conversation").order_by("position")]
+    assert topics == sorted(topics)
+
+
+def test_main_round_is_assigned_once(protocol, main_round):
+    with pytest.raises(ValidationError, match="already has assignments"):
+        calibration_services.main_round_assign(study=protocol.study, by=protocol.admin)

@@ -1,0 +1,98 @@
+"""The metrics API (metrics/apis.py): start a run (enqueued after commit), poll its status and progress, fetch its
+result; download the report and its per-model index tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from metrics.models import MetricRun
+from tests.factories import MetricRunFactory
+
+pytestmark = pytest.mark.django_db
+
+RUNS = "/api/v1/studies/cab-demo/metric-runs/"
+
+
+def test_a_researcher_starts_a_run_and_it_is_enqueued_after_commit(
+    researcher, as_token, study, django_capture_on_commit_callbacks
+):
+    api = as_token(researcher, scopes=["read", "metrics"])
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = api.post(RUNS, {"seed": 7, "bootstrap": 50}, format="json")
+    assert response.status_code == 202
+    body = response.json()
+    assert body["status"] == "queued" and body["trigger"] == "api" and body["requested_by"] == "researcher"
+    assert body["parameters"]["seed"] == 7 and body["parameters"]["bootstrap"] == 50
+    assert len(callbacks) == 1  # the task is sent only once the run row is committed
+    assert MetricRun.objects.get().requested_by == researcher
+
+
+@pytest.mark.parametrize(("payload", "field"), [({"seed": -1}, "seed"), ({"bootstrap": 0}, "bootstrap"),
+                                                ({"bootstrap": "many"}, "bootstrap")])
+def test_bad_run_parameters_are_a_400_naming_the_field(researcher, as_token, study, payload, field):
+    response = as_token(researcher).post(RUNS, payload, format="json")
+    assert response.status_code == 400
+    assert field in response.json()["fields"]
+    assert not MetricRun.objects.exists()
+
+
+def test_starting_a_run_needs_the_metrics_scope_and_a_staff_role(researcher, reviewer, as_token, study):
+    assert as_token(researcher, scopes=["read"]).post(RUNS, {}, format="json").status_code == 403
+    assert as_token(reviewer).post(RUNS, {}, format="json").status_code == 403
+    assert as_token(reviewer).get(RUNS).status_code == 403
+    assert not MetricRun.objects.exists()
+
+
+def test_poll_a_run_then_fetch_its_result(researcher, as_token, study, django_assert_max_num_queries):
+    run = MetricRunFactory(study=study, status="running", progress=0.4, progress_message="bootstrap")
+    api = as_token(researcher)
+    with django_assert_max_num_queries(7):
+        status = api.get(f"/api/v1/metric-runs/{run.pk}/").json()
+    assert (status["status"], status["progress"], status["progress_message"]) == ("running", 0.4, "bootstrap")
+    assert api.get(f"/api/v1/metric-runs/{run.pk}/result/").status_code == 409
+    MetricRun.objects.filter(pk=run.pk).update(status="succeeded", result={"indices": {}, "version": 1}, progress=1)
+    result = api.get(f"/api/v1/metric-runs/{run.pk}/result/")
+    assert result.status_code == 200 and result.json() == {"indices": {}, "version": 1}
+    assert [r["id"] for r in api.get(RUNS).json()] == [run.pk]
+
+
+def test_a_failed_run_shows_the_first_line_of_its_error_only(researcher, as_token, study):
+    run = MetricRunFactory(study=study, status="failed", error="ValueError: bad spec\nTraceback (most recent…)")
+    assert as_token(researcher).get(f"/api/v1/metric-runs/{run.pk}/").json()["error"] == "ValueError: bad spec"
+
+
+def test_a_study_scoped_token_cannot_see_runs_of_another_study(researcher, as_token, study, other_study):
+    run = MetricRunFactory(study=other_study)
+    response = as_token(researcher, scopes=["read"], study=study).get(f"/api/v1/metric-runs/{run.pk}/")
+    assert response.status_code == 403
+    assert as_token(researcher).get("/api/v1/metric-runs/999999/").status_code == 404
+
+
+# --- the report and its index tables ----------------------------------------------------------------------------
+
+
+def test_report_json_download(researcher, as_token, succeeded_run):
+    response = as_token(researcher).get("/api/v1/studies/cab-demo/exports/report.json")
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == f'attachment; filename="cab-demo-report-run{succeeded_run.pk}.json"'
+    assert json.loads(response.content) == succeeded_run.result
+
+
+def test_per_model_index_table_as_csv(researcher, as_token, succeeded_run):
+    response = as_token(researcher).get("/api/v1/studies/cab-demo/exports/indices/flags.csv")
+    assert response.status_code == 200
+    assert "attachment" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode(), newline="")))
+    assert rows == [["model", "F1", "F2"], ["GPT", "0.1", "0.0"], ["'-Claude", "0.2", "0.05"]]
+    missing = as_token(researcher).get("/api/v1/studies/cab-demo/exports/indices/uiri.csv")
+    assert missing.status_code == 404
+    assert "ari" in missing.json()["detail"]
+
+
+def test_report_without_a_succeeded_run_is_a_404(researcher, as_token, study):
+    MetricRunFactory(study=study, status="failed", error="boom")
+    assert as_token(researcher).get("/api/v1/studies/cab-demo/exports/report.json").status_code == 404

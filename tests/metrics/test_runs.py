@@ -1,0 +1,126 @@
+"""Metric runs (metrics/runs.py) and the ``metrics_report`` command: the report has every SPEC key, is the same for
+the same seed and after an export → import; a run is computed once, a redelivery is a no-op."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Study
+from metrics import runs, services
+from tests.factories import StudyFactory
+
+SPEC_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
+                            "n_items"}
+
+
+def report_of(slug: str, *extra: str) -> dict:
+    out = io.StringIO()
+    call_command("metrics_report", "--study", slug, *extra, stdout=out)
+    return json.loads(out.getvalue())
+
+
+def assert_spec_keys(report: dict, *, models: list[str]) -> None:
+    calibration, indices = report["calibration"], report["indices"]
+    assert calibration["reviewers"], "no reviewer in the calibration section"
+    for reviewer, rounds in calibration["reviewers"].items():
+        assert "delta_pp" in rounds, reviewer
+        for name, entry in rounds.items():
+            if name == "delta_pp":
+                continue
+            assert set(entry) >= SPEC_REVIEWER_ROUND_KEYS, (reviewer, name)
+            assert set(entry["by_group"]) >= {"user", "response", "flag"}
+    for name in calibration["pairwise"]:
+        assert all(a < b for a, b in (pair.split("|") for pair in calibration["pairwise"][name]))
+        assert set(calibration["pairwise_mean"][name]) == {"exact", "bucketed"}
+        assert name in calibration["gold_in_plurality"]
+    bootstrap = calibration["bootstrap"]
+    assert {"resamples", "seed", "top_k"} <= set(bootstrap) and set(bootstrap["top_k"]) == {"4", "5", "6"}
+    uiri = indices["uiri"]
+    assert {"mean", "bands", "by_dataset"} <= set(uiri) and set(uiri["bands"]) == {"low", "medium", "high"}
+    for model in models:
+        assert set(indices["flags"][model]) == {"F1", "F2", "F3", "F4", "F5"}
+        assert {"D", "E", "R", "F", "ARI", "n_responses"} <= set(indices["ari"][model])
+        risk_codes = {"AUR", "TD", "FIX", "REC", "EMP", "LMT", "ME", "TN", "QOC", "SEN", "F1", "F2", "F3", "F4", "F5"}
+        assert set(indices["attribute_risk"][model]) == risk_codes
+        assert set(indices["fingerprint"][model]) == risk_codes
+
+
+@pytest.mark.django_db
+def test_synthetic_study_report_has_every_spec_key_and_plausible_values():
+    call_command("generate_synthetic", "--conversations", "30", "--reviewers", "7", "--seed", "2",
+                 "--calibration-turns", "4", "--slug", "syn", "--agreement", "0.85")
+    report = report_of("syn", "--bootstrap", "200", "--seed", "7")
+    assert_spec_keys(report, models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    assert report["calibration"]["bootstrap"] == report["calibration"]["bootstrap"] | {"resamples": 200, "seed": 7}
+    reviewers = report["calibration"]["reviewers"]
+    assert sorted(reviewers) == [f"syn-r{i:02d}" for i in range(1, 8)], "the 2 experts are not reviewers"
+    assert sorted(report["calibration"]["experts"]["calibration-1"]["experts"]) == ["syn-e1", "syn-e2"]
+    assert all(0.5 < entry["calibration-2"]["bucketed"] <= 1 for entry in reviewers.values())
+    ari = [m["ARI"] for m in report["indices"]["ari"].values()]
+    assert all(0 <= value <= 1 for value in ari)
+    # The same seed gives the same report; NaN never appears.
+    assert report_of("syn", "--bootstrap", "200", "--seed", "7") == report
+
+
+@pytest.mark.django_db
+def test_demo_study_report_has_every_spec_key():
+    call_command("load_demo", "--quiet")
+    report = report_of("demo", "--bootstrap", "50")
+    assert_spec_keys(report, models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
+    assert set(report["calibration"]["reviewers"]) == {"demo-panel-1", "demo-panel-2", "demo-panel-3"}
+    assert report["calibration"]["reviewers"]["demo-panel-1"]["calibration-1"]["n_items"] == 4 * 80
+
+
+@pytest.mark.django_db
+def test_a_study_without_judgments_has_every_section_present_and_empty():
+    StudyFactory(slug="empty")
+    empty = report_of("empty", "--bootstrap", "50")
+    assert empty["calibration"]["reviewers"] == {} and empty["indices"]["ari"] == {}
+
+
+@pytest.mark.django_db
+def test_export_then_import_gives_the_same_report(tmp_path):
+    call_command("generate_synthetic", "--conversations", "16", "--reviewers", "4", "--seed", "8",
+                 "--calibration-turns", "3", "--slug", "origin", "--panel-size", "4")
+    out = io.StringIO()
+    call_command("export_judgments", "--study", "origin", "--format", "jsonl", stdout=out)
+    rows = [json.loads(line) | {"study": "copy"} for line in out.getvalue().splitlines()]
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    call_command("import_judgments", str(path), "--study", "copy")
+    original = report_of("origin", "--bootstrap", "100")
+    copy = report_of("copy", "--bootstrap", "100")
+    original.pop("study"), copy.pop("study")
+    # The retained panel is study set-up, not judgment data: the copy's indices use every main-round coder.
+    original["parameters"].pop("panel"), copy["parameters"].pop("panel")
+    assert copy["calibration"] == original["calibration"]
+    assert copy["indices"] == original["indices"]
+
+
+@pytest.mark.django_db
+def test_metrics_report_refuses_bad_arguments():
+    with pytest.raises(CommandError, match="no study with slug 'nope'"):
+        call_command("metrics_report", "--study", "nope")
+    StudyFactory(slug="s")
+    with pytest.raises(CommandError, match="--bootstrap must be a whole number from 1 to 100000"):
+        call_command("metrics_report", "--study", "s", "--bootstrap", "0")
+
+
+@pytest.mark.django_db
+def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
+    call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "1",
+                 "--calibration-turns", "2", "--slug", "eager")
+    study = Study.objects.get(slug="eager")
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
+    assert run.status == "queued"
+    assert runs.metric_run_execute(run_id=run.pk) is True
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.progress == 1.0 and run.result["calibration"]["reviewers"]
+    finished_at = run.finished_at
+    assert runs.metric_run_execute(run_id=run.pk) is False, "a finished run is never computed twice"
+    run.refresh_from_db()
+    assert run.finished_at == finished_at and run.attempts == 1

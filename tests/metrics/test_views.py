@@ -1,0 +1,30 @@
+"""The exports page (metrics/views.py): every study the researcher may export, with download links."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_exports_page_lists_studies_with_download_links(researcher, client, succeeded_run, other_study,
+                                                        django_assert_max_num_queries):
+    client.force_login(researcher)
+    with django_assert_max_num_queries(8):
+        page = client.get("/exports/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'href="/exports/cab-demo/judgments.csv"' in html and 'href="/exports/other-study/judgments.jsonl"' in html
+    assert 'href="/exports/cab-demo/report.json"' in html and 'href="/exports/cab-demo/indices/ari.csv"' in html
+    assert "<script>" not in html
+    download_page = client.get("/exports/cab-demo/judgments.csv")
+    assert download_page["Content-Disposition"] == 'attachment; filename="cab-demo-judgments.csv"'
+    assert client.get("/exports/cab-demo/indices/flags.csv").status_code == 200
+    assert client.get("/exports/cab-demo/indices/nope.csv").status_code == 404
+
+
+def test_exports_page_is_for_researchers_and_admins_only(reviewer, client, study):
+    assert client.get("/exports/").status_code == 302  # to the login page
+    client.force_login(reviewer)
+    assert client.get("/exports/").status_code == 403
+    assert client.get("/exports/cab-demo/judgments.csv").status_code == 403

@@ -1,0 +1,200 @@
+"""Whole studies for the tests that need one, built the way people build them: through the services and the
+management commands. Every value is seeded or derived from names, so a scenario is the same in every process."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from access import roles
+from access.services import user_ensure
+from annotation import services as annotation_services
+from annotation.models import AttributeDefinition, Judgment, Round, Schema, Study, StudyMember
+from benchmark import services as benchmark_services
+from benchmark.models import ModelResponse, Turn
+from calibration import selectors as calibration_selectors
+from calibration import services as calibration_services
+from metrics import runs as metric_runs
+from metrics import services as metric_services
+from metrics.models import MetricRun
+from tests.factories import UserFactory
+
+MODELS = ("GPT", "Claude", "Gemini", "Llama", "Qwen")
+
+
+# --- a synthetic study, calibrated ------------------------------------------------------------------------------
+
+
+def synthetic_calibrated_study() -> Study:
+    """``syn``: 24 synthetic conversations, 7 reviewers and 2 experts through two closed calibration rounds of 3
+    turns (agreement about 0.75) and a main round; a succeeded metric run; no panel retained yet."""
+    call_command("generate_synthetic", "--conversations", "24", "--reviewers", "7", "--seed", "5",
+                 "--calibration-turns", "3", "--slug", "syn", "--agreement", "0.75")
+    study = Study.objects.get(slug="syn")
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=100)
+    metric_runs.metric_run_execute(run_id=run.pk)
+    StudyMember.objects.filter(study=study).update(retained=None)
+    return study
+
+
+# --- the calibration protocol: 3 reviewers and 2 experts ----------------------------------------------------------
+
+
+def protocol_records() -> list[dict]:
+    """24 single-turn conversations from two datasets and 4 three-turn ones from a third, each turn answered by
+    every model."""
+    rows = []
+    for n in range(24):
+        dataset = "CounselChat" if n % 2 else "PAIR"
+        rows.append({"dataset": dataset, "conversation_id": f"c{n}", "kind": "single",
+                     "topic": ["Anxiety", "Sleep", "Grief and Loss"][n % 3], "complexity": "low",
+                     "turns": [{"index": 1, "client": f"client text {n}",
+                                "responses": [{"model": m, "text": f"{m} answer number {n}, with words."}
+                                              for m in MODELS]}]})
+    for n in range(4):
+        rows.append({"dataset": "HOPE", "conversation_id": f"m{n}", "kind": "multi", "topic": "Family Conflicts",
+                     "complexity": None, "turns": [{"index": i, "client": f"multi {n} turn {i}",
+                                                    "responses": [{"model": m, "text": f"{m} reply {n}.{i}"}
+                                                                  for m in MODELS]} for i in (1, 2, 3)]})
+    return rows
+
+
+def truth(attribute: AttributeDefinition, turn: Turn, response: ModelResponse | None) -> int:
+    """The "true" score of a unit: a checksum of its names (not ``hash()``, which differs between processes, nor
+    primary keys, which depend on what ran before)."""
+    unit = f"{attribute.code}|{turn.conversation.external_id}#{turn.index}|{response.model_slot if response else ''}"
+    return zlib.crc32(unit.encode()) % (attribute.scale_max + 1)
+
+
+def flip(attribute: AttributeDefinition, value: int) -> int:
+    """Another value on the attribute's scale."""
+    return attribute.scale_max - value if attribute.scale_max != 2 * value else (value + 1) % 3
+
+
+Deviation = Callable[[AttributeDefinition, int], int]
+
+
+def code_round(round_: Round, coder: User, deviation: Deviation) -> None:
+    """Code every item of the round for one coder: ``deviation(attribute, true value)`` returns their score."""
+    judgments = []
+    attributes = list(round_.study.schema.attributes.all())
+    for item in round_.items.select_related("turn__conversation"):
+        turn = item.turn
+        responses = list(turn.responses.all())
+        for attribute in attributes:
+            for response in [None] if attribute.unit == "turn" else responses:
+                judgments.append(Judgment(round=round_, coder=coder, attribute=attribute, turn=turn,
+                                          response=response, conversation_id=turn.conversation_id,
+                                          score=deviation(attribute, truth(attribute, turn, response))))
+    Judgment.objects.bulk_create(judgments)
+
+
+def as_true(attribute: AttributeDefinition, value: int) -> int:
+    return value
+
+
+def misses_flags(attribute: AttributeDefinition, value: int) -> int:
+    return flip(attribute, value) if attribute.group == "flag" else value
+
+
+def misses_all_but_the_user_level(attribute: AttributeDefinition, value: int) -> int:
+    return flip(attribute, value) if attribute.group != "user" else value
+
+
+@dataclass
+class Protocol:
+    """A study with its people: reviewers rev-a (codes the truth), rev-b (misses the flags) and rev-c (misses
+    everything on the response level); experts ``expert`` (the truth) and ``expert-2`` (differs on the flags)."""
+
+    study: Study
+    admin: User
+    reviewers: list[User]
+    experts: list[User]
+    outsider: User
+
+    @classmethod
+    def load(cls, study_id: int) -> Protocol:
+        """The protocol of a study built earlier, read afresh."""
+        study = Study.objects.get(pk=study_id)
+        members = {m.user.username: m.user for m in StudyMember.objects.filter(study=study).select_related("user")}
+        return cls(study=study, admin=User.objects.get(username="study-admin"),
+                   reviewers=[members[f"rev-{c}"] for c in "abc"],
+                   experts=[members["expert"], members["expert-2"]], outsider=User.objects.get(username="nobody"))
+
+    def round(self, number: int) -> Round:
+        return Round.objects.get(study=self.study, kind=Round.Kind.CALIBRATION, number=number)
+
+
+def protocol_study() -> Protocol:
+    """The conversations, the study ``protocol`` and its members (the admin and the first expert are the
+    ``admin_user`` and ``expert`` personas), and an outsider."""
+    admin = user_ensure(username="study-admin", role=roles.ADMIN, password="pw-for-tests")
+    benchmark_services.conversations_import(rows=enumerate(protocol_records(), start=1))
+    study = annotation_services.study_create(slug="protocol", name="Protocol", schema=Schema.objects.get(slug="cab-v1"),
+                                             model_slots=list(MODELS), by=admin)
+    reviewers = [user_ensure(username=f"rev-{c}", role=roles.REVIEWER) for c in "abc"]
+    experts = [user_ensure(username="expert", role=roles.EXPERT, password="pw-for-tests"),
+               user_ensure(username="expert-2", role=roles.EXPERT)]
+    for reviewer in reviewers:
+        annotation_services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
+    for expert in experts:
+        annotation_services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)
+    return Protocol(study=study, admin=admin, reviewers=reviewers, experts=experts,
+                    outsider=UserFactory(username="nobody"))
+
+
+def calibration_round_open(protocol: Protocol, number: int) -> Round:
+    """Calibration round ``number``: a set of 3 turns drawn with seed ``number``, opened."""
+    round_ = annotation_services.round_ensure(study=protocol.study, kind=Round.Kind.CALIBRATION, number=number,
+                                              by=protocol.admin)
+    calibration_services.calibration_set_sample(round=round_, by=protocol.admin, n=3, seed=number)
+    return calibration_services.calibration_round_open(round=round_, by=protocol.admin)
+
+
+def calibration_round_code(protocol: Protocol, round_: Round) -> None:
+    """Every member codes every item, each in their way (see ``Protocol``)."""
+    expert, second_expert = protocol.experts
+    code_round(round_, expert, as_true)
+    code_round(round_, second_expert, misses_flags)
+    for reviewer, deviation in zip(protocol.reviewers, (as_true, misses_flags, misses_all_but_the_user_level),
+                                   strict=True):
+        code_round(round_, reviewer, deviation)
+
+
+def calibration_round_gold(protocol: Protocol, round_: Round) -> int:
+    """The gold panel: unanimous items accepted at once, the rest (the flags) decided one by one for the first
+    expert's reading. Returns how many were accepted as unanimous."""
+    accepted = calibration_services.gold_accept_unanimous(round=round_, by=protocol.admin)
+    expert = protocol.experts[0]
+    for item in calibration_selectors.consensus_items(round=round_):
+        if item.gold is None:
+            calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute,
+                                             turn=item.turn, response=item.response,
+                                             score=item.expert_scores[expert.username], agreed_by=protocol.experts,
+                                             note="the first reading holds")
+    return accepted
+
+
+def calibration_round_close(protocol: Protocol, round_: Round) -> MetricRun:
+    """Close the round and compute the metric run that closing requests, here in this process (a real worker does
+    it in tests/integration/)."""
+    calibration_services.round_close(round=round_, by=protocol.admin)
+    run = MetricRun.objects.filter(study=protocol.study, trigger="round-closed").latest("pk")
+    metric_runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == MetricRun.Status.SUCCEEDED, run.error
+    return run
+
+
+def calibration_round_done(protocol: Protocol, number: int) -> Round:
+    """Calibration round ``number`` opened, coded, decided by the gold panel, closed, with its metric run."""
+    round_ = calibration_round_open(protocol, number)
+    calibration_round_code(protocol, round_)
+    calibration_round_gold(protocol, round_)
+    calibration_round_close(protocol, round_)
+    round_.refresh_from_db()
+    return round_
