@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, F
+from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
 from access.checks import require_study_admin
@@ -197,7 +197,12 @@ def judgment_save(
         round=round, attribute=attribute, score=score, score_required=False, turn=turn, response=response,
         conversation_id=conversation_id, instance_count=instance_count, spans=spans or (),
     )
-    status = Round.objects.select_for_update().filter(pk=round.pk).values_list("status", flat=True).first()
+    # One locked read of the round answers both "still open?" and "still a member?".
+    status, member = Round.objects.select_for_update().filter(pk=round.pk).annotate(
+        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by))
+    ).values_list("status", "member").get()
+    if not member:
+        raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
     if status != Round.Status.OPEN:
         errors["round"] = f"{round.name} is {status}: judgments can no longer change"
     if errors:

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from access.checks import token_scopes_allowed
 from api.models import ApiToken, IdempotencyRecord
 from audit.services import audit_record
 from common.locks import advisory_lock
@@ -46,6 +47,13 @@ def api_token_create(
     if unknown or not scopes:
         problem = f"unknown scope(s) {', '.join(unknown)}" if unknown else "give at least one scope"
         raise ValidationError({"scopes": f"{problem}; scopes are {', '.join(ApiToken.Scope.values)}"})
+    allowed = token_scopes_allowed(user)
+    refused = [scope for scope in scopes if scope not in allowed]
+    if refused and not allowed:
+        raise ValidationError({"scopes": f"{user.get_username()} has no role that may hold API tokens"})
+    if refused:
+        raise ValidationError({"scopes": f"{user.get_username()}'s role allows only {', '.join(allowed)}; "
+                                         f"not {', '.join(refused)}"})
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "must be in the future"})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)

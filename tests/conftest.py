@@ -4,6 +4,7 @@ the ``cab-demo`` study and its ingestion, and ``shared_state`` for data built on
 from __future__ import annotations
 
 import contextlib
+import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from access import roles
+from access.checks import token_scopes_allowed
 from access.services import user_ensure
 from api import services as api_services
 from benchmark import services as benchmark_services
@@ -21,7 +23,6 @@ from tests.factories import StudyFactory, StudyMemberFactory, conversations_with
 
 pytest_plugins = ["tests.browser"]
 
-ALL_SCOPES = ("ingest", "import", "read", "metrics")
 
 
 def pytest_report_header(config):
@@ -108,11 +109,13 @@ def api():
 
 @pytest.fixture
 def token_for():
-    """token_for(user, scopes=…, study=…, expires_at=…) -> raw bearer token."""
+    """token_for(user, scopes=…, study=…, expires_at=…) -> raw bearer token. By default the token has every scope
+    the user's role allows; scopes beyond the role are refused by the service, so a test of the API's own
+    defence against such a token (one made before that rule, or by hand) builds it with ``ApiTokenFactory``."""
 
-    def make(user, scopes=ALL_SCOPES, study=None, expires_at=None):
-        _, raw = api_services.api_token_create(user=user, name="test", scopes=scopes, study=study,
-                                               expires_at=expires_at, by=None)
+    def make(user, scopes=None, study=None, expires_at=None):
+        _, raw = api_services.api_token_create(user=user, name="test", scopes=scopes or token_scopes_allowed(user),
+                                               study=study, expires_at=expires_at, by=None)
         return raw
 
     return make
@@ -120,11 +123,21 @@ def token_for():
 
 @pytest.fixture
 def as_token(token_for):
-    """as_token(user, **token options) -> an APIClient sending that user's bearer token."""
+    """as_token(user, **token options) -> an APIClient sending that user's bearer token. ``legacy=True`` makes the
+    token by hand with exactly the given scopes, even beyond what the role allows (tokens made before the service
+    enforced that, or written into the database): the API must still refuse what the role does not allow."""
 
-    def make(user, **options):
+    def make(user, *, legacy=False, **options):
         api = APIClient()
-        api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_for(user, **options)}")
+        if legacy:
+            from tests.factories import ApiTokenFactory
+
+            raw = f"cab_legacy-{secrets.token_hex(8)}"
+            ApiTokenFactory(raw=raw, user=user, scopes=list(options.get("scopes", ["read"])),
+                            study=options.get("study"))
+        else:
+            raw = token_for(user, **options)
+        api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
         return api
 
     return make

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import ModelResponseFactory, RoundFactory, StudyFactory
+from tests.factories import ModelResponseFactory, RoundFactory, StudyFactory, StudyMemberFactory
 
 
 @pytest.fixture
@@ -14,5 +14,9 @@ def response():
 
 
 @pytest.fixture
-def round_(db):
-    return RoundFactory(study=StudyFactory(status="open"))
+def round_(db, reviewer, other_reviewer, expert):
+    """A calibration round of an open study whose members are the reviewer, the other reviewer and the expert."""
+    study = StudyFactory(status="open")
+    for user, role in ((reviewer, "reviewer"), (other_reviewer, "reviewer"), (expert, "expert")):
+        StudyMemberFactory(study=study, user=user, role=role)
+    return RoundFactory(study=study)

@@ -35,3 +35,17 @@ def test_a_removed_reviewer_can_no_longer_save_complete_or_report_time(client, r
     assert client.post(reverse("turn-time", args=[removed.pk, 1]), {"seconds": "30"}).status_code == 404
     kept = Judgment.objects.get(round=removed, coder__username="demo-reviewer")
     assert kept.score == 1, "the judgments made before the removal stay as they were"
+
+
+def test_the_save_service_refuses_someone_who_is_not_a_member(removed):
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import PermissionDenied
+
+    from annotation import services
+    from tests.factories import attribute
+
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    turn = removed.items.get(position=1).turn
+    with pytest.raises(PermissionDenied, match="not a member of this study"):
+        services.judgment_save(round=removed, by=reviewer, attribute=attribute("U1"), turn=turn, score=2)
+    assert Judgment.objects.get(round=removed, coder=reviewer).score == 1

@@ -12,7 +12,7 @@ from annotation import selectors, services
 from annotation.models import Assignment, Judgment, ReviewerAlert, Round, Span
 from annotation.services import ChangedMeanwhile, SpanInput, StaleJudgmentError
 from audit.models import AuditEvent
-from tests.factories import ModelResponseFactory, RoundFactory, StudyFactory, attribute
+from tests.factories import ModelResponseFactory, RoundFactory, StudyFactory, StudyMemberFactory, attribute
 
 pytestmark = pytest.mark.django_db
 
@@ -146,6 +146,7 @@ def test_resolving_an_alert_twice_says_changed_meanwhile(admin_user, reviewer):
 
 def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, reviewer):
     study = StudyFactory(status="open", check_min_items=2, check_threshold=0.75)
+    StudyMemberFactory(study=study, user=reviewer, role="reviewer")
     cal = RoundFactory(study=study, kind="calibration", number=1, status="closed")
     main = RoundFactory(study=study, kind="main", number=1, status="open")
     response = ModelResponseFactory()

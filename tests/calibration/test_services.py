@@ -14,7 +14,14 @@ from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from metrics.models import MetricRun
-from tests.factories import ModelResponseFactory, RoundFactory, RoundItemFactory, StudyFactory, attribute
+from tests.factories import (
+    ModelResponseFactory,
+    RoundFactory,
+    RoundItemFactory,
+    StudyFactory,
+    StudyMemberFactory,
+    attribute,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -133,6 +140,7 @@ def test_gold_uses_the_judgment_rules_and_their_words(admin_user):
 
 def test_closing_a_round_locks_judgments_and_requests_a_run(admin_user, reviewer, django_capture_on_commit_callbacks):
     round_ = RoundFactory(study=StudyFactory(status="open"))
+    StudyMemberFactory(study=round_.study, user=reviewer, role="reviewer")
     response = ModelResponseFactory()
     annotation_services.judgment_save(round=round_, by=reviewer, attribute=attribute("AUR"), response=response,
                                       score=1)
