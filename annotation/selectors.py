@@ -157,6 +157,15 @@ def _response_order(responses: list[ModelResponse], *, coder_id: int, turn_id: i
     return ordered
 
 
+def responses_as_seen(*, study: Study, coder_id: int, turn_id: int,
+                      responses: list[ModelResponse]) -> list[tuple[ModelResponse, str]]:
+    """The turn's responses in the order and with the labels this coder sees them ("Response A"… in a blinded
+    study): the one home of that, for the turn page and for anything that points back at a response."""
+    ordered = _response_order(responses, coder_id=coder_id, turn_id=turn_id)
+    return [(r, r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}")
+            for i, r in enumerate(ordered)]
+
+
 def _groups(attributes: list[AttributeDefinition], schema: Schema) -> list[AttributeGroup]:
     names = {g.get("code"): g.get("name", g.get("code")) for g in schema.definition.get("groups", [])}
     groups: dict[str, AttributeGroup] = {}
@@ -220,9 +229,9 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     for j in judgments:
         if j.attribute_id in codes:
             judged[j.response_id][codes[j.attribute_id]] = j
-    ordered = _response_order(responses, coder_id=user.pk, turn_id=turn.pk)
-    labels: dict[int | None, str] = {r.pk: r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}"
-              for i, r in enumerate(ordered)}
+    seen = responses_as_seen(study=study, coder_id=user.pk, turn_id=turn.pk, responses=responses)
+    ordered = [r for r, _ in seen]
+    labels: dict[int | None, str] = {r.pk: label for r, label in seen}
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
 

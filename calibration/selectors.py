@@ -24,7 +24,7 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
-from annotation.selectors import study_responses
+from annotation.selectors import responses_as_seen, study_responses
 from benchmark.models import ModelResponse, Turn
 from common.rounds import round_name
 from metrics.core.agreement import agreement_rate
@@ -280,10 +280,19 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
     for code, rows in sorted(per_attribute.items(), key=lambda kv: kv[1][0][3].position):
         e, b = _agreement([(m, g, bk) for m, g, bk, _ in rows])
         by_attribute.append({"code": code, "name": rows[0][3].name, "n": len(rows), "exact": e, "bucketed": b})
+    differing = [(j, g) for j, g in pairs if j.score != g]
+    turn_ids = {j.turn_id for j, _ in differing}
+    # Name each response as this reviewer saw it, and link back to the item in their own queue.
+    labels = {r.pk: label for turn_id, responses in study_responses(study=round.study, turn_ids=turn_ids).items()
+              for r, label in responses_as_seen(study=round.study, coder_id=user.pk, turn_id=turn_id,
+                                                responses=responses)}
+    positions = dict(Assignment.objects.filter(round=round, coder=user, turn_id__in=turn_ids)
+                     .values_list("turn_id", "position"))
     differences = [
         {"attribute": j.attribute, "turn": j.turn, "response": j.response, "mine": j.score, "gold": g,
-         "my_anchor": j.attribute.anchors.get(str(j.score), ""), "gold_anchor": j.attribute.anchors.get(str(g), "")}
-        for j, g in pairs if j.score != g
+         "my_anchor": j.attribute.anchors.get(str(j.score), ""), "gold_anchor": j.attribute.anchors.get(str(g), ""),
+         "label": labels.get(j.response_id, "") if j.response_id else "", "position": positions.get(j.turn_id)}
+        for j, g in differing
     ]
     differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk))
     previous = (Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, number__lt=round.number,

@@ -70,6 +70,20 @@ def test_feedback_explains_each_difference_with_the_gold_anchor(protocol):
     assert poor.differences[0]["gold_anchor"]
 
 
+def test_feedback_names_each_response_as_the_reviewer_saw_it_and_links_to_the_item(protocol):
+    reviewer = protocol.reviewers[2]
+    round_ = protocol.round(1)
+    poor = calibration_selectors.reviewer_feedback(round=round_, user=reviewer)
+    on_responses = [d for d in poor.differences if d["response"] is not None]
+    assert on_responses
+    for difference in on_responses:
+        view = turn_view(round_id=round_.pk, user=reviewer, position=difference["position"])
+        assert view.turn.pk == difference["turn"].pk, "the link opens the item in the reviewer's own queue"
+        seen = {card.response.pk: card.label for card in view.cards}
+        assert difference["label"] == seen[difference["response"].pk]
+        assert difference["label"].startswith("Response "), "a blinded study never names the model"
+
+
 def test_feedback_shows_the_change_since_the_previous_round(protocol):
     first = calibration_selectors.reviewer_feedback(round=protocol.round(1), user=protocol.reviewers[0])
     second = calibration_selectors.reviewer_feedback(round=protocol.round(2), user=protocol.reviewers[0])
