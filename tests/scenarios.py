@@ -3,6 +3,7 @@ management commands. Every value is seeded or derived from names, so a scenario 
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,16 @@ from django.core.management import call_command
 from access import roles
 from access.services import user_ensure
 from annotation import services as annotation_services
-from annotation.models import AttributeDefinition, Judgment, Round, Schema, Study, StudyMember
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    Round,
+    RoundItem,
+    Schema,
+    Study,
+    StudyMember,
+)
 from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
 from calibration import selectors as calibration_selectors
@@ -38,6 +48,24 @@ def synthetic_calibrated_study() -> Study:
     run = metric_services.metric_run_request(study=study, by=None, bootstrap=100)
     metric_runs.metric_run_execute(run_id=run.pk)
     StudyMember.objects.filter(study=study).update(retained=None)
+    return study
+
+
+def synthetic_sized_study(*, slug: str, size: dict, seconds_per_turn: int = 0) -> Study:
+    """A synthetic study of the given size (conversations, models, reviewers, experts, rounds, turns) whose
+    calibration rounds every member has completed; for query counts measured at two data sizes."""
+    call_command("generate_synthetic", "--conversations", str(size["conversations"]), "--models",
+                 str(size["models"]), "--reviewers", str(size["reviewers"]), "--experts", str(size["experts"]),
+                 "--calibration-rounds", str(size["rounds"]), "--calibration-turns", str(size["turns"]),
+                 "--slug", slug, "--seed", "3", stdout=io.StringIO())
+    study = Study.objects.get(slug=slug)
+    members = [m.user for m in StudyMember.objects.filter(study=study).select_related("user")]
+    for round_ in Round.objects.filter(study=study, kind="calibration"):
+        turns = [item.turn_id for item in RoundItem.objects.filter(round=round_).order_by("position")]
+        Assignment.objects.bulk_create(
+            Assignment(round=round_, coder=user, turn_id=turn, position=position, completed_at="2026-01-01T00:00Z",
+                       active_seconds=seconds_per_turn * position)
+            for user in members for position, turn in enumerate(turns, start=1))
     return study
 
 

@@ -3,12 +3,10 @@ the count does not grow with the number of studies, rounds, reviewers, assignmen
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -16,9 +14,10 @@ from access import roles
 from access.services import user_ensure
 from annotation import long_format
 from annotation import services as annotation_services
-from annotation.models import Assignment, Judgment, Round, RoundItem, Study, StudyMember
+from annotation.models import Assignment, Judgment, Round, Study
 from api import services as api_services
 from tests.factories import StudyFactory
+from tests.scenarios import synthetic_sized_study
 
 pytestmark = pytest.mark.django_db
 
@@ -40,18 +39,7 @@ def built(request, shared_state):
     size for the module (``shared_state``); the tests get primary keys."""
     size = SIZES[request.param]
     with shared_state():
-        call_command("generate_synthetic", "--conversations", str(size["conversations"]), "--models",
-                     str(size["models"]), "--reviewers", str(size["reviewers"]), "--experts", str(size["experts"]),
-                     "--calibration-rounds", str(size["rounds"]), "--calibration-turns", str(size["turns"]),
-                     "--slug", SLUG, "--seed", "3", stdout=io.StringIO())
-        study = Study.objects.get(slug=SLUG)
-        members = [m.user for m in StudyMember.objects.filter(study=study).select_related("user")]
-        for round_ in Round.objects.filter(study=study, kind="calibration"):
-            turns = [item.turn_id for item in RoundItem.objects.filter(round=round_).order_by("position")]
-            Assignment.objects.bulk_create(
-                Assignment(round=round_, coder=user, turn_id=turn, position=position,
-                           completed_at="2026-01-01T00:00Z")
-                for user in members for position, turn in enumerate(turns, start=1))
+        study = synthetic_sized_study(slug=SLUG, size=size)
         reviewer = get_user_model().objects.get(username=REVIEWER)
         main_turns = list(Assignment.objects.filter(round__study=study, round__kind="main")
                           .values_list("turn", flat=True))

@@ -3,21 +3,16 @@ with the number of rounds, items, reviewers, experts, judgments, spans, notes or
 
 from __future__ import annotations
 
-import io
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.urls import reverse
 
 from access import roles
 from access.services import user_ensure
 from annotation.models import (
-    Assignment,
     Judgment,
     ReviewerAlert,
     Round,
-    RoundItem,
     Span,
     Study,
     StudyMember,
@@ -25,6 +20,7 @@ from annotation.models import (
 from calibration import services as calibration_services
 from metrics import runs as metric_runs
 from metrics import services as metric_services
+from tests.scenarios import synthetic_sized_study
 
 pytestmark = pytest.mark.django_db
 
@@ -47,18 +43,7 @@ def built(request, shared_state):
     size = SIZES[request.param]
     with shared_state():
         admin = user_ensure(username="calibration-admin", role=roles.ADMIN)
-        call_command("generate_synthetic", "--conversations", str(size["conversations"]), "--models",
-                     str(size["models"]), "--reviewers", str(size["reviewers"]), "--experts", str(size["experts"]),
-                     "--calibration-rounds", str(size["rounds"]), "--calibration-turns", str(size["turns"]),
-                     "--slug", SLUG, "--seed", "3", stdout=io.StringIO())
-        study = Study.objects.get(slug=SLUG)
-        members = [m.user for m in StudyMember.objects.filter(study=study).select_related("user")]
-        for round_ in Round.objects.filter(study=study, kind="calibration"):
-            turns = [item.turn_id for item in RoundItem.objects.filter(round=round_).order_by("position")]
-            Assignment.objects.bulk_create(
-                Assignment(round=round_, coder=user, turn_id=turn, position=position,
-                           completed_at="2026-01-01T00:00Z", active_seconds=60 * position)
-                for user in members for position, turn in enumerate(turns, start=1))
+        study = synthetic_sized_study(slug=SLUG, size=size, seconds_per_turn=60)
         first = Round.objects.get(study=study, kind="calibration", number=1)
         golds = Judgment.objects.filter(round=first, is_gold=True).select_related("attribute", "turn", "response")
         for gold in golds.order_by("id")[: size["notes"]]:
