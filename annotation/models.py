@@ -117,6 +117,9 @@ class Study(models.Model):
         default=0.7, help_text="Alert the admin when a reviewer's bucketed agreement on check items falls below this."
     )
     check_min_items = models.PositiveIntegerField(default=20, help_text="Check items scored before alerts start.")
+    experts_see_consensus = models.BooleanField(
+        default=False, help_text="Experts may open the consensus screen of a closed calibration round (read-only)."
+    )
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -163,6 +166,11 @@ class Round(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
     opened_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    gold_pool = models.BooleanField(
+        default=False,
+        help_text="A reserved gold pool: only experts code it, reviewers never see it, and its gold turns become the "
+                  "main round's hidden check items.",
+    )
 
     class Meta:
         ordering = ["study_id", "kind", "number"]
@@ -204,6 +212,10 @@ class Assignment(models.Model):
     turn = models.ForeignKey(Turn, on_delete=models.PROTECT, related_name="assignments")
     position = models.PositiveIntegerField()
     is_check_item = models.BooleanField(default=False, help_text="Hidden gold check item (main round).")
+    feedback_locked = models.BooleanField(
+        default=False,
+        help_text="Compared with gold in feedback before the round was reopened: its judgments stay as they were.",
+    )
     completed_at = models.DateTimeField(null=True, blank=True)
     active_seconds = models.PositiveIntegerField(default=0)
 
