@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from annotation.models import Round, Study
+from annotation.selectors import response_handle
 
 
 class StudyOut(serializers.Serializer):
@@ -78,10 +79,24 @@ class SpanOut(serializers.Serializer):
     subcategory = serializers.CharField(source="subcategory.slug")
 
 
-class JudgmentOut(serializers.Serializer):
-    """One judgment in the SPEC §6 long format, plus its id and the response id."""
+class _SecondsForCoders(serializers.DateTimeField):
+    """Whole seconds for reviewers and experts: judgments created in bulk (an import) carry microseconds in the
+    order they were written, which may be the model-slot order of each turn."""
 
-    id = serializers.IntegerField()
+    def to_representation(self, value):
+        if value is not None and not self.context.get("staff"):
+            value = value.replace(microsecond=0)
+        return super().to_representation(value)
+
+
+class JudgmentOut(serializers.Serializer):
+    """One judgment in the SPEC §6 long format, plus ids for staff and the response's handle.
+
+    Reviewers and experts never see a judgment's or a response's id: both follow the order things were created in,
+    which is the model-slot order of each turn. They see the response's handle instead, the name it has on their
+    own turn page (``data-response``)."""
+
+    id = serializers.SerializerMethodField(help_text="null for reviewers and experts")
     study = serializers.SerializerMethodField()
     round = serializers.CharField(source="round.name")
     reviewer = serializers.CharField(source="coder.username")
@@ -91,12 +106,26 @@ class JudgmentOut(serializers.Serializer):
     turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
     model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
                                                         "blinded study")
-    response_id = serializers.IntegerField(allow_null=True)
+    response = serializers.SerializerMethodField(
+        help_text="the response's handle on the turn page of the judgment's coder; null for user-level attributes")
+    response_id = serializers.SerializerMethodField(help_text="null for reviewers and experts, and for user-level "
+                                                              "attributes")
     attribute = serializers.CharField(source="attribute.code")
     score = serializers.IntegerField()
     instance_count = serializers.IntegerField(allow_null=True)
     spans = SpanOut(many=True)
-    updated_at = serializers.DateTimeField()
+    updated_at = _SecondsForCoders(help_text="to the microsecond for staff, whole seconds for reviewers and experts")
+
+    def get_id(self, judgment) -> int | None:
+        return judgment.pk if self.context.get("staff") else None
+
+    def get_response(self, judgment) -> str | None:
+        if judgment.response_id is None:
+            return None
+        return response_handle(coder_id=judgment.coder_id, turn_id=judgment.turn_id, response_id=judgment.response_id)
+
+    def get_response_id(self, judgment) -> int | None:
+        return judgment.response_id if self.context.get("staff") else None
 
     def get_study(self, judgment) -> str:
         return self.context["study"].slug

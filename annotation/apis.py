@@ -16,6 +16,7 @@ from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
+from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -135,10 +136,28 @@ class AssignmentListApi(generics.ListAPIView):
                 "staff": user_sees_all_studies(user=self.request.user)}
 
 
+_HEX_DIGEST = re.compile("[0-9a-f]{32}")
+
+
+class _BlindCursorPagination(IdCursorPagination):
+    """A cursor on ``judgments_visible_to``'s keyed order: its positions are hex digests, not ids."""
+
+    ordering = selectors.JUDGMENT_BLIND_ORDER
+
+    def decode_cursor(self, request):
+        if len(request.query_params.getlist(self.cursor_query_param)) > 1:
+            raise exceptions.ValidationError({self.cursor_query_param: "give one cursor"})
+        cursor = CursorPagination.decode_cursor(self, request)
+        if cursor is not None and cursor.position is not None and not _HEX_DIGEST.fullmatch(str(cursor.position)):
+            raise exceptions.NotFound(self.invalid_cursor_message)
+        return cursor
+
+
 class JudgmentListApi(generics.ListAPIView):
     required_scopes = READ
     serializer_class = JudgmentOut
     pagination_class = IdCursorPagination
+    staff = False  # set from the caller's role by get_queryset
 
     @extend_schema(parameters=[JudgmentFilterIn], responses={200: JudgmentOut(many=True),
                                                               **error_responses(400, 404)},
@@ -146,9 +165,18 @@ class JudgmentListApi(generics.ListAPIView):
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
 
+    @property
+    def paginator(self):
+        """Staff page by id; reviewers and experts by the keyed order of ``judgments_visible_to`` (their list must not
+        come in the order judgments were created)."""
+        if not hasattr(self, "_paginator"):
+            self._paginator = IdCursorPagination() if self.staff else _BlindCursorPagination()
+        return self._paginator
+
     def get_queryset(self):
         self.study = study_for(self.request, self.kwargs["slug"])
-        self.blinded = selectors.model_names_hidden(user=self.request.user, study=self.study)
+        self.staff = user_sees_all_studies(user=self.request.user)
+        self.blinded = not self.study.show_model_names and not self.staff
         filters = JudgmentFilterIn(data=query_filters(self.request))
         filters.is_valid(raise_exception=True)
         data = dict(filters.validated_data)
@@ -158,7 +186,8 @@ class JudgmentListApi(generics.ListAPIView):
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
-        return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded}
+        return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
+                "staff": self.staff}
 
 
 class JudgmentImportApi(APIView):
@@ -250,8 +279,12 @@ _ERRORS = error_responses(400, 404, 409, 413, 415, 422)
 _DESCRIPTION = (
     f"Up to {MAX_ITEMS:,} items per request as a JSON array, or as JSON Lines (`application/x-ndjson`). "
     "Validated as a whole: any wrong item → 400 listing every problem (index, field, message) and nothing is "
-    "written. New text for a response that already has judgments → 409 listing the items, nothing written. "
-    "Resending identical content writes nothing and counts the items as unchanged. A body over the size limit → 413."
+    "written. A change to material of another study (a conversation another study ingested first, or has in a "
+    "round or judged) → 409 naming the conversation, nothing written. New text for what reviewers coded against "
+    "(a response that has judgments or is in an open round; a turn, or a later turn of its conversation, that has "
+    "judgments or is in an open round; the fields of a conversation that has either) → 409 listing the items, "
+    "nothing written. Resending identical content writes nothing and counts the items as unchanged. A body over "
+    "the size limit → 413."
 )
 
 
@@ -266,7 +299,7 @@ class _IngestApi(APIView):
         body = bulk_body(request)
 
         def call():
-            summary = service(items=body.items, model_slots=study.model_slots, by=request.user)
+            summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
             return 200, output(summary.as_dict()).data
 
         return _replayable(request, body.sha256, call)

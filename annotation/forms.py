@@ -12,8 +12,9 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
+from annotation import selectors
 from annotation.models import Assignment, AttributeDefinition, Study, StudyMember
-from annotation.services import SpanInput
+from annotation.services import STUDY_SETTINGS, SpanInput
 from benchmark.models import ModelResponse
 
 _INT32 = 2**31 - 1
@@ -23,7 +24,9 @@ _WHOLE = {"invalid": "is not a whole number"}
 class JudgmentSaveForm(forms.Form):
     form_id = forms.CharField(max_length=100, required=False)
     attribute = forms.CharField(max_length=20, error_messages={"required": "unknown attribute"})
-    response = forms.IntegerField(min_value=1, max_value=2**63 - 1, required=False, error_messages=_WHOLE)
+    # The response's handle on this reviewer's page (annotation.selectors.response_handle), never its id.
+    response = forms.CharField(max_length=64, required=False,
+                               error_messages={"max_length": "that response is not part of this turn"})
     # Their ranges are judgment rules (annotation.rules), reported with the same words on every path.
     score = forms.IntegerField(required=False, error_messages=_WHOLE)
     instance_count = forms.IntegerField(required=False, error_messages=_WHOLE)
@@ -43,10 +46,13 @@ class JudgmentSaveForm(forms.Form):
         return attribute
 
     def clean_response(self) -> ModelResponse | None:
-        response_id = self.cleaned_data.get("response")
-        if response_id is None:
+        """The response the handle names on this reviewer's page of this turn; any other handle (another
+        reviewer's, another turn's, an id, a forged one) names nothing here."""
+        handle = self.cleaned_data.get("response")
+        if not handle:
             return None
-        response = ModelResponse.objects.filter(pk=response_id, turn=self.assignment.turn).first()
+        response = selectors.response_by_handle(study=self.assignment.round.study, coder_id=self.assignment.coder_id,
+                                                turn=self.assignment.turn, handle=handle)
         if response is None:
             raise forms.ValidationError("that response is not part of this turn")
         return response
@@ -109,7 +115,11 @@ class StudyForm(forms.ModelForm):
     class Meta:
         model = Study
         fields = ["slug", "name", "description", "schema", "show_model_names", "show_therapist_reference",
-                  "check_threshold", "check_min_items"]
+                  "check_threshold", "check_min_items", "experts_see_consensus"]
+        labels = {"experts_see_consensus": "experts see the consensus"}
+        help_texts = {"experts_see_consensus": (
+            "Experts (the gold panel) may open the consensus screen of each closed calibration round from their "
+            "home page, read-only: every expert's scores and the gold decided. Reviewers never see it.")}
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -132,6 +142,16 @@ class StudyForm(forms.ModelForm):
         if not 0 <= value <= 1:
             raise forms.ValidationError("a share between 0 and 1")
         return value
+
+
+class StudySettingsForm(StudyForm):
+    """A study's settings once it exists (``services.STUDY_SETTINGS``): the creation form without the slug, schema
+    and model slots, which the study's data depends on."""
+
+    model_slots_text = None  # type: ignore[assignment]
+
+    class Meta(StudyForm.Meta):
+        fields = list(STUDY_SETTINGS)
 
 
 class UploadForm(forms.Form):

@@ -218,6 +218,9 @@ class Assignment(models.Model):
     )
     completed_at = models.DateTimeField(null=True, blank=True)
     active_seconds = models.PositiveIntegerField(default=0)
+    time_reported_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the turn page last reported active time (a report adds at most the "
+                                         "wall-clock time since).")
 
     class Meta:
         ordering = ["round_id", "coder_id", "position"]

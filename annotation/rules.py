@@ -15,6 +15,7 @@ from annotation.models import AttributeDefinition
 
 Unit = AttributeDefinition.Unit
 MAX_INSTANCE_COUNT = 2**31 - 1  # the column is a 32-bit integer
+MAX_SPANS = 200  # per judgment: far above any real coding (a response has a few dozen sentences at most)
 T = TypeVar("T")
 
 
@@ -98,15 +99,24 @@ def judgment_problems(
 
     ``spans`` are (start, end, subcategory slug); ``subcategories`` are the slugs this attribute allows and
     ``text_length`` is the length of the response text the spans index into (None when the unit has no text).
-    Fields are ``score``, ``unit``, ``instance_count`` and ``spans[i]``.
+    Fields are ``score``, ``unit``, ``instance_count``, ``spans`` (too many) and ``spans[i]`` (one span, or a
+    repeat of an earlier one).
     """
     problems = {
         "score": score_problem(attribute, score, required=score_required),
         "unit": unit_problem(attribute, has_turn=has_turn, has_response=has_response),
         "instance_count": instance_count_problem(attribute, instance_count),
     }
+    if len(spans) > MAX_SPANS:
+        problems["spans"] = f"{attribute.code}: at most {MAX_SPANS} spans per judgment, {len(spans)} were given"
+        spans = ()
     # Spans of a judgment on the wrong unit would only repeat the unit problem.
+    seen: set[tuple[Any, Any, Any]] = set()
     for index, span in enumerate(spans if problems["unit"] is None else ()):
         problems[f"spans[{index}]"] = span_problem(attribute, span, subcategories=subcategories,
                                                    text_length=text_length)
+        key = tuple(span)
+        if problems[f"spans[{index}]"] is None and key in seen:
+            problems[f"spans[{index}]"] = (f"{attribute.code}: span [{span[0]}, {span[1]}) {span[2]} is given twice")
+        seen.add(key)
     return {field: message for field, message in problems.items() if message is not None}

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import random
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Max, Min, Prefetch, Q, QuerySet
+from django.db.models import CharField, Count, Max, Min, Prefetch, Q, QuerySet, Value
+from django.db.models.functions import MD5, Cast, Concat
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from access.checks import user_sees_all_studies
 from annotation import rules
@@ -24,6 +25,7 @@ from annotation.models import (
     Span,
     SpanSubcategory,
     Study,
+    StudyMember,
 )
 from benchmark.models import Conversation, ModelResponse, Turn
 from common.rounds import round_name, round_parse
@@ -62,20 +64,21 @@ class AttrForm:
     attribute: AttributeDefinition
     judgment: Judgment | None
     form_id: str
-    response_id: int | None
+    response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
     label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
 
 
 @dataclass
 class ResponseCard:
     response: ModelResponse
+    handle: str
     label: str
     judgments: dict[str, Judgment]
     groups: list[tuple[AttributeGroup, list[AttrForm]]]
 
     @property
     def text_id(self) -> str:
-        return f"text-{self.response.pk}"
+        return f"text-{self.handle}"
 
 
 @dataclass
@@ -118,7 +121,7 @@ def coder_rounds(*, user: User) -> list[dict]:
     """Open rounds in which the user has assignments, with progress and where to resume."""
     rows = (
         coder_assignments(user=user).filter(round__status=Round.Status.OPEN)
-        .values("round_id", "round__study__name", "round__kind", "round__number")
+        .values("round_id", "round__study_id", "round__study__name", "round__kind", "round__number")
         .annotate(
             total=Count("id"),
             done=Count("id", filter=Q(completed_at__isnull=False)),
@@ -141,6 +144,30 @@ def coder_feedback_rounds(*, user: User) -> list[Round]:
     )
 
 
+@dataclass
+class ExpertStudy:
+    """A study the user sits on the gold panel of: what they have to code there, and the closed calibration rounds
+    whose consensus screen they may open (read-only; only when the study lets its experts see it)."""
+
+    study: Study
+    rounds: list[dict]  # ``coder_rounds`` rows of the study
+    consensus_rounds: list[Round]
+
+
+def expert_studies(*, user: User, rounds: list[dict]) -> list[ExpertStudy]:
+    """The studies in which the user is an expert (``rounds``: the user's ``coder_rounds``), by name."""
+    studies = [m.study for m in StudyMember.objects.filter(user=user, role=StudyMember.Role.EXPERT)
+               .select_related("study").order_by("study__name", "study__slug")]
+    shown = [s.pk for s in studies if s.experts_see_consensus]
+    closed: dict[int, list[Round]] = defaultdict(list)
+    if shown:
+        for round_ in Round.objects.filter(study_id__in=shown, kind=Round.Kind.CALIBRATION,
+                                           status=Round.Status.CLOSED).order_by("number"):
+            closed[round_.study_id].append(round_)
+    return [ExpertStudy(study=s, rounds=[r for r in rounds if r["round__study_id"] == s.pk],
+                        consensus_rounds=closed[s.pk]) for s in studies]
+
+
 def coder_queue(*, round: Round, user: User) -> list[Assignment]:
     return list(
         coder_assignments(user=user).filter(round=round)
@@ -149,19 +176,46 @@ def coder_queue(*, round: Round, user: User) -> list[Assignment]:
     )
 
 
-def _response_order(responses: list[ModelResponse], *, coder_id: int, turn_id: int) -> list[ModelResponse]:
-    """A per-turn shuffle that is stable for one reviewer (and differs between reviewers and turns)."""
-    seed = int.from_bytes(hashlib.sha256(f"{coder_id}:{turn_id}".encode()).digest()[:8], "big")
-    ordered = sorted(responses, key=lambda r: r.model_slot)
-    random.Random(seed).shuffle(ordered)  # noqa: S311 - presentation order, not security
-    return ordered
+# Blinding. Response ids follow ingestion order, and ingestion follows the model slots, so a reviewer who could see
+# or sort them would know every model. A reviewer's pages therefore name a response only by its handle: a keyed
+# hash (HMAC with a key derived from SECRET_KEY) of (coder, turn, response), the same on every visit and in every
+# tab, different for every reviewer, unguessable without the key and in no order related to the ids. The order
+# in which a reviewer sees a turn's responses is the order of their handles; the server resolves a handle only
+# among the responses of a turn the reviewer is assigned to.
+RESPONSE_HANDLE_LENGTH = 16  # hex digits: 64 bits
+_HANDLE_SALT = "annotation.response-handle"
+
+
+def response_handle(*, coder_id: int, turn_id: int, response_id: int, secret: str | None = None) -> str:
+    """The name of a response on one coder's pages (``secret``: a fallback key, when resolving old handles)."""
+    digest = salted_hmac(_HANDLE_SALT, f"{coder_id}:{turn_id}:{response_id}", secret=secret, algorithm="sha256")
+    return digest.hexdigest()[:RESPONSE_HANDLE_LENGTH]
+
+
+def response_by_handle(*, study: Study, coder_id: int, turn: Turn, handle: str) -> ModelResponse | None:
+    """The response of ``turn`` (among those the study codes) that this coder's pages call ``handle``; None for
+    any other handle (another coder's, another turn's, a forged one). Handles made with a key in
+    SECRET_KEY_FALLBACKS still resolve, so rotating the key does not break an open page's saves."""
+    if len(handle) != RESPONSE_HANDLE_LENGTH:
+        return None
+    responses = study_responses(study=study, turn_ids=[turn.pk]).get(turn.pk, [])
+    for secret in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
+        for response in responses:
+            mine = response_handle(coder_id=coder_id, turn_id=turn.pk, response_id=response.pk, secret=secret)
+            if constant_time_compare(mine, handle):
+                return response
+    return None
 
 
 def responses_as_seen(*, study: Study, coder_id: int, turn_id: int,
                       responses: list[ModelResponse]) -> list[tuple[ModelResponse, str]]:
     """The turn's responses in the order and with the labels this coder sees them ("Response A"… in a blinded
-    study): the one home of that, for the turn page and for anything that points back at a response."""
-    ordered = _response_order(responses, coder_id=coder_id, turn_id=turn_id)
+    study): the one home of that, for the turn page and for anything that points back at a response.
+
+    The order is that of the coder's handles: a shuffle per coder and turn that only the server can compute (a
+    seed made of the coder's and the turn's ids alone could be recomputed by anyone who guessed them), and that
+    leaves the others in place when a response is added."""
+    ordered = sorted(responses, key=lambda r: response_handle(coder_id=coder_id, turn_id=turn_id, response_id=r.pk))
     return [(r, r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}")
             for i, r in enumerate(ordered)]
 
@@ -232,17 +286,19 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     seen = responses_as_seen(study=study, coder_id=user.pk, turn_id=turn.pk, responses=responses)
     ordered = [r for r, _ in seen]
     labels: dict[int | None, str] = {r.pk: label for r, label in seen}
+    handles = {r.pk: response_handle(coder_id=user.pk, turn_id=turn.pk, response_id=r.pk) for r in ordered}
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
 
     def forms(group: AttributeGroup, response: ModelResponse | None) -> list[AttrForm]:
         key = response.pk if response is not None else None
-        prefix = f"r{key}" if key is not None else "t"
-        return [AttrForm(a, judged[key].get(a.code), f"{prefix}-{a.code}", key, labels.get(key, ""))
+        handle = handles[key] if key is not None else None
+        prefix = f"r{handle}" if handle is not None else "t"
+        return [AttrForm(a, judged[key].get(a.code), f"{prefix}-{a.code}", handle, labels.get(key, ""))
                 for a in group.attributes if response in rules.units_of(a, ordered)]
 
     cards = [
-        ResponseCard(response=r, label=labels[r.pk], judgments=judged[r.pk],
+        ResponseCard(response=r, handle=handles[r.pk], label=labels[r.pk], judgments=judged[r.pk],
                      groups=[(g, forms(g, r)) for g in response_groups])
         for r in ordered
     ]
@@ -300,6 +356,9 @@ def round_lookup(name: str) -> dict | None:
     return {"kind": parsed[0], "number": parsed[1]} if parsed else None
 
 
+JUDGMENT_BLIND_ORDER = "blind_order"
+
+
 def judgments_visible_to(
     *,
     user: User,
@@ -309,14 +368,17 @@ def judgments_visible_to(
     model: str | None = None,
     attribute: str | None = None,
 ) -> QuerySet[Judgment]:
-    """A study's judgments as the user may see them, filtered; ordered by id (stable for cursor paging).
+    """A study's judgments as the user may see them, filtered; ordered for cursor paging.
 
-    Staff roles (admin, researcher) see all of them. Everyone else sees only their own non-gold judgments:
-    never gold and never another reviewer's, whatever the state of the round.
+    Staff roles (admin, researcher) see all of them, ordered by id. Everyone else sees only their own non-gold
+    judgments (never gold and never another reviewer's, whatever the state of the round) ordered by
+    ``JUDGMENT_BLIND_ORDER``, a hash of the id keyed per user: judgments created in bulk (an import, generated
+    data) have ids in model-slot order within each turn, and a list in id order would give that away.
     """
     # Unscored drafts (spans highlighted, score still to come) are not judgments yet, as in the export.
     judgments = Judgment.objects.filter(round__study=study, score__isnull=False)
-    if not user_sees_all_studies(user=user):
+    staff = user_sees_all_studies(user=user)
+    if not staff:
         judgments = judgments.filter(coder=user, is_gold=False)
     if round_name:
         lookup = round_lookup(round_name)
@@ -327,15 +389,19 @@ def judgments_visible_to(
         judgments = judgments.filter(response__model_slot=model)
     if attribute:
         judgments = judgments.filter(attribute__code=attribute)
-    return (
+    judgments = (
         judgments.select_related("round", "coder", "conversation__dataset", "turn", "response", "attribute")
         .only("id", "is_gold", "score", "instance_count", "updated_at", "round__kind", "round__number",
               "coder__username", "conversation__external_id", "conversation__dataset__name", "turn__index",
               "response__model_slot", "attribute__code")
         .prefetch_related(Prefetch("spans", queryset=Span.objects.select_related("subcategory").only(
             "judgment_id", "start", "end", "subcategory__slug")))
-        .order_by("id")
     )
+    if staff:
+        return judgments.order_by("id")
+    key = salted_hmac("annotation.judgment-order", str(user.pk), algorithm="sha256").hexdigest()
+    return judgments.annotate(**{JUDGMENT_BLIND_ORDER: MD5(Concat(Value(key), Cast("id", CharField())))}).order_by(
+        JUDGMENT_BLIND_ORDER)
 
 
 def rounds_progress(*, user: User, study: Study) -> list[dict]:

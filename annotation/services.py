@@ -7,6 +7,7 @@ raises ``ChangedMeanwhile`` ("reload"), never an integrity error.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -86,6 +87,27 @@ def study_create(
                                  is_synthetic=is_synthetic, description=description, **settings)
     audit_record(by=by, action="study.create", study=study, target=f"study:{slug}")
     return study
+
+
+# What an admin may change once a study exists: not its slug, schema or model slots, which its data depends on.
+STUDY_SETTINGS = ("name", "description", "show_model_names", "show_therapist_reference", "check_threshold",
+                  "check_min_items", "experts_see_consensus")
+
+
+@transaction.atomic
+def study_settings_update(*, study: Study, by: User, **settings: Any) -> list[str]:
+    """Change some of a study's ``STUDY_SETTINGS``; returns the names of those whose value changed (recorded)."""
+    require_study_admin(by)
+    unknown = sorted(set(settings) - set(STUDY_SETTINGS))
+    if unknown:
+        raise ValidationError(f"not a study setting: {', '.join(unknown)}")
+    current = Study.objects.select_for_update().get(pk=study.pk)
+    changed = {name: value for name, value in settings.items() if getattr(current, name) != value}
+    if changed:
+        Study.objects.filter(pk=study.pk).update(**changed)
+        audit_record(by=by, action="study.settings", study=current, target=f"study:{current.slug}", changed=changed)
+    study.refresh_from_db()
+    return sorted(changed)
 
 
 @transaction.atomic
@@ -197,14 +219,19 @@ def judgment_save(
         round=round, attribute=attribute, score=score, score_required=False, turn=turn, response=response,
         conversation_id=conversation_id, instance_count=instance_count, spans=spans or (),
     )
-    # One locked read of the round answers both "still open?" and "still a member?".
-    status, member = Round.objects.select_for_update().filter(pk=round.pk).annotate(
-        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by))
-    ).values_list("status", "member").get()
+    # One locked read of the round answers "still open?", "still a member?" and "compared with gold already?".
+    unit = {"turn": turn} if turn is not None else {"turn__conversation_id": conversation_id}
+    status, member, locked = Round.objects.select_for_update().filter(pk=round.pk).annotate(
+        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
+        locked=Exists(Assignment.objects.filter(round_id=OuterRef("pk"), coder=by, feedback_locked=True, **unit)),
+    ).values_list("status", "member", "locked").get()
     if not member:
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
     if status != Round.Status.OPEN:
         errors["round"] = f"{round.name} is {status}: judgments can no longer change"
+    elif locked:
+        errors["round"] = (f"this item of {round.name} was compared with gold in your feedback before the round "
+                           "was reopened: its judgments stay as they were")
     if errors:
         raise ValidationError(errors)
     assert conversation_id is not None  # _judgment_errors refuses a judgment without a unit
@@ -423,13 +450,20 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
 MAX_TIME_BEAT_SECONDS = 120
 
 
-def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> None:
-    """Add active (non-idle) seconds reported by the turn page; one report never adds more than two minutes."""
+@transaction.atomic
+def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> int:
+    """Add active (non-idle) seconds reported by the turn page, only while the round is open; one report adds at
+    most two minutes and never more than the wall-clock time since the previous report. Returns what was added."""
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder reports time on this turn")
-    seconds = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS))
-    if seconds:
-        Assignment.objects.filter(pk=assignment.pk).update(active_seconds=F("active_seconds") + seconds)
+    now = timezone.now()
+    row = Assignment.objects.select_for_update().select_related("round").get(pk=assignment.pk)
+    if row.round.status != Round.Status.OPEN:
+        raise ValidationError(f"{row.round.name} is {row.round.status}: time on task is no longer recorded")
+    since = (now - row.time_reported_at).total_seconds() if row.time_reported_at else MAX_TIME_BEAT_SECONDS
+    added = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS, math.ceil(since)))
+    Assignment.objects.filter(pk=row.pk).update(active_seconds=F("active_seconds") + added, time_reported_at=now)
+    return added
 
 
 # --- hidden check items ----------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from annotation.forms import (
     MemberForm,
     StudyDataFilter,
     StudyForm,
+    StudySettingsForm,
     TimeForm,
     UploadForm,
     error_text,
@@ -38,13 +39,21 @@ from common.errors import RowErrors
 
 @login_required
 def home(request: AuthedRequest) -> HttpResponse:
+    """A reviewer's work and feedback; in the studies where the user is an expert, their gold-panel work and, when
+    the study allows it, the consensus screens of its closed calibration rounds instead (an expert's "feedback"
+    would compare them with gold they decided themselves)."""
+    rounds = selectors.coder_rounds(user=request.user)
+    experts = selectors.expert_studies(user=request.user, rounds=rounds)
+    expert_of = {e.study.pk for e in experts}
     return render(
         request,
         "home.html",
         {
             "studies": selectors.studies_visible_to(user=request.user),
-            "rounds": selectors.coder_rounds(user=request.user),
-            "feedback_rounds": selectors.coder_feedback_rounds(user=request.user),
+            "rounds": [r for r in rounds if r["round__study_id"] not in expert_of],
+            "feedback_rounds": [r for r in selectors.coder_feedback_rounds(user=request.user)
+                                if r.study_id not in expert_of],
+            "expert_studies": experts,
             "is_admin": is_study_admin(request.user),
             "roles": user_roles(user=request.user),
         },
@@ -73,7 +82,8 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     view = selectors.turn_view(round_id=round_id, user=request.user, position=position)
     if view is None:
         raise Http404("no such assignment for you")
-    return render(request, "annotation/turn.html", {"v": view, "editable": view.round.status == Round.Status.OPEN})
+    editable = view.round.status == Round.Status.OPEN and not view.assignment.feedback_locked
+    return render(request, "annotation/turn.html", {"v": view, "editable": editable})
 
 
 @login_required
@@ -147,7 +157,10 @@ def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpRe
     form = TimeForm(request.POST)
     if not form.is_valid():
         return HttpResponse(f"seconds {form.errors['seconds'][0]}", status=422, content_type="text/plain")
-    services.assignment_time_add(assignment=assignment, by=request.user, seconds=form.cleaned_data["seconds"])
+    try:
+        services.assignment_time_add(assignment=assignment, by=request.user, seconds=form.cleaned_data["seconds"])
+    except ValidationError as error:
+        return HttpResponse("; ".join(error.messages), status=409, content_type="text/plain")
     return HttpResponse(status=204)
 
 
@@ -218,6 +231,21 @@ def study_create(request: AuthedRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+def study_settings(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study, slug=slug)
+    form = StudySettingsForm(request.POST or None, instance=study)  # the service compares with the stored values
+    if request.method == "POST" and form.is_valid():
+        changed = services.study_settings_update(study=study, by=request.user, **form.cleaned_data)
+        labels = [str(form.fields[name].label) for name in changed]
+        messages.success(request, f"Settings of {study.slug} saved; changed: {', '.join(labels)}." if changed
+                         else f"Settings of {study.slug}: nothing changed.")
+        return redirect("study-dashboard", slug=slug)
+    return render(request, "annotation/study_form.html", {"form": form, "study": study})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
 def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     _admin(request)
     study = get_object_or_404(Study, slug=slug)
@@ -225,7 +253,7 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     errors: list[str] = []
     if request.method == "POST" and form.is_valid():
         try:
-            summary = benchmark_services.conversations_upload(stream=form.cleaned_data["file"],
+            summary = benchmark_services.conversations_upload(stream=form.cleaned_data["file"], study=study,
                                                               model_slots=study.model_slots, by=request.user)
         except RowErrors as error:
             errors = error.summary(limit=200).splitlines()

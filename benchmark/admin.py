@@ -1,6 +1,19 @@
+"""The benchmark material in the Django admin, read-only: what reviewers code comes in through ingestion, which
+checks study isolation and frozen text (benchmark/services.py); the admin would bypass both."""
+
 from django.contrib import admin
 
 from benchmark import models
+
+
+class _ReadOnly:
+    """Shown, never added or changed here (deleting stays possible: judged material is protected by its judgments)."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(models.Dataset)
@@ -9,7 +22,7 @@ class DatasetAdmin(admin.ModelAdmin):
     search_fields = ("name",)
 
 
-class TurnInline(admin.StackedInline):
+class TurnInline(_ReadOnly, admin.StackedInline):
     model = models.Turn
     fields = ("index", "client_text", "therapist_reference")
     extra = 0
@@ -17,26 +30,22 @@ class TurnInline(admin.StackedInline):
 
 
 @admin.register(models.Conversation)
-class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "dataset", "kind", "topic", "complexity", "title", "is_synthetic")
+class ConversationAdmin(_ReadOnly, admin.ModelAdmin):
+    list_display = ("external_id", "dataset", "kind", "topic", "complexity", "title", "study", "is_synthetic")
     list_filter = ("dataset", "kind", "topic", "complexity", "is_synthetic")
     search_fields = ("external_id", "title", "turns__client_text")
-    list_select_related = ("dataset",)
+    list_select_related = ("dataset", "study")
     inlines = [TurnInline]
 
 
-class ResponseInline(admin.StackedInline):
+class ResponseInline(_ReadOnly, admin.StackedInline):
     model = models.ModelResponse
     fields = ("model_slot", "model_version", "text")
     extra = 0
 
-    def get_readonly_fields(self, request, obj=None):
-        # Response text is the reference frame of span offsets: never edited in the admin.
-        return ("model_slot", "model_version", "text")
-
 
 @admin.register(models.Turn)
-class TurnAdmin(admin.ModelAdmin):
+class TurnAdmin(_ReadOnly, admin.ModelAdmin):
     list_display = ("__str__", "conversation", "index")
     list_filter = ("conversation__dataset",)
     search_fields = ("conversation__external_id", "client_text")
@@ -46,9 +55,8 @@ class TurnAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ModelResponse)
-class ModelResponseAdmin(admin.ModelAdmin):
+class ModelResponseAdmin(_ReadOnly, admin.ModelAdmin):
     list_display = ("__str__", "model_slot", "model_version", "created_at")
     list_filter = ("model_slot", "turn__conversation__dataset")
     search_fields = ("turn__conversation__external_id", "model_version", "text")
     list_select_related = ("turn__conversation__dataset",)
-    readonly_fields = ("turn", "model_slot", "model_version", "text", "created_at", "updated_at")

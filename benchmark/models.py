@@ -1,7 +1,16 @@
 """Datasets, conversations, turns and model responses: the material that is coded.
 
-Response text is immutable once any judgment points at it (spans are character offsets into it); the
-database enforces that with a trigger (see migration 0002), the services check it first for a clear message.
+Datasets are shared between studies (a dataset name and a conversation id name one conversation everywhere, and
+any study may code it), but each conversation has at most one study that may change it: the one whose ingestion
+first wrote it (``Conversation.study``). Material some study uses (round items, assignments, judgments) or owns
+never changes through another study's ingestion, nor through an import without a study.
+
+What reviewers coded against is frozen: a response's text once it has judgments or its turn is in an open round;
+a turn's client text and therapist reference once it, or a later turn that shows it as context, has judgments or
+is in an open round; a conversation's kind, topic, complexity, title, dataset and id once any of it is coded. The
+services check all of this first, for a clear message; PostgreSQL triggers are the backstop for every other path
+(annotation migration 0002 for judged responses, benchmark migration 0002 for the rest). See README, "Study
+isolation and frozen text".
 """
 
 from __future__ import annotations
@@ -63,6 +72,12 @@ class Conversation(models.Model):
     complexity = models.CharField(max_length=10, choices=Complexity.choices, null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
     is_synthetic = models.BooleanField(default=False)
+    # benchmark sits below annotation, so the owner is named lazily (ARCHITECTURE: a model points upward only so).
+    study = models.ForeignKey(
+        "annotation.Study", on_delete=models.SET_NULL, null=True, blank=True, related_name="owned_conversations",
+        help_text="The study whose ingestion first wrote it: only that study's ingestion may change it. Empty for "
+                  "material imported without a study (import_conversations, the demo), until a study changes it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -3,15 +3,20 @@
 Import is validate-everything-then-write: every row is checked (shape, internal consistency, clashes with
 the database) before anything is written, and the write is one transaction of set-based inserts.
 Re-importing identical content changes nothing.
+
+Every write goes through a study or through none (an import without a study: ``import_conversations``, the demo).
+It may change only material that no other study owns or uses, and never what reviewers coded against; see
+``_material_conflicts`` and README, "Study isolation and frozen text".
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -76,6 +81,186 @@ def conversations_validate(rows: Iterable[tuple[int, Any]]) -> tuple[list[tuple[
     return valid, errors
 
 
+_LOOKUP_CHUNK = 5000  # keeps every IN (…) list far below PostgreSQL's 65,535 parameters per statement
+
+
+def _chunks(values: list, size: int = _LOOKUP_CHUNK) -> Iterator[list]:
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+# --- who may change what: study isolation and frozen material ---------------------------------------------------
+
+# annotation.Round.Status.OPEN: benchmark sits below annotation, so it names the value, not the class.
+_OPEN_ROUND = "open"
+
+
+class StudyRef(Protocol):
+    """The study an ingestion writes through (an ``annotation.Study``, which benchmark cannot import)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+    @property
+    def slug(self) -> str: ...
+
+
+class MaterialConflict(RowConflicts):
+    """Every problem is a change this ingestion may not make: to material another study owns or uses, or to text
+    reviewers coded against (judged, or in an open round). Nothing was written."""
+
+    conflict_detail = ("{n} item(s) would change material of another study, or text that reviewers coded against "
+                       "(judged, or in an open round); nothing was changed.")
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """One change an ingestion would make to stored material, and where its input asks for it.
+
+    ``kind`` says what the freeze rules look at: ``conversation`` (a field of it, named by ``field``), ``turn``
+    (its client text or therapist reference), ``response`` (its text), or ``other`` (a new turn or response, a new
+    model version), which only the study isolation rule looks at."""
+
+    row: int
+    field: str
+    conversation_id: int
+    label: str  # dataset/conversation id, as the errors name it
+    kind: str = "other"
+    turn_id: int | None = None
+    turn_index: int | None = None
+    response_id: int | None = None
+    model_slot: str = ""
+
+
+@dataclass
+class _MaterialUse:
+    """How studies use some conversations, read after locking them."""
+
+    studies: dict[int, set[int]] = field(default_factory=dict)  # conversation -> studies with items, assignments…
+    judged_through: dict[int, float] = field(default_factory=dict)  # conversation -> highest judged turn (inf: itself)
+    open_through: dict[int, int] = field(default_factory=dict)  # conversation -> highest turn in an open round
+    judged_responses: set[int] = field(default_factory=set)
+    open_turns: set[int] = field(default_factory=set)  # turns in an open round: their responses' text is frozen
+
+    def used_by(self, conversation_id: int, study_id: int) -> None:
+        self.studies.setdefault(conversation_id, set()).add(study_id)
+
+    def problem(self, edit: _Edit) -> str | None:
+        """Why the edit would change what reviewers coded against (or will code, in an open round), or None.
+        A turn is also frozen while a later turn of its conversation is, since the turn page shows earlier turns as
+        context."""
+        judged = edit.conversation_id in self.judged_through
+        in_open_round = edit.conversation_id in self.open_through
+        if edit.kind == "conversation" and (judged or in_open_round):
+            return (f"{edit.label} {'has judgments' if judged else 'is in an open round'}; its {edit.field} cannot "
+                    "change")
+        if edit.kind == "turn" and edit.turn_index is not None:
+            what = "client text" if edit.field.endswith(".client") else "therapist reference"
+            if edit.turn_index <= self.judged_through.get(edit.conversation_id, 0):
+                return (f"turn {edit.turn_index} of {edit.label} has judgments (on it, or on a later turn that shows "
+                        f"it as context); its {what} cannot change")
+            if edit.turn_index <= self.open_through.get(edit.conversation_id, 0):
+                return (f"turn {edit.turn_index} of {edit.label} is in an open round (itself, or as context of a "
+                        f"later turn); its {what} cannot change")
+        if edit.kind == "response":
+            where = f"the {edit.model_slot} response of turn {edit.turn_index} of {edit.label}"
+            if edit.response_id in self.judged_responses:
+                return f"{where} already has judgments; its text cannot change (spans are character offsets into it)"
+            if edit.turn_id in self.open_turns:
+                return f"{where} is in an open round; its text cannot change until the round closes"
+        return None
+
+
+def _owners_locked(conversation_ids: list[int]) -> dict[int, int | None]:
+    """Lock the conversations (FOR UPDATE, in id order) and return their owning studies. A judgment can then not
+    start pointing at them until this transaction ends: inserting one takes a key-share lock on its conversation."""
+    owners: dict[int, int | None] = {}
+    for chunk in _chunks(conversation_ids):
+        owners.update(Conversation.objects.select_for_update().filter(pk__in=chunk).order_by("pk")
+                      .values_list("pk", "study_id"))
+    return owners
+
+
+def _material_use(conversation_ids: list[int]) -> _MaterialUse:
+    """Who uses these conversations and what of them is coded: three set-based reads per chunk."""
+    use = _MaterialUse()
+    for chunk in _chunks(conversation_ids):
+        for conversation_id, study_id, turn_index, response_id in (
+            Conversation.objects.filter(pk__in=chunk, judgments__isnull=False).order_by()
+            .values_list("pk", "judgments__round__study_id", "judgments__turn__index", "judgments__response_id")
+            .distinct()
+        ):
+            use.used_by(conversation_id, study_id)
+            reach = math.inf if turn_index is None else turn_index  # a judgment of the conversation as a whole
+            use.judged_through[conversation_id] = max(use.judged_through.get(conversation_id, 0), reach)
+            if response_id is not None:
+                use.judged_responses.add(response_id)
+        for relation in ("round_items", "assignments"):
+            for conversation_id, turn_id, index, study_id, status in (
+                Turn.objects.filter(conversation_id__in=chunk, **{f"{relation}__isnull": False}).order_by()
+                .values_list("conversation_id", "pk", "index", f"{relation}__round__study_id",
+                             f"{relation}__round__status")
+                .distinct()
+            ):
+                use.used_by(conversation_id, study_id)
+                if status == _OPEN_ROUND:
+                    use.open_turns.add(turn_id)
+                    use.open_through[conversation_id] = max(use.open_through.get(conversation_id, 0), index)
+    return use
+
+
+def _writable(owner: int | None, users: set[int], study_id: int | None) -> bool:
+    """Study isolation: a write through a study may change material no other study owns or uses; a write without
+    a study (the library import) only material no study owns or uses."""
+    if study_id is None:
+        return owner is None and not users
+    return owner in (None, study_id) and users <= {study_id}
+
+
+def _foreign(label: str, study: StudyRef | None) -> str:
+    """The error for material of another study. It does not name that study: a study you cannot see does not
+    exist for you."""
+    if study is None:
+        return f"{label} belongs to a study: only that study's ingestion may change it, not an import without a study"
+    return f"{label} belongs to another study: it cannot be changed through this one"
+
+
+def _material_conflicts(edits: list[_Edit], *, study: StudyRef | None) -> tuple[list[RowError], set[int]]:
+    """Lock the conversations the edits touch, then every problem: an item that would change material of another
+    study (one error per item and conversation, whatever it changes), else each change to text reviewers coded
+    against. Also returns the unowned conversations the write claims for its study."""
+    if not edits:
+        return [], set()
+    conversation_ids = sorted({edit.conversation_id for edit in edits})
+    owners = _owners_locked(conversation_ids)
+    use = _material_use(conversation_ids)
+    study_id = study.pk if study is not None else None
+    foreign = {c for c in conversation_ids if not _writable(owners.get(c), use.studies.get(c, set()), study_id)}
+    errors: list[RowError] = []
+    reported: set[tuple[int, int]] = set()
+    for edit in edits:
+        if edit.conversation_id in foreign:
+            if (edit.row, edit.conversation_id) not in reported:
+                reported.add((edit.row, edit.conversation_id))
+                errors.append(RowError(edit.row, "conversation_id", _foreign(edit.label, study)))
+            continue
+        problem = use.problem(edit)
+        if problem is not None:
+            errors.append(RowError(edit.row, edit.field, problem))
+    claims = {c for c in conversation_ids if owners.get(c) is None} if study_id is not None else set()
+    return errors, claims
+
+
+def _claim(conversation_ids: set[int], study: StudyRef | None) -> None:
+    """The first study to change an unowned conversation owns it from then on."""
+    if study is not None and conversation_ids:
+        for chunk in _chunks(sorted(conversation_ids)):
+            Conversation.objects.filter(pk__in=chunk, study__isnull=True).update(study_id=study.pk)
+
+
+# --- conversations (SPEC §6 records) ------------------------------------------------------------------------------
+
+
 @dataclass
 class _ConversationChanges:
     """What an import will write, gathered for every row before anything is written."""
@@ -86,8 +271,8 @@ class _ConversationChanges:
     turn_updates: list[Turn] = field(default_factory=list)
     new_responses: list[ModelResponse] = field(default_factory=list)
     response_updates: list[ModelResponse] = field(default_factory=list)
-    # judged text that would change: reported as a conflict when nothing else is wrong
-    conflicts: list[RowError] = field(default_factory=list)
+    # every change to stored material, for the study isolation and freeze checks
+    edits: list[_Edit] = field(default_factory=list)
 
 
 def _datasets_ensure(names: set[str], summary: ImportSummary) -> dict[str, Dataset]:
@@ -99,43 +284,52 @@ def _datasets_ensure(names: set[str], summary: ImportSummary) -> dict[str, Datas
     return datasets
 
 
-def _turn_changes(row: int, t_pos: int, turn_data: dict, turn: Turn, judged: set[int],
+def _turn_changes(row: int, t_pos: int, turn_data: dict, turn: Turn, label: str,
                   changes: _ConversationChanges) -> bool:
     """Gather what brings a stored turn and its responses to the row's content; True when anything changes."""
     changed = False
-    if (turn.client_text, turn.therapist_reference) != (turn_data["client"], turn_data["therapist_reference"]):
-        turn.client_text, turn.therapist_reference = turn_data["client"], turn_data["therapist_reference"]
+    for name, attr in (("client", "client_text"), ("therapist_reference", "therapist_reference")):
+        if getattr(turn, attr) != turn_data[name]:
+            setattr(turn, attr, turn_data[name])
+            changes.edits.append(_Edit(row, f"turns[{t_pos}].{name}", turn.conversation_id, label, "turn",
+                                       turn_id=turn.pk, turn_index=turn.index))
+            changed = True
+    if changed:
         changes.turn_updates.append(turn)
-        changed = True
     responses = {response.model_slot: response for response in turn.responses.all()}
     for r_pos, response_data in enumerate(turn_data["responses"]):
+        where = f"turns[{t_pos}].responses[{r_pos}]"
         response = responses.get(response_data["model"])
         if response is None:
             changes.new_responses.append(ModelResponse(turn=turn, model_slot=response_data["model"],
                                                        model_version=response_data["model_version"],
                                                        text=response_data["text"]))
+            changes.edits.append(_Edit(row, where, turn.conversation_id, label))
             changed = True
         elif (response.text, response.model_version) != (response_data["text"], response_data["model_version"]):
-            if response.pk in judged and response.text != response_data["text"]:
-                changes.conflicts.append(RowError(row, f"turns[{t_pos}].responses[{r_pos}].text",
-                                                  f"the {response.model_slot} response of turn {turn.index} already "
-                                                  "has judgments; its text cannot change"))
-                continue
+            if response.text != response_data["text"]:
+                changes.edits.append(_Edit(row, f"{where}.text", turn.conversation_id, label, "response",
+                                           turn_id=turn.pk, turn_index=turn.index, response_id=response.pk,
+                                           model_slot=response.model_slot))
+            else:
+                changes.edits.append(_Edit(row, f"{where}.model_version", turn.conversation_id, label))
             response.text, response.model_version = response_data["text"], response_data["model_version"]
             changes.response_updates.append(response)
             changed = True
     return changed
 
 
-def _conversation_changes(row: int, data: dict, conversation: Conversation, judged: set[int],
-                          changes: _ConversationChanges, errors: list[RowError]) -> bool:
+def _conversation_changes(row: int, data: dict, conversation: Conversation, changes: _ConversationChanges,
+                          errors: list[RowError]) -> bool:
     """Gather what brings a stored conversation to the row's content; True when anything changes. Stored turns
     the row lacks are an error (appended to ``errors``)."""
+    label = f"{data['dataset']}/{data['conversation_id']}"
     changed = False
     for attr, value in (("kind", data["kind"]), ("topic", data["topic"]), ("complexity", data["complexity"]),
                         ("title", data["title"])):
         if getattr(conversation, attr) != value:
             setattr(conversation, attr, value)
+            changes.edits.append(_Edit(row, attr, conversation.pk, label, "conversation"))
             changed = True
     if changed:
         changes.conversation_updates.append(conversation)
@@ -150,9 +344,10 @@ def _conversation_changes(row: int, data: dict, conversation: Conversation, judg
             turn = Turn(conversation=conversation, index=turn_data["index"], client_text=turn_data["client"],
                         therapist_reference=turn_data["therapist_reference"])
             changes.new_turns.append((turn_data, turn))
+            changes.edits.append(_Edit(row, f"turns[{t_pos}]", conversation.pk, label))
             changed = True
             continue
-        changed |= _turn_changes(row, t_pos, turn_data, turn, judged, changes)
+        changed |= _turn_changes(row, t_pos, turn_data, turn, label, changes)
     return changed
 
 
@@ -185,25 +380,25 @@ def _conversation_changes_write(changes: _ConversationChanges, summary: ImportSu
 
 @transaction.atomic
 def conversations_import(
-    *, rows: Iterable[tuple[int, Any]], by: User | None = None, is_synthetic: bool = False
+    *, rows: Iterable[tuple[int, Any]], by: User | None = None, is_synthetic: bool = False,
+    study: StudyRef | None = None,
 ) -> ImportSummary:
-    """Import conversations (SPEC §6). Raises RowErrors, having written nothing, when any row is wrong.
+    """Import conversations (SPEC §6) through ``study`` (None: an import without a study). Raises RowErrors,
+    having written nothing, when any row is wrong, and MaterialConflict when the only problems are changes this
+    import may not make.
 
-    Existing conversations are updated to the file's content, except that the text of a response that already
-    has judgments never changes: such a row is an error (spans are offsets into that text).
+    New conversations belong to ``study``. Existing ones are updated to the file's content, except material
+    another study owns or uses (or, without a study, any study's material) and text reviewers coded against
+    (``_MaterialUse.problem``).
     """
+    # Concurrent imports must neither race to insert the same new conversations nor change what is compared below.
+    advisory_lock("benchmark.ingest")
     valid, errors = conversations_validate(rows)
     if errors:
         raise RowErrors(errors)
     summary = ImportSummary()
     datasets = _datasets_ensure({data["dataset"] for _, data in valid}, summary)
-
     existing = _existing_conversations(valid, datasets)
-    judged = set(
-        ModelResponse.objects.filter(turn__conversation__in=list(existing.values()), judgments__isnull=False)
-        .values_list("id", flat=True)
-        .distinct()
-    )
 
     changes = _ConversationChanges()
     for row, data in valid:
@@ -218,20 +413,23 @@ def conversations_import(
                 complexity=data["complexity"],
                 title=data["title"],
                 is_synthetic=is_synthetic,
+                study_id=study.pk if study is not None else None,
             )
             changes.new_conversations.append((data, conversation))
-        elif _conversation_changes(row, data, conversation, judged, changes, errors):
+        elif _conversation_changes(row, data, conversation, changes, errors):
             summary.conversations_updated += 1
         else:
             summary.conversations_unchanged += 1
+    conflicts, claims = _material_conflicts(changes.edits, study=study)
     if errors:
-        raise RowErrors(errors + changes.conflicts)
-    if changes.conflicts:
-        raise ResponseTextConflict(changes.conflicts)
+        raise RowErrors(errors + conflicts)
+    if conflicts:
+        raise MaterialConflict(conflicts)
 
     _conversation_changes_write(changes, summary)
+    _claim(claims, study)
     if summary.conversations_created or summary.conversations_updated:  # a resend that changes nothing is no event
-        audit_record(by=by, action="conversations.import", target="conversations", **summary.as_dict())
+        audit_record(by=by, action="conversations.import", target="conversations", study=study, **summary.as_dict())
     return summary
 
 
@@ -255,15 +453,6 @@ def _existing_conversations(
 _MAX_INT = 2**31 - 1
 _RESPONSE_FIELDS = ("dataset", "conversation_id", "turn_index", "model", "model_version", "text")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # PostgreSQL text holds neither
-_LOOKUP_CHUNK = 5000  # keeps every IN (…) list far below PostgreSQL's 65,535 parameters per statement
-
-
-class ResponseTextConflict(RowConflicts):
-    """Every problem is new text for a response that already has judgments (spans are offsets into its text).
-    Nothing was written."""
-
-    conflict_detail = ("{n} item(s) would change the text of responses that already have judgments; nothing was "
-                       "changed.")
 
 
 @dataclass
@@ -370,25 +559,32 @@ def _response_items_validate(
     return valid, errors
 
 
-def _chunks(values: list, size: int = _LOOKUP_CHUNK) -> Iterator[list]:
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
+@dataclass(frozen=True)
+class _ResolvedItem:
+    index: int
+    turn_id: int
+    conversation_id: int
+    label: str  # dataset/conversation id
+    turn_index: int
+    model: str
+    version: str
+    text: str
 
 
 def _response_items_resolve(
     valid: list[tuple[int, tuple[str, str, int, str], str, str]]
-) -> tuple[list[tuple[int, int, str, str, str]], list[RowError]]:
-    """Each valid item's turn, looked up a chunk of conversations at a time: (index, turn id, model, version,
-    text) for the items whose turn is stored, and an error for each of the others."""
+) -> tuple[list[_ResolvedItem], list[RowError]]:
+    """Each valid item's turn, looked up a chunk of conversations at a time, for the items whose turn is stored,
+    and an error for each of the others."""
     conversation_ids = sorted({key[1] for _, key, _, _ in valid})
     datasets = {key[0] for _, key, _, _ in valid}
-    turns: dict[tuple[str, str, int], int] = {}
+    turns: dict[tuple[str, str, int], tuple[int, int]] = {}
     known_conversations: set[tuple[str, str]] = set()
     for chunk in _chunks(conversation_ids):
-        for turn_id, dataset, conversation, index in Turn.objects.filter(
+        for turn_id, conversation_pk, dataset, conversation, index in Turn.objects.filter(
             conversation__external_id__in=chunk, conversation__dataset__name__in=datasets
-        ).values_list("id", "conversation__dataset__name", "conversation__external_id", "index"):
-            turns[(dataset, conversation, index)] = turn_id
+        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index"):
+            turns[(dataset, conversation, index)] = (turn_id, conversation_pk)
             known_conversations.add((dataset, conversation))
     resolved = []
     errors: list[RowError] = []
@@ -401,7 +597,7 @@ def _response_items_resolve(
                 errors.append(RowError(index, "conversation_id", f"{key[0]}/{key[1]} is not imported; send the "
                                                                   "conversation first"))
             continue
-        resolved.append((index, found, key[3], version, text))
+        resolved.append(_ResolvedItem(index, found[0], found[1], f"{key[0]}/{key[1]}", key[2], key[3], version, text))
     return resolved, errors
 
 
@@ -416,26 +612,18 @@ def _responses_existing(turn_ids: list[int]) -> dict[tuple[int, str], tuple[int,
     return existing
 
 
-def _judged_after_lock(response_ids: list[int]) -> set[int]:
-    """Lock these responses (select_for_update), then return those that already have judgments."""
-    judged: set[int] = set()
-    for chunk in _chunks(response_ids):
-        list(ModelResponse.objects.select_for_update().filter(pk__in=chunk).values_list("id"))
-        judged |= set(ModelResponse.objects.filter(pk__in=chunk, judgments__isnull=False)
-                      .values_list("id", flat=True).distinct())
-    return judged
-
-
 @transaction.atomic
 def responses_ingest(
-    *, items: Sequence[Any], model_slots: Sequence[str] = (), by: User | None = None
+    *, items: Sequence[Any], study: StudyRef | None, model_slots: Sequence[str] = (), by: User | None = None
 ) -> IngestSummary:
-    """Create or update model responses, each addressed by (dataset, conversation_id, turn_index, model).
+    """Create or update model responses through ``study``, each addressed by (dataset, conversation_id,
+    turn_index, model).
 
     All or nothing: raises RowErrors (indices are 0-based item positions) having written nothing when any item
-    is wrong, and ResponseTextConflict when the only problem is new text for judged responses. Identical
-    content is reported as unchanged and not written. Reads and writes are set-based: a few statements per
-    5,000 items, never one per item.
+    is wrong, and MaterialConflict when the only problems are changes this ingestion may not make (to another
+    study's material; new text for a response that is judged or in an open round). Identical content is reported
+    as unchanged and not written. Reads and writes are set-based: a few statements per 5,000 items, never one per
+    item.
     """
     advisory_lock("benchmark.ingest")  # concurrent ingests of the same new responses must not race to insert
     valid, errors = _response_items_validate(items, model_slots)
@@ -445,38 +633,41 @@ def responses_ingest(
     if errors:
         raise RowErrors(errors, row_label="item")
 
-    existing = _responses_existing(sorted({turn_id for _, turn_id, _, _, _ in resolved}))
+    existing = _responses_existing(sorted({item.turn_id for item in resolved}))
     summary = IngestSummary(items=len(items))
     new: list[ModelResponse] = []
-    changed: dict[int, tuple[int, str, str, bool]] = {}  # response id -> (item index, version, text, text changed)
-    for index, turn_id, slot, version, text in resolved:
-        found = existing.get((turn_id, slot))
+    changed: dict[int, tuple[str, str]] = {}  # response id -> (version, text)
+    edits: list[_Edit] = []
+    for item in resolved:
+        found = existing.get((item.turn_id, item.model))
         if found is None:
-            new.append(ModelResponse(turn_id=turn_id, model_slot=slot, model_version=version, text=text))
-        elif (found[1], found[2]) == (version, text):
+            new.append(ModelResponse(turn_id=item.turn_id, model_slot=item.model, model_version=item.version,
+                                     text=item.text))
+            edits.append(_Edit(item.index, "model", item.conversation_id, item.label))
+        elif (found[1], found[2]) == (item.version, item.text):
             summary.unchanged += 1
         else:
-            changed[found[0]] = (index, version, text, found[2] != text)
+            changed[found[0]] = (item.version, item.text)
+            edits.append(_Edit(item.index, "text", item.conversation_id, item.label, "response", turn_id=item.turn_id,
+                               turn_index=item.turn_index, response_id=found[0], model_slot=item.model)
+                         if found[2] != item.text else _Edit(item.index, "model_version", item.conversation_id,
+                                                             item.label))
 
-    # Lock what will change, so no judgment can start pointing at a text between this check and the update.
-    judged = _judged_after_lock(sorted(response_id for response_id, c in changed.items() if c[3]))
-    if judged:
-        raise ResponseTextConflict(
-            [RowError(changed[r][0], "text", "this response already has judgments; its text cannot change "
-                                             "(spans are character offsets into it)") for r in sorted(judged)],
-            row_label="item",
-        )
+    conflicts, claims = _material_conflicts(edits, study=study)
+    if conflicts:
+        raise MaterialConflict(conflicts, row_label="item")
 
     ModelResponse.objects.bulk_create(new, batch_size=2000)
     summary.created = len(new)
     if changed:
         now = timezone.now()
         updates = [ModelResponse(pk=response_id, model_version=version, text=text, updated_at=now)
-                   for response_id, (_, version, text, _) in changed.items()]
+                   for response_id, (version, text) in changed.items()]
         ModelResponse.objects.bulk_update(updates, ["model_version", "text", "updated_at"], batch_size=1000)
     summary.updated = len(changed)
+    _claim(claims, study)
     if summary.created or summary.updated:  # a resend that changes nothing is no event
-        audit_record(by=by, action="responses.ingest", target="responses", **summary.as_dict())
+        audit_record(by=by, action="responses.ingest", target="responses", study=study, **summary.as_dict())
     return summary
 
 
@@ -501,30 +692,33 @@ def _model_slot_errors(rows: Sequence[tuple[int, Any]], model_slots: Sequence[st
 
 @transaction.atomic
 def conversations_ingest(
-    *, items: Sequence[Any], model_slots: Sequence[str] = (), by: User | None = None
+    *, items: Sequence[Any], study: StudyRef | None, model_slots: Sequence[str] = (), by: User | None = None
 ) -> ImportSummary:
-    """conversations_import for API items (0-based indices), limited to the study's model slots."""
-    return _conversations_for_study(rows=list(enumerate(items)), model_slots=model_slots, by=by, row_label="item")
+    """conversations_import through ``study`` for API items (0-based indices), limited to its model slots."""
+    return _conversations_for_study(rows=list(enumerate(items)), study=study, model_slots=model_slots, by=by,
+                                    row_label="item")
 
 
 @transaction.atomic
 def conversations_upload(
-    *, stream: IO[str] | Iterable[str], model_slots: Sequence[str] = (), by: User | None = None
+    *, stream: IO[str] | Iterable[str], study: StudyRef | None = None, model_slots: Sequence[str] = (),
+    by: User | None = None,
 ) -> ImportSummary:
     """conversations_import for a JSON Lines file uploaded on a study's page (1-based line numbers), limited to
-    the study's model slots."""
-    return _conversations_for_study(rows=list(read_jsonl(stream)), model_slots=model_slots, by=by, row_label="line")
+    the study's model slots. Without ``study`` it is an import without a study: it creates new conversations
+    but changes no study's material."""
+    return _conversations_for_study(rows=list(read_jsonl(stream)), study=study, model_slots=model_slots, by=by,
+                                    row_label="line")
 
 
-def _conversations_for_study(*, rows: list[tuple[int, Any]], model_slots: Sequence[str], by: User | None,
-                             row_label: str) -> ImportSummary:
-    advisory_lock("benchmark.ingest")  # concurrent ingests of the same new conversations must not race to insert
+def _conversations_for_study(*, rows: list[tuple[int, Any]], study: StudyRef | None, model_slots: Sequence[str],
+                             by: User | None, row_label: str) -> ImportSummary:
     errors = _model_slot_errors(rows, model_slots)
     if errors:
         _, shape_errors = conversations_validate(rows)
         raise RowErrors([*shape_errors, *errors], row_label=row_label)
     try:
-        return conversations_import(rows=rows, by=by)
+        return conversations_import(rows=rows, by=by, study=study)
     except RowErrors as error:
         error.row_label = row_label
         raise

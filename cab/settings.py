@@ -79,12 +79,14 @@ INSTALLED_APPS = [
     "annotation",
     "metrics",
     "calibration",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "access.sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -92,6 +94,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "cab.urls"
@@ -136,6 +140,23 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one address
+# the pair is locked out for LOGIN_LOCKOUT_MINUTES (a styled 429 page), whatever the password; a right password
+# resets the count. Keyed on username and address together, so a stranger cannot lock a colleague out from afar.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(env("LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = float(env("LOGIN_LOCKOUT_MINUTES", "15")) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+AXES_ENABLE_ACCESS_FAILURE_LOG = False
+# Behind a reverse proxy, the client's address is the last one it appended to X-Forwarded-For.
+AXES_IPWARE_PROXY_COUNT = int(env("TRUSTED_PROXY_COUNT", "0")) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if AXES_IPWARE_PROXY_COUNT else ["REMOTE_ADDR"]
+)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -162,6 +183,9 @@ STORAGES = {
 # Celery: a real broker when REDIS_URL is set; otherwise (embedded mode only) tasks run in-process.
 REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
+    # One cache for every web worker: the API's rate limits count across processes.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": "cab"}}
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
@@ -179,6 +203,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A message a worker took but did not acknowledge (it died) goes back to the queue after this long; longer than
+# the longest run. Dead runs are found sooner by their heartbeat (below), so this is only the last resort.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(env("BROKER_VISIBILITY_TIMEOUT", str(6 * 3600)))}
+METRIC_RUN_HEARTBEAT_SECONDS = float(env("METRIC_RUN_HEARTBEAT_SECONDS", "5"))
+METRIC_RUN_STALE_SECONDS = float(env("METRIC_RUN_STALE_SECONDS", "60"))
+METRIC_RUN_RECOVER_SECONDS = float(env("METRIC_RUN_RECOVER_SECONDS", "30"))
+METRIC_RUN_MAX_ATTEMPTS = int(env("METRIC_RUN_MAX_ATTEMPTS", "3"))
 
 REST_FRAMEWORK = {
     # Scripts send "Authorization: Bearer <token>"; the browser uses its login session (with CSRF).
@@ -195,6 +226,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "api.errors.exception_handler",
+    # Per token or account (and per address without one); 429 with Retry-After beyond it.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.AnonymousRate", "api.throttling.AccountRate"],
+    "DEFAULT_THROTTLE_RATES": {"anonymous": env("API_RATE_ANONYMOUS", "60/min"),
+                               "account": env("API_RATE_ACCOUNT", "6000/min")},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -232,6 +267,20 @@ SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Sessions end after SESSION_IDLE_MINUTES without a request and with the browser; requests renew them at most
+# once a minute (access/sessions.py), not with a save on every request.
+SESSION_COOKIE_AGE = int(env("SESSION_IDLE_MINUTES", "120")) * 60
+SESSION_RENEW_SECONDS = 60
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+# HTTPS in production: redirect, HSTS and the proxy's scheme header, each switchable from the environment for a
+# deployment that terminates TLS elsewhere (see README "Security and data safety").
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the orchestrator's health probe speaks plain HTTP inside the network
+SECURE_HSTS_SECONDS = int(env("SECURE_HSTS_SECONDS", str(365 * 24 * 3600) if PRODUCTION else "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", PRODUCTION)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Upload and request limits (bulk ingestion sends large bodies; anything bigger gets 413, never 500).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(env("DATA_UPLOAD_MAX_MEMORY_SIZE", str(64 * 1024 * 1024)))

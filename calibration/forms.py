@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from typing import cast
+from urllib.parse import urlencode
 
 from django import forms
+from django.http import QueryDict
 
 from annotation.models import AttributeDefinition, Round, StudyMember
 from benchmark.models import ModelResponse, Turn
@@ -23,6 +25,7 @@ class RefsSetForm(forms.Form):
 
 class RoundCreateForm(forms.Form):
     number = forms.IntegerField(min_value=1, max_value=999_999_999, label="round number")
+    gold_pool = forms.BooleanField(required=False, label="reserved gold pool (experts only; hidden check items)")
 
 
 class OpenForm(forms.Form):
@@ -42,14 +45,26 @@ class MainRoundForm(forms.Form):
     """Empty fields take the service's defaults."""
 
     overlap = forms.FloatField(min_value=0, max_value=1, required=False, label="double-coded share")
-    check_items = forms.IntegerField(min_value=0, max_value=1000, required=False, label="check items")
+    check_items = forms.IntegerField(min_value=0, max_value=1000, required=False, label="check conversations")
     seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, required=False)
 
 
-class PanelForm(forms.Form):
-    retain = forms.MultipleChoiceField(choices=(), label="reviewers to retain")
+class PanelViewForm(forms.Form):
+    """The panel page's query: which top k to suggest (the report's panel size when not given)."""
+
     k = forms.IntegerField(min_value=1, max_value=1000, required=False)
+
+
+class PanelForm(forms.Form):
+    """Retaining a panel: the first post shows what the change does; the confirmation posts again with
+    ``confirm`` and the ``state`` it was shown (a confirmation of an older state is shown afresh)."""
+
+    retain = forms.MultipleChoiceField(choices=(), label="reviewers to retain",
+                                       error_messages={"required": "tick at least one reviewer to retain"})
+    k = forms.IntegerField(min_value=1, max_value=1000, required=False, label="top k")
     reason = forms.CharField(max_length=1000, required=False)
+    confirm = forms.BooleanField(required=False)
+    state = forms.CharField(max_length=100_000, required=False)
 
     def __init__(self, *args, reviewers: list[str], **kwargs):
         super().__init__(*args, **kwargs)
@@ -104,6 +119,33 @@ class GoldForm(ItemForm):
 
 class NoteForm(ItemForm):
     text = forms.CharField(max_length=20_000, required=False, strip=False)
+
+
+ITEM_KEY = r"^[0-9]+-[0-9]+-[A-Za-z0-9_.-]+$"
+
+
+class PositionForm(forms.Form):
+    """Where the admin was on a paged list, to come back there after an action: the list's query string (its filter
+    and page), the item's anchor, and the one after it (for an action that takes the item out of the filter)."""
+
+    back = forms.CharField(max_length=2000, required=False)
+    item = forms.RegexField(ITEM_KEY, max_length=200, required=False)
+    following = forms.RegexField(ITEM_KEY, max_length=200, required=False)
+
+    def _given(self, name: str) -> str:
+        """A field's value if it is valid, else nothing: a bad field loses only its own part of the way back."""
+        self.is_valid()
+        return self.cleaned_data.get(name) or ""
+
+    def query(self, keys: tuple[str, ...]) -> str:
+        """The list's query string again, keeping only ``keys`` (each value cut to 100 characters)."""
+        given = QueryDict(self._given("back").lstrip("?"))
+        return urlencode([(key, given[key][:100]) for key in keys if given.get(key)])
+
+    def anchor(self, *, moved: bool = False) -> str:
+        """The item's anchor, or the next item's when the action ``moved`` the item out of the list."""
+        key = (self._given("following") if moved else "") or self._given("item")
+        return f"item-{key}" if key else ""
 
 
 def given(form: forms.Form) -> dict:

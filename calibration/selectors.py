@@ -4,14 +4,17 @@ report)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from django.contrib.auth.models import User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q, Sum
 
+from access.checks import is_study_admin
 from annotation import rules
 from annotation.models import (
     Assignment,
@@ -20,15 +23,17 @@ from annotation.models import (
     Round,
     RoundItem,
     Span,
+    SpanSubcategory,
     Study,
     StudyMember,
     WorkshopNote,
 )
-from annotation.selectors import responses_as_seen, study_responses
+from annotation.selectors import RESPONSE_LETTERS, response_handle, responses_as_seen, study_responses
 from benchmark.models import ModelResponse, Turn
 from common.rounds import round_name
 from metrics.core.agreement import agreement_rate
-from metrics.selectors import metric_run_latest_succeeded
+from metrics.models import MetricRun
+from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
 
 
 def calibration_candidates(*, study: Study) -> list[Turn]:
@@ -52,6 +57,8 @@ class ConsensusItem:
     attribute: AttributeDefinition
     expert_scores: dict[str, int | None]
     gold: Judgment | None
+    label: str = ""  # the response as the viewer knows it: its model slot, or the letter an expert saw
+    handle: str = ""  # for an expert reading the screen: the response's opaque handle, never its id
 
     @property
     def unanimous(self) -> bool:
@@ -60,11 +67,28 @@ class ConsensusItem:
 
     @property
     def key(self) -> str:
-        return f"{self.turn.pk}-{self.response.pk if self.response else 0}-{self.attribute.code}"
+        unit = self.handle or (self.response.pk if self.response else 0)
+        return f"{self.turn.pk}-{unit}-{self.attribute.code}"
 
 
-def consensus_items(*, round: Round) -> list[ConsensusItem]:
-    """Every (unit, attribute) of the round's set with each expert's score and the recorded gold, if any."""
+def consensus_access(*, round: Round, user: User) -> bool:
+    """Who may open a calibration round's consensus screen: study admins (to decide gold: True), and the study's
+    experts read-only (False) once the round is closed, when the study lets them. Anyone else is refused."""
+    if is_study_admin(user):
+        return True
+    if (round.study.experts_see_consensus and round.kind == Round.Kind.CALIBRATION
+            and round.status == Round.Status.CLOSED
+            and StudyMember.objects.filter(study=round.study, user=user, role=StudyMember.Role.EXPERT).exists()):
+        return False
+    raise PermissionDenied("Only study admins, and experts of a closed round when the study allows it, can see "
+                           "the consensus screen.")
+
+
+def consensus_items(*, round: Round, seen_by: User | None = None) -> list[ConsensusItem]:
+    """Every (unit, attribute) of the round's set with each expert's score and the recorded gold, if any.
+
+    Responses are labelled by model slot, or, with ``seen_by`` (an expert reading the screen), as that expert saw
+    them while coding: the screen must not unblind them."""
     experts = list(
         StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT)
         .select_related("user").order_by("user__username")
@@ -83,14 +107,39 @@ def consensus_items(*, round: Round) -> list[ConsensusItem]:
         )
     for judgment in Judgment.objects.filter(round=round, is_gold=True).prefetch_related("agreed_by"):
         gold[(judgment.turn_id, judgment.response_id, judgment.attribute_id)] = judgment
+    handles: dict[int, str] = {}
+    if seen_by is None:
+        labels = {r.pk: r.model_slot for rs in responses.values() for r in rs}
+    else:
+        # As the expert saw them: in their order, named by their letter and handle (ids and slot order unblind).
+        labels = {}
+        for turn_id, rs in list(responses.items()):
+            seen = responses_as_seen(study=round.study, coder_id=seen_by.pk, turn_id=turn_id, responses=rs)
+            responses[turn_id] = [r for r, _ in seen]
+            labels.update({r.pk: label for r, label in seen})
+            handles.update({r.pk: response_handle(coder_id=seen_by.pk, turn_id=turn_id, response_id=r.pk)
+                            for r, _ in seen})
     items = []
     for turn in turns:
         for attribute in attributes:
             for response in rules.units_of(attribute, responses[turn.pk]):
                 key = (turn.pk, response.pk if response else None, attribute.pk)
                 items.append(ConsensusItem(turn, response, attribute,
-                                           {name: scores[key].get(name) for name in names}, gold.get(key)))
+                                           {name: scores[key].get(name) for name in names}, gold.get(key),
+                                           labels.get(response.pk, "") if response else "",
+                                           handles.get(response.pk, "") if response else ""))
     return items
+
+
+Mark = tuple[int, int, str, SpanSubcategory]  # start, end, who marked it, as what
+
+
+def _segments(text: str, marks: Sequence[Mark]) -> list[tuple[str, list[tuple[str, SpanSubcategory]]]]:
+    """The text cut at every span boundary: each piece with who marked it and as what, so that several people's
+    spans can be overlaid on the one text."""
+    cuts = sorted({0, len(text)} | {min(max(edge, 0), len(text)) for m in marks for edge in m[:2]})
+    return [(text[start:end], [(who, sub) for s, e, who, sub in marks if s <= start and e >= end])
+            for start, end in zip(cuts, cuts[1:], strict=False)]
 
 
 @dataclass
@@ -103,6 +152,7 @@ class WorkshopItem:
     disagreements: int
     spans: dict[str, list[Span]] = field(default_factory=dict)  # alias ("Gold" too) -> spans
     note: WorkshopNote | None = None
+    label: str = ""  # the response's model slot, or a letter when model names are hidden
 
     @property
     def distribution(self) -> list[tuple[int, int, bool]]:
@@ -119,19 +169,10 @@ class WorkshopItem:
         every reviewer's spans (and gold's) are overlaid on the one text."""
         if self.response is None:
             return []
-        text = self.response.text
         marks = [(s.start, s.end, who, s.subcategory) for who, spans in self.spans.items() for s in spans]
-        cuts = sorted({0, len(text)} | {m[0] for m in marks} | {m[1] for m in marks})
-        pieces = []
-        for start, end in zip(cuts, cuts[1:], strict=False):
-            covering = [(who, sub) for s, e, who, sub in marks if s <= start and e >= end]
-            pieces.append({
-                "text": text[start:end],
-                "slug": covering[0][1].slug if covering else "",
-                "count": len(covering),
-                "title": "; ".join(f"{who}: {sub.name}" for who, sub in covering),
-            })
-        return pieces
+        return [{"text": text, "slug": covering[0][1].slug if covering else "", "count": len(covering),
+                 "title": "; ".join(f"{who}: {sub.name}" for who, sub in covering)}
+                for text, covering in _segments(self.response.text, marks)]
 
 
 def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
@@ -141,7 +182,8 @@ def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
 
 def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", dataset: str = "",
                    reviewer: str = "") -> list[WorkshopItem]:
-    """Items with gold, sorted by how many reviewers disagree with it (bucketed), most first."""
+    """Items with gold, sorted by how many reviewers disagree with it (bucketed), most first. Their spans and
+    response labels are filled in by ``workshop_items_detail`` for the items a page shows."""
     aliases = reviewer_aliases(study=round.study, reveal=reveal)
     gold = {(j.turn_id, j.response_id, j.attribute_id): j for j in
             Judgment.objects.filter(round=round, is_gold=True, score__isnull=False)
@@ -171,20 +213,44 @@ def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", d
         items.append(WorkshopItem(g.turn, g.response, g.attribute, g.score, dict(sorted(given.items())),
                                   disagreements, note=notes.get(key)))
     items.sort(key=lambda i: (-i.disagreements, i.turn.pk, i.response.pk if i.response else 0, i.attribute.position))
-    span_items: dict[tuple, WorkshopItem] = {
-        (i.turn.pk, i.response.pk, i.attribute.pk): i for i in items if i.response is not None
-    }
-    if span_items:
-        for span in Span.objects.filter(judgment__round=round, judgment__response_id__in={k[1] for k in span_items}
-                                        ).select_related("judgment", "subcategory").order_by("start"):
-            j = span.judgment
-            item = span_items.get((j.turn_id, j.response_id, j.attribute_id))
-            if item is None:
-                continue
-            who = "Gold" if j.is_gold else aliases.get(j.coder_id)
-            if who:
-                item.spans.setdefault(who, []).append(span)
     return items
+
+
+def _blind_labels(responses: dict[int, list[ModelResponse]]) -> dict[int, str]:
+    """Letters per turn ("Response A"…) in an order that tells nothing of the model (not its slot's alphabetical
+    place), the same on every visit. It is nobody's order from the turn page: each reviewer saw their own shuffle."""
+    labels = {}
+    for turn_id, turn_responses in responses.items():
+        ordered = sorted(turn_responses, key=lambda r: hashlib.sha256(f"workshop:{turn_id}:{r.pk}".encode()).digest())
+        labels.update({r.pk: f"Response {RESPONSE_LETTERS[i]}" for i, r in enumerate(ordered)})
+    return labels
+
+
+def workshop_items_detail(*, round: Round, items: Sequence[WorkshopItem], aliases: dict[int, str],
+                          model_names: bool = False) -> None:
+    """Fill in what the shown items need, in a fixed number of queries: every reviewer's spans (named by
+    ``aliases``, of ``reviewer_aliases``; gold's too, if any) on their responses, and each response's label (its
+    model slot only when ``model_names``)."""
+    responses = [i.response for i in items if i.response is not None]
+    if not responses:
+        return
+    if model_names:
+        labels = {r.pk: r.model_slot for r in responses}
+    else:
+        labels = _blind_labels(study_responses(study=round.study, turn_ids={r.turn_id for r in responses}))
+    span_items: dict[tuple, WorkshopItem] = {}
+    for item in items:
+        if item.response is not None:
+            item.label = labels.get(item.response.pk, "")
+            span_items[(item.turn.pk, item.response.pk, item.attribute.pk)] = item
+    for span in Span.objects.filter(judgment__round=round, judgment__response_id__in={k[1] for k in span_items},
+                                    judgment__attribute_id__in={k[2] for k in span_items}
+                                    ).select_related("judgment", "subcategory").order_by("start"):
+        j = span.judgment
+        shown = span_items.get((j.turn_id, j.response_id, j.attribute_id))
+        who = "Gold" if j.is_gold else aliases.get(j.coder_id)
+        if shown is not None and who:
+            shown.spans.setdefault(who, []).append(span)
 
 
 def calibration_memo_markdown(*, round: Round) -> str:
@@ -291,10 +357,12 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
     differences = [
         {"attribute": j.attribute, "turn": j.turn, "response": j.response, "mine": j.score, "gold": g,
          "my_anchor": j.attribute.anchors.get(str(j.score), ""), "gold_anchor": j.attribute.anchors.get(str(g), ""),
-         "label": labels.get(j.response_id, "") if j.response_id else "", "position": positions.get(j.turn_id)}
+         "label": labels.get(j.response_id, "") if j.response_id else "", "position": positions.get(j.turn_id),
+         "key": f"{j.turn_id}-{j.response_id or 0}-{j.attribute.code}"}
         for j, g in differing
     ]
-    differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk))
+    # By label within a turn: the judgments come in id order, which may be the model-slot order.
+    differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk, d["label"]))
     previous = (Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, number__lt=round.number,
                                      status=Round.Status.CLOSED).order_by("-number").first()
                 if round.kind == Round.Kind.CALIBRATION else None)
@@ -307,38 +375,174 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
                     previous.name if previous else None, delta)
 
 
-def panel_ranking(*, study: Study) -> dict | None:
-    """The latest succeeded metrics report's ranking and per-reviewer figures, restricted to the study's reviewers.
+def feedback_spans(*, round: Round, user: User, differences: Sequence[dict]) -> None:
+    """Put on each shown difference (of ``reviewer_feedback``) with a response the reviewer's own spans and the
+    expert panel's (the experts' own judgments of that item; gold carries no spans), overlaid on the response text
+    as ``segments``. One query, whatever the number of differences; no other reviewer's work is read."""
+    wanted = {(d["turn"].pk, d["response"].pk, d["attribute"].pk): d for d in differences if d["response"] is not None}
+    for d in wanted.values():
+        d.update(my_spans=[], expert_spans=[])
+    if not wanted:
+        return
+    experts = StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT).exclude(user=user)
+    spans = (Span.objects.filter(judgment__round=round, judgment__is_gold=False,
+                                 judgment__response_id__in={k[1] for k in wanted},
+                                 judgment__attribute_id__in={k[2] for k in wanted})
+             .filter(Q(judgment__coder=user) | Q(judgment__coder_id__in=experts.values("user_id")))
+             .select_related("judgment", "subcategory").order_by("start", "end"))
+    for span in spans:
+        j = span.judgment
+        difference = wanted.get((j.turn_id, j.response_id, j.attribute_id))
+        if difference is not None:
+            difference["my_spans" if j.coder_id == user.pk else "expert_spans"].append(span)
+    for d in wanted.values():
+        text = d["response"].text
+        d["my_marks"] = [{"subcategory": s.subcategory, "start": s.start, "end": s.end, "text": text[s.start:s.end]}
+                         for s in d["my_spans"]]
+        # The panel as one: a span marked alike by several experts is listed once, with how many marked it.
+        alike = Counter((s.start, s.end, s.subcategory) for s in d["expert_spans"])
+        d["expert_marks"] = [{"subcategory": sub, "start": start, "end": end, "text": text[start:end], "experts": n}
+                             for (start, end, sub), n in alike.items()]
+        marks = ([(s.start, s.end, "you", s.subcategory) for s in d["my_spans"]]
+                 + [(s.start, s.end, "expert", s.subcategory) for s in d["expert_spans"]])
+        d["segments"] = [
+            {"text": piece, "mine": any(who == "you" for who, _ in covering),
+             "experts": sum(1 for who, _ in covering if who == "expert"),
+             "title": "; ".join(f"{'you' if who == 'you' else 'an expert'}: {sub.name}" for who, sub in covering)}
+            for piece, covering in _segments(text, marks)
+        ]
 
-    The report already leaves the study's experts out of its reviewers, pairs, bootstrap and ranking (they code
-    calibration items too, but are never in the panel), so every figure here is the report's own; the filter
-    only drops coders who are not reviewer members of the study."""
+
+def panel_ranking(*, study: Study) -> dict:
+    """The panel-selection table: the latest succeeded metrics report's ranking and per-reviewer figures (the run
+    the exports page serves), and every reviewer member of the study with their retained state.
+
+    Every figure is the stored report's own: the report already leaves the study's experts out of its reviewers,
+    pairs, bootstrap and ranking, and ``rank`` is the report's (ties share a rank; in the top k when fewer than k
+    others score higher, as the bootstrap's top-k shares count it). Rows follow the report's ranking; a reviewer
+    the report ranks who is no longer a reviewer of the study stays listed (``member`` False: not retainable), and
+    reviewers the ranking does not cover follow, with ``calibrated`` False when the report has no figures of them
+    at all ("no calibration data"). Without a succeeded run, ``run`` is None and every reviewer is listed unranked.
+    """
     run = metric_run_latest_succeeded(study=study)
-    if run is None:
-        return None
-    assert run.result is not None  # a succeeded run has its result (a database constraint)
-    calibration = run.result.get("calibration", {})
+    latest = metric_runs_for(study=study).first()
+    newer = latest if run is not None and latest is not None and latest.pk != run.pk \
+        and latest.status != MetricRun.Status.SUCCEEDED else None
+    report = run.result if run is not None and run.result is not None else {}
+    calibration = report.get("calibration", {})
     ranking = calibration.get("panel_ranking") or {}
-    reviewers = set(StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER)
-                    .values_list("user__username", flat=True))
-    retained = set(StudyMember.objects.filter(study=study, retained=True).values_list("user__username", flat=True))
+    members = {m.user.get_username(): m for m in StudyMember.objects.filter(study=study).select_related("user")}
+    reviewers = {name: m for name, m in members.items() if m.role == StudyMember.Role.REVIEWER}
     last = ranking.get("round")
-    rows = []
-    bootstrap = calibration.get("bootstrap", {}).get("top_k", {})
+    bootstrap = calibration.get("bootstrap", {})
+    shares = bootstrap.get("top_k", {})
+    ks = sorted(shares, key=int)
     pairwise = calibration.get("pairwise", {}).get(last, {}) if last else {}
-    for position, row in enumerate(r for r in ranking.get("ranking", []) if r["reviewer"] in reviewers):
-        name = row["reviewer"]
-        entry = calibration.get("reviewers", {}).get(name, {})
-        last_entry = entry.get(last, {}) if last else {}
+    reported = calibration.get("reviewers", {})
+
+    def row(name: str, ranked: dict | None) -> dict:
+        entry = reported.get(name, {})
+        last_entry = (entry.get(last) or {}) if last else {}
         pair_values = [v.get("bucketed") for k, v in pairwise.items() if name in k.split("|")
                        and v.get("bucketed") is not None]
-        rows.append({
-            "position": position + 1, "reviewer": name, "bucketed": row["bucketed"], "delta_pp": entry.get("delta_pp"),
+        member = reviewers.get(name)
+        return {
+            "reviewer": name, "rank": ranked["rank"] if ranked else None, "ranked": ranked is not None,
+            "calibrated": name in reported, "member": member is not None,
+            "retained": member.retained if member is not None else None,
+            "bucketed": ranked["bucketed"] if ranked else None, "delta_pp": entry.get("delta_pp"),
             "kappa_user": last_entry.get("kappa_user"), "kappa_response": last_entry.get("kappa_response"),
-            "kappa_flags": last_entry.get("kappa_flags"), "bands": last_entry.get("kappa_bands", {}),
+            "kappa_flags": last_entry.get("kappa_flags"), "bands": last_entry.get("kappa_bands") or {},
             "bias": last_entry.get("bias"), "n_items": last_entry.get("n_items"),
             "pairwise_mean": sum(pair_values) / len(pair_values) if pair_values else None,
-            "top_k": {k: shares.get(name) for k, shares in sorted(bootstrap.items())},
-            "retained": name in retained,
-        })
-    return {"run": run, "round": last, "rows": rows, "pairwise_mean": calibration.get("pairwise_mean", {}).get(last)}
+            "top_k": {k: shares[k].get(name) for k in ks},
+        }
+
+    rows = [row(r["reviewer"], r) for r in ranking.get("ranking", [])]
+    listed = {r["reviewer"] for r in rows}
+    rows += [row(name, None) for name in sorted(reviewers) if name not in listed]
+    return {
+        "run": run, "newer_run": newer, "round": last, "rows": rows,
+        "pairwise_mean": calibration.get("pairwise_mean", {}).get(last) if last else None,
+        "panel_size": ranking.get("panel_size"), "suggested": ranking.get("suggested_panel", []), "ks": ks,
+        "bootstrap": {"resamples": bootstrap.get("resamples"), "seed": bootstrap.get("seed"),
+                      "n_turns": bootstrap.get("n_turns")},
+        "experts": sorted(name for name, m in members.items() if m.role == StudyMember.Role.EXPERT),
+    }
+
+
+def panel_top(*, ranking: dict, k: int) -> list[str]:
+    """The top k of the report's ranking that can be retained: the study's reviewers the report ranks with fewer
+    than k others scoring higher (ties at the boundary are all in; SPEC §4, as ``suggested_panel`` and the
+    bootstrap's top-k shares count it)."""
+    return [row["reviewer"] for row in ranking["rows"]
+            if row["member"] and row["rank"] is not None and row["rank"] <= k]
+
+
+def panel_state(*, retained: dict[str, bool | None]) -> str:
+    """The study's reviewers and their retained state as one string: what a confirmation of a panel change was
+    shown, so that ``panel_retain`` refuses it once either has changed."""
+    marks = {True: "1", False: "0", None: "-"}
+    return ",".join(f"{name}={marks[value]}" for name, value in sorted(retained.items()))
+
+
+@dataclass(frozen=True)
+class PanelChange:
+    """What retaining exactly ``retain`` would do, told to the admin before it is done."""
+
+    retain: list[str]
+    becomes_retained: list[str]
+    stops_retained: list[str]
+    stays_retained: list[str]
+    decided_out: list[str]  # undecided until now, not retained from now on
+    k: int
+    top: list[str]
+    state: str  # ``_panel_state`` when the change was computed
+    main_round: Round | None
+    main_queues: list[tuple[str, int]]  # (coder, main-round assignments already made)
+
+    @property
+    def overridden(self) -> bool:
+        return sorted(self.retain) != sorted(self.top)
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.becomes_retained or self.stops_retained or self.decided_out)
+
+    @property
+    def retained_without_queue(self) -> list[str]:
+        queued = {name for name, _ in self.main_queues}
+        return [name for name in self.retain if name not in queued]
+
+    @property
+    def queued_not_retained(self) -> list[str]:
+        return [name for name, _ in self.main_queues if name not in self.retain]
+
+    @property
+    def beyond_top(self) -> list[str]:
+        return sorted(set(self.retain) - set(self.top))
+
+    @property
+    def top_left_out(self) -> list[str]:
+        return sorted(set(self.top) - set(self.retain))
+
+
+def panel_change(*, study: Study, ranking: dict, usernames: Sequence[str], k: int | None = None) -> PanelChange:
+    """Who becomes retained, who stops being retained, the top k the selection is compared with (``k`` defaults
+    to the size of the selection, as ``panel_retain`` does), and the main round's queues, which a new panel does
+    not change (``main_round_assign`` refuses a main round that already has assignments)."""
+    retain = set(usernames)
+    was = {row["reviewer"]: row["retained"] for row in ranking["rows"] if row["member"]}
+    k = k or len(retain)
+    main = Round.objects.filter(study=study, kind=Round.Kind.MAIN).order_by("number").first()
+    queues = list(Assignment.objects.filter(round=main).values("coder__username").annotate(n=Count("id"))
+                  .order_by("coder__username").values_list("coder__username", "n")) if main is not None else []
+    return PanelChange(
+        retain=sorted(retain),
+        becomes_retained=sorted(name for name, before in was.items() if name in retain and before is not True),
+        stops_retained=sorted(name for name, before in was.items() if name not in retain and before is True),
+        stays_retained=sorted(name for name, before in was.items() if name in retain and before is True),
+        decided_out=sorted(name for name, before in was.items() if name not in retain and before is None),
+        k=k, top=panel_top(ranking=ranking, k=k), state=panel_state(retained=was), main_round=main,
+        main_queues=queues,
+    )

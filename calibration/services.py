@@ -7,6 +7,7 @@ audit event in its own transaction; rules are checked here, on the server, whate
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -109,6 +110,29 @@ def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn
     return turns
 
 
+def _calibration_coders(round: Round) -> list[User]:
+    """Who codes a calibration round: every reviewer and expert, or only the experts for a reserved gold pool
+    (its turns become hidden check items, so no reviewer may see them)."""
+    members = StudyMember.objects.filter(study=round.study).select_related("user").order_by("user__username")
+    if round.gold_pool:
+        members = members.filter(role=StudyMember.Role.EXPERT)
+    return [m.user for m in members]
+
+
+@transaction.atomic
+def calibration_round_create(*, study: Study, by: User, number: int, gold_pool: bool = False) -> Round:
+    """A new draft calibration round; ``gold_pool`` makes it a reserved gold pool (experts only)."""
+    require_study_admin(by)
+    round_ = annotation_services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=by)
+    if gold_pool != round_.gold_pool:
+        if round_.status != Round.Status.DRAFT:
+            raise ValidationError(f"{round_.name} is no longer a draft: who codes it is fixed")
+        round_.gold_pool = gold_pool
+        round_.save(update_fields=["gold_pool"])
+        audit_record(by=by, action="round.gold_pool", study=study, target=f"round:{round_.name}", gold_pool=gold_pool)
+    return round_
+
+
 @transaction.atomic
 def calibration_round_open(*, round: Round, by: User, allow_parallel: bool = False) -> Round:
     """Open a calibration round: every reviewer and expert of the study gets the same items, in the set's order.
@@ -117,11 +141,13 @@ def calibration_round_open(*, round: Round, by: User, allow_parallel: bool = Fal
     items = list(round.items.select_related("turn").order_by("position"))
     if not items:
         raise ValidationError(f"{round.name} has no calibration set yet")
-    coders = [m.user for m in StudyMember.objects.filter(study=round.study).select_related("user")]
+    coders = _calibration_coders(round)
     if not coders:
-        raise ValidationError("the study has no reviewers or experts")
-    others = Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, status=Round.Status.OPEN)
-    if not allow_parallel and (other := others.exclude(pk=round.pk).first()) is not None:
+        raise ValidationError("the study has no experts to code its reserved gold pool" if round.gold_pool
+                              else "the study has no reviewers or experts")
+    others = Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, status=Round.Status.OPEN,
+                                  gold_pool=False)
+    if not allow_parallel and not round.gold_pool and (other := others.exclude(pk=round.pk).first()) is not None:
         raise ValidationError(f"{other.name} is still open; close it first, or confirm opening both")
     annotation_services.round_open(round=round, by=by)
     for coder in coders:
@@ -151,9 +177,28 @@ def round_close(*, round: Round, by: User) -> Round:
     return closed
 
 
+REOPEN_RULE: dict[str, str] = {
+    Round.Kind.CALIBRATION: "Reviewers saw their feedback against gold when the round closed: every item already "
+                            "assigned stays locked as it was compared; only members who have no items yet get the "
+                            "set and can code it.",
+    Round.Kind.MAIN: "Coders can change their main-round judgments again until the round closes.",
+}
+
+
 @transaction.atomic
 def round_reopen(*, round: Round, by: User, reason: str) -> Round:
-    return annotation_services.round_reopen(round=round, by=by, reason=reason)
+    """Reopen a closed round. A calibration round's feedback compared every assigned item with gold, so those
+    assignments are locked (``Assignment.feedback_locked``) and stay as they were; members who joined since get
+    the set, and only their items are editable (``REOPEN_RULE`` is what the admin is told before confirming)."""
+    reopened = annotation_services.round_reopen(round=round, by=by, reason=reason)
+    if reopened.kind == Round.Kind.CALIBRATION:
+        locked = Assignment.objects.filter(round=reopened, feedback_locked=False).update(feedback_locked=True)
+        turns = [item.turn for item in reopened.items.select_related("turn").order_by("position")]
+        for coder in _calibration_coders(reopened):
+            annotation_services.assignments_ensure(round=reopened, coder=coder, turns=turns, by=by)
+        audit_record(by=by, action="round.feedback_lock", study=reopened.study, target=f"round:{reopened.name}",
+                     locked=locked)
+    return reopened
 
 
 @transaction.atomic
@@ -226,29 +271,36 @@ def workshop_note_save(*, round: Round, by: User, attribute: AttributeDefinition
 
 @transaction.atomic
 def panel_retain(*, study: Study, by: User, usernames: Sequence[str], reason: str = "",
-                 k: int | None = None) -> list[str]:
-    """Retain exactly these reviewers for the main round. Anything other than the top k of the ranking needs a
-    recorded reason."""
+                 k: int | None = None, expected_state: str | None = None) -> list[str]:
+    """Retain exactly these reviewers for the main round: every other reviewer of the study is not retained from
+    now on. Anything other than the top k of the report's ranking (``selectors.panel_top``) needs a recorded
+    reason. ``expected_state``: the ``selectors.panel_state`` the admin was shown; refused once it has changed."""
     require_study_admin(by)
-    members = {m.user.get_username(): m for m in
-               StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).select_related("user")}
+    members = {m.user.get_username(): m for m in StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER)
+               .select_related("user").select_for_update(of=("self",))}
+    if expected_state is not None and expected_state != selectors.panel_state(
+            retained={name: member.retained for name, member in members.items()}):
+        raise annotation_services.ChangedMeanwhile("the study's reviewers or their retained state")
     unknown = sorted(set(usernames) - set(members))
     if unknown:
         raise ValidationError(f"not reviewers of this study: {', '.join(unknown)}")
     if not usernames:
         raise ValidationError("retain at least one reviewer")
-    ranking = selectors.panel_ranking(study=study)
-    top = [row["reviewer"] for row in ranking["rows"]][: k or len(usernames)] if ranking else []
+    k = k or len(set(usernames))
+    top = selectors.panel_top(ranking=selectors.panel_ranking(study=study), k=k)
     overridden = sorted(set(usernames)) != sorted(top)
     if overridden and not reason.strip():
         raise ValidationError(
-            f"the selection differs from the top {k or len(usernames)} of the ranking ({', '.join(top) or 'none'}); "
+            f"the selection differs from the top {k} of the ranking ({', '.join(top) or 'none'}); "
             "give the reason, it is recorded")
+    before = {name: member.retained for name, member in members.items()}
     for name, member in members.items():
         member.retained = name in usernames
         member.save(update_fields=["retained"])
     audit_record(by=by, action="panel.retain", study=study, target=f"study:{study.slug}",
-                 retained=sorted(usernames), top=top, overridden=overridden, reason=reason.strip())
+                 retained=sorted(usernames), top=top, overridden=overridden, reason=reason.strip(),
+                 added=sorted(n for n in usernames if before[n] is not True),
+                 removed=sorted(n for n, was in before.items() if was is True and n not in usernames))
     return sorted(usernames)
 
 
@@ -257,47 +309,79 @@ def _conversations_in_topic_order(turns: list[Turn]) -> list[list[Turn]]:
     by_conversation: dict[int, list[Turn]] = defaultdict(list)
     for turn in turns:
         by_conversation[turn.conversation_id].append(turn)
-    return sorted(by_conversation.values(),
-                  key=lambda ts: (ts[0].conversation.topic, ts[0].conversation.dataset.name,
-                                  ts[0].conversation.external_id))
+    return sorted(by_conversation.values(), key=_topic_order)
+
+
+def _topic_order(turns: list[Turn]) -> tuple[str, str, str]:
+    conversation = turns[0].conversation
+    return conversation.topic, conversation.dataset.name, conversation.external_id
+
+
+Unit = list[Turn]  # a conversation's turns in order: queued, and hidden as a check item, as one block
 
 
 def _queues_balanced(conversations: list[list[Turn]], *, panel_size: int,
-                     double: set[int]) -> dict[int, list[tuple[Turn, bool]]]:
+                     double: set[int]) -> dict[int, list[tuple[Unit, bool]]]:
     """Each conversation, its turns in order, to the least-loaded coder (two of them for the double-coded
-    positions); coder -> [(turn, is check item)]."""
+    positions); coder -> [(conversation's turns, is check item)]."""
     load = dict.fromkeys(range(panel_size), 0)
-    queues: dict[int, list[tuple[Turn, bool]]] = defaultdict(list)
+    queues: dict[int, list[tuple[Unit, bool]]] = defaultdict(list)
     for index, conversation_turns in enumerate(conversations):
         ordered = sorted(conversation_turns, key=lambda t: t.index)
         coders = sorted(load, key=lambda c: (load[c], c))[: 2 if index in double else 1]
         for coder in coders:
-            queues[coder] += [(t, False) for t in ordered]
+            queues[coder].append((ordered, False))
             load[coder] += len(ordered)
     return queues
 
 
-def _check_items_insert(queues: dict[int, list[tuple[Turn, bool]]], gold_turns: list[Turn], *, check_items: int,
-                        rng: np.random.Generator) -> None:
-    """Hide up to ``check_items`` distinct gold turns at random positions of every queue."""
+def _check_units(study: Study, panel: Sequence[User]) -> dict[int, list[Unit]]:
+    """Per coder (index into ``panel``), the gold conversations that coder has never been given: conversations
+    every turn of which has gold (so a check item is a whole conversation, queued like any other), minus those
+    any of whose turns was assigned to that coder in any round (their feedback showed its gold). The reserved gold
+    pool (a calibration round only experts code) is where such conversations come from."""
+    gold_turns = set(Judgment.objects.filter(round__study=study, is_gold=True, turn__isnull=False)
+                     .values_list("turn_id", flat=True))
+    turns = (Turn.objects.filter(conversation__turns__in=gold_turns).distinct().order_by("conversation_id", "index")
+             .select_related("conversation__dataset"))
+    by_conversation: dict[int, Unit] = defaultdict(list)
+    for turn in turns:
+        by_conversation[turn.conversation_id].append(turn)
+    units = {c: ts for c, ts in by_conversation.items() if all(t.pk in gold_turns for t in ts)}
+    seen: dict[int, set[int]] = defaultdict(set)
+    for coder_id, conversation_id in Assignment.objects.filter(
+            round__study=study, coder__in=panel).values_list("coder_id", "turn__conversation_id"):
+        seen[coder_id].add(conversation_id)
+    return {index: [ts for c, ts in sorted(units.items()) if c not in seen[coder.pk]]
+            for index, coder in enumerate(panel)}
+
+
+def _check_items_insert(queues: dict[int, list[tuple[Unit, bool]]], pools: dict[int, list[Unit]], *,
+                        check_items: int, rng: np.random.Generator) -> int:
+    """Hide up to ``check_items`` gold conversations the coder has not seen in every queue, each where it falls
+    in the queue's topic order (as any other conversation would, never inside one); returns the fewest any coder
+    got."""
+    fewest = check_items
     for coder in queues:
-        picks = rng.choice(len(gold_turns), size=min(check_items, len(gold_turns)), replace=False)
+        pool = pools.get(coder, [])
+        picks: list[int] = rng.choice(len(pool), size=min(check_items, len(pool)), replace=False).tolist() \
+            if pool else []
+        fewest = min(fewest, len(picks))
         for pick in picks:
-            queues[coder].insert(int(rng.integers(0, len(queues[coder]) + 1)), (gold_turns[pick], True))
+            queue = queues[coder]
+            at = bisect.bisect_right([_topic_order(unit) for unit, _ in queue], _topic_order(pool[pick]))
+            queue.insert(at, (pool[pick], True))
+    return fewest
 
 
 def _assignments(main: Round, panel: Sequence[User],
-                 queues: dict[int, list[tuple[Turn, bool]]]) -> list[Assignment]:
-    """One assignment per coder and turn, numbered by queue position; a turn already queued keeps its first place."""
+                 queues: dict[int, list[tuple[Unit, bool]]]) -> list[Assignment]:
+    """One assignment per coder and turn, numbered by queue position."""
     rows = []
     for coder, queue in queues.items():
-        seen = set()
-        for position, (turn, is_check) in enumerate(queue, start=1):
-            if turn.pk in seen:
-                continue
-            seen.add(turn.pk)
-            rows.append(Assignment(round=main, coder=panel[coder], turn=turn, position=position,
-                                   is_check_item=is_check))
+        turns = [(turn, is_check) for unit, is_check in queue for turn in unit]
+        rows += [Assignment(round=main, coder=panel[coder], turn=turn, position=position, is_check_item=is_check)
+                 for position, (turn, is_check) in enumerate(turns, start=1)]
     return rows
 
 
@@ -306,7 +390,8 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
                       seed: int = 0) -> dict[str, int]:
     """Give the retained panel the study's non-calibration turns, in topic order, a conversation at a time (so
     a multi-turn conversation stays with one reviewer), balancing turns; a share ``overlap`` of conversations is
-    double-coded; ``check_items`` hidden gold items (calibration turns with gold) go into every queue."""
+    double-coded; up to ``check_items`` hidden gold conversations the reviewer has never been given (see
+    ``_check_units``) go between the conversations of every queue."""
     require_study_admin(by)
     if not 0 <= overlap <= 1:
         raise ValidationError("overlap must be between 0 and 1")
@@ -326,16 +411,15 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
     double = set(rng.choice(len(conversations), size=round(overlap * len(conversations)), replace=False).tolist()) \
         if conversations and len(panel) > 1 else set()
     queues = _queues_balanced(conversations, panel_size=len(panel), double=double)
-    gold_turns = list(Turn.objects.filter(
-        pk__in=Judgment.objects.filter(round__study=study, is_gold=True).values("turn_id")).order_by("pk"))
-    if check_items and gold_turns:
-        _check_items_insert(queues, gold_turns, check_items=check_items, rng=rng)
+    fewest = _check_items_insert(queues, _check_units(study, panel), check_items=check_items, rng=rng) \
+        if check_items else 0
     rows = _assignments(main, panel, queues)
     Assignment.objects.bulk_create(rows, batch_size=5000)
     RoundItem.objects.bulk_create([RoundItem(round=main, turn=t, position=i) for i, t in enumerate(turns, start=1)],
                                   batch_size=5000, ignore_conflicts=True)
     summary = {"reviewers": len(queues), "assignments": len(rows),
-               "double_coded_conversations": len(double), "check_items": sum(1 for r in rows if r.is_check_item)}
+               "double_coded_conversations": len(double), "check_items": sum(1 for r in rows if r.is_check_item),
+               "check_conversations_fewest": fewest}
     audit_record(by=by, action="main_round.assign", study=study, target="round:main", overlap=overlap, seed=seed,
                  **summary)
     return summary

@@ -11,16 +11,21 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Page, Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from access.checks import require_study_admin
 from access.requests import AuthedRequest
 from annotation import services as annotation_services
 from annotation.models import ReviewerAlert, Round, Study, StudyMember
+from annotation.services import ChangedMeanwhile
 from calibration import forms, selectors, services
+from metrics import selectors as metrics_selectors
+from metrics.core.report import ReportParams
 
 View = Callable[..., HttpResponse]
 
@@ -40,17 +45,34 @@ def _refused(request: HttpRequest, error: ValidationError) -> None:
         messages.error(request, message)
 
 
-def _act(request: HttpRequest, action: Callable[[], str]) -> None:
-    """Run one service call; say what it did, or why it was refused (nothing changed then)."""
+def _act(request: HttpRequest, action: Callable[[], str]) -> bool:
+    """Run one service call; say what it did, or why it was refused (nothing changed then). True if it was done."""
     try:
         messages.success(request, action())
     except ValidationError as error:
         _refused(request, error)
+        return False
+    return True
 
 
 def _invalid(request: HttpRequest, form: forms.forms.Form) -> None:
     for message in forms.form_errors(form):
         messages.error(request, message)
+
+
+PAGE_SIZE = 20  # items per page of the consensus, workshop and feedback lists
+
+
+def _page(request: HttpRequest, items: list) -> Page:
+    """One page of a list (an out-of-range or malformed ``page`` gives the last or the first page)."""
+    return Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+def _back_to(name: str, round_: Round, position: forms.PositionForm, keys: tuple[str, ...], *,
+             moved: bool = False) -> HttpResponse:
+    """Back to a paged list after an action: the same filter, page and item (or the next one, ``moved``)."""
+    query, anchor = position.query(keys), position.anchor(moved=moved)
+    return redirect(reverse(name, args=[round_.pk]) + (f"?{query}" if query else "") + (f"#{anchor}" if anchor else ""))
 
 
 def _study_round(slug: str, round_id: int) -> Round:
@@ -66,6 +88,8 @@ def study_dashboard(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("schema"), slug=slug)
     rounds = list(study.rounds.prefetch_related("items__turn__conversation__dataset")
                   .annotate(n_assignments=Count("assignments")).order_by("kind", "number"))
+    for round_ in rounds:
+        round_.reopen_rule = services.REOPEN_RULE[round_.kind]  # type: ignore[attr-defined]
     return render(request, "calibration/study.html", {
         "study": study, "rounds": rounds,
         "members": study.members.select_related("user").order_by("role", "alias", "user__username"),
@@ -85,9 +109,14 @@ def round_create(request: AuthedRequest, slug: str) -> HttpResponse:
     if not form.is_valid():
         _invalid(request, form)
     else:
-        round_ = annotation_services.round_ensure(study=study, kind=Round.Kind.CALIBRATION,
-                                                  number=form.cleaned_data["number"], by=request.user)
-        messages.success(request, f"{round_.name} is ready as a draft: build its calibration set.")
+        def create() -> str:
+            round_ = services.calibration_round_create(study=study, by=request.user, **form.cleaned_data)
+            if round_.gold_pool:
+                return (f"{round_.name} is ready as a draft reserved gold pool: build its set; only experts will "
+                        "code it, and its gold conversations become hidden check items of the main round.")
+            return f"{round_.name} is ready as a draft: build its calibration set."
+
+        _act(request, create)
     return redirect("study-dashboard", slug=slug)
 
 
@@ -121,8 +150,13 @@ round_open = _round_action(
                                           else "the retained panel sees its queues."))
 _close = _round_action(
     None, lambda r, by, data: services.round_close(round=r, by=by),
-    lambda r, _: f"{r.name} closed; a metrics run was requested" + (
-        " and the workshop is open." if r.kind == Round.Kind.CALIBRATION else "."))
+    lambda r, _: f"{r.name} closed" + (" and the workshop is open" if r.kind == Round.Kind.CALIBRATION else "")
+    + f"; {_run_said(r.study, 'round-closed')}.")
+
+
+def _run_said(study: Study, trigger: str) -> str:
+    run = metrics_selectors.metric_run_latest(study=study, trigger=trigger)
+    return metrics_selectors.metric_run_said(run=run) if run is not None else "no metrics run was requested"
 
 
 @admin_only
@@ -151,9 +185,13 @@ def main_round_assign(request: AuthedRequest, slug: str) -> HttpResponse:
         return redirect("study-dashboard", slug=slug)
     def assign() -> str:
         summary = services.main_round_assign(study=study, by=request.user, **forms.given(form))
+        wanted = form.cleaned_data.get("check_items") or 0
+        short = (f" Only {summary['check_conversations_fewest']} unseen gold conversations were available for "
+                 "some reviewer: code a reserved gold pool for more." if summary["check_conversations_fewest"] < wanted
+                 else "")
         return (f"{summary['assignments']} assignments for {summary['reviewers']} reviewers "
                 f"({summary['double_coded_conversations']} double-coded conversations, "
-                f"{summary['check_items']} check items).")
+                f"{summary['check_items']} hidden check-item turns).{short}")
 
     _act(request, assign)
     return redirect("study-dashboard", slug=slug)
@@ -175,36 +213,43 @@ def _calibration_round(round_id: int) -> Round:
     return get_object_or_404(Round.objects.select_related("study"), pk=round_id, kind=Round.Kind.CALIBRATION)
 
 
-@admin_only
+CONSENSUS_SHOWS = {"open": "without gold", "differ": "where experts differ", "all": "all"}
+CONSENSUS_KEYS = ("show", "page")
+
+
+@login_required
 @require_GET
 def consensus(request: AuthedRequest, round_id: int) -> HttpResponse:
+    """Admins decide gold here; the study's experts may read a closed round's screen when the study allows it."""
     round_ = _calibration_round(round_id)
-    items = selectors.consensus_items(round=round_)
-    show = request.GET.get("show", "open")
+    may_edit = selectors.consensus_access(round=round_, user=request.user)
+    items = selectors.consensus_items(round=round_, seen_by=None if may_edit else request.user)
+    show = request.GET.get("show", "")
+    if show not in CONSENSUS_SHOWS:
+        show = "open" if may_edit else "all"
     shown = [i for i in items if (i.gold is None if show == "open" else not i.unanimous if show == "differ" else True)]
-    experts = sorted(items[0].expert_scores) if items else []
+    page = _page(request, shown)
+    rows = list(page)
+    # Each row names the one after it: recording gold takes an item out of "without gold", and the page then
+    # comes back to the next item.
+    following = [row.key for row in rows[1:]] + [""] if rows else []
     return render(request, "calibration/consensus.html", {
-        "round": round_, "items": shown, "experts": experts, "show": show, "total": len(items),
-        "recorded": sum(1 for i in items if i.gold is not None),
+        "round": round_, "page": page, "rows": list(zip(rows, following, strict=True)), "may_edit": may_edit,
+        "experts": sorted(items[0].expert_scores) if items else [], "show": show, "shows": CONSENSUS_SHOWS,
+        "total": len(items), "recorded": sum(1 for i in items if i.gold is not None),
         "differ": sum(1 for i in items if not i.unanimous),
     })
-
-
-def _back_to_consensus(round_: Round, show: str) -> HttpResponse:
-    response = redirect("consensus", round_id=round_.pk)
-    if show in ("open", "differ", "all"):
-        response["Location"] += f"?show={show}"
-    return response
 
 
 @admin_only
 @require_POST
 def gold_record(request: AuthedRequest, round_id: int) -> HttpResponse:
     round_ = _calibration_round(round_id)
+    position = forms.PositionForm(request.POST)
     form = forms.GoldForm(request.POST, round=round_)
     if not form.is_valid():
         _invalid(request, form)
-        return _back_to_consensus(round_, request.POST.get("show", ""))
+        return _back_to("consensus", round_, position, CONSENSUS_KEYS)
     data = form.cleaned_data
 
     def record() -> str:
@@ -212,10 +257,12 @@ def gold_record(request: AuthedRequest, round_id: int) -> HttpResponse:
                              response=data["response"], score=data["score"], note=data["note"],
                              agreed_by=[form.experts[name] for name in data["agreed"]],
                              expected_version=data["version"], reason=data["reason"])
-        return f"Gold {data['attribute'].code} = {data['score']} recorded for {data['turn']}."
+        unit = f"{data['turn']}" + (f" · {data['response'].model_slot}" if data["response"] else "")
+        return f"Gold {data['attribute'].code} = {data['score']} recorded for {unit}."
 
-    _act(request, record)
-    return _back_to_consensus(round_, request.POST.get("show", ""))
+    recorded = _act(request, record)
+    moved = recorded and position.query(("show",)) in ("", "show=open")
+    return _back_to("consensus", round_, position, CONSENSUS_KEYS, moved=moved)
 
 
 @admin_only
@@ -224,7 +271,7 @@ def gold_accept_unanimous(request: AuthedRequest, round_id: int) -> HttpResponse
     round_ = _calibration_round(round_id)
     _act(request, lambda: f"{services.gold_accept_unanimous(round=round_, by=request.user)} unanimous items "
                           "recorded as gold.")
-    return redirect("consensus", round_id=round_.pk)
+    return _back_to("consensus", round_, forms.PositionForm(request.POST), CONSENSUS_KEYS)
 
 
 # --- workshop and memo -------------------------------------------------------------------------------------------
@@ -239,29 +286,47 @@ def workshop(request: AuthedRequest, round_id: int) -> HttpResponse:
         return redirect("study-dashboard", slug=round_.study.slug)
     filters = {k: request.GET.get(k, "")[:100] for k in ("attribute", "dataset", "reviewer")}
     reveal = request.GET.get("reveal") == "1"
+    model_names = request.GET.get("models") == "1"  # hidden unless the admin chooses to show them
     items = selectors.workshop_items(round=round_, reveal=reveal, **filters)
+    page = _page(request, items)
+    aliases = selectors.reviewer_aliases(study=round_.study, reveal=reveal)
+    selectors.workshop_items_detail(round=round_, items=list(page), aliases=aliases, model_names=model_names)
     return render(request, "calibration/workshop.html", {
-        "round": round_, "items": items[:200], "n_items": len(items), "filters": filters, "reveal": reveal,
+        "round": round_, "page": page, "filters": filters, "reveal": reveal, "model_names": model_names,
         "attributes": round_.study.schema.attributes.order_by("position"),
         "datasets": sorted({i.turn.conversation.dataset.name for i in items}),
-        "aliases": sorted(selectors.reviewer_aliases(study=round_.study, reveal=reveal).values()),
+        "aliases": sorted(aliases.values()),
     })
+
+
+WORKSHOP_KEYS = ("attribute", "dataset", "reviewer", "reveal", "models", "page")
 
 
 @admin_only
 @require_POST
 def workshop_note(request: AuthedRequest, round_id: int) -> HttpResponse:
+    """Saved by htmx, which shows the outcome beside the note; without JavaScript, back to the same filter, page and
+    item with a message."""
     round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
     form = forms.NoteForm(request.POST, round=round_)
-    error = "; ".join(forms.form_errors(form)) if not form.is_valid() else ""
+    error, done = ("; ".join(forms.form_errors(form)) if not form.is_valid() else ""), ""
     if not error:
         data = form.cleaned_data
         try:
-            services.workshop_note_save(round=round_, by=request.user, attribute=data["attribute"],
-                                        turn=data["turn"], response=data["response"], text=data["text"])
+            note = services.workshop_note_save(round=round_, by=request.user, attribute=data["attribute"],
+                                               turn=data["turn"], response=data["response"], text=data["text"])
         except ValidationError as refused:
             error = "; ".join(refused.messages)
-    return render(request, "calibration/workshop.html#note-state", {"error": error}, status=422 if error else 200)
+        else:
+            done = f"Note {'saved' if note else 'removed'} on {data['attribute'].code} · {data['turn']}."
+    if request.htmx:
+        return render(request, "calibration/workshop.html#note-state", {"error": error, "done": done},
+                      status=422 if error else 200)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, done)
+    return _back_to("workshop", round_, forms.PositionForm(request.POST), WORKSHOP_KEYS)
 
 
 @admin_only
@@ -292,7 +357,9 @@ def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
         result = selectors.reviewer_feedback(round=round_, user=request.user)
     except ValidationError as error:
         return render(request, "calibration/feedback.html", {"round": round_, "error": "; ".join(error.messages)})
-    return render(request, "calibration/feedback.html", {"round": round_, "f": result})
+    page = _page(request, result.differences)
+    selectors.feedback_spans(round=round_, user=request.user, differences=list(page))
+    return render(request, "calibration/feedback.html", {"round": round_, "f": result, "page": page})
 
 
 @admin_only
@@ -300,28 +367,55 @@ def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
 def panel(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     ranking = selectors.panel_ranking(study=study)
-    k_text = request.GET.get("k") or "6"
-    k = int(k_text) if k_text.isascii() and k_text.isdigit() and 0 < int(k_text) < 1000 else 6
-    if ranking:
-        # Tick the retained panel once chosen; until then suggest the top k.
-        chosen = any(row["retained"] for row in ranking["rows"])
-        for row in ranking["rows"]:
-            row["preselect"] = row["retained"] if chosen else row["position"] <= k
-    return render(request, "calibration/panel.html", {"study": study, "ranking": ranking, "k": k})
+    query = forms.PanelViewForm(request.GET)
+    k = (query.cleaned_data["k"] if query.is_valid() else None) or ranking["panel_size"] or ReportParams.panel_size
+    top = selectors.panel_top(ranking=ranking, k=k)
+    # Tick the retained panel once chosen; until then suggest the top k.
+    chosen = any(row["retained"] for row in ranking["rows"] if row["member"])
+    for row in ranking["rows"]:
+        row["top"] = row["reviewer"] in top
+        row["preselect"] = row["member"] and (row["retained"] is True if chosen else row["top"])
+    return render(request, "calibration/panel.html", {"study": study, "ranking": ranking, "k": k, "top": top})
 
 
 @admin_only
 @require_POST
 def panel_retain(request: AuthedRequest, slug: str) -> HttpResponse:
+    """The first post shows what the change does (who becomes retained, who stops, the top k it is compared with,
+    what happens to the main round); the confirmation posts again and the service retains exactly the ticked
+    reviewers. A confirmation of a panel that changed meanwhile is shown afresh, never applied."""
     study = get_object_or_404(Study, slug=slug)
-    reviewers = list(StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER)
-                     .values_list("user__username", flat=True))
-    form = forms.PanelForm(request.POST, reviewers=reviewers)
+    ranking = selectors.panel_ranking(study=study)
+    form = forms.PanelForm(request.POST, reviewers=[row["reviewer"] for row in ranking["rows"] if row["member"]])
     if not form.is_valid():
         _invalid(request, form)
         return redirect("panel", slug=slug)
     data = form.cleaned_data
-    _act(request, lambda: "Retained panel saved: " + ", ".join(
-        services.panel_retain(study=study, by=request.user, usernames=data["retain"], reason=data["reason"],
-                              k=data["k"])) + ".")
-    return redirect("panel", slug=slug)
+    change = selectors.panel_change(study=study, ranking=ranking, usernames=data["retain"], k=data["k"])
+    stale = False
+    if data["confirm"]:
+        try:
+            services.panel_retain(study=study, by=request.user, usernames=change.retain, reason=data["reason"],
+                                  k=change.k, expected_state=data["state"])
+        except ChangedMeanwhile:
+            stale = True  # the change as it stands now is shown again
+        except ValidationError as error:
+            _refused(request, error)
+        else:
+            messages.success(request, _panel_saved(change))
+            return redirect("panel", slug=slug)
+    return render(request, "calibration/confirm_panel.html", {
+        "study": study, "ranking": ranking, "change": change, "reason": data["reason"], "stale": stale})
+
+
+def _panel_saved(change: selectors.PanelChange) -> str:
+    said = [f"Retained panel saved: {', '.join(change.retain)}."]
+    if change.becomes_retained:
+        said.append(f"Now retained: {', '.join(change.becomes_retained)}.")
+    if change.stops_retained:
+        said.append(f"No longer retained: {', '.join(change.stops_retained)}.")
+    if change.decided_out:
+        said.append(f"Not retained (were undecided): {', '.join(change.decided_out)}.")
+    if change.unchanged:
+        said.append("Nobody's retained state changed.")
+    return " ".join(said)

@@ -43,6 +43,7 @@ class MetricRunListApi(APIView):
         params = MetricRunIn(data=request.data)
         params.is_valid(raise_exception=True)
         run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
+        run.refresh_from_db()  # after the commit that handed it to the broker (or failed to): the truth, not "queued"
         return Response(MetricRunOut(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -28,6 +28,12 @@ class MetricRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    enqueued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the run was last handed to the task broker (None: not yet, or it was "
+                                         "unreachable; the workers' recovery sends it).")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker computing the run; a running run without "
+                                         "one for METRIC_RUN_STALE_SECONDS is taken over.")
 
     class Meta:
         ordering = ["-created_at"]

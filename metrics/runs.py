@@ -5,11 +5,15 @@ commands."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
-from django.db.models import F
+from django.conf import settings
+from django.db import connection
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
@@ -42,11 +46,48 @@ def report_build(
 
 
 
-def metric_run_execute(*, run_id: int) -> bool:
-    """Compute and store one run. Returns False (and does nothing) when the run is already finished."""
-    claimed = MetricRun.objects.filter(
-        pk=run_id, status__in=[MetricRun.Status.QUEUED, MetricRun.Status.RUNNING]
-    ).update(status=MetricRun.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, progress=0.0)
+def stale_before() -> datetime:
+    """A running run whose last heartbeat is older than this has lost its worker."""
+    return timezone.now() - timedelta(seconds=settings.METRIC_RUN_STALE_SECONDS)
+
+
+def claimable() -> Q:
+    """Runs a delivery may take: queued ones, and running ones whose worker stopped beating (killed, or its
+    machine gone). A run another worker is computing is not claimable, so a duplicate delivery is a no-op."""
+    return Q(status=MetricRun.Status.QUEUED) | Q(status=MetricRun.Status.RUNNING, heartbeat_at__lt=stale_before()) \
+        | Q(status=MetricRun.Status.RUNNING, heartbeat_at__isnull=True)
+
+
+class _Heartbeat(threading.Thread):
+    """Beats for one run every METRIC_RUN_HEARTBEAT_SECONDS while the worker computes it (the computation itself
+    may not report progress for minutes), on the thread's own database connection."""
+
+    def __init__(self, run_id: int):
+        super().__init__(name=f"metric-run-{run_id}-heartbeat", daemon=True)
+        self.run_id = run_id
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.METRIC_RUN_HEARTBEAT_SECONDS):
+                MetricRun.objects.filter(pk=self.run_id, status=MetricRun.Status.RUNNING).update(
+                    heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=settings.METRIC_RUN_HEARTBEAT_SECONDS * 2)
+
+
+def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
+    """Compute and store one run. Returns False (and does nothing) when the run is finished or another worker is
+    computing it. ``heartbeat`` (the worker's task sets it) beats while computing, so a worker that dies
+    mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``)."""
+    now = timezone.now()
+    claimed = MetricRun.objects.filter(claimable(), pk=run_id).update(
+        status=MetricRun.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, progress=0.0,
+        progress_message="started")
     if not claimed:
         return False
     run = MetricRun.objects.select_related("study__schema").get(pk=run_id)
@@ -57,9 +98,12 @@ def metric_run_execute(*, run_id: int) -> bool:
         if now - last_write[0] >= 0.5 or fraction >= 1.0:
             last_write[0] = now
             MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
-                progress=min(max(fraction, 0.0), 1.0), progress_message=message[:200]
+                progress=min(max(fraction, 0.0), 1.0), progress_message=message[:200], heartbeat_at=timezone.now()
             )
 
+    beat = _Heartbeat(run_id) if heartbeat else None
+    if beat is not None:
+        beat.start()
     try:
         report = report_build(
             study=run.study, seed=run.parameters.get("seed", DEFAULT_SEED),
@@ -72,6 +116,9 @@ def metric_run_execute(*, run_id: int) -> bool:
             error=f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}",
         )
         raise
+    finally:
+        if beat is not None:
+            beat.stop()
     # Only the delivery that still sees the run as running stores its result: a run never has two results.
     return bool(
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(

@@ -178,3 +178,23 @@ def latest_succeeded_run_ids(*, study_ids: list[int]) -> dict[int, int]:
     ):
         latest.setdefault(study_id, run_id)
     return latest
+
+
+def metric_run_latest(*, study: Study, trigger: str) -> MetricRun | None:
+    return MetricRun.objects.filter(study=study, trigger=trigger).order_by("-pk").first()
+
+
+def metric_run_said(*, run: MetricRun) -> str:
+    """What happened to a just-requested run, in words for the page that requested it (read afresh: the broker may
+    have refused it, or an in-process run may already be done)."""
+    run.refresh_from_db(fields=["status", "enqueued_at", "progress_message", "error"])
+    if run.status == MetricRun.Status.SUCCEEDED:
+        return f"metrics run {run.pk} computed the report"
+    if run.status == MetricRun.Status.FAILED:
+        return f"metrics run {run.pk} failed: {run.error.splitlines()[0] if run.error else 'no reason recorded'}"
+    if run.enqueued_at is not None:
+        return f"metrics run {run.pk} was queued for a worker"
+    if run.progress_message.startswith("waiting for the task broker"):
+        return (f"metrics run {run.pk} is waiting: the task broker cannot be reached; it starts by itself when the "
+                "broker is back")
+    return f"metrics run {run.pk} was requested"

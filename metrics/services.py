@@ -1,5 +1,6 @@
 """Requesting a metric run: it is stored as queued and sent to the workers after the transaction commits. When
-the broker cannot be reached the run fails visibly with the reason; it is never computed inside the request."""
+the broker cannot be reached the run stays queued and says so (the workers' recovery sends it when the broker is
+back, see ``metrics.tasks``); it is never computed inside the request."""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ import logging
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
-from kombu.exceptions import OperationalError
 
 from annotation.models import Study
 from audit.services import audit_record
 from metrics.models import MetricRun
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, RunParameters
-from metrics.tasks import metric_run_task
+from metrics.tasks import metric_run_enqueue
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +36,5 @@ def metric_run_request(
     )
     audit_record(by=by, action="metric_run.request", study=study, target=f"metric_run:{run.pk}", trigger=trigger,
                  seed=seed, bootstrap=bootstrap)
-    transaction.on_commit(lambda: _enqueue(run.pk))
+    transaction.on_commit(lambda: metric_run_enqueue(run.pk))
     return run
-
-
-def _enqueue(run_id: int) -> None:
-    """Send the run to the workers. When the broker cannot be reached the run is marked failed with the reason
-    (it is never computed inside the request instead), and can be requested again."""
-    try:
-        metric_run_task.delay(run_id)
-    except OperationalError as error:
-        log.error("metric run %s: the task broker is unreachable: %s", run_id, error)
-        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
-            status=MetricRun.Status.FAILED, finished_at=timezone.now(),
-            error=f"could not reach the task broker ({error}); nothing was computed — request the run again",
-        )
-
-

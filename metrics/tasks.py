@@ -1,9 +1,90 @@
+"""The metric-run task, handing runs to the broker, and the workers' recovery of runs nobody holds.
+
+A run is never lost and never stuck: one the broker could not take stays queued (saying why) and is sent again;
+one whose worker died (no heartbeat for ``METRIC_RUN_STALE_SECONDS``) is sent again, up to
+``METRIC_RUN_MAX_ATTEMPTS`` starts, then failed with the reason. Every worker runs the recovery when it starts and
+every ``METRIC_RUN_RECOVER_SECONDS`` after. A delivery only computes a run no live worker holds
+(``runs.claimable``), so a duplicate message is a no-op and a run has exactly one result.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
 from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from metrics import runs
+from metrics.models import MetricRun
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="metrics.run", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def metric_run_task(run_id: int) -> bool:
-    """Thin and idempotent: re-reads the run by id; a finished run makes a redelivery a no-op."""
-    return runs.metric_run_execute(run_id=run_id)
+    """Thin and idempotent: re-reads the run by id; a finished run, or one a live worker holds, makes a redelivery
+    a no-op."""
+    return runs.metric_run_execute(run_id=run_id, heartbeat=True)
+
+
+BROKER_DOWN = "waiting for the task broker, which cannot be reached ({error}); it is sent again automatically"
+
+
+def metric_run_enqueue(run_id: int) -> bool:
+    """Hand the run to the broker. When it cannot be reached the run stays queued, saying so (never computed
+    inside the request instead), and the workers' recovery sends it when the broker is back."""
+    try:
+        metric_run_task.delay(run_id)
+    except OperationalError as error:
+        log.error("metric run %s: the task broker is unreachable: %s", run_id, type(error).__name__)
+        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
+            enqueued_at=None, progress_message=BROKER_DOWN.format(error=type(error).__name__)[:200])
+        return False
+    MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
+        enqueued_at=timezone.now(), progress_message="queued for a worker")
+    return True
+
+
+def metric_runs_recover() -> dict[str, int]:
+    """Send again every run no worker holds: queued ones the broker never took, and running ones whose worker
+    stopped beating; a run that has already been started ``METRIC_RUN_MAX_ATTEMPTS`` times fails with the reason."""
+    silent = Q(heartbeat_at__lt=runs.stale_before()) | Q(heartbeat_at__isnull=True)
+    stale = Q(status=MetricRun.Status.RUNNING) & silent
+    exhausted = MetricRun.objects.filter(stale, attempts__gte=settings.METRIC_RUN_MAX_ATTEMPTS).update(
+        status=MetricRun.Status.FAILED, finished_at=timezone.now(),
+        error=f"the worker computing this run stopped {settings.METRIC_RUN_MAX_ATTEMPTS} times (killed or out of "
+              "memory); request the run again, or look at the workers' logs")
+    requeued = list(MetricRun.objects.filter(stale).values_list("pk", flat=True))
+    MetricRun.objects.filter(pk__in=requeued, status=MetricRun.Status.RUNNING).update(
+        status=MetricRun.Status.QUEUED, enqueued_at=None,
+        progress_message="its worker stopped; sent again to another worker")
+    unsent = list(MetricRun.objects.filter(status=MetricRun.Status.QUEUED, enqueued_at__isnull=True)
+                  .values_list("pk", flat=True))
+    sent = sum(metric_run_enqueue(run_id) for run_id in unsent)
+    if exhausted or requeued or sent:
+        log.warning("metric runs recovered: %s failed, %s taken over, %s sent", exhausted, len(requeued), sent)
+    return {"failed": exhausted, "taken_over": len(requeued), "sent": sent}
+
+
+def _recovery_loop(stopped: threading.Event) -> None:
+    while True:
+        try:
+            metric_runs_recover()
+        except Exception:  # the database may be down for a while; the next round tries again
+            log.exception("metric run recovery failed; trying again later")
+        finally:
+            connection.close()
+        if stopped.wait(settings.METRIC_RUN_RECOVER_SECONDS):
+            return
+
+
+@worker_ready.connect
+def _start_recovery(**_: object) -> None:
+    threading.Thread(target=_recovery_loop, args=(threading.Event(),), name="metric-run-recovery",
+                     daemon=True).start()

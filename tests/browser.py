@@ -44,8 +44,9 @@ def login(page, live_server, username: str, password: str = "cab-demo") -> None:
     page.wait_for_url(f"{live_server.url}/")
 
 
-def select_text(page, response_id: int, needle: str, occurrence: int = 0) -> None:
-    """Select ``needle`` inside a response text with real mouse drag, from the first to the last character."""
+def select_text(page, response_handle: str, needle: str, occurrence: int = 0) -> None:
+    """Select ``needle`` inside a response text (named by its ``data-response`` handle) with real mouse drag, from
+    the first to the last character."""
     box = page.evaluate(
         """([id, needle, occurrence]) => {
             const el = document.querySelector(`.response-text[data-response="${id}"]`);
@@ -75,7 +76,7 @@ def select_text(page, response_id: int, needle: str, occurrence: int = 0) -> Non
             const a = rectOf(at, firstLength), b = rectOf(at + last, needle.length - last);
             return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
         }""",
-        [response_id, needle, occurrence],
+        [response_handle, needle, occurrence],
     )
     page.mouse.move(box["x1"], box["y1"])
     page.mouse.down()

@@ -22,10 +22,11 @@ def _database_url() -> str:
 
 
 @contextlib.contextmanager
-def celery_worker(queues: str = "celery") -> Iterator[subprocess.Popen]:
+def celery_worker(queues: str = "celery", env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
+    """A worker process (solo pool: the task runs in the process itself); ``env`` adds settings for it."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
         raise RuntimeError("a real worker needs REDIS_URL; run the suite with ./scripts/test")
-    env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL=settings.CELERY_BROKER_URL)
+    env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL=settings.CELERY_BROKER_URL, **(env or {}))
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "cab", "worker", "--pool=solo", "--concurrency=1",
          "--without-heartbeat", "--without-gossip", "--without-mingle", "-Q", queues, "--loglevel=WARNING"],
@@ -34,12 +35,13 @@ def celery_worker(queues: str = "celery") -> Iterator[subprocess.Popen]:
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):

@@ -180,3 +180,10 @@ def turns_only(ingester):
     response = ingester.post("/api/v1/studies/cab-demo/conversations/", conversations_without_responses(),
                              format="json")
     assert response.status_code == 200
+
+
+def sign_in(client, username: str, password: str) -> bool:
+    """Sign in through the real sign-in form (django-axes counts every attempt; Django's ``Client.login`` would
+    bypass the request it needs). True when the session now has an account."""
+    client.post("/login/", {"username": username, "password": password})
+    return "_auth_user_id" in client.session

@@ -226,3 +226,64 @@ def calibration_round_done(protocol: Protocol, number: int) -> Round:
     calibration_round_close(protocol, round_)
     round_.refresh_from_db()
     return round_
+
+
+def gold_pool_done(protocol: Protocol, number: int, *, n: int = 3) -> Round:
+    """Calibration round ``number`` as a reserved gold pool: a set of ``n`` turns, coded by the experts only,
+    decided by the gold panel and closed (with its metric run)."""
+    round_ = calibration_services.calibration_round_create(study=protocol.study, by=protocol.admin, number=number,
+                                                           gold_pool=True)
+    calibration_services.calibration_set_sample(round=round_, by=protocol.admin, n=n, seed=number)
+    calibration_services.calibration_round_open(round=round_, by=protocol.admin)
+    expert, second_expert = protocol.experts
+    code_round(round_, expert, as_true)
+    code_round(round_, second_expert, misses_flags)
+    calibration_round_gold(protocol, round_)
+    calibration_round_close(protocol, round_)
+    round_.refresh_from_db()
+    return round_
+
+
+# --- the demo study, taken through the README's walk-through ------------------------------------------------------
+
+
+def code_queue(round_: Round, coder: User, deviation: Deviation) -> None:
+    """Code every turn of the coder's queue in the round (``deviation`` as in ``code_round``) and complete it."""
+    judgments = []
+    attributes = list(round_.study.schema.attributes.all())
+    assignments = Assignment.objects.filter(round=round_, coder=coder).select_related("turn__conversation")
+    for assignment in assignments:
+        turn = assignment.turn
+        responses = list(turn.responses.all())
+        for attribute in attributes:
+            for response in [None] if attribute.unit == "turn" else responses:
+                judgments.append(Judgment(round=round_, coder=coder, attribute=attribute, turn=turn,
+                                          response=response, conversation_id=turn.conversation_id,
+                                          score=deviation(attribute, truth(attribute, turn, response))))
+    Judgment.objects.bulk_create(judgments)
+    assignments.update(completed_at="2026-01-01T00:00Z")
+
+
+def demo_walked_through() -> Study:
+    """The demo study (``load_demo``) taken through the README's "Walk-through on the demo study" by its admin,
+    with the services (tests/annotation/test_demo_walkthrough.py follows the same steps through the pages): gold
+    from the demo expert's codings, calibration-1 closed with its metric run, the illustrative panel and
+    demo-reviewer retained, the main round assigned (both conversations double-coded), opened and coded by every
+    retained reviewer; the main round stays open."""
+    call_command("load_demo", "--quiet")
+    study = Study.objects.get(slug="demo")
+    admin = User.objects.get(username="demo-admin")
+    calibration = Round.objects.get(study=study, kind=Round.Kind.CALIBRATION, number=1)
+    calibration_services.gold_accept_unanimous(round=calibration, by=admin)
+    calibration_services.round_close(round=calibration, by=admin)
+    run = MetricRun.objects.filter(study=study, trigger="round-closed").latest("pk")
+    metric_runs.metric_run_execute(run_id=run.pk)
+    panel = ["demo-panel-1", "demo-panel-2", "demo-panel-3", "demo-reviewer"]
+    calibration_services.panel_retain(study=study, by=admin, usernames=panel, reason="the walk-through", k=6)
+    calibration_services.main_round_assign(study=study, by=admin, overlap=1, check_items=0)
+    main = Round.objects.get(study=study, kind=Round.Kind.MAIN)
+    calibration_services.round_open(round=main, by=admin)
+    for username, deviation in zip(panel, (as_true, misses_flags, misses_all_but_the_user_level, as_true),
+                                   strict=True):
+        code_queue(main, User.objects.get(username=username), deviation)
+    return study

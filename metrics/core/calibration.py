@@ -304,9 +304,8 @@ def _span_f1(
 def calibration_section(
     enc: Encoded, params: ReportParams, subcategory_attribute: Mapping[str, str] | None = None
 ) -> dict[str, object]:
-    rounds = ordered_calibration_rounds(enc.rounds)
+    every_round = ordered_calibration_rounds(enc.rounds)
     groups = _groups(enc)
-    last = rounds[-1] if rounds else None
     per_round: dict[str, dict[str, dict[str, object]]] = {}
     pairwise: dict[str, dict[str, dict[str, float | None]]] = {}
     pairwise_mean: dict[str, dict[str, float | None]] = {}
@@ -320,10 +319,16 @@ def calibration_section(
     expert_names = set(params.experts)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
     reviewer_codes, expert_codes = np.flatnonzero(~is_expert), np.flatnonzero(is_expert)
+    # A round no reviewer coded (a reserved gold pool, coded by the experts only) has expert figures only.
+    reviewed = set(np.unique(enc.judgments.round[np.isin(enc.judgments.coder, reviewer_codes)]).tolist())
+    rounds = [name for name in every_round if enc.rounds.index(name) in reviewed]
+    last = rounds[-1] if rounds else None
 
-    for name in rounds:
-        m = round_matrix(enc, name, reviewer_codes)
+    for name in every_round:
         experts[name] = _expert_round(enc, round_matrix(enc, name, expert_codes), groups)
+        if name not in rounds:
+            continue
+        m = round_matrix(enc, name, reviewer_codes)
         entries, kappa = _reviewer_entries(enc, m, groups)
         spans = _span_f1(enc, m, subcategory_attribute)
         for reviewer, entry in entries.items():
@@ -362,6 +367,7 @@ def calibration_section(
     }
     return {
         "rounds": rounds,
+        "expert_only_rounds": [name for name in every_round if name not in rounds],
         "first_round": rounds[0] if rounds else None,
         "last_round": last,
         "reviewers": reviewers,

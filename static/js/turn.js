@@ -20,6 +20,7 @@
   });
 
   // ---- text and offsets -----------------------------------------------------------------------------------
+  // A response is known here only by its handle (data-response): opaque, per reviewer, never its database id.
   const texts = {};
   document.querySelectorAll(".response-text").forEach(function (el) {
     const id = el.dataset.response;
@@ -139,6 +140,8 @@
     const form = formFor(selection.responseId, subcategories[slug].code);
     if (!form || form.querySelector('input[name="score"]:disabled')) return;
     const spans = readSpans(form);
+    // The same passage with the same subcategory is one span (the server refuses a repeat).
+    if (spans.some((s) => s.start === selection.start && s.end === selection.end && s.subcategory === slug)) return;
     spans.push({ start: selection.start, end: selection.end, subcategory: slug });
     writeSpans(form, spans);
   }

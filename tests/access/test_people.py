@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from audit.models import AuditEvent
+from tests.conftest import sign_in
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -35,7 +36,7 @@ def test_an_account_made_by_an_admin_sets_its_own_password_once(client, admin_us
     done = client.post(form.redirect_chain[-1][0] if form.redirect_chain else link,
                        {"new_password1": "a-long-Passphrase-42", "new_password2": "a-long-Passphrase-42"}, follow=True)
     assert b"Your password is set." in done.content
-    assert client.login(username="rita", password="a-long-Passphrase-42")
+    assert sign_in(client, "rita", "a-long-Passphrase-42")
     client.logout()
     assert b"has been used or has expired" in client.get(link, follow=True).content
     assert AuditEvent.objects.filter(action="account.create", actor=admin_user, target="user:rita").exists()
@@ -64,10 +65,10 @@ def test_deactivating_stops_sign_in_and_keeps_the_account(client, admin_user, re
     reviewer.refresh_from_db()
     assert not reviewer.is_active
     client.logout()
-    assert not client.login(username="reviewer", password="pw-for-tests")
+    assert not sign_in(client, "reviewer", "pw-for-tests")
     client.force_login(admin_user)
     client.post(reverse("account-active", args=[reviewer.pk]), {"active": "1"})
-    assert client.login(username="reviewer", password="pw-for-tests")
+    assert sign_in(client, "reviewer", "pw-for-tests")
 
 
 def test_an_admin_cannot_deactivate_themselves(client, admin_user):

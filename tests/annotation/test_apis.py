@@ -1,7 +1,7 @@
 """The study API (annotation/apis.py): studies, rounds and progress, assignments, judgments — each scoped to what
 the role may see, with pinned query counts; bulk ingestion of conversations and model responses (atomic,
-item-by-item errors, idempotent, 409 on judged text, set-based writes); the judgments export (streamed, formula
-cells neutralised) and import."""
+item-by-item errors, idempotent, set-based writes; 409 for another study's material and for text reviewers coded
+against); the judgments export (streamed, formula cells neutralised) and import."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from tests.factories import (
     ConversationFactory,
     JudgmentFactory,
     RoundFactory,
+    RoundItemFactory,
     SpanFactory,
     StudyMemberFactory,
     attribute,
@@ -247,8 +248,9 @@ def test_new_text_for_a_judged_response_in_a_conversation_is_a_409(ingester, stu
     response = ingester.post(CONVERSATIONS, records, format="json")
     assert response.status_code == 409
     assert response.json()["errors"] == [{"index": 0, "field": "turns[0].responses[0].text",
-                                          "message": "the GPT response of turn 1 already has judgments; its text "
-                                                     "cannot change"}]
+                                          "message": "the GPT response of turn 1 of CounselChat/appendix-d-1 already "
+                                                     "has judgments; its text cannot change (spans are character "
+                                                     "offsets into it)"}]
     judged.refresh_from_db()
     assert judged.text != "A different text."
 
@@ -348,8 +350,9 @@ def test_ten_thousand_responses_in_one_request_with_set_based_writes(
                              for i in range(1, 2001))
     items = [{"dataset": "Bulk", "conversation_id": "bulk", "turn_index": i, "model": model, "text": f"{model} {i}"}
              for i in range(1, 2001) for model in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]
-    # auth (3) + advisory lock + turns + existing responses + 5 INSERTs of 2,000 rows + savepoints: no per-item trip
-    with django_assert_max_num_queries(17):  # … and one audit event
+    # auth (3) + advisory lock + turns + existing responses + lock of the conversation + 3 reads of how studies use
+    # it + 5 INSERTs of 2,000 rows + its claim by the study + savepoints: no per-item trip
+    with django_assert_max_num_queries(22):  # … and one audit event
         response = ingester.post(RESPONSES, items, format="json")
     assert response.json() == {"items": 10000, "created": 10000, "updated": 0, "unchanged": 0}
     with django_assert_max_num_queries(10):
@@ -370,6 +373,159 @@ def test_reviewers_and_researchers_cannot_ingest(reviewer, researcher, as_token,
 def test_ingestion_into_an_unknown_study_is_a_404(admin_user, as_token, db):
     response = as_token(admin_user).post("/api/v1/studies/nope/responses/", [], format="json")
     assert response.status_code == 404
+
+
+# --- ingestion: study isolation and frozen text ----------------------------------------------------------------
+# Datasets are shared: any study may send identical content or new conversations. A conversation belongs to the
+# study whose ingestion first wrote it, and to every study that has it in a round or judged it: no other study's
+# token or endpoint changes it. What reviewers coded against is frozen, whoever sends it.
+
+OTHER_CONVERSATIONS = "/api/v1/studies/other-study/conversations/"
+OTHER_RESPONSES = "/api/v1/studies/other-study/responses/"
+FOREIGN = "CounselChat/appendix-d-1 belongs to another study: it cannot be changed through this one"
+
+
+def material():
+    """Every stored conversation, turn and response, column by column."""
+    return [list(model.objects.order_by("pk").values_list()) for model in (Conversation, Turn, ModelResponse)]
+
+
+@pytest.fixture
+def intruder(admin_user, as_token, other_study):
+    """An admin's ingestion token limited to ``other-study``."""
+    return as_token(admin_user, scopes=["ingest"], study=other_study)
+
+
+@pytest.fixture
+def judged_in_demo(study, demo_conversations):
+    """The demo conversations, imported without a study; CounselChat/appendix-d-1's turn (U1) and its GPT response
+    (AUR) judged in ``cab-demo``'s open calibration round. Returns that turn."""
+    round_ = RoundFactory(study=study, status="open")
+    gpt = ModelResponse.objects.get(turn__conversation__external_id="appendix-d-1", model_slot="GPT")
+    JudgmentFactory(round=round_, response=gpt)
+    JudgmentFactory(round=round_, response=None, turn=gpt.turn, attribute=attribute("U1"))
+    return gpt.turn
+
+
+def test_another_studys_token_cannot_rewrite_a_turn_judged_in_a_study_and_nothing_changes(intruder, judged_in_demo):
+    records = demo_records()
+    records[0]["title"] = "Replaced"
+    records[0]["turns"][0]["client"] = "Replaced client text."
+    records.append(demo_records()[1] | {"conversation_id": "new-in-other-study"})  # valid alone: all or nothing
+    before = material()
+    response = intruder.post(OTHER_CONVERSATIONS, records, format="json")
+    assert response.status_code == 409
+    assert response.json()["errors"] == [{"index": 0, "field": "conversation_id", "message": FOREIGN}]
+    assert "another study" in response.json()["detail"]
+    assert material() == before
+
+
+def test_another_studys_token_cannot_change_responses_of_a_conversation_judged_in_a_study(intruder, judged_in_demo):
+    items = response_items()
+    items[1]["text"] = "A rewritten Claude response, never judged itself."
+    before = material()
+    response = intruder.post(OTHER_RESPONSES, items, format="json")
+    assert response.status_code == 409
+    assert response.json()["errors"] == [{"index": 1, "field": "conversation_id", "message": FOREIGN}]
+    assert material() == before
+
+
+def test_material_ingested_through_a_study_is_its_own_before_anyone_codes_it(ingester, intruder, study):
+    ingester.post(CONVERSATIONS, demo_records()[:1], format="json")
+    assert Conversation.objects.get().study == study
+    changed = demo_records()[:1]
+    changed[0]["topic"] = "Grief and Loss"
+    before = material()
+    response = intruder.post(OTHER_CONVERSATIONS, changed, format="json")
+    assert (response.status_code, response.json()["errors"]) == (
+        409, [{"index": 0, "field": "conversation_id", "message": FOREIGN}])
+    assert material() == before
+
+
+def test_another_study_cannot_add_responses_to_a_studys_turns(intruder, turns_only):
+    before = material()
+    response = intruder.post(OTHER_RESPONSES, response_items(), format="json")
+    assert response.status_code == 409
+    assert {e["field"] for e in response.json()["errors"]} == {"conversation_id"}
+    assert {e["index"] for e in response.json()["errors"]} == set(range(20))
+    assert material() == before
+
+
+def test_datasets_are_shared_identical_content_is_unchanged_and_new_conversations_are_the_senders(
+    intruder, judged_in_demo, other_study
+):
+    records = demo_records() + [demo_records()[0] | {"conversation_id": "other-1"}]
+    response = intruder.post(OTHER_CONVERSATIONS, records, format="json")
+    assert response.status_code == 200, response.json()
+    assert (response.json()["conversations_unchanged"], response.json()["conversations_created"]) == (4, 1)
+    assert Conversation.objects.get(external_id="other-1").study == other_study
+    assert Conversation.objects.get(external_id="appendix-d-1").study is None  # unchanged: nobody claimed it
+
+
+def test_the_first_study_to_change_material_imported_without_a_study_owns_it(ingester, intruder, study,
+                                                                            demo_conversations):
+    items = response_items()
+    items[0]["text"] = "Corrected before anyone coded it."
+    assert ingester.post(RESPONSES, items, format="json").json()["updated"] == 1
+    assert Conversation.objects.get(external_id="appendix-d-1").study == study
+    items[0]["text"] = "Corrected again, by another study."
+    assert intruder.post(OTHER_RESPONSES, items, format="json").status_code == 409
+
+
+def test_new_text_for_a_judged_turn_is_a_409_saying_which_and_nothing_changes(ingester, judged_in_demo):
+    records = demo_records()
+    records[0]["title"] = "Replaced"
+    records[0]["turns"][0]["client"] = "Replaced client text."
+    records[0]["turns"][0]["therapist_reference"] = "Replaced reference."
+    before = material()
+    response = ingester.post(CONVERSATIONS, records, format="json")
+    assert response.status_code == 409
+    turn = "turn 1 of CounselChat/appendix-d-1 has judgments (on it, or on a later turn that shows it as context)"
+    assert response.json()["errors"] == [
+        {"index": 0, "field": "title", "message": "CounselChat/appendix-d-1 has judgments; its title cannot change"},
+        {"index": 0, "field": "turns[0].client", "message": f"{turn}; its client text cannot change"},
+        {"index": 0, "field": "turns[0].therapist_reference",
+         "message": f"{turn}; its therapist reference cannot change"},
+    ]
+    assert material() == before
+
+
+def test_an_earlier_turn_is_frozen_once_a_later_turn_that_shows_it_is_judged(ingester, study):
+    ingester.post(CONVERSATIONS, demo_records(), format="json")
+    second = Turn.objects.get(conversation__external_id="appendix-d-3", index=2)
+    JudgmentFactory(round=RoundFactory(study=study, status="closed"), response=None, turn=second,
+                    attribute=attribute("U1"))
+    records = demo_records()
+    records[2]["turns"][0]["client"] = "Context the reviewer never saw."
+    response = ingester.post(CONVERSATIONS, records, format="json")
+    assert response.status_code == 409
+    assert [e["field"] for e in response.json()["errors"]] == ["turns[0].client"]
+    records[2]["turns"].append({"index": 3, "client": "A new turn changes nothing that was coded."})
+    records[2]["turns"][0]["client"] = demo_records()[2]["turns"][0]["client"]
+    response = ingester.post(CONVERSATIONS, records, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["turns_created"] == 1
+
+
+@pytest.mark.parametrize("placed_by", [RoundItemFactory, AssignmentFactory])
+def test_response_text_in_an_open_round_cannot_change_until_the_round_closes(ingester, turns_only, study,
+                                                                              placed_by):
+    ingester.post(RESPONSES, response_items(), format="json")
+    round_ = RoundFactory(study=study, status="open")
+    placed_by(round=round_, turn=Turn.objects.get(conversation__external_id="appendix-d-1"))
+    items = response_items()
+    items[0]["text"] = "Revised while reviewers are reading it."
+    before = material()
+    response = ingester.post(RESPONSES, items, format="json")
+    assert response.status_code == 409
+    assert response.json()["errors"] == [{
+        "index": 0, "field": "text",
+        "message": "the GPT response of turn 1 of CounselChat/appendix-d-1 is in an open round; its text cannot "
+                   "change until the round closes"}]
+    assert material() == before
+    round_.status = "closed"
+    round_.save()
+    assert ingester.post(RESPONSES, items, format="json").json()["updated"] == 1
 
 
 # --- the judgments export and import ---------------------------------------------------------------------------
@@ -505,9 +661,9 @@ def test_a_large_export_arrives_in_many_chunks_not_one_buffer(researcher, as_tok
 
 
 def test_the_demo_study_round_trips_through_a_csv_export(researcher, admin_user, as_token):
-    from annotation.demo import demo_load
+    from tests.scenarios import demo_walked_through
 
-    study = demo_load().study
+    study = demo_walked_through()
     before = list(judgment_rows(study=study))
     assert len(before) > 1000 and any(row["spans"] for row in before) and any(row["is_gold"] for row in before)
     response = as_token(researcher).get(f"/api/v1/studies/{study.slug}/exports/judgments.csv")

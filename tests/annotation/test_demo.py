@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db.models import Count
 
-from annotation.models import Assignment, Round, Study
+from annotation.models import Assignment, Judgment, Round, Study
 from benchmark.models import Conversation, ModelResponse, Turn
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 
 def snapshot():
     return (Conversation.objects.count(), Turn.objects.count(), ModelResponse.objects.count(), Study.objects.count(),
-            Round.objects.count(), Assignment.objects.count(), get_user_model().objects.count())
+            Round.objects.count(), Assignment.objects.count(), Judgment.objects.count(),
+            get_user_model().objects.count())
 
 
 def test_load_demo_loads_the_real_examples_with_one_account_per_role(capsys):
@@ -27,11 +28,12 @@ def test_load_demo_loads_the_real_examples_with_one_account_per_role(capsys):
     study = Study.objects.get(slug="demo")
     assert study.schema.slug == "cab-v1" and study.status == "open"
     calibration = study.rounds.get(kind="calibration", number=1)
-    assert calibration.status == "open" and calibration.items.count() == 4
+    assert calibration.status == "open" and calibration.items.count() == 2
+    assert not study.rounds.filter(kind="main").exists(), "the main round is the admin's to assign and open"
     for username in ("demo-reviewer", "demo-expert", "demo-admin", "demo-researcher"):
         assert username in out
         assert get_user_model().objects.get(username=username).check_password("cab-demo")
-    assert Assignment.objects.filter(round=calibration, coder__username="demo-reviewer").count() == 4
+    assert Assignment.objects.filter(round=calibration, coder__username="demo-reviewer").count() == 2
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     assert not reviewer.is_staff, "reviewers never get the admin: it would unblind them"
     assert set(reviewer.groups.values_list("name", flat=True)) == {"reviewer"}

@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Judgment, Span
+from annotation.selectors import response_handle
 from tests.factories import (
     AssignmentFactory,
     ModelResponseFactory,
@@ -26,7 +27,6 @@ SPANS_MESSAGE = "spans must be a JSON list of {start, end, subcategory} with who
 COUNT_MESSAGE = "AUR: instance count must be a whole number from 0 to 2147483647"
 
 
-
 @pytest.fixture
 def turn_setup(client, reviewer):
     """An open calibration round with one turn (two responses) queued for the signed-in reviewer, a second turn
@@ -41,10 +41,14 @@ def turn_setup(client, reviewer):
     AssignmentFactory(round=round_, coder=reviewer, turn=turn, position=1)
     client.force_login(reviewer)
     url = reverse("judgment-save", args=[round_.pk, 1])
-    saved = client.post(url, {"attribute": "AUR", "response": gpt.pk, "score": "1", "instance_count": "1",
+    handle = response_handle(coder_id=reviewer.pk, turn_id=turn.pk, response_id=gpt.pk)
+    saved = client.post(url, {"attribute": "AUR", "response": handle, "score": "1", "instance_count": "1",
                               "spans": '[{"start": 0, "end": 4, "subcategory": "assumes"}]', "version": "0"})
     assert saved.status_code == 200, saved.content
-    return {"url": url, "gpt": gpt, "elsewhere": elsewhere, "judgment": Judgment.objects.get()}
+    # The reviewer's handle for a response of a turn they are not assigned (were it on a page of theirs).
+    elsewhere_handle = response_handle(coder_id=reviewer.pk, turn_id=elsewhere.turn_id, response_id=elsewhere.pk)
+    return {"url": url, "gpt": gpt, "handle": handle, "elsewhere": elsewhere_handle,
+            "judgment": Judgment.objects.get()}
 
 
 def message_of(response) -> str:
@@ -60,7 +64,7 @@ def snapshot():
 
 
 def post(client, setup, **fields):
-    data = {"form_id": "r-AUR", "attribute": "AUR", "response": setup["gpt"].pk, "score": "1", "version": "1"}
+    data = {"form_id": "r-AUR", "attribute": "AUR", "response": setup["handle"], "score": "1", "version": "1"}
     return client.post(setup["url"], data | {k: str(v) for k, v in fields.items()})
 
 
@@ -86,7 +90,9 @@ def post(client, setup, **fields):
     ({"attribute": "NOPE"}, "unknown attribute"),
     ({"attribute": ""}, "unknown attribute"),
     ({"attribute": "U1"}, "U1 is coded once per turn: give the turn and no model response"),
-    ({"response": "abc"}, "response: is not a whole number"),
+    ({"response": "abc"}, "that response is not part of this turn"),
+    ({"response": "0123456789abcdef"}, "that response is not part of this turn"),
+    ({"response": "x" * 65}, "that response is not part of this turn"),
     ({"response": "999999999"}, "that response is not part of this turn"),
     ({"score": "7"}, "AUR: score 7 is outside the scale 0–2"),
 ])
@@ -100,7 +106,7 @@ def test_bad_input_is_a_422_with_its_specific_message_and_writes_nothing(client,
 
 def test_a_response_of_another_turn_is_refused_and_writes_nothing(client, turn_setup):
     before = snapshot()
-    response = post(client, turn_setup, response=turn_setup["elsewhere"].pk)
+    response = post(client, turn_setup, response=turn_setup["elsewhere"])
     assert response.status_code == 422
     assert message_of(response) == "that response is not part of this turn"
     assert snapshot() == before
@@ -134,7 +140,7 @@ def test_no_bad_save_of_any_kind_adds_or_changes_a_judgment(client, turn_setup):
            {"spans": "[" * 100_000 + "]" * 100_000},
            {"spans": '[{"start": true, "end": 3, "subcategory": "assumes"}]'},
            {"spans": '[{"start": 0, "end": 1000, "subcategory": "assumes"}]'}, {"attribute": "NOPE"},
-           {"response": turn_setup["elsewhere"].pk}]
+           {"response": turn_setup["elsewhere"]}, {"response": turn_setup["gpt"].pk}]
     statuses = [post(client, turn_setup, **fields).status_code for fields in bad]
     assert statuses == [422] * len(bad)
     assert Judgment.objects.count() == 1

@@ -90,8 +90,9 @@ def judgment_count(study) -> int:
 
 def test_home_and_queue_pages_need_a_fixed_number_of_queries_at_any_size(client, data, django_assert_num_queries):
     client.force_login(data["reviewer"])
-    # session, user, roles three times, open rounds with progress, feedback rounds, studies, their rounds
-    with django_assert_num_queries(9):
+    # session, user, roles three times, open rounds with progress, expert memberships, feedback rounds, studies,
+    # their rounds
+    with django_assert_num_queries(10):
         home = client.get(reverse("home"))
     assert home.status_code == 200
     assert home.content.count(b"/feedback/") == SIZES[data["size"]]["rounds"]

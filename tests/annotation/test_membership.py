@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from annotation.models import Judgment, Round, StudyMember
+from tests.conftest import sign_in
 
 pytestmark = pytest.mark.django_db
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def removed(client):
     call_command("load_demo", "--quiet")
     round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
-    assert client.login(username="demo-reviewer", password="cab-demo")
+    assert sign_in(client, "demo-reviewer", "cab-demo")
     save = client.post(reverse("judgment-save", args=[round_.pk, 1]), {"attribute": "U1", "score": "1"})
     assert save.status_code == 200
     StudyMember.objects.filter(study=round_.study, user__username="demo-reviewer").delete()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import AttributeDefinition
-from annotation.rules import MAX_INSTANCE_COUNT, judgment_problems, units_of
+from annotation.rules import MAX_INSTANCE_COUNT, MAX_SPANS, judgment_problems, units_of
 from tests.factories import attribute
 
 pytestmark = pytest.mark.django_db
@@ -173,6 +173,18 @@ def test_spans_of_a_judgment_on_the_wrong_unit_are_not_reported_twice():
         "unit": "AUR is coded once per model response: a model response is required"}
     assert problems("U1", response=True, spans=[(0, 3, "assumes")]) == {
         "unit": "U1 is coded once per turn: give the turn and no model response"}
+
+
+def test_the_same_span_twice_is_refused_at_its_second_place():
+    spans = [(0, 3, "assumes"), (4, 9, "assumes"), (0, 3, "assumes"), (0, 3, "explores")]
+    assert problems("AUR", spans=spans) == {"spans[2]": "AUR: span [0, 3) assumes is given twice"}
+
+
+def test_more_spans_than_the_limit_are_refused_with_one_message():
+    many = [(i % 30, i % 30 + 1, "assumes") for i in range(MAX_SPANS + 1)]
+    assert problems("AUR", spans=many) == {
+        "spans": f"AUR: at most {MAX_SPANS} spans per judgment, {MAX_SPANS + 1} were given"}
+    assert problems("AUR", spans=[(i % 39, i % 39 + 1, "assumes") for i in range(39)]) == {}
 
 
 # --- units_of ---------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from access import roles
 from access.services import user_ensure
 from annotation.models import Judgment, Round, Span
 from annotation.rules import judgment_problems
+from annotation.selectors import response_handle
 from api import services as api_services
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
@@ -59,7 +60,8 @@ def paths(client, reviewer, tmp_path):
                                                  expires_at=None, by=None)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
-    return Paths(client=client, api=api, round=round_, admin=admin, gpt=gpt, tmp_path=tmp_path)
+    handle = response_handle(coder_id=reviewer.pk, turn_id=gpt.turn_id, response_id=gpt.pk)
+    return Paths(client=client, api=api, round=round_, admin=admin, gpt=gpt, handle=handle, tmp_path=tmp_path)
 
 
 @dataclass
@@ -69,12 +71,13 @@ class Paths:
     round: Round
     admin: Any
     gpt: ModelResponse
+    handle: str  # the reviewer's name for gpt on their turn page
     tmp_path: Path
 
     def autosave(self, *, code, score, model=True, instance_count=None, spans=None) -> str:
         data = {"form_id": "f", "attribute": code, "score": str(score), "version": "0"}
         if model:
-            data["response"] = str(self.gpt.pk)
+            data["response"] = self.handle
         if instance_count is not None:
             data["instance_count"] = str(instance_count)
         if spans is not None:

@@ -1,5 +1,7 @@
 """Importing conversations (benchmark/services.py, ``import_conversations``): verbatim text, idempotent re-imports,
-every bad row named by line and field with nothing written, judged response text never rewritten."""
+every bad row named by line and field with nothing written; study isolation (no study's material changes through
+another study, nor through the command, which has none) and frozen text (what reviewers coded against never
+changes). The database's side of the freeze is in test_models.py."""
 
 from __future__ import annotations
 
@@ -8,8 +10,16 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from benchmark import services
 from benchmark.models import Conversation, ModelResponse, Turn
-from tests.factories import JudgmentFactory, RoundFactory, StudyFactory
+from tests.factories import (
+    AssignmentFactory,
+    JudgmentFactory,
+    RoundFactory,
+    RoundItemFactory,
+    StudyFactory,
+    attribute,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -109,18 +119,133 @@ def test_unjudged_text_is_updated_by_a_reimport(tmp_path):
     assert ModelResponse.objects.get(model_slot="Claude").text == "A corrected response."
 
 
-def test_new_text_for_a_judged_response_is_refused_and_nothing_changes(tmp_path):
+def test_the_command_cannot_change_material_a_study_judged_and_nothing_changes(tmp_path):
     call_command("import_conversations", str(write(tmp_path, record(), record("c2"))))
     judged = ModelResponse.objects.get(model_slot="Claude", turn__conversation__external_id="c1")
     JudgmentFactory(round=RoundFactory(study=StudyFactory()), response=judged)
     changed_one, changed_two = record(), record("c2", topic="Grief and Loss")
     changed_one["turns"][0]["responses"][1]["text"] = "Rewritten."
-    with pytest.raises(CommandError, match=r"line 1: turns\[0\]\.responses\[1\]\.text: the Claude response of turn 1 "
-                                           r"already has judgments; its text cannot change"):
+    changed_one["turns"][0]["client"] = "Rewritten client text."
+    before = material()
+    with pytest.raises(CommandError) as caught:
         call_command("import_conversations", str(write(tmp_path, changed_one, changed_two)))
-    judged.refresh_from_db()
-    assert judged.text == "What keeps you awake?"
-    assert Conversation.objects.get(external_id="c2").topic == "Sleep"
+    assert str(caught.value).endswith("1 error(s), nothing was changed:\nline 1: conversation_id: CounselChat/c1 "
+                                      "belongs to a study: only that study's ingestion may change it, not an import "
+                                      "without a study")
+    assert material() == before
+
+
+def test_the_command_cannot_change_material_ingested_through_a_study(tmp_path):
+    study = StudyFactory()
+    services.conversations_ingest(items=[record()], study=study)
+    before = material()
+    with pytest.raises(CommandError, match="CounselChat/c1 belongs to a study"):
+        call_command("import_conversations", str(write(tmp_path, record(title="Renamed by the command"))))
+    assert material() == before
+
+
+# --- through a study: study isolation and frozen text (the API's side is in tests/annotation/test_apis.py) -------
+
+
+def material():
+    """Every stored conversation, turn and response, column by column."""
+    return [list(model.objects.order_by("pk").values_list()) for model in (Conversation, Turn, ModelResponse)]
+
+
+def multi(conversation_id="m1", **overrides):
+    return record(conversation_id, kind="multi", complexity=None, turns=[
+        {"index": i, "client": f"client {i}", "therapist_reference": f"reference {i}",
+         "responses": [{"model": "GPT", "text": f"response {i}"}]} for i in (1, 2, 3)
+    ], **overrides)
+
+
+def test_a_study_owns_what_it_creates_and_claims_what_it_changes_first():
+    study, other = StudyFactory(), StudyFactory()
+    services.conversations_import(rows=enumerate([record("library")], start=1))
+    services.conversations_ingest(items=[record("mine")], study=study)
+    assert dict(Conversation.objects.values_list("external_id", "study")) == {"library": None, "mine": study.pk}
+    services.conversations_ingest(items=[record("library", title="Named")], study=other)
+    assert Conversation.objects.get(external_id="library").study == other
+
+
+def test_a_study_cannot_change_another_studys_material_through_any_service(tmp_path):
+    owner, other = StudyFactory(), StudyFactory()
+    services.conversations_ingest(items=[record()], study=owner)
+    changed = record(title="Renamed")
+    lines = write(tmp_path, changed).read_text(encoding="utf-8").splitlines(keepends=True)
+    response = {"dataset": "CounselChat", "conversation_id": "c1", "turn_index": 1, "model": "GPT", "text": "New."}
+    before = material()
+    for attempt in (lambda: services.conversations_ingest(items=[changed], study=other),
+                    lambda: services.conversations_upload(stream=lines, study=other),
+                    lambda: services.conversations_upload(stream=lines),
+                    lambda: services.responses_ingest(items=[response], study=other)):
+        with pytest.raises(services.MaterialConflict) as caught:
+            attempt()
+        assert [(e.field, e.message.split(" belongs to")[0]) for e in caught.value.errors] == [
+            ("conversation_id", "CounselChat/c1")]
+    assert material() == before
+
+
+def test_used_material_is_frozen_for_every_other_study_whoever_owns_it():
+    owner, user = StudyFactory(), StudyFactory()
+    services.conversations_ingest(items=[record()], study=owner)
+    RoundItemFactory(round=RoundFactory(study=user, status="draft"), turn=Turn.objects.get())
+    for study in (owner, None):
+        with pytest.raises(services.MaterialConflict, match="belongs to"):
+            services.conversations_import(rows=enumerate([record(title="Renamed")], start=1), study=study)
+    assert Conversation.objects.get().title == ""
+
+
+@pytest.mark.parametrize(("judged_index", "frozen"), [(1, [1]), (2, [1, 2]), (3, [1, 2, 3])])
+def test_a_judged_turn_and_the_earlier_turns_it_shows_are_frozen(judged_index, frozen):
+    study = StudyFactory()
+    services.conversations_ingest(items=[multi()], study=study)
+    JudgmentFactory(round=RoundFactory(study=study, status="closed"), response=None, attribute=attribute("U1"),
+                    turn=Turn.objects.get(index=judged_index))
+    changed = multi()
+    for turn in changed["turns"]:
+        turn["client"] += " (edited)"
+    with pytest.raises(services.MaterialConflict) as caught:
+        services.conversations_ingest(items=[changed], study=study)
+    assert [e.field for e in caught.value.errors] == [f"turns[{i - 1}].client" for i in frozen]
+    for turn in changed["turns"]:
+        turn["client"] = turn["client"] if turn["index"] > judged_index else turn["client"].removesuffix(" (edited)")
+    services.conversations_ingest(items=[changed], study=study)  # later turns nobody coded may still change
+    assert list(Turn.objects.order_by("index").values_list("client_text", flat=True)) == [
+        f"client {i}" + ("" if i <= judged_index else " (edited)") for i in (1, 2, 3)]
+
+
+def test_turns_in_an_open_round_are_frozen_with_the_earlier_turns_and_the_conversation():
+    study = StudyFactory()
+    services.conversations_ingest(items=[multi()], study=study)
+    round_ = RoundFactory(study=study, status="open")
+    AssignmentFactory(round=round_, turn=Turn.objects.get(index=2))
+    changed = multi(topic="Grief and Loss")
+    changed["turns"][0]["client"] = "edited"
+    changed["turns"][2]["client"] = "edited"
+    changed["turns"][1]["responses"][0]["text"] = "edited"
+    with pytest.raises(services.MaterialConflict) as caught:
+        services.conversations_ingest(items=[changed], study=study)
+    assert [(e.field, e.message) for e in caught.value.errors] == [
+        ("topic", "CounselChat/m1 is in an open round; its topic cannot change"),
+        ("turns[0].client", "turn 1 of CounselChat/m1 is in an open round (itself, or as context of a later turn); "
+                            "its client text cannot change"),
+        ("turns[1].responses[0].text", "the GPT response of turn 2 of CounselChat/m1 is in an open round; its text "
+                                       "cannot change until the round closes"),
+    ]
+    round_.status = "closed"
+    round_.save()
+    services.conversations_ingest(items=[changed], study=study)
+    assert Conversation.objects.get().topic == "Grief and Loss"
+
+
+def test_a_new_model_version_of_a_judged_response_is_not_a_text_change():
+    study = StudyFactory()
+    services.conversations_ingest(items=[record()], study=study)
+    JudgmentFactory(round=RoundFactory(study=study), response=ModelResponse.objects.get(model_slot="GPT"))
+    changed = record()
+    changed["turns"][0]["responses"][0]["model_version"] = "gpt-x-2"
+    assert services.conversations_ingest(items=[changed], study=study).responses_updated == 1
 
 
 def test_missing_file_and_non_utf8_are_clear_errors(tmp_path):

@@ -90,13 +90,29 @@ def test_consensus_page_needs_12_queries_at_any_size(client, admin, data, django
     assert all(name.encode() in response.content for name in experts)
 
 
-def test_workshop_page_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_workshop_page_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):  # … one of them letters the responses (model names are hidden by default)
         response = client.get(reverse("workshop", args=[data["first"].pk]))
     assert response.status_code == 200
-    assert b"Decision on " in response.content  # (the page shows the first 200 items only)
+    assert b"items with gold match" in response.content
     assert b'class="seg hl hl-' in response.content  # the reviewers' spans are overlaid
+
+
+def test_workshop_page_with_model_names_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+    client.force_login(admin)
+    with django_assert_num_queries(11):
+        response = client.get(reverse("workshop", args=[data["first"].pk]) + "?models=1&reveal=1&page=2")
+    assert response.status_code == 200
+
+
+def test_consensus_page_for_an_expert_needs_a_fixed_number_of_queries(client, data, django_assert_num_queries):
+    Study.objects.filter(pk=data["study"].pk).update(experts_see_consensus=True)
+    expert = StudyMember.objects.filter(study=data["study"], role="expert").select_related("user").first().user
+    client.force_login(expert)
+    with django_assert_num_queries(13):  # … one of them finds that the expert belongs to the study
+        response = client.get(reverse("consensus", args=[data["first"].pk]))
+    assert response.status_code == 200 and b"Read-only" in response.content
 
 
 def test_memo_needs_a_fixed_number_of_queries_at_any_size(client, admin, data, django_assert_num_queries):
@@ -109,9 +125,10 @@ def test_memo_needs_a_fixed_number_of_queries_at_any_size(client, admin, data, d
     assert markdown.content.decode().count("Decision on ") == SIZES[data["size"]]["notes"]
 
 
-def test_feedback_page_needs_9_queries_at_any_size(client, data, django_assert_num_queries):
+def test_feedback_page_needs_10_queries_at_any_size(client, data, django_assert_num_queries):
     client.force_login(data["reviewer"])
-    with django_assert_num_queries(9):  # … two of them name each response as the reviewer saw it and link to it
+    with django_assert_num_queries(10):  # … two of them name each response as the reviewer saw it and link to it,
+        # one reads the shown differences' spans (the reviewer's own and the expert panel's)
         response = client.get(reverse("feedback", args=[data["first"].pk]))
     assert response.status_code == 200
     assert b"Agreement with gold over" in response.content
@@ -121,6 +138,8 @@ def test_panel_page_needs_7_queries_at_any_size(client, admin, data, django_asse
     run = metric_services.metric_run_request(study=data["study"], by=None, bootstrap=20)
     metric_runs.metric_run_execute(run_id=run.pk)
     client.force_login(admin)
+    client.get(reverse("panel", args=[SLUG]))  # a session older than SESSION_RENEW_SECONDS is renewed first
+    # session, user, roles, study, latest succeeded run, newest run, members
     with django_assert_num_queries(7):
         response = client.get(reverse("panel", args=[SLUG]))
     assert response.status_code == 200

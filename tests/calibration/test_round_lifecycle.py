@@ -58,8 +58,9 @@ def test_closing_with_coders_unfinished_names_them_and_waits_for_confirmation(cl
     assert "These coders have not finished" in page and "<td>reviewer</td><td>0</td><td>1</td>" in page
     assert Round.objects.get(pk=main.pk).status == "open" and not MetricRun.objects.exists()
     page = client.post(url, {"confirm": "1"}, follow=True).content.decode()
-    assert "main closed; a metrics run was requested." in page
-    assert Round.objects.get(pk=main.pk).status == "closed" and MetricRun.objects.get().trigger == "round-closed"
+    run = MetricRun.objects.get()
+    assert f"main closed; metrics run {run.pk} was requested." in page  # handed to the broker after the commit
+    assert Round.objects.get(pk=main.pk).status == "closed" and run.trigger == "round-closed"
 
 
 def test_closing_when_everyone_finished_needs_no_confirmation(client, admin_user, reviewer, study):

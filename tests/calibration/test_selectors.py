@@ -53,6 +53,25 @@ def test_workshop_anonymises_reviewers_unless_revealed(protocol, number):
     assert set(revealed[0].scores) == {"rev-a", "rev-b", "rev-c"}
 
 
+def test_workshop_letters_the_responses_of_a_turn_unless_model_names_are_shown(protocol):
+    round_ = protocol.round(1)
+    aliases = calibration_selectors.reviewer_aliases(study=protocol.study, reveal=False)
+
+    def labels(model_names: bool) -> dict[int, dict[int, str]]:
+        items = [item for item in calibration_selectors.workshop_items(round=round_) if item.response is not None]
+        calibration_selectors.workshop_items_detail(round=round_, items=items, aliases=aliases,
+                                                    model_names=model_names)
+        by_turn: dict[int, dict[int, str]] = {}
+        for item in items:
+            assert by_turn.setdefault(item.turn.pk, {}).setdefault(item.response.pk, item.label) == item.label
+        return by_turn
+
+    hidden = labels(False)
+    assert hidden and all(sorted(turn.values()) == [f"Response {c}" for c in "ABCDE"] for turn in hidden.values())
+    assert labels(False) == hidden, "the same letters on every visit"
+    assert {label for turn in labels(True).values() for label in turn.values()} <= set(protocol.study.model_slots)
+
+
 # --- a reviewer's feedback ---------------------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from metrics.models import MetricRun
+from tests import scenarios
 from tests.factories import (
     ModelResponseFactory,
     RoundFactory,
@@ -26,7 +27,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 CLOSED_ROUNDS = 1  # for the protocol fixture: round 1 closed with its metric run, round 2 open and coded
-CLOSED, OPEN = 1, 2
+CLOSED, OPEN, POOL = 1, 2, 3
 
 
 def open_items(round_: Round) -> list[calibration_selectors.ConsensusItem]:
@@ -206,8 +207,12 @@ def test_panel_retention_needs_a_reason_off_the_ranking(protocol):
 
 @pytest.fixture
 def main_round(protocol):
-    """The top two of the ranking retained, and the main round assigned to them (half the conversations
-    double-coded, two hidden check items per queue); the assignment's summary."""
+    """Round 2 decided and closed, a reserved gold pool of three turns coded and decided (round 3), the top two
+    of the ranking retained, and the main round assigned to them (half the conversations double-coded, two hidden
+    check items per queue); the main round and the assignment's summary."""
+    scenarios.calibration_round_gold(protocol, protocol.round(OPEN))
+    scenarios.calibration_round_close(protocol, protocol.round(OPEN))
+    scenarios.gold_pool_done(protocol, POOL)
     calibration_services.panel_retain(study=protocol.study, by=protocol.admin, usernames=["rev-a", "rev-b"], k=2)
     summary = calibration_services.main_round_assign(study=protocol.study, by=protocol.admin, overlap=0.5,
                                                      check_items=2, seed=3)
@@ -233,13 +238,93 @@ def test_calibration_turns_come_back_in_the_main_round_only_as_check_items(proto
     assert not regular.filter(turn_id__in=calibration_turns).exists()
 
 
-def test_main_round_queues_follow_topic_order(main_round):
+def test_main_round_queues_follow_topic_order_check_items_included(main_round):
     main, _ = main_round
-    regular = Assignment.objects.filter(round=main, is_check_item=False, coder__username="rev-a")
-    topics = [a.turn.conversation.topic for a in regular.select_related("turn__conversation").order_by("position")]
-    assert topics == sorted(topics)
+    for coder in ("rev-a", "rev-b"):
+        queue = Assignment.objects.filter(round=main, coder__username=coder).select_related("turn__conversation")
+        topics = [a.turn.conversation.topic for a in queue.order_by("position")]
+        assert topics == sorted(topics), coder
+
+
+def test_check_items_come_from_the_reserved_pool_never_from_what_the_reviewer_saw(protocol, main_round):
+    main, summary = main_round
+    pool = set(protocol.round(POOL).items.values_list("turn_id", flat=True))
+    assert not Assignment.objects.filter(round=protocol.round(POOL), coder__in=protocol.reviewers).exists()
+    for reviewer in protocol.reviewers[:2]:
+        seen = set(Assignment.objects.filter(round__kind="calibration", coder=reviewer)
+                   .values_list("turn__conversation_id", flat=True))
+        checks = Assignment.objects.filter(round=main, coder=reviewer, is_check_item=True)
+        assert checks.count() == 2
+        assert set(checks.values_list("turn_id", flat=True)) <= pool
+        assert not set(checks.values_list("turn__conversation_id", flat=True)) & seen
+    assert summary["check_conversations_fewest"] == 2
+
+
+def test_without_a_reserved_pool_no_seen_gold_becomes_a_check_item(protocol):
+    calibration_services.panel_retain(study=protocol.study, by=protocol.admin, usernames=["rev-a", "rev-b"], k=2)
+    summary = calibration_services.main_round_assign(study=protocol.study, by=protocol.admin, check_items=2)
+    assert summary["check_items"] == 0 and summary["check_conversations_fewest"] == 0
+
+
+def test_a_gold_pool_is_coded_by_experts_only_and_runs_beside_a_calibration_round(protocol):
+    round_ = calibration_services.calibration_round_create(study=protocol.study, by=protocol.admin, number=POOL,
+                                                           gold_pool=True)
+    calibration_services.calibration_set_sample(round=round_, by=protocol.admin, n=2, seed=5)
+    calibration_services.calibration_round_open(round=round_, by=protocol.admin)  # round 2 is open too
+    coders = set(Assignment.objects.filter(round=round_).values_list("coder__username", flat=True))
+    assert coders == {"expert", "expert-2"}
+    with pytest.raises(ValidationError, match="no longer a draft"):
+        calibration_services.calibration_round_create(study=protocol.study, by=protocol.admin, number=POOL)
+
+
+# --- reopening after feedback -------------------------------------------------------------------------------------
+
+
+def first_item(round_: Round):
+    item = round_.items.select_related("turn").order_by("position").first()
+    return item.turn, attribute("U1")
+
+
+def test_reopening_keeps_what_feedback_compared_with_gold_locked(protocol):
+    closed = protocol.round(CLOSED)
+    reviewer = protocol.reviewers[1]
+    turn, u1 = first_item(closed)
+    before = Judgment.objects.get(round=closed, coder=reviewer, attribute=u1, turn=turn)
+    calibration_services.round_reopen(round=closed, by=protocol.admin, reason="a late reviewer joins")
+    with pytest.raises(ValidationError, match="compared with gold in your feedback"):
+        annotation_services.judgment_save(round=protocol.round(CLOSED), by=reviewer, attribute=u1, turn=turn,
+                                          score=(before.score + 1) % 5)
+    assert Judgment.objects.get(pk=before.pk).score == before.score
+    assert not Assignment.objects.filter(round=closed, feedback_locked=False).exists()
+
+
+def test_a_member_who_joined_after_feedback_gets_the_set_on_reopening_and_can_code_it(protocol):
+    closed = protocol.round(CLOSED)
+    late = StudyMemberFactory(study=protocol.study, role="reviewer").user
+    calibration_services.round_reopen(round=closed, by=protocol.admin, reason="a late reviewer joins")
+    queue = Assignment.objects.filter(round=closed, coder=late)
+    assert queue.count() == closed.items.count() and not queue.filter(feedback_locked=True).exists()
+    turn, u1 = first_item(closed)
+    saved = annotation_services.judgment_save(round=protocol.round(CLOSED), by=late, attribute=u1, turn=turn, score=2)
+    assert saved.score == 2
+
+
+def test_the_admin_is_told_the_reopen_rule_before_confirming(client, protocol):
+    client.force_login(protocol.admin)
+    page = client.get(f"/studies/{protocol.study.slug}/").content.decode()
+    assert calibration_services.REOPEN_RULE["calibration"] in page
 
 
 def test_main_round_is_assigned_once(protocol, main_round):
     with pytest.raises(ValidationError, match="already has assignments"):
         calibration_services.main_round_assign(study=protocol.study, by=protocol.admin)
+
+
+def test_a_locked_item_is_shown_read_only_with_the_reason(client, protocol):
+    closed = protocol.round(CLOSED)
+    calibration_services.round_reopen(round=closed, by=protocol.admin, reason="a late reviewer joins")
+    client.force_login(protocol.reviewers[0])
+    page = client.get(f"/rounds/{closed.pk}/turns/1/").content.decode()
+    assert "compared with gold" not in page  # the service's words are for refusals; the page says it plainly
+    assert "feedback against gold before the round was reopened" in page
+    assert 'type="radio"' in page and "disabled" in page

@@ -4,14 +4,21 @@ on a synthetic study with two closed calibration rounds and a metric run, built 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils.html import escape
 
-from annotation.models import Assignment, Judgment, Round, Study, StudyMember, WorkshopNote
+from annotation.models import Assignment, Judgment, Round, Span, Study, StudyMember, WorkshopNote
 from audit.models import AuditEvent
+from benchmark.models import ModelResponse
+from calibration import selectors as calibration_selectors
+from calibration.views import PAGE_SIZE
 from tests import scenarios
+from tests.factories import SpanFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -64,8 +71,10 @@ def test_a_workshop_note_is_saved_and_appears_in_the_memo(client, synthetic, adm
     round_ = synthetic.rounds.get(kind="calibration", number=1)
     item = Judgment.objects.filter(round=round_, is_gold=True, attribute__code="AUR").first()
     response = client.post(reverse("workshop-note", args=[round_.pk]), {
-        "attribute": "AUR", "turn": item.turn_id, "response": item.response_id, "text": "Anchor 1 = hedged."})
+        "attribute": "AUR", "turn": item.turn_id, "response": item.response_id, "text": "Anchor 1 = hedged."},
+        HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and WorkshopNote.objects.get(round=round_).text == "Anchor 1 = hedged."
+    assert f"Note saved on AUR · {item.turn}." in response.content.decode(), "htmx gets the outcome beside the note"
     memo = client.get(reverse("memo", args=[round_.pk, "md"]))
     assert memo["Content-Disposition"].startswith("attachment") and "Anchor 1 = hedged." in memo.content.decode()
     assert b"Anchor 1 = hedged." in client.get(reverse("memo", args=[round_.pk, "html"])).content
@@ -84,8 +93,10 @@ def test_retaining_anything_but_the_top_k_needs_a_reason_shown_on_the_page(clien
     response = client.post(reverse("panel-retain", args=["syn"]), {"retain": ["syn-r01"], "k": "3"}, follow=True)
     assert "give the reason" in response.content.decode()
     assert not StudyMember.objects.filter(study=synthetic, retained=True).exists(), "nothing changes"
-    response = client.post(reverse("panel-retain", args=["syn"]), {"retain": ["syn-r01"], "k": "3",
-                                                             "reason": "only one reviewer is available"}, follow=True)
+    state = response.context["change"].state
+    response = client.post(reverse("panel-retain", args=["syn"]), {
+        "retain": ["syn-r01"], "k": "3", "confirm": "1", "state": state, "reason": "only one reviewer is available"},
+        follow=True)
     assert "Retained panel saved" in response.content.decode()
     assert AuditEvent.objects.filter(study_slug="syn", action="panel.retain", data__overridden=True).exists()
 
@@ -142,3 +153,179 @@ def test_dashboard_forms_answer_bad_input_specifically_and_change_nothing(client
     assert "double-coded share: Ensure this value is less than or equal to 1" in client.post(
         main_url, {"overlap": "2"}, follow=True).content.decode()
     assert "select the retained panel first" in client.post(main_url, {"overlap": "0.1"}, follow=True).content.decode()
+
+
+# --- paged lists: consensus, workshop and feedback -------------------------------------------------------------
+
+
+def rows_of(page: str) -> list[str]:
+    """The item anchors of a list page, in order."""
+    return re.findall(r'id="item-([^"]+)"', page)
+
+
+def test_consensus_pages_say_how_many_items_match_and_link_the_next_page(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    total = len(calibration_selectors.consensus_items(round=round_))
+    pages = -(-total // PAGE_SIZE)
+    assert pages > 2
+    url = reverse("consensus", args=[round_.pk])
+    first = client.get(url + "?show=all").content.decode()
+    assert f"<strong>{total}</strong> items match · showing 1–{PAGE_SIZE}, page 1 of {pages}" in first
+    assert first.count('class="gold-form"') == len(rows_of(first)) == PAGE_SIZE
+    assert 'href="?show=all&amp;page=2" rel="next"' in first, "the next page keeps the filter"
+    second = client.get(url + "?show=all&page=2").content.decode()
+    assert f"showing {PAGE_SIZE + 1}–{2 * PAGE_SIZE}, page 2 of {pages}" in second
+    assert not set(rows_of(first)) & set(rows_of(second))
+    last = client.get(url + "?show=all&page=999").content.decode()
+    assert f"page {pages} of {pages}" in last and len(rows_of(last)) == total - (pages - 1) * PAGE_SIZE
+
+
+def test_recording_gold_comes_back_to_the_same_filter_page_and_item_saying_what_changed(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    items = calibration_selectors.consensus_items(round=round_)
+    item, following = items[PAGE_SIZE + 1], items[PAGE_SIZE + 2]
+    score = next(value for value in item.attribute.scale if value != item.gold.score)
+    url = reverse("consensus", args=[round_.pk])
+    response = client.post(reverse("gold-record", args=[round_.pk]), {
+        "attribute": item.attribute.code, "turn": item.turn.pk, "response": item.response.pk if item.response else "",
+        "score": score, "version": item.gold.version, "reason": "the workshop read the anchor again",
+        "back": "?show=all&page=2", "item": item.key, "following": following.key})
+    assert response.status_code == 302
+    assert response["Location"] == f"{url}?show=all&page=2#item-{item.key}"
+    page = client.get(response["Location"]).content.decode()
+    assert f"Gold {item.attribute.code} = {score} recorded for {item.turn}" in page
+    assert item.key in rows_of(page) and "page 2 of" in page
+
+
+def test_recording_gold_in_the_list_without_gold_comes_back_to_the_next_item(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    Judgment.objects.filter(pk__in=Judgment.objects.filter(round=round_, is_gold=True).values("pk")[:3]).delete()
+    open_items = [i for i in calibration_selectors.consensus_items(round=round_) if i.gold is None]
+    first, second = open_items[:2]
+    url = reverse("consensus", args=[round_.pk])
+    assert rows_of(client.get(url).content.decode()) == [i.key for i in open_items], "without gold by default"
+    response = client.post(reverse("gold-record", args=[round_.pk]), {
+        "attribute": first.attribute.code, "turn": first.turn.pk,
+        "response": first.response.pk if first.response else "", "score": first.attribute.scale[0],
+        "reason": "decided in the workshop", "back": "?show=open&page=1", "item": first.key,
+        "following": second.key})
+    assert response["Location"] == f"{url}?show=open&page=1#item-{second.key}"
+    page = client.get(response["Location"]).content.decode()
+    assert rows_of(page) == [i.key for i in open_items[1:]] and "recorded for" in page
+
+
+def test_a_refused_gold_record_comes_back_to_the_item_with_the_reason(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    item = calibration_selectors.consensus_items(round=round_)[3]
+    response = client.post(reverse("gold-record", args=[round_.pk]), {
+        "attribute": item.attribute.code, "turn": item.turn.pk, "response": item.response.pk if item.response else "",
+        "score": "99", "reason": "typo", "back": "?show=differ&page=1&evil=1", "item": item.key, "following": "x"})
+    assert response["Location"] == f"{reverse('consensus', args=[round_.pk])}?show=differ&page=1#item-{item.key}"
+    assert "outside the scale" in client.get(response["Location"]).content.decode()
+
+
+def test_experts_read_a_closed_rounds_consensus_only_when_the_study_allows_it(client, synthetic, admin_user):
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    expert = get_user_model().objects.get(username="syn-e1")
+    url = reverse("consensus", args=[round_.pk])
+    client.force_login(expert)
+    assert client.get(url).status_code == 403, "off by default"
+    Study.objects.filter(pk=synthetic.pk).update(experts_see_consensus=True)
+    page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Read-only" in html and rows_of(html), "every item, read-only"
+    assert 'class="gold-form"' not in html and 'name="score"' not in html and "accept-unanimous" not in html
+    assert not any(f" · {model}</td>" in html for model in synthetic.model_slots), "responses named as they saw them"
+    every = client.get(url + "?show=all&page=1").content.decode()
+    pks = set(ModelResponse.objects.filter(turn__round_items__round=round_).values_list("pk", flat=True))
+    shown = {int(m) for m in re.findall(r'id="item-\d+-(\d+)-', every) if m.isdigit()}
+    assert not shown & pks, "no response id reaches the expert"
+    letters = re.findall(r"· (Response [A-E])</td>\s*<td[^>]*>AUR", every)
+    assert letters and letters == sorted(letters), "each turn's responses in the order the expert saw them"
+    item = calibration_selectors.consensus_items(round=round_)[0]
+    gold = {"attribute": item.attribute.code, "turn": item.turn.pk, "score": "0", "reason": "mine"}
+    assert client.post(reverse("gold-record", args=[round_.pk]), gold).status_code == 403
+    assert client.post(reverse("gold-accept-unanimous", args=[round_.pk])).status_code == 403
+    client.force_login(get_user_model().objects.get(username="syn-r01"))
+    assert client.get(url).status_code == 403, "reviewers never"
+    client.force_login(admin_user)
+    assert 'class="gold-form"' in client.get(url + "?show=all").content.decode(), "admins keep the forms"
+    Round.objects.filter(pk=round_.pk).update(status="open")
+    client.force_login(expert)
+    assert client.get(url).status_code == 403, "not while the round is open"
+
+
+def test_workshop_pages_every_item_and_says_how_many_match(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    total = len(calibration_selectors.workshop_items(round=round_))
+    pages = -(-total // PAGE_SIZE)
+    url = reverse("workshop", args=[round_.pk])
+    first = client.get(url + "?reveal=1").content.decode()
+    assert f"<strong>{total}</strong> items with gold match · showing 1–{PAGE_SIZE}, page 1 of {pages}" in first
+    assert len(rows_of(first)) == PAGE_SIZE and 'href="?reveal=1&amp;page=2" rel="next"' in first
+    last = client.get(url + f"?reveal=1&page={pages}").content.decode()
+    assert len(rows_of(last)) == total - (pages - 1) * PAGE_SIZE, "nothing is cut off"
+
+
+def test_workshop_hides_model_names_unless_the_admin_shows_them(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    url = reverse("workshop", args=[round_.pk]) + "?attribute=AUR"
+    hidden = client.get(url).content.decode()
+    labels = re.findall(r"turn \d+ · ([^<]+)</span>", hidden)
+    assert labels and all(label.startswith("Response ") for label in labels)
+    assert not any(f" · {model}<" in hidden for model in synthetic.model_slots)
+    assert re.search(r"R\d+: \d", hidden), "reviewers keep their aliases"
+    shown = client.get(url + "&models=1").content.decode()
+    assert set(re.findall(r"turn \d+ · ([^<]+)</span>", shown)) <= set(synthetic.model_slots)
+    assert rows_of(shown) == rows_of(hidden), "the same items, only named differently"
+
+
+def test_a_workshop_note_without_javascript_comes_back_to_the_same_filter_page_and_item(client, synthetic,
+                                                                                         admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    item = calibration_selectors.workshop_items(round=round_)[PAGE_SIZE]
+    response = client.post(reverse("workshop-note", args=[round_.pk]), {
+        "attribute": item.attribute.code, "turn": item.turn.pk, "response": item.response.pk if item.response else "",
+        "text": "Hedging counts once.", "back": "?reveal=1&models=1&page=2", "item": item.key})
+    assert response["Location"] == f"{reverse('workshop', args=[round_.pk])}?reveal=1&models=1&page=2#item-{item.key}"
+    page = client.get(response["Location"]).content.decode()
+    assert f"Note saved on {item.attribute.code} · {item.turn}." in page and "Hedging counts once." in page
+
+
+def test_feedback_shows_the_reviewers_own_and_the_expert_panels_highlights_and_no_one_elses(client, synthetic):
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    users = {u.username: u for u in get_user_model().objects.filter(username__in=["syn-r01", "syn-r02", "syn-e1"])}
+    me = users["syn-r01"]
+    differences = calibration_selectors.reviewer_feedback(round=round_, user=me).differences
+    assert len(differences) > PAGE_SIZE
+    index, d = next((i, d) for i, d in enumerate(differences)
+                    if d["response"] is not None and d["attribute"].subcategories.exists())
+    unit = {"round": round_, "is_gold": False, "turn": d["turn"], "response": d["response"],
+            "attribute": d["attribute"]}
+    # By id: the planner's statistics of the freshly built (uncommitted) study are empty, and the joined DELETE
+    # it would plan then runs for minutes.
+    judgments = list(Judgment.objects.filter(round=round_, response=d["response"]).values_list("pk", flat=True))
+    Span.objects.filter(judgment_id__in=judgments).delete()
+    sub = d["attribute"].subcategories.first()
+    SpanFactory(judgment=Judgment.objects.get(coder=me, **unit), subcategory=sub, start=0, end=4)
+    SpanFactory(judgment=Judgment.objects.get(coder=users["syn-e1"], **unit), subcategory=sub, start=2, end=8)
+    SpanFactory(judgment=Judgment.objects.get(coder=users["syn-r02"], **unit), subcategory=sub, start=10, end=14)
+    client.force_login(me)
+    page = client.get(reverse("feedback", args=[round_.pk]) + f"?page={index // PAGE_SIZE + 1}").content.decode()
+    assert f"<strong>{len(differences)}</strong> differences · showing {index // PAGE_SIZE * PAGE_SIZE + 1}–" in page
+    text = d["response"].text
+    assert (f'<blockquote class="response-excerpt"><span class="mark-mine" title="you: {sub.name}">{escape(text[:2])}'
+            f'</span><span class="mark-mine mark-expert" title="you: {sub.name}; an expert: {sub.name}">'
+            f'{escape(text[2:4])}</span><span class="mark-expert" title="an expert: {sub.name}">{escape(text[4:8])}'
+            f"</span>{escape(text[8:])}</blockquote>") in page, "the other reviewer's span [10, 14) is not shown"
+    assert "underlined</span> passages are your highlights" in page and "boxed</span> passages" in page
+    assert f"{d['turn'].conversation.dataset.name} turn {d['turn'].index}, {d['label']}" in page
+    assert "syn-r02" not in page and "syn-e1" not in page, "nobody else is named"

@@ -1,11 +1,14 @@
-"""The workshop and panel-selection pages in real headless Chromium, on a synthetic study: a workshop note saved
-by htmx, and screenshots of both pages."""
+"""The workshop, panel-selection, consensus and feedback pages in real headless Chromium, on a synthetic study: a
+workshop note saved by htmx, gold recorded on the second page of the consensus list (the page comes back to the
+item), and screenshots of each page."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from annotation.models import WorkshopNote
+from calibration.views import PAGE_SIZE
 from tests import scenarios
 from tests.browser import ARTIFACTS, login
 
@@ -34,4 +37,41 @@ def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, ad
     assert page.locator("table.panel tbody tr").count() == 7
     page.screenshot(path=str(ARTIFACTS / "panel-selection.png"), full_page=True)
     assert WorkshopNote.objects.filter(round=round_).count() == 1
+    assert not page.console_errors, page.console_errors
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_consensus_and_feedback_pages_are_paged_and_come_back_to_the_item(browser_page, live_server, synthetic,
+                                                                         admin_user):
+    page = browser_page
+    admin_user.set_password("pw-for-tests")
+    admin_user.save()
+    login(page, live_server, admin_user.username, "pw-for-tests")
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/consensus/?show=all")
+    assert page.locator(".consensus tbody tr").count() == PAGE_SIZE
+    page.locator("a[rel=next]").first.click()
+    page.wait_for_url("**page=2")
+    row = page.locator(".consensus tbody tr").nth(3)
+    anchor = row.get_attribute("id")
+    row.locator("input[type=radio]").first.check()
+    row.locator("input[name=reason]").fill("read again in the workshop")
+    row.locator("button[type=submit]").click()
+    page.wait_for_url(f"**/consensus/?show=all&page=2#{anchor}")
+    assert "recorded for" in page.locator(".messages").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "consensus.png"), full_page=False)
+    assert page.evaluate("document.documentElement.scrollHeight") < 6000, "a page of compact rows"
+
+    reviewer = get_user_model().objects.get(username="syn-r01")
+    reviewer.set_password("pw-for-tests")
+    reviewer.save()
+    page.context.clear_cookies()
+    login(page, live_server, reviewer.username, "pw-for-tests")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/feedback/")
+    assert f"differences · showing 1–{PAGE_SIZE}, page 1 of" in page.locator(".pager-count").first.inner_text()
+    assert page.locator("tbody.difference").count() == PAGE_SIZE
+    page.locator("tbody.difference details").first.locator("summary").click()
+    page.screenshot(path=str(ARTIFACTS / "feedback.png"), full_page=False)
+    assert page.evaluate("document.documentElement.scrollHeight") < 6000
     assert not page.console_errors, page.console_errors

@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import services
 from annotation.models import Assignment, Judgment, Round, Span, StudyMember
+from annotation.selectors import response_by_handle, response_handle
 from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
 from tests.browser import ARTIFACTS, login, select_text
@@ -41,6 +42,14 @@ def study_round():
     return round_, reviewer
 
 
+def response_on_page(round_, reviewer, position: int, handle: str) -> ModelResponse:
+    """The response a ``data-response`` handle names on the reviewer's page (the page never shows its id)."""
+    turn = Assignment.objects.get(round=round_, coder=reviewer, position=position).turn
+    response = response_by_handle(study=round_.study, coder_id=reviewer.pk, turn=turn, handle=handle)
+    assert response is not None, handle
+    return response
+
+
 def score_all(page, value_for) -> None:
     for form in page.locator("form.attr").all():
         code = form.get_attribute("data-code")
@@ -69,14 +78,15 @@ def test_reviewer_scores_highlights_reloads_and_finds_everything_saved(browser_p
 
     # Highlight a span with the mouse in the first response.
     first = page.locator(".response-card").first
-    response_id = int(first.get_attribute("data-response"))
-    text = ModelResponse.objects.get(pk=response_id).text
+    handle = first.get_attribute("data-response")
+    response = response_on_page(round_, reviewer, 1, handle)
+    text = response.text
     word = re.search(r"[A-Za-z]{6,}", text).group(0)
-    select_text(page, response_id, word)
+    select_text(page, handle, word)
     page.locator("#palette").wait_for(state="visible")
     page.click('#palette button.sub[data-sub="assumes"]')
     wait_saved(page)
-    form = page.locator(f"#r{response_id}-AUR")
+    form = page.locator(f"#r{handle}-AUR")
     assert form.locator('input[name="instance_count"]').input_value() == "1", "count follows the spans"
 
     page.screenshot(path=str(ARTIFACTS / "turn-desktop.png"), full_page=True)
@@ -86,9 +96,9 @@ def test_reviewer_scores_highlights_reloads_and_finds_everything_saved(browser_p
     page.reload()
     assert page.locator("form.attr input[name=score]:checked").count() == page.locator("form.attr").count()
     assert page.locator("#t-U1 input[name=score][value='2']").is_checked()
-    assert page.locator(f"#r{response_id}-AUR .state-saved").count() == 1
-    assert word in page.locator(f'.span-list[data-response="{response_id}"]').inner_text()
-    span = Span.objects.get(judgment__response_id=response_id, judgment__coder=reviewer)
+    assert page.locator(f"#r{handle}-AUR .state-saved").count() == 1
+    assert word in page.locator(f'.span-list[data-response="{handle}"]').inner_text()
+    span = Span.objects.get(judgment__response=response, judgment__coder=reviewer)
     assert text[span.start:span.end] == word and span.subcategory.slug == "assumes"
     assert Judgment.objects.filter(round=round_, coder=reviewer, score__isnull=False).count() == 80
     assert not page.console_errors, page.console_errors
@@ -101,19 +111,20 @@ def test_spans_in_non_ascii_text_are_code_point_offsets(browser_page, live_serve
     position = Assignment.objects.get(round=round_, coder=reviewer, turn__conversation__external_id="tricky").position
     page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/{position}/")
     response = ModelResponse.objects.get(model_slot="GPT", turn__conversation__external_id="tricky")
-    assert page.locator(f'.response-text[data-response="{response.pk}"]').inner_text() == TRICKY
+    handle = response_handle(coder_id=reviewer.pk, turn_id=response.turn_id, response_id=response.pk)
+    assert page.locator(f'.response-text[data-response="{handle}"]').inner_text() == TRICKY
     for needle, slug in (("naïve 😊", "assumes"), ("<b>not bold</b>", "directive"), ("🧠 then", "explores")):
-        select_text(page, response.pk, needle)
+        select_text(page, handle, needle)
         page.locator("#palette").wait_for(state="visible")
         page.click(f'#palette button.sub[data-sub="{slug}"]')
         wait_saved(page)
     got = {s.subcategory.slug: TRICKY[s.start:s.end] for s in Span.objects.filter(judgment__response=response)}
     assert got == {"assumes": "naïve 😊", "directive": "<b>not bold</b>", "explores": "🧠 then"}
     # Overlapping spans are allowed; clicking a highlight lets the reviewer change or remove it.
-    select_text(page, response.pk, "naïve")
+    select_text(page, handle, "naïve")
     page.click('#palette button.sub[data-sub="explores"]')
     wait_saved(page)
-    page.locator(f'.response-text[data-response="{response.pk}"] .seg.overlap').first.click()
+    page.locator(f'.response-text[data-response="{handle}"] .seg.overlap').first.click()
     page.locator("#span-popover").wait_for(state="visible")
     page.locator("#span-popover .pop-row", has_text="Explores").first.locator("button.danger").click()
     wait_saved(page)
@@ -212,7 +223,7 @@ def test_keyboard_only_scoring_selection_and_help(browser_page, live_server, stu
     assert dict(Judgment.objects.filter(coder=reviewer).values_list("attribute__code", "score")) == {"U1": 1, "U2": 0}
     # Select the first six characters of a response with Shift+Arrow, open the palette with h, pick with Enter.
     text_box = page.locator(".response-text").first
-    response = ModelResponse.objects.get(pk=int(text_box.get_attribute("data-response")))
+    response = response_on_page(round_, reviewer, 1, text_box.get_attribute("data-response"))
     text_box.focus()
     for _ in range(6):
         page.keyboard.press("Shift+ArrowRight")

@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Study
 from metrics import runs, services
+from tests import scenarios
 from tests.factories import StudyFactory
 
 SPEC_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
@@ -68,11 +69,13 @@ def test_synthetic_study_report_has_every_spec_key_and_plausible_values():
 
 @pytest.mark.django_db
 def test_demo_study_report_has_every_spec_key():
-    call_command("load_demo", "--quiet")
+    """The demo leaves the main round to its admin: the report of the study taken through the README's walk-through
+    has every key, indices included."""
+    scenarios.demo_walked_through()
     report = report_of("demo", "--bootstrap", "50")
     assert_spec_keys(report, models=["GPT", "Claude", "Gemini", "Llama", "Qwen"])
     assert set(report["calibration"]["reviewers"]) == {"demo-panel-1", "demo-panel-2", "demo-panel-3"}
-    assert report["calibration"]["reviewers"]["demo-panel-1"]["calibration-1"]["n_items"] == 4 * 80
+    assert report["calibration"]["reviewers"]["demo-panel-1"]["calibration-1"]["n_items"] == 2 * 80
 
 
 @pytest.mark.django_db
@@ -124,3 +127,54 @@ def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
     assert runs.metric_run_execute(run_id=run.pk) is False, "a finished run is never computed twice"
     run.refresh_from_db()
     assert run.finished_at == finished_at and run.attempts == 1
+
+
+# --- never stuck: heartbeats, take-over, recovery --------------------------------------------------------------
+
+
+def _stalled(run, *, attempts: int = 1, beat_seconds_ago: float = 3600) -> None:
+    """The run as a worker that died mid-computation leaves it: running, its last heartbeat long ago."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics.models import MetricRun
+
+    MetricRun.objects.filter(pk=run.pk).update(
+        status="running", attempts=attempts, started_at=timezone.now() - timedelta(seconds=beat_seconds_ago),
+        heartbeat_at=timezone.now() - timedelta(seconds=beat_seconds_ago))
+
+
+@pytest.mark.django_db
+def test_a_run_a_live_worker_holds_is_not_taken_but_a_silent_one_is(admin_user):
+    call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "1",
+                 "--calibration-turns", "2", "--slug", "beats")
+    run = services.metric_run_request(study=Study.objects.get(slug="beats"), by=admin_user, bootstrap=20)
+    _stalled(run, beat_seconds_ago=1)
+    assert runs.metric_run_execute(run_id=run.pk) is False, "its worker beat a second ago: a duplicate delivery"
+    _stalled(run, beat_seconds_ago=3600)
+    assert runs.metric_run_execute(run_id=run.pk) is True
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.attempts == 2
+
+
+@pytest.mark.django_db
+def test_recovery_sends_silent_and_unsent_runs_again_and_fails_one_that_keeps_killing_workers(admin_user):
+    from django.conf import settings
+
+    from metrics.models import MetricRun
+    from metrics.tasks import metric_runs_recover
+
+    study = StudyFactory()
+    silent, unsent, doomed, alive = (services.metric_run_request(study=study, by=admin_user, bootstrap=5)
+                                     for _ in range(4))
+    _stalled(silent)
+    _stalled(doomed, attempts=settings.METRIC_RUN_MAX_ATTEMPTS)
+    _stalled(alive, beat_seconds_ago=1)
+    assert metric_runs_recover() == {"failed": 1, "taken_over": 1, "sent": 2}
+    states = {r.pk: r for r in MetricRun.objects.all()}
+    assert states[silent.pk].status == "queued" and states[silent.pk].enqueued_at is not None
+    assert states[unsent.pk].status == "queued" and states[unsent.pk].enqueued_at is not None
+    assert states[doomed.pk].status == "failed" and "stopped 3 times" in states[doomed.pk].error
+    assert states[alive.pk].status == "running"
+    assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0}, "nothing is sent twice"

@@ -4,7 +4,8 @@ from annotation import demo
 
 
 class Command(BaseCommand):
-    help = "Load the Appendix D examples into a demo study with one demo account per role (idempotent)."
+    help = ("Load the Appendix D examples into a demo study with one demo account per role and calibration-1 coded "
+            "by an illustrative panel, leaving gold, the panel and the main round to the admin (idempotent).")
 
     def add_arguments(self, parser):
         parser.add_argument("--quiet", action="store_true", help="Do not print the logins.")
@@ -17,7 +18,13 @@ class Command(BaseCommand):
             f"Demo study '{result.study.name}': {result.conversations} conversations, {result.responses} model "
             "responses."
         ))
+        self.stdout.write(
+            "calibration-1 is open, coded by the illustrative panel (demo-panel-1…3, generated codings) and "
+            "demo-expert; gold, closing, the panel and the main round are left to demo-admin: follow the README, "
+            "'Walk-through on the demo study'."
+        )
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")
-        self.stdout.write("Open http://127.0.0.1:8000/ (admin: http://127.0.0.1:8000/admin/)")
+        self.stdout.write(f"Open http://127.0.0.1:8000/ (the study: /studies/{result.study.slug}/; the Django admin: "
+                          "/admin/)")

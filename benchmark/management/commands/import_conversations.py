@@ -7,7 +7,9 @@ from common.errors import RowErrors
 
 
 class Command(BaseCommand):
-    help = "Import conversations in the SPEC §6 JSON Lines format (all or nothing; re-importing changes nothing)."
+    help = ("Import conversations in the SPEC §6 JSON Lines format (all or nothing; re-importing changes nothing). "
+            "An import without a study: it adds conversations, turns and responses, but changes no material a study "
+            "owns or uses (change that through the study's API or upload page) and no text reviewers coded against.")
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="JSON Lines file, one conversation per line")

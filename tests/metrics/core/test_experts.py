@@ -196,3 +196,16 @@ def test_expert_rows_that_are_gold_stay_gold() -> None:
     cal = _report(table)["calibration"]
     assert cal["gold_in_plurality"][ROUND] is not None
     assert cal["reviewers"]["ann"][ROUND]["n_items"] == 8
+
+
+def test_a_round_only_the_experts_coded_has_expert_figures_and_leaves_the_reviewers_ranking_alone(report) -> None:
+    pool = [row for name, scores in EXPERTS.items() for row in _rows(name, False, scores, "calibration-2")]
+    pool += _rows("ex1", True, GOLD, "calibration-2")
+    rows = _rows("ex1", True, GOLD)
+    for name, scores in (REVIEWERS | EXPERTS).items():
+        rows += _rows(name, False, scores)
+    with_pool = _report(judgment_table(rows + pool))["calibration"]
+    assert with_pool["rounds"] == [ROUND] and with_pool["expert_only_rounds"] == ["calibration-2"]
+    assert with_pool["panel_ranking"] == report["calibration"]["panel_ranking"]
+    assert with_pool["reviewers"] == report["calibration"]["reviewers"]
+    assert with_pool["experts"]["calibration-2"]["experts"]["ex1"]["bucketed"] == approx(F(7, 8))

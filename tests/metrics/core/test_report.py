@@ -364,9 +364,10 @@ def test_partial_studies_never_crash_and_stay_strict_json() -> None:
         return report
 
     gold_only = run([("calibration-1", "g", True, "D", "c", 1, "GPT", "AUR", 1)])
-    assert gold_only["calibration"]["reviewers"] == {} and gold_only["calibration"]["gold_in_plurality"] == {
-        "calibration-1": None
-    }
+    # no reviewer coded it: an expert-only round (like a reserved gold pool), with no reviewer figures
+    assert gold_only["calibration"]["reviewers"] == {} and gold_only["calibration"]["gold_in_plurality"] == {}
+    assert gold_only["calibration"]["expert_only_rounds"] == ["calibration-1"]
+    assert gold_only["calibration"]["panel_ranking"]["ranking"] == []
     no_gold = run(
         [
             ("calibration-1", "x", False, "D", "c", 1, "GPT", "AUR", 1),
