@@ -128,6 +128,20 @@ class SpanInline(admin.TabularInline):
         return False
 
 
+class RevisionInline(admin.TabularInline):
+    """The judgment's history, read-only (the database refuses to change it anyway)."""
+
+    model = models.JudgmentRevision
+    fields = ("version", "at", "changed_by", "source", "before", "after")
+    readonly_fields = fields
+    ordering = ("-at", "-id")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(models.Judgment)
 class JudgmentAdmin(admin.ModelAdmin):
     list_display = ("round", "coder", "is_gold", "attribute", "turn", "response", "score", "instance_count", "version")
@@ -135,7 +149,7 @@ class JudgmentAdmin(admin.ModelAdmin):
     search_fields = ("coder__username", "conversation__external_id")
     list_select_related = ("round__study", "coder", "attribute", "turn__conversation__dataset", "response__turn")
     readonly_fields = [f.name for f in models.Judgment._meta.fields]
-    inlines = [SpanInline]
+    inlines = [SpanInline, RevisionInline]
 
     def has_add_permission(self, request):
         return False

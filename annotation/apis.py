@@ -9,8 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -51,7 +50,6 @@ from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, req
 from benchmark import services as benchmark_services
 from benchmark.api_serializers import ConversationsIngestOut, ResponseItemIn, ResponsesIngestOut
 from benchmark.serializers import ConversationIn
-from common.errors import RowError
 
 READ = {"GET": ApiToken.Scope.READ}
 
@@ -216,7 +214,7 @@ class JudgmentImportApi(APIView):
         fmt = "csv" if body.media_type == "text/csv" else "jsonl"
 
         def call():
-            rows = _storable(long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt))
+            rows = long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt)
             try:
                 summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user)
             except csv.Error as error:
@@ -224,21 +222,6 @@ class JudgmentImportApi(APIView):
             return 200, JudgmentImportOut(summary).data
 
         return _replayable(request, body.sha256, call)
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _storable(rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-    """Rows whose text PostgreSQL cannot store (NUL, lone surrogates from JSON escapes) become row errors here,
-    before the importer uses them in a query."""
-    for line, row in rows:
-        if isinstance(row, dict):
-            for key, value in row.items():
-                if isinstance(value, str) and _UNSTORABLE.search(value):
-                    row = RowError(line, str(key), "contains a NUL or lone surrogate character")
-                    break
-        yield line, row
 
 
 class _AnyAccept(APIView):

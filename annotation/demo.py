@@ -32,7 +32,7 @@ from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
 
 DEMO_STUDY = "demo"
-DEMO_PASSWORD = "cab-demo"  # noqa: S105 - printed demo login, refused in production below
+DEMO_PASSWORD = "cab-demo"  # noqa: S105  # nosec B105  # printed demo login, refused in production below
 DEMO_USERS = {
     roles.REVIEWER: "demo-reviewer",
     roles.EXPERT: "demo-expert",

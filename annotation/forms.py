@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 
 from annotation import selectors
 from annotation.models import Assignment, AttributeDefinition, Study, StudyMember
-from annotation.services import STUDY_SETTINGS, SpanInput
+from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse
 
 _INT32 = 2**31 - 1
@@ -93,6 +93,21 @@ class TimeForm(forms.Form):
     seconds = forms.IntegerField(min_value=-_INT32, max_value=_INT32, error_messages=_WHOLE)  # clamped by the service
 
 
+class AssignmentNoteForm(forms.Form):
+    """A coder's comment and flags on one item. Only the shape is checked here (text, a list of short words);
+    which flags exist and how long a comment may be are the service's rules."""
+
+    comment = forms.CharField(required=False, strip=False, max_length=100_000,
+                              error_messages={"max_length": "the comment is far too long"})
+    flags = forms.Field(required=False, widget=forms.MultipleHiddenInput)  # repeated: flags=unsure&flags=discuss
+
+    def clean_flags(self) -> list[str]:
+        flags = self.cleaned_data.get("flags") or []
+        if len(flags) > 20 or any(len(flag) > 100 for flag in flags):
+            raise forms.ValidationError("too many or too long flags")
+        return list(flags)
+
+
 def error_text(form: forms.Form) -> str:
     """A form's errors as one line: "score: is not a whole number; …" (the field's own message otherwise)."""
     parts = []
@@ -149,9 +164,28 @@ class StudySettingsForm(StudyForm):
     and model slots, which the study's data depends on."""
 
     model_slots_text = None  # type: ignore[assignment]
+    # The values this page showed (services.study_settings_update(shown=…)): another admin's save meanwhile is kept.
+    shown = forms.CharField(widget=forms.HiddenInput, required=False, max_length=100_000, strip=False)
 
     class Meta(StudyForm.Meta):
         fields = list(STUDY_SETTINGS)
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.fields["shown"].initial = json.dumps(study_settings_shown(study=self.instance))
+
+    def clean_shown(self) -> dict[str, Any] | None:
+        raw = self.cleaned_data.get("shown")
+        if not raw:
+            return None
+        try:
+            shown = json.loads(raw)
+        except (ValueError, RecursionError):
+            shown = None
+        if not isinstance(shown, dict) or not set(shown) <= set(STUDY_SETTINGS):
+            raise forms.ValidationError("this page is out of date: reload it")
+        return shown
 
 
 class UploadForm(forms.Form):

@@ -23,7 +23,16 @@ from access import roles
 from access.services import user_ensure
 from annotation import rules, services
 from annotation.long_format import COLUMNS, DEFAULT_ROLE, GOLD_ROLE, OPTIONAL_COLUMNS, ROLES
-from annotation.models import AttributeDefinition, Judgment, Round, Schema, Span, Study, StudyMember
+from annotation.models import (
+    AttributeDefinition,
+    Judgment,
+    JudgmentRevision,
+    Round,
+    Schema,
+    Span,
+    Study,
+    StudyMember,
+)
 from audit.services import audit_record
 from benchmark.models import ModelResponse, Turn
 from common.errors import RowError, RowErrors
@@ -356,6 +365,9 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     span_rows = [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=slugs[slug])
                  for j, row in new for s, e, slug in row.spans]
     Span.objects.bulk_create(span_rows, batch_size=5000)
+    # Each judgment's history starts with the import (an import only ever creates judgments).
+    services.revisions_start(created=((j, row.spans) for j, row in new), by=by,
+                             source=JudgmentRevision.Source.IMPORT)
     if study.status == Study.Status.SETUP:
         Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
     summary.judgments_created = len(new)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -37,27 +38,63 @@ JUDGMENT_ROWS_BATCH = 2000
 # --- reading -----------------------------------------------------------------------------------------------------
 
 
+# Names a JSON row must give as text (a number would be read as a name; the other columns check their values).
+TEXT_COLUMNS = ("reviewer", "dataset", "conversation_id", "model")
+# Text PostgreSQL cannot store (NUL; lone surrogates, which JSON escapes can make): refused before any query.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
     """(line number, row) pairs from a CSV (header required) or JSON Lines stream; a line that cannot be read
-    is yielded as a RowError in place of its row."""
-    if fmt == "jsonl":
-        for number, line in enumerate(stream, start=1):
-            if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as error:
-                    yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
-                except RecursionError:
-                    yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
-        return
+    is yielded as a RowError in place of its row (one per wrong column), and so is a file without rows."""
+    rows = _read_jsonl(stream) if fmt == "jsonl" else _read_csv(stream)
+    empty = True
+    for number, row in rows:
+        empty = False
+        if isinstance(row, RowError):
+            yield number, row
+            continue
+        problems = _cell_problems(number, row, typed=fmt == "jsonl") if isinstance(row, dict) else []
+        yield from ((number, problem) for problem in problems) if problems else [(number, row)]
+    if empty:
+        yield 1, RowError(1, "file", "no judgment rows: the file is empty" + (" but for its header" if fmt == "csv"
+                                                                                else ""))
+
+
+def _read_jsonl(stream: IO[str]) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as error:
+                yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
+            except RecursionError:
+                yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
+
+
+def _read_csv(stream: IO[str]) -> Iterator[tuple[int, Any]]:
     reader = csv.DictReader(stream)
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or []) and c not in OMITTABLE_COLUMNS]
-    if missing:
-        yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
-        return
-    for row in reader:
-        yield reader.line_num, {key: unneutralise(value) if isinstance(value, str) else value
-                                for key, value in row.items()}
+    try:
+        fieldnames = reader.fieldnames or []
+        missing = [c for c in COLUMNS if c not in fieldnames and c not in OMITTABLE_COLUMNS]
+        if missing:
+            yield 1, RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected {', '.join(COLUMNS)}")
+            return
+        for row in reader:
+            yield reader.line_num, {key: unneutralise(value) if isinstance(value, str) else value
+                                    for key, value in row.items()}
+    except csv.Error as error:  # e.g. a field over the csv module's 128 KiB limit: the rest cannot be read
+        yield reader.line_num, RowError(reader.line_num, "line", f"not readable CSV ({error})")
+
+
+def _cell_problems(number: int, row: dict, *, typed: bool) -> list[RowError]:
+    """Cells no column can hold: unstorable text anywhere, and (JSON) a number, list or object in a text column."""
+    problems = [RowError(number, str(key)[:50], "contains a NUL or lone surrogate character")
+                for key, value in row.items() if isinstance(value, str) and _UNSTORABLE.search(value)]
+    if typed:
+        problems += [RowError(number, column, f"must be text, got {type(row[column]).__name__}")
+                     for column in TEXT_COLUMNS if row.get(column) is not None and not isinstance(row[column], str)]
+    return problems
 
 
 # --- writing -----------------------------------------------------------------------------------------------------

@@ -221,6 +221,15 @@ class Assignment(models.Model):
     time_reported_at = models.DateTimeField(
         null=True, blank=True, help_text="When the turn page last reported active time (a report adds at most the "
                                          "wall-clock time since).")
+    comment = models.TextField(blank=True, help_text="The coder's comment on this item, for the admins.")
+    flags = models.JSONField(default=list, blank=True,
+                             help_text="The coder's flags on this item (slugs of Assignment.FLAGS).")
+
+    FLAGS = {
+        "unsure": "Unsure",
+        "truncated": "Text looks truncated",
+        "discuss": "Needs discussion",
+    }
 
     class Meta:
         ordering = ["round_id", "coder_id", "position"]
@@ -310,6 +319,39 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attribute.code}={self.score} by {self.coder} in {self.round}"
+
+
+class JudgmentRevision(models.Model):
+    """One change of one judgment: who, when, through which path, and its value before and after.
+
+    Written by every service that changes a judgment, in the same transaction (append-only: PostgreSQL refuses
+    UPDATE and DELETE on this table, and DELETE on judgments, migration 0011, except inside the one audited
+    ``annotation.services.judgments_purge``). A value is ``{"score", "instance_count", "note", "spans": [[start,
+    end, subcategory slug], ...]}`` with spans sorted, and for gold also ``"agreed_by": [username, ...]``
+    (``annotation.services.judgment_value``); ``before`` is null when the change created the judgment. A save
+    that changes nothing keeps no revision but still bumps the judgment's version, so versions here may skip.
+    """
+
+    class Source(models.TextChoices):
+        AUTOSAVE = "autosave", "turn page"
+        GOLD = "gold", "gold record"
+        IMPORT = "import", "import"
+        RESTORE = "restore", "study restore"
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.PROTECT, related_name="revisions")
+    version = models.PositiveIntegerField(help_text="The judgment's version after this change.")
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True,
+                                   related_name="+", help_text="Empty for the system (commands, workers).")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    at = models.DateTimeField(db_index=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField()
+
+    class Meta:
+        ordering = ["judgment_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.judgment_id} v{self.version} by {self.changed_by_id} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class Span(models.Model):

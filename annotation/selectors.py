@@ -10,7 +10,7 @@ import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
-from django.db.models import CharField, Count, Max, Min, Prefetch, Q, QuerySet, Value
+from django.db.models import CharField, Count, Exists, Max, Min, OuterRef, Prefetch, Q, QuerySet, Value
 from django.db.models.functions import MD5, Cast, Concat
 from django.utils.crypto import constant_time_compare, salted_hmac
 
@@ -20,7 +20,9 @@ from annotation.models import (
     Assignment,
     AttributeDefinition,
     Judgment,
+    JudgmentRevision,
     Round,
+    RoundItem,
     Schema,
     Span,
     SpanSubcategory,
@@ -67,6 +69,10 @@ class AttrForm:
     response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
     label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
 
+    @property
+    def scored(self) -> bool:
+        return self.judgment is not None and self.judgment.score is not None
+
 
 @dataclass
 class ResponseCard:
@@ -79,6 +85,14 @@ class ResponseCard:
     @property
     def text_id(self) -> str:
         return f"text-{self.handle}"
+
+    @property
+    def forms(self) -> list[AttrForm]:
+        return [f for _, forms in self.groups for f in forms]
+
+    @property
+    def scored(self) -> int:
+        return sum(1 for f in self.forms if f.scored)
 
 
 @dataclass
@@ -109,6 +123,20 @@ class TurnView:
         for card in self.cards:
             for _, forms in card.groups:
                 yield from forms
+
+    @property
+    def attributes(self) -> list[AttributeDefinition]:
+        """The attributes coded on this page, each once (their definitions and anchors are sent once per page)."""
+        return [a for group in [*self.turn_groups, *self.response_groups] for a in group.attributes]
+
+    @property
+    def scorable(self) -> int:
+        return sum(1 for _ in self.all_forms())
+
+    @property
+    def scored(self) -> int:
+        """How many of the page's attributes have a score (the per-turn progress; the page keeps it current)."""
+        return sum(1 for f in self.all_forms() if f.scored)
 
 
 def coder_assignments(*, user: User) -> QuerySet[Assignment]:
@@ -514,3 +542,24 @@ def study_conversations(*, study: Study, dataset: str = "", kind: str = "", page
         Prefetch("turns", queryset=Turn.objects.order_by("index").prefetch_related(
             Prefetch("responses", queryset=responses))))
     return Paginator(conversations, STUDY_DATA_PAGE).get_page(page or 1)
+
+
+def round_item_turn(*, round: Round, turn_id: int) -> Turn | None:
+    """The turn, if it is an item of the round: in the round's set or pool, or judged in it (an imported round
+    has no set). One query."""
+    return Turn.objects.select_related("conversation__dataset").filter(
+        Exists(RoundItem.objects.filter(round=round, turn=OuterRef("pk")))
+        | Exists(Judgment.objects.filter(round=round, turn=OuterRef("pk"))),
+        pk=turn_id,
+    ).first()
+
+
+def item_history(*, round: Round, turn: Turn) -> QuerySet[JudgmentRevision]:
+    """Every recorded change of every judgment on one item (a turn of a round: its turn- and response-level
+    judgments, everyone's and gold), newest first, with what a page needs to name them (no query per row).
+    For study admins only: it names coders and models."""
+    return (
+        JudgmentRevision.objects.filter(judgment__round=round, judgment__turn=turn)
+        .select_related("changed_by", "judgment__coder", "judgment__attribute", "judgment__response")
+        .order_by("-at", "-id")
+    )

@@ -7,16 +7,17 @@ raises ``ChangedMeanwhile`` ("reload"), never an integrity error.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, OuterRef
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
 from access.checks import require_study_admin
@@ -25,6 +26,7 @@ from annotation.models import (
     Assignment,
     AttributeDefinition,
     Judgment,
+    JudgmentRevision,
     ReviewerAlert,
     Round,
     RoundItem,
@@ -95,13 +97,23 @@ STUDY_SETTINGS = ("name", "description", "show_model_names", "show_therapist_ref
 
 
 @transaction.atomic
-def study_settings_update(*, study: Study, by: User, **settings: Any) -> list[str]:
-    """Change some of a study's ``STUDY_SETTINGS``; returns the names of those whose value changed (recorded)."""
+def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | None = None,
+                          **settings: Any) -> list[str]:
+    """Change some of a study's ``STUDY_SETTINGS``; returns the names of those whose value changed (recorded).
+
+    ``shown``: the values the admin's page showed (``study_settings_shown``). Only the settings the admin changed
+    from those are written, so a page opened before another admin's save does not put old values back; a setting
+    both changed is refused (``ChangedMeanwhile``) and nothing is written."""
     require_study_admin(by)
     unknown = sorted(set(settings) - set(STUDY_SETTINGS))
     if unknown:
         raise ValidationError(f"not a study setting: {', '.join(unknown)}")
     current = Study.objects.select_for_update().get(pk=study.pk)
+    if shown is not None:
+        settings = {name: value for name, value in settings.items() if name not in shown or value != shown[name]}
+        clashes = [name for name in settings if name in shown and getattr(current, name) != shown[name]]
+        if clashes:
+            raise ChangedMeanwhile(f"the study's {', '.join(clashes)}")
     changed = {name: value for name, value in settings.items() if getattr(current, name) != value}
     if changed:
         Study.objects.filter(pk=study.pk).update(**changed)
@@ -110,9 +122,16 @@ def study_settings_update(*, study: Study, by: User, **settings: Any) -> list[st
     return sorted(changed)
 
 
+def study_settings_shown(*, study: Study) -> dict[str, Any]:
+    """The study's settings as a settings page shows them (``study_settings_update(shown=…)``)."""
+    return {name: getattr(study, name) for name in STUDY_SETTINGS}
+
+
 @transaction.atomic
 def study_member_add(*, study: Study, user: User, role: str, by: User | None) -> StudyMember:
     """Add a member in a role (idempotent); reviewers get the next anonymous alias R1, R2, …"""
+    # One addition to a study at a time: two reviewers added at once would otherwise get the same alias.
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
     member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})
     if created:
         if role == StudyMember.Role.REVIEWER:
@@ -129,6 +148,8 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
 def study_archive(*, study: Study, by: User) -> Study:
     """Archive a finished study (no round open): it stays, with its data and history, marked archived."""
     require_study_admin(by)
+    # Rounds are opened under the same lock (calibration.services), so none opens between the check and the update.
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
     if study.rounds.filter(status=Round.Status.OPEN).exists():
         raise ValidationError("close the study's open rounds first")
     if not Study.objects.filter(pk=study.pk).exclude(status=Study.Status.ARCHIVED).update(
@@ -240,6 +261,7 @@ def judgment_save(
     if turn is None:
         lookup["conversation_id"] = conversation_id
     judgment = Judgment.objects.select_for_update().filter(**lookup).first()
+    before: dict[str, Any] | None = None
     if judgment is None:
         try:
             with transaction.atomic():
@@ -253,15 +275,21 @@ def judgment_save(
             if current is None:
                 raise
             raise StaleJudgmentError(current) from None
+        kept_spans: list[tuple[int, int, str]] = []
     else:
         if expected_version is not None and expected_version != judgment.version:
             raise StaleJudgmentError(judgment)
+        kept_spans = _span_values(judgment)
+        before = judgment_value(judgment, spans=kept_spans)
         judgment.score = score
         judgment.instance_count = instance_count
         judgment.version += 1
         judgment.save()
     if spans is not None:
         _spans_replace(judgment=judgment, attribute=attribute, spans=spans)
+    after = judgment_value(judgment, spans=kept_spans if spans is None else [(s.start, s.end, s.subcategory)
+                                                                              for s in spans])
+    _revision_record(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=before, after=after)
     return judgment
 
 
@@ -271,6 +299,108 @@ def _spans_replace(*, judgment: Judgment, attribute: AttributeDefinition, spans:
     Span.objects.bulk_create(
         Span(judgment=judgment, subcategory=subcategories[s.subcategory], start=s.start, end=s.end) for s in spans
     )
+
+
+# --- judgment history ----------------------------------------------------------------------------------------
+
+
+def judgment_value(judgment: Judgment, *, spans: Iterable[Sequence[Any]],
+                   agreed_by: Iterable[str] | None = None) -> dict[str, Any]:
+    """A judgment's value as its history keeps it (``JudgmentRevision.before`` / ``after``): score, instance
+    count, note and spans as sorted ``[start, end, subcategory slug]``; a gold value also names who agreed
+    (sorted usernames; ``[]`` where nobody was named). The one definition used by every writer."""
+    value: dict[str, Any] = {
+        "score": judgment.score, "instance_count": judgment.instance_count, "note": judgment.note,
+        "spans": sorted([int(start), int(end), str(slug)] for start, end, slug in spans),
+    }
+    if judgment.is_gold:
+        value["agreed_by"] = sorted(agreed_by or ())
+    return value
+
+
+def _span_values(judgment: Judgment) -> list[tuple[int, int, str]]:
+    return list(Span.objects.filter(judgment=judgment).values_list("start", "end", "subcategory__slug"))
+
+
+def _revision_record(*, judgment: Judgment, by: User | None, source: str, before: dict[str, Any] | None,
+                     after: dict[str, Any]) -> JudgmentRevision | None:
+    """Keep one change of a judgment, in the caller's transaction. A save that changed nothing (same value
+    before and after) keeps nothing, though it still bumps the version: history versions can skip numbers."""
+    if before == after:
+        return None
+    return JudgmentRevision.objects.create(judgment=judgment, version=judgment.version, changed_by=by,
+                                           source=source, at=judgment.updated_at, before=before, after=after)
+
+
+HISTORY_BATCH = 5000  # revisions per INSERT when judgments are created in bulk (SQLite)
+_HISTORY_COLUMNS = ("judgment_id", "version", "changed_by_id", "source", "at", "before", "after")
+
+
+def revisions_start(*, created: Iterable[tuple[Judgment, Iterable[Sequence[Any]]]], by: User | None,
+                    source: str) -> int:
+    """Start the history of judgments just created in bulk (an import, generated data): one revision each, with
+    no value before, and no query per judgment. ``created`` yields (saved judgment, its spans as (start, end,
+    slug)); it is consumed as a stream, so memory stays flat at any size.
+
+    PostgreSQL takes the rows through one COPY: at 700,000 judgments, an INSERT's parameters (every value quoted
+    by the driver) cost several times what the import's own writes do. SQLite gets batched INSERTs."""
+    at, by_id = timezone.now(), getattr(by, "pk", None)
+    rows = ((judgment.pk, judgment.version, by_id, source, at, None, judgment_value(judgment, spans=spans))
+            for judgment, spans in created)
+    n = 0
+    if connection.vendor == "postgresql":
+        table = connection.ops.quote_name(JudgmentRevision._meta.db_table)
+        columns = ", ".join(connection.ops.quote_name(c) for c in _HISTORY_COLUMNS)
+        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row((*row[:-1], json.dumps(row[-1], ensure_ascii=False)))
+                n += 1
+        return n
+    batch: list[JudgmentRevision] = []
+    for row in rows:
+        batch.append(JudgmentRevision(**dict(zip(_HISTORY_COLUMNS, row, strict=True))))
+        if len(batch) == HISTORY_BATCH:
+            n += len(JudgmentRevision.objects.bulk_create(batch))
+            batch = []
+    if batch:
+        n += len(JudgmentRevision.objects.bulk_create(batch))
+    return n
+
+
+@transaction.atomic
+def judgments_purge(*, judgments: QuerySet[Judgment], by: User | None, reason: str) -> int:
+    """Delete judgments for good, with their spans and their history; returns how many.
+
+    Judgments are never deleted otherwise: PostgreSQL refuses it (and any change to their history) unless the
+    transaction sets ``cab.purge`` (migration 0011), which only this service does, for the length of its own
+    deletes. The purge is recorded in the audit trail with its reason, per study. ``by`` None is the system (a
+    command or a test); a person must be a study admin."""
+    if by is not None:
+        require_study_admin(by)
+    if not reason.strip():
+        raise ValidationError("say why these judgments are purged; the reason is recorded")
+    rows = list(judgments.values_list("pk", "round__study_id", "round__study__slug"))
+    if not rows:
+        return 0
+    ids = [pk for pk, _, _ in rows]
+    postgres = connection.vendor == "postgresql"
+    # Transaction-local, and undone with this service's savepoint if a delete fails; switched off again at once
+    # so that nothing else later in the caller's transaction is let through.
+    if postgres:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('cab.purge', 'on', true)")
+    JudgmentRevision.objects.filter(judgment_id__in=ids).delete()
+    Judgment.objects.filter(pk__in=ids).delete()  # their spans and gold agreements go with them
+    if postgres:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('cab.purge', 'off', true)")
+    per_study: dict[tuple[int, str], int] = {}
+    for _, study_id, slug in rows:
+        per_study[(study_id, slug)] = per_study.get((study_id, slug), 0) + 1
+    for (study_id, slug), n in sorted(per_study.items()):
+        audit_record(by=by, action="judgments.purge", study=Study(pk=study_id, slug=slug), target=f"study:{slug}",
+                     n=n, reason=reason.strip())
+    return len(ids)
 
 
 @transaction.atomic
@@ -292,6 +422,8 @@ def gold_save(
     seen = judgment.version if judgment is not None else 0
     if expected_version is not None and expected_version != seen:
         raise ChangedMeanwhile(f"the gold value of {attribute.code}")
+    before: dict[str, Any] | None = None
+    kept_spans: list[tuple[int, int, str]] = []
     if judgment is None:
         try:
             with transaction.atomic():
@@ -302,10 +434,15 @@ def gold_save(
         except IntegrityError:
             raise ChangedMeanwhile(f"the gold value of {attribute.code}") from None
     else:
+        kept_spans = _span_values(judgment)  # an imported gold value may have spans; recording keeps them
+        before = judgment_value(judgment, spans=kept_spans,
+                                agreed_by=[u.get_username() for u in judgment.agreed_by.all()])
         Judgment.objects.filter(pk=judgment.pk).update(score=score, note=note, coder=by, version=F("version") + 1,
                                                        updated_at=timezone.now())
         judgment.refresh_from_db()
     judgment.agreed_by.set(agreed_by)
+    after = judgment_value(judgment, spans=kept_spans, agreed_by=[u.get_username() for u in agreed_by])
+    _revision_record(judgment=judgment, by=by, source=JudgmentRevision.Source.GOLD, before=before, after=after)
     audit_record(by=by, action="gold.record", study=round.study, target=f"round:{round.name}",
                  attribute=attribute.code, turn=turn.pk, response=response.pk if response else None, score=score)
     return judgment
@@ -464,6 +601,51 @@ def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> in
     added = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS, math.ceil(since)))
     Assignment.objects.filter(pk=row.pk).update(active_seconds=F("active_seconds") + added, time_reported_at=now)
     return added
+
+
+MAX_ITEM_COMMENT_CHARS = 5000
+
+
+@transaction.atomic
+def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flags: Sequence[str]) -> Assignment:
+    """The coder's comment and flags (slugs of ``Assignment.FLAGS``) on one item, for the admins: kept stripped,
+    the flags sorted and without repeats. Refused, field by field, for an unknown flag, a comment over
+    ``MAX_ITEM_COMMENT_CHARS``, anyone but the item's coder (or a coder no longer a member of the study), a round
+    that is not open and an item compared with gold in feedback; an unchanged note writes nothing. The round is
+    re-read under a row lock, as the autosave does, so a note racing the round's closing lands before it or is
+    refused."""
+    comment = comment.strip()
+    wanted = sorted(set(flags))
+    errors: dict[str, str] = {}
+    unknown = [flag for flag in wanted if flag not in Assignment.FLAGS]
+    if unknown:
+        shown = ", ".join(repr(flag[:40]) for flag in unknown[:5])
+        errors["flags"] = f"unknown flag {shown} (known: {', '.join(Assignment.FLAGS)})"
+    if len(comment) > MAX_ITEM_COMMENT_CHARS:
+        errors["comment"] = (f"the comment has {len(comment):,} characters; at most {MAX_ITEM_COMMENT_CHARS:,} "
+                             "are kept")
+    status, member = Round.objects.select_for_update().filter(pk=assignment.round_id).annotate(
+        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
+    ).values_list("status", "member").get()
+    current_comment, current_flags, locked = Assignment.objects.filter(pk=assignment.pk).values_list(
+        "comment", "flags", "feedback_locked").get()
+    round_ = assignment.round
+    if assignment.coder_id != by.pk or not member:
+        errors["coder"] = "only the assigned coder, while a member of the study, can note this item"
+    if status != Round.Status.OPEN:
+        errors["round"] = f"{round_.name} is {status}: notes on its items can no longer change"
+    elif locked:
+        errors["round"] = (f"this item of {round_.name} was compared with gold in your feedback before the round "
+                           "was reopened: its note stays as it was")
+    if errors:
+        raise ValidationError(errors)
+    assignment.comment, assignment.flags = comment, wanted
+    if comment == current_comment and wanted == current_flags:
+        return assignment
+    Assignment.objects.filter(pk=assignment.pk).update(comment=comment, flags=wanted)
+    audit_record(by=by, action="assignment.note", study=round_.study, target=f"round:{round_.name}",
+                 position=assignment.position, flags=wanted, comment_chars=len(comment))
+    return assignment
 
 
 # --- hidden check items ----------------------------------------------------------------------------------------

@@ -19,7 +19,18 @@ from django.db import transaction
 from access import roles
 from access.services import user_ensure
 from annotation import rules, services
-from annotation.models import Assignment, AttributeDefinition, Judgment, Round, Schema, Span, Study, StudyMember
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    JudgmentRevision,
+    Round,
+    Schema,
+    Span,
+    SpanSubcategory,
+    Study,
+    StudyMember,
+)
 from benchmark import services as benchmark_services
 from benchmark.models import TOPICS, ModelResponse, Turn
 
@@ -162,12 +173,20 @@ class Codings:
     spans: list[tuple[int, int, int, int]] = field(default_factory=list)  # (judgment index, subcategory, start, end)
 
     def save(self) -> None:
+        """Judgments, spans, and the start of each judgment's history (as an import by the system)."""
         Judgment.objects.bulk_create(self.judgments, batch_size=5000)
         Span.objects.bulk_create(
             [Span(judgment_id=self.judgments[i].pk, subcategory_id=sub, start=start, end=end)
              for i, sub, start, end in self.spans],
             batch_size=5000,
         )
+        slugs = dict(SpanSubcategory.objects.filter(pk__in={sub for _, sub, _, _ in self.spans})
+                     .values_list("pk", "slug"))
+        spans_of: dict[int, list[tuple[int, int, str]]] = {}
+        for i, sub, start, end in self.spans:
+            spans_of.setdefault(i, []).append((start, end, slugs[sub]))
+        services.revisions_start(created=((j, spans_of.get(i, ())) for i, j in enumerate(self.judgments)), by=None,
+                                 source=JudgmentRevision.Source.IMPORT)
 
 
 def codings_generate(

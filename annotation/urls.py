@@ -15,6 +15,7 @@ urlpatterns = [
     path("rounds/<int:round_id>/turns/<int:position>/save", views.judgment_save, name="judgment-save"),
     path("rounds/<int:round_id>/turns/<int:position>/complete", views.complete, name="turn-complete"),
     path("rounds/<int:round_id>/turns/<int:position>/time", views.time_on_task, name="turn-time"),
+    path("rounds/<int:round_id>/turns/<int:position>/note", views.note, name="turn-note"),
     path("studies/new/", views.study_create, name="study-create"),
     path("studies/<slug:slug>/data/", views.study_data, name="study-data"),
     path("studies/<slug:slug>/settings/", views.study_settings, name="study-settings"),
@@ -23,6 +24,7 @@ urlpatterns = [
     path("studies/<slug:slug>/members/add", views.member_add, name="member-add"),
     path("studies/<slug:slug>/members/<int:member_id>/remove", views.member_remove, name="member-remove"),
     re_path(rf"^exports/{SLUG}/judgments\.(?P<fmt>csv|jsonl)$", views.judgments_file, name="export-judgments"),
+    re_path(rf"^exports/{SLUG}/items\.(?P<fmt>csv|jsonl)$", views.items_file, name="export-items"),
     # REST API
     path("api/v1/studies/", apis.StudyListApi.as_view(), name="api-studies"),
     re_path(rf"^api/v1/studies/{SLUG}/$", apis.StudyDetailApi.as_view(), name="api-study"),

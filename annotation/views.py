@@ -5,22 +5,26 @@ render; every coder lookup is scoped to the signed-in coder, so other people's w
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
 from access.requests import AuthedRequest
-from annotation import selectors, services
+from annotation import item_export, long_format, rules, selectors, services
 from annotation.apis import judgments_download
 from annotation.forms import (
+    AssignmentNoteForm,
     CompleteForm,
     JudgmentSaveForm,
     MemberForm,
@@ -83,10 +87,32 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     if view is None:
         raise Http404("no such assignment for you")
     editable = view.round.status == Round.Status.OPEN and not view.assignment.feedback_locked
-    return render(request, "annotation/turn.html", {"v": view, "editable": editable})
+    try:
+        note_url = reverse("turn-note", args=[round_id, position])
+    except NoReverseMatch:  # the comment and flags endpoint is optional for the page
+        note_url = ""
+    return render(request, "annotation/turn.html", {
+        "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
+        # One source of truth for the instance-count bound: the page checks what the server's rule checks.
+        "max_instance_count": rules.MAX_INSTANCE_COUNT,
+    })
 
 
-@login_required
+def _signed_in_or_401(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """For the endpoints the page's scripts call: a request without a session answers 401, which the page turns
+    into a sign-in dialog that keeps the pending changes (a redirect to the login page would be followed by the
+    browser and its page taken for an answer)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return HttpResponse("Your session has ended: sign in again.", status=401, content_type="text/plain")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+@_signed_in_or_401
 @require_POST
 def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
@@ -96,7 +122,7 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
     form = JudgmentSaveForm(request.POST, assignment=assignment)
     context: dict[str, Any] = {"form_id": request.POST.get("form_id", "")[:100]}
     if not form.is_valid():
-        context |= {"state": "error", "message": error_text(form)}
+        context |= {"state": "refused", "message": error_text(form)}
         return render(request, "annotation/turn.html#save-result", context, status=422)
     data = form.cleaned_data
     try:
@@ -111,14 +137,16 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
                  for s in current.spans.select_related("subcategory")]
         context |= {"state": "stale", "judgment": current, "spans_json": json.dumps(spans)}
         return render(request, "annotation/turn.html#save-result", context, status=409)
-    except ValidationError as error:
-        context |= {"state": "error", "message": "; ".join(error.messages)}
+    except (ValidationError, PermissionDenied) as error:
+        # A refusal, said in the attribute; 401/403 are kept for "sign in again" (session gone, CSRF).
+        message = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+        context |= {"state": "refused", "message": message}
         return render(request, "annotation/turn.html#save-result", context, status=422)
     context |= {"state": "saved", "judgment": judgment}
     return render(request, "annotation/turn.html#save-result", context)
 
 
-@login_required
+@_signed_in_or_401
 @require_POST
 def complete(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
@@ -164,6 +192,31 @@ def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpRe
     return HttpResponse(status=204)
 
 
+@_signed_in_or_401
+@require_POST
+def note(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
+    """The coder's comment and flags on one item (for the admins' workshop and exports). Answers with the state to
+    show beside them: "Saved", or "Not saved: why" (422); 401 without a session, as the autosave."""
+    assignment = get_object_or_404(selectors.coder_assignments(user=request.user).select_related("round__study"),
+                                   round_id=round_id, position=position)
+    form = AssignmentNoteForm(request.POST)
+    if not form.is_valid():
+        return _note_state(refused=error_text(form))
+    try:
+        services.assignment_note_save(assignment=assignment, by=request.user, comment=form.cleaned_data["comment"],
+                                      flags=form.cleaned_data["flags"])
+    except ValidationError as error:
+        return _note_state(refused="; ".join(error.messages))
+    return _note_state()
+
+
+def _note_state(*, refused: str = "") -> HttpResponse:
+    if refused:
+        return HttpResponse(format_html('<span class="state state-refused" data-state="refused">Not saved: {}</span>',
+                                        refused), status=422)
+    return HttpResponse('<span class="state state-saved" data-state="saved">Saved</span>')
+
+
 _UNDERLINE = {"solid": "solid", "dashed": "dashed", "dotted": "dotted", "double": "double"}
 
 
@@ -196,6 +249,20 @@ def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttp
     if study is None:
         raise Http404(f"no study {slug!r}")
     return judgments_download(study, fmt)
+
+
+@login_required
+@require_GET
+def items_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttpResponse:
+    """A study's items as coded (time, completion, the coders' comments and flags), for admins and researchers."""
+    require_staff(request.user)
+    study = selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
+    if study is None:
+        raise Http404(f"no study {slug!r}")
+    return StreamingHttpResponse(
+        item_export.WRITERS[fmt](study=study), content_type=long_format.CONTENT_TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{study.slug}-items.{fmt}"'},
+    )
 
 
 # --- study set-up (admins) -----------------------------------------------------------------------------------
@@ -236,7 +303,11 @@ def study_settings(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     form = StudySettingsForm(request.POST or None, instance=study)  # the service compares with the stored values
     if request.method == "POST" and form.is_valid():
-        changed = services.study_settings_update(study=study, by=request.user, **form.cleaned_data)
+        try:
+            changed = services.study_settings_update(study=study, by=request.user, **form.cleaned_data)
+        except ValidationError as error:  # another admin changed the same setting meanwhile
+            _say(request, error)
+            return render(request, "annotation/study_form.html", {"form": form, "study": study})
         labels = [str(form.fields[name].label) for name in changed]
         messages.success(request, f"Settings of {study.slug} saved; changed: {', '.join(labels)}." if changed
                          else f"Settings of {study.slug}: nothing changed.")

@@ -21,7 +21,7 @@ from api.models import ApiToken, IdempotencyRecord
 from audit.services import audit_record
 from common.locks import advisory_lock
 
-TOKEN_PREFIX = "cab_"  # noqa: S105 - a prefix that marks our tokens, not a secret
+TOKEN_PREFIX = "cab_"  # noqa: S105  # nosec B105  # a prefix that marks our tokens, not a secret
 IDEMPOTENCY_TTL = timedelta(hours=24)
 # Writing last_used_at on every request would turn every read into a write; once a minute is precise enough.
 _TOUCH_EVERY = timedelta(minutes=1)
@@ -67,10 +67,13 @@ def api_token_create(
 
 @transaction.atomic
 def api_token_revoke(*, token: ApiToken, by: User | None) -> ApiToken:
-    if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+    """Revoke a token (idempotent). Compare-and-set: of two revocations at once, one revokes and is audited; the
+    other finds it revoked and changes nothing."""
+    if ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+        token.refresh_from_db(fields=["revoked_at"])
         _audit(by=by, action="api_token.revoke", token=token)
+    else:
+        token.refresh_from_db(fields=["revoked_at"])
     return token
 
 

@@ -8,17 +8,26 @@ from rest_framework import serializers
 from benchmark.models import TOPICS, Conversation
 
 
+class Text(serializers.CharField):
+    """Text only: DRF's CharField would read the number 12 or 1.5 as the name "12" or "1.5"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class ResponseIn(serializers.Serializer):
-    model = serializers.CharField(max_length=50)
-    model_version = serializers.CharField(max_length=200, allow_blank=True, required=False, default="")
+    model = Text(max_length=50)
+    model_version = Text(max_length=200, allow_blank=True, required=False, default="")
     # Span offsets index into this exact text: never trim or normalise it.
-    text = serializers.CharField(trim_whitespace=False)
+    text = Text(trim_whitespace=False)
 
 
 class TurnIn(serializers.Serializer):
     index = serializers.IntegerField(min_value=1)
-    client = serializers.CharField(trim_whitespace=False)
-    therapist_reference = serializers.CharField(
+    client = Text(trim_whitespace=False)
+    therapist_reference = Text(
         trim_whitespace=False, allow_blank=True, allow_null=True, required=False, default=""
     )
     responses = ResponseIn(many=True, required=False, default=list)
@@ -33,14 +42,14 @@ class TurnIn(serializers.Serializer):
 
 
 class ConversationIn(serializers.Serializer):
-    dataset = serializers.CharField(max_length=100)
-    conversation_id = serializers.CharField(max_length=200)
+    dataset = Text(max_length=100)
+    conversation_id = Text(max_length=200)
     kind = serializers.ChoiceField(choices=Conversation.Kind.values)
     topic = serializers.ChoiceField(choices=TOPICS)
     complexity = serializers.ChoiceField(
         choices=Conversation.Complexity.values, allow_null=True, required=False, default=None
     )
-    title = serializers.CharField(max_length=200, allow_blank=True, required=False, default="")
+    title = Text(max_length=200, allow_blank=True, required=False, default="")
     turns = TurnIn(many=True, allow_empty=False)
 
     def validate(self, attrs):

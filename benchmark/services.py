@@ -52,6 +52,8 @@ def read_jsonl(stream: IO[str] | Iterable[str]) -> Iterator[tuple[int, Any]]:
             yield number, json.loads(line)
         except json.JSONDecodeError as error:
             yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
+        except RecursionError:
+            yield number, RowError(number, "line", "JSON nested too deeply")
 
 
 def conversations_validate(rows: Iterable[tuple[int, Any]]) -> tuple[list[tuple[int, dict]], list[RowError]]:

@@ -74,10 +74,12 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "audit",
+    "access",
     "api",
     "benchmark",
     "annotation",
     "metrics",
+    "reports",
     "calibration",
     "axes",
 ]
@@ -85,6 +87,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Pages compressed (static files come precompressed from WhiteNoise above). BREACH: no secret is reflected in a
+    # compressed body except the CSRF token, which Django masks afresh on every response, and this middleware pads
+    # each body with random bytes in the gzip header (Django >= 4.2), so lengths tell nothing.
+    "common.compression.PageGZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "access.sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",

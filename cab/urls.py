@@ -16,5 +16,6 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("calibration.urls")),
     path("", include("metrics.urls")),
+    path("", include("reports.urls")),
     *api_urls.not_found_urlpatterns,
 ]

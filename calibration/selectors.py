@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from django.contrib.auth.models import User
@@ -20,10 +21,10 @@ from annotation.models import (
     Assignment,
     AttributeDefinition,
     Judgment,
+    JudgmentRevision,
     Round,
     RoundItem,
     Span,
-    SpanSubcategory,
     Study,
     StudyMember,
     WorkshopNote,
@@ -31,6 +32,7 @@ from annotation.models import (
 from annotation.selectors import RESPONSE_LETTERS, response_handle, responses_as_seen, study_responses
 from benchmark.models import ModelResponse, Turn
 from common.rounds import round_name
+from common.segments import text_segments
 from metrics.core.agreement import agreement_rate
 from metrics.models import MetricRun
 from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
@@ -131,15 +133,11 @@ def consensus_items(*, round: Round, seen_by: User | None = None) -> list[Consen
     return items
 
 
-Mark = tuple[int, int, str, SpanSubcategory]  # start, end, who marked it, as what
-
-
-def _segments(text: str, marks: Sequence[Mark]) -> list[tuple[str, list[tuple[str, SpanSubcategory]]]]:
-    """The text cut at every span boundary: each piece with who marked it and as what, so that several people's
-    spans can be overlaid on the one text."""
-    cuts = sorted({0, len(text)} | {min(max(edge, 0), len(text)) for m in marks for edge in m[:2]})
-    return [(text[start:end], [(who, sub) for s, e, who, sub in marks if s <= start and e >= end])
-            for start, end in zip(cuts, cuts[1:], strict=False)]
+@dataclass
+class ReviewerNote:
+    who: str  # the reviewer's alias (their name when the admin reveals names)
+    comment: str
+    flags: list[str]  # the flags' labels
 
 
 @dataclass
@@ -153,6 +151,8 @@ class WorkshopItem:
     spans: dict[str, list[Span]] = field(default_factory=dict)  # alias ("Gold" too) -> spans
     note: WorkshopNote | None = None
     label: str = ""  # the response's model slot, or a letter when model names are hidden
+    # The reviewers' own comments and flags on the item's turn (Assignment.comment / flags), by alias.
+    reviewer_notes: list[ReviewerNote] = field(default_factory=list)
 
     @property
     def distribution(self) -> list[tuple[int, int, bool]]:
@@ -169,10 +169,10 @@ class WorkshopItem:
         every reviewer's spans (and gold's) are overlaid on the one text."""
         if self.response is None:
             return []
-        marks = [(s.start, s.end, who, s.subcategory) for who, spans in self.spans.items() for s in spans]
+        marks = [(s.start, s.end, (who, s.subcategory)) for who, spans in self.spans.items() for s in spans]
         return [{"text": text, "slug": covering[0][1].slug if covering else "", "count": len(covering),
                  "title": "; ".join(f"{who}: {sub.name}" for who, sub in covering)}
-                for text, covering in _segments(self.response.text, marks)]
+                for text, covering in text_segments(self.response.text, marks)]
 
 
 def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
@@ -228,9 +228,10 @@ def _blind_labels(responses: dict[int, list[ModelResponse]]) -> dict[int, str]:
 
 def workshop_items_detail(*, round: Round, items: Sequence[WorkshopItem], aliases: dict[int, str],
                           model_names: bool = False) -> None:
-    """Fill in what the shown items need, in a fixed number of queries: every reviewer's spans (named by
-    ``aliases``, of ``reviewer_aliases``; gold's too, if any) on their responses, and each response's label (its
-    model slot only when ``model_names``)."""
+    """Fill in what the shown items need, in a fixed number of queries: the reviewers' comments and flags on the
+    items' turns, every reviewer's spans (named by ``aliases``, of ``reviewer_aliases``; gold's too, if any) on
+    their responses, and each response's label (its model slot only when ``model_names``)."""
+    _reviewer_notes(round=round, items=items, aliases=aliases)
     responses = [i.response for i in items if i.response is not None]
     if not responses:
         return
@@ -251,6 +252,21 @@ def workshop_items_detail(*, round: Round, items: Sequence[WorkshopItem], aliase
         who = "Gold" if j.is_gold else aliases.get(j.coder_id)
         if shown is not None and who:
             shown.spans.setdefault(who, []).append(span)
+
+
+def _reviewer_notes(*, round: Round, items: Sequence[WorkshopItem], aliases: dict[int, str]) -> None:
+    if not items:
+        return
+    notes: dict[int, list[ReviewerNote]] = defaultdict(list)
+    for turn_id, coder_id, comment, flags in (
+        Assignment.objects.filter(round=round, turn_id__in={i.turn.pk for i in items}, coder_id__in=aliases)
+        .exclude(comment="", flags=[])
+        .values_list("turn_id", "coder_id", "comment", "flags")
+    ):
+        notes[turn_id].append(ReviewerNote(aliases[coder_id], comment,
+                                           [Assignment.FLAGS.get(flag, flag) for flag in flags or []]))
+    for item in items:
+        item.reviewer_notes = sorted(notes.get(item.turn.pk, []), key=lambda note: note.who)
 
 
 def calibration_memo_markdown(*, round: Round) -> str:
@@ -403,13 +419,13 @@ def feedback_spans(*, round: Round, user: User, differences: Sequence[dict]) -> 
         alike = Counter((s.start, s.end, s.subcategory) for s in d["expert_spans"])
         d["expert_marks"] = [{"subcategory": sub, "start": start, "end": end, "text": text[start:end], "experts": n}
                              for (start, end, sub), n in alike.items()]
-        marks = ([(s.start, s.end, "you", s.subcategory) for s in d["my_spans"]]
-                 + [(s.start, s.end, "expert", s.subcategory) for s in d["expert_spans"]])
+        marks = ([(s.start, s.end, ("you", s.subcategory)) for s in d["my_spans"]]
+                 + [(s.start, s.end, ("expert", s.subcategory)) for s in d["expert_spans"]])
         d["segments"] = [
             {"text": piece, "mine": any(who == "you" for who, _ in covering),
              "experts": sum(1 for who, _ in covering if who == "expert"),
              "title": "; ".join(f"{'you' if who == 'you' else 'an expert'}: {sub.name}" for who, sub in covering)}
-            for piece, covering in _segments(text, marks)
+            for piece, covering in text_segments(text, marks)
         ]
 
 
@@ -546,3 +562,55 @@ def panel_change(*, study: Study, ranking: dict, usernames: Sequence[str], k: in
         k=k, top=panel_top(ranking=ranking, k=k), state=panel_state(retained=was), main_round=main,
         main_queues=queues,
     )
+
+
+# --- an item's history (admins) -----------------------------------------------------------------------------------
+
+# The fields of a judgment's value (annotation.services.judgment_value) in the order the history shows them.
+HISTORY_FIELDS = {"score": "score", "instance_count": "count", "spans": "spans", "note": "note",
+                  "agreed_by": "agreed"}
+
+
+@dataclass
+class HistoryChange:
+    field: str
+    before: str | None  # None: the change created the judgment
+    after: str
+
+
+@dataclass
+class HistoryRow:
+    revision: JudgmentRevision
+    unit: str  # "turn", or the response's model slot: admins see model names
+    judgment_of: str  # the coder's username, or "gold"
+    changes: list[HistoryChange]  # only the fields that changed (on creation: those with a value)
+
+
+def _shown(field_name: str, value: Any) -> str:
+    if value is None or value == "" or value == []:
+        return "—"
+    if field_name == "spans":
+        return "; ".join(f"[{start}, {end}) {slug}" for start, end, slug in value)
+    if field_name == "agreed_by":
+        return ", ".join(value)
+    return str(value)
+
+
+def item_history_rows(*, revisions: Iterable[JudgmentRevision]) -> list[HistoryRow]:
+    """An item's recorded judgment changes (``annotation.selectors.item_history``) as an admin reads them: each
+    change's unit and whose judgment it is, and old → new of every field that changed. No queries of its own."""
+    rows = []
+    for revision in revisions:
+        judgment = revision.judgment
+        before, after = revision.before or {}, revision.after
+        changes = [
+            HistoryChange(label, None if revision.before is None else _shown(name, before.get(name)),
+                          _shown(name, after.get(name)))
+            for name, label in HISTORY_FIELDS.items()
+            if (name in after or name in before) and (
+                before.get(name) != after.get(name) if revision.before is not None
+                else after.get(name) not in (None, "", []))
+        ]
+        rows.append(HistoryRow(revision, judgment.response.model_slot if judgment.response else "turn",
+                               "gold" if judgment.is_gold else judgment.coder.get_username(), changes))
+    return rows

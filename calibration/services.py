@@ -36,6 +36,15 @@ from calibration import selectors
 from metrics.services import metric_run_request
 
 
+def _study_locked(study: Study) -> None:
+    """Serialise the writes that check the study's rounds before changing them (which turns are still unused,
+    whether another calibration round is open, whether the study is archived) until this transaction ends: of two
+    admins acting at once, the second sees what the first did and is refused in words, never a duplicate."""
+    status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
+    if status == Study.Status.ARCHIVED:
+        raise ValidationError(f"study {study.slug} is archived: its rounds no longer change")
+
+
 @transaction.atomic
 def calibration_set_sample(*, round: Round, by: User, n: int = 10, seed: int = 0) -> list[Turn]:
     """Draw n turns, stratified across (dataset, single/multi-turn) in proportion to their size (largest
@@ -43,6 +52,7 @@ def calibration_set_sample(*, round: Round, by: User, n: int = 10, seed: int = 0
     require_study_admin(by)
     if round.kind != Round.Kind.CALIBRATION:
         raise ValidationError("calibration sets belong to calibration rounds")
+    _study_locked(round.study)  # two sets drawn at once would both take the same unused turns
     if n < 1:
         raise ValidationError("a calibration set needs at least one turn")
     candidates = selectors.calibration_candidates(study=round.study)
@@ -84,6 +94,7 @@ _REF = re.compile(r"^(?P<dataset>[^/]+)/(?P<conversation>.+)#(?P<turn>[1-9][0-9]
 def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn]:
     """A hand-built set: one ``DATASET/CONVERSATION_ID#TURN`` per line, in the order given."""
     require_study_admin(by)
+    _study_locked(round.study)
     errors, turns = [], []
     for number, line in enumerate(refs.splitlines(), start=1):
         line = line.strip()
@@ -125,10 +136,10 @@ def calibration_round_create(*, study: Study, by: User, number: int, gold_pool: 
     require_study_admin(by)
     round_ = annotation_services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=by)
     if gold_pool != round_.gold_pool:
-        if round_.status != Round.Status.DRAFT:
+        # Compare-and-set: a round opened meanwhile keeps who codes it.
+        if not Round.objects.filter(pk=round_.pk, status=Round.Status.DRAFT).update(gold_pool=gold_pool):
             raise ValidationError(f"{round_.name} is no longer a draft: who codes it is fixed")
         round_.gold_pool = gold_pool
-        round_.save(update_fields=["gold_pool"])
         audit_record(by=by, action="round.gold_pool", study=study, target=f"round:{round_.name}", gold_pool=gold_pool)
     return round_
 
@@ -138,6 +149,7 @@ def calibration_round_open(*, round: Round, by: User, allow_parallel: bool = Fal
     """Open a calibration round: every reviewer and expert of the study gets the same items, in the set's order.
     One calibration round is open at a time unless the admin confirms otherwise (``allow_parallel``)."""
     require_study_admin(by)
+    _study_locked(round.study)  # two rounds opened at once: the second sees the first open
     items = list(round.items.select_related("turn").order_by("position"))
     if not items:
         raise ValidationError(f"{round.name} has no calibration set yet")
@@ -162,6 +174,7 @@ def round_open(*, round: Round, by: User, allow_parallel: bool = False) -> Round
     if round.kind == Round.Kind.CALIBRATION:
         return calibration_round_open(round=round, by=by, allow_parallel=allow_parallel)
     require_study_admin(by)
+    _study_locked(round.study)
     if not Assignment.objects.filter(round=round).exists():
         raise ValidationError(f"{round.name} has no assignments yet: assign it to the retained panel first")
     return annotation_services.round_open(round=round, by=by)
@@ -190,6 +203,8 @@ def round_reopen(*, round: Round, by: User, reason: str) -> Round:
     """Reopen a closed round. A calibration round's feedback compared every assigned item with gold, so those
     assignments are locked (``Assignment.feedback_locked``) and stay as they were; members who joined since get
     the set, and only their items are editable (``REOPEN_RULE`` is what the admin is told before confirming)."""
+    require_study_admin(by)
+    _study_locked(round.study)  # never reopened in a study archived meanwhile
     reopened = annotation_services.round_reopen(round=round, by=by, reason=reason)
     if reopened.kind == Round.Kind.CALIBRATION:
         locked = Assignment.objects.filter(round=reopened, feedback_locked=False).update(feedback_locked=True)
@@ -245,8 +260,9 @@ def gold_accept_unanimous(*, round: Round, by: User) -> int:
         if item.gold is None and item.unanimous:
             score = next(iter(item.expert_scores.values()))
             assert score is not None  # unanimous: every expert scored, and the same
+            # expected_version=0: "no gold yet", as read above; gold another admin recorded meanwhile is refused.
             gold_record(round=round, by=by, attribute=item.attribute, turn=item.turn, response=item.response,
-                        score=score, agreed_by=list(experts.values()), note="unanimous")
+                        score=score, agreed_by=list(experts.values()), note="unanimous", expected_version=0)
             count += 1
     return count
 

@@ -22,4 +22,5 @@ urlpatterns = [
     path("rounds/<int:round_id>/workshop/note", views.workshop_note, name="workshop-note"),
     path("rounds/<int:round_id>/memo.<str:fmt>", views.memo, name="memo"),
     path("rounds/<int:round_id>/feedback/", views.feedback, name="feedback"),
+    path("rounds/<int:round_id>/items/<int:turn_id>/history/", views.item_history, name="item-history"),
 ]

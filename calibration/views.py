@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from access.checks import require_study_admin
 from access.requests import AuthedRequest
+from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from annotation.models import ReviewerAlert, Round, Study, StudyMember
 from annotation.services import ChangedMeanwhile
@@ -419,3 +420,23 @@ def _panel_saved(change: selectors.PanelChange) -> str:
     if change.unchanged:
         said.append("Nobody's retained state changed.")
     return " ".join(said)
+
+
+# --- an item's history ---------------------------------------------------------------------------------------------
+
+HISTORY_PAGE_SIZE = 100  # changes per page of an item's history
+
+
+@admin_only
+@require_GET
+def item_history(request: AuthedRequest, round_id: int, turn_id: int) -> HttpResponse:
+    """Every recorded change of the judgments on one item of a round (everyone's and gold), newest first: who,
+    when, through which path, old → new. Admins only: it names coders and models."""
+    round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
+    turn = annotation_selectors.round_item_turn(round=round_, turn_id=turn_id)
+    if turn is None:
+        raise Http404("that turn is not an item of this round")
+    page = Paginator(annotation_selectors.item_history(round=round_, turn=turn), HISTORY_PAGE_SIZE).get_page(
+        request.GET.get("page"))
+    return render(request, "calibration/item_history.html", {
+        "round": round_, "turn": turn, "page": page, "rows": selectors.item_history_rows(revisions=page)})

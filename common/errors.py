@@ -59,3 +59,14 @@ def flatten_serializer_errors(detail: Any, prefix: str = "") -> list[tuple[str, 
     else:
         pairs.append((prefix or "record", str(detail)))
     return pairs
+
+
+def not_utf8(data: bytes) -> RowError:
+    """The first line of ``data`` that is not UTF-8 text, as a row error (a file's reader only knows the byte
+    offset in the chunk it was decoding)."""
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return RowError(number, "line", f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)")
+    return RowError(1, "file", "not UTF-8 text")

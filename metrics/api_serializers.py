@@ -13,6 +13,10 @@ class MetricRunIn(serializers.Serializer):
                                     default=parameters.DEFAULT_SEED)
     bootstrap = serializers.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
                                          default=parameters.DEFAULT_BOOTSTRAP, help_text="bootstrap resamples")
+    top_k = serializers.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
+                                     default=parameters.DEFAULT_TOP_K,
+                                     help_text="panel size k: the ranking's cut and the largest top-k of the "
+                                               "selection-stability shares")
 
 
 class MetricRunOut(serializers.Serializer):

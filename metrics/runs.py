@@ -20,17 +20,18 @@ from annotation.models import Study
 from metrics import selectors
 from metrics.core.report import ReportParams, build_report
 from metrics.models import MetricRun
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 
 log = logging.getLogger(__name__)
 
 
 def report_build(
-    *, study: Study, seed: int = DEFAULT_SEED, bootstrap: int = DEFAULT_BOOTSTRAP,
+    *, study: Study, seed: int = DEFAULT_SEED, bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
     progress: Callable[[float, str], None] | None = None,
 ) -> dict:
     inputs = selectors.report_inputs(study=study)
-    params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts)
+    params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
+                          panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
     report = build_report(
         attributes=inputs.attributes,
         judgments=inputs.judgments,
@@ -108,6 +109,7 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
         report = report_build(
             study=run.study, seed=run.parameters.get("seed", DEFAULT_SEED),
             bootstrap=run.parameters.get("bootstrap", DEFAULT_BOOTSTRAP),
+            top_k=run.parameters.get("top_k", DEFAULT_TOP_K),
             progress=progress,
         )
     except Exception as error:

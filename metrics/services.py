@@ -13,7 +13,7 @@ from django.db import transaction
 from annotation.models import Study
 from audit.services import audit_record
 from metrics.models import MetricRun
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, RunParameters
+from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.tasks import metric_run_enqueue
 
 log = logging.getLogger(__name__)
@@ -22,19 +22,19 @@ log = logging.getLogger(__name__)
 @transaction.atomic
 def metric_run_request(
     *, study: Study, by: User | None, trigger: str = "manual", seed: int = DEFAULT_SEED,
-    bootstrap: int = DEFAULT_BOOTSTRAP,
+    bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
 ) -> MetricRun:
-    problems = RunParameters(seed=seed, bootstrap=bootstrap).problems()
+    problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
     if problems:
         raise ValidationError(problems)
     run = MetricRun.objects.create(
         study=study,
         trigger=trigger,
         requested_by=by,
-        parameters={"seed": seed, "bootstrap": bootstrap, "schema": study.schema.slug,
+        parameters={"seed": seed, "bootstrap": bootstrap, "top_k": top_k, "schema": study.schema.slug,
                     "schema_version": study.schema.version},
     )
     audit_record(by=by, action="metric_run.request", study=study, target=f"metric_run:{run.pk}", trigger=trigger,
-                 seed=seed, bootstrap=bootstrap)
+                 seed=seed, bootstrap=bootstrap, top_k=top_k)
     transaction.on_commit(lambda: metric_run_enqueue(run.pk))
     return run

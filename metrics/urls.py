@@ -7,6 +7,7 @@ TABLE = r"(?P<table>[a-z][a-z0-9_]{0,49})"
 
 urlpatterns = [
     path("exports/", views.exports_page, name="exports"),
+    path("studies/<slug:slug>/metric-runs/start", views.metric_run_start, name="metric-run-start"),
     re_path(rf"^exports/{SLUG}/report\.json$", views.report_file, name="export-report"),
     re_path(rf"^exports/{SLUG}/indices/{TABLE}\.csv$", views.index_table_file, name="export-index-table"),
     re_path(rf"^api/v1/studies/{SLUG}/metric-runs/$", apis.MetricRunListApi.as_view(), name="api-metric-runs"),

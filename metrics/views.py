@@ -3,17 +3,22 @@ tokens; the judgments download is annotation's (``annotation.views.judgments_fil
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 from rest_framework import exceptions
 
 from access.checks import require_staff, user_roles
+from access.requests import AuthedRequest
 from annotation import selectors
 from annotation.models import Study
 from metrics import apis as metrics_apis
 from metrics import selectors as metrics_selectors
+from metrics import services
+from metrics.forms import MetricRunForm
 
 # The per-model tables SPEC §7 names; a report may hold more, which the API lists by name.
 INDEX_TABLES = ("ari", "flags", "attribute_risk", "fingerprint")
@@ -59,3 +64,27 @@ def index_table_file(request: HttpRequest, slug: str, table: str) -> StreamingHt
         return metrics_apis.index_table_download(study, run, table)
     except exceptions.NotFound as error:
         raise Http404(str(error.detail)) from error
+
+
+@login_required
+@require_POST
+def metric_run_start(request: AuthedRequest, slug: str) -> HttpResponse:
+    """Start a metric run from the study's reports overview, with its parameters; back to the overview, which
+    shows the run's progress."""
+    study = _export_study(request, slug)
+    if not request.user.has_perm("metrics.add_metricrun"):
+        raise PermissionDenied("Your role cannot start metric runs.")
+    form = MetricRunForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"Not started: {field} {' '.join(str(e) for e in errors)}")
+        return redirect("reports", slug=study.slug)
+    try:
+        run = services.metric_run_request(study=study, by=request.user, trigger="manual", **form.cleaned_data)
+    except ValidationError as error:
+        messages.error(request, f"Not started: {'; '.join(error.messages)}")
+        return redirect("reports", slug=study.slug)
+    said = metrics_selectors.metric_run_said(run=run)
+    messages.success(request, f"{said[0].upper()}{said[1:]} (B = {run.parameters['bootstrap']}, "
+                              f"seed {run.parameters['seed']}, k = {run.parameters['top_k']}).")
+    return redirect("reports", slug=study.slug)

@@ -9,7 +9,7 @@ coders of the unit; a model's figure is the mean over its responses where the qu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .correlation import coupling_table
 from .encode import GOLD, Encoded
 from .spans import span_evidence, subcategory_pairs, whitespace_tokens
 from .tables import ReportParams
-from .trajectories import series_statistics, summarise
+from .trajectories import series_statistics, slope_class, summarise
 
 ARI = "ARI"
 BANDS = ("low", "medium", "high")
@@ -211,7 +211,27 @@ def _uiri_section(enc: Encoded, main: MainRound, params: ReportParams) -> dict[s
         "by_dataset_bands": by_dataset_bands,
         "n_turns": int(defined.sum()),
         "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
+        "attributes": _user_scores(enc, main, dataset_of_turn),
     }
+
+
+def _user_scores(enc: Encoded, main: MainRound, dataset_of_turn: np.ndarray) -> dict[str, object]:
+    """Mean raw score of each turn-level attribute over the main-round turns coded on it (each turn's value the
+    mean over its coders), overall and per dataset, with the number of turns."""
+    schema, keys = enc.schema, enc.keys
+    overall: dict[str, object] = {}
+    by_dataset: dict[str, dict[str, object]] = {}
+    for a in schema.indices(lambda attribute: attribute.unit == "turn"):
+        values = main.turn_mean_raw[:, a]
+        coded = np.isfinite(values)
+        code = schema.codes[a]
+        overall[code] = {"mean": nan_to_none(values[coded].mean()) if coded.any() else None,
+                         "n_turns": int(coded.sum())}
+        for d in np.unique(dataset_of_turn[coded]).tolist():
+            inside = coded & (dataset_of_turn == d)
+            by_dataset.setdefault(keys.datasets[d], {})[code] = {"mean": float(values[inside].mean()),
+                                                                  "n_turns": int(inside.sum())}
+    return {"all": overall, "by_dataset": dict(sorted(by_dataset.items()))}
 
 
 def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
@@ -373,17 +393,32 @@ def _trajectories(
             models.setdefault(model, {})[name] = summary
 
     peaks: dict[str, dict[str, float | None]] = {}
+    uiri_lines: dict[str, dict[str, dict[str, object]]] = {}
     uiri_series = np.flatnonzero(signal[first] == 0)
+    classes = slope_class(stats.slope, params.slope_flat_threshold)
+    uiri_points = np.flatnonzero(signal == 0)
+    uiri_points = uiri_points[np.argsort(series[uiri_points], kind="stable")]
+    by_series = dict(zip(uiri_series.tolist(), np.split(uiri_points, np.flatnonzero(np.diff(series[uiri_points])) + 1)
+                         if len(uiri_points) else [], strict=False))
     for s in uiri_series.tolist():
         c = int(conversation[first[s]])
-        dataset = keys.datasets[keys.conversation_dataset[c]]
-        peaks.setdefault(dataset, {})[keys.conversation_name[c]] = nan_to_none(stats.peak[s])
+        dataset, name = keys.datasets[keys.conversation_dataset[c]], keys.conversation_name[c]
+        peaks.setdefault(dataset, {})[name] = nan_to_none(stats.peak[s])
+        points = by_series[s]
+        uiri_lines.setdefault(dataset, {})[name] = {
+            "uiri": {str(int(t)): float(v) for t, v in sorted(zip(keys.turn_index[turn_id[points]].tolist(),
+                                                                   value[points].tolist(), strict=True))},
+            "slope": nan_to_none(stats.slope[s]),
+            "class": classes[s] or None,
+        }
     peaks = {d: dict(sorted(v.items())) for d, v in sorted(peaks.items())}
     section = {
         "threshold": params.slope_flat_threshold,
         "n_conversations": int(len(np.unique(conversation))),
         "user": user,
         "models": dict(sorted(models.items())),
+        # Per multi-turn conversation, by dataset: its UIRI at each coded turn, OLS slope and trend class.
+        "uiri_conversations": {d: dict(sorted(v.items())) for d, v in sorted(uiri_lines.items())},
     }
     return section, peaks
 
@@ -474,6 +509,7 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
             "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
             "peaks": {},
             "peak_mean": None,
+            "attributes": {"all": {}, "by_dataset": {}},
         },
         "flags": {},
         "ari": {},
@@ -486,6 +522,8 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
         },
         "attribute_risk": {},
         "fingerprint": {},
+        "by_kind": {kind: {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}}
+                    for kind in ("single", "multi")},
         "coupling": {
             "raw": {},
             "risk": {},
@@ -497,6 +535,7 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
             "n_conversations": 0,
             "user": {},
             "models": {},
+            "uiri_conversations": {},
         },
         "spans": {"evidence": {}, "ratios": {}, "subcategories": []},
     }
@@ -517,7 +556,8 @@ def indices_section(
     main = main_round(enc, rows)
     coders = np.unique(enc.judgments.coder[rows])
     tables = _model_tables(enc, main)
-    trajectories, peaks = _trajectories(enc, main, params, _multi_turn_conversations(enc, conversation_kinds))
+    multi = _multi_turn_conversations(enc, conversation_kinds)
+    trajectories, peaks = _trajectories(enc, main, params, multi)
     uiri = _uiri_section(enc, main, params)
     uiri["peaks"] = peaks
     uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
@@ -535,6 +575,18 @@ def indices_section(
             "coupling": _coupling(enc, main, params),
             "trajectories": trajectories,
             "spans": _span_section(enc, main, coders, response_texts, subcategory_attribute),
+            "by_kind": _tables_by_kind(enc, main, multi),
         }
     )
     return section
+
+
+def _tables_by_kind(enc: Encoded, main: MainRound, multi: np.ndarray) -> dict[str, object]:
+    """flags, ari, attribute_risk and fingerprint over the responses of single-turn conversations only and of
+    multi-turn conversations only (the dashboards' single/multi-turn filter)."""
+    keys = enc.keys
+    in_multi = multi[keys.turn_conversation[keys.unit_turn[main.coded_responses]]]
+    return {
+        kind: _model_tables(enc, replace(main, coded_responses=main.coded_responses[mask]))
+        for kind, mask in (("single", ~in_multi), ("multi", in_multi))
+    }

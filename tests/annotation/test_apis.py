@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from access.services import user_ensure
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import AttributeDefinition, Judgment
+from annotation.services import judgments_purge
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
 from benchmark.models import Conversation, ModelResponse, Turn
@@ -604,7 +605,7 @@ def test_an_export_imported_into_the_emptied_study_reproduces_the_same_judgments
     before = list(judgment_rows(study=tricky_study))
     assert len(before) > 10
     _, text = download(as_token(researcher), fmt)
-    Judgment.objects.all().delete()
+    judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: empty the study to re-import it")
     content_type = "text/csv" if fmt == "csv" else "application/x-ndjson"
     response = as_token(admin_user, scopes=["import"]).generic("POST", IMPORT, text.encode(),
                                                                content_type=content_type)
@@ -616,7 +617,7 @@ def test_an_export_imported_into_the_emptied_study_reproduces_the_same_judgments
 def test_a_judgment_import_with_errors_says_which_line_and_writes_nothing(admin_user, researcher, as_token,
                                                                          tricky_study):
     _, text = download(as_token(researcher), "csv")
-    Judgment.objects.all().delete()
+    judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: empty the study to re-import it")
     lines = text.splitlines(keepends=True)
     lines[2] = lines[2].replace(",calibration-1,", ",calibration-x,").replace(",main,", ",calibration-x,")
     response = as_token(admin_user, scopes=["import"]).generic("POST", IMPORT, "".join(lines).encode(),
@@ -668,7 +669,8 @@ def test_the_demo_study_round_trips_through_a_csv_export(researcher, admin_user,
     assert len(before) > 1000 and any(row["spans"] for row in before) and any(row["is_gold"] for row in before)
     response = as_token(researcher).get(f"/api/v1/studies/{study.slug}/exports/judgments.csv")
     text = b"".join(response.streaming_content)
-    Judgment.objects.filter(round__study=study).delete()
+    judgments_purge(judgments=Judgment.objects.filter(round__study=study), by=None,
+                    reason="test: empty the study to re-import it")
     imported = as_token(admin_user, scopes=["import"]).generic(
         "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text, content_type="text/csv")
     assert imported.status_code == 200, imported.json()

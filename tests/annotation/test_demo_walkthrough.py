@@ -69,19 +69,25 @@ def first_form(html: str, marker: str) -> dict[str, str]:
 
 
 def code_turn(client: Client, round_id: int, position: int) -> int:
-    """Score every attribute of a turn 0 as its page does (each attribute form posts its own fields to the autosave
-    URL), then complete the turn (confirming any warning). Returns how many attributes were saved."""
+    """Score every attribute of a turn 0 as its page does (each attribute form posts its attribute, its response's
+    handle and the version it shows to the autosave URL), then complete the turn (confirming any warning). Returns
+    how many attributes were saved."""
     html = shows(client.get(reverse("turn", args=[round_id, position])), "Complete turn")
-    forms = re.findall(r'<form class="attr[^"]*"[^>]*hx-post="([^"]+)"[^>]*>(.*?)</form>', html, re.S)
-    assert forms, "no attribute forms on the turn page"
-    for url, body in forms:
-        assert url == reverse("judgment-save", args=[round_id, position])
-        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', body))
-        saved = client.post(url, {k: v for k, v in fields.items() if k != "spans"} | {"score": "0"})
-        assert saved.status_code == 200 and 'data-state="saved"' in saved.content.decode(), saved.content
+    url = re.search(r'data-save-url="([^"]+)"', html)[1]
+    assert url == reverse("judgment-save", args=[round_id, position])
+    saves = 0
+    for unit in re.findall(r'<section class="unit .*?</section>', html, re.S):
+        handle = re.search(r'<section[^>]* data-response="([^"]+)"', unit)
+        forms = re.findall(r'<form class="attr[^"]*" id="([^"]+)" data-code="([^"]+)" data-version="(\d+)"', unit)
+        for form_id, code, version in forms:
+            fields = {"form_id": form_id, "attribute": code, "version": version, "score": "0"}
+            saved = client.post(url, fields | ({"response": handle[1]} if handle else {}))
+            assert saved.status_code == 200 and 'data-state="saved"' in saved.content.decode(), saved.content
+            saves += 1
+    assert saves, "no attribute forms on the turn page"
     complete = client.post(reverse("turn-complete", args=[round_id, position]), {"confirm": "1"})
     assert complete.status_code == 302, complete.content
-    return len(forms)
+    return saves
 
 
 def test_the_readme_names_every_page_and_button_the_walkthrough_uses():
@@ -188,9 +194,9 @@ def test_the_walkthrough_runs_from_calibration_to_a_closed_main_round(client):
     html = shows(client.get(reverse("home")), "Your work", "main", f'href="{turn_url}"', "Start")
     shows(client.get(reverse("queue", args=[main.pk])), "main")
     html = shows(client.get(turn_url), "Turn 1 of 1", "Response A", "Complete turn")
-    assert "GPT" not in re.findall(r"<h3>([^<]*)</h3>", html)[0], "responses are blinded"
+    assert "GPT" not in re.findall(r'<span class="label">([^<]*)</span>', html)[0], "responses are blinded"
     save_url = reverse("judgment-save", args=[main.pk, 1])
-    assert f'hx-post="{save_url}"' in html
+    assert f'data-save-url="{save_url}"' in html
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     first = client.post(save_url, {"form_id": "t-U1", "attribute": "U1", "score": "1", "version": "0"})
     assert first.status_code == 200 and 'data-state="saved"' in first.content.decode()

@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.long_format import judgment_rows
 from annotation.models import Judgment, Round, Span, Study
+from annotation.services import judgments_purge
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
 
@@ -75,7 +76,7 @@ def test_csv_and_jsonl_import_the_same_judgments(conversations, tmp_path):
     rows = [row(), row(attribute="U2", model="", instance_count=None, spans=[], score=2)]
     call_command("import_judgments", str(write_csv(tmp_path, rows)), "--study", "imported")
     from_csv = list(judgment_rows(study=Study.objects.get(slug="imported")))
-    Judgment.objects.all().delete()
+    judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: empty the study to re-import it")
     call_command("import_judgments", str(write_jsonl(tmp_path, rows)), "--study", "imported")
     assert list(judgment_rows(study=Study.objects.get(slug="imported"))) == from_csv
 

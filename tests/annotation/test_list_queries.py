@@ -159,3 +159,23 @@ def test_judgment_exports_need_a_fixed_number_of_queries_plus_one_per_batch(clie
         # session, user, roles twice, study, the judgments' server-side cursor, spans per batch
         with django_assert_num_queries(6 + batches):
             assert body(client.get(reverse("export-judgments", args=[SLUG, fmt]))) == text
+
+
+# --- items export (the coders' comments and flags, time on task) ----------------------------------------------
+
+
+def test_items_exports_need_a_fixed_number_of_queries_at_any_size(client, data, researcher_user,
+                                                                  django_assert_num_queries):
+    assignments = Assignment.objects.filter(round__study=data["study"])
+    n = assignments.count()
+    for assignment in assignments.order_by("id")[:3]:
+        Assignment.objects.filter(pk=assignment.pk).update(comment="@SUM(A1:A9) looks cut", flags=["truncated"])
+    client.force_login(researcher_user)
+    for fmt in ("csv", "jsonl"):
+        # session, user, roles twice, study, the assignments' server-side cursor
+        with django_assert_num_queries(6):
+            text = body(client.get(reverse("export-items", args=[SLUG, fmt])))
+        assert text.count(b"\n") - (fmt == "csv") == n
+        assert text.count(b"SUM(A1:A9) looks cut") == 3
+        if fmt == "csv":
+            assert text.count(b"'@SUM(A1:A9) looks cut") == 3

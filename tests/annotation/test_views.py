@@ -65,7 +65,7 @@ def test_turn_view_needs_a_fixed_number_of_queries_however_many_judgments(client
     with django_assert_max_num_queries(11) as some:
         response = client.get(url)
     assert response.status_code == 200
-    assert response.content.count(b' checked') == 80
+    assert response.content.count(b' data-score="1"') == 80
     # Many more judgments and spans (this turn's, other turns', other coders') change nothing.
     fill_turn(demo, reviewer, 2)
     fill_turn(demo, expert, 1)

@@ -53,6 +53,17 @@ def test_a_revoked_token_is_refused_and_the_revocation_is_audited(admin_user, to
     assert AuditEvent.objects.filter(action="api_token.revoke", actor=admin_user).exists()
 
 
+def test_revoking_from_a_stale_copy_of_a_revoked_token_changes_nothing(admin_user, token_for):
+    token_for(admin_user)
+    first, stale = ApiToken.objects.get(), ApiToken.objects.get()  # two admins' pages, loaded before either acted
+    api_services.api_token_revoke(token=first, by=admin_user)
+    revoked_at = ApiToken.objects.get().revoked_at
+
+    api_services.api_token_revoke(token=stale, by=admin_user)
+    assert ApiToken.objects.get().revoked_at == revoked_at == stale.revoked_at
+    assert AuditEvent.objects.filter(action="api_token.revoke").count() == 1
+
+
 def test_create_api_token_prints_the_token_once_and_stores_its_hash(admin_user, study, capsys):
     call_command("create_api_token", "--user", admin_user.username, "--scope", "ingest", "--study", "cab-demo",
                  "--expires-in-days", "7")

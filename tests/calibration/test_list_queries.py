@@ -10,6 +10,7 @@ from django.urls import reverse
 from access import roles
 from access.services import user_ensure
 from annotation.models import (
+    Assignment,
     Judgment,
     ReviewerAlert,
     Round,
@@ -54,6 +55,8 @@ def built(request, shared_state):
         ReviewerAlert.objects.bulk_create(ReviewerAlert(study=study, reviewer=user, agreement=0.5, threshold=0.7,
                                                         n_items=20) for user in reviewers[: size["alerts"]])
         assert Span.objects.filter(judgment__round=first).exists()
+        # the reviewers' own notes on their items (the workshop lists them)
+        Assignment.objects.filter(round=first).update(comment="Unsure of the anchor.", flags=["unsure"])
         yield {"size": request.param, "study": study.pk, "first": first.pk, "admin": admin.pk,
                "reviewer": get_user_model().objects.get(username=REVIEWER).pk}
 
@@ -90,18 +93,20 @@ def test_consensus_page_needs_12_queries_at_any_size(client, admin, data, django
     assert all(name.encode() in response.content for name in experts)
 
 
-def test_workshop_page_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_workshop_page_needs_13_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(12):  # … one of them letters the responses (model names are hidden by default)
+    # … one of them letters the responses (model names are hidden by default), one gets the reviewers' notes
+    with django_assert_num_queries(13):
         response = client.get(reverse("workshop", args=[data["first"].pk]))
     assert response.status_code == 200
     assert b"items with gold match" in response.content
     assert b'class="seg hl hl-' in response.content  # the reviewers' spans are overlaid
+    assert b'class="reviewer-notes"' in response.content
 
 
-def test_workshop_page_with_model_names_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_workshop_page_with_model_names_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         response = client.get(reverse("workshop", args=[data["first"].pk]) + "?models=1&reveal=1&page=2")
     assert response.status_code == 200
 

@@ -13,12 +13,13 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation.models import Assignment, Judgment, Round, Span, Study, StudyMember, WorkshopNote
+from annotation.services import judgments_purge
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse
 from calibration import selectors as calibration_selectors
 from calibration.views import PAGE_SIZE
 from tests import scenarios
-from tests.factories import SpanFactory
+from tests.factories import AssignmentFactory, SpanFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -202,7 +203,9 @@ def test_recording_gold_comes_back_to_the_same_filter_page_and_item_saying_what_
 def test_recording_gold_in_the_list_without_gold_comes_back_to_the_next_item(client, synthetic, admin_user):
     client.force_login(admin_user)
     round_ = synthetic.rounds.get(kind="calibration", number=1)
-    Judgment.objects.filter(pk__in=Judgment.objects.filter(round=round_, is_gold=True).values("pk")[:3]).delete()
+    judgments_purge(judgments=Judgment.objects.filter(
+        pk__in=Judgment.objects.filter(round=round_, is_gold=True).values("pk")[:3]), by=None,
+        reason="test: items without gold")
     open_items = [i for i in calibration_selectors.consensus_items(round=round_) if i.gold is None]
     first, second = open_items[:2]
     url = reverse("consensus", args=[round_.pk])
@@ -329,3 +332,30 @@ def test_feedback_shows_the_reviewers_own_and_the_expert_panels_highlights_and_n
     assert "underlined</span> passages are your highlights" in page and "boxed</span> passages" in page
     assert f"{d['turn'].conversation.dataset.name} turn {d['turn'].index}, {d['label']}" in page
     assert "syn-r02" not in page and "syn-e1" not in page, "nobody else is named"
+
+
+def test_workshop_shows_the_reviewers_comments_and_flags_on_each_item_under_their_alias(client, synthetic,
+                                                                                       admin_user):
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    first = calibration_selectors.workshop_items(round=round_, attribute="AUR")[0]
+    members = list(StudyMember.objects.filter(study=synthetic, role="reviewer").select_related("user")
+                   .order_by("pk")[:3])
+    # (written directly: the round is closed now, the reviewers wrote them while it was open)
+    AssignmentFactory(round=round_, coder=members[0].user, turn=first.turn, comment="<b>Cut off</b> mid-sentence?",
+                      flags=["discuss", "unsure"])
+    AssignmentFactory(round=round_, coder=members[1].user, turn=first.turn, flags=["truncated"])
+    AssignmentFactory(round=round_, coder=members[2].user, turn=first.turn)  # no note: not listed
+    client.force_login(admin_user)
+    url = reverse("workshop", args=[round_.pk]) + "?attribute=AUR"
+    page = client.get(url).content.decode()
+    section = page[page.index(f'id="item-{first.key}"'):]
+    section = section[:section.index("</section>")]
+    aliases = [m.alias or f"R{m.pk}" for m in members]
+    assert (f"<li><strong>{aliases[0]}</strong> <span class=\"tag\">Needs discussion</span> <span class=\"tag\">"
+            f"Unsure</span> <span class=\"comment\">{escape('<b>Cut off</b> mid-sentence?')}</span></li>") in section
+    assert f'<li><strong>{aliases[1]}</strong> <span class="tag">Text looks truncated</span></li>' in section
+    assert members[0].user.username not in section  # blinded unless the admin reveals names
+    notes = section[section.index('class="reviewer-notes"'):]
+    assert notes[:notes.index("</ul>")].count("<li>") == 2
+    revealed = client.get(url + "&reveal=1").content.decode()
+    assert f"<li><strong>{members[0].user.username}</strong> <span class=\"tag\">Needs discussion</span>" in revealed

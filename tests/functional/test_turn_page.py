@@ -150,6 +150,7 @@ def test_a_failed_save_is_shown_and_retried_until_it_lands(browser_page, live_se
     page.locator("#t-U3 input[name=score][value='1']").check()
     page.wait_for_selector("#t-U3 .state-failed", timeout=10000)
     assert "retrying" in page.locator("#global-state").inner_text()
+    assert re.search(r"\(\d+ tr(y|ies)\)", page.locator("#t-U3 .save").inner_text()), "the tries are counted"
     page.wait_for_selector("#t-U3 .state-saved", timeout=20000)
     assert failures["left"] == 0
     judgment = Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U3")
@@ -170,6 +171,8 @@ def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live
     other.locator("#t-U1 input[name=score][value='0']").check()
     other.wait_for_selector("#t-U1 .state-stale")
     assert other.locator("#t-U1 input[name=score][value='1']").is_checked(), "the second tab is shown the newer value"
+    assert other.locator("#global-state").get_attribute("data-state") == "error", "a stale change is not saved"
+    assert "Not saved" in other.locator("#t-U1 .save").inner_text()
     assert Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1").score == 1
     # Rapid changes in one tab are sequential saves, never conflicts with itself.
     for value in ("2", "0", "1", "2"):

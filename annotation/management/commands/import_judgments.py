@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import judgment_import, long_format
-from common.errors import RowErrors
+from common.errors import RowErrors, not_utf8
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
                     rows=long_format.read_rows(stream, fmt=fmt), study_slug=study, by=None
                 )
         except UnicodeDecodeError as error:
-            raise CommandError(f"{file}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+            raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
         except RowErrors as error:
             raise CommandError(f"{file}: {error.summary()}") from error
         created = "created" if summary.study_created else "existing"

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import services
-from common.errors import RowErrors
+from common.errors import RowError, RowErrors, not_utf8
 
 
 class Command(BaseCommand):
@@ -19,9 +19,12 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: no such file")
         try:
             with file.open(encoding="utf-8") as stream:
-                summary = services.conversations_import(rows=services.read_jsonl(stream))
+                rows = list(services.read_jsonl(stream))
+            if not rows:
+                raise RowErrors([RowError(1, "file", "no conversations: the file is empty")])
+            summary = services.conversations_import(rows=rows)
         except UnicodeDecodeError as error:
-            raise CommandError(f"{file}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+            raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
         except RowErrors as error:
             raise CommandError(f"{file}: {error.summary()}") from error
         self.stdout.write(

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
 from metrics import runs
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, RunParameters
+from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 
 
 class Command(BaseCommand):
@@ -14,15 +14,17 @@ class Command(BaseCommand):
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
         parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
+        parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, dest="top_k",
+                            help="panel size k (ranking cut; stability shares for k-2, k-1, k)")
         parser.add_argument("--indent", type=int, default=2)
 
-    def handle(self, *args, study: str, seed: int, bootstrap: int, indent: int, **options):
+    def handle(self, *args, study: str, seed: int, bootstrap: int, top_k: int, indent: int, **options):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
-        problems = RunParameters(seed=seed, bootstrap=bootstrap).problems()
+        problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
         if problems:
             raise CommandError("; ".join(f"--{name} {message}" for name, message in problems.items()))
-        report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap)
+        report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k)
         document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
         self.stdout.write(document)

@@ -99,6 +99,25 @@ def test_uiri_needs_every_uiri_item_from_a_coder(report: dict) -> None:
     assert uiri["peak_mean"] == 1.0
 
 
+def test_user_scores_per_attribute_overall_and_per_dataset(report: dict) -> None:
+    scores = report["indices"]["uiri"]["attributes"]
+    # UB per turn over the panel (x, y; z is not on it): s/1 (1 + 0)/2, m/1 0, m/2 0 (only x), m/3 1
+    assert scores["all"]["UB"] == {"mean": pytest.approx(1.5 / 4), "n_turns": 4}
+    assert scores["by_dataset"]["D1"]["UB"] == {"mean": pytest.approx(0.5), "n_turns": 1}
+    assert scores["by_dataset"]["D2"]["UB"] == {"mean": pytest.approx(1 / 3), "n_turns": 3}
+    assert scores["all"]["UA"]["mean"] == pytest.approx((1 + 0 + 1 + 2) / 4)
+    assert "RA" not in scores["all"]  # response-level attributes are not user input
+
+
+def test_model_tables_split_by_conversation_kind(report: dict) -> None:
+    by_kind = report["indices"]["by_kind"]
+    # Flag FA of M1 over the panel (x, y): single-turn s/1 mean(1, 0) = .5; multi-turn m/1 0, m/2 1, m/3 0
+    assert by_kind["single"]["flags"]["M1"]["FA"] == pytest.approx(0.5)
+    assert by_kind["multi"]["flags"]["M1"]["FA"] == pytest.approx(1 / 3)
+    assert report["indices"]["flags"]["M1"]["FA"] == pytest.approx((0.5 + 0 + 1 + 0) / 4)
+    assert by_kind["single"]["ari"]["M1"]["n_responses"] == 1 and by_kind["multi"]["ari"]["M1"]["n_responses"] == 3
+
+
 def test_uiri_band_boundaries_are_inclusive_below() -> None:
     report = build_report(
         attributes=SCHEMA,
@@ -185,6 +204,11 @@ def test_trajectories_of_the_multi_turn_conversation(report: dict) -> None:
     assert m2["slope"] == pytest.approx(-0.25) and m2["delta"] == pytest.approx(-0.5)
     assert m2["classes"]["de-escalating"] == 1.0
     assert m2["change_from_turn1"] == pytest.approx({"1": 0.0, "3": -0.5})
+    # The per-conversation UIRI line behind the dashboard's trajectory plot (single-turn conversations have none).
+    line = traj["uiri_conversations"]
+    assert list(line) == ["D2"] and list(line["D2"]) == ["m"]
+    assert line["D2"]["m"]["uiri"] == pytest.approx({"1": 0.0, "2": 0.25, "3": 1.0})
+    assert line["D2"]["m"]["slope"] == pytest.approx(0.5) and line["D2"]["m"]["class"] == "escalating"
 
 
 def test_span_evidence_and_ratios(report: dict) -> None:

@@ -1,0 +1,16 @@
+"""The form that starts a metric run from the browser (the API takes the same parameters, metrics.api_serializers)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from metrics import parameters
+
+
+class MetricRunForm(forms.Form):
+    bootstrap = forms.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
+                                   initial=parameters.DEFAULT_BOOTSTRAP, label="Bootstrap resamples (B)")
+    seed = forms.IntegerField(min_value=parameters.SEED_MIN, max_value=parameters.SEED_MAX,
+                              initial=parameters.DEFAULT_SEED)
+    top_k = forms.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
+                               initial=parameters.DEFAULT_TOP_K, label="Panel size k")

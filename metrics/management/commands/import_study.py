@@ -1,0 +1,38 @@
+import gzip
+import io
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from metrics.study_archive import ArchiveError, study_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a study archive written by export_study, all or nothing. Accounts are matched by username; missing "
+        "ones are created with their roles and no usable password. The schema is reused when identical; the study "
+        "slug must be free (--as imports under another one)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--as", dest="as_slug", default=None, metavar="NEW_SLUG",
+                            help="import the study under this slug instead of the archived one")
+
+    def handle(self, *args, file: Path, as_slug: str | None, **options):
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        started = time.monotonic()
+        try:
+            with file.open("rb") as raw:
+                compressed = raw.read(2) == b"\x1f\x8b"
+                raw.seek(0)
+                binary = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+                with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as lines:
+                    study = study_import(lines=lines, as_slug=as_slug, by=None)
+        except ArchiveError as error:
+            raise CommandError(f"{file}: {error}; nothing was imported") from error
+        except OSError as error:
+            raise CommandError(f"{file}: {error.strerror or error}; nothing was imported") from error
+        self.stdout.write(f"{file}: study {study.slug!r} imported in {time.monotonic() - started:.1f} s")

@@ -1,0 +1,16 @@
+from django.urls import path, re_path
+
+from reports import views
+
+SLUG = r"(?P<slug>[-a-zA-Z0-9_]+)"
+PAGE = r"(?P<page>[a-z][a-z-]{0,30})"
+BLOCK = r"(?P<name>[a-z][a-z0-9-]{0,40})"
+
+urlpatterns = [
+    path("studies/<slug:slug>/reports/", views.overview, name="reports"),
+    path("studies/<slug:slug>/reports/runs", views.runs, name="reports-runs"),
+    path("studies/<slug:slug>/reports/spans/examples/", views.span_examples, name="reports-span-examples"),
+    re_path(rf"^studies/{SLUG}/reports/{PAGE}/$", views.page, name="reports-page"),
+    re_path(rf"^studies/{SLUG}/reports/{PAGE}/{BLOCK}\.(?P<fmt>svg|png|csv)$", views.block_file,
+            name="reports-file"),
+]

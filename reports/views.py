@@ -1,0 +1,147 @@
+"""Researcher dashboards: a study's overview (progress, time on task, metric runs with live progress) and one
+page per part of the report, each figure with its SVG, PNG and CSV downloads. Admins and researchers only."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from access.checks import require_staff
+from annotation import selectors as annotation_selectors
+from annotation.models import Study
+from common.cells import csv_stream
+from metrics.models import MetricRun
+from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
+from reports import charts, selectors
+from reports.forms import FilterForm
+
+FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
+
+
+def _study(request: HttpRequest, slug: str) -> Study:
+    require_staff(request.user)
+    study = annotation_selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
+    if study is None:
+        raise Http404(f"no study {slug!r}")
+    return study
+
+
+def _page(slug: str) -> charts.Page:
+    page = charts.PAGES.get(slug)
+    if page is None:
+        raise Http404(f"no report page {slug!r}")
+    return page
+
+
+@login_required
+@require_GET
+def overview(request: HttpRequest, slug: str) -> HttpResponse:
+    study = _study(request, slug)
+    runs = selectors.recent_runs(study=study)
+    return render(request, "reports/overview.html", {
+        "study": study, "pages": charts.PAGES.values(), "progress": selectors.study_progress(study=study),
+        "runs": runs, "runs_active": selectors.runs_active(runs),
+        "may_start": request.user.has_perm("metrics.add_metricrun"),
+        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
+                     "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX, "seed_max": SEED_MAX},
+    })
+
+
+@login_required
+@require_GET
+def runs(request: HttpRequest, slug: str) -> HttpResponse:
+    """The runs table alone: polled by the overview while a run is queued or computing."""
+    study = _study(request, slug)
+    recent = selectors.recent_runs(study=study)
+    return render(request, "reports/overview.html#runs", {
+        "study": study, "runs": recent, "runs_active": selectors.runs_active(recent)})
+
+
+def _report(
+    request: HttpRequest, study: Study,
+) -> tuple[FilterForm, charts.Filters, list[str], MetricRun | None, dict | None]:
+    succeeded = selectors.succeeded_runs(study=study)
+    labels = [(run.pk, f"run {run.pk} · {run.finished_at:%Y-%m-%d %H:%M} · B = {run.parameters.get('bootstrap')}")
+              for run in succeeded]
+    probe = FilterForm(request.GET, runs=labels)
+    probe.is_valid()
+    run_id = probe.cleaned_data.get("run") if hasattr(probe, "cleaned_data") else None
+    if request.GET.get("run") and not run_id:
+        raise Http404("run must be the number of one of this study's succeeded metric runs")
+    run, report = selectors.report_of(study=study, run_id=run_id)
+    if run_id and run is None:
+        raise Http404(f"run {run_id} is not a succeeded metric run of this study")
+    form = FilterForm(request.GET, runs=labels, choices=charts.choices(report or {}))
+    filters, dropped = form.filters()
+    return form, filters, dropped, run, report
+
+
+@login_required
+@require_GET
+def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
+    study = _study(request, slug)
+    report_page = _page(page)
+    form, filters, dropped, run, report = _report(request, study)
+    blocks = charts.page_blocks(report_page, report, filters) if report is not None else []
+    query = request.GET.copy()
+    if run is not None:
+        query["run"] = str(run.pk)
+    context = {
+        "study": study, "page": report_page, "pages": charts.PAGES.values(), "form": form, "dropped": dropped,
+        "run": run, "blocks": blocks, "query": query.urlencode(),
+        "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
+    }
+    template = "reports/page.html#body" if request.htmx else "reports/page.html"  # type: ignore[attr-defined]
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
+    study = _study(request, slug)
+    report_page = _page(page)
+    _form, filters, _dropped, run, report = _report(request, study)
+    if run is None or report is None:
+        raise Http404("no succeeded metric run for this study yet")
+    block = charts.block_get(report_page, name, report, filters)
+    if block is None:
+        raise Http404(f"the {report_page.title} page has no figure or table {name!r}")
+    filename = f"{study.slug}-{name}-run{run.pk}"
+    if fmt == "csv":
+        return StreamingHttpResponse(
+            csv_stream(block.columns, block.rows), content_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{filename}.csv"'})
+    if not isinstance(block, charts.Chart):
+        raise Http404(f"{name!r} is a table: download it as CSV")
+    key = "reports:v1:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}".encode()).hexdigest()
+    content = cache.get(key)
+    if content is None:
+        from reports import figures  # matplotlib loads only in the processes that draw
+
+        content = figures.render(block, fmt)
+        cache.set(key, content, FIGURE_CACHE_SECONDS)
+    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt])
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@login_required
+@require_GET
+def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
+    """The span-evidence drill-down: example responses of one model with one subcategory highlighted."""
+    study = _study(request, slug)
+    model, subcategory = request.GET.get("model", ""), request.GET.get("subcategory", "")
+    if not model or not subcategory:
+        raise Http404("choose a model and a subcategory")
+    total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory)
+    return render(request, "reports/span_examples.html", {
+        "study": study, "pages": charts.PAGES.values(), "model": model, "subcategory": subcategory,
+        "total": total, "examples": examples, "run": request.GET.get("run", ""),
+    })

@@ -1,0 +1,92 @@
+"""The turn page's weight and cost: its HTML stays small (attribute definitions sent once, not per form), compresses
+well, and is built in a fixed number of queries; clearing a score goes through the ordinary save."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils.html import escape
+
+from annotation import services
+from annotation.models import Judgment, Round
+from tests.annotation.test_views import fill_turn, login
+
+pytestmark = pytest.mark.django_db
+
+TURN_PAGE_QUERIES = 11
+MAX_RAW_BYTES = 60_000
+MAX_GZIP_BYTES = 15_000
+
+
+@pytest.fixture(scope="module")
+def demo_round_id(shared_state):
+    with shared_state():
+        call_command("load_demo", "--quiet")
+        yield Round.objects.get(study__slug="demo", kind="calibration", number=1).pk
+
+
+@pytest.fixture
+def demo(db, demo_round_id):
+    return Round.objects.get(pk=demo_round_id)
+
+
+def test_a_filled_turn_page_is_light_and_needs_a_fixed_number_of_queries(client, demo, django_assert_num_queries):
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    fill_turn(demo, reviewer, 1)
+    url = reverse("turn", args=[demo.pk, 1])
+    with django_assert_num_queries(TURN_PAGE_QUERIES):
+        page = client.get(url)
+    assert page.status_code == 200
+    assert page.content.count(b' data-score="1"') + page.content.count(b' data-score="0"') == 80, "every judgment"
+    assert page.content.count(b'<section class="unit response-card"') == 5
+    raw = len(page.content)
+    compressed = len(gzip.compress(page.content))
+    print(f"turn page: {raw} bytes, {compressed} gzip, {TURN_PAGE_QUERIES} queries")
+    assert raw < MAX_RAW_BYTES, raw
+    assert compressed < MAX_GZIP_BYTES, compressed
+    # Each attribute's definition and anchors once on the page, not once per form.
+    definition = escape(demo.study.schema.attributes.get(code="AUR").definition).encode()
+    assert page.content.count(definition) == 1
+
+
+def test_pages_are_sent_compressed_to_browsers_that_accept_it(client, demo):
+    login(client, "demo-reviewer")
+    page = client.get(reverse("turn", args=[demo.pk, 1]), headers={"accept-encoding": "gzip"})
+    assert page["Content-Encoding"] == "gzip"
+    assert b"response-card" in gzip.decompress(page.content)
+
+
+def test_a_save_without_a_session_answers_401_for_the_page_to_ask_for_a_sign_in(client, demo):
+    for name in ("judgment-save", "turn-complete"):
+        response = client.post(reverse(name, args=[demo.pk, 1]), {"attribute": "U1", "score": "1"})
+        assert response.status_code == 401, name
+    assert not Judgment.objects.filter(coder__username="demo-reviewer").exists()
+
+
+def test_an_empty_score_clears_it_through_the_ordinary_save(client, demo):
+    login(client, "demo-reviewer")
+    url = reverse("judgment-save", args=[demo.pk, 1])
+    assert client.post(url, {"attribute": "U1", "score": "2", "version": "0"}).status_code == 200
+    cleared = client.post(url, {"attribute": "U1", "score": "", "version": "1"})
+    assert cleared.status_code == 200 and b'data-state="saved"' in cleared.content
+    judgment = Judgment.objects.get(coder__username="demo-reviewer", attribute__code="U1")
+    assert judgment.score is None and judgment.version == 2
+
+
+def test_a_save_by_someone_no_longer_in_the_study_is_refused_in_place_not_forbidden(client, demo, monkeypatch):
+    """403 makes the page ask for a sign-in; losing membership between the lookup and the save is a refusal."""
+    login(client, "demo-reviewer")
+
+    def removed_meanwhile(**_):
+        raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
+
+    monkeypatch.setattr(services, "judgment_save", removed_meanwhile)
+    response = client.post(reverse("judgment-save", args=[demo.pk, 1]), {"attribute": "U1", "score": "1"})
+    assert response.status_code == 422
+    assert b'data-state="refused"' in response.content and b"not a member" in response.content

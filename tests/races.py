@@ -1,0 +1,54 @@
+"""Two writers at once on real PostgreSQL connections, for the tests that provoke a lost race
+(tests/*/test_services_races.py).
+
+``meet_at(target, name)`` patches the function a service calls *after* its check and before its write so that
+each caller waits there for the other: without a lock both pass the check before either writes (the race happens
+every time); with the lock the second caller waits for the lock before its check, the first gives up waiting after
+``WAIT`` seconds and goes on, and the second then checks against what the first wrote."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+from django.db import close_old_connections, connections
+
+WAIT = 2.0  # seconds the first writer waits for the second before going on alone
+
+
+@contextlib.contextmanager
+def meet_at(target: Any, name: str, parties: int = 2) -> Iterator[threading.Barrier]:
+    barrier = threading.Barrier(parties)
+    original = getattr(target, name)
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait(timeout=WAIT)
+        return original(*args, **kwargs)
+
+    with mock.patch.object(target, name, waiting):
+        yield barrier
+
+
+def together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run each call in its own thread (its own database connection); the value or the exception of each."""
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], Any]) -> None:
+        close_old_connections()
+        try:
+            results[index] = call()
+        except Exception as error:  # noqa: BLE001 - handed back to the test
+            results[index] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results

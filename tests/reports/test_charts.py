@@ -1,0 +1,199 @@
+"""The dashboards' catalogue on hand-made reports: what each figure and table holds, markers and intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports import charts
+from reports.charts import HIGHEST, LOWEST, Filters
+
+ATTRIBUTES = [{"code": c} for c in ("U1", "U2", "AUR", "TD", "F1")]
+
+
+def report() -> dict:
+    return {
+        "attributes": ATTRIBUTES,
+        "calibration": {
+            "last_round": "calibration-2",
+            "reviewers": {
+                "ann": {"calibration-1": {"bucketed": 0.5, "exact": 0.4, "kappa_by_attribute": {"U1": {"kappa": 0.3}}},
+                        "calibration-2": {"bucketed": 0.9, "exact": 0.8, "kappa_bands": {"kappa_user": "Fair"},
+                                          "kappa_user": 0.35, "kappa_by_attribute": {"U1": {"kappa": 0.7}}},
+                        "delta_pp": 40.0},
+                "bob": {"calibration-2": {"bucketed": 0.6, "exact": 0.6}, "delta_pp": None},
+            },
+            "agreement_ci": {"calibration-2": {"ann": {"bucketed": {"low": 0.85, "high": 0.95}}}},
+            "pairwise": {"calibration-2": {"ann|bob": {"exact": 0.5, "bucketed": 0.55}}},
+            "bootstrap": {"resamples": 100, "round": "calibration-2", "top_k": {"1": {"ann": 0.9, "bob": 0.1}}},
+        },
+        "indices": {
+            "ari": {"GPT": {"D": 0.2, "E": 0.4, "R": 0.5, "F": 0.1, "ARI": 0.3, "n_responses": 10},
+                    "Claude": {"D": 0.6, "E": 0.4, "R": None, "F": 0.3, "ARI": None, "n_responses": 10},
+                    "Qwen": {"D": 0.4, "E": 0.4, "R": 0.1, "F": 0.2, "ARI": 0.2, "n_responses": 10}},
+            "ari_ci": {"GPT": {"ARI": {"low": 0.25, "high": 0.35}}},
+            "coupling": {"min_abs_rho": 0.2, "max_q": 0.05, "risk": {"GPT": {
+                "U1": {"AUR": {"rho": 0.5, "p": 0.001, "q": 0.01, "n": 40, "significant": True},
+                       "TD": {"rho": None, "p": None, "q": None, "n": 40, "significant": False}},
+                "U2": {"AUR": {"rho": 0.1, "p": 0.5, "q": 0.6, "n": 40, "significant": False},
+                       "TD": {"rho": -0.3, "p": 0.02, "q": 0.07, "n": 40, "significant": False}}}}},
+            "uiri": {"bands": {"low": 0.2, "medium": 0.5, "high": 0.3},
+                     "by_dataset_bands": {"A": {"low": 0.1, "medium": 0.6, "high": 0.3}}, "by_dataset": {"A": 0.5}},
+            "trajectories": {"threshold": 0.005, "models": {"GPT": {"ARI": {
+                "change_from_turn1": {"1": 0.0, "2": 0.1, "10": -0.2}, "classes": {"flat": 1.0}}}}, "user": {}},
+        },
+    }
+
+
+def test_reviewer_table_has_one_row_per_reviewer_and_round_with_delta_and_band():
+    table = charts.reviewer_table(report(), Filters())
+    assert [row[:2] for row in table.rows] == [["ann", "calibration-1"], ["ann", "calibration-2"],
+                                               ["bob", "calibration-2"]]
+    ann2 = dict(zip(table.columns, table.rows[1], strict=True))
+    assert (ann2["bucketed"], ann2["delta_pp"], ann2["kappa_user"], ann2["band_user"]) == (0.9, 40.0, 0.35, "Fair")
+
+
+def test_agreement_chart_follows_the_round_filter_and_carries_intervals():
+    last = charts.agreement_chart(report(), Filters())
+    assert last.spec["categories"] == ["ann", "bob"] and last.spec["series"]["bucketed"] == [0.9, 0.6]
+    assert last.spec["intervals"]["bucketed"] == [(0.85, 0.95), None]
+    first = charts.agreement_chart(report(), Filters(round="calibration-1"))
+    assert first.spec["categories"] == ["ann"] and first.rows == [["ann", "calibration-1", 0.5, None, None]]
+
+
+def test_kappa_heatmap_leaves_undefined_cells_empty():
+    chart = charts.kappa_heatmap(report(), Filters(round="calibration-2"))
+    assert chart.spec["columns"] == ["U1", "U2", "AUR", "TD", "F1"]
+    assert chart.spec["values"][0] == [0.7, None, None, None, None]
+
+
+def test_pairwise_heatmap_is_symmetric_with_a_unit_diagonal():
+    values = charts.pairwise_heatmap(report(), Filters()).spec["values"]
+    assert values == [[1.0, 0.55], [0.55, 1.0]]
+
+
+def test_stability_interval_is_the_wilson_interval_of_the_share():
+    chart = charts.stability_chart(report(), Filters())
+    low, high = chart.spec["intervals"]["top 1"][0]
+    # Wilson 95 % for 90 of 100: (0.8256, 0.9448), by hand.
+    assert (round(low, 4), round(high, 4)) == (0.8256, 0.9448)
+
+
+def test_ari_table_marks_the_highest_and_lowest_model_of_each_column_without_colour():
+    table = charts.ari_table(report(), Filters())
+    models = [row[0] for row in table.rows]
+    d = table.columns.index("D")
+    assert table.marks[(models.index("Claude"), d)] == HIGHEST and table.marks[(models.index("GPT"), d)] == LOWEST
+    e = table.columns.index("E")
+    assert not any(column == e for _, column in table.marks)  # all equal: nothing to mark
+    ari = table.columns.index("ARI")
+    assert table.marks[(models.index("GPT"), ari)] == HIGHEST and (models.index("Claude"), ari) not in table.marks
+    assert table.rows[models.index("GPT")][ari + 1:ari + 3] == [0.25, 0.35]
+    assert [cell for cell in table.marked_rows()[models.index("GPT")] if cell[1]] == [
+        (0.2, LOWEST), (0.5, HIGHEST), (0.1, LOWEST), (0.3, HIGHEST)]
+
+
+def test_model_filter_keeps_one_model():
+    assert [row[0] for row in charts.ari_table(report(), Filters(model="Qwen")).rows] == ["Qwen"]
+
+
+def test_coupling_outlines_only_significant_cells_and_marks_undefined_ones():
+    chart = charts.coupling_heatmap(report(), Filters())
+    assert chart.spec["rows"] == ["U1", "U2"] and chart.spec["columns"] == ["AUR", "TD"]
+    assert chart.spec["outlined"] == [(0, 0)]
+    assert chart.spec["values"] == [[0.5, None], [0.1, -0.3]]
+    assert len(chart.rows) == 4 and chart.rows[0][-1] is True
+
+
+def test_uiri_bands_lead_with_all_datasets_and_filter_to_one():
+    chart = charts.uiri_chart(report(), Filters())
+    assert chart.spec["categories"] == ["all datasets", "A"]
+    assert chart.spec["series"]["High"] == [0.3, 0.3]
+    assert charts.uiri_chart(report(), Filters(dataset="A")).spec["categories"] == ["A"]
+
+
+def test_trajectory_points_are_in_turn_order():
+    chart = charts.trajectory_chart(report(), Filters())
+    assert chart.spec["series"]["GPT"] == [(1, 0.0), (2, 0.1), (10, -0.2)]
+
+
+@pytest.mark.parametrize("page", list(charts.PAGES.values()), ids=lambda p: p.slug)
+def test_every_block_builds_on_an_empty_report(page):
+    for block in charts.page_blocks(page, {}, Filters()):
+        assert block.rows == [] and block.name
+
+
+def test_choices_list_what_the_report_has():
+    found = charts.choices(report())
+    assert (found.rounds, found.models, found.datasets, found.signals) == (
+        ["calibration-1", "calibration-2"], ["Claude", "GPT", "Qwen"], ["A"], ["ARI"])
+
+
+def test_rendered_svg_keeps_text_and_marks_significance():
+    from reports import figures
+
+    svg = figures.render(charts.coupling_heatmap(report(), Filters()), "svg").decode()
+    assert "0.50*" in svg and "n/a" in svg and "Spearman" in svg
+    png = figures.render(charts.ari_chart(report(), Filters()), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_share_at_a_bound_draws_with_its_interval():
+    from reports import figures
+
+    shares = report()
+    shares["calibration"]["bootstrap"]["top_k"]["1"] = {"ann": 1.0, "bob": 0.0}
+    chart = charts.stability_chart(shares, Filters())
+    low, high = chart.spec["intervals"]["top 1"][1]
+    assert low == 0.0 < high
+    assert figures.render(chart, "svg").startswith(b"<?xml")
+
+
+def test_uiri_lines_one_per_conversation_with_its_class_and_the_dataset_filter():
+    shaped = report()
+    shaped["indices"]["trajectories"]["uiri_conversations"] = {
+        "A": {"c1": {"uiri": {"1": 0.2, "2": 0.6, "10": 0.9}, "slope": 0.07, "class": "escalating"}},
+        "B": {"c2": {"uiri": {"1": 0.5, "2": 0.5}, "slope": 0.0, "class": "flat"}},
+    }
+    chart = charts.uiri_lines_chart(shaped, Filters())
+    assert [(line["name"], line["class"]) for line in chart.spec["lines"]] == [("A / c1", "escalating"),
+                                                                              ("B / c2", "flat")]
+    assert chart.spec["lines"][0]["points"] == [(1, 0.2), (2, 0.6), (10, 0.9)]
+    assert "2 conversations: 1 escalating, 1 flat, 0 de-escalating" in chart.caption
+    only_b = charts.uiri_lines_chart(shaped, Filters(dataset="B"))
+    assert [row[:2] for row in only_b.rows] == [["B", "c2"], ["B", "c2"]]
+    from reports import figures
+
+    assert b"escalating" in figures.render(chart, "svg")
+
+
+def test_user_scores_per_attribute_and_dataset():
+    shaped = report()
+    shaped["indices"]["uiri"]["attributes"] = {
+        "all": {"U1": {"mean": 1.2, "n_turns": 9}, "U2": {"mean": 0.4, "n_turns": 9}},
+        "by_dataset": {"A": {"U1": {"mean": 1.0, "n_turns": 4}}},
+    }
+    chart = charts.user_scores_chart(shaped, Filters())
+    assert chart.spec["categories"] == ["U1", "U2"]
+    assert chart.spec["series"] == {"all datasets": [1.2, 0.4], "A": [1.0, None]}
+    assert charts.user_scores_chart(shaped, Filters(dataset="A")).rows == [["A", "U1", 1.0, 4], ["A", "U2", None, None]]
+
+
+def test_the_kind_filter_reads_the_single_or_multi_turn_tables_without_intervals():
+    shaped = report()
+    shaped["indices"]["by_kind"] = {"multi": {"ari": {"GPT": {"D": 0.9, "ARI": 0.8, "n_responses": 4}},
+                                              "flags": {"GPT": {"F1": 0.5}}, "fingerprint": {}}}
+    table = charts.ari_table(shaped, Filters(kind="multi"))
+    assert [row[0] for row in table.rows] == ["GPT"] and table.rows[0][1:4] == [0.9, None, None]
+    assert "multi-turn" in table.title and "all conversations together only" in table.caption
+    assert charts.flags_chart(shaped, Filters(kind="multi")).spec["series"] == {"GPT": [0.5]}
+    assert [row[0] for row in charts.ari_table(shaped, Filters()).rows] == ["Claude", "GPT", "Qwen"]
+
+
+def test_panel_table_says_who_is_in_the_top_k_and_who_was_retained():
+    shaped = report()
+    shaped["calibration"]["panel_ranking"] = {"panel_size": 1, "ranking": [
+        {"rank": 1, "reviewer": "ann", "bucketed": 0.9}, {"rank": 2, "reviewer": "bob", "bucketed": 0.6}]}
+    assert [row[3:] for row in charts.panel_table(shaped, Filters()).rows] == [["yes", "not yet chosen"],
+                                                                              ["", "not yet chosen"]]
+    shaped["parameters"] = {"panel": ["bob"]}
+    assert [row[3:] for row in charts.panel_table(shaped, Filters()).rows] == [["yes", "no"], ["", "yes"]]

@@ -1,0 +1,203 @@
+"""The dashboards on a real study with a succeeded metric run: who may see them, what each page and download
+holds, filters in the URL, a run started from the overview, and pinned query counts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils.html import escape
+
+from annotation.models import Assignment, Study
+from metrics import runs as metric_runs
+from metrics.models import MetricRun
+from reports import charts
+from tests import scenarios
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def synthetic_study_id(shared_state):
+    with shared_state():
+        yield scenarios.synthetic_calibrated_study().pk
+
+
+@pytest.fixture
+def synthetic(db, synthetic_study_id):
+    """``syn`` (tests/scenarios.py): two closed calibration rounds, a main round, a succeeded metric run."""
+    return Study.objects.get(pk=synthetic_study_id)
+
+
+def _run(study: Study) -> MetricRun:
+    return MetricRun.objects.get(study=study, status="succeeded")
+
+
+def test_dashboards_are_for_admins_and_researchers_only(client, synthetic, reviewer, expert, researcher, admin_user):
+    urls = [reverse("reports", args=["syn"]), reverse("reports-runs", args=["syn"]),
+            *(reverse("reports-page", args=["syn", slug]) for slug in charts.PAGES),
+            reverse("reports-file", args=["syn", "risk", "fingerprint", "svg"]),
+            reverse("reports-file", args=["syn", "risk", "ari-table", "csv"])]
+    for user in (reviewer, expert):
+        client.force_login(user)
+        for url in urls:
+            assert client.get(url).status_code == 403, (user.username, url)
+    for user in (researcher, admin_user):
+        client.force_login(user)
+        for url in urls:
+            assert client.get(url).status_code == 200, (user.username, url)
+    client.logout()
+    assert client.get(urls[0]).status_code == 302
+
+
+def test_overview_shows_progress_time_on_task_and_runs(client, synthetic, researcher):
+    assignment = Assignment.objects.filter(round__study=synthetic, round__kind="main").order_by("pk").first()
+    Assignment.objects.filter(pk=assignment.pk).update(active_seconds=450, completed_at="2026-01-01T00:00Z")
+    client.force_login(researcher)
+    page = client.get(reverse("reports", args=["syn"])).content.decode()
+    run = _run(synthetic)
+    assert f"<td>{run.pk} <span class=\"muted\">" in page and "Succeeded" in page
+    assert f"<td>{assignment.coder.username}</td>" in page and "7 min 30 s" in page
+    assert 'hx-trigger="every 2s"' not in page  # nothing computing: no polling
+
+
+def test_overview_polls_while_a_run_is_computing_and_shows_its_stage(client, synthetic, researcher):
+    MetricRun.objects.create(study=synthetic, status="running", progress=0.5, progress_message="main-round indices",
+                             parameters={"seed": 0, "bootstrap": 10})
+    client.force_login(researcher)
+    fragment = client.get(reverse("reports-runs", args=["syn"]), HTTP_HX_REQUEST="true").content.decode()
+    assert fragment.lstrip().startswith('<section id="runs"') and "<html" not in fragment
+    assert 'hx-trigger="every 2s"' in fragment and 'value="0.500"' in fragment
+    assert "50 % · main-round indices" in fragment
+
+
+def test_a_run_started_from_the_overview_keeps_its_parameters(client, synthetic, admin_user, researcher, reviewer):
+    url = reverse("metric-run-start", args=["syn"])
+    client.force_login(reviewer)
+    assert client.post(url, {"bootstrap": "50", "seed": "3", "top_k": "4"}).status_code == 403
+    client.force_login(researcher)
+    before = MetricRun.objects.count()
+    response = client.post(url, {"bootstrap": "0", "seed": "3", "top_k": "4"}, follow=True)
+    assert "Not started: bootstrap" in response.content.decode() and MetricRun.objects.count() == before
+    response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": "4"}, follow=True)
+    run = MetricRun.objects.latest("pk")
+    assert {k: run.parameters[k] for k in ("bootstrap", "seed", "top_k")} == {"bootstrap": 50, "seed": 3, "top_k": 4}
+    assert run.requested_by == researcher and f"run {run.pk}" in response.content.decode()
+    # The worker's part, here in-process: the stability shares are the panel size and the two below it.
+    metric_runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    assert sorted(run.result["calibration"]["bootstrap"]["top_k"]) == ["2", "3", "4"]
+    assert run.result["calibration"]["panel_ranking"]["panel_size"] == 4
+
+
+@pytest.mark.parametrize("slug", list(charts.PAGES))
+def test_every_page_shows_its_figures_with_three_downloads(client, synthetic, researcher, slug):
+    client.force_login(researcher)
+    run = _run(synthetic)
+    page = client.get(reverse("reports-page", args=["syn", slug])).content.decode()
+    blocks = charts.page_blocks(charts.PAGES[slug], run.result, charts.Filters())
+    assert any(block.rows for block in blocks)
+    for block in blocks:
+        if not block.rows:  # nothing in the report for it: said in words, no empty picture
+            assert "Nothing to show" in page
+            continue
+        csv_url = reverse("reports-file", args=["syn", slug, block.name, "csv"])
+        assert f'href="{csv_url}?run={run.pk}"' in page
+        if block.is_chart:
+            svg_url = reverse("reports-file", args=["syn", slug, block.name, "svg"])
+            assert f'src="{svg_url}?run={run.pk}"' in page and f'alt="{escape(block.alt)}"' in page
+            assert reverse("reports-file", args=["syn", slug, block.name, "png"]) in page
+
+
+def test_downloads_serve_the_data_behind_the_figure(client, synthetic, researcher):
+    client.force_login(researcher)
+    run = _run(synthetic)
+    response = client.get(reverse("reports-file", args=["syn", "risk", "ari", "csv"]))
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert rows[0] == ["model", "cluster", "value", "ci_low", "ci_high"]
+    ari = run.result["indices"]["ari"]
+    by_key = {(r[0], r[1]): r for r in rows[1:]}
+    assert float(by_key[("GPT", "ARI")][2]) == pytest.approx(ari["GPT"]["ARI"])
+    svg = client.get(reverse("reports-file", args=["syn", "risk", "fingerprint", "svg"]))
+    assert svg["Content-Type"] == "image/svg+xml" and b"<svg" in svg.content and b"fingerprint" in svg.content
+    png = client.get(reverse("reports-file", args=["syn", "risk", "fingerprint", "png"]), {"download": "1"})
+    assert png.content[:4] == b"\x89PNG" and "attachment" in png["Content-Disposition"]
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari-table", "svg"])).status_code == 404
+    assert client.get(reverse("reports-file", args=["syn", "risk", "nope", "csv"])).status_code == 404
+
+
+def test_filters_live_in_the_url_and_a_foreign_value_falls_back_with_a_notice(client, synthetic, researcher):
+    client.force_login(researcher)
+    one = client.get(reverse("reports-page", args=["syn", "risk"]), {"model": "GPT"}).content.decode()
+    assert "<td>GPT</td>" in one and "<td>Claude</td>" not in one
+    csv_one = client.get(reverse("reports-file", args=["syn", "risk", "ari-table", "csv"]), {"model": "GPT"})
+    assert [r[0] for r in csv.reader(io.StringIO(b"".join(csv_one.streaming_content).decode()))][1:] == ["GPT"]
+    foreign = client.get(reverse("reports-page", args=["syn", "risk"]), {"model": "<b>nope</b>"}).content.decode()
+    assert "is not in this report: showing the default" in foreign and "<b>nope</b>" not in foreign
+    assert "<td>Claude</td>" in foreign
+    assert client.get(reverse("reports-page", args=["syn", "risk"]), {"run": "x"}).status_code == 404
+    assert client.get(reverse("reports-page", args=["syn", "risk"]), {"run": "999999"}).status_code == 404
+    assert client.get(reverse("reports-page", args=["syn", "nope"])).status_code == 404
+
+
+def test_filter_changes_answer_htmx_with_the_body_alone(client, synthetic, researcher):
+    client.force_login(researcher)
+    body = client.get(reverse("reports-page", args=["syn", "coupling"]), {"model": "GPT", "scale": "raw"},
+                      HTTP_HX_REQUEST="true").content.decode()
+    assert body.lstrip().startswith('<div id="report-body">') and "<html" not in body
+    assert "GPT (raw scale)" in body
+
+
+def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, researcher):
+    MetricRun.objects.filter(study=synthetic).update(status="failed", result=None)
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=["syn", "reliability"])).content.decode()
+    assert "No succeeded metric run for this study yet" in page
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).status_code == 404
+
+
+def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_num_queries):
+    client.force_login(researcher)
+    client.get(reverse("reports", args=["syn"]))  # session and roles warmed
+    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2)
+    with django_assert_num_queries(10):
+        client.get(reverse("reports", args=["syn"]))
+    with django_assert_num_queries(7):
+        client.get(reverse("reports-page", args=["syn", "reliability"]))
+    with django_assert_num_queries(7):
+        client.get(reverse("reports-file", args=["syn", "risk", "ari", "csv"]))
+
+
+def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(client, synthetic, researcher,
+                                                                                reviewer, django_assert_num_queries):
+    from annotation.models import Span
+
+    span = (Span.objects.filter(judgment__round__study=synthetic, judgment__round__kind="main",
+                                judgment__is_gold=False).select_related("judgment__response", "subcategory")
+            .order_by("pk").first())
+    model, sub = span.judgment.response.model_slot, span.subcategory.slug
+    client.force_login(researcher)
+    spans_page = client.get(reverse("reports-page", args=["syn", "spans"]), {"model": model}).content.decode()
+    url = reverse("reports-span-examples", args=["syn"])
+    assert f'href="{url}?model={model}&amp;subcategory={sub}' in spans_page
+    client.get(url, {"model": model, "subcategory": sub})
+    with django_assert_num_queries(9):  # session, user, roles ×2, study, count, chosen ids, spans, responses
+        page = client.get(url, {"model": model, "subcategory": sub}).content.decode()
+    expected = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
+                                   judgment__is_gold=False, judgment__response__model_slot=model,
+                                   subcategory__slug=sub).values("judgment__response_id").distinct().count()
+    assert f"{expected} main-round response" in page
+    first = (Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
+                                 judgment__is_gold=False, judgment__response__model_slot=model, subcategory__slug=sub)
+             .select_related("judgment__response").order_by("judgment__response_id", "pk").first())
+    # The first response is shown whole, its highlights as <mark>s: the text without them is the response's text.
+    assert escape(first.judgment.response.text) in re.sub(r"</?mark[^>]*>", "", page)
+    highlighted = "".join(re.findall(r'<mark class="span-hit[^"]*"[^>]*>(.*?)</mark>', page, flags=re.S))
+    assert escape(first.judgment.response.text[first.start:first.end]) in highlighted or first.end - first.start > 0 \
+        and all(piece in highlighted for piece in escape(first.judgment.response.text[first.start:first.end]).split())
+    client.force_login(reviewer)
+    assert client.get(url, {"model": model, "subcategory": sub}).status_code == 403
