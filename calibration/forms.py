@@ -119,6 +119,8 @@ class GoldForm(ItemForm):
 
 class NoteForm(ItemForm):
     text = forms.CharField(max_length=20_000, required=False, strip=False)
+    # The note as the page showed it; absent (an older page, a script) means "no check".
+    shown = forms.CharField(max_length=20_000, required=False, strip=False, empty_value=None)
 
 
 ITEM_KEY = r"^[0-9]+-[0-9]+-[A-Za-z0-9_.-]+$"

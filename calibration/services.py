@@ -269,13 +269,23 @@ def gold_accept_unanimous(*, round: Round, by: User) -> int:
 
 @transaction.atomic
 def workshop_note_save(*, round: Round, by: User, attribute: AttributeDefinition, turn: Turn,
-                       response: ModelResponse | None, text: str) -> WorkshopNote | None:
+                       response: ModelResponse | None, text: str, shown: str | None = None) -> WorkshopNote | None:
+    """Save (or, with empty text, remove) the workshop's decision note on one item. ``shown``: the note's text as
+    the admin's page showed it ("" for none); when another admin changed it since, nothing is written
+    (``ChangedMeanwhile``), so two admins editing one note never silently replace each other's words."""
     require_study_admin(by)
     if round.status != Round.Status.CLOSED:
         raise ValidationError("the workshop opens when the round is closed")
     lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response}
     target = f"round:{round.name}"
     where = {"attribute": attribute.code, "turn": turn.pk, "response": response.pk if response else None}
+    if shown is not None:
+        # One note write per round at a time, so that the comparison and the write are one (a first note has no
+        # row to lock yet).
+        Round.objects.select_for_update().filter(pk=round.pk).values_list("pk", flat=True).first()
+        current = WorkshopNote.objects.filter(**lookup).values_list("text", flat=True).first() or ""
+        if current != shown.strip():
+            raise annotation_services.ChangedMeanwhile(f"the note on {attribute.code}")
     if not text.strip():
         if WorkshopNote.objects.filter(**lookup).delete()[0]:
             audit_record(by=by, action="workshop_note.delete", study=round.study, target=target, **where)

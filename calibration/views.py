@@ -311,18 +311,22 @@ def workshop_note(request: AuthedRequest, round_id: int) -> HttpResponse:
     round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
     form = forms.NoteForm(request.POST, round=round_)
     error, done = ("; ".join(forms.form_errors(form)) if not form.is_valid() else ""), ""
+    shown = request.POST.get("shown")  # kept as it was when the save is refused
     if not error:
         data = form.cleaned_data
         try:
             note = services.workshop_note_save(round=round_, by=request.user, attribute=data["attribute"],
-                                               turn=data["turn"], response=data["response"], text=data["text"])
+                                               turn=data["turn"], response=data["response"], text=data["text"],
+                                               shown=(data["shown"] or "") if "shown" in request.POST else None)
         except ValidationError as refused:
             error = "; ".join(refused.messages)
         else:
             done = f"Note {'saved' if note else 'removed'} on {data['attribute'].code} · {data['turn']}."
+            shown = note.text if note else ""
     if request.htmx:
-        return render(request, "calibration/workshop.html#note-state", {"error": error, "done": done},
-                      status=422 if error else 200)
+        # The answer carries the note as now stored, so the next save of this form compares with it.
+        return render(request, "calibration/workshop.html#note-state",
+                      {"error": error, "done": done, "shown": shown}, status=422 if error else 200)
     if error:
         messages.error(request, error)
     else:

@@ -823,7 +823,9 @@
     say("Not yet: " + waiting.length + " change(s) are not saved (see the header). Complete the turn once they are.");
   });
 
-  document.body.addEventListener("htmx:afterSwap", function (event) {
+  // After the settle, not the swap: htmx binds the new Confirm button's hx-post only then, and an Enter on it any
+  // earlier would do nothing.
+  document.body.addEventListener("htmx:afterSettle", function (event) {
     if (event.detail.target !== completeResult) return;
     linkItems();
     const target = completeResult.querySelector("#confirm-complete") || completeResult.querySelector("[tabindex='-1']");

@@ -81,6 +81,29 @@ def test_a_workshop_note_is_saved_and_appears_in_the_memo(client, synthetic, adm
     assert b"Anchor 1 = hedged." in client.get(reverse("memo", args=[round_.pk, "html"])).content
 
 
+def test_two_admins_editing_one_workshop_note_never_replace_each_others_words(client, synthetic, admin_user):
+    client.force_login(admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    item = Judgment.objects.filter(round=round_, is_gold=True, attribute__code="AUR").first()
+    url = reverse("workshop-note", args=[round_.pk])
+    note = {"attribute": "AUR", "turn": item.turn_id, "response": item.response_id}
+    page = client.get(reverse("workshop", args=[round_.pk]) + "?attribute=AUR").content.decode()
+    assert '<span class="note-state"><input type="hidden" name="shown" value="">' in page
+    # Admin A saves on a page that showed no note: the answer carries the stored text for A's next save.
+    first = client.post(url, {**note, "text": "A: hedge is 1", "shown": ""}, HTTP_HX_REQUEST="true")
+    assert first.status_code == 200 and 'name="shown" value="A: hedge is 1"' in first.content.decode()
+    # Admin B's page was opened before A saved: B's save is refused and A's words stay.
+    stale = client.post(url, {**note, "text": "B: hedge is 2", "shown": ""}, HTTP_HX_REQUEST="true")
+    assert stale.status_code == 422 and "changed meanwhile; reload" in stale.content.decode()
+    assert 'name="shown" value=""' in stale.content.decode()  # B's form still compares with what B saw
+    assert WorkshopNote.objects.get(round=round_).text == "A: hedge is 1"
+    # A edits again from the answer's value; removing compares too.
+    assert client.post(url, {**note, "text": "A: hedge is 1 (agreed)", "shown": "A: hedge is 1"},
+                       HTTP_HX_REQUEST="true").status_code == 200
+    assert client.post(url, {**note, "text": "", "shown": "A: hedge is 1"}, HTTP_HX_REQUEST="true").status_code == 422
+    assert WorkshopNote.objects.get(round=round_).text == "A: hedge is 1 (agreed)"
+
+
 def test_panel_page_ranks_every_reviewer_with_the_bootstrap_top_k(client, synthetic, admin_user):
     client.force_login(admin_user)
     panel = client.get(reverse("panel", args=["syn"]))
