@@ -486,6 +486,15 @@ def studies_for_exports(*, user: User | AnonymousUser) -> QuerySet[Study]:
     ).order_by("slug")
 
 
+def study_for_staff(*, user: User | AnonymousUser, slug: str) -> Study | None:
+    """One study for a staff page or download (admins and researchers see every study); None for anyone else or an
+    unknown slug. Without ``studies_for_exports``' judgment count: pages and downloads must not count a study's
+    judgments on every request."""
+    if not user_sees_all_studies(user=user):
+        return None
+    return Study.objects.select_related("schema").filter(slug=slug).first()
+
+
 # --- hidden check items ---------------------------------------------------------------------------------------
 
 

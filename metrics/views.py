@@ -24,9 +24,10 @@ from metrics.forms import MetricRunForm
 INDEX_TABLES = ("ari", "flags", "attribute_risk", "fingerprint")
 
 
-def _export_study(request: HttpRequest, slug: str) -> Study:
+def staff_study_or_404(request: HttpRequest, slug: str) -> Study:
+    """The study of a staff page or download (admins and researchers); 403 for anyone else, 404 for no such study."""
     require_staff(request.user)
-    study = selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
+    study = selectors.study_for_staff(user=request.user, slug=slug)
     if study is None:
         raise Http404(f"no study {slug!r}")
     return study
@@ -46,7 +47,7 @@ def exports_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def report_file(request: HttpRequest, slug: str) -> HttpResponse:
-    study = _export_study(request, slug)
+    study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study)
     if run is None:
         raise Http404("no succeeded metric run for this study yet")
@@ -56,7 +57,7 @@ def report_file(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def index_table_file(request: HttpRequest, slug: str, table: str) -> StreamingHttpResponse:
-    study = _export_study(request, slug)
+    study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study)
     if run is None:
         raise Http404("no succeeded metric run for this study yet")
@@ -71,7 +72,7 @@ def index_table_file(request: HttpRequest, slug: str, table: str) -> StreamingHt
 def metric_run_start(request: AuthedRequest, slug: str) -> HttpResponse:
     """Start a metric run from the study's reports overview, with its parameters; back to the overview, which
     shows the run's progress."""
-    study = _export_study(request, slug)
+    study = staff_study_or_404(request, slug)
     if not request.user.has_perm("metrics.add_metricrun"):
         raise PermissionDenied("Your role cannot start metric runs.")
     form = MetricRunForm(request.POST)

@@ -11,24 +11,15 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from access.checks import require_staff
-from annotation import selectors as annotation_selectors
 from annotation.models import Study
 from common.cells import csv_stream
 from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
+from metrics.views import staff_study_or_404 as _study
 from reports import charts, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
-
-
-def _study(request: HttpRequest, slug: str) -> Study:
-    require_staff(request.user)
-    study = annotation_selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
-    if study is None:
-        raise Http404(f"no study {slug!r}")
-    return study
 
 
 def _page(slug: str) -> charts.Page:
