@@ -1,10 +1,15 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
 the services (which validate and version them), never by hand in the admin."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 
 from annotation import models
+from annotation.checklists import checklist_item_problems
+from annotation.services import schema_is_frozen
 from calibration.services import round_close
 from metrics.services import metric_run_request
 
@@ -32,10 +37,36 @@ class SubcategoryInline(admin.TabularInline):
     extra = 0
 
 
+class AttributeDefinitionForm(forms.ModelForm):
+    """Session checklist items (text = name, type, crisis types) are checked like ``checklists.checklist_item_save``
+    does, and no attribute of a frozen schema changes (the database refuses it too)."""
+
+    class Meta:
+        model = models.AttributeDefinition
+        fields = [f.name for f in models.AttributeDefinition._meta.fields if f.editable and f.name != "id"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        schema = data.get("schema")
+        if schema is not None and schema_is_frozen(schema=schema):
+            raise ValidationError(f"schema {schema.slug} is frozen: a study using it is open")
+        if data.get("item_type") or data.get("crisis_types"):
+            if data.get("unit") != models.AttributeDefinition.Unit.SESSION:
+                self.add_error("unit", "a checklist item is coded once per session")
+            problems = checklist_item_problems(item_id=data.get("code") or "", text=data.get("name") or "",
+                                               item_type=data.get("item_type") or "",
+                                               crisis_types=data.get("crisis_types") or [])
+            for name, message in problems.items():
+                self.add_error({"item_id": "code", "text": "name"}.get(name, name), message)
+        return data
+
+
 @admin.register(models.AttributeDefinition)
 class AttributeDefinitionAdmin(admin.ModelAdmin):
-    list_display = ("code", "name", "schema", "group", "unit", "cluster", "scale_min", "scale_max", "level")
-    list_filter = ("schema", "group", "unit", "cluster", "level")
+    form = AttributeDefinitionForm
+    list_display = ("code", "name", "schema", "group", "unit", "cluster", "scale_min", "scale_max", "level",
+                    "item_type", "crisis_types")
+    list_filter = ("schema", "group", "unit", "cluster", "level", "item_type")
     search_fields = ("code", "name", "definition")
     inlines = [SubcategoryInline]
 
@@ -63,8 +94,8 @@ class RoundInline(admin.TabularInline):
 
 @admin.register(models.Study)
 class StudyAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "schema", "status", "is_synthetic", "created_at")
-    list_filter = ("status", "is_synthetic", "schema")
+    list_display = ("slug", "name", "schema", "status", "method_labels", "is_synthetic", "created_at")
+    list_filter = ("status", "is_synthetic", "schema", "method_labels")
     search_fields = ("slug", "name")
     inlines = [MemberInline, RoundInline]
     actions = ["compute_metrics"]
@@ -78,7 +109,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 @admin.register(models.StudyMember)
 class StudyMemberAdmin(admin.ModelAdmin):
-    list_display = ("study", "user", "role", "alias", "retained")
+    list_display = ("study", "user", "role", "alias", "retained", "method_name", "method_version", "method_prompt_id")
     list_filter = ("study", "role", "retained")
     search_fields = ("user__username", "alias")
 

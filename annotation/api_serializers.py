@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
+from api.fields import TextField, TextRegexField
 
 
 class StudyOut(serializers.Serializer):
@@ -134,6 +135,19 @@ class JudgmentOut(serializers.Serializer):
         if judgment.response_id is None or self.context.get("blinded"):
             return None
         return judgment.response.model_slot
+
+
+class MethodIn(serializers.Serializer):
+    name = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the method's coder name: the reviewer column of its "
+                                                         "long-format rows (role method)")
+    version = TextField(max_length=100, required=False, allow_blank=True, default="")
+    prompt_id = TextField(max_length=100, required=False, allow_blank=True, default="")
+
+
+class MethodOut(serializers.Serializer):
+    name = serializers.CharField(source="user.username")
+    version = serializers.CharField(source="method_version")
+    prompt_id = serializers.CharField(source="method_prompt_id")
 
 
 class JudgmentImportOut(serializers.Serializer):

@@ -11,6 +11,7 @@ import io
 import re
 from collections.abc import Callable
 
+from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -21,17 +22,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.checks import user_sees_all_studies
-from annotation import judgment_import, long_format, selectors
+from annotation import judgment_import, long_format, methods, selectors
 from annotation.api_serializers import (
     AssignmentFilterIn,
     AssignmentOut,
     JudgmentFilterIn,
     JudgmentImportOut,
     JudgmentOut,
+    MethodIn,
+    MethodOut,
     RoundOut,
     StudyOut,
 )
-from annotation.models import Study
+from annotation.models import Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
@@ -222,6 +225,35 @@ class JudgmentImportApi(APIView):
             return 200, JudgmentImportOut(summary).data
 
         return _replayable(request, body.sha256, call)
+
+
+class MethodListApi(APIView):
+    """A study's automated coders (LLM judges): registered here, with version and prompt id, before their labels
+    arrive through the judgments import (long format, role ``method``)."""
+
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
+    required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
+    staff_only = True
+
+    @extend_schema(responses={200: MethodOut(many=True), **error_responses(404)}, summary="A study's methods")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        members = study.members.filter(role=StudyMember.Role.METHOD).select_related("user").order_by("user__username")
+        return Response(MethodOut(members, many=True).data)
+
+    @extend_schema(request=MethodIn, responses={200: MethodOut, **error_responses(400, 404)},
+                   summary="Register a method (an automated coder such as an LLM judge) in a study (idempotent)")
+    def post(self, request, slug: str):
+        study = study_for(request, slug)
+        given = MethodIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            member = methods.method_register(study=study, name=given.validated_data["name"],
+                                             version=given.validated_data["version"],
+                                             prompt_id=given.validated_data["prompt_id"], by=request.user)
+        except ValidationError as error:
+            raise exceptions.ValidationError({"name": error.messages}) from error
+        return Response(MethodOut(member).data)
 
 
 class _AnyAccept(APIView):

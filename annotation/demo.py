@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from access import roles
 from access.services import user_ensure
-from annotation import services
+from annotation import care_demo, services
 from annotation.models import Assignment, Round, Schema, Study, StudyMember
 from annotation.synthetic import Codings, TurnUnits, codings_generate
 from benchmark import demo as benchmark_demo
@@ -65,7 +65,8 @@ class DemoResult:
 
 
 @transaction.atomic
-def demo_load() -> DemoResult:
+def demo_load(*, care: bool = False) -> DemoResult:
+    """The demo study; with ``care``, also the CARE demo study (``annotation.care_demo``) for the same accounts."""
     if getattr(settings, "PRODUCTION", False):
         raise ImproperlyConfigured("the demo (with its printed passwords) is not loaded in production")
     records = benchmark_demo.demo_records()
@@ -89,6 +90,8 @@ def demo_load() -> DemoResult:
     if calibration.status == Round.Status.DRAFT:
         _calibration_coded(study=study, calibration=calibration, reviewer=users[roles.REVIEWER],
                            expert=users[roles.EXPERT], admin=admin)
+    if care:
+        care_demo.care_demo_load(admin=admin, reviewer=users[roles.REVIEWER], expert=users[roles.EXPERT])
     external_ids = [record["conversation_id"] for record in records]
     return DemoResult(
         study=study,

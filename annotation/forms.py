@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from annotation import selectors
 from annotation.models import Assignment, AttributeDefinition, Study, StudyMember
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
-from benchmark.models import ModelResponse
+from benchmark.models import ModelResponse, Session
 
 _INT32 = 2**31 - 1
 _WHOLE = {"invalid": "is not a whole number"}
@@ -38,9 +38,8 @@ class JudgmentSaveForm(forms.Form):
         self.assignment = assignment
 
     def clean_attribute(self) -> AttributeDefinition:
-        attribute = AttributeDefinition.objects.filter(
-            schema_id=self.assignment.round.study.schema_id, code=self.cleaned_data["attribute"]
-        ).prefetch_related("subcategories").first()
+        attribute = selectors.schema_attributes(study=self.assignment.round.study).by_code.get(
+            self.cleaned_data["attribute"])
         if attribute is None:
             raise forms.ValidationError("unknown attribute")
         return attribute
@@ -76,6 +75,14 @@ class JudgmentSaveForm(forms.Form):
         attribute = data.get("attribute")
         if isinstance(attribute, AttributeDefinition) and not attribute.subcategories.all():
             data["spans"] = None  # an attribute without subcategories keeps no spans, whatever was sent
+        # The unit: the assignment's turn, or for a session attribute (SPEC-CARE) the session that turn is in (none
+        # for a turn without sessions, which the judgment rules then refuse in their words).
+        data["turn"], data["session"] = self.assignment.turn, None
+        if isinstance(attribute, AttributeDefinition) and attribute.unit == AttributeDefinition.Unit.SESSION:
+            turn = self.assignment.turn
+            data["turn"] = None
+            data["session"] = (Session.objects.filter(pk=turn.session_id).first() if turn.session_id is not None
+                               else None)
         return data
 
 

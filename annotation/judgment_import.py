@@ -22,7 +22,15 @@ from django.db import transaction
 from access import roles
 from access.services import user_ensure
 from annotation import rules, services
-from annotation.long_format import COLUMNS, DEFAULT_ROLE, GOLD_ROLE, OPTIONAL_COLUMNS, ROLES
+from annotation.long_format import (
+    COLUMNS,
+    DEFAULT_ROLE,
+    GOLD_ROLE,
+    METHOD_ROLE,
+    OPTIONAL_COLUMNS,
+    ROLES,
+    SESSION_INDEX,
+)
 from annotation.models import (
     AttributeDefinition,
     Judgment,
@@ -34,7 +42,7 @@ from annotation.models import (
     StudyMember,
 )
 from audit.services import audit_record
-from benchmark.models import ModelResponse, Turn
+from benchmark.models import ModelResponse, Session, Turn
 from common.errors import RowError, RowErrors
 from common.rounds import round_parse
 
@@ -61,16 +69,18 @@ class _Row:
     is_gold: bool
     dataset: str
     conversation: str
-    turn_index: int
+    turn_index: int | None  # None only for a session-level attribute
     model: str
     attribute: AttributeDefinition
     score: int
     instance_count: int | None
     spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
     role: str | None = None  # as given; None when the file leaves it out
+    session_index: int | None = None  # longitudinal studies (SPEC-CARE); None when the file leaves it out
     conversation_id: int = 0
-    turn_id: int = 0
+    turn_id: int | None = 0
     response_id: int | None = None
+    session_id: int | None = None
 
 
 def _whole(value: Any, *, allow_empty: bool) -> int | None | str:
@@ -137,6 +147,8 @@ def _role(value: Any, *, is_gold: bool | None) -> tuple[str | None, list[tuple[s
     """The optional role column: (role or None when left out, its (field, message) problems)."""
     if value is None or value == "":
         return None, []
+    if value == METHOD_ROLE and not is_gold:
+        return METHOD_ROLE, []  # checked against the study's registered methods in _member_roles
     if value not in ROLES:
         return None, [("role", f"must be {' or '.join(ROLES)}, got {str(value)[:50]!r}")]
     if is_gold and value != GOLD_ROLE:
@@ -158,15 +170,24 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     for column in ("dataset", "conversation_id"):
         if not str(raw[column] or "").strip():
             problems.append((column, "required"))
-    turn_index = _whole(raw["turn_index"], allow_empty=False)
+    attribute = attributes.get(str(raw["attribute"]))
+    per_session = attribute is not None and attribute.unit == AttributeDefinition.Unit.SESSION
+    # A session's code names its session, not a turn: its turn_index may be left empty.
+    turn_index = _whole(raw["turn_index"], allow_empty=per_session)
     if isinstance(turn_index, str) or (isinstance(turn_index, int) and turn_index < 1):
         problems.append(("turn_index", turn_index if isinstance(turn_index, str) else "must be 1 or more"))
-    attribute = attributes.get(str(raw["attribute"]))
+    session_index = _whole(raw.get(SESSION_INDEX), allow_empty=not per_session)
+    if isinstance(session_index, str) or (isinstance(session_index, int) and session_index < 1):
+        problems.append((SESSION_INDEX, session_index if isinstance(session_index, str) else "must be 1 or more"))
     if attribute is None:
         problems.append(("attribute", f"{str(raw['attribute'])[:50]!r} is not an attribute of schema {schema.slug}"))
-    score = _whole(raw["score"], allow_empty=False)
+    # A nominal code may be given by its value label ("Open"), as an LLM judge writes it.
+    given_score = rules.nominal_score(attribute, raw["score"]) if attribute is not None else raw["score"]
+    score = _whole(given_score, allow_empty=False)
     if isinstance(score, str):
-        problems.append(("score", score))
+        nominal = attribute is not None and rules.is_nominal(attribute) and bool(attribute.scale_labels)
+        problems.append(("score", (rules.score_problem(attribute, given_score, required=True) or score)
+                         if nominal and given_score not in (None, "") and attribute is not None else score))
     instance_count = _whole(raw.get("instance_count"), allow_empty=True)
     if isinstance(instance_count, str):
         problems.append(("instance_count", instance_count))
@@ -174,12 +195,12 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     problems += span_problems
     if problems:
         return [RowError(line, name, message) for name, message in problems]
-    assert attribute is not None and isinstance(score, int) and isinstance(turn_index, int)
+    assert attribute is not None and isinstance(score, int) and not isinstance(turn_index, str)
     return _Row(line=line, round=str(raw["round"]), reviewer=reviewer, is_gold=bool(is_gold),
                 dataset=str(raw["dataset"]), conversation=str(raw["conversation_id"]), turn_index=turn_index,
                 model=str(raw.get("model") or ""), attribute=attribute, score=score,
                 instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans,
-                role=role)
+                role=role, session_index=session_index if isinstance(session_index, int) else None)
 
 
 def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int]]:
@@ -200,8 +221,17 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
         responses[(turn_id, model)] = response_id
         lengths[response_id] = len(text)
     known = {(d, c) for d, c, _ in turns}
+    sessions, session_of_turn = _sessions(rows, wanted)
     resolved, errors = [], []
     for r in rows:
+        if r.session_index is not None or r.turn_index is None:
+            problem = _session_resolve(r, turns, sessions, session_of_turn)
+            if problem is not None:
+                errors.append(problem)
+                continue
+            if r.turn_index is None or r.attribute.unit == AttributeDefinition.Unit.SESSION:
+                resolved.append(r)  # a session's code: its turn_index, if any, only located it
+                continue
         unit = turns.get((r.dataset, r.conversation, r.turn_index))
         if unit is None:
             errors.append(RowError(r.line, "turn_index", f"turn {r.turn_index} of {r.dataset}/{r.conversation} is "
@@ -219,26 +249,80 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
     return resolved, errors, lengths
 
 
+def _sessions(rows: list[_Row], wanted: set[tuple[str, str]]) -> tuple[dict[tuple[str, str, int], tuple[int, int]],
+                                                                        dict[int, int]]:
+    """The sessions of the conversations the rows name, (dataset, conversation, session index) -> (session id,
+    conversation id), and each of their turns' session index (turn id -> index); no query when no row names a
+    session."""
+    if not any(r.session_index is not None or r.turn_index is None for r in rows):
+        return {}, {}
+    sessions: dict[tuple[str, str, int], tuple[int, int]] = {}
+    index_of: dict[int, int] = {}
+    for session_id, conversation_id, d, c, index in Session.objects.filter(
+        conversation__external_id__in={c for _, c in wanted}
+    ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index"):
+        if (d, c) in wanted:
+            sessions[(d, c, index)] = (session_id, conversation_id)
+            index_of[session_id] = index
+    session_of_turn = {turn_id: index_of[session_id] for turn_id, session_id in Turn.objects.filter(
+        session_id__in=list(index_of)).values_list("id", "session_id")}
+    return sessions, session_of_turn
+
+
+def _session_resolve(r: _Row, turns: dict[tuple[str, str, int], tuple[int, int]],
+                     sessions: dict[tuple[str, str, int], tuple[int, int]],
+                     session_of_turn: dict[int, int]) -> RowError | None:
+    """Check a row's session_index against the history (and against its turn's session); a session's code gets its
+    session. None when the row is consistent."""
+    where = f"{r.dataset}/{r.conversation}"
+    if r.session_index is None:
+        return None  # a session-level attribute without session_index: _read has reported it
+    found = sessions.get((r.dataset, r.conversation, r.session_index))
+    if found is None:
+        return RowError(r.line, SESSION_INDEX, f"{where} has no session {r.session_index}")
+    if r.turn_index is not None:
+        unit = turns.get((r.dataset, r.conversation, r.turn_index))
+        if unit is None:
+            return RowError(r.line, "turn_index", f"turn {r.turn_index} of {where} is not imported")
+        if session_of_turn.get(unit[0]) != r.session_index:
+            return RowError(r.line, SESSION_INDEX, f"turn {r.turn_index} of {where} is in session "
+                                                   f"{session_of_turn.get(unit[0])}, not {r.session_index}")
+    if r.attribute.unit == AttributeDefinition.Unit.SESSION:
+        r.session_id, r.conversation_id = found
+        r.turn_id = None
+    return None
+
+
 def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, set[str]]) -> list[RowError]:
     """The judgment rules (shared with the autosave) and one judgment per unit within the file."""
     errors: list[RowError] = []
     seen: dict[tuple, int] = {}
     for r in rows:
         problems = rules.judgment_problems(
-            attribute=r.attribute, score=r.score, score_required=True, has_turn=True,
-            has_response=r.response_id is not None, instance_count=r.instance_count, spans=r.spans,
+            attribute=r.attribute, score=r.score, score_required=True, has_turn=r.turn_id is not None,
+            has_response=r.response_id is not None, has_session=r.session_id is not None,
+            instance_count=r.instance_count, spans=r.spans,
             subcategories=subcategories.get(r.attribute.pk, set()),
             text_length=lengths.get(r.response_id) if r.response_id is not None else None,
         )
         # The long format names a response by its model column.
-        errors += [RowError(r.line, "model" if name == "unit" else name, message) for name, message in problems.items()]
-        key = (r.round, None if r.is_gold else r.reviewer, r.is_gold, r.attribute.pk, r.turn_id, r.response_id)
+        errors += [RowError(r.line, _unit_column(r) if name == "unit" else name, message)
+                   for name, message in problems.items()]
+        key = (r.round, None if r.is_gold else r.reviewer, r.is_gold, r.attribute.pk, r.turn_id, r.response_id,
+               r.session_id)
         if key in seen:
             what = "gold judgment" if r.is_gold else f"judgment by {r.reviewer}"
             errors.append(RowError(r.line, "attribute", f"a second {what} of {r.attribute.code} on this unit in "
                                                         f"{r.round} (first on line {seen[key]})"))
         seen.setdefault(key, r.line)
     return errors
+
+
+def _unit_column(r: _Row) -> str:
+    """The column that names a row's unit: the model (a response), or session_index (a session)."""
+    if r.attribute.unit == AttributeDefinition.Unit.SESSION or r.session_id is not None:
+        return SESSION_INDEX
+    return "model"
 
 
 @transaction.atomic
@@ -288,7 +372,11 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
             errors.append(RowError(r.line, "role", f"{r.reviewer} is {role} on line {line}: a coder has one role "
                                                    "in a study"))
     for username, (role, line) in given.items():
-        if username in members and members[username] != role:
+        if role == METHOD_ROLE and members.get(username) != METHOD_ROLE:
+            errors.append(RowError(line, "role", f"must be {' or '.join(ROLES)}: {METHOD_ROLE} is only for a method "
+                                                 f"registered in the study, with its version and prompt id, and "
+                                                 f"{username} is not one"))
+        elif username in members and members[username] != role:
             errors.append(RowError(line, "role", f"{username} is a member of the study as {members[username]}; an "
                                                  "import never changes a member's role"))
     coding = {r.reviewer for r in rows if not r.is_gold}
@@ -308,6 +396,8 @@ def _accounts(*, study: Study, roles_of: dict[str, str], summary: JudgmentImport
     """The file's coders as accounts and members: a new account gets its role, a new member that role too."""
     users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(roles_of))}
     for username, role in sorted(roles_of.items()):
+        if role == METHOD_ROLE:  # a method registered in the study (_member_roles): its account and membership exist
+            continue
         if username not in users:
             account_role = roles.EXPERT if role == StudyMember.Role.EXPERT else roles.REVIEWER
             users[username] = user_ensure(username=username, role=account_role)
@@ -330,11 +420,12 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     users = _accounts(study=study, roles_of=member_roles, summary=summary, by=by)
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
-    for j_id, round_id, coder_id, gold, attr_id, turn_id, response_id, score, count in Judgment.objects.filter(
-        round__study=study
-    ).values_list("id", "round_id", "coder_id", "is_gold", "attribute_id", "turn_id", "response_id", "score",
-                  "instance_count"):
-        existing[(round_id, None if gold else coder_id, gold, attr_id, turn_id, response_id)] = (j_id, score, count)
+    for j_id, round_id, coder_id, gold, attr_id, turn_id, response_id, session_id, score, count in \
+            Judgment.objects.filter(round__study=study).values_list(
+                "id", "round_id", "coder_id", "is_gold", "attribute_id", "turn_id", "response_id", "session_id",
+                "score", "instance_count"):
+        existing[(round_id, None if gold else coder_id, gold, attr_id, turn_id, response_id, session_id)] = (
+            j_id, score, count)
     existing_spans: dict[int, list] = {}
     for j_id, start, end, sub in Span.objects.filter(judgment__round__study=study).values_list(
         "judgment_id", "start", "end", "subcategory_id"
@@ -346,7 +437,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
         coder = users[row.reviewer]
         spans = sorted((s, e, slugs[slug]) for s, e, slug in row.spans)
         key = (rounds[row.round].pk, None if row.is_gold else coder.pk, row.is_gold, row.attribute.pk, row.turn_id,
-               row.response_id)
+               row.response_id, row.session_id)
         if key in existing:
             j_id, score, count = existing[key]
             if (score, count, sorted(existing_spans.get(j_id, []))) == (row.score, row.instance_count, spans):
@@ -358,7 +449,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
             continue
         new.append((Judgment(round=rounds[row.round], coder=coder, is_gold=row.is_gold, attribute=row.attribute,
                              conversation_id=row.conversation_id, turn_id=row.turn_id, response_id=row.response_id,
-                             score=row.score, instance_count=row.instance_count), row))
+                             session_id=row.session_id, score=row.score, instance_count=row.instance_count), row))
     if conflicts:
         raise RowErrors(conflicts)
     Judgment.objects.bulk_create([j for j, _ in new], batch_size=5000)

@@ -13,22 +13,30 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
-from django.db.models import Exists, OuterRef
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation.models import Judgment, Span, Study, StudyMember
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import RowError
+from common.lookups import any_of
 from common.rounds import round_name
 
 COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
            "attribute", "score", "instance_count", "spans", "role")
 # SPEC §6's optional columns: a file may leave them out altogether (from the CSV header as from a JSON row).
 OMITTABLE_COLUMNS = ("role",)
+# Longitudinal studies (SPEC-CARE): the session of a row. Read when a file has it; written, after the columns
+# above, only for a study whose schema codes sessions (so every other study's files stay exactly as they were).
+SESSION_INDEX = "session_index"
 # Keys a JSON row may leave out (an absent model, instance count or spans is an empty one).
 OPTIONAL_COLUMNS = ("model", "instance_count", "spans", *OMITTABLE_COLUMNS)
 # The `role` column: whose coding a row is. An expert's own coding is never counted as a reviewer's; a gold row
 # (the panel's consensus) is recorded in the experts' name whoever typed it in.
 ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
+# An automated coder (an LLM judge): never counted as a reviewer or an expert. A file may give it only for a
+# method registered in the study (``annotation.methods.method_register``: its version and prompt id are known).
+METHOD_ROLE = StudyMember.Role.METHOD.value
 DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
 GOLD_ROLE = StudyMember.Role.EXPERT.value
 FORMATS = ("csv", "jsonl")
@@ -100,26 +108,62 @@ def _cell_problems(number: int, row: dict, *, typed: bool) -> list[RowError]:
 # --- writing -----------------------------------------------------------------------------------------------------
 
 
+def is_longitudinal(study: Study) -> bool:
+    """Whether the study's schema codes sessions (a group with unit ``session``): its CSV files carry the
+    session_index column. Read from the schema's definition, which the export pages and API load with the study."""
+    return any(isinstance(group, dict) and group.get("unit") == "session"
+               for group in study.schema.definition.get("groups", []))
+
+
+def columns_for(study: Study) -> tuple[str, ...]:
+    return (*COLUMNS, SESSION_INDEX) if is_longitudinal(study) else COLUMNS
+
+
+def judgments_query(*, study: Study) -> QuerySet:
+    """The export's one query: every scored judgment of the study with what its row names, in file order.
+
+    The role comes from the coder's membership of the study (an expert member's rows are ``expert``, everyone
+    else's ``reviewer``; gold rows are ``expert``), folded into the judgments query so it costs no query."""
+    expert = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.EXPERT)
+    method = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.METHOD)
+    return (
+        Judgment.objects.filter(round__study=study, score__isnull=False)
+        .annotate(coder_is_expert=Exists(expert), coder_is_method=Exists(method))
+        .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
+                  "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
+        .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
+                     "conversation__dataset__name", "conversation__external_id", "turn__index",
+                     "response__model_slot", "attribute__code", "score", "instance_count", "coder_is_expert",
+                     "coder_is_method", "session__index", "turn__session__index")
+    )
+
+
+# PostgreSQL's memory for the export's sort: the default (4 MB) sends a paper-scale sort to disk.
+_SORT_MEMORY = "256MB"
+
+
 def judgment_rows(*, study: Study) -> Iterator[dict]:
     """The study's judgments as long-format rows, streamed: judgments come from a server-side cursor and their
     spans are fetched a batch of judgments at a time, so memory stays flat at any size. Unscored drafts (spans
     highlighted, score still to come) are not judgments yet and are left out.
 
-    The role comes from the coder's membership of the study (an expert member's rows are ``expert``, everyone
-    else's ``reviewer``; gold rows are ``expert``), folded into the judgments query so it costs no query."""
-    expert = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.EXPERT)
-    rows = (
-        Judgment.objects.filter(round__study=study, score__isnull=False)
-        .annotate(coder_is_expert=Exists(expert))
-        .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
-                  "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
-        .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
-                     "conversation__dataset__name", "conversation__external_id", "turn__index",
-                     "response__model_slot", "attribute__code", "score", "instance_count", "coder_is_expert")
-        .iterator(chunk_size=5000)
-    )
+    Outside a transaction (a download, ``export_judgments``) the rows are read in one of their own: one consistent
+    snapshot, and a cursor that hands rows over as the query makes them. Without it Django declares the cursor
+    WITH HOLD, and PostgreSQL then computes and stores the whole result before the first row (the first byte of a
+    paper-scale export came after seconds). Read it to the end or close it, as a streamed response does."""
+    if not connection.get_autocommit():  # the caller's transaction: the cursor already streams
+        yield from _judgment_rows(study)
+        return
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL work_mem = '{_SORT_MEMORY}'")
+        yield from _judgment_rows(study)
+
+
+def _judgment_rows(study: Study) -> Iterator[dict]:
     batch: list[tuple] = []
-    for row in rows:
+    for row in judgments_query(study=study).iterator(chunk_size=5000):
         batch.append(row)
         if len(batch) == JUDGMENT_ROWS_BATCH:
             yield from _rows(study, batch)
@@ -131,14 +175,14 @@ def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
     spans: dict[int, list[dict]] = {}
     if batch:
         for judgment_id, start, end, slug in (
-            Span.objects.filter(judgment_id__in=[row[0] for row in batch])
+            Span.objects.filter(any_of("judgment_id", [row[0] for row in batch]))  # one array, not 2,000 parameters
             .order_by("judgment_id", "start", "end", "subcategory__slug")
             .values_list("judgment_id", "start", "end", "subcategory__slug")
         ):
             spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
     for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
-         instance_count, coder_is_expert) in batch:
-        yield {
+         instance_count, coder_is_expert, coder_is_method, session, turn_session) in batch:
+        row = {
             "study": study.slug,
             "round": round_name(kind, number),
             "reviewer": coder,
@@ -151,19 +195,23 @@ def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
             "score": score,
             "instance_count": instance_count,
             "spans": spans.get(judgment_id, []),
-            "role": GOLD_ROLE if is_gold or coder_is_expert else DEFAULT_ROLE,
+            "role": GOLD_ROLE if is_gold or coder_is_expert else METHOD_ROLE if coder_is_method else DEFAULT_ROLE,
         }
+        if session is not None or turn_session is not None:  # a history's row; no other study's row changes
+            row[SESSION_INDEX] = session if session is not None else turn_session
+        yield row
 
 
-def csv_cells(row: dict) -> list[Any]:
+def csv_cells(row: dict, columns: tuple[str, ...] = COLUMNS) -> list[Any]:
     """A row as CSV cells: empty for no model, no instance count and no spans; spans as a JSON list."""
     flat = row | {"model": row["model"] or "",
                   "spans": json.dumps(row["spans"], ensure_ascii=False) if row["spans"] else ""}
-    return [flat[column] for column in COLUMNS]
+    return [flat.get(column) if column == SESSION_INDEX else flat[column] for column in columns]
 
 
 def judgments_csv(*, study: Study) -> Iterator[str]:
-    return csv_stream(COLUMNS, (csv_cells(row) for row in judgment_rows(study=study)))
+    columns = columns_for(study)
+    return csv_stream(columns, (csv_cells(row, columns) for row in judgment_rows(study=study)))
 
 
 def judgments_jsonl(*, study: Study) -> Iterator[str]:

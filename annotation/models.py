@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from benchmark.models import Conversation, ModelResponse, Turn
+from benchmark.models import Conversation, ModelResponse, Session, Turn
 
 
 class Schema(models.Model):
@@ -34,7 +34,15 @@ class AttributeDefinition(models.Model):
     class Unit(models.TextChoices):
         TURN = "turn", "Once per turn"
         RESPONSE = "response", "Once per model response"
-        CONVERSATION = "conversation", "Once per conversation / session"
+        CONVERSATION = "conversation", "Once per conversation"
+        SESSION = "session", "Once per session (of a longitudinal history)"
+
+    class ItemType(models.TextChoices):
+        """A session checklist item's type (SPEC-CARE): what its presence or absence says about the session."""
+
+        PRODUCTIVE = "productive", "Productive"
+        UNPRODUCTIVE = "unproductive", "Unproductive"
+        REQUIRED = "required", "Required"
 
     class Level(models.TextChoices):
         NOMINAL = "nominal", "Nominal"
@@ -58,6 +66,11 @@ class AttributeDefinition(models.Model):
     risk = models.JSONField(null=True, blank=True, help_text="Risk encoding: scale value -> risk in [0, 1].")
     has_instance_count = models.BooleanField(default=False)
     counts_toward_uiri = models.BooleanField(default=False)
+    # Session checklist items (SPEC-CARE): blank / empty for every other attribute.
+    item_type = models.CharField(max_length=12, choices=ItemType.choices, blank=True,
+                                 help_text="Checklist items only: productive, unproductive or required.")
+    crisis_types = models.JSONField(default=list, blank=True,
+                                    help_text="Checklist items only: the crisis types the item applies to.")
 
     class Meta:
         ordering = ["schema_id", "position"]
@@ -120,6 +133,15 @@ class Study(models.Model):
     experts_see_consensus = models.BooleanField(
         default=False, help_text="Experts may open the consensus screen of a closed calibration round (read-only)."
     )
+
+    class MethodLabels(models.TextChoices):
+        BLINDED = "blinded", "Blinded: human coders never see a method's labels"
+        SHOWN = "shown", "Shown: human coders see a method's labels, to confirm or correct"
+
+    method_labels = models.CharField(
+        max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
+        help_text="Whether human coders see the labels of automated coders (LLM judges): the validation protocol.",
+    )
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -135,12 +157,17 @@ class StudyMember(models.Model):
     class Role(models.TextChoices):
         REVIEWER = "reviewer", "Reviewer"
         EXPERT = "expert", "Expert (gold panel)"
+        METHOD = "method", "Method (an automated coder, e.g. an LLM judge)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="study_memberships")
     role = models.CharField(max_length=10, choices=Role.choices)
     alias = models.CharField(max_length=20, blank=True, help_text="Anonymous label shown in workshops (R1…Rn).")
     retained = models.BooleanField(null=True, blank=True, help_text="Kept in the main-round panel (None: undecided).")
+    # A method member (role ``method``) is an automated coder: what it is. Blank for people.
+    method_name = models.CharField(max_length=100, blank=True, help_text="Methods only, e.g. an LLM judge's name.")
+    method_version = models.CharField(max_length=100, blank=True)
+    method_prompt_id = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["study_id", "role", "alias"]
@@ -244,9 +271,10 @@ class Assignment(models.Model):
 class Judgment(models.Model):
     """One coding by one person of one attribute on one unit in one round.
 
-    The unit is a response (response-level attributes), a turn (``response`` null) or a conversation
-    (``turn`` null). Gold judgments are the consensus record of the gold panel (``is_gold``); there is at most
-    one gold judgment per (round, unit, attribute), whoever recorded it.
+    The unit is a response (response-level attributes), a turn (``response`` null), a session of a longitudinal
+    history (``turn`` null, ``session`` set) or a conversation (``turn`` and ``session`` null). Gold judgments are
+    the consensus record of the gold panel (``is_gold``); there is at most one gold judgment per (round, unit,
+    attribute), whoever recorded it.
     """
 
     round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="judgments")
@@ -258,6 +286,7 @@ class Judgment(models.Model):
     response = models.ForeignKey(
         ModelResponse, on_delete=models.PROTECT, related_name="judgments", null=True, blank=True
     )
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="judgments", null=True, blank=True)
     score = models.IntegerField(
         null=True, blank=True, help_text="None while the coder has highlighted spans but not yet scored."
     )
@@ -281,6 +310,8 @@ class Judgment(models.Model):
                 condition=Q(instance_count__isnull=True) | Q(instance_count__gte=0),
                 name="judgment_instance_count_non_negative",
             ),
+            models.CheckConstraint(condition=Q(session__isnull=True) | Q(turn__isnull=True),
+                                   name="judgment_session_unit_has_no_turn"),
             models.UniqueConstraint(
                 fields=["round", "coder", "attribute", "response"],
                 condition=Q(response__isnull=False, is_gold=False),
@@ -293,8 +324,13 @@ class Judgment(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["round", "coder", "attribute", "conversation"],
-                condition=Q(turn__isnull=True, is_gold=False),
+                condition=Q(turn__isnull=True, session__isnull=True, is_gold=False),
                 name="judgment_unique_conversation_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "coder", "attribute", "session"],
+                condition=Q(session__isnull=False, is_gold=False),
+                name="judgment_unique_session_unit",
             ),
             models.UniqueConstraint(
                 fields=["round", "attribute", "response"],
@@ -308,8 +344,13 @@ class Judgment(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["round", "attribute", "conversation"],
-                condition=Q(turn__isnull=True, is_gold=True),
+                condition=Q(turn__isnull=True, session__isnull=True, is_gold=True),
                 name="gold_unique_conversation_unit",
+            ),
+            models.UniqueConstraint(
+                fields=["round", "attribute", "session"],
+                condition=Q(session__isnull=False, is_gold=True),
+                name="gold_unique_session_unit",
             ),
         ]
         indexes = [

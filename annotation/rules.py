@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T | None]:
     """The units an attribute is coded on within one turn: the turn itself (``None``) or each of the turn's
-    responses (in the order given). Conversation-level attributes are not coded per turn."""
+    responses (in the order given). Conversation- and session-level attributes are not coded per turn."""
     if attribute.unit == Unit.RESPONSE:
         return list(responses)
     if attribute.unit == Unit.TURN:
@@ -29,8 +29,41 @@ def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T |
     return []
 
 
+CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # SPEC-CARE: the sessions whose checklist is coded
+
+
+def session_items(attributes: Sequence[AttributeDefinition], *, kind: str,
+                  crisis_type: str | None) -> list[AttributeDefinition]:
+    """The session attributes coded on one session of a history: none for a chat session; for a crisis or callback
+    session, the checklist items that apply to its crisis type (an item that names no crisis type applies to all)."""
+    if kind not in CHECKLIST_SESSION_KINDS:
+        return []
+    return [a for a in attributes if a.unit == Unit.SESSION
+            and (not a.crisis_types or crisis_type is None or crisis_type in a.crisis_types)]
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_nominal(attribute: AttributeDefinition) -> bool:
+    """A nominal scale: categories without order (a CARE marker or strategy, a 0/1 flag)."""
+    return attribute.level == AttributeDefinition.Level.NOMINAL
+
+
+def _values(attribute: AttributeDefinition) -> str:
+    labels = attribute.scale_labels or {}
+    return ", ".join(f"{v} {labels[str(v)]}" if str(v) in labels else str(v) for v in attribute.scale)
+
+
+def nominal_score(attribute: AttributeDefinition, value: Any) -> Any:
+    """A nominal attribute's score from one of its value labels (``"Open"`` → 3), as files and methods may give
+    it; any other value is returned as it is, for ``score_problem`` to judge."""
+    if isinstance(value, str) and is_nominal(attribute):
+        for code, label in (attribute.scale_labels or {}).items():
+            if label == value.strip():
+                return int(code)
+    return value
 
 
 def score_problem(attribute: AttributeDefinition, score: Any, *, required: bool) -> str | None:
@@ -38,20 +71,29 @@ def score_problem(attribute: AttributeDefinition, score: Any, *, required: bool)
     if score is None:
         return f"{code}: a score is required" if required else None
     if not _whole(score):
+        if is_nominal(attribute) and attribute.scale_labels:
+            return f"{code}: {str(score)[:50]!r} is not one of its values ({_values(attribute)})"
         return f"{code}: score must be a whole number"
     if not attribute.scale_min <= score <= attribute.scale_max:
+        if is_nominal(attribute) and attribute.scale_labels:
+            return f"{code}: score {score} is not one of its values ({_values(attribute)})"
         return f"{code}: score {score} is outside the scale {attribute.scale_min}–{attribute.scale_max}"
     return None
 
 
-def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response: bool) -> str | None:
+def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response: bool,
+                 has_session: bool = False) -> str | None:
     code = attribute.code
     if attribute.unit == Unit.RESPONSE and not has_response:
         return f"{code} is coded once per model response: a model response is required"
     if attribute.unit == Unit.TURN and (not has_turn or has_response):
         return f"{code} is coded once per turn: give the turn and no model response"
-    if attribute.unit == Unit.CONVERSATION and (has_turn or has_response):
+    if attribute.unit == Unit.CONVERSATION and (has_turn or has_response or has_session):
         return f"{code} is coded once per conversation: give neither a turn nor a model response"
+    if attribute.unit == Unit.SESSION and (not has_session or has_turn or has_response):
+        return f"{code} is coded once per session: give the session and neither a turn nor a model response"
+    if has_session and attribute.unit != Unit.SESSION:
+        return f"{code} is not coded per session: give no session"
     return None
 
 
@@ -90,6 +132,7 @@ def judgment_problems(
     score_required: bool,
     has_turn: bool,
     has_response: bool,
+    has_session: bool = False,
     instance_count: Any = None,
     spans: Sequence[tuple[Any, Any, Any]] = (),
     subcategories: Collection[str] = (),
@@ -104,7 +147,7 @@ def judgment_problems(
     """
     problems = {
         "score": score_problem(attribute, score, required=score_required),
-        "unit": unit_problem(attribute, has_turn=has_turn, has_response=has_response),
+        "unit": unit_problem(attribute, has_turn=has_turn, has_response=has_response, has_session=has_session),
         "instance_count": instance_count_problem(attribute, instance_count),
     }
     if len(spans) > MAX_SPANS:

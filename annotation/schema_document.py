@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
-UNITS = ("turn", "response", "conversation")
+UNITS = ("turn", "response", "conversation", "session")
 LEVELS = ("nominal", "ordinal", "interval")
+# Session checklist items (SPEC-CARE): their types and the crisis types they may apply to.
+ITEM_TYPES = ("productive", "unproductive", "required")
+CRISIS_TYPES = ("SI", "self-harm", "anxiety")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 
@@ -52,6 +55,8 @@ class AttributeSpecDoc:
     has_instance_count: bool
     counts_toward_uiri: bool
     subcategories: list[SubcategorySpec] = field(default_factory=list)
+    item_type: str = ""  # session checklist items only
+    crisis_types: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -123,15 +128,13 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         if cluster and cluster not in clusters:
             errors.append(f"{where}.cluster: {cluster!r} is not a cluster of this schema")
         scale = need(attr, "scale", dict, where) or {}
-        lo, hi = scale.get("min"), scale.get("max")
-        if not (isinstance(lo, int) and isinstance(hi, int) and hi > lo):
-            errors.append(f"{where}.scale: needs integer min < max")
-            lo, hi = 0, 0
+        lo, hi, value_labels = _scale_range(scale, f"{where}.scale", errors)
         level = scale.get("level")
         if level not in LEVELS:
             errors.append(f"{where}.scale.level: must be one of {', '.join(LEVELS)}")
         values = [str(v) for v in range(lo, hi + 1)]
-        bucket = attr.get("bucket")
+        # A nominal scale's categories have no order to relax: its bucket may be left out (each value its own).
+        bucket = attr.get("bucket", {v: int(v) for v in values} if value_labels or level == "nominal" else None)
         if not isinstance(bucket, dict) or sorted(bucket) != sorted(values):
             errors.append(f"{where}.bucket: must map every scale value {values} to a bucket value")
             bucket = {}
@@ -145,6 +148,8 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
             elif any(isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1 for v in risk.values()):
                 errors.append(f"{where}.risk: risks must be numbers in [0, 1]")
         anchors = attr.get("anchors") or {}
+        if isinstance(anchors, dict) and value_labels:  # a scale given by its values may key anchors by value
+            anchors = {str(value_labels.index(k)) if k in value_labels else k: v for k, v in anchors.items()}
         if not isinstance(anchors, dict) or any(k not in values for k in anchors):
             errors.append(f"{where}.anchors: keys must be scale values {values}")
             anchors = {}
@@ -177,6 +182,11 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         unit = group_units.get(group or "", "turn")
         if subcategories and unit != "response":
             errors.append(f"{where}.subcategories: spans exist only on response-level attributes")
+        item_type, crisis_types = _checklist(attr.get("checklist"), unit=unit, lo=lo, hi=hi, where=where,
+                                             errors=errors)
+        labels = scale.get("labels") or {}
+        if value_labels:
+            labels = {str(i): label for i, label in enumerate(value_labels)}
         attributes.append(
             AttributeSpecDoc(
                 code=code or "",
@@ -188,7 +198,7 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
                 scale_min=lo,
                 scale_max=hi,
                 level=level or "ordinal",
-                scale_labels={str(k): str(v) for k, v in (scale.get("labels") or {}).items()},
+                scale_labels={str(k): str(v) for k, v in labels.items()},
                 definition=str(attr.get("definition") or ""),
                 anchors={str(k): str(v) for k, v in anchors.items()},
                 bucket={str(k): int(v) for k, v in bucket.items()},
@@ -196,11 +206,14 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
                 has_instance_count=bool(attr.get("instance_count", False)),
                 counts_toward_uiri=code in uiri_codes,
                 subcategories=subcategories,
+                item_type=item_type,
+                crisis_types=crisis_types,
             )
         )
     unknown_uiri = uiri_codes - seen_codes
     if unknown_uiri:
         errors.append(f"indices.uiri.attributes: unknown attribute codes {sorted(unknown_uiri)}")
+    errors += _care_problems(doc.get("care"), {a.code: a for a in attributes})
     if not attributes:
         errors.append("schema.attributes: at least one attribute is required")
     if errors:
@@ -216,6 +229,88 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
     )
 
 
+def _scale_range(scale: dict, where: str, errors: list[str]) -> tuple[int, int, list[str]]:
+    """(min, max, value labels) of a scale given by ``min``/``max`` or by its ``values`` (a nominal scale's
+    categories, coded 0, 1, … in the order given; the labels are what people and files may use for them)."""
+    values = scale.get("values")
+    if values is not None:
+        if (not isinstance(values, list) or len(values) < 2
+                or any(not isinstance(v, str) or not v.strip() for v in values)):
+            errors.append(f"{where}.values: must be a list of at least two non-empty strings")
+            return 0, 0, []
+        if len(set(values)) != len(values):
+            errors.append(f"{where}.values: each value may appear once")
+            return 0, 0, []
+        if "min" in scale or "max" in scale:
+            errors.append(f"{where}: give either values or min and max, not both")
+        return 0, len(values) - 1, list(values)
+    lo, hi = scale.get("min"), scale.get("max")
+    if not (isinstance(lo, int) and isinstance(hi, int) and hi > lo):
+        errors.append(f"{where}: needs integer min < max (or a list of values)")
+        return 0, 0, []
+    return lo, hi, []
+
+
+def _checklist(checklist: Any, *, unit: str, lo: int, hi: int, where: str,
+               errors: list[str]) -> tuple[str, list[str]]:
+    """A session checklist item's (type, crisis types) from its ``checklist`` entry; ("", []) when it has none."""
+    if checklist is None:
+        return "", []
+    if not isinstance(checklist, dict):
+        errors.append(f"{where}.checklist: must be an object with type and crisis_types")
+        return "", []
+    if unit != "session":
+        errors.append(f"{where}.checklist: checklist items are coded once per session (a group with unit session)")
+    if (lo, hi) != (0, 1):
+        errors.append(f"{where}.checklist: a checklist item is scored 0/1 (absent/present)")
+    item_type = checklist.get("type")
+    if item_type not in ITEM_TYPES:
+        errors.append(f"{where}.checklist.type: must be one of {', '.join(ITEM_TYPES)}")
+        item_type = ""
+    crisis_types = checklist.get("crisis_types", [])  # empty: the item applies to every crisis type
+    if (not isinstance(crisis_types, list)
+            or any(c not in CRISIS_TYPES for c in crisis_types) or len(set(crisis_types)) != len(crisis_types)):
+        errors.append(f"{where}.checklist.crisis_types: a list of distinct crisis types from "
+                      f"{', '.join(CRISIS_TYPES)} (empty: every crisis type)")
+        crisis_types = []
+    return str(item_type or ""), list(crisis_types or [])
+
+
+# The roles a CARE schema's ``care`` block gives attributes (SPEC-CARE), so that no code names an attribute code.
+CARE_ROLES = {
+    "crisis": "turn", "marker": "turn", "request": "turn", "ambiguous": "turn", "sudden": "turn", "hold": "turn",
+    "reactance": "turn", "strategy": "response", "horizon": "response", "safety_critical": "response",
+}
+
+
+def _care_problems(care: Any, attributes: dict[str, AttributeSpecDoc]) -> list[str]:
+    """The optional ``care`` block: which attribute plays each role of the recovery-state rules, the marker's
+    states in order, and the strategies that make an action turn."""
+    if care is None:
+        return []
+    if not isinstance(care, dict):
+        return ["care: must be an object"]
+    problems = []
+    for role, unit in CARE_ROLES.items():
+        code = care.get(role)
+        attribute = attributes.get(code) if isinstance(code, str) else None
+        if attribute is None:
+            problems.append(f"care.{role}: must name an attribute of this schema")
+        elif attribute.unit != unit:
+            problems.append(f"care.{role}: {code} must be coded once per {unit}")
+    marker = attributes.get(str(care.get("marker")))
+    states = care.get("states")
+    if marker is not None and (not isinstance(states, list) or not states
+                               or any(s not in marker.scale_labels.values() for s in states)):
+        problems.append("care.states: the recovery states in order, each a value of the marker")
+    strategy = attributes.get(str(care.get("strategy")))
+    actions = care.get("action_strategies")
+    if strategy is not None and (not isinstance(actions, list) or not actions
+                                 or any(s not in strategy.scale_labels.values() for s in actions)):
+        problems.append("care.action_strategies: a list of values of the strategy attribute")
+    return problems
+
+
 def write_schema_rows(doc: SchemaDoc, *, schema_model, attribute_model, subcategory_model) -> Any:
     """Create or update the rows of a schema document. Takes the model classes so the data migration can
     pass its historical models; callers are responsible for the frozen check and the transaction."""
@@ -228,7 +323,10 @@ def write_schema_rows(doc: SchemaDoc, *, schema_model, attribute_model, subcateg
             "definition": doc.definition,
         },
     )
+    # The checklist fields came later (annotation 0012): a data migration before them has no such columns.
+    has_checklist = any(f.name == "item_type" for f in attribute_model._meta.get_fields())
     for spec in doc.attributes:
+        checklist = {"item_type": spec.item_type, "crisis_types": spec.crisis_types} if has_checklist else {}
         attribute, _ = attribute_model.objects.update_or_create(
             schema=schema,
             code=spec.code,
@@ -248,6 +346,7 @@ def write_schema_rows(doc: SchemaDoc, *, schema_model, attribute_model, subcateg
                 "risk": spec.risk,
                 "has_instance_count": spec.has_instance_count,
                 "counts_toward_uiri": spec.counts_toward_uiri,
+                **checklist,
             },
         )
         for sub in spec.subcategories:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
@@ -15,7 +16,7 @@ from django.db.models.functions import MD5, Cast, Concat
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from access.checks import user_sees_all_studies
-from annotation import rules
+from annotation import care_selectors, rules
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -29,9 +30,8 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from benchmark.models import Conversation, ModelResponse, Turn
+from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.rounds import round_name, round_parse
-from metrics.core.agreement import agreement_rate
 
 
 def studies_visible_to(*, user: User) -> QuerySet[Study]:
@@ -68,6 +68,7 @@ class AttrForm:
     form_id: str
     response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
     label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
+    spans: str = ""  # the judgment's spans as "start end subcategory" joined by commas, in offset order
 
     @property
     def scored(self) -> bool:
@@ -108,6 +109,7 @@ class TurnView:
     turn_forms: list[tuple[AttributeGroup, list[AttrForm]]]
     cards: list[ResponseCard]
     subcategories: list[SpanSubcategory]
+    schema: SchemaAttributes
     position: int
     total: int
     done: int
@@ -115,19 +117,25 @@ class TurnView:
     conversation_done: int
     previous_position: int | None
     next_position: int | None
+    # A longitudinal history (SPEC-CARE), on the turn that ends a crisis or callback session: its checklist.
+    checklist_session: Session | None = None
+    session_forms: list[tuple[AttributeGroup, list[AttrForm]]] = field(default_factory=list)
 
     def all_forms(self) -> Iterator[AttrForm]:
-        """Every form of the page, turn attributes first, then each response card's."""
+        """Every form of the page, turn attributes first, then each response card's, then the session's."""
         for _, forms in self.turn_forms:
             yield from forms
         for card in self.cards:
             for _, forms in card.groups:
                 yield from forms
+        for _, forms in self.session_forms:
+            yield from forms
 
     @property
     def attributes(self) -> list[AttributeDefinition]:
         """The attributes coded on this page, each once (their definitions and anchors are sent once per page)."""
-        return [a for group in [*self.turn_groups, *self.response_groups] for a in group.attributes]
+        return [a for group in [*self.turn_groups, *self.response_groups] for a in group.attributes] + [
+            a for a in self.schema.attributes if a.unit == AttributeDefinition.Unit.SESSION]
 
     @property
     def scorable(self) -> int:
@@ -226,10 +234,40 @@ def response_by_handle(*, study: Study, coder_id: int, turn: Turn, handle: str) 
     SECRET_KEY_FALLBACKS still resolve, so rotating the key does not break an open page's saves."""
     if len(handle) != RESPONSE_HANDLE_LENGTH:
         return None
+    key = (study.pk, str(study.created_at), tuple(study.model_slots or ()), turn.pk)
+    kept = _turn_responses.get(key)
+    fresh = kept is None or time.monotonic() - kept[0] >= TURN_RESPONSES_SECONDS
+    responses = _turn_responses_load(key, study, turn) if fresh else kept[1]  # type: ignore[index]
+    found = _response_named(responses, coder_id=coder_id, turn_id=turn.pk, handle=handle)
+    if found is None and not fresh:  # a response added since they were kept: look again in the database
+        found = _response_named(_turn_responses_load(key, study, turn), coder_id=coder_id, turn_id=turn.pk,
+                                handle=handle)
+    return found
+
+
+# The responses of a turn, kept per process for the autosave, which resolves a handle on every save. A response's
+# text cannot change while its turn is in an open round or judged (benchmark.services, "frozen material"), and a
+# save is refused outside an open round, so what is kept is what the save checks spans against; a response added
+# meanwhile is looked up in the database on a miss, and the time limit bounds the rest. PostgreSQL's triggers check
+# span offsets against the stored text again.
+TURN_RESPONSES_SECONDS = 60.0
+TURN_RESPONSES_KEPT = 512
+_turn_responses: dict[tuple[int, str, tuple[str, ...], int], tuple[float, list[ModelResponse]]] = {}
+
+
+def _turn_responses_load(key: tuple[int, str, tuple[str, ...], int], study: Study, turn: Turn) -> list[ModelResponse]:
     responses = study_responses(study=study, turn_ids=[turn.pk]).get(turn.pk, [])
+    if len(_turn_responses) >= TURN_RESPONSES_KEPT:
+        _turn_responses.clear()
+    _turn_responses[key] = (time.monotonic(), responses)
+    return responses
+
+
+def _response_named(responses: list[ModelResponse], *, coder_id: int, turn_id: int,
+                    handle: str) -> ModelResponse | None:
     for secret in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
         for response in responses:
-            mine = response_handle(coder_id=coder_id, turn_id=turn.pk, response_id=response.pk, secret=secret)
+            mine = response_handle(coder_id=coder_id, turn_id=turn_id, response_id=response.pk, secret=secret)
             if constant_time_compare(mine, handle):
                 return response
     return None
@@ -277,6 +315,64 @@ def _annotate_for_ui(attributes: list[AttributeDefinition]) -> None:
         a.ui_has_spans = bool(a.subcategories.all())  # type: ignore[attr-defined]
 
 
+@dataclass
+class SchemaAttributes:
+    """A schema's attributes in order, each with its subcategories prefetched and its ``ui_*`` values set: what
+    every turn page and autosave of a study reads. Shared between requests once the schema is frozen, so treat it
+    as read-only."""
+
+    attributes: list[AttributeDefinition]
+    by_code: dict[str, AttributeDefinition]
+    # Rendered parts of the turn page that depend on the schema alone, by name (the template fills it).
+    fragments: dict[str, str] = field(default_factory=dict)
+
+
+# A schema is frozen once a study using it is open (``services.schema_install`` refuses to change it then), so the
+# attributes of a study that is no longer in set-up can be kept per process instead of being read (two queries and
+# ~100 model instances) by every page and autosave. The key carries the schema's version and creation time, so a
+# schema replaced under a reused id is never taken for the old one; the time limit bounds how long an edit made
+# behind the services' back (the Django admin) can go unseen by a worker. The database's triggers guard the
+# judgment rules whatever a worker holds.
+SCHEMA_CACHE_SECONDS = 300.0
+_schema_cache: dict[tuple[int, int, str], tuple[float, SchemaAttributes]] = {}
+_schema_cache_lock = threading.Lock()
+
+
+def _schema_attributes_load(schema_id: int) -> SchemaAttributes:
+    attributes = list(
+        AttributeDefinition.objects.filter(schema_id=schema_id).prefetch_related("subcategories").order_by("position")
+    )
+    _annotate_for_ui(attributes)
+    return SchemaAttributes(attributes=attributes, by_code={a.code: a for a in attributes})
+
+
+def schema_attributes(*, study: Study) -> SchemaAttributes:
+    """The attributes of the study's schema (see ``SchemaAttributes``); read once per process and schema while
+    the schema is frozen, from the database every time while the study is still being set up."""
+    if study.status == Study.Status.SETUP:
+        return _schema_attributes_load(study.schema_id)
+    schema = study.schema
+    key = (schema.pk, schema.version, schema.created_at.isoformat() if schema.created_at else "")
+    now = time.monotonic()
+    hit = _schema_cache.get(key)
+    if hit is not None and now - hit[0] < SCHEMA_CACHE_SECONDS:
+        return hit[1]
+    loaded = _schema_attributes_load(schema.pk)
+    with _schema_cache_lock:
+        if len(_schema_cache) > 64:  # schemas are few; never let a long-lived worker grow without bound
+            _schema_cache.clear()
+        _schema_cache[key] = (now, loaded)
+    return loaded
+
+
+def schema_attributes_forget() -> None:
+    """Drop every schema and turn's responses kept by this process (tests that change frozen material behind the
+    services' back)."""
+    with _schema_cache_lock:
+        _schema_cache.clear()
+    _turn_responses.clear()
+
+
 def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     """Everything the turn page shows, in a fixed number of queries however many judgments exist.
 
@@ -292,20 +388,23 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     round_ = assignment.round
     study = round_.study
     turn = assignment.turn
-    attributes = list(
-        AttributeDefinition.objects.filter(schema_id=study.schema_id)
-        .exclude(unit=AttributeDefinition.Unit.CONVERSATION)
-        .prefetch_related("subcategories")
-        .order_by("position")
-    )
-    _annotate_for_ui(attributes)
+    schema = schema_attributes(study=study)
+    attributes = [a for a in schema.attributes if a.unit != AttributeDefinition.Unit.CONVERSATION]
     earlier = list(Turn.objects.filter(conversation_id=turn.conversation_id, index__lt=turn.index).order_by("index"))
     responses = study_responses(study=study, turn_ids=[turn.pk])[turn.pk]
     judgments = list(
-        Judgment.objects.filter(round=round_, coder=user, is_gold=False, turn=turn).prefetch_related(
-            "spans__subcategory"
-        )
+        Judgment.objects.filter(round=round_, coder=user, is_gold=False, turn=turn)
+        .only("id", "attribute_id", "response_id", "score", "instance_count", "version")
     )
+    # The spans as the page sends them, in one query of plain values (no model instance per span).
+    spans: dict[int, list[str]] = defaultdict(list)
+    if judgments:
+        for judgment_id, start, end, slug in (
+            Span.objects.filter(judgment__round=round_, judgment__coder=user, judgment__is_gold=False,
+                                judgment__turn=turn)
+            .order_by("judgment_id", "start", "end").values_list("judgment_id", "start", "end", "subcategory__slug")
+        ):
+            spans[judgment_id].append(f"{start} {end} {slug}")
     codes = {a.pk: a.code for a in attributes}
     judged: dict[int | None, dict[str, Judgment]] = defaultdict(dict)
     for j in judgments:
@@ -322,8 +421,14 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
         key = response.pk if response is not None else None
         handle = handles[key] if key is not None else None
         prefix = f"r{handle}" if handle is not None else "t"
-        return [AttrForm(a, judged[key].get(a.code), f"{prefix}-{a.code}", handle, labels.get(key, ""))
-                for a in group.attributes if response in rules.units_of(a, ordered)]
+        made = []
+        for a in group.attributes:
+            if response not in rules.units_of(a, ordered):
+                continue
+            judgment = judged[key].get(a.code)
+            made.append(AttrForm(a, judgment, f"{prefix}-{a.code}", handle, labels.get(key, ""),
+                                 ",".join(spans[judgment.pk]) if judgment is not None else ""))
+        return made
 
     cards = [
         ResponseCard(response=r, handle=handles[r.pk], label=labels[r.pk], judgments=judged[r.pk],
@@ -352,6 +457,7 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
         turn_forms=[(g, forms(g, None)) for g in turn_groups],
         cards=cards,
         subcategories=[s for a in attributes for s in a.subcategories.all()],
+        schema=schema,
         position=position,
         total=progress["total"],
         done=progress["done"],
@@ -359,7 +465,21 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
         conversation_done=progress["conversation_done"],
         previous_position=progress["previous"],
         next_position=progress["next"],
+        **_session_forms(round=round_, user=user, turn=turn, attributes=attributes, schema=study.schema),
     )
+
+
+def _session_forms(*, round: Round, user: User, turn: Turn, attributes: list[AttributeDefinition],
+                   schema: Schema) -> dict:
+    """The session checklist's forms of a turn page (``care_selectors.session_checklist``); nothing, and no query,
+    for a turn without sessions."""
+    checklist = (care_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes)
+                 if turn.session_id is not None else None)
+    if checklist is None:
+        return {}
+    return {"checklist_session": checklist.session, "session_forms": [
+        (group, [AttrForm(a, checklist.judgments.get(a.code), f"s-{a.code}", None) for a in group.attributes])
+        for group in _groups(checklist.items, schema)]}
 
 
 # --- API reads -----------------------------------------------------------------------------------------------
@@ -513,6 +633,11 @@ def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
              if (j.turn_id, j.response_id, j.attribute_id) in gold]
     if not pairs:
         return None, 0
+    # Imported here: the web workers load numpy only when a check item is completed, never at start-up.
+    import numpy as np
+
+    from metrics.core.agreement import agreement_rate
+
     mine, theirs = np.array(pairs).T
     return agreement_rate(mine, theirs), len(pairs)
 

@@ -37,7 +37,7 @@ from annotation.models import (
     StudyMember,
 )
 from audit.services import audit_record
-from benchmark.models import Conversation, ModelResponse, Turn
+from benchmark.models import Conversation, ModelResponse, Session, Turn
 
 
 class ChangedMeanwhile(ValidationError):
@@ -195,12 +195,12 @@ class StaleJudgmentError(Exception):
 def _judgment_errors(
     *, round: Round, attribute: AttributeDefinition, score: int | None, score_required: bool, turn: Turn | None,
     response: ModelResponse | None, conversation_id: int | None, instance_count: int | None,
-    spans: Sequence[SpanInput],
+    spans: Sequence[SpanInput], session: Session | None = None,
 ) -> dict[str, str]:
     subcategories = [sub.slug for sub in attribute.subcategories.all()] if spans else []
     errors = rules.judgment_problems(
         attribute=attribute, score=score, score_required=score_required, has_turn=turn is not None,
-        has_response=response is not None, instance_count=instance_count,
+        has_response=response is not None, has_session=session is not None, instance_count=instance_count,
         spans=[(s.start, s.end, s.subcategory) for s in spans], subcategories=subcategories,
         text_length=len(response.text) if response is not None else None,
     )
@@ -226,8 +226,10 @@ def judgment_save(
     instance_count: int | None = None,
     spans: Sequence[SpanInput] | None = None,
     expected_version: int | None = None,
+    session: Session | None = None,
 ) -> Judgment:
-    """Create or update one of the coder's own judgments (and replace its spans when given).
+    """Create or update one of the coder's own judgments (and replace its spans when given). The unit is the
+    turn, the response, the ``session`` of a longitudinal history (SPEC-CARE: no turn) or the conversation.
 
     ``expected_version`` is the version the editor last saw: a save against an older version is refused so a
     judgment edited in two tabs is never silently overwritten. The round is re-read under a row lock, so a save
@@ -235,67 +237,149 @@ def judgment_save(
     """
     if response is not None and turn is None:
         turn = response.turn
-    conversation_id = turn.conversation_id if turn is not None else getattr(conversation, "pk", None)
+    conversation_id, unit_lookup, unit = _judgment_unit(turn=turn, session=session, conversation=conversation)
     errors = _judgment_errors(
         round=round, attribute=attribute, score=score, score_required=False, turn=turn, response=response,
-        conversation_id=conversation_id, instance_count=instance_count, spans=spans or (),
+        conversation_id=conversation_id, instance_count=instance_count, spans=spans or (), session=session,
     )
-    # One locked read of the round answers "still open?", "still a member?" and "compared with gold already?".
-    unit = {"turn": turn} if turn is not None else {"turn__conversation_id": conversation_id}
-    status, member, locked = Round.objects.select_for_update().filter(pk=round.pk).annotate(
-        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
-        locked=Exists(Assignment.objects.filter(round_id=OuterRef("pk"), coder=by, feedback_locked=True, **unit)),
-    ).values_list("status", "member", "locked").get()
-    if not member:
+    lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response,
+                              "is_gold": False, "coder": by, **unit_lookup}
+    # One locked read of the round answers "still open?" and "still a member?"; the same statement locks the
+    # judgment, if there is one yet.
+    state, judgment = _round_and_judgment_locked(
+        Round.objects.filter(pk=round.pk).annotate(
+            member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
+        ).values("status", "member"),
+        Judgment.objects.filter(**lookup),
+    )
+    if not state["member"]:
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
-    if status != Round.Status.OPEN:
-        errors["round"] = f"{round.name} is {status}: judgments can no longer change"
-    elif locked:
+    if state["status"] != Round.Status.OPEN:
+        errors["round"] = f"{round.name} is {state['status']}: judgments can no longer change"
+    elif round.kind == Round.Kind.CALIBRATION and Assignment.objects.filter(
+            round=round, coder=by, feedback_locked=True, **unit).exists():
+        # Only a calibration round's reopening locks items, and it is read here, after the round's lock, in a
+        # statement of its own: a save that waited for the reopening sees the reopened round in its locked row, but
+        # a subquery of that same statement would still see the items as they were before (READ COMMITTED takes
+        # one snapshot per statement), and the save would land in an item already compared with gold.
         errors["round"] = (f"this item of {round.name} was compared with gold in your feedback before the round "
                            "was reopened: its judgments stay as they were")
     if errors:
         raise ValidationError(errors)
     assert conversation_id is not None  # _judgment_errors refuses a judgment without a unit
-    lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response,
-                              "is_gold": False, "coder": by}
-    if turn is None:
-        lookup["conversation_id"] = conversation_id
-    judgment = Judgment.objects.select_for_update().filter(**lookup).first()
     before: dict[str, Any] | None = None
     if judgment is None:
-        try:
-            with transaction.atomic():
-                judgment = Judgment.objects.create(
-                    round=round, coder=by, is_gold=False, attribute=attribute, conversation_id=conversation_id,
-                    turn=turn, response=response, score=score, instance_count=instance_count,
-                )
-        except IntegrityError:
-            # Another tab or device created it between our read and our insert: the same as a stale save.
-            current = Judgment.objects.filter(**lookup).first()
-            if current is None:
-                raise
-            raise StaleJudgmentError(current) from None
+        judgment = _judgment_create(lookup, conversation_id=conversation_id, score=score,
+                                    instance_count=instance_count)
         kept_spans: list[tuple[int, int, str]] = []
     else:
         if expected_version is not None and expected_version != judgment.version:
             raise StaleJudgmentError(judgment)
-        kept_spans = _span_values(judgment)
+        # Spans are of the judgment's own attribute (the rules, and a trigger in PostgreSQL): an attribute without
+        # subcategories has none to read.
+        kept_spans = _span_values(judgment) if attribute.subcategories.all() else []
         before = judgment_value(judgment, spans=kept_spans)
         judgment.score = score
         judgment.instance_count = instance_count
         judgment.version += 1
-        judgment.save()
-    if spans is not None:
-        _spans_replace(judgment=judgment, attribute=attribute, spans=spans)
+    # The page sends the spans with every save; rewrite them only when they changed (a new judgment has none).
+    if spans is not None and sorted((s.start, s.end, s.subcategory) for s in spans) != sorted(kept_spans):
+        _spans_replace(judgment=judgment, attribute=attribute, spans=spans, had_spans=bool(kept_spans))
     after = judgment_value(judgment, spans=kept_spans if spans is None else [(s.start, s.end, s.subcategory)
                                                                               for s in spans])
-    _revision_record(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=before, after=after)
+    if before is None:
+        _revision_record(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=None,
+                         after=after)
+    else:
+        _judgment_update_recorded(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=before,
+                                  after=after)
     return judgment
 
 
-def _spans_replace(*, judgment: Judgment, attribute: AttributeDefinition, spans: Sequence[SpanInput]) -> None:
+def _judgment_unit(*, turn: Turn | None, session: Session | None,
+                   conversation: Conversation | None) -> tuple[int | None, dict[str, Any], dict[str, Any]]:
+    """A judgment's conversation id, what names its unit in a lookup besides turn and response, and the
+    coder's assignments whose feedback lock covers it (the turn's; any turn of the session or conversation)."""
+    if turn is not None:
+        return turn.conversation_id, {}, {"turn": turn}
+    if session is not None:
+        return session.conversation_id, {"session": session}, {"turn__session_id": session.pk}
+    conversation_id = getattr(conversation, "pk", None)
+    return conversation_id, {"conversation_id": conversation_id}, {"turn__conversation_id": conversation_id}
+
+
+def _judgment_create(lookup: dict[str, Any], **values: Any) -> Judgment:
+    """A coder's new judgment (``lookup``: its unit, attribute and coder); a judgment another tab or device created
+    between our read and this insert makes it a stale save."""
+    try:
+        with transaction.atomic():
+            return Judgment.objects.create(**{k: v for k, v in lookup.items() if k != "conversation_id"}, **values)
+    except IntegrityError:
+        current = Judgment.objects.filter(**lookup).first()
+        if current is None:
+            raise
+        raise StaleJudgmentError(current) from None
+
+
+def _round_and_judgment_locked(rounds: QuerySet[Any, Any],
+                               judgments: QuerySet[Judgment]) -> tuple[dict[str, Any], Judgment | None]:
+    """The one row of ``rounds`` (a ``values()`` query) under a shared row lock, and the first of ``judgments``
+    (or None) under an exclusive one: in one statement on PostgreSQL.
+
+    The shared lock (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of a round run
+    side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for it; the
+    exclusive lock on the judgment orders two saves of the same judgment (the later one finds a new version)."""
+    if not connection.features.has_select_for_update:  # SQLite: one writer at a time anyway
+        state = rounds.first()
+        if state is None:
+            raise Round.DoesNotExist("the round is gone")
+        return state, judgments.select_for_update().first()
+    names = [*rounds.query.values_select, *rounds.query.annotation_select]
+    round_sql, round_params = rounds.query.sql_with_params()
+    judgment_sql, judgment_params = judgments.select_for_update()[:1].query.sql_with_params()
+    quote = connection.ops.quote_name
+    carried = ", ".join(f"r.{quote(name)} AS {quote('round__' + name)}" for name in names)
+    # Through ``raw`` so that the judgment's columns become a model instance as any query's would; the round's
+    # values ride along as attributes of it (on a row of NULLs when there is no judgment yet).
+    found = list(Judgment.objects.raw(
+        f"SELECT {carried}, j.* FROM ({round_sql} FOR SHARE) r LEFT JOIN ({judgment_sql}) j ON true",  # noqa: S608  # nosec B608 - SQL of two querysets, values bound
+        (*round_params, *judgment_params)))
+    if not found:
+        raise Round.DoesNotExist("the round is gone")
+    row = found[0]
+    return {name: getattr(row, f"round__{name}") for name in names}, (row if row.pk is not None else None)
+
+
+def _judgment_update_recorded(*, judgment: Judgment, by: User, source: str, before: dict[str, Any],
+                              after: dict[str, Any]) -> None:
+    """Write a judgment's new score, instance count and version, and keep the change in its history when its value
+    changed (``_revision_record``): one statement on PostgreSQL, the update and the history row together."""
+    judgment.updated_at = timezone.now()
+    if before == after or connection.vendor != "postgresql":
+        judgment.save(update_fields=["score", "instance_count", "version", "updated_at"])
+        _revision_record(judgment=judgment, by=by, source=source, before=before, after=after)
+        return
+    quote = connection.ops.quote_name
+    judgments, revisions = quote(Judgment._meta.db_table), quote(JudgmentRevision._meta.db_table)
+    columns = ", ".join(quote(c) for c in _HISTORY_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH changed AS (UPDATE {judgments} SET score = %s, instance_count = %s, version = %s, updated_at = %s "  # noqa: S608  # nosec B608 - table names from the models
+            f"WHERE id = %s RETURNING id) INSERT INTO {revisions} ({columns}) "
+            "SELECT id, %s, %s, %s, %s, %s::jsonb, %s::jsonb FROM changed",
+            (judgment.score, judgment.instance_count, judgment.version, judgment.updated_at, judgment.pk,
+             judgment.version, getattr(by, "pk", None), source, judgment.updated_at, json.dumps(before),
+             json.dumps(after)),
+        )
+        if cursor.rowcount != 1:
+            raise Judgment.DoesNotExist(f"judgment {judgment.pk} is gone")
+
+
+def _spans_replace(*, judgment: Judgment, attribute: AttributeDefinition, spans: Sequence[SpanInput],
+                   had_spans: bool = True) -> None:
     subcategories = {sub.slug: sub for sub in attribute.subcategories.all()}
-    judgment.spans.all().delete()
+    if had_spans:
+        judgment.spans.all().delete()
     Span.objects.bulk_create(
         Span(judgment=judgment, subcategory=subcategories[s.subcategory], start=s.start, end=s.end) for s in spans
     )

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
 from access.requests import AuthedRequest
-from annotation import item_export, long_format, rules, selectors, services
+from annotation import care_selectors, item_export, long_format, rules, selectors, services
 from annotation.apis import judgments_download
 from annotation.forms import (
     AssignmentNoteForm,
@@ -95,6 +95,8 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
         # One source of truth for the instance-count bound: the page checks what the server's rule checks.
         "max_instance_count": rules.MAX_INSTANCE_COUNT,
+        # A longitudinal history (SPEC-CARE): its sessions, and the judge's labels where the study shows them.
+        "care": care_selectors.care_history(view=view, user=request.user),
     })
 
 
@@ -116,8 +118,8 @@ def _signed_in_or_401(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 @require_POST
 def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
-        selectors.coder_assignments(user=request.user).select_related("round__study", "turn"), round_id=round_id,
-        position=position,
+        selectors.coder_assignments(user=request.user).select_related("round__study__schema", "turn"),
+        round_id=round_id, position=position,
     )
     form = JudgmentSaveForm(request.POST, assignment=assignment)
     context: dict[str, Any] = {"form_id": request.POST.get("form_id", "")[:100]}
@@ -127,8 +129,9 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
     data = form.cleaned_data
     try:
         judgment = services.judgment_save(
-            round=assignment.round, by=request.user, attribute=data["attribute"], turn=assignment.turn,
-            response=data["response"], score=data["score"], instance_count=data["instance_count"],
+            round=assignment.round, by=request.user, attribute=data["attribute"], turn=data["turn"],
+            session=data["session"], response=data["response"], score=data["score"],
+            instance_count=data["instance_count"],
             spans=data["spans"], expected_version=data["version"] or 0,
         )
     except StaleJudgmentError as stale:

@@ -30,3 +30,5 @@ class ConversationsIngestOut(serializers.Serializer):
     responses_created = serializers.IntegerField()
     responses_updated = serializers.IntegerField()
     datasets_created = serializers.ListField(child=serializers.CharField())
+    sessions_created = serializers.IntegerField(help_text="sessions of histories sent in the sessions form")
+    sessions_updated = serializers.IntegerField(help_text="sessions whose kind, crisis type or turns changed")

@@ -94,8 +94,49 @@ class Conversation(models.Model):
         return f"{self.dataset.name}/{self.external_id}"
 
 
+class Session(models.Model):
+    """One chat session of a longitudinal history (SPEC-CARE): the history's turns are split into sessions.
+
+    A conversation without sessions (every CAB conversation) is one implicit session: its turns have no session,
+    so nothing that reads turns changes. Sessions exist only for conversations imported in the ``sessions`` form.
+    """
+
+    class Kind(models.TextChoices):
+        CHAT = "chat", "Chat"
+        CRISIS = "crisis", "Crisis"
+        CALLBACK = "callback", "Callback"
+
+    class CrisisType(models.TextChoices):
+        SI = "SI", "Suicidal ideation"
+        SELF_HARM = "self-harm", "Self-harm"
+        ANXIETY = "anxiety", "Anxiety"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="sessions")
+    index = models.PositiveIntegerField(help_text="1-based position in the history.")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    crisis_type = models.CharField(max_length=10, choices=CrisisType.choices, null=True, blank=True,
+                                   help_text="The crisis of a crisis session, or the one a callback returns to.")
+
+    class Meta:
+        ordering = ["conversation_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "index"], name="session_unique_index"),
+            models.CheckConstraint(condition=models.Q(index__gte=1), name="session_index_from_one"),
+            models.CheckConstraint(
+                condition=~models.Q(kind="crisis", crisis_type__isnull=True)
+                & ~models.Q(kind="chat", crisis_type__isnull=False),
+                name="session_crisis_type_fits_kind",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation} session {self.index}"
+
+
 class Turn(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    # Null for a conversation without sessions (its one implicit session): every CAB turn, unchanged.
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, null=True, blank=True, related_name="turns")
     index = models.PositiveIntegerField(help_text="1-based position in the conversation.")
     client_text = models.TextField()
     therapist_reference = models.TextField(blank=True)

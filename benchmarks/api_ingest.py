@@ -1,7 +1,7 @@
 """Ingest the reference study's 42,230 model responses through the REST API, against PostgreSQL, and compare with
 one request per response.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/api_ingest.py
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/api_ingest.py [--scale 1] [--json]
 
 What it does, against the (throwaway) database it is given:
 1. migrates, creates an admin with a study-scoped ingestion token and a study with five model slots;
@@ -12,27 +12,33 @@ What it does, against the (throwaway) database it is given:
 5. bulk: the 42,230 responses in requests of --batch items (default 10,000), timed;
 6. resend: the same 42,230 again (every item must come back "unchanged"), timed;
 7. prints responses per second for each, the bulk/baseline ratio, and the peak memory (VmHWM) of the server
-   worker and of this client process.
+   worker and of this client process; with --json, the figures for scripts/bench last.
+
+Request bodies are encoded before the clock starts (the client would be another machine; here it shares the
+cores), so the rates are the server's: parsing, validation, the checks against the database and the write.
+--scale multiplies the 42,230 responses and the 1,000 of the baseline sample (at least 50).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import signal
-import socket
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import requests
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
+from _common import (
+    add_arguments,
+    django_setup,
+    figure,
+    gunicorn,
+    print_figures,
+    require_postgres,
+    scaled,
+    vm_kib,
+    worker_pids,
+)
 
 RESPONSES = 42_230  # the reference study's model responses
 MODELS = ["GPT", "Claude", "Gemini", "Llama", "Qwen"]
@@ -48,28 +54,8 @@ def response_text(seed: int) -> str:
     return f"Response {seed}: " + " ".join(words) + " — ça compte. 😊"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def vm_hwm_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    return 0
-
-
-def worker_pid(master: int) -> int:
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    return int(children[0]) if children else master
-
-
 def setup(conversation_count: int) -> tuple[str, str]:
-    import django
-
-    django.setup()
+    django_setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -99,9 +85,13 @@ def items_for(conversations: range, dataset: str) -> list[dict]:
             for n in conversations for i, model in enumerate(MODELS)]
 
 
-def post(session: requests.Session, url: str, items: list[dict]) -> dict:
-    response = session.post(url, data=json.dumps(items, ensure_ascii=False).encode(),
-                            headers={"Content-Type": "application/json"}, timeout=900)
+def encode(items: list[dict]) -> bytes:
+    return json.dumps(items, ensure_ascii=False).encode()
+
+
+def post(session: requests.Session, url: str, items: list[dict] | bytes) -> dict:
+    body = items if isinstance(items, bytes) else encode(items)
+    response = session.post(url, data=body, headers={"Content-Type": "application/json"}, timeout=900)
     if response.status_code != 200:
         raise SystemExit(f"{url}: {response.status_code} {response.text[:2000]}")
     return response.json()
@@ -109,37 +99,24 @@ def post(session: requests.Session, url: str, items: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--responses", type=int, default=RESPONSES)
+    parser.add_argument("--responses", type=int, help=f"responses to ingest (default {RESPONSES:,} x scale)")
     parser.add_argument("--batch", type=int, default=10_000, help="items per bulk request (default 10,000)")
-    parser.add_argument("--sample", type=int, default=1_000, help="baseline: responses sent one per request")
+    parser.add_argument("--sample", type=int, help="baseline: responses sent one per request (default 1,000 x scale)")
+    add_arguments(parser)
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        sys.exit("api_ingest: run under scripts/testenv.py (PostgreSQL, throwaway)")
-    turns = -(-args.responses // len(MODELS))
-    sample_turns = -(-args.sample // len(MODELS))
+    require_postgres("api_ingest")
+    responses = args.responses or scaled(RESPONSES, args.scale, minimum=len(MODELS))
+    sample_size = args.sample or scaled(1_000, args.scale, minimum=50)
+    turns = -(-responses // len(MODELS))
+    sample_turns = -(-sample_size // len(MODELS))
     token, slug = setup(turns)
 
-    port = free_port()
-    env = dict(os.environ, DEBUG="0", PYTHONUNBUFFERED="1")
-    server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "cab.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         "--timeout", "900", "--log-level", "warning"],
-        cwd=ROOT, env=env,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}/api/v1/studies/{slug}"
+    with gunicorn(workers=1) as (root, master):
+        worker = worker_pids(master)[0]
+        base = f"{root}/api/v1/studies/{slug}"
         session = requests.Session()
         session.headers["Authorization"] = f"Bearer {token}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if session.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("gunicorn did not start")
-            time.sleep(0.2)
+        hwm_idle = vm_kib(worker)
 
         started = time.perf_counter()
         for start in range(0, turns, 2_000):
@@ -149,38 +126,38 @@ def main() -> int:
         conversations_seconds = time.perf_counter() - started
 
         # Baseline: one response per request, on turns of their own (so both runs create new rows).
-        sample = items_for(range(sample_turns), "BenchBaseline")[: args.sample]
+        sample = [encode([item]) for item in items_for(range(sample_turns), "BenchBaseline")[:sample_size]]
         started = time.perf_counter()
-        for item in sample:
-            assert post(session, f"{base}/responses/", [item])["created"] == 1
+        for body in sample:
+            assert post(session, f"{base}/responses/", body)["created"] == 1
         baseline_seconds = time.perf_counter() - started
         baseline_rate = len(sample) / baseline_seconds
-        hwm_after_baseline = vm_hwm_kib(worker_pid(server.pid))
+        hwm_after_baseline = vm_kib(worker)
 
-        items = items_for(range(turns), "Bench")[: args.responses]
+        items = items_for(range(turns), "Bench")[:responses]
+        bodies = [encode(items[start:start + args.batch]) for start in range(0, len(items), args.batch)]
         started = time.perf_counter()
         created = 0
-        for start in range(0, len(items), args.batch):
-            created += post(session, f"{base}/responses/", items[start:start + args.batch])["created"]
+        for body in bodies:
+            created += post(session, f"{base}/responses/", body)["created"]
         bulk_seconds = time.perf_counter() - started
         assert created == len(items), created
-        hwm_after_bulk = vm_hwm_kib(worker_pid(server.pid))
+        hwm_after_bulk = vm_kib(worker)
 
         started = time.perf_counter()
         unchanged = 0
-        for start in range(0, len(items), args.batch):
-            unchanged += post(session, f"{base}/responses/", items[start:start + args.batch])["unchanged"]
+        for body in bodies:
+            unchanged += post(session, f"{base}/responses/", body)["unchanged"]
         resend_seconds = time.perf_counter() - started
         assert unchanged == len(items), unchanged
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=60)
+        hwm_after_resend = vm_kib(worker)
 
     bulk_rate = len(items) / bulk_seconds
     client_peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    server_peak_mb = max(hwm_after_bulk, hwm_after_resend) * 1024 / 1e6
     print(f"conversations: {turns + sample_turns:,} (one turn each) ingested through the API in "
           f"{conversations_seconds:.1f} s")
-    print(f"bulk:     {len(items):,} responses in {-(-len(items) // args.batch)} requests of ≤ {args.batch:,} in "
+    print(f"bulk:     {len(items):,} responses in {len(bodies)} requests of ≤ {args.batch:,} in "
           f"{bulk_seconds:.1f} s = {bulk_rate:,.0f} responses/s")
     print(f"resend:   {len(items):,} identical responses, all reported unchanged, in {resend_seconds:.1f} s = "
           f"{len(items) / resend_seconds:,.0f} responses/s")
@@ -188,8 +165,23 @@ def main() -> int:
           f"{baseline_seconds:.1f} s = {baseline_rate:,.0f} responses/s; extrapolated to {len(items):,}: "
           f"{len(items) / baseline_rate:,.0f} s")
     print(f"ratio:    bulk is {bulk_rate / baseline_rate:,.1f}× the one-request-per-response rate")
-    print(f"peak memory: server worker VmHWM {hwm_after_baseline / 1024:,.0f} MiB after the baseline, "
-          f"{hwm_after_bulk / 1024:,.0f} MiB after the bulk requests; this client {client_peak_mib:,.0f} MiB")
+    print(f"peak memory: server worker VmHWM {hwm_idle / 1024:,.0f} MiB idle, {hwm_after_baseline / 1024:,.0f} MiB "
+          f"after the baseline, {hwm_after_bulk / 1024:,.0f} MiB after the bulk requests, "
+          f"{hwm_after_resend / 1024:,.0f} MiB after the resend ({server_peak_mb:,.0f} MB); "
+          f"this client {client_peak_mib:,.0f} MiB")
+    if args.json:
+        one_each = "one request per response, same run"
+        print_figures([
+            figure("ingest: bulk responses through the API", bulk_rate, "responses/s", baseline=one_each,
+                   baseline_value=baseline_rate, target="≥ 30,000 responses/s", met=bulk_rate >= 30_000),
+            figure("ingest: bulk vs one request per response", bulk_rate, "responses/s", baseline=one_each,
+                   baseline_value=baseline_rate, target="≥ 300× baseline", met=bulk_rate >= 300 * baseline_rate),
+            figure("ingest: resend, all unchanged", len(items) / resend_seconds, "responses/s", baseline=one_each,
+                   baseline_value=baseline_rate, target="", met=True),
+            figure("ingest: server worker peak RSS", server_peak_mb, "MB", baseline="the same worker after the "
+                   "one-per-request baseline", baseline_value=hwm_after_baseline * 1024 / 1e6, target="< 150 MB",
+                   met=server_peak_mb < 150),
+        ])
     return 0
 
 

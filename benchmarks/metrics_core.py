@@ -1,6 +1,9 @@
 """Time the metrics core on a synthetic study at the reference study's scale, against the naive loops.
 
-    .venv/bin/python benchmarks/metrics_core.py            # from the repository root
+    .venv/bin/python benchmarks/metrics_core.py [--scale 1] [--resamples 1000] [--no-naive] [--json]
+
+--scale multiplies the conversations and turns (10: 15,760 conversations, 422,300 responses, about 6.9 million
+judgments); no database: this is the computation alone, with this process's peak RSS.
 
 Scale: 1,576 conversations (8,446 turns) and 42,230 responses from 5 models, coded once in the main round
 (20 attributes: 688k judgments), plus 2 calibration rounds of 10 turns x 5 models coded by 7 reviewers and
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -26,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
+from _common import add_arguments, figure, print_figures  # noqa: E402
 
 from metrics.core.agreement import MISSING  # noqa: E402
 from metrics.core.bootstrap import draw_counts  # noqa: E402
@@ -48,6 +53,9 @@ PAPER_SCALE = {
     "main_coders": 6,
     "spans_per_response": 0.3,
 }
+
+
+SCALED = ("single_turn_conversations", "multi_turn_conversations", "multi_turn_turns")
 
 
 def _timed(function, *args, **kwargs):
@@ -94,15 +102,21 @@ def kappa_micro_benchmark(study_judgments: JudgmentTable, round_name: str, resam
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
     parser.add_argument("--resamples", type=int, default=1_000)
+    parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
+                        help="the naive baseline (default: on up to scale 1)")
     parser.add_argument("--naive-resamples", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None, help="build_report runs (default 3, 1 above scale 1)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    repeats = args.repeats or (3 if args.scale <= 1 else 1)
+    shape = {key: (max(2, round(value * args.scale)) if key in SCALED else value) for key, value in PAPER_SCALE.items()}
 
     seconds, study = _timed(
-        generate, DEFAULT_SCHEMA, subcategory_attribute=DEFAULT_SUBCATEGORIES, seed=args.seed, **PAPER_SCALE
+        generate, DEFAULT_SCHEMA, subcategory_attribute=DEFAULT_SUBCATEGORIES, seed=args.seed, **shape
     )
+    generated = seconds
     j = study.judgments
     main_rows = np.asarray(j.round) == "main"
     responses = len(
@@ -137,14 +151,26 @@ def main() -> None:
     }
     runs = []
     report: dict = {}
-    for _ in range(args.repeats):
+    for _ in range(repeats):
         seconds, report = _timed(build_report, **kwargs)
         runs.append(seconds)
     fast = statistics.median(runs)
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"build_report, B={args.resamples}: median {fast:.2f} s over {args.repeats} runs "
-        f"(min {min(runs):.2f} s, max {max(runs):.2f} s)"
+        f"build_report, B={args.resamples}: median {fast:.2f} s over {repeats} runs "
+        f"(min {min(runs):.2f} s, max {max(runs):.2f} s); peak RSS of this process {peak_mib:,.0f} MiB; "
+        f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
     )
+    label = f"metrics core at scale {args.scale:g} ({len(j):,} judgments), B = {args.resamples:,}"
+    figures = [
+        figure(f"{label}: build_report (compute only)", fast, "s", baseline="generating the synthetic study, same run",
+               baseline_value=generated, target="< 60" if args.scale > 1 else "", met=fast < 60 or args.scale <= 1),
+        figure(f"{label}: peak RSS", peak_mib, "MiB", baseline="", baseline_value=0.0, target="", met=True),
+    ]
+    if not (args.naive if args.naive is not None else args.scale <= 1):
+        if args.json:
+            print_figures(figures)
+        return
 
     b = args.naive_resamples
     rounds = report["calibration"]["rounds"]
@@ -177,6 +203,11 @@ def main() -> None:
         "point estimates, vectorised vs naive: "
         + ("identical to 1e-12" if not parity_errors else f"MISMATCH {parity_errors}")
     )
+    figures.append(figure(f"{label}: build_report vs naive loops", fast, "s",
+                          baseline=f"naive loops, extrapolated from B={b}, same run", baseline_value=naive_total,
+                          target="", met=not parity_errors))
+    if args.json:
+        print_figures(figures)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,12 @@ METRIC_RUN_HEARTBEAT_SECONDS = float(env("METRIC_RUN_HEARTBEAT_SECONDS", "5"))
 METRIC_RUN_STALE_SECONDS = float(env("METRIC_RUN_STALE_SECONDS", "60"))
 METRIC_RUN_RECOVER_SECONDS = float(env("METRIC_RUN_RECOVER_SECONDS", "30"))
 METRIC_RUN_MAX_ATTEMPTS = int(env("METRIC_RUN_MAX_ATTEMPTS", "3"))
+# A run whose bootstrap is at least this large (resamples x clusters x cells) shares its chunks with other workers
+# (metrics.scaleout); up to METRIC_RUN_SPLIT_HELPERS helper tasks are sent; a chunk claimed by a helper that gives
+# no result within METRIC_RUN_CHUNK_CLAIM_SECONDS is computed by the run's own worker.
+METRIC_RUN_SPLIT_CELLS = float(env("METRIC_RUN_SPLIT_CELLS", "2e9"))
+METRIC_RUN_SPLIT_HELPERS = int(env("METRIC_RUN_SPLIT_HELPERS", "3"))
+METRIC_RUN_CHUNK_CLAIM_SECONDS = int(env("METRIC_RUN_CHUNK_CLAIM_SECONDS", "120"))
 
 REST_FRAMEWORK = {
     # Scripts send "Authorization: Bearer <token>"; the browser uses its login session (with CSRF).

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Q, Sum
@@ -33,7 +32,6 @@ from annotation.selectors import RESPONSE_LETTERS, response_handle, responses_as
 from benchmark.models import ModelResponse, Turn
 from common.rounds import round_name
 from common.segments import text_segments
-from metrics.core.agreement import agreement_rate
 from metrics.models import MetricRun
 from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
 
@@ -333,6 +331,11 @@ def _agreement(pairs: list[tuple[int, int, dict]]) -> tuple[float | None, float 
     """Exact and bucketed agreement of (mine, gold, bucket map) pairs, by the metrics engine's own definition."""
     if not pairs:
         return None, None
+    # Imported here: web workers load numpy only when a feedback page needs it, never at start-up.
+    import numpy as np
+
+    from metrics.core.agreement import agreement_rate
+
     mine = np.array([m for m, _, _ in pairs])
     gold = np.array([g for _, g, _ in pairs])
     mine_bucket = np.array([b[str(m)] for m, _, b in pairs])

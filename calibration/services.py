@@ -11,9 +11,8 @@ import bisect
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -34,6 +33,9 @@ from audit.services import audit_record
 from benchmark.models import ModelResponse, Turn
 from calibration import selectors
 from metrics.services import metric_run_request
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _study_locked(study: Study) -> None:
@@ -62,6 +64,8 @@ def calibration_set_sample(*, round: Round, by: User, n: int = 10, seed: int = 0
     for turn in candidates:
         strata[(turn.conversation.dataset.name, turn.conversation.kind)].append(turn)
     keys = sorted(strata)
+    import numpy as np  # admin work, rare: web workers do not load numpy at start-up
+
     sizes = np.array([len(strata[k]) for k in keys], dtype=float)
     quota = n * sizes / sizes.sum()
     take = np.floor(quota).astype(int)
@@ -431,6 +435,8 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
         raise ValidationError("the main round is closed")
     if Assignment.objects.filter(round=main).exists():
         raise ValidationError("the main round already has assignments")
+    import numpy as np  # admin work, rare: web workers do not load numpy at start-up
+
     rng = np.random.default_rng(seed)
     turns = selectors.calibration_candidates(study=study)
     conversations = _conversations_in_topic_order(turns)

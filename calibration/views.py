@@ -26,7 +26,6 @@ from annotation.models import ReviewerAlert, Round, Study, StudyMember
 from annotation.services import ChangedMeanwhile
 from calibration import forms, selectors, services
 from metrics import selectors as metrics_selectors
-from metrics.core.report import ReportParams
 
 View = Callable[..., HttpResponse]
 
@@ -367,13 +366,21 @@ def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
     return render(request, "calibration/feedback.html", {"round": round_, "f": result, "page": page})
 
 
+def _default_panel_size() -> int:
+    # Only before any report: the engine's default, imported here so that web workers do not load the science
+    # stack (metrics.core.report imports scipy and scikit-learn) at start-up.
+    from metrics.core.report import ReportParams
+
+    return ReportParams.panel_size
+
+
 @admin_only
 @require_GET
 def panel(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     ranking = selectors.panel_ranking(study=study)
     query = forms.PanelViewForm(request.GET)
-    k = (query.cleaned_data["k"] if query.is_valid() else None) or ranking["panel_size"] or ReportParams.panel_size
+    k = (query.cleaned_data["k"] if query.is_valid() else None) or ranking["panel_size"] or _default_panel_size()
     top = selectors.panel_top(ranking=ranking, k=k)
     # Tick the retained panel once chosen; until then suggest the top k.
     chosen = any(row["retained"] for row in ranking["rows"] if row["member"])

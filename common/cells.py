@@ -43,17 +43,53 @@ def csv_cell(value: Any) -> str:
     return neutralise(json.dumps(value, ensure_ascii=False))
 
 
-def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+# Distinct values remembered per stream, forgotten all at once when full: rows come grouped (by reviewer, by
+# conversation), so the values in use are remembered again at once, and memory stays the same at any size.
+_CACHED_CELLS = 4096
+
+
+def csv_field(value: Any) -> str:
+    """One cell as the csv module writes it inside a row (quoted only where needed): formula-neutralised by
+    ``csv_cell``, then written beside a second cell, which keeps an empty cell empty as it is in any row of more
+    than one column."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow([csv_cell(name) for name in header])
+    csv.writer(buffer).writerow([csv_cell(value), ""])
+    return buffer.getvalue()[:-3]  # the "," and "\r\n" after it
+
+
+def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """The rows as CSV text (the csv module's dialect: quoted where needed, "\r\n" line ends), in chunks.
+
+    Most cells repeat (a study's name, a reviewer, a conversation, a code, a score), so each distinct value is
+    formatted once and its text reused: the bytes are those of ``csv.writer`` over ``csv_cell``, several times
+    faster. Lists and dicts (unhashable) are formatted each time."""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow([csv_cell(name) for name in header])
+    parts = [buffer.getvalue()]
+    size = len(parts[0])
+    cache: dict[tuple[type, Any], str] = {}
     for row in rows:
-        writer.writerow([csv_cell(value) for value in row])
-        if buffer.tell() >= CHUNK:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+        cells = []
+        for value in row:
+            try:
+                key = (value.__class__, value)
+                text = cache.get(key)
+            except TypeError:  # unhashable: a list or a dict
+                key, text = None, None
+            if text is None:
+                text = csv_field(value)
+                if key is not None:
+                    if len(cache) >= _CACHED_CELLS:
+                        cache.clear()
+                    cache[key] = text
+            cells.append(text)
+        line = (",".join(cells) if len(cells) != 1 or cells[0] else '""') + "\r\n"
+        parts.append(line)
+        size += len(line)
+        if size >= CHUNK:
+            yield "".join(parts)
+            parts, size = [], 0
+    yield "".join(parts)
 
 
 def jsonl_line(row: Any) -> str:

@@ -11,40 +11,105 @@ import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+import numpy as np
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
-from metrics import selectors
-from metrics.core.report import ReportParams, build_report
+from metrics import care_inputs, scaleout, selectors
+from metrics.core.report import INDEXED, PreparedReport, ReportParams, report_finish
+from metrics.core.report import report_prepare as core_report_prepare
 from metrics.models import MetricRun
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 
 log = logging.getLogger(__name__)
+PROGRESS_WRITES_PER_SECOND = 4
 
 
-def report_build(
+LOADED = 0.2  # share of a run's progress bar taken by loading the judgments (paper scale, B = 1,000)
+STORED = 0.98  # the rest of the bar is storing the result
+
+
+def _scaled(progress: Callable[[float, str], None] | None, low: float, high: float) -> Callable[[float, str], None]:
+    def scaled(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(low + (high - low) * fraction, message)
+    return scaled
+
+
+def report_prepare(
     *, study: Study, seed: int = DEFAULT_SEED, bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
     progress: Callable[[float, str], None] | None = None,
-) -> dict:
+) -> PreparedReport:
+    """Load the study's judgments and compute every figure but the bootstrap ones (``report_finish`` adds
+    them from the bootstrap's chunks)."""
+    step = _scaled(progress, 0.0, 1.0)
+    step(0.0, "loading judgments")
     inputs = selectors.report_inputs(study=study)
+    step(LOADED, f"loaded {len(inputs.judgments):,} judgments and {len(inputs.spans):,} spans")
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
-    report = build_report(
-        attributes=inputs.attributes,
+    prepared = core_report_prepare(
+        attributes=care_inputs.core_attributes(inputs.attributes),  # session units: the care section's
         judgments=inputs.judgments,
         spans=inputs.spans,
         response_texts=inputs.response_texts,
         conversation_kinds=inputs.conversation_kinds,
         subcategory_attribute=inputs.subcategory_attribute,
         params=params,
-        progress=progress,
+        progress=_scaled(progress, LOADED, LOADED + (STORED - LOADED) * INDEXED),
     )
-    report["study"] = {"slug": study.slug, "schema": study.schema.slug, "schema_version": study.schema.version}
-    return report
+    prepared.report["study"] = {"slug": study.slug, "schema": study.schema.slug,
+                                "schema_version": study.schema.version}
+    care = care_inputs.care_section(study=study, seed=seed, resamples=bootstrap)  # None unless a CARE study
+    if care is not None:
+        prepared.report["care"] = care
+    return prepared
 
+
+def _chunk_progress(progress: Callable[[float, str], None] | None) -> Callable[..., None]:
+    start = LOADED + (STORED - LOADED) * INDEXED
+
+    def chunk_done(done: int, total: int, by_helpers: int = 0) -> None:
+        if progress is not None:
+            helped = f", {by_helpers} by other workers" if by_helpers else ""
+            progress(start + (STORED - start) * done / max(total, 1), f"bootstrap: {done} of {total} chunks{helped}")
+    return chunk_done
+
+
+def report_build(
+    *, study: Study, seed: int = DEFAULT_SEED, bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
+    progress: Callable[[float, str], None] | None = None,
+) -> dict:
+    """The study's report, computed here (no other worker), chunk by chunk as a split run would."""
+    prepared = report_prepare(study=study, seed=seed, bootstrap=bootstrap, top_k=top_k, progress=progress)
+    boot, chunk_done = prepared.bootstrap, _chunk_progress(progress)
+    chunks = []
+    for chunk in range(boot.chunks):
+        chunks.append(boot.chunk_samples(chunk))
+        chunk_done(chunk + 1, boot.chunks)
+    return report_finish(prepared, chunks)
+
+
+def _bootstrap_chunks(prepared: PreparedReport, *, run_id: int,
+                      progress: Callable[[float, str], None]) -> list[list[np.ndarray]]:
+    """Every chunk of the run's bootstrap: here alone, or shared with helper workers when it is large."""
+    boot, chunk_done = prepared.bootstrap, _chunk_progress(progress)
+    if not scaleout.split_wanted(boot):
+        chunks = []
+        for chunk in range(boot.chunks):
+            chunks.append(boot.chunk_samples(chunk))
+            chunk_done(chunk + 1, boot.chunks)
+        return chunks
+    from metrics.tasks import metric_run_help_enqueue  # the tasks module imports this one
+
+    prefix = scaleout.publish(boot, run_id=run_id)
+    helpers = metric_run_help_enqueue(prefix, count=min(settings.METRIC_RUN_SPLIT_HELPERS, boot.chunks - 1))
+    progress(LOADED + (STORED - LOADED) * INDEXED,
+             f"bootstrap: {boot.chunks} chunks, shared with {helpers} helper task{'s' if helpers != 1 else ''}")
+    return scaleout.compute_shared(boot, prefix, progress=chunk_done)
 
 
 def stale_before() -> datetime:
@@ -95,8 +160,9 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
     last_write = [0.0]
 
     def progress(fraction: float, message: str) -> None:
+        """Stage and share done, written at most PROGRESS_WRITES_PER_SECOND times a second (one UPDATE each)."""
         now = time.monotonic()
-        if now - last_write[0] >= 0.5 or fraction >= 1.0:
+        if now - last_write[0] >= 1.0 / PROGRESS_WRITES_PER_SECOND or fraction >= 1.0:
             last_write[0] = now
             MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
                 progress=min(max(fraction, 0.0), 1.0), progress_message=message[:200], heartbeat_at=timezone.now()
@@ -106,12 +172,14 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
     if beat is not None:
         beat.start()
     try:
-        report = report_build(
+        prepared = report_prepare(
             study=run.study, seed=run.parameters.get("seed", DEFAULT_SEED),
             bootstrap=run.parameters.get("bootstrap", DEFAULT_BOOTSTRAP),
             top_k=run.parameters.get("top_k", DEFAULT_TOP_K),
             progress=progress,
         )
+        report = report_finish(prepared, _bootstrap_chunks(prepared, run_id=run_id, progress=progress))
+        progress(STORED, "storing the result")
     except Exception as error:
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),

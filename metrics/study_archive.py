@@ -69,7 +69,7 @@ from annotation.models import (
 )
 from audit.models import AuditEvent
 from audit.services import audit_record
-from benchmark.models import Conversation, Dataset, ModelResponse, Turn
+from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from common.rounds import round_name
 from metrics.models import MetricRun
 
@@ -90,12 +90,13 @@ RELATIONS: dict[type[models.Model], set[str]] = {
     StudyMember: {"study", "user"},
     Dataset: set(),
     Conversation: {"dataset", "study"},
-    Turn: {"conversation"},
+    Session: {"conversation"},  # nested in its conversation's record (longitudinal histories, SPEC-CARE)
+    Turn: {"conversation", "session"},
     ModelResponse: {"turn"},
     Round: {"study"},
     RoundItem: {"round", "turn"},
     Assignment: {"round", "coder", "turn"},
-    Judgment: {"round", "coder", "attribute", "conversation", "turn", "response", "agreed_by"},
+    Judgment: {"round", "coder", "attribute", "conversation", "turn", "response", "session", "agreed_by"},
     Span: {"judgment", "subcategory"},
     JudgmentRevision: {"judgment", "changed_by"},
     WorkshopNote: {"round", "attribute", "turn", "response", "written_by"},
@@ -284,13 +285,23 @@ def _conversation_records(ids: list[int], study: Study) -> Iterator[dict[str, An
     responses: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for response in ModelResponse.objects.filter(turn__conversation_id__in=ids).order_by("turn_id", "model_slot"):
         responses[response.turn_id].append(_plain(response))
-    for turn in Turn.objects.filter(conversation_id__in=ids).order_by("conversation_id", "index"):
-        turns[turn.conversation_id].append({**_plain(turn), "responses": responses[turn.pk]})
+    # A history's sessions (read with its turns: a session always has turns) and each turn's session index: keys
+    # only a history has, so the records of every other conversation stay exactly as they were.
+    sessions: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
+    for turn in Turn.objects.filter(conversation_id__in=ids).select_related("session").order_by("conversation_id",
+                                                                                                "index"):
+        session_key = {}
+        if turn.session is not None:
+            sessions[turn.conversation_id].setdefault(turn.session.index, _plain(turn.session))
+            session_key = {"session": turn.session.index}
+        turns[turn.conversation_id].append({**_plain(turn), **session_key, "responses": responses[turn.pk]})
     found = {c.pk: c for c in Conversation.objects.filter(pk__in=ids).select_related("dataset")}
     for pk in ids:
         conversation = found[pk]
         yield {"dataset": conversation.dataset.name, **_plain(conversation),
-               "owned": conversation.study_id == study.pk, "turns": turns[pk]}
+               "owned": conversation.study_id == study.pk,
+               **({"sessions": [sessions[pk][i] for i in sorted(sessions[pk])]} if sessions[pk] else {}),
+               "turns": turns[pk]}
 
 
 def _judgment_records(study: Study) -> Iterator[dict[str, Any]]:
@@ -299,7 +310,8 @@ def _judgment_records(study: Study) -> Iterator[dict[str, Any]]:
     of_study = {"judgment__round__study": study}
     names = _names(Judgment)
     lookups = ("pk", "round__kind", "round__number", "coder__username", "is_gold", "attribute__code",
-               "conversation__dataset__name", "conversation__external_id", "turn__index", "response__model_slot")
+               "conversation__dataset__name", "conversation__external_id", "turn__index", "response__model_slot",
+               "session__index")
     plain = [name for name in names if name != "is_gold"]
     revision_names = _names(JudgmentRevision)
     spans = _ByJudgment(Span.objects.filter(**of_study)
@@ -310,10 +322,11 @@ def _judgment_records(study: Study) -> Iterator[dict[str, Any]]:
     history = _ByJudgment(JudgmentRevision.objects.filter(**of_study).order_by("judgment_id", "at", "pk")
                           .values_list("judgment_id", "changed_by__username", *revision_names))
     rows = Judgment.objects.filter(round__study=study).order_by("pk").values_list(*lookups, *plain)
-    for pk, kind, number, coder, is_gold, code, dataset, external_id, turn, response, *values in rows.iterator(
-            chunk_size=CHUNK):
+    for pk, kind, number, coder, is_gold, code, dataset, external_id, turn, response, session, *values in \
+            rows.iterator(chunk_size=CHUNK):
         yield {"round": round_name(kind, number), "coder": coder, "is_gold": is_gold, "attribute": code,
                "conversation": [dataset, external_id], "turn": turn, "response": response,
+               **({"session": session} if session is not None else {}),  # a session's code (SPEC-CARE)
                **dict(zip(plain, values, strict=True)),
                "agreed_by": [username for username, in agreed.of(pk)],
                "spans": [list(span) for span in spans.of(pk)],
@@ -413,6 +426,7 @@ class _Importer:
         self.datasets: dict[str, Dataset] = {}
         self.conversations: dict[tuple[str, str], int] = {}
         self.turns: dict[tuple[str, str, int], tuple[int, int]] = {}  # -> (turn id, conversation id)
+        self.sessions: dict[tuple[str, str, int], int] = {}  # (dataset, conversation, session index) -> session id
         self.responses: dict[tuple[int, str], tuple[int, int]] = {}  # (turn id, slot) -> (response id, length)
         self.rounds: dict[str, Round] = {}
         self.conversations_reused = 0
@@ -595,16 +609,22 @@ class _Importer:
         existing = {key: c for c in candidates if (key := (c.dataset.name, c.external_id)) in wanted}
         self.conversations_reused += self._check_reused(batch, existing)
 
+        sessions_of: dict[int, dict[int, Session]] = {}  # id(conversation) -> session index -> session
+
         def build(record: dict[str, Any]) -> tuple[Conversation, list[tuple[Turn, list[ModelResponse]]]]:
             conversation = _new(Conversation, record, dataset=self.datasets[record["dataset"]],
                                 study=self.study if record["owned"] else None)
-            return conversation, [(_new(Turn, turn, conversation=conversation),
+            sessions = sessions_of[id(conversation)] = _sessions_built(record, conversation)
+            return conversation, [(_new(Turn, turn, conversation=conversation,
+                                        session=sessions.get(turn.get("session"))),
                                    [_new(ModelResponse, response) for response in turn["responses"]])
                                   for turn in record["turns"]]
 
         new = _built([(n, r) for n, r in batch if (r["dataset"], r["external_id"]) not in existing], build)
         # Each bulk_create gives its rows their ids, which the rows built to point to them then take over.
         Conversation.objects.bulk_create([conversation for conversation, _ in new])
+        Session.objects.bulk_create([session for conversation, _ in new
+                                     for session in sessions_of[id(conversation)].values()])
         Turn.objects.bulk_create([turn for _, turns in new for turn, _ in turns])
         responses = []
         for _, turns in new:
@@ -616,6 +636,7 @@ class _Importer:
         for conversation, turns in new:
             key_ = (conversation.dataset.name, conversation.external_id)
             self.conversations[key_] = conversation.pk
+            self.sessions.update({(*key_, index): s.pk for index, s in sessions_of[id(conversation)].items()})
             for turn, _ in turns:
                 self.turns[(*key_, turn.index)] = (turn.pk, conversation.pk)
         for response in responses:
@@ -629,6 +650,7 @@ class _Importer:
         stored_turns = {(t.conversation_id, t.index): t for t in Turn.objects.filter(conversation_id__in=ids)}
         stored_responses = {(r.turn_id, r.model_slot): r
                             for r in ModelResponse.objects.filter(turn__conversation_id__in=ids)}
+        stored_sessions = {(s.conversation_id, s.index): s for s in Session.objects.filter(conversation_id__in=ids)}
         for number, record in batch:
             key = (record["dataset"], record["external_id"])
             conversation = existing.get(key)
@@ -638,6 +660,13 @@ class _Importer:
             for field in ("kind", "topic", "complexity", "title"):
                 if getattr(conversation, field) != record[field]:
                     raise ArchiveError(f"{name} exists in this installation with another {field}")
+            for session_record in record.get("sessions", []):
+                session = stored_sessions.get((conversation.pk, session_record.get("index")))
+                if session is None or (session.kind, session.crisis_type) != (session_record.get("kind"),
+                                                                             session_record.get("crisis_type")):
+                    raise ArchiveError(f"{name} exists in this installation with another session "
+                                       f"{session_record.get('index')}")
+                self.sessions[(key[0], key[1], session.index)] = session.pk
             for turn_record in record["turns"]:
                 turn = stored_turns.get((conversation.pk, turn_record["index"]))
                 if turn is None or (turn.client_text, turn.therapist_reference) != (
@@ -699,19 +728,24 @@ class _Importer:
         conversation_key = record["conversation"]
         if not isinstance(conversation_key, list) or tuple(conversation_key) not in self.conversations:
             raise ValueError(f"conversation {conversation_key!r} is not among the archive's conversations")
-        turn_id = response_id = None
+        turn_id = response_id = session_id = None
+        if record.get("session") is not None:
+            session_id = self.sessions.get((*conversation_key, record["session"]))
+            if session_id is None:
+                raise ValueError(f"session {record['session']} of {conversation_key!r} is not in the archive")
         if record["turn"] is not None:
             turn_id = self._turn([*conversation_key, record["turn"]])[0]
         if record["response"] is not None:
             if turn_id is None:
                 raise ValueError("a judgment of a response names its turn")
             response_id = self._response(turn_id, record["response"], [*conversation_key, record["turn"]])[0]
-        unit = {"conversation": (False, False), "turn": (True, False), "response": (True, True)}[attribute.unit]
-        if (turn_id is not None, response_id is not None) != unit:
+        unit = {"conversation": (False, False, False), "turn": (True, False, False), "response": (True, True, False),
+                "session": (False, False, True)}[attribute.unit]
+        if (turn_id is not None, response_id is not None, session_id is not None) != unit:
             raise ValueError(f"attribute {attribute.code} is coded once per {attribute.unit}")
         judgment = _new(Judgment, record, round=self._round(record["round"]), coder=self._user(record["coder"]),
                         attribute=attribute, conversation_id=self.conversations[tuple(conversation_key)],
-                        turn_id=turn_id, response_id=response_id)
+                        turn_id=turn_id, response_id=response_id, session_id=session_id)
         if judgment.score is not None and not attribute.scale_min <= judgment.score <= attribute.scale_max:
             raise ValueError(f"score {judgment.score} is outside the scale {attribute.scale_min}–{attribute.scale_max}"
                              f" of attribute {attribute.code}")
@@ -756,6 +790,16 @@ class _Importer:
     def _audit_events(self, batch: list[Record]) -> None:
         AuditEvent.objects.bulk_create(_built(batch, lambda record: _new(
             AuditEvent, record, study_id=self.study.pk, actor=self._maybe_user(record["actor"]))))
+
+
+def _sessions_built(record: dict[str, Any], conversation: Conversation) -> dict[int, Session]:
+    """A history's sessions by index (none for any other conversation); every turn's session must be one of them."""
+    sessions = {s["index"]: _new(Session, s, conversation=conversation) for s in record.get("sessions", [])}
+    for turn in record["turns"]:
+        if turn.get("session") is not None and turn["session"] not in sessions:
+            raise ValueError(f"turn {turn.get('index')} is in session {turn['session']}, which the conversation does "
+                             "not have")
+    return sessions
 
 
 def _built(batch: list[Record], build: Callable[[dict[str, Any]], T]) -> list[T]:

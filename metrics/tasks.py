@@ -20,7 +20,6 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from metrics import runs
 from metrics.models import MetricRun
 
 log = logging.getLogger(__name__)
@@ -30,7 +29,34 @@ log = logging.getLogger(__name__)
 def metric_run_task(run_id: int) -> bool:
     """Thin and idempotent: re-reads the run by id; a finished run, or one a live worker holds, makes a redelivery
     a no-op."""
+    # Imported in the task, never at module level: web workers import this module to enqueue, and ``runs`` loads
+    # the science stack (numpy, scipy, scikit-learn), which only Celery workers need.
+    from metrics import runs
+
     return runs.metric_run_execute(run_id=run_id, heartbeat=True)
+
+
+@shared_task(name="metrics.help", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def metric_run_help_task(prefix: str) -> int:
+    """Compute bootstrap chunks of a split run nobody has claimed yet (``metrics.scaleout``). Idempotent: a
+    finished or unknown run's problem is gone or marked done, and the delivery does nothing."""
+    from metrics import scaleout  # numpy: workers only, as above
+
+    return scaleout.help_with(prefix)
+
+
+def metric_run_help_enqueue(prefix: str, *, count: int) -> int:
+    """Send ``count`` helper tasks for a split run; returns how many the broker took (none is needed: the run's
+    own worker computes whatever no helper claims)."""
+    sent = 0
+    for _ in range(count):
+        try:
+            metric_run_help_task.delay(prefix)
+        except OperationalError as error:
+            log.warning("bootstrap helpers: the task broker is unreachable (%s); computing alone", type(error).__name__)
+            break
+        sent += 1
+    return sent
 
 
 BROKER_DOWN = "waiting for the task broker, which cannot be reached ({error}); it is sent again automatically"
@@ -54,6 +80,8 @@ def metric_run_enqueue(run_id: int) -> bool:
 def metric_runs_recover() -> dict[str, int]:
     """Send again every run no worker holds: queued ones the broker never took, and running ones whose worker
     stopped beating; a run that has already been started ``METRIC_RUN_MAX_ATTEMPTS`` times fails with the reason."""
+    from metrics import runs  # see metric_run_task
+
     silent = Q(heartbeat_at__lt=runs.stale_before()) | Q(heartbeat_at__isnull=True)
     stale = Q(status=MetricRun.Status.RUNNING) & silent
     exhausted = MetricRun.objects.filter(stale, attempts__gte=settings.METRIC_RUN_MAX_ATTEMPTS).update(

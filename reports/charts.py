@@ -251,6 +251,18 @@ def alpha_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
                  alt=f"Bars of Krippendorff's α for {len(codes)} attributes.")
 
 
+def experts_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    """The expert panel's own agreement: each expert's coding against the consensus (gold) of the chosen round."""
+    round_name = _round(report, filters)
+    experts = ((((report.get("calibration") or {}).get("experts") or {}).get(round_name) or {}).get("experts")) or {}
+    keys = ("exact", "bucketed", "kappa_user", "kappa_response", "kappa_flags", "bias", "n_items")
+    rows = [[name, round_name, *((experts[name] or {}).get(k) for k in keys)] for name in sorted(experts)]
+    return Table("experts", f"Expert panel's agreement with its consensus, {round_name or 'no round'}",
+                 ["expert", "round", *keys], rows,
+                 caption="Each expert's own coding against the gold the panel agreed on; agreement between the "
+                         "experts is in the panel ranking's caption and beside the reviewers' α.")
+
+
 def panel_table(report: Mapping[str, Any], filters: Filters) -> Table:
     calibration = report.get("calibration") or {}
     ranking = calibration.get("panel_ranking") or {}
@@ -458,9 +470,12 @@ def _signal(report: Mapping[str, Any], filters: Filters) -> str:
     return "ARI" if "ARI" in signals else (signals[0] if signals else "")
 
 
-def _signal_series(report: Mapping[str, Any], signal: str) -> dict[str, Mapping[str, Any]]:
-    """The trajectory summary of the signal per model, or (user-level signals) once for all models."""
+def _signal_series(report: Mapping[str, Any], signal: str, filters: Filters) -> dict[str, Mapping[str, Any]]:
+    """The trajectory summary of the signal per model, or (user-level signals) once for all models; over the
+    chosen dataset's multi-turn conversations only when the page is filtered by dataset."""
     trajectories = (report.get("indices") or {}).get("trajectories") or {}
+    if filters.dataset:
+        trajectories = (trajectories.get("by_dataset") or {}).get(filters.dataset) or {}
     if signal in (trajectories.get("user") or {}):
         return {"all models (user-level)": trajectories["user"][signal]}
     return {m: per[signal] for m, per in sorted((trajectories.get("models") or {}).items()) if signal in per}
@@ -468,13 +483,14 @@ def _signal_series(report: Mapping[str, Any], signal: str) -> dict[str, Mapping[
 
 def trajectory_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
     signal = _signal(report, filters)
-    per = _signal_series(report, signal)
+    per = _signal_series(report, signal, filters)
     if filters.model:
         per = {m: v for m, v in per.items() if m == filters.model or m.startswith("all models")}
     series = {m: sorted(((int(t), _num(v)) for t, v in (s.get("change_from_turn1") or {}).items()))
               for m, s in per.items()}
     rows = [[m, signal, t, v] for m, points in series.items() for t, v in points]
-    return Chart("trajectory", f"Mean change of {signal or 'the signal'} from turn 1, multi-turn conversations",
+    return Chart("trajectory", f"Mean change of {signal or 'the signal'} from turn 1, multi-turn conversations"
+                               f"{_dataset_said(filters)}",
                  "lines", {"series": series, "xlabel": "turn", "ylabel": f"Δ {signal} from turn 1", "hline": 0.0},
                  ["model", "signal", "turn", "mean_change_from_turn1"], rows,
                  caption="Later turns are reached by fewer conversations; the table below gives each model's n.",
@@ -509,13 +525,16 @@ def uiri_lines_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
 
 def trajectory_classes_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
     signal = _signal(report, filters)
-    per = _signal_series(report, signal)
+    per = _signal_series(report, signal, filters)
+    if filters.model:
+        per = {m: v for m, v in per.items() if m == filters.model or m.startswith("all models")}
     names = list(per)
     classes = ("escalating", "flat", "de-escalating")
     series = {c: [(per[n].get("classes") or {}).get(c) for n in names] for c in classes}
     rows = [[n, signal, c, (per[n].get("classes") or {}).get(c)] for n in names for c in classes]
     threshold = ((report.get("indices") or {}).get("trajectories") or {}).get("threshold")
-    return Chart("trajectory-classes", f"Trend classes of {signal or 'the signal'} per conversation", "bars",
+    return Chart("trajectory-classes", f"Trend classes of {signal or 'the signal'} per conversation"
+                                       f"{_dataset_said(filters)}", "bars",
                  {"categories": names, "series": series, "ylabel": "share of conversations", "ylim": (0, 1)},
                  ["model", "signal", "class", "share"], rows,
                  caption=f"OLS slope per conversation; |slope| ≤ {threshold} per turn is flat.",
@@ -525,9 +544,18 @@ def trajectory_classes_chart(report: Mapping[str, Any], filters: Filters) -> Cha
 def trajectory_table(report: Mapping[str, Any], filters: Filters) -> Table:
     signal = _signal(report, filters)
     keys = ("open", "peak", "mean", "delta", "sd", "slope", "n_conversations", "n_classified")
-    rows = [[m, signal, *(s.get(k) for k in keys)] for m, s in _signal_series(report, signal).items()]
-    return Table("trajectory-summary", f"Trajectory summary of {signal or 'the signal'}", ["model", "signal", *keys],
-                 rows, marks=_mark_extremes(rows, [2, 3, 4, 5]))
+    per = _signal_series(report, signal, filters)
+    if filters.model:
+        per = {m: v for m, v in per.items() if m == filters.model or m.startswith("all models")}
+    rows = [[m, signal, *(s.get(k) for k in keys)] for m, s in per.items()]
+    return Table("trajectory-summary", f"Trajectory summary of {signal or 'the signal'}{_dataset_said(filters)}",
+                 ["model", "signal", *keys], rows, marks=_mark_extremes(rows, [2, 3, 4, 5]),
+                 caption="Means over conversations of each one's open (first turn), peak, mean, Δ (last − first), "
+                         "σ and OLS slope per turn.")
+
+
+def _dataset_said(filters: Filters) -> str:
+    return f" ({filters.dataset})" if filters.dataset else ""
 
 
 # --- span evidence ---------------------------------------------------------------------------------------------
@@ -584,7 +612,7 @@ class Page:
 PAGES: dict[str, Page] = {page.slug: page for page in (
     Page("reliability", "Reliability", ("round",),
          (reviewer_table, agreement_chart, kappa_heatmap, pairwise_heatmap, stability_chart, alpha_chart,
-          panel_table)),
+          experts_table, panel_table)),
     Page("user-input", "User input", ("dataset",), (uiri_chart, uiri_table, user_scores_chart)),
     Page("risk", "Atrophy risk", ("model", "kind"), (ari_table, ari_chart, fingerprint_heatmap, flags_chart)),
     Page("coupling", "Coupling", ("model", "scale"), (coupling_heatmap,)),

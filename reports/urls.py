@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from reports import views
+from reports import care_views, views
 
 SLUG = r"(?P<slug>[-a-zA-Z0-9_]+)"
 PAGE = r"(?P<page>[a-z][a-z-]{0,30})"
@@ -10,6 +10,8 @@ urlpatterns = [
     path("studies/<slug:slug>/reports/", views.overview, name="reports"),
     path("studies/<slug:slug>/reports/runs", views.runs, name="reports-runs"),
     path("studies/<slug:slug>/reports/spans/examples/", views.span_examples, name="reports-span-examples"),
+    path("studies/<slug:slug>/reports/care/timeline/<str:conversation>/", care_views.history_timeline,
+         name="reports-care-timeline"),
     re_path(rf"^studies/{SLUG}/reports/{PAGE}/$", views.page, name="reports-page"),
     re_path(rf"^studies/{SLUG}/reports/{PAGE}/{BLOCK}\.(?P<fmt>svg|png|csv)$", views.block_file,
             name="reports-file"),

@@ -16,14 +16,14 @@ from common.cells import csv_stream
 from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
 from metrics.views import staff_study_or_404 as _study
-from reports import charts, selectors
+from reports import care_views, charts, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
 
 
-def _page(slug: str) -> charts.Page:
-    page = charts.PAGES.get(slug)
+def _page(slug: str, study: Study) -> charts.Page:
+    page = charts.PAGES.get(slug) or care_views.care_page(study, slug)  # the CARE page: CARE studies only
     if page is None:
         raise Http404(f"no report page {slug!r}")
     return page
@@ -35,7 +35,7 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
     return render(request, "reports/overview.html", {
-        "study": study, "pages": charts.PAGES.values(), "progress": selectors.study_progress(study=study),
+        "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs),
         "may_start": request.user.has_perm("metrics.add_metricrun"),
         "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
@@ -76,18 +76,20 @@ def _report(
 @require_GET
 def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
     study = _study(request, slug)
-    report_page = _page(page)
+    report_page = _page(page, study)
     form, filters, dropped, run, report = _report(request, study)
     blocks = charts.page_blocks(report_page, report, filters) if report is not None else []
     query = request.GET.copy()
     if run is not None:
         query["run"] = str(run.pk)
     context = {
-        "study": study, "page": report_page, "pages": charts.PAGES.values(), "form": form, "dropped": dropped,
+        "study": study, "page": report_page, "pages": care_views.nav_pages(study), "form": form, "dropped": dropped,
         "run": run, "blocks": blocks, "query": query.urlencode(),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
     }
-    template = "reports/page.html#body" if request.htmx else "reports/page.html"  # type: ignore[attr-defined]
+    context |= care_views.page_context(report_page, report)  # nothing but on the CARE page
+    name = str(context.pop("template", "reports/page.html"))
+    template = f"{name}#body" if request.htmx else name  # type: ignore[attr-defined]
     return render(request, template, context)
 
 
@@ -95,7 +97,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
 @require_GET
 def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     study = _study(request, slug)
-    report_page = _page(page)
+    report_page = _page(page, study)
     _form, filters, _dropped, run, report = _report(request, study)
     if run is None or report is None:
         raise Http404("no succeeded metric run for this study yet")
@@ -133,6 +135,6 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("choose a model and a subcategory")
     total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory)
     return render(request, "reports/span_examples.html", {
-        "study": study, "pages": charts.PAGES.values(), "model": model, "subcategory": subcategory,
+        "study": study, "pages": care_views.nav_pages(study), "model": model, "subcategory": subcategory,
         "total": total, "examples": examples, "run": request.GET.get("run", ""),
     })

@@ -1,6 +1,8 @@
 import json
+from html import escape  # what django.utils.html.escape does, without its lazy-string wrapper (80 forms a page)
 
 from django import template
+from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -34,3 +36,51 @@ def spans_compact(judgment) -> str:
     if judgment is None:
         return ""
     return ",".join(f"{s.start} {s.end} {s.subcategory.slug}" for s in judgment.spans.all())
+
+
+@register.simple_tag
+def attr_form(form) -> SafeString:
+    """One empty autosaving form of the turn page (an ``annotation.selectors.AttrForm``), its judgment as data.
+    Built here rather than as a template partial: a page has 80 of them, and the template engine spent more time
+    on them than on everything else the page does."""
+    attribute, judgment = form.attribute, form.judgment
+    spans = attribute.ui_has_spans
+    parts = [f'<form class="attr{" has-spans" if spans else ""}" id="{escape(form.form_id)}" '
+             f'data-code="{escape(attribute.code)}" data-version="{judgment.version if judgment else 0}"']
+    if judgment is not None:
+        if judgment.score is not None:
+            parts.append(f' data-score="{int(judgment.score)}"')
+        if judgment.instance_count is not None:
+            parts.append(f' data-count="{int(judgment.instance_count)}"')
+        if spans:
+            parts.append(f' data-spans="{escape(form.spans)}"')
+    parts.append("></form>")
+    return mark_safe("".join(parts))  # noqa: S308  # nosec B308 B703 - every value above is escaped or an int
+
+
+class SchemaFragmentNode(template.Node):
+    def __init__(self, nodelist, schema, key):
+        self.nodelist, self.schema, self.key = nodelist, schema, key
+
+    def render(self, context):
+        schema = self.schema.resolve(context)
+        key = "|".join(str(part.resolve(context)) for part in self.key)
+        fragments = getattr(schema, "fragments", None)
+        if fragments is None:
+            return self.nodelist.render(context)
+        if key not in fragments:
+            fragments[key] = self.nodelist.render(context)
+        return fragments[key]
+
+
+@register.tag
+def schema_fragment(parser, token):
+    """``{% schema_fragment v.schema "name" [value ...] %}…{% endschema_fragment %}``: a part of a page that
+    depends on the schema alone (and on the values named), rendered once per schema and process
+    (``annotation.selectors.SchemaAttributes.fragments``) instead of on every page."""
+    bits = token.split_contents()
+    if len(bits) < 3:
+        raise template.TemplateSyntaxError("schema_fragment takes a schema and a name")
+    nodelist = parser.parse(("endschema_fragment",))
+    parser.delete_first_token()
+    return SchemaFragmentNode(nodelist, parser.compile_filter(bits[1]), [parser.compile_filter(b) for b in bits[2:]])

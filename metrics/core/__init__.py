@@ -7,6 +7,21 @@ Modules, one concern each: `agreement` (exact/bucketed, pairwise, bias, pluralit
 `synthetic` builds deterministic studies of any size.
 """
 
-from .report import AttributeSpec, JudgmentTable, ReportParams, SpanTable, build_report
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .report import AttributeSpec, JudgmentTable, ReportParams, SpanTable, build_report
 
 __all__ = ["AttributeSpec", "JudgmentTable", "ReportParams", "SpanTable", "build_report"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use (PEP 562): importing one light module of the core (``metrics.core.agreement``) must not
+    # pull scipy and scikit-learn into a web worker through ``report``.
+    if name in __all__:
+        from . import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

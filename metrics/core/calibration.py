@@ -6,15 +6,15 @@ scored) plus gold vectors; calibration sets are small (tens of turns), so dense 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
 from .agreement import MISSING, agreement_rate, gold_in_plurality, mean_difference, pairwise_agreement
-from .bootstrap import draw_counts, percentile_interval, resampled_ratio, top_k_shares
-from .common import dense_ids, mean_or_none, nan_to_none, ordered_calibration_rounds, safe_divide
+from .bootstrap import Bootstrap, Resampling, grouped_kappa, percentile_interval, top_k_shares
+from .common import dense_ids, mean_or_none, nan_to_none, ordered_calibration_rounds
 from .encode import GOLD, Encoded
 from .kappa import confusion_counts, kappa_from_confusion, krippendorff_alpha, landis_koch_band
 from .spans import covered, f1_from_counts, merge, overlap
@@ -106,13 +106,6 @@ def _group_index(enc: Encoded, groups: list[str]) -> np.ndarray:
     return np.array([groups.index(a.group) for a in enc.schema.attributes], dtype=np.int64)
 
 
-def _grouped_kappa(kappa: np.ndarray, attribute_group: np.ndarray, n_groups: int) -> np.ndarray:
-    """Mean of the defined per-attribute κ per group, over the last axis (..., A) -> (..., G); NaN if none."""
-    defined = np.isfinite(kappa)
-    onehot = (attribute_group[:, None] == np.arange(n_groups)[None, :]).astype(float)  # A x G
-    return safe_divide(np.where(defined, kappa, 0.0) @ onehot, defined.astype(float) @ onehot)
-
-
 def _reviewer_entries(
     enc: Encoded, m: RoundMatrix, groups: list[str]
 ) -> tuple[dict[str, dict[str, object]], np.ndarray]:
@@ -132,7 +125,7 @@ def _reviewer_entries(
         schema.n_labels,
     )
     kappa = kappa_from_confusion(confusion).reshape(n_reviewers, n_attributes)
-    grouped = _grouped_kappa(kappa, attribute_group, len(groups))
+    grouped = grouped_kappa(kappa, attribute_group, len(groups))
     item_group = attribute_group[m.item_attribute]
     entries: dict[str, dict[str, object]] = {}
     for r, reviewer in enumerate(m.reviewers):
@@ -192,17 +185,18 @@ def _alpha_by_attribute(enc: Encoded, m: RoundMatrix) -> dict[str, dict[str, obj
 
 
 def _bootstrap_round(
-    enc: Encoded, m: RoundMatrix, groups: list[str], params: ReportParams
-) -> tuple[dict[str, dict[str, dict[str, float | None]]], np.ndarray]:
+    enc: Encoded, m: RoundMatrix, groups: list[str], params: ReportParams, boot: Bootstrap,
+    then: Callable[[np.ndarray], None] | None = None,
+) -> dict[str, dict[str, dict[str, float | None]]]:
     """CIs of each reviewer's agreement and grouped κ by resampling the round's turns.
 
-    Returns the CI entries and the (B x reviewers) bucketed agreement (reused for selection stability).
-    Per-turn counts are computed once; each statistic is then one (B x turns) @ (turns x cells) product.
-    Every bootstrap of the report draws from a fresh np.random.default_rng(seed), so the last round's
-    stability shares and its CIs come from the same resamples, and `naive` can replay them exactly.
+    Returns the CI entries, filled in when the bootstrap has run; ``then`` receives the (B x reviewers)
+    bucketed agreement (reused for selection stability). Per-turn counts are computed once; each statistic is
+    then one (B x turns) @ (turns x cells) product. Every bootstrap of the report draws the same resamples for
+    the same number of clusters (``bootstrap.chunk_picks``), so the last round's stability shares and its CIs
+    come from the same resamples, and `naive` can replay them exactly.
     """
     n_reviewers, n_attributes, n_labels = len(m.reviewers), len(enc.schema.attributes), enc.schema.n_labels
-    counts = draw_counts(m.n_turns, params.bootstrap, np.random.default_rng(params.seed))
     valid = (m.label != MISSING) & (m.gold_label != MISSING)[:, None]
 
     def per_turn(values: np.ndarray) -> np.ndarray:  # items x reviewers -> turns x reviewers
@@ -211,37 +205,38 @@ def _bootstrap_round(
         return out
 
     n_valid = per_turn(valid)
-    exact = resampled_ratio(counts, per_turn(valid & (m.label == m.gold_label[:, None])), n_valid)
-    bucketed = resampled_ratio(counts, per_turn(valid & (m.bucket == m.gold_bucket[:, None])), n_valid)
-    attribute_group = _group_index(enc, groups)
-    grouped = np.full((params.bootstrap, n_reviewers, len(groups)), np.nan)
+    exact = Resampling("ratio", (per_turn(valid & (m.label == m.gold_label[:, None])), n_valid))
+    bucketed = Resampling("ratio", (per_turn(valid & (m.bucket == m.gold_bucket[:, None])), n_valid))
+    confusions = np.zeros((n_reviewers, m.n_turns, n_attributes * n_labels * n_labels))
     for r in range(n_reviewers):
         ok = valid[:, r]
-        confusion = confusion_counts(
+        confusions[r] = confusion_counts(
             m.item_turn[ok] * n_attributes + m.item_attribute[ok],
             m.label[ok, r],
             m.gold_label[ok],
             m.n_turns * n_attributes,
             n_labels,
         ).reshape(m.n_turns, -1)
-        resampled = (counts @ confusion).reshape(params.bootstrap, n_attributes, n_labels, n_labels)
-        grouped[:, r, :] = _grouped_kappa(kappa_from_confusion(resampled), attribute_group, len(groups))
+    attribute_group = _group_index(enc, groups)
+    kappas = Resampling("grouped_kappa", (confusions, attribute_group), (n_attributes, n_labels, len(groups)))
+    entries: dict[str, dict[str, dict[str, float | None]]] = {reviewer: {} for reviewer in m.reviewers}
 
     def interval(samples: np.ndarray) -> list[dict[str, float | None]]:
         low, high = percentile_interval(samples, params.ci_level)
         return [{"low": nan_to_none(lo), "high": nan_to_none(hi)} for lo, hi in zip(low, high, strict=True)]
 
-    exact_ci, bucketed_ci = interval(exact), interval(bucketed)
-    kappa_ci = {kappa_key(group): interval(grouped[:, :, g]) for g, group in enumerate(groups)}
-    entries = {
-        reviewer: {
-            "exact": exact_ci[r],
-            "bucketed": bucketed_ci[r],
-            **{key: cis[r] for key, cis in kappa_ci.items()},
-        }
-        for r, reviewer in enumerate(m.reviewers)
-    }
-    return entries, bucketed
+    def fill(exact: np.ndarray, bucketed: np.ndarray, grouped: np.ndarray) -> None:
+        exact_ci, bucketed_ci = interval(exact), interval(bucketed)
+        kappa_ci = {kappa_key(group): interval(grouped[:, :, g]) for g, group in enumerate(groups)}
+        for r, reviewer in enumerate(m.reviewers):
+            entries[reviewer].update(
+                {"exact": exact_ci[r], "bucketed": bucketed_ci[r], **{key: cis[r] for key, cis in kappa_ci.items()}}
+            )
+        if then is not None:
+            then(bucketed)
+
+    boot.request(exact, bucketed, kappas, then=fill)
+    return entries
 
 
 def _span_f1(
@@ -302,8 +297,12 @@ def _span_f1(
 
 
 def calibration_section(
-    enc: Encoded, params: ReportParams, subcategory_attribute: Mapping[str, str] | None = None
+    enc: Encoded, params: ReportParams, subcategory_attribute: Mapping[str, str] | None = None,
+    boot: Bootstrap | None = None,
 ) -> dict[str, object]:
+    """The section; its CIs and selection stability are filled in when ``boot`` runs (run here when None)."""
+    own = boot is None
+    boot = boot or Bootstrap(seed=params.seed, resamples=params.bootstrap)
     every_round = ordered_calibration_rounds(enc.rounds)
     groups = _groups(enc)
     per_round: dict[str, dict[str, dict[str, object]]] = {}
@@ -315,7 +314,6 @@ def calibration_section(
     agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
     experts: dict[str, dict[str, object]] = {}
     last_matrix: RoundMatrix | None = None
-    last_bucketed = np.zeros((params.bootstrap, 0))
     expert_names = set(params.experts)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
     reviewer_codes, expert_codes = np.flatnonzero(~is_expert), np.flatnonzero(is_expert)
@@ -323,6 +321,7 @@ def calibration_section(
     reviewed = set(np.unique(enc.judgments.round[np.isin(enc.judgments.coder, reviewer_codes)]).tolist())
     rounds = [name for name in every_round if enc.rounds.index(name) in reviewed]
     last = rounds[-1] if rounds else None
+    top_k: dict[str, dict[str, float | None]] = {str(k): {} for k in params.top_k}
 
     for name in every_round:
         experts[name] = _expert_round(enc, round_matrix(enc, name, expert_codes), groups)
@@ -340,8 +339,14 @@ def calibration_section(
             a.code: _attribute_kappa_summary(kappa[:, i]) for i, a in enumerate(enc.schema.attributes)
         }
         alpha[name] = _alpha_by_attribute(enc, m)
-        agreement_ci[name], bucketed_samples = _bootstrap_round(enc, m, groups, params)
-        last_matrix, last_bucketed = m, bucketed_samples
+        last_matrix = m
+
+        def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers) -> None:
+            shares = top_k_shares(bucketed, params.top_k)
+            for k in params.top_k:
+                top_k[str(k)].update({reviewer: nan_to_none(shares[k][r]) for r, reviewer in enumerate(reviewers)})
+
+        agreement_ci[name] = _bootstrap_round(enc, m, groups, params, boot, stability if name == last else None)
 
     reviewers: dict[str, dict[str, object]] = {}
     for reviewer in sorted({r for entries in per_round.values() for r in entries}):
@@ -353,18 +358,15 @@ def calibration_section(
         row["delta_pp"] = 100.0 * (float(end) - float(start)) if defined else None  # type: ignore[arg-type]
         reviewers[reviewer] = row
 
-    last_reviewers = last_matrix.reviewers if last_matrix is not None else []
-    shares = top_k_shares(last_bucketed, params.top_k)
     bootstrap = {
         "resamples": params.bootstrap,
         "seed": params.seed,
         "round": last,
         "n_turns": last_matrix.n_turns if last_matrix is not None else 0,
-        "top_k": {
-            str(k): {reviewer: nan_to_none(shares[k][r]) for r, reviewer in enumerate(last_reviewers)}
-            for k in params.top_k
-        },
+        "top_k": top_k,
     }
+    if own:
+        boot.run()
     return {
         "rounds": rounds,
         "expert_only_rounds": [name for name in every_round if name not in rounds],

@@ -10,14 +10,19 @@ import numpy as np
 
 from common.rounds import calibration_number
 
+from .tables import Categorical
 
-def factorize(values: Sequence[Any] | np.ndarray) -> tuple[list[str], np.ndarray]:
+
+def factorize(values: Sequence[Any] | np.ndarray | Categorical) -> tuple[list[str], np.ndarray]:
     """Codes of string-like keys, numbered in sorted order of the keys.
 
     Hashing (set + a C-level map over a dict lookup) instead of np.unique: sorting 10^5-10^6 Python strings
     is several times slower, while the distinct keys (coders, models, conversations) are few and cheap to
-    sort. None becomes "" so that a null model and an empty model are one key (SPEC §6 accepts both).
+    sort. None becomes "" so that a null model and an empty model are one key (SPEC §6 accepts both). A
+    Categorical column is renumbered with integer operations only (no Python object per row).
     """
+    if isinstance(values, Categorical):
+        return _factorize_categorical(values)
     raw = values if isinstance(values, list) else np.asarray(values).tolist()
     distinct = set(raw)
     normalised = {v: "" if v is None else str(v) for v in distinct}
@@ -26,6 +31,26 @@ def factorize(values: Sequence[Any] | np.ndarray) -> tuple[list[str], np.ndarray
     code_of = {v: position[n] for v, n in normalised.items()}
     codes = np.fromiter(map(code_of.__getitem__, raw), dtype=np.int64, count=len(raw))
     return uniques, codes
+
+
+def _factorize_categorical(column: Categorical) -> tuple[list[str], np.ndarray]:
+    codes = np.asarray(column.codes, dtype=np.int64)
+    names = ["" if v is None else str(v) for v in column.categories]
+    used = np.bincount(codes, minlength=len(names)) > 0 if len(codes) else np.zeros(len(names), dtype=bool)
+    uniques = sorted({names[i] for i in np.flatnonzero(used).tolist()})
+    position = {u: i for i, u in enumerate(uniques)}
+    remap = np.array([position.get(n, -1) for n in names] or [-1], dtype=np.int64)
+    return uniques, remap[codes] if len(codes) else codes
+
+
+def factorize_many(parts: Sequence[Sequence[Any] | np.ndarray | Categorical]) -> tuple[list[str], np.ndarray]:
+    """``factorize`` of the concatenation of the parts (the same keys and codes), each part factorised alone."""
+    factorised = [factorize(part) for part in parts]
+    uniques = sorted({u for names, _ in factorised for u in names})
+    position = {u: i for i, u in enumerate(uniques)}
+    codes = [np.array([position[u] for u in names] or [0], dtype=np.int64)[part_codes] if len(part_codes)
+             else part_codes for names, part_codes in factorised]
+    return uniques, np.concatenate(codes) if codes else np.zeros(0, dtype=np.int64)
 
 
 def dense_ids(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -40,16 +65,34 @@ def dense_ids(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         col = np.asarray(col, dtype=np.int64)
         radix = int(col.max()) + 1
         packed = packed * radix + col
-    _, first, ids = np.unique(packed, return_index=True, return_inverse=True)
-    return ids.astype(np.int64), first.astype(np.int64)
+    return _number(packed)
+
+
+def _number(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, first row) of non-negative integer keys numbered in ascending order, as np.unique's inverse and
+    index. Keys within a few times the row count are numbered by a presence table in O(n), not a sort."""
+    n, top = len(packed), int(packed.max())
+    if top > max(4 * n, 1 << 16):
+        _, first, ids = np.unique(packed, return_index=True, return_inverse=True)
+        return ids.astype(np.int64), first.astype(np.int64)
+    present = np.zeros(top + 1, dtype=bool)
+    present[packed] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    ids = rank[packed]
+    first = np.full(int(rank[-1]) + 1, n, dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(n, dtype=np.int64))
+    return ids, first
 
 
 def keep_last(keys: np.ndarray) -> np.ndarray:
     """Row indices, in input order, of the last row for every distinct key (a re-coded judgment wins)."""
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int64)
-    reversed_keys = keys[::-1]
-    _, first_in_reversed = np.unique(reversed_keys, return_index=True)
+    reversed_keys = np.asarray(keys, dtype=np.int64)[::-1]
+    if reversed_keys.min() >= 0:
+        _, first_in_reversed = _number(reversed_keys)
+    else:
+        _, first_in_reversed = np.unique(reversed_keys, return_index=True)
     return np.sort(len(keys) - 1 - first_in_reversed)
 
 

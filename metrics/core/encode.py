@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import dense_ids, factorize, keep_last
-from .tables import AttributeSpec, JudgmentTable, SpanTable, check_columns
+from .common import dense_ids, factorize, factorize_many, keep_last
+from .tables import AttributeSpec, Categorical, JudgmentTable, SpanTable, check_columns
 
 GOLD = -1  # coder code of the gold pseudo-coder
 
@@ -133,18 +133,24 @@ def _column(table: object, name: str) -> np.ndarray:
     return np.asarray(getattr(table, name))
 
 
+def _recode(names: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Renumber codes into ``names`` over the names actually used, in sorted order (what ``factorize`` of the
+    decoded strings would give)."""
+    return factorize(Categorical(codes, names))
+
+
 def encode(attributes: Sequence[AttributeSpec], judgments: JudgmentTable, spans: SpanTable | None) -> Encoded:
     schema = Schema.build(attributes)
     check_columns(judgments, "judgments")
     if spans is not None:
         check_columns(spans, "spans")
-    n = len(_column(judgments, "round"))
-    tables = [judgments] if spans is None else [judgments, spans]
+    n = len(judgments.round)
+    tables: list[JudgmentTable | SpanTable] = [judgments] if spans is None else [judgments, spans]
 
-    def joined(name: str) -> list[object]:
-        return [v for t in tables for v in _column(t, name).tolist()]
+    def joined(name: str) -> tuple[list[str], np.ndarray]:
+        return factorize_many([getattr(t, name) for t in tables])
 
-    attribute_names, attribute_codes = factorize(joined("attribute"))
+    attribute_names, attribute_codes = joined("attribute")
     to_schema = np.array([schema.codes.index(c) if c in schema.codes else -1 for c in attribute_names] or [-1])
     attribute = to_schema[attribute_codes] if len(attribute_codes) else attribute_codes
     # index -1 (attribute not in the schema) lands on the trailing placeholder; those rows are dropped below
@@ -152,20 +158,26 @@ def encode(attributes: Sequence[AttributeSpec], judgments: JudgmentTable, spans:
     is_response = unit_kind == "response"
     is_conversation = unit_kind == "conversation"
 
-    rounds, round_code = factorize(joined("round"))
+    rounds, round_code = joined("round")
     is_gold = np.concatenate([_column(t, "is_gold").astype(bool) for t in tables])
-    named_coders, coder_code = factorize(joined("coder"))
+    named_coders, coder_code = joined("coder")
     # coder names that appear only on gold rows are not coders; renumber over non-gold names only
     non_gold_names = sorted({named_coders[c] for c in np.unique(coder_code[~is_gold]).tolist()})
     rename = np.array([non_gold_names.index(c) if c in non_gold_names else GOLD for c in named_coders] or [GOLD])
     coder = np.where(is_gold, GOLD, rename[coder_code] if len(coder_code) else coder_code)
 
-    raw_model = np.asarray(joined("model"), dtype=object)
-    models, model_code = factorize(np.where(is_response, raw_model, ""))
-    datasets, dataset_code = factorize(joined("dataset"))
-    conversation_names, conversation_code = factorize(joined("conversation"))
-    turns = [0 if v is None else v for v in joined("turn")]  # a conversation-level row may carry no turn
-    turn_number = np.where(is_conversation, 0, np.asarray(turns, dtype=np.int64))
+    model_names, raw_model_code = joined("model")
+    if "" not in model_names:
+        model_names = [*model_names, ""]
+    models, model_code = _recode(model_names, np.where(is_response, raw_model_code, model_names.index("")))
+    datasets, dataset_code = joined("dataset")
+    conversation_names, conversation_code = joined("conversation")
+    turn_parts = [t.turn for t in tables]
+    if all(isinstance(p, np.ndarray) and p.dtype.kind in "iu" for p in turn_parts):
+        turns = np.concatenate(turn_parts).astype(np.int64)
+    else:  # a conversation-level row may carry no turn
+        turns = np.asarray([0 if v is None else v for p in turn_parts for v in np.asarray(p).tolist()], dtype=np.int64)
+    turn_number = np.where(is_conversation, 0, turns)
 
     conversation, conversation_first = dense_ids(dataset_code, conversation_code)
     turn, turn_first = dense_ids(conversation, turn_number)
@@ -221,7 +233,7 @@ def encode(attributes: Sequence[AttributeSpec], judgments: JudgmentTable, spans:
     subcategories: list[str] = []
     if spans is not None:
         s = slice(n, None)
-        subcategories, subcategory_code = factorize(_column(spans, "subcategory"))
+        subcategories, subcategory_code = factorize(spans.subcategory)
         start = np.asarray(_column(spans, "start"), dtype=np.int64)
         end = np.asarray(_column(spans, "end"), dtype=np.int64)
         usable = np.flatnonzero((attribute[s] >= 0) & (end > start) & (start >= 0))

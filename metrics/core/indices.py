@@ -8,20 +8,20 @@ coders of the unit; a model's figure is the mean over its responses where the qu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from common.rounds import MAIN
 
-from .bootstrap import draw_counts, percentile_interval, resampled_ratio
+from .bootstrap import Bootstrap, Resampling, percentile_interval
 from .common import dense_ids, group_mean, group_sum_count, mean_or_none, nan_to_none, safe_divide
 from .correlation import coupling_table
 from .encode import GOLD, Encoded
 from .spans import span_evidence, subcategory_pairs, whitespace_tokens
 from .tables import ReportParams
-from .trajectories import series_statistics, slope_class, summarise
+from .trajectories import series_statistics, slope_class, summarise, summarise_by_group
 
 ARI = "ARI"
 BANDS = ("low", "medium", "high")
@@ -281,8 +281,9 @@ def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
     }
 
 
-def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
-    """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns).
+def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams, boot: Bootstrap) -> dict[str, object]:
+    """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns); filled in
+    when ``boot`` runs.
 
     Per-cluster sums and counts of the coded responses are accumulated per resampling unit once; each
     resample is then a row of a (B x units) count matrix times those sums.
@@ -305,15 +306,20 @@ def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams) -> dict[
         cell = cluster[ok] * (n_models * n_values) + position[ok] * n_values + q
         sums += np.bincount(cell, weights=values[ok], minlength=sums.size).reshape(sums.shape)
         counts += np.bincount(cell, minlength=sums.size).reshape(sums.shape)
-    draws = draw_counts(n_clusters, params.bootstrap, np.random.default_rng(params.seed))
-    low, high = percentile_interval(resampled_ratio(draws, sums, counts), params.ci_level)
-    low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
-    return {
-        keys.models[code]: {
-            name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
-        }
-        for m, code in enumerate(model_codes.tolist())
-    }
+    intervals: dict[str, object] = {}
+
+    def fill(samples: np.ndarray) -> None:
+        low, high = percentile_interval(samples, params.ci_level)
+        low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
+        intervals.update({
+            keys.models[code]: {
+                name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
+            }
+            for m, code in enumerate(model_codes.tolist())
+        })
+
+    boot.request(Resampling("ratio", (sums, counts)), then=fill)
+    return intervals
 
 
 def _coupling(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
@@ -384,13 +390,17 @@ def _trajectories(
     summaries = summarise(
         stats, signal[first], len(signal_names), series, keys.turn_index[turn_id], params.slope_flat_threshold
     )
-    user: dict[str, object] = {}
-    models: dict[str, dict[str, object]] = {}
-    for (model, name), summary in zip(signal_names, summaries, strict=True):
-        if model is None:
-            user[name] = summary
-        else:
-            models.setdefault(model, {})[name] = summary
+    user, models = _by_signal(signal_names, summaries)
+    # The same summaries over each dataset's multi-turn conversations apart (the dashboards' dataset filter).
+    series_dataset = keys.conversation_dataset[conversation[first]]
+    per_dataset = summarise_by_group(
+        stats, signal[first], len(signal_names), series_dataset, len(keys.datasets), series,
+        keys.turn_index[turn_id], params.slope_flat_threshold,
+    )
+    by_dataset: dict[str, dict[str, object]] = {}
+    for d in np.unique(series_dataset).tolist():
+        d_user, d_models = _by_signal(signal_names, per_dataset[d])
+        by_dataset[keys.datasets[d]] = {"user": d_user, "models": dict(sorted(d_models.items()))}
 
     peaks: dict[str, dict[str, float | None]] = {}
     uiri_lines: dict[str, dict[str, dict[str, object]]] = {}
@@ -419,8 +429,23 @@ def _trajectories(
         "models": dict(sorted(models.items())),
         # Per multi-turn conversation, by dataset: its UIRI at each coded turn, OLS slope and trend class.
         "uiri_conversations": {d: dict(sorted(v.items())) for d, v in sorted(uiri_lines.items())},
+        "by_dataset": dict(sorted(by_dataset.items())),
     }
     return section, peaks
+
+
+def _by_signal(
+    signal_names: list[tuple[str | None, str]], summaries: list[dict[str, object]]
+) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
+    """Summaries keyed as the report has them: user-level signals by name, the others by model and name."""
+    user: dict[str, object] = {}
+    models: dict[str, dict[str, object]] = {}
+    for (model, name), summary in zip(signal_names, summaries, strict=True):
+        if model is None:
+            user[name] = summary
+        else:
+            models.setdefault(model, {})[name] = summary
+    return user, models
 
 
 def _span_section(
@@ -536,6 +561,7 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
             "user": {},
             "models": {},
             "uiri_conversations": {},
+            "by_dataset": {},
         },
         "spans": {"evidence": {}, "ratios": {}, "subcategories": []},
     }
@@ -548,19 +574,39 @@ def indices_section(
     response_texts: Mapping[tuple[str, str, int, str], str] | None = None,
     conversation_kinds: Mapping[tuple[str, str], str] | None = None,
     subcategory_attribute: Mapping[str, str] | None = None,
+    boot: Bootstrap | None = None,
+    progress: Callable[[float, str], None] | None = None,
 ) -> dict[str, object]:
+    """The section; its CIs are filled in when ``boot`` runs (run here when None). ``progress`` hears of each
+    part as a share of the section."""
+    def step(share: float, message: str) -> None:
+        if progress is not None:
+            progress(share, message)
+
     rows = _main_rows(enc, params)
     section = empty_indices(params)
     if rows is None or len(rows) == 0:
         return section
+    own = boot is None
+    boot = boot or Bootstrap(seed=params.seed, resamples=params.bootstrap)
+    step(0.0, "main round: per-response values")
     main = main_round(enc, rows)
     coders = np.unique(enc.judgments.coder[rows])
+    step(0.15, "main round: model tables")
     tables = _model_tables(enc, main)
     multi = _multi_turn_conversations(enc, conversation_kinds)
+    step(0.25, "main round: trajectories")
     trajectories, peaks = _trajectories(enc, main, params, multi)
     uiri = _uiri_section(enc, main, params)
     uiri["peaks"] = peaks
     uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
+    ari_ci = _ari_intervals(enc, main, params, boot)
+    step(0.45, "main round: coupling")
+    coupling = _coupling(enc, main, params)
+    step(0.65, "main round: span evidence")
+    spans = _span_section(enc, main, coders, response_texts, subcategory_attribute)
+    step(0.85, "main round: single- and multi-turn tables")
+    by_kind = _tables_by_kind(enc, main, multi)
     section.update(
         {
             "coders": [enc.coders[c] for c in coders.tolist()],
@@ -569,15 +615,17 @@ def indices_section(
             "uiri": uiri,
             "flags": tables["flags"],
             "ari": tables["ari"],
-            "ari_ci": _ari_intervals(enc, main, params),
+            "ari_ci": ari_ci,
             "attribute_risk": tables["attribute_risk"],
             "fingerprint": tables["fingerprint"],
-            "coupling": _coupling(enc, main, params),
+            "coupling": coupling,
             "trajectories": trajectories,
-            "spans": _span_section(enc, main, coders, response_texts, subcategory_attribute),
-            "by_kind": _tables_by_kind(enc, main, multi),
+            "spans": spans,
+            "by_kind": by_kind,
         }
     )
+    if own:
+        boot.run()
     return section
 
 

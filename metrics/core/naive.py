@@ -16,6 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from common.rounds import MAIN
 
+from .bootstrap import resample_picks
 from .tables import AttributeSpec, JudgmentTable
 
 _FIELDS = ("round", "coder", "is_gold", "dataset", "conversation", "turn", "model", "attribute", "score")
@@ -142,7 +143,7 @@ def naive_calibration(
 
     point = statistics(turns)
     picks: np.ndarray | list = (
-        np.random.default_rng(seed).integers(0, len(turns), size=(resamples, len(turns))) if turns else []
+        resample_picks(len(turns), resamples, seed) if turns else []
     )
     samples = [statistics([turns[i] for i in row]) for row in picks]
     shares = {k: {reviewer: _top_k_share(samples, reviewers, reviewer, k) for reviewer in reviewers} for k in top_k}
@@ -240,7 +241,7 @@ def naive_ari(
         return _model_means(value, responses_of, models, names, picked)
 
     point = means(conversations)
-    picks = np.random.default_rng(seed).integers(0, len(conversations), size=(resamples, len(conversations)))
+    picks = resample_picks(len(conversations), resamples, seed)
     samples = [means([conversations[i] for i in row]) for row in picks]
     intervals = {m: {n: _quantiles([s[m][n] for s in samples], ci_level) for n in names} for m in models}
     return {"point": point, "intervals": intervals}

@@ -7,19 +7,37 @@ never missing, so a consumer can index the report without guarding every key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+import numpy as np
+
+from .bootstrap import Bootstrap
 from .calibration import calibration_section
 from .common import to_jsonable
 from .encode import encode
 from .indices import indices_section
 from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
 
-__all__ = ["AttributeSpec", "JudgmentTable", "ReportParams", "SpanTable", "build_report"]
+__all__ = ["AttributeSpec", "JudgmentTable", "PreparedReport", "ReportParams", "SpanTable", "build_report",
+           "report_finish", "report_prepare"]
 
 REPORT_VERSION = 1
+Progress = Callable[[float, str], None]
+
+# Share of the report's time each stage takes (for progress; measured at paper scale, B = 1,000).
+ENCODED, CALIBRATED, INDEXED = 0.15, 0.3, 0.75
 
 
-def build_report(
+@dataclass(eq=False)
+class PreparedReport:
+    """A report with every figure but the bootstrap ones, and the bootstraps still to compute (chunk by chunk,
+    here or on other workers: ``report.bootstrap.chunk_samples``)."""
+
+    report: dict
+    bootstrap: Bootstrap
+
+
+def report_prepare(
     *,
     attributes: Sequence[AttributeSpec],
     judgments: JudgmentTable,
@@ -28,14 +46,10 @@ def build_report(
     conversation_kinds: Mapping[tuple[str, str], str] | None = None,
     subcategory_attribute: Mapping[str, str] | None = None,
     params: ReportParams = ReportParams(),  # noqa: B008 - frozen dataclass, safe as a default
-    progress: Callable[[float, str], None] | None = None,
-) -> dict:
-    """Compute every SPEC §4/§5 quantity; deterministic for a given `params.seed`.
-
-    Raises ValueError for input the schema cannot describe (bad spec, unequal columns, bad parameters);
-    rows it merely cannot use (unknown attribute, off-scale score, re-coded duplicates) are dropped and
-    counted under report["input"]["dropped"].
-    """
+    progress: Progress | None = None,
+) -> PreparedReport:
+    """Every figure of the report except the bootstrap CIs and selection stability, which ``report_finish``
+    fills in from the bootstrap's chunks. ``progress`` hears (share of the whole report, stage)."""
     params.validate()
 
     def step(fraction: float, message: str) -> None:
@@ -44,17 +58,19 @@ def build_report(
 
     step(0.0, "encoding judgments")
     enc = encode(attributes, judgments, spans)
-    step(0.2, "calibration reliability")
-    calibration = calibration_section(enc, params, subcategory_attribute)
-    step(0.5, "main-round indices")
+    boot = Bootstrap(seed=params.seed, resamples=params.bootstrap)
+    step(ENCODED, "calibration reliability")
+    calibration = calibration_section(enc, params, subcategory_attribute, boot=boot)
+    step(CALIBRATED, "main-round indices")
     indices = indices_section(
         enc,
         params,
         response_texts=response_texts,
         conversation_kinds=conversation_kinds,
         subcategory_attribute=subcategory_attribute,
+        boot=boot,
+        progress=lambda share, message: step(CALIBRATED + share * (INDEXED - CALIBRATED), message),
     )
-    step(0.95, "assembling report")
     report = {
         "version": REPORT_VERSION,
         "parameters": params.as_dict(),
@@ -80,6 +96,48 @@ def build_report(
         "calibration": calibration,
         "indices": indices,
     }
-    result = to_jsonable(report)
-    step(1.0, "done")
+    step(INDEXED, f"bootstrap: {boot.chunks} chunks of up to {boot.resamples} resamples")
+    return PreparedReport(report, boot)
+
+
+def report_finish(prepared: PreparedReport, chunks: Sequence[Sequence[np.ndarray]]) -> dict:
+    """The report, with the bootstrap figures from its chunks' samples (in chunk order), as JSON-ready data."""
+    prepared.bootstrap.finish(chunks)
+    return to_jsonable(prepared.report)
+
+
+def build_report(
+    *,
+    attributes: Sequence[AttributeSpec],
+    judgments: JudgmentTable,
+    spans: SpanTable | None = None,
+    response_texts: Mapping[tuple[str, str, int, str], str] | None = None,
+    conversation_kinds: Mapping[tuple[str, str], str] | None = None,
+    subcategory_attribute: Mapping[str, str] | None = None,
+    params: ReportParams = ReportParams(),  # noqa: B008 - frozen dataclass, safe as a default
+    progress: Progress | None = None,
+) -> dict:
+    """Compute every SPEC §4/§5 quantity; deterministic for a given `params.seed`.
+
+    Raises ValueError for input the schema cannot describe (bad spec, unequal columns, bad parameters);
+    rows it merely cannot use (unknown attribute, off-scale score, re-coded duplicates) are dropped and
+    counted under report["input"]["dropped"].
+    """
+    prepared = report_prepare(
+        attributes=attributes, judgments=judgments, spans=spans, response_texts=response_texts,
+        conversation_kinds=conversation_kinds, subcategory_attribute=subcategory_attribute, params=params,
+        progress=progress,
+    )
+    boot = prepared.bootstrap
+    chunks = []
+    for chunk in range(boot.chunks):
+        chunks.append(boot.chunk_samples(chunk))
+        if progress is not None:
+            progress(INDEXED + (1.0 - INDEXED) * 0.95 * (chunk + 1) / boot.chunks,
+                     f"bootstrap: chunk {chunk + 1} of {boot.chunks}")
+    if progress is not None:
+        progress(INDEXED + (1.0 - INDEXED) * 0.95, "assembling report")
+    result = report_finish(prepared, chunks)
+    if progress is not None:
+        progress(1.0, "done")
     return result

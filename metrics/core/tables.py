@@ -6,8 +6,9 @@ Nothing here knows an attribute code: the schema arrives as data (STYLE habit 5)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -57,17 +58,44 @@ class AttributeSpec:
 
 
 @dataclass(frozen=True, eq=False)
+class Categorical:
+    """A string column as integer codes into its distinct values (what a database hands over as foreign keys):
+    the core factorises it with integer operations instead of hashing one Python string per row. Reads as the
+    plain object array it stands for (``np.asarray``), so any column consumer works unchanged."""
+
+    codes: np.ndarray  # int, index into categories
+    categories: Sequence[Any]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = np.empty(len(self.categories), dtype=object)
+        values[:] = list(self.categories)
+        return values[np.asarray(self.codes, dtype=np.int64)].astype(dtype or object, copy=False)
+
+    def __getitem__(self, index: Any) -> Any:
+        return np.asarray(self)[index]
+
+    def tolist(self) -> list[Any]:
+        return np.asarray(self).tolist()
+
+
+Column = np.ndarray | Categorical
+
+
+@dataclass(frozen=True, eq=False)
 class JudgmentTable:
     """One row per judgment; equal-length columns (see the module docstring for why columnar)."""
 
-    round: np.ndarray
-    coder: np.ndarray
+    round: Column
+    coder: Column
     is_gold: np.ndarray
-    dataset: np.ndarray
-    conversation: np.ndarray
+    dataset: Column
+    conversation: Column
     turn: np.ndarray
-    model: np.ndarray
-    attribute: np.ndarray
+    model: Column
+    attribute: Column
     score: np.ndarray
 
     def __len__(self) -> int:
@@ -78,17 +106,17 @@ class JudgmentTable:
 class SpanTable:
     """One row per highlighted span; key columns as in JudgmentTable, offsets end-exclusive."""
 
-    round: np.ndarray
-    coder: np.ndarray
+    round: Column
+    coder: Column
     is_gold: np.ndarray
-    dataset: np.ndarray
-    conversation: np.ndarray
+    dataset: Column
+    conversation: Column
     turn: np.ndarray
-    model: np.ndarray
-    attribute: np.ndarray
+    model: Column
+    attribute: Column
     start: np.ndarray
     end: np.ndarray
-    subcategory: np.ndarray
+    subcategory: Column
 
     def __len__(self) -> int:
         return len(self.round)
@@ -141,6 +169,10 @@ class ReportParams:
 
 def check_columns(table: JudgmentTable | SpanTable, name: str) -> None:
     """Columns of unequal length would silently misalign every key; say which one is off."""
-    lengths = {f.name: len(np.asarray(getattr(table, f.name))) for f in fields(table)}
+    lengths = {f.name: _length(getattr(table, f.name)) for f in fields(table)}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"{name} columns have unequal lengths: {lengths}")
+
+
+def _length(column: object) -> int:
+    return len(column) if isinstance(column, Categorical | np.ndarray) else len(np.asarray(column))

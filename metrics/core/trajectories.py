@@ -134,3 +134,22 @@ def summarise(
             }
         )
     return out
+
+
+def summarise_by_group(
+    stats: SeriesStats,
+    series_signal: np.ndarray,
+    n_signals: int,
+    series_group: np.ndarray,
+    n_groups: int,
+    point_series: np.ndarray,
+    point_turn: np.ndarray,
+    threshold: float,
+) -> list[list[dict[str, object]]]:
+    """``summarise`` over the series of each group apart (e.g. each conversation's dataset): [group][signal].
+
+    One pass: each (signal, group) pair is a signal of its own, so the statistics of every series are shared.
+    """
+    combined = np.asarray(series_signal, dtype=np.int64) * n_groups + np.asarray(series_group, dtype=np.int64)
+    out = summarise(stats, combined, n_signals * n_groups, point_series, point_turn, threshold)
+    return [[out[s * n_groups + g] for s in range(n_signals)] for g in range(n_groups)]

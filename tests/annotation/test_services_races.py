@@ -1,8 +1,11 @@
-"""Two admins changing a study's set-up at once (annotation/services.py): on real PostgreSQL connections
-(tests/races.py) two reviewers added at once get different aliases; a settings page opened before another
-admin's save keeps that save (a stale page, as its ``shown`` values)."""
+"""Two writers at once in annotation/services.py, on real PostgreSQL connections (tests/races.py): two reviewers
+added at once get different aliases; a settings page opened before another admin's save keeps that save (a stale
+page, as its ``shown`` values); two saves of the same judgment keep one and refuse the other; a save racing the
+round's closing lands before it."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from django.test import Client
@@ -69,3 +72,93 @@ def test_the_same_setting_changed_by_two_admins_is_refused_for_the_second(settin
     assert any("changed meanwhile; reload" in m.message for m in response.context["messages"])
     study = Study.objects.get()
     assert (study.check_threshold, study.description) == (0.9, "")
+
+
+# --- the autosave: a shared lock on the round, an exclusive one on the judgment (services.judgment_save) ---------
+
+
+@pytest.fixture
+def coded(transactional_db):
+    """The demo's open calibration round, its reviewer and a turn-level attribute they coded once (version 1)."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from annotation.models import Assignment, Round
+
+    call_command("load_demo", "--quiet")
+    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    turn = Assignment.objects.get(round=round_, coder=reviewer, position=1).turn
+    attribute = round_.study.schema.attributes.get(code="U1")
+    services.judgment_save(round=round_, by=reviewer, attribute=attribute, turn=turn, score=0)
+    return round_.pk, reviewer.pk, turn.pk, attribute.pk
+
+
+def _save(coded, score, *, expected_version=1):
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import AttributeDefinition, Round
+    from benchmark.models import Turn
+
+    round_id, reviewer_id, turn_id, attribute_id = coded
+
+    def save():
+        judgment = services.judgment_save(
+            round=Round.objects.select_related("study").get(pk=round_id),
+            by=get_user_model().objects.get(pk=reviewer_id), attribute=AttributeDefinition.objects.get(pk=attribute_id),
+            turn=Turn.objects.get(pk=turn_id), score=score, expected_version=expected_version)
+        return judgment, time.monotonic()
+
+    return save
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_saves_of_the_same_version_at_once_keep_one_and_refuse_the_other(coded):
+    from annotation.models import Judgment, JudgmentRevision
+
+    # Both wait after taking their locks: without the judgment's row lock both would write version 2.
+    with meet_at(services, "judgment_value"):
+        results = together(_save(coded, 1), _save(coded, 2))
+    saved = [r[0] for r in results if isinstance(r, tuple)]
+    refused = [r for r in results if isinstance(r, services.StaleJudgmentError)]
+    assert len(saved) == 1 and len(refused) == 1, results
+    judgment = Judgment.objects.get(pk=saved[0].pk)
+    assert (judgment.version, judgment.score) == (2, saved[0].score)
+    history = list(JudgmentRevision.objects.filter(judgment=judgment).order_by("version").values_list(
+        "version", "after__score"))
+    assert history == [(1, 0), (2, saved[0].score)]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_save_racing_the_rounds_closing_lands_before_it(coded):
+    """The save holds its shared lock on the round while it writes; the closing (an UPDATE of the round) waits for
+    it, so no judgment changes in a closed round."""
+    from annotation.models import Judgment, Round
+
+    round_id = coded[0]
+
+    def close():
+        time.sleep(0.5)  # the save has its locks by now, and waits in the middle of its write
+        services.round_close(round=Round.objects.select_related("study").get(pk=round_id), by=None)
+        return time.monotonic()
+
+    with meet_at(services, "judgment_value"):
+        saved, closed = together(_save(coded, 2), close)
+    assert isinstance(saved, tuple) and isinstance(closed, float), (saved, closed)
+    assert closed > saved[1], "the round closed while a save into it was under way"
+    assert Judgment.objects.get(pk=saved[0].pk).score == 2
+    assert Round.objects.get(pk=round_id).status == Round.Status.CLOSED
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_save_after_the_round_closed_is_refused(coded):
+    from django.core.exceptions import ValidationError
+
+    from annotation.models import Judgment, Round
+
+    services.round_close(round=Round.objects.select_related("study").get(pk=coded[0]), by=None)
+    with pytest.raises(ValidationError, match="closed"):
+        _save(coded, 2)()
+    round_id, coder_id, turn_id, attribute_id = coded
+    judgment = Judgment.objects.get(round_id=round_id, coder_id=coder_id, turn_id=turn_id, attribute_id=attribute_id)
+    assert judgment.score == 0

@@ -4,6 +4,8 @@ well, and is built in a fixed number of queries; clearing a score goes through t
 from __future__ import annotations
 
 import gzip
+import json
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -12,13 +14,17 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotation import services
-from annotation.models import Judgment, Round
+from annotation import selectors, services
+from annotation.models import Assignment, Judgment, JudgmentRevision, Round
+from benchmark.models import ModelResponse
 from tests.annotation.test_views import fill_turn, login
 
 pytestmark = pytest.mark.django_db
 
-TURN_PAGE_QUERIES = 11
+# Session, user, assignment, earlier turns, responses, judgments, spans, progress; the first page of a study's
+# schema in a process also reads its attributes and subcategories (kept per process once the schema is frozen).
+TURN_PAGE_QUERIES = 8
+SCHEMA_QUERIES = 2
 MAX_RAW_BYTES = 60_000
 MAX_GZIP_BYTES = 15_000
 
@@ -40,9 +46,15 @@ def test_a_filled_turn_page_is_light_and_needs_a_fixed_number_of_queries(client,
     login(client, "demo-reviewer")
     fill_turn(demo, reviewer, 1)
     url = reverse("turn", args=[demo.pk, 1])
+    selectors.schema_attributes_forget()
+    with django_assert_num_queries(TURN_PAGE_QUERIES + SCHEMA_QUERIES):
+        first = client.get(url)
     with django_assert_num_queries(TURN_PAGE_QUERIES):
         page = client.get(url)
     assert page.status_code == 200
+    # The page built from the kept schema is the page built from the database (the CSRF token is masked afresh).
+    masked = re.compile(rb"[A-Za-z0-9]{64}")
+    assert masked.sub(b"", first.content) == masked.sub(b"", page.content)
     assert page.content.count(b' data-score="1"') + page.content.count(b' data-score="0"') == 80, "every judgment"
     assert page.content.count(b'<section class="unit response-card"') == 5
     raw = len(page.content)
@@ -90,3 +102,48 @@ def test_a_save_by_someone_no_longer_in_the_study_is_refused_in_place_not_forbid
     response = client.post(reverse("judgment-save", args=[demo.pk, 1]), {"attribute": "U1", "score": "1"})
     assert response.status_code == 422
     assert b'data-state="refused"' in response.content and b"not a member" in response.content
+
+
+# Session, user, assignment; the round (shared lock) with the judgment (row lock); its spans; the update with its
+# history row. The schema and the turn's responses are read once per process and kept. A calibration round (this
+# test's) also reads whether a reopening locked the item, in a statement after the round's lock: 7 (6 in the main
+# round).
+AUTOSAVE_QUERIES = 7
+
+
+def test_an_autosave_needs_a_fixed_number_of_queries_and_keeps_its_history(client, demo, django_assert_num_queries):
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    fill_turn(demo, reviewer, 1)
+    assignment = Assignment.objects.select_related("turn").get(round=demo, coder=reviewer, position=1)
+    response = ModelResponse.objects.filter(turn=assignment.turn).order_by("pk").first()
+    judgment = Judgment.objects.get(round=demo, coder=reviewer, response=response, attribute__code="TD")
+    subs = [s.slug for s in judgment.attribute.subcategories.all()]
+    spans = json.dumps([{"start": 0, "end": 5, "subcategory": subs[0]}, {"start": 3, "end": 9, "subcategory": subs[1]}])
+    handle = selectors.response_handle(coder_id=reviewer.pk, turn_id=assignment.turn_id, response_id=response.pk)
+    url = reverse("judgment-save", args=[demo.pk, 1])
+
+    def save(score, version):
+        return client.post(url, {"attribute": "TD", "response": handle, "score": str(score), "spans": spans,
+                                 "instance_count": "2", "version": str(version)})
+
+    assert save(2, 1).status_code == 200  # the schema and the turn's responses are kept from here on
+    # Inside the test's transaction the service's own transaction is a savepoint: SAVEPOINT and RELEASE are two
+    # statements more here (BEGIN and COMMIT in production are not counted).
+    with django_assert_num_queries(AUTOSAVE_QUERIES + 2):
+        answer = save(0, 2)
+    assert answer.status_code == 200 and b'data-version="3"' in answer.content
+    judgment.refresh_from_db()
+    assert (judgment.score, judgment.version, judgment.instance_count) == (0, 3, 2)
+    assert sorted(judgment.spans.values_list("start", "end", "subcategory__slug")) == [(0, 5, subs[0]), (3, 9, subs[1])]
+    history = list(JudgmentRevision.objects.filter(judgment=judgment).order_by("version")
+                   .values_list("version", "changed_by__username", "source", "before__score", "after__score"))
+    assert history == [(1, "demo-reviewer", "autosave", None, 1), (2, "demo-reviewer", "autosave", 1, 2),
+                       (3, "demo-reviewer", "autosave", 2, 0)]
+    after = JudgmentRevision.objects.get(judgment=judgment, version=3).after
+    assert after == {"score": 0, "instance_count": 2, "note": "", "spans": [[0, 5, subs[0]], [3, 9, subs[1]]]}
+    # A stale tab's save is refused and changes nothing.
+    stale = save(1, 2)
+    assert stale.status_code == 409
+    judgment.refresh_from_db()
+    assert (judgment.score, judgment.version) == (0, 3)

@@ -255,3 +255,50 @@ def test_missing_file_and_non_utf8_are_clear_errors(tmp_path):
     latin.write_bytes(json.dumps(record()).replace("Sleep", "Sl\\u00e9ep").encode() + b"\xe9\n")
     with pytest.raises(CommandError, match="not UTF-8"):
         call_command("import_conversations", str(latin))
+
+
+# --- bulk response ingestion: the set-based path (fast validation, one COPY) -----------------------------------
+
+
+def response_item(turn_index=1, model="GPT", text="A reply.", **overrides):
+    item = {"dataset": "CounselChat", "conversation_id": "c1", "turn_index": turn_index, "model": model,
+            "model_version": "v1", "text": text}
+    item.update(overrides)
+    return item
+
+
+@pytest.mark.parametrize("text", ["back\\slash \\N and \\.", "tab\there", "line\nbreak\r\nand \rcr",
+                                  "  spaces kept  ", "😊 naïve — ça", "\\", "\t", "'=SUM(A1)", "{\"json\": [1]}"])
+def test_ingested_response_text_is_stored_exactly_as_sent(text):
+    study = StudyFactory(model_slots=["GPT", "Claude", "Gemini"])
+    services.conversations_ingest(items=[record(turns=[{"index": 1, "client": "Hi.", "responses": []}])],
+                                  study=study)
+    summary = services.responses_ingest(items=[response_item(text=text), response_item(model="Claude", text="x")],
+                                        study=study, model_slots=study.model_slots)
+    assert (summary.created, summary.unchanged) == (2, 0)
+    stored = ModelResponse.objects.get(model_slot="GPT")
+    assert (stored.text, stored.model_version, stored.created_at is not None) == (text, "v1", True)
+    again = services.responses_ingest(items=[response_item(text=text)], study=study, model_slots=study.model_slots)
+    assert (again.created, again.unchanged) == (0, 1)
+
+
+def test_items_off_the_fast_path_are_cleaned_and_checked_the_same_way():
+    study = StudyFactory(model_slots=["GPT", "Claude", "Gemini"])
+    turns = [{"index": 1, "client": "Hi.", "responses": []}, {"index": 2, "client": "More.", "responses": []}]
+    services.conversations_ingest(items=[record(kind="multi", complexity=None, turns=turns)], study=study)
+    items = [response_item(turn_index="2", model=" GPT "),  # a number as text, padding: the careful path
+             response_item(model="Claude", dataset=" CounselChat ", model_version=" v2 "),
+             {k: v for k, v in response_item(model="Gemini").items() if k != "model_version"}]
+    summary = services.responses_ingest(items=items, study=study, model_slots=study.model_slots)
+    assert summary.created == 3
+    assert set(ModelResponse.objects.values_list("turn__index", "model_slot", "model_version")) == {
+        (2, "GPT", "v1"), (1, "Claude", "v2"), (1, "Gemini", "")}
+    bad = [response_item(model="Llama"), response_item(text=""), response_item(turn_index=True),
+           response_item(text="nul\x00"), response_item(extra=1), response_item(model="Claude"),
+           response_item(model="Claude")]
+    with pytest.raises(services.RowErrors) as caught:
+        services.responses_ingest(items=bad, study=study, model_slots=study.model_slots)
+    assert [(e.row, e.field) for e in caught.value.errors] == [
+        (0, "model"), (1, "text"), (2, "turn_index"), (3, "text"), (4, "extra"), (6, "model")]
+    assert "already appears as item 5" in caught.value.errors[-1].message
+    assert ModelResponse.objects.count() == 3

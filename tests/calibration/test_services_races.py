@@ -95,3 +95,54 @@ def test_no_round_opens_or_reopens_in_a_study_archived_meanwhile():
     with pytest.raises(ValidationError, match="is archived: its rounds no longer change"):
         services.round_reopen(round=Round.objects.get(pk=closed.pk), by=protocol.admin, reason="one more look")
     assert sorted(Round.objects.filter(study=protocol.study).values_list("status", flat=True)) == ["closed", "draft"]
+
+
+@threads
+def test_a_save_that_waited_for_the_reopening_of_a_calibration_round_is_refused_on_a_compared_item():
+    """A save arriving while a calibration round is being reopened waits for the round's lock; when it goes on, the
+    item it saves into has been compared with gold and locked by that reopening, and the save is refused (it must
+    not judge the lock by what the items were when its statement began)."""
+    import threading
+    import time
+
+    from django.db import close_old_connections, connections
+
+    from annotation.models import Assignment
+
+    protocol = scenarios.protocol_study()
+    round_ = scenarios.calibration_round_open(protocol, 1)
+    assignment = Assignment.objects.filter(round=round_).select_related("coder", "turn").order_by("pk").first()
+    attribute = protocol.study.schema.attributes.filter(unit="turn").order_by("pk").first()
+    annotation_services.judgment_save(round=round_, by=assignment.coder, attribute=attribute, turn=assignment.turn,
+                                      score=0)
+    annotation_services.round_close(round=round_, by=None)
+    reopening_holds = threading.Event()
+    original_audit = services.audit_record
+
+    def audit_and_linger(*args, **kwargs):
+        reopening_holds.set()  # the round is open again and the items are locked, but not yet committed
+        time.sleep(1.0)
+        return original_audit(*args, **kwargs)
+
+    def reopen():
+        with mock.patch.object(services, "audit_record", audit_and_linger):
+            return services.round_reopen(round=Round.objects.get(pk=round_.pk), by=protocol.admin, reason="late")
+
+    def save():
+        close_old_connections()
+        assert reopening_holds.wait(timeout=30)
+        try:
+            return annotation_services.judgment_save(
+                round=Round.objects.get(pk=round_.pk), by=assignment.coder, attribute=attribute,
+                turn=assignment.turn, score=1, expected_version=1)
+        except ValidationError as error:
+            return error
+        finally:
+            connections.close_all()
+
+    results = together(reopen, save)
+    assert isinstance(results[0], Round), results
+    assert isinstance(results[1], ValidationError), results
+    assert "compared with gold" in str(results[1])
+    assert Judgment.objects.get(round=round_, coder=assignment.coder, turn=assignment.turn,
+                                attribute=attribute, is_gold=False).score == 0

@@ -130,3 +130,32 @@ def test_a_large_csv_stream_comes_in_chunks_of_whole_rows_that_join_to_csv_write
 
 def test_an_empty_csv_stream_is_the_header_alone():
     assert list(csv_stream(["a", "+b"], [])) == ["a,'+b\r\n"]
+
+
+def test_csv_stream_writes_the_bytes_of_csv_writer_whatever_it_remembers(monkeypatch):
+    """csv_stream formats each distinct value once (and forgets them all when its memory is full): the text must be
+    exactly csv.writer's over csv_cell, quoting, empty cells and one-column rows included."""
+    import csv
+    import io
+    import random
+
+    from common import cells
+
+    def reference(header, rows):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow([cells.csv_cell(name) for name in header])
+        for row in rows:
+            writer.writerow([cells.csv_cell(value) for value in row])
+        return buffer.getvalue()
+
+    values = ["", "a", "a,b", 'q"uote', "=SUM(1)", "'x", "-1", "line\nbreak", "cr\rx", " sp ", "tab\tx", "ü😊",
+              None, True, False, 0, 1, -3, 2.5, [], [{"start": 0, "end": 3, "subcategory": "x,y"}], "@", ","]
+    rng = random.Random(0)
+    for limit in (3, 4096):
+        monkeypatch.setattr(cells, "_CACHED_CELLS", limit)
+        for _ in range(500):
+            width = rng.choice([0, 1, 2, 13])
+            rows = [[rng.choice(values) for _ in range(width)] for _ in range(rng.randint(0, 30))]
+            header = [f"c{n}" for n in range(width)]
+            assert "".join(cells.csv_stream(header, rows)) == reference(header, rows), rows

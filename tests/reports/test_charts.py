@@ -197,3 +197,33 @@ def test_panel_table_says_who_is_in_the_top_k_and_who_was_retained():
                                                                               ["", "not yet chosen"]]
     shaped["parameters"] = {"panel": ["bob"]}
     assert [row[3:] for row in charts.panel_table(shaped, Filters()).rows] == [["yes", "no"], ["", "yes"]]
+
+
+def test_trajectory_summaries_follow_the_dataset_and_model_filters():
+    shaped = report()
+    overall = {"open": 0.5, "peak": 0.9, "mean": 0.6, "delta": 0.1, "sd": 0.2, "slope": 0.01,
+               "n_conversations": 3, "n_classified": 3, "classes": {"flat": 1.0}, "change_from_turn1": {"2": 0.1}}
+    in_b = {**overall, "open": 0.25, "n_conversations": 1, "change_from_turn1": {"2": -0.3}}
+    shaped["indices"]["trajectories"]["models"] = {"GPT": {"ARI": overall}, "Qwen": {"ARI": overall}}
+    shaped["indices"]["trajectories"]["by_dataset"] = {"B": {"user": {}, "models": {"GPT": {"ARI": in_b}}}}
+    assert [row[:3] for row in charts.trajectory_table(shaped, Filters()).rows] == [["GPT", "ARI", 0.5],
+                                                                                   ["Qwen", "ARI", 0.5]]
+    table = charts.trajectory_table(shaped, Filters(dataset="B"))
+    assert [row[:3] for row in table.rows] == [["GPT", "ARI", 0.25]] and "(B)" in table.title
+    assert charts.trajectory_chart(shaped, Filters(dataset="B")).rows == [["GPT", "ARI", 2, -0.3]]
+    assert [row[0] for row in charts.trajectory_classes_chart(shaped, Filters(model="Qwen")).rows] == ["Qwen"] * 3
+    # A dataset without multi-turn conversations has no trajectory: nothing to draw, not the overall figures.
+    assert charts.trajectory_table(shaped, Filters(dataset="A")).rows == []
+
+
+def test_experts_table_shows_each_experts_agreement_with_the_consensus_in_the_chosen_round():
+    shaped = report()
+    shaped["calibration"]["experts"] = {
+        "calibration-1": {"experts": {"eve": {"exact": 0.7, "bucketed": 0.8, "n_items": 12}}},
+        "calibration-2": {"experts": {"eve": {"exact": 0.9, "bucketed": 0.95, "bias": -0.1, "n_items": 12},
+                                      "dan": {"exact": 0.6, "bucketed": 0.7, "kappa_user": None, "n_items": 12}}}}
+    table = charts.experts_table(shaped, Filters())
+    assert [row[:4] for row in table.rows] == [["dan", "calibration-2", 0.6, 0.7], ["eve", "calibration-2", 0.9, 0.95]]
+    assert table.rows[1][table.columns.index("bias")] == -0.1
+    assert charts.experts_table(shaped, Filters(round="calibration-1")).rows == [
+        ["eve", "calibration-1", 0.7, 0.8, None, None, None, None, 12]]

@@ -9,9 +9,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--quiet", action="store_true", help="Do not print the logins.")
+        parser.add_argument("--care", action="store_true",
+                            help="Also load the CARE demo study (care-demo: one synthetic history of sessions on "
+                                 "care-v1, with an illustrative LLM judge's labels).")
 
-    def handle(self, *args, quiet: bool, **options):
-        result = demo.demo_load()
+    def handle(self, *args, quiet: bool, care: bool = False, **options):
+        result = demo.demo_load(care=care)
         if quiet:
             return
         self.stdout.write(self.style.SUCCESS(
@@ -23,6 +26,10 @@ class Command(BaseCommand):
             "demo-expert; gold, closing, the panel and the main round are left to demo-admin: follow the README, "
             "'Walk-through on the demo study'."
         )
+        if care:
+            self.stdout.write("CARE demo study 'care-demo' (/studies/care-demo/): one SYNTHETIC history of five "
+                              "sessions (a crisis and a callback) on care-v1, with the labels of demo-care-judge (a "
+                              "method).")
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")

@@ -31,4 +31,6 @@ class Command(BaseCommand):
             f"{file}: {summary.conversations_created} conversations created, {summary.conversations_updated} updated, "
             f"{summary.conversations_unchanged} unchanged; {summary.turns_created} turns and "
             f"{summary.responses_created} responses created, {summary.responses_updated} responses updated"
+            + (f"; {summary.sessions_created} sessions created, {summary.sessions_updated} updated"
+               if summary.sessions_created or summary.sessions_updated else "")
         )

@@ -13,6 +13,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
+from metrics.core.bootstrap import resample_picks
 from metrics.core.report import AttributeSpec, JudgmentTable, ReportParams, SpanTable, build_report
 
 from ._tables import judgment_table, span_table
@@ -195,7 +196,7 @@ def test_bootstrap_selection_stability_follows_the_drawn_turns(report: dict) -> 
     assert boot["n_turns"] == 2
     # every defined agreement in round 2 is 1, so a reviewer is in every top-k whenever defined:
     # bob needs turn a (position 0) drawn at least once, dan needs turn b (position 1)
-    picks = np.random.default_rng(7).integers(0, 2, size=(200, 2))
+    picks = resample_picks(2, 200, 7)  # the report's draws: seed 7, chunked streams
     for k in ("4", "5", "6"):
         assert boot["top_k"][k]["ann"] == 1.0
         assert boot["top_k"][k]["bob"] == pytest.approx(np.mean((picks == 0).any(axis=1)))

@@ -209,6 +209,8 @@ def test_trajectories_of_the_multi_turn_conversation(report: dict) -> None:
     assert list(line) == ["D2"] and list(line["D2"]) == ["m"]
     assert line["D2"]["m"]["uiri"] == pytest.approx({"1": 0.0, "2": 0.25, "3": 1.0})
     assert line["D2"]["m"]["slope"] == pytest.approx(0.5) and line["D2"]["m"]["class"] == "escalating"
+    # Per dataset: only D2 has a multi-turn conversation, so its summaries are the whole section's.
+    assert traj["by_dataset"] == {"D2": {"user": traj["user"], "models": traj["models"]}}
 
 
 def test_span_evidence_and_ratios(report: dict) -> None:

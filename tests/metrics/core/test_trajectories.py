@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.core.trajectories import series_statistics, slope_class, summarise
+from metrics.core.trajectories import series_statistics, slope_class, summarise, summarise_by_group
 
 
 def test_series_statistics_by_hand() -> None:
@@ -58,3 +58,30 @@ def test_summary_means_over_conversations_and_change_from_turn1() -> None:
     assert summary["slope"] == pytest.approx(0.25)
     assert summary["classes"] == {"escalating": 0.5, "flat": 0.5, "de-escalating": 0.0}
     assert summary["change_from_turn1"] == pytest.approx({"1": 0.0, "2": 0.25, "3": 1.0})
+
+
+def test_summary_by_group_keeps_each_groups_conversations_apart() -> None:
+    # signal 0: series 0 (group 0) rises 0 -> .5 -> 1, series 1 (group 1) falls 1 -> .8; series 2 (group 1)
+    # stays at .4 over turns 1-2. Signal 1: series 3 (group 0) only, one point.
+    series = np.array([0, 0, 0, 1, 1, 2, 2, 3])
+    turn = np.array([1, 2, 3, 1, 2, 1, 2, 1])
+    value = np.array([0.0, 0.5, 1.0, 1.0, 0.8, 0.4, 0.4, 0.3])
+    stats = series_statistics(series, turn, value, 4)
+    groups = summarise_by_group(stats, np.array([0, 0, 0, 1]), 2, np.array([0, 1, 1, 0]), 2, series, turn, 0.005)
+    (g0_s0, g0_s1), (g1_s0, g1_s1) = groups
+    assert g0_s0["n_conversations"] == 1 and g0_s0["slope"] == pytest.approx(0.5)
+    assert g0_s0["peak"] == 1.0 and g0_s0["delta"] == 1.0
+    assert g0_s0["change_from_turn1"] == pytest.approx({"1": 0.0, "2": 0.5, "3": 1.0})
+    assert g0_s0["classes"] == {"escalating": 1.0, "flat": 0.0, "de-escalating": 0.0}
+    # group 1: means over its two series: open (1 + .4)/2, delta (-.2 + 0)/2, slope (-.2 + 0)/2
+    assert g1_s0["n_conversations"] == 2
+    assert g1_s0["open"] == pytest.approx(0.7) and g1_s0["delta"] == pytest.approx(-0.1)
+    assert g1_s0["slope"] == pytest.approx(-0.1) and g1_s0["peak"] == pytest.approx(0.7)
+    assert g1_s0["classes"] == {"escalating": 0.0, "flat": 0.5, "de-escalating": 0.5}
+    assert g1_s0["change_from_turn1"] == pytest.approx({"1": 0.0, "2": -0.1})
+    # signal 1 exists in group 0 only: one point, no slope; in group 1 nothing at all
+    assert g0_s1["n_conversations"] == 1 and g0_s1["open"] == pytest.approx(0.3) and g0_s1["n_classified"] == 0
+    assert g1_s1["n_conversations"] == 0 and np.isnan(g1_s1["open"]) and g1_s1["change_from_turn1"] == {}
+    # all groups together are summarise() itself
+    (whole, _) = summarise(stats, np.array([0, 0, 0, 1]), 2, series, turn, 0.005)
+    assert whole["n_conversations"] == 3 and whole["slope"] == pytest.approx((0.5 - 0.2 + 0.0) / 3)

@@ -1,0 +1,106 @@
+"""Automated coders (SPEC-CARE "Automated coders"): a coder may be a method — an LLM judge with a name, a version
+and a prompt id — whose labels arrive in the long format (``role`` = ``method``) through the same importer, rules
+and idempotency as people's judgments (``annotation.judgment_import``).
+
+A method is a study member with role ``method`` whose account can never sign in (inactive, no password, no role
+group): its judgments need a coder like anyone's, but nobody works as it. Whether the study's human coders see its
+labels is the study's ``method_labels`` setting; ``method_labels_visible_to`` is the one read that honours it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+
+from access.checks import require_study_admin, user_sees_all_studies
+from annotation.models import Judgment, Study, StudyMember
+from audit.services import audit_record
+
+_NAME = re.compile(r"^[\w.@+-]{1,150}$")
+
+
+def method_account_ensure(*, username: str) -> User:
+    """The account a method's judgments are recorded under: created inactive, with an unusable password and no
+    role group, so it can never sign in or be given work. An existing account of a person is refused."""
+    if not _NAME.match(username):
+        raise ValidationError("a method's name: letters, digits and @.+-_ only, at most 150 characters")
+    user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_active": False})
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    elif user.is_active:
+        raise ValidationError(f"{username} is a person's account; a method needs a name of its own")
+    return user
+
+
+@transaction.atomic
+def method_register(*, study: Study, name: str, version: str = "", prompt_id: str = "",
+                    by: User | None) -> StudyMember:
+    """Make ``name`` a method coder of the study (idempotent), recording what it is: version and prompt id. A
+    changed version or prompt is a different method: give it a different name (its labels differ)."""
+    user = method_account_ensure(username=name)
+    member, created = StudyMember.objects.get_or_create(
+        study=study, user=user,
+        defaults={"role": StudyMember.Role.METHOD, "method_name": name, "method_version": version,
+                  "method_prompt_id": prompt_id},
+    )
+    if not created and member.role != StudyMember.Role.METHOD:
+        raise ValidationError(f"{name} is a member of the study as {member.role}, not a method")
+    changed = not created and (member.method_version, member.method_prompt_id) != (version, prompt_id)
+    if changed:
+        if user.judgments.filter(round__study=study).exists():
+            raise ValidationError(f"method {name} already has labels as version {member.method_version!r}, prompt "
+                                  f"{member.method_prompt_id!r}: register the new version under a new name")
+        StudyMember.objects.filter(pk=member.pk).update(method_name=name, method_version=version,
+                                                        method_prompt_id=prompt_id)
+        member.refresh_from_db()
+    if created or changed:
+        audit_record(by=by, action="method.register", study=study, target=f"user:{name}", version=version,
+                     prompt_id=prompt_id)
+    return member
+
+
+@transaction.atomic
+def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
+    """Blind the study's human coders to the methods' labels, or show them the labels to confirm or correct (the
+    CARE validation protocol). True when the setting changed (recorded)."""
+    require_study_admin(by)
+    if value not in Study.MethodLabels.values:
+        raise ValidationError({"method_labels": f"must be one of {', '.join(Study.MethodLabels.values)}"})
+    changed = Study.objects.filter(pk=study.pk).exclude(method_labels=value).update(method_labels=value) == 1
+    if changed:
+        audit_record(by=by, action="study.settings", study=study, target=f"study:{study.slug}",
+                     changed={"method_labels": value})
+    study.method_labels = value
+    return changed
+
+
+def is_human_coder(*, study: Study, user: User) -> bool:
+    return StudyMember.objects.filter(study=study, user=user).exclude(role=StudyMember.Role.METHOD).exists()
+
+
+def method_labels_visible_to(*, user: User, study: Study, turn_ids: Iterable[int] | None = None,
+                             session_ids: Iterable[int] | None = None) -> QuerySet[Judgment]:
+    """The methods' labels (non-gold judgments of the study's method members) that a page may show this user:
+    every one for staff (admins, researchers); for a human coder only when the study shows method labels
+    (``Study.MethodLabels.SHOWN``, to confirm or correct them), never when it blinds them; nothing for anyone else.
+    Optionally limited to some turns (their turn- and response-level labels) or sessions."""
+    labels = Judgment.objects.filter(
+        round__study=study, is_gold=False, score__isnull=False,
+        coder__study_memberships__study=study, coder__study_memberships__role=StudyMember.Role.METHOD,
+    )
+    shown = study.method_labels == Study.MethodLabels.SHOWN and is_human_coder(study=study, user=user)
+    if not user_sees_all_studies(user=user) and not shown:
+        return labels.none()
+    if turn_ids is not None:
+        labels = labels.filter(turn_id__in=list(turn_ids))
+    if session_ids is not None:
+        labels = labels.filter(session_id__in=list(session_ids))
+    return labels.select_related("attribute", "coder").order_by("turn_id", "response_id", "session_id",
+                                                                "attribute__position", "coder__username")

@@ -1,0 +1,165 @@
+"""Sharing a run's bootstrap chunks with other workers, through Redis.
+
+A large run (``METRIC_RUN_SPLIT_CELLS`` resample x cluster x cell products or more) publishes its bootstrap
+problem (``metrics.core.bootstrap.Resampling`` arrays, a few MB) and sends helper tasks; the run's own worker
+and every helper then take chunks by claiming them one at a time (``SET NX`` with an expiry), so a chunk is
+computed once and a helper that never starts (every worker busy) costs nothing: the run's worker takes what
+nobody claimed, and after a claim expires without a result it computes that chunk too. Chunk i always uses
+seed stream i, so the result is the single-worker result bit for bit, whoever computed which chunk.
+
+Arrays travel as ``np.save`` bytes (exact), never through JSON.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+
+from metrics.core.bootstrap import Bootstrap, Resampling
+
+log = logging.getLogger(__name__)
+
+TTL_SECONDS = 3600  # everything a split run leaves in Redis expires by itself
+
+
+def redis_client():  # noqa: ANN201 - redis is an optional dependency of the web side
+    import redis
+
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+
+
+def split_wanted(boot: Bootstrap) -> bool:
+    """Split when the bootstrap is large and there is a broker to share it through (never with eager tasks)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER or not str(settings.CELERY_BROKER_URL).startswith(("redis://", "rediss://")):
+        return False
+    return boot.chunks >= 2 and boot.cells >= settings.METRIC_RUN_SPLIT_CELLS
+
+
+def _pack(arrays: Sequence[np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, *arrays)
+    return buffer.getvalue()
+
+
+def _unpack(data: bytes) -> list[np.ndarray]:
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        return [archive[f"arr_{i}"] for i in range(len(archive.files))]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What a helper needs to compute any chunk: seed, resamples and the resamplings, under one key prefix."""
+
+    prefix: str
+    seed: int
+    resamples: int
+    requests: list[Resampling]
+
+    def bootstrap(self) -> Bootstrap:
+        boot = Bootstrap(seed=self.seed, resamples=self.resamples)
+        boot.requests.extend(self.requests)
+        return boot
+
+
+def publish(boot: Bootstrap, *, run_id: int) -> str:
+    """Store the problem; returns its key prefix (one per attempt, so a taken-over run never reads stale chunks)."""
+    prefix = f"cab:metric-run:{run_id}:{uuid.uuid4().hex}"
+    client = redis_client()
+    meta = [np.array([boot.seed, boot.resamples, len(boot.requests)], dtype=np.int64)]
+    arrays: list[np.ndarray] = []
+    for request in boot.requests:
+        meta.append(np.array([len(request.arrays), *request.shape], dtype=np.int64))
+        arrays.extend(request.arrays)
+    names = ",".join(request.statistic for request in boot.requests)
+    pipe = client.pipeline()
+    pipe.set(f"{prefix}:meta", _pack(meta), ex=TTL_SECONDS)
+    pipe.set(f"{prefix}:statistics", names.encode(), ex=TTL_SECONDS)
+    pipe.set(f"{prefix}:arrays", _pack(arrays), ex=TTL_SECONDS)
+    pipe.execute()
+    return prefix
+
+
+def load(prefix: str) -> Problem | None:
+    client = redis_client()
+    meta_bytes, names, array_bytes = client.mget(f"{prefix}:meta", f"{prefix}:statistics", f"{prefix}:arrays")
+    if meta_bytes is None or names is None or array_bytes is None or client.exists(f"{prefix}:done"):
+        return None
+    meta, arrays = _unpack(meta_bytes), _unpack(array_bytes)
+    seed, resamples, _ = (int(v) for v in meta[0])
+    requests, position = [], 0
+    for statistic, description in zip(names.decode().split(","), meta[1:], strict=True):
+        n_arrays, shape = int(description[0]), tuple(int(v) for v in description[1:])
+        requests.append(Resampling(statistic, tuple(arrays[position:position + n_arrays]), shape))
+        position += n_arrays
+    return Problem(prefix, seed, resamples, requests)
+
+
+def _claim(client, prefix: str, chunk: int, owner: str) -> bool:  # noqa: ANN001
+    return bool(client.set(f"{prefix}:claim:{chunk}", owner, nx=True, ex=settings.METRIC_RUN_CHUNK_CLAIM_SECONDS))
+
+
+def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int:
+    """A helper's part: claim and compute chunks until none is left; returns how many it computed."""
+    problem = load(prefix)
+    if problem is None:
+        return 0
+    boot, client, owner, done = problem.bootstrap(), redis_client(), uuid.uuid4().hex, 0
+    for chunk in range(boot.chunks):
+        if client.exists(f"{prefix}:done"):
+            break
+        if not _claim(client, prefix, chunk, owner):
+            continue
+        client.set(f"{prefix}:chunk:{chunk}", _pack(boot.chunk_samples(chunk)), ex=TTL_SECONDS)
+        done += 1
+        if on_chunk is not None:
+            on_chunk()
+    return done
+
+
+def compute_shared(
+    boot: Bootstrap, prefix: str, *, progress: Callable[[int, int, int], None] | None = None,
+    poll_seconds: float = 0.05,
+) -> list[list[np.ndarray]]:
+    """The run's own worker: take every chunk nobody claimed, then collect the helpers' chunks (computing any
+    whose claim expired without a result). ``progress(done, total, by_helpers)`` after each chunk."""
+    client, owner = redis_client(), uuid.uuid4().hex
+    results: dict[int, list[np.ndarray]] = {}
+    by_helpers = 0
+
+    def report() -> None:
+        if progress is not None:
+            progress(len(results), boot.chunks, by_helpers)
+
+    try:
+        for chunk in range(boot.chunks):
+            if _claim(client, prefix, chunk, owner):
+                results[chunk] = boot.chunk_samples(chunk)
+                report()
+        while len(results) < boot.chunks:
+            waiting = [c for c in range(boot.chunks) if c not in results]
+            found = client.mget([f"{prefix}:chunk:{c}" for c in waiting])
+            progressed = False
+            for chunk, data in zip(waiting, found, strict=True):
+                if data is not None:
+                    results[chunk] = _unpack(data)
+                    by_helpers += 1
+                    progressed = True
+                elif _claim(client, prefix, chunk, owner):  # its helper died: the claim expired without a result
+                    log.warning("bootstrap chunk %s of %s: its helper stopped; computing it here", chunk, prefix)
+                    results[chunk] = boot.chunk_samples(chunk)
+                    progressed = True
+            if progressed:
+                report()
+            else:
+                time.sleep(poll_seconds)
+    finally:  # done or failed: helpers stop taking chunks, and the arrays go
+        client.set(f"{prefix}:done", b"1", ex=TTL_SECONDS)
+        client.delete(f"{prefix}:arrays", *(f"{prefix}:chunk:{c}" for c in range(boot.chunks)))
+    return [results[c] for c in range(boot.chunks)]

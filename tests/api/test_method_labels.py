@@ -1,0 +1,105 @@
+"""An LLM judge's labels over the REST API (SPEC-CARE "Automated coders"): the method is registered (name, version,
+prompt id), its labels arrive in the long format (role ``method``, session_index, value labels) through the judgments
+import — validated and idempotent like people's judgments — and human coders of a blinding study never see them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from annotation.care_demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
+from annotation.models import Judgment, Schema, StudyMember
+from benchmark import services as benchmark_services
+from tests.factories import StudyFactory, StudyMemberFactory
+
+pytestmark = pytest.mark.django_db
+
+METHODS = "/api/v1/studies/care-demo/methods/"
+IMPORT = "/api/v1/studies/care-demo/judgments/import/"
+
+
+@pytest.fixture
+def care_study(admin_user, reviewer):
+    study = StudyFactory(slug="care-demo", schema=Schema.objects.get(slug="care-v1"), model_slots=["Assistant"])
+    StudyMemberFactory(study=study, user=reviewer, role="reviewer")
+    with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
+        benchmark_services.conversations_import(rows=list(benchmark_services.read_jsonl(stream)), study=study)
+    return study
+
+
+@pytest.fixture
+def importer(admin_user, as_token, care_study):
+    return as_token(admin_user, scopes=["read", "import"], study=care_study)
+
+
+def post_labels(client, text: str, **headers):
+    return client.generic("POST", IMPORT, text, content_type="application/x-ndjson", **headers)
+
+
+def test_a_judge_is_registered_and_its_labels_ingested_idempotently(importer, care_study):
+    registered = importer.post(METHODS, {"name": "demo-care-judge", "version": "gpt-x-2026-01",
+                                         "prompt_id": "care-judge-v3"}, format="json")
+    assert registered.status_code == 200, registered.json()
+    assert registered.json() == {"name": "demo-care-judge", "version": "gpt-x-2026-01", "prompt_id": "care-judge-v3"}
+    assert importer.get(METHODS).json() == [registered.json()]
+
+    text = CARE_DEMO_JUDGE_FILE.read_text(encoding="utf-8")
+    first = post_labels(importer, text)
+    assert first.status_code == 200, first.json()
+    assert first.json()["judgments_created"] == 108
+    again = post_labels(importer, text)
+    assert (again.json()["judgments_created"], again.json()["judgments_unchanged"]) == (0, 108)
+    replay = post_labels(importer, text, HTTP_IDEMPOTENCY_KEY="labels-1")
+    assert post_labels(importer, text, HTTP_IDEMPOTENCY_KEY="labels-1").json() == replay.json()
+    assert StudyMember.objects.get(study=care_study, user__username="demo-care-judge").role == "method"
+    assert Judgment.objects.filter(round__study=care_study, session__isnull=False).count() == 18
+
+
+def test_wrong_labels_are_refused_line_by_line_with_nothing_written(importer):
+    importer.post(METHODS, {"name": "demo-care-judge"}, format="json")
+    rows = [json.loads(line) for line in CARE_DEMO_JUDGE_FILE.read_text(encoding="utf-8").splitlines()[:3]]
+    rows[1]["score"] = "Calm"
+    rows[2]["session_index"] = 4
+    response = post_labels(importer, "".join(json.dumps(r) + "\n" for r in rows))
+    assert response.status_code == 400
+    body = json.dumps(response.json())
+    assert "'Calm' is not one of its values" in body
+    assert "turn 5 of CARE-demo/care-demo-1 is in session 3, not 4" in body
+    assert not Judgment.objects.exists()
+
+
+def test_labels_of_an_unregistered_method_are_refused(importer):
+    text = CARE_DEMO_JUDGE_FILE.read_text(encoding="utf-8")
+    response = post_labels(importer, text)
+    assert response.status_code == 400
+    assert "method is only for a method registered in the study" in json.dumps(response.json())
+
+
+def test_only_admins_register_methods(care_study, reviewer, as_token):
+    api = as_token(reviewer)
+    assert api.post(METHODS, {"name": "judge"}, format="json").status_code == 403
+    assert api.get(METHODS).status_code == 403
+
+
+def test_a_method_may_not_take_a_persons_name(importer, reviewer):
+    response = importer.post(METHODS, {"name": reviewer.username}, format="json")
+    assert response.status_code == 400 and "a method needs a name of its own" in json.dumps(response.json())
+
+
+def test_a_blinded_reviewer_gets_none_of_the_judges_labels_from_the_api(importer, care_study, reviewer, as_token):
+    importer.post(METHODS, {"name": "demo-care-judge"}, format="json")
+    post_labels(importer, CARE_DEMO_JUDGE_FILE.read_text(encoding="utf-8"))
+    listed = as_token(reviewer, scopes=["read"]).get("/api/v1/studies/care-demo/judgments/")
+    assert listed.status_code == 200 and listed.json()["results"] == []
+
+
+def test_a_name_or_version_sent_as_a_number_is_refused_and_nothing_registered(importer):
+    from annotation.models import StudyMember
+
+    before = StudyMember.objects.count()
+    for body in ({"name": -43875}, {"name": "judge", "version": 2}, {"name": "judge", "prompt_id": 1.5}):
+        response = importer.post(METHODS, body, format="json")
+        assert response.status_code == 400, (body, response.content)
+        assert "must be a JSON string" in response.content.decode()
+    assert StudyMember.objects.count() == before

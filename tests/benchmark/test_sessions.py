@@ -1,0 +1,200 @@
+"""Histories of sessions (benchmark/sessions.py): the ``sessions`` form of the conversations JSON Lines through the
+command, the study upload and the ingestion API — shape errors named by row and field, all or nothing, idempotent
+re-imports, frozen once coded — while conversations in the ``turns`` form stay exactly what they were."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from benchmark import services
+from benchmark.models import Conversation, Session, Turn
+from common.errors import RowErrors
+from tests.factories import JudgmentFactory, RoundFactory, StudyFactory, attribute
+
+pytestmark = pytest.mark.django_db
+
+
+def turn(index, client="How are you?", reply="I'm here."):
+    return {"index": index, "client": client, "responses": [{"model": "Assistant", "text": reply}]}
+
+
+def history(conversation_id="h1", **overrides):
+    base = {
+        "dataset": "CARE-test",
+        "conversation_id": conversation_id,
+        "kind": "multi",
+        "topic": "Anxiety",
+        "sessions": [
+            {"index": 1, "kind": "chat", "crisis_type": None, "turns": [turn(1), turn(2)]},
+            {"index": 2, "kind": "crisis", "crisis_type": "anxiety", "turns": [turn(3, "I can't breathe.")]},
+            {"index": 3, "kind": "callback", "crisis_type": "anxiety", "turns": [turn(4), turn(5)]},
+        ],
+    }
+    base.update(overrides)
+    return base
+
+
+def load(*records):
+    return services.conversations_import(rows=list(enumerate(records, start=1)))
+
+
+def errors_of(*records) -> list[tuple[int, str, str]]:
+    with pytest.raises(RowErrors) as caught:
+        load(*records)
+    return [(e.row, e.field, e.message) for e in caught.value.errors]
+
+
+def test_a_history_is_stored_as_sessions_of_its_turns():
+    summary = load(history())
+    conversation = Conversation.objects.get(external_id="h1")
+    sessions = list(conversation.sessions.values_list("index", "kind", "crisis_type"))
+    assert sessions == [(1, "chat", None), (2, "crisis", "anxiety"), (3, "callback", "anxiety")]
+    assert list(conversation.turns.order_by("index").values_list("index", "session__index")) == [
+        (1, 1), (2, 1), (3, 2), (4, 3), (5, 3)]
+    assert conversation.turns.get(index=3).client_text == "I can't breathe."
+    assert conversation.turns.get(index=3).responses.get().model_slot == "Assistant"
+    assert (summary.conversations_created, summary.turns_created, summary.responses_created,
+            summary.sessions_created) == (1, 5, 5, 3)
+
+
+def test_reimporting_a_history_changes_nothing():
+    load(history())
+    summary = load(history())
+    assert (summary.conversations_unchanged, summary.sessions_created, summary.sessions_updated) == (1, 0, 0)
+    assert Session.objects.count() == 3 and Turn.objects.count() == 5
+
+
+def test_a_history_grows_by_new_sessions_and_moves_nothing_else():
+    load(history())
+    longer = history()
+    longer["sessions"].append({"index": 4, "kind": "chat", "turns": [turn(6)]})
+    summary = load(longer)
+    assert (summary.conversations_updated, summary.turns_created, summary.sessions_created) == (1, 1, 1)
+    assert Turn.objects.get(index=6).session.index == 4
+
+
+def test_a_session_kind_changes_while_nothing_is_coded():
+    load(history())
+    changed = history()
+    changed["sessions"][0]["kind"] = "callback"
+    changed["sessions"][0]["crisis_type"] = "SI"
+    summary = load(changed)
+    assert summary.sessions_updated == 1
+    assert Session.objects.get(index=1).crisis_type == "SI"
+
+
+def test_turns_form_conversations_have_no_sessions():
+    load({"dataset": "CounselChat", "conversation_id": "c1", "kind": "single", "topic": "Sleep",
+          "complexity": "low", "turns": [turn(1)]})
+    assert Session.objects.count() == 0 and Turn.objects.get().session is None
+
+
+@pytest.mark.parametrize(("change", "field", "message"), [
+    (lambda r: r.update(kind="single", complexity="low"), "kind",
+     "a history of sessions is a multi-turn conversation: kind must be multi"),
+    (lambda r: r.update(turns=[turn(1)]), "turns", "give either turns or sessions, not both"),
+    (lambda r: r["sessions"][1].update(crisis_type=None), "sessions[1].crisis_type",
+     "required for a crisis session (SI, self-harm or anxiety)"),
+    (lambda r: r["sessions"][0].update(crisis_type="SI"), "sessions[0].crisis_type",
+     "must be null for a chat session"),
+    (lambda r: r["sessions"][0].update(kind="party"), "sessions[0].kind", '"party" is not a valid choice.'),
+    (lambda r: r["sessions"][2].update(index=4), "sessions", "session indices must be 1, 2, … in order; got [1, 2, 4]"),
+    (lambda r: r["sessions"][1]["turns"][0].update(index=7), "sessions",
+     "turn indices run through the whole history: 1, 2, … in order across the sessions; got [1, 2, 7, 4, 5]"),
+    (lambda r: r["sessions"][1].update(turns=[]), "sessions[1].turns", "This list may not be empty."),
+    (lambda r: r.update(sessions=[]), "sessions", "This list may not be empty."),
+    (lambda r: r["sessions"][2]["turns"][1].update(client=5), "sessions[2].turns[1].client", "Not a valid string."),
+])
+def test_a_wrong_history_is_named_by_row_and_field_and_nothing_is_written(change, field, message):
+    bad = history("bad")
+    change(bad)
+    assert errors_of(history("good"), bad) == [(2, field, message)]
+    assert Conversation.objects.count() == Session.objects.count() == 0
+
+
+def test_sessions_are_never_deleted_by_an_import():
+    load(history())
+    shorter = history()
+    shorter["sessions"] = shorter["sessions"][:2]
+    shorter["sessions"][1]["turns"].extend([turn(4), turn(5)])
+    errors = errors_of(shorter)
+    assert (1, "sessions", "the stored conversation has sessions [3] that this row lacks; sessions are never "
+                           "deleted by an import") in errors
+
+
+def test_a_history_cannot_be_resent_in_the_turns_form():
+    load(history())
+    flat = history()
+    flat["turns"] = [t for s in flat.pop("sessions") for t in s["turns"]]
+    assert errors_of(flat) == [(1, "turns", "this conversation is a history of sessions: send it in the sessions "
+                                            "form")]
+
+
+def test_a_coded_history_keeps_its_sessions(db):
+    study = StudyFactory()
+    services.conversations_import(rows=[(1, history())], study=study)
+    conversation = Conversation.objects.get()
+    third = conversation.turns.get(index=3)
+    JudgmentFactory(round=RoundFactory(study=study), attribute=attribute("U1"), response=None, turn=third,
+                    conversation=conversation, score=1)
+    changed = history()
+    changed["sessions"][1]["crisis_type"] = "SI"
+    with pytest.raises(services.MaterialConflict) as caught:
+        services.conversations_import(rows=[(1, changed)], study=study)
+    assert [(e.row, e.field) for e in caught.value.errors] == [(1, "sessions[1].crisis_type")]
+    assert "has judgments" in caught.value.errors[0].message
+    assert Session.objects.get(index=2).crisis_type == "anxiety"
+
+
+def test_a_history_of_another_study_is_not_changed_through_this_one(db):
+    mine, other = StudyFactory(), StudyFactory()
+    services.conversations_import(rows=[(1, history())], study=other)
+    changed = history()
+    changed["sessions"][0]["kind"] = "callback"
+    with pytest.raises(services.MaterialConflict):
+        services.conversations_import(rows=[(1, changed)], study=mine)
+
+
+def test_the_command_imports_histories(tmp_path):
+    path = tmp_path / "histories.jsonl"
+    path.write_text(json.dumps(history()) + "\n", encoding="utf-8")
+    call_command("import_conversations", str(path), stdout=(out := io.StringIO()))
+    assert Session.objects.count() == 3 and "3 sessions created" in out.getvalue()
+    bad = history()
+    bad["sessions"][0]["kind"] = "party"
+    path.write_text(json.dumps(history("h2")) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(CommandError, match=r"line 2: sessions\[0\]\.kind: \"party\" is not a valid choice"):
+        call_command("import_conversations", str(path))
+    assert not Conversation.objects.filter(external_id="h2").exists()
+
+
+def test_the_api_ingests_histories_idempotently_and_limits_model_slots(admin_user, as_token):
+    study = StudyFactory(slug="care", model_slots=["Assistant"])
+    api = as_token(admin_user, scopes=["ingest"], study=study)
+    response = api.post("/api/v1/studies/care/conversations/", [history()], format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["sessions_created"] == 3
+    again = api.post("/api/v1/studies/care/conversations/", [history()], format="json")
+    assert again.json()["conversations_unchanged"] == 1 and again.json()["sessions_created"] == 0
+    wrong = copy.deepcopy(history("h2"))
+    wrong["sessions"][2]["turns"][0]["responses"][0]["model"] = "GPT"
+    refused = api.post("/api/v1/studies/care/conversations/", [wrong], format="json")
+    assert refused.status_code == 400
+    body = json.dumps(refused.json())
+    assert "sessions[2].turns[0].responses[0].model" in body and "not one of this study's model slots" in body
+    assert not Conversation.objects.filter(external_id="h2").exists()
+
+
+def test_a_stored_conversation_becomes_a_history_while_nothing_is_coded():
+    flat = history()
+    flat["turns"] = [t for s in flat.pop("sessions") for t in s["turns"]]
+    load(flat)
+    assert Session.objects.count() == 0
+    summary = load(history())
+    assert (summary.sessions_created, summary.sessions_updated, summary.turns_created) == (3, 5, 0)
+    assert list(Turn.objects.order_by("index").values_list("session__index", flat=True)) == [1, 1, 2, 3, 3]
