@@ -181,6 +181,13 @@ class StudySettingsForm(StudyForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["shown"].initial = json.dumps(study_settings_shown(study=self.instance))
+        # Whether human coders see an LLM judge's labels (SPEC-CARE validation protocol); a post without it (a page
+        # from before this setting) keeps the stored value.
+        self.fields["method_labels"].required = False
+        self.fields["method_labels"].label = "automated coders' labels"
+
+    def clean_method_labels(self) -> str:
+        return self.cleaned_data.get("method_labels") or self.instance.method_labels
 
     def clean_shown(self) -> dict[str, Any] | None:
         raw = self.cleaned_data.get("shown")

@@ -70,15 +70,12 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
 def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
     """Blind the study's human coders to the methods' labels, or show them the labels to confirm or correct (the
     CARE validation protocol). True when the setting changed (recorded)."""
+    from annotation.services import study_settings_update  # one home for a study setting's write and its record
+
     require_study_admin(by)
     if value not in Study.MethodLabels.values:
         raise ValidationError({"method_labels": f"must be one of {', '.join(Study.MethodLabels.values)}"})
-    changed = Study.objects.filter(pk=study.pk).exclude(method_labels=value).update(method_labels=value) == 1
-    if changed:
-        audit_record(by=by, action="study.settings", study=study, target=f"study:{study.slug}",
-                     changed={"method_labels": value})
-    study.method_labels = value
-    return changed
+    return bool(study_settings_update(study=study, by=by, method_labels=value))
 
 
 def is_human_coder(*, study: Study, user: User) -> bool:

@@ -115,7 +115,8 @@ class Resampling:
 
     ``ratio``: arrays (numerators, denominators), both clusters x cells; a sample is the ratio of the resampled
     sums, shape (cells,). ``grouped_kappa``: arrays (confusions: reviewers x clusters x A·L·L, attribute group
-    per attribute) and shape (A, L, groups); a sample is each reviewer's mean κ per group, (reviewers, groups).
+    per attribute, optionally a nominal flag per attribute) and shape (A, L, groups); a sample is each reviewer's
+    mean κ per group, (reviewers, groups).
     """
 
     statistic: str
@@ -139,12 +140,13 @@ class Resampling:
         if self.statistic == "grouped_kappa":
             from .kappa import kappa_from_confusion  # scikit-learn behind it: loaded only when a κ is resampled
 
-            confusions, attribute_group = self.arrays
+            confusions, attribute_group, *rest = self.arrays
+            nominal = rest[0].astype(bool) if rest else None  # per attribute: unweighted κ
             n_attributes, n_labels, n_groups = self.shape
             out = np.full((counts.shape[0], confusions.shape[0], n_groups), np.nan)
             for r in range(confusions.shape[0]):
                 resampled = (counts @ confusions[r]).reshape(counts.shape[0], n_attributes, n_labels, n_labels)
-                out[:, r, :] = grouped_kappa(kappa_from_confusion(resampled), attribute_group, n_groups)
+                out[:, r, :] = grouped_kappa(kappa_from_confusion(resampled, nominal), attribute_group, n_groups)
             return out
         raise ValueError(f"unknown bootstrap statistic {self.statistic!r}")
 

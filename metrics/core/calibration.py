@@ -102,6 +102,11 @@ def _groups(enc: Encoded) -> list[str]:
     return list(GROUPS) + sorted(set(extra))
 
 
+def _nominal(enc: Encoded) -> np.ndarray:
+    """Per attribute: a nominal scale (its κ with gold is Cohen's unweighted κ, not the quadratic weighted one)."""
+    return np.array([a.level == "nominal" for a in enc.schema.attributes], dtype=bool)
+
+
 def _group_index(enc: Encoded, groups: list[str]) -> np.ndarray:
     return np.array([groups.index(a.group) for a in enc.schema.attributes], dtype=np.int64)
 
@@ -124,7 +129,7 @@ def _reviewer_entries(
         n_reviewers * n_attributes,
         schema.n_labels,
     )
-    kappa = kappa_from_confusion(confusion).reshape(n_reviewers, n_attributes)
+    kappa = kappa_from_confusion(confusion, np.tile(_nominal(enc), n_reviewers)).reshape(n_reviewers, n_attributes)
     grouped = grouped_kappa(kappa, attribute_group, len(groups))
     item_group = attribute_group[m.item_attribute]
     entries: dict[str, dict[str, object]] = {}
@@ -218,7 +223,8 @@ def _bootstrap_round(
             n_labels,
         ).reshape(m.n_turns, -1)
     attribute_group = _group_index(enc, groups)
-    kappas = Resampling("grouped_kappa", (confusions, attribute_group), (n_attributes, n_labels, len(groups)))
+    kappas = Resampling("grouped_kappa", (confusions, attribute_group, _nominal(enc).astype(np.int8)),
+                        (n_attributes, n_labels, len(groups)))
     entries: dict[str, dict[str, dict[str, float | None]]] = {reviewer: {} for reviewer in m.reviewers}
 
     def interval(samples: np.ndarray) -> list[dict[str, float | None]]:

@@ -52,12 +52,15 @@ def confusion_counts(
     return counts.reshape(n_cells, n_labels, n_labels).astype(float)
 
 
-def kappa_from_confusion(confusion: np.ndarray) -> np.ndarray:
-    """Quadratic weighted κ of every confusion matrix in (..., L, L); NaN where undefined.
+def kappa_from_confusion(confusion: np.ndarray, nominal: np.ndarray | None = None) -> np.ndarray:
+    """Quadratic weighted κ of every confusion matrix in (..., L, L); NaN where undefined. Where ``nominal``
+    (booleans broadcast against the leading axes ...) is true, Cohen's unweighted κ instead: a nominal scale's
+    labels have no order, so a near miss is as wrong as any other (issue 15: nominal scales, nominal statistics).
 
-    Same formula as scikit-learn (weights (i - j)^2 on label positions, expected = outer(rows, cols) / n),
-    so padding a smaller scale with empty rows/columns does not change the value. Expected disagreement
-    is a sum of non-negative terms, so "undefined" is an exact zero test, not a tolerance.
+    Same formula as scikit-learn (weights (i - j)^2 on label positions, or 1 off the diagonal for nominal
+    scales; expected = outer(rows, cols) / n), so padding a smaller scale with empty rows/columns does not
+    change the value. Expected disagreement is a sum of non-negative terms, so "undefined" is an exact zero
+    test, not a tolerance.
     """
     confusion = np.asarray(confusion, dtype=float)
     n_labels = confusion.shape[-1]
@@ -69,6 +72,11 @@ def kappa_from_confusion(confusion: np.ndarray) -> np.ndarray:
     observed = np.einsum("...ij,ij->...", confusion, weights)
     # Σ_ij w_ij r_i c_j / n without materialising the outer product for every cell
     expected = np.einsum("...i,ij,...j->...", rows, weights, cols)
+    if nominal is not None and np.any(nominal):
+        off_diagonal = 1.0 - np.eye(n_labels)
+        nominal = np.broadcast_to(np.asarray(nominal, dtype=bool), observed.shape)
+        observed = np.where(nominal, np.einsum("...ij,ij->...", confusion, off_diagonal), observed)
+        expected = np.where(nominal, np.einsum("...i,ij,...j->...", rows, off_diagonal, cols), expected)
     with np.errstate(divide="ignore", invalid="ignore"):
         expected = np.where(n > 0, expected / np.where(n > 0, n, 1), 0.0)
         kappa = np.where(expected > 0, 1.0 - observed / np.where(expected > 0, expected, 1.0), np.nan)

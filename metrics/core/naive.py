@@ -63,7 +63,8 @@ def _calibration_scores(
 def _quadratic_kappa(a: AttributeSpec, rs: list[int], gs: list[int]) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # undefined κ is NaN here and None in the result
-        return float(cohen_kappa_score(rs, gs, labels=list(a.scale), weights="quadratic", replace_undefined_by=np.nan))
+        weights = None if a.level == "nominal" else "quadratic"  # a nominal scale: Cohen's unweighted κ
+        return float(cohen_kappa_score(rs, gs, labels=list(a.scale), weights=weights, replace_undefined_by=np.nan))
 
 
 def _reviewer_statistics(

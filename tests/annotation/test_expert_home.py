@@ -174,3 +174,21 @@ def test_only_study_admins_change_a_studys_settings(client, study, expert, revie
         ).status_code == 403
     study.refresh_from_db()
     assert study.experts_see_consensus is False
+
+
+def test_an_admin_shows_or_blinds_the_automated_coders_labels_on_the_settings_page(client, study, admin_user):
+    client.force_login(admin_user)
+    url = reverse("study-settings", args=[study.slug])
+    assert 'name="method_labels"' in client.get(url).content.decode()
+    base = {"name": study.name, "check_threshold": "0.7", "check_min_items": "20"}
+    saved = client.post(url, {**base, "method_labels": "shown"}, follow=True)
+    assert "changed: automated coders" in saved.content.decode()  # the message names the setting
+    study.refresh_from_db()
+    assert study.method_labels == Study.MethodLabels.SHOWN
+    event = AuditEvent.objects.filter(action="study.settings", study_slug=study.slug).latest("pk")
+    assert event.data["changed"]["method_labels"] == "shown"
+    refused = client.post(url, {**base, "method_labels": "sometimes"})
+    assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
+    client.post(url, base)  # a page from before the setting existed keeps it as it is
+    study.refresh_from_db()
+    assert study.method_labels == Study.MethodLabels.SHOWN

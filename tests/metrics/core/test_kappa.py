@@ -178,3 +178,34 @@ def test_kappa_is_symmetric(pairs: list[tuple[int, int]]) -> None:
 )
 def test_landis_koch_band_boundaries(kappa: float | None, band: str | None) -> None:
     assert landis_koch_band(kappa) == band
+
+
+@settings(database=None, max_examples=60, deadline=None)
+@given(st.integers(0, 100_000), st.integers(3, 5))
+def test_nominal_cells_get_cohens_unweighted_kappa_and_the_others_stay_quadratic(seed: int, n_labels: int) -> None:
+    cell, a, b = _random_pairs(seed, 4, n_labels)
+    nominal = np.array([True, False, True, False])
+    kappas = kappa_from_confusion(confusion_counts(cell, a, b, 4, n_labels), nominal)
+    for c in range(4):
+        in_cell = cell == c
+        if nominal[c]:
+            with np.errstate(all="ignore"):
+                expected = cohen_kappa_score(a[in_cell], b[in_cell], labels=list(range(n_labels)),
+                                             replace_undefined_by=np.nan) if in_cell.any() else np.nan
+            expected = None if not math.isfinite(expected) else float(expected)
+        else:
+            expected = quadratic_kappa(a[in_cell], b[in_cell], list(range(n_labels)))
+        if expected is None:
+            assert math.isnan(kappas[c])
+        else:
+            assert abs(kappas[c] - expected) <= 1e-12
+
+
+def test_a_near_miss_on_a_nominal_scale_counts_as_a_full_disagreement() -> None:
+    # By hand: 4 items, labels 0..2; gold 0,1,2,2 and coder 0,2,2,1 (two near misses). p_o = 2/4; marginals
+    # coder (1,1,2)/4, gold (1,1,2)/4 -> p_e = (1+1+4)/16 = 6/16; unweighted κ = (8/16 - 6/16) / (10/16) = 0.2.
+    confusion = confusion_counts(np.zeros(4, dtype=int), np.array([0, 2, 2, 1]), np.array([0, 1, 2, 2]), 1, 3)
+    assert kappa_from_confusion(confusion, np.array([True]))[0] == pytest.approx(0.2, abs=1e-12)
+    # quadratic weights count the same near misses as small: a higher κ. Σw·o = 2 (two misses of weight 1);
+    # Σw·r·c/n = (1 + 8 + 1 + 2 + 8 + 2) / 4 = 5.5; κ = 1 - 2/5.5 = 7/11
+    assert kappa_from_confusion(confusion)[0] == pytest.approx(7 / 11, abs=1e-12)

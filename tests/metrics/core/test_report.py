@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import replace
@@ -86,7 +87,9 @@ def test_spec_section_7_keys_and_shapes(report: dict) -> None:
 
 # a cut-down schema keeps the naive oracle (one scikit-learn call per reviewer, attribute and resample) fast;
 # it still has every group and every cluster, so ARI is defined
-PARITY_SCHEMA = tuple(a for a in DEFAULT_SCHEMA if a.code in {"U1", "U2", "U3", "AUR", "EMP", "TN", "F1", "F2"})
+# U2 (three labels) is made nominal: its κ with gold is then Cohen's unweighted κ on both sides (issue 15)
+PARITY_SCHEMA = tuple(dataclasses.replace(a, level="nominal") if a.code == "U2" else a
+                      for a in DEFAULT_SCHEMA if a.code in {"U1", "U2", "U3", "AUR", "EMP", "TN", "F1", "F2"})
 PARITY_PARAMS = ReportParams(bootstrap=16, seed=5)
 
 
