@@ -78,6 +78,7 @@ from .care import (
     recovery_states,
 )
 from .common import nan_to_none, to_jsonable
+from .kappa import kappa_from_confusion
 
 NO_CRISIS = "none"
 ITEM_TYPES = frozenset({"productive", "unproductive", "required"})
@@ -455,18 +456,9 @@ def _field_values(
 
 
 def unweighted_kappa_from_confusion(confusion: np.ndarray) -> np.ndarray:
-    """Cohen's κ of every (..., L, L) confusion matrix, NaN where undefined; scikit-learn's formula.
-
-    κ = (n·trace - Σ r_i c_i) / (n² - Σ r_i c_i): integer-valued sums, so "undefined" is an exact zero test.
-    """
-    confusion = np.asarray(confusion, dtype=float)
-    n = confusion.sum(axis=(-2, -1))
-    trace = np.trace(confusion, axis1=-2, axis2=-1)
-    chance = np.einsum("...i,...i->...", confusion.sum(axis=-1), confusion.sum(axis=-2))
-    den = n * n - chance
-    out = np.full(den.shape, np.nan)
-    np.divide(n * trace - chance, den, out=out, where=den != 0)
-    return out
+    """Cohen's unweighted κ of every (..., L, L) confusion matrix, NaN where undefined: the report's one κ
+    (``kappa.kappa_from_confusion``) with every cell nominal."""
+    return kappa_from_confusion(confusion, np.array(True))
 
 
 def cohen_kappa(a: Sequence[str] | Sequence[int], b: Sequence[str] | Sequence[int]) -> float | None:
