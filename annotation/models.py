@@ -142,6 +142,28 @@ class Study(models.Model):
         max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
         help_text="Whether human coders see the labels of automated coders (LLM judges): the validation protocol.",
     )
+    reference_labels = models.CharField(
+        max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
+        help_text="Whether human coders see the reference coder's labels (SPEC-LC8: never, unless the study says so).",
+    )
+
+    class SessionHistory(models.TextChoices):
+        SHOWN = "shown", "Shown: a session's page shows the trajectory's earlier sessions"
+        HIDDEN = "hidden", "Hidden: a session's page shows that session's transcript only"
+
+    session_history = models.CharField(
+        max_length=10, choices=SessionHistory.choices, default=SessionHistory.SHOWN,
+        help_text="Session-rated studies (LC8): whether raters see earlier sessions, to measure the effect of history.",
+    )
+
+    class SessionOrder(models.TextChoices):
+        IN_ORDER = "in_order", "In order: each trajectory's sessions one after another, numbered"
+        BLINDED = "blinded", "Blinded: sessions of all trajectories in a shuffled order, unnumbered"
+
+    session_order = models.CharField(
+        max_length=10, choices=SessionOrder.choices, default=SessionOrder.IN_ORDER,
+        help_text="Session-rated studies (LC8): whether a rater's queue gives away each trajectory's sequence.",
+    )
     is_synthetic = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -158,6 +180,7 @@ class StudyMember(models.Model):
         REVIEWER = "reviewer", "Reviewer"
         EXPERT = "expert", "Expert (gold panel)"
         METHOD = "method", "Method (an automated coder, e.g. an LLM judge)"
+        REFERENCE = "reference", "Reference (the reference labels, e.g. a controlled PHQ-8 state)"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="members")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="study_memberships")
@@ -360,6 +383,37 @@ class Judgment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attribute.code}={self.score} by {self.coder} in {self.round}"
+
+
+class SessionLabel(models.Model):
+    """A value given to one attribute of one session by a coder that is not a person (SPEC-LC8): a method's
+    prediction (role ``method``; per seed, e.g. a per-session PHQ-8 total as a float) or the study's reference
+    labels (role ``reference``, e.g. the controlled PHQ-8 state). Stored exactly as sent: never rounded or clipped,
+    which is why these are not judgments (a judgment's score is an integer on the attribute's scale). People's
+    session codes stay judgments (unit ``session``, autosaved in rounds). ``seed`` is null when the coder has none.
+    """
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="session_labels")
+    coder = models.ForeignKey(StudyMember, on_delete=models.PROTECT, related_name="session_labels",
+                              help_text="A method or reference member of the study.")
+    seed = models.IntegerField(null=True, blank=True, help_text="The method's run seed; empty when it has none.")
+    session = models.ForeignKey(Session, on_delete=models.PROTECT, related_name="labels")
+    attribute = models.ForeignKey(AttributeDefinition, on_delete=models.PROTECT, related_name="session_labels")
+    value = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study_id", "coder_id", "seed", "session_id", "attribute_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["coder", "seed", "session", "attribute"], name="session_label_unique",
+                                    condition=Q(seed__isnull=False)),
+            models.UniqueConstraint(fields=["coder", "session", "attribute"], name="session_label_unique_unseeded",
+                                    condition=Q(seed__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.coder} seed {self.seed} {self.session} {self.attribute.code}={self.value}"
 
 
 class JudgmentRevision(models.Model):

@@ -59,6 +59,7 @@ class Conversation(models.Model):
     class Kind(models.TextChoices):
         SINGLE = "single", "Single-turn"
         MULTI = "multi", "Multi-turn"
+        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, SPEC-LC8)"
 
     class Complexity(models.TextChoices):
         HIGH = "high", "High"
@@ -67,7 +68,7 @@ class Conversation(models.Model):
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="conversations")
     external_id = models.CharField(max_length=200, help_text="The conversation's id in its source corpus.")
-    kind = models.CharField(max_length=10, choices=Kind.choices)
+    kind = models.CharField(max_length=12, choices=Kind.choices)
     topic = models.CharField(max_length=60, choices=[(t, t) for t in TOPICS])
     complexity = models.CharField(max_length=10, choices=Complexity.choices, null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
@@ -85,7 +86,8 @@ class Conversation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["dataset", "external_id"], name="conversation_unique_external_id"),
             models.CheckConstraint(
-                condition=models.Q(kind="multi", complexity__isnull=True) | models.Q(kind="single"),
+                condition=models.Q(kind__in=["multi", "longitudinal"], complexity__isnull=True)
+                | models.Q(kind="single"),
                 name="conversation_multi_has_no_complexity_label",
             ),
         ]
@@ -105,6 +107,7 @@ class Session(models.Model):
         CHAT = "chat", "Chat"
         CRISIS = "crisis", "Crisis"
         CALLBACK = "callback", "Callback"
+        COUNSELING = "counseling", "Counseling session (a LongCounsel-8 trajectory's session)"
 
     class CrisisType(models.TextChoices):
         SI = "SI", "Suicidal ideation"
@@ -124,7 +127,7 @@ class Session(models.Model):
             models.CheckConstraint(condition=models.Q(index__gte=1), name="session_index_from_one"),
             models.CheckConstraint(
                 condition=~models.Q(kind="crisis", crisis_type__isnull=True)
-                & ~models.Q(kind="chat", crisis_type__isnull=False),
+                & ~models.Q(kind__in=["chat", "counseling"], crisis_type__isnull=False),
                 name="session_crisis_type_fits_kind",
             ),
         ]
