@@ -157,3 +157,73 @@ class JudgmentImportOut(serializers.Serializer):
     judgments_created = serializers.IntegerField()
     judgments_unchanged = serializers.IntegerField()
     spans_created = serializers.IntegerField()
+    session_labels_created = serializers.IntegerField(help_text="LC8: methods' predictions / reference labels")
+    session_labels_updated = serializers.IntegerField()
+    session_labels_unchanged = serializers.IntegerField()
+
+
+# --- session labels (SPEC-LC8): methods' predictions per seed and the reference labels ---------------------------
+
+
+class ReferenceIn(serializers.Serializer):
+    name = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the reference coder's name: the reviewer column of its "
+                                                         "long-format rows (role reference)")
+    description = TextField(max_length=100, required=False, allow_blank=True, default="",
+                            help_text="what its labels are, e.g. 'controlled PHQ-8 state'")
+
+
+class ReferenceOut(serializers.Serializer):
+    name = serializers.CharField(source="user.username")
+    description = serializers.CharField(source="method_version")
+
+
+class SessionLabelRowIn(serializers.Serializer):
+    """One session label in the long format (documentation of the import's rows; the importer checks them)."""
+
+    dataset = TextField(max_length=100)
+    conversation_id = TextField(max_length=200)
+    session_index = serializers.IntegerField(min_value=1, help_text="the session of the trajectory, 1-based")
+    attribute = TextField(max_length=20, help_text="a session attribute of the schema (lc8-v1: PHQ1…PHQ8, PHQ_TOTAL)")
+    score = serializers.FloatField(help_text="a JSON number, stored exactly: a method's value as sent (never rounded "
+                                             "or clipped); a reference label a whole number on the attribute's scale")
+    reviewer = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the registered method's or reference coder's name")
+    role = serializers.ChoiceField(choices=["method", "reference"])
+    seed = serializers.IntegerField(required=False, allow_null=True, min_value=-(2**31), max_value=2**31 - 1,
+                                    help_text="a method's run seed; empty for the reference")
+
+
+class SessionLabelsIn(serializers.Serializer):
+    rows = SessionLabelRowIn(many=True, help_text="at most 50,000 rows a request")
+
+
+class SessionLabelCoderCountsOut(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+class SessionLabelImportOut(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+    skipped = serializers.IntegerField(help_text="judgment rows of an export file (the command's option only)")
+    coders = serializers.DictField(child=SessionLabelCoderCountsOut(), help_text="coder name -> its counts")
+
+
+class SessionLabelFilterIn(serializers.Serializer):
+    coder = serializers.CharField(required=False, max_length=150)
+    seed = serializers.IntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
+    role = serializers.ChoiceField(choices=["method", "reference"], required=False)
+
+
+class SessionLabelOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    reviewer = serializers.CharField(source="coder.user.username")
+    role = serializers.CharField(source="coder.role")
+    seed = serializers.IntegerField(allow_null=True)
+    dataset = serializers.CharField(source="session.conversation.dataset.name")
+    conversation_id = serializers.CharField(source="session.conversation.external_id")
+    session_index = serializers.IntegerField(source="session.index")
+    attribute = serializers.CharField(source="attribute.code")
+    score = serializers.FloatField(source="value")
+    updated_at = serializers.DateTimeField()

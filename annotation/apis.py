@@ -7,6 +7,7 @@ see what is decided by the permissions (token scope, role) and the selectors (ro
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import re
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.checks import user_sees_all_studies
-from annotation import judgment_import, long_format, methods, selectors
+from annotation import judgment_import, long_format, methods, selectors, session_labels
 from annotation.api_serializers import (
     AssignmentFilterIn,
     AssignmentOut,
@@ -31,10 +32,16 @@ from annotation.api_serializers import (
     JudgmentOut,
     MethodIn,
     MethodOut,
+    ReferenceIn,
+    ReferenceOut,
     RoundOut,
+    SessionLabelFilterIn,
+    SessionLabelImportOut,
+    SessionLabelOut,
+    SessionLabelsIn,
     StudyOut,
 )
-from annotation.models import Study, StudyMember
+from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
@@ -42,11 +49,14 @@ from api.pagination import IdCursorPagination
 from api.parsers import (
     BULK_PARSERS,
     MAX_ITEMS,
+    BoundedJSONParser,
+    PayloadTooLarge,
     RawBody,
     RawJSONLinesAltParser,
     RawJSONLinesParser,
     RawTextParser,
     bulk_body,
+    read_body,
 )
 from api.permissions import token_allows_study
 from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, request_fingerprint, request_user
@@ -219,7 +229,8 @@ class JudgmentImportApi(APIView):
         def call():
             rows = long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt)
             try:
-                summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user)
+                summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user,
+                                                           typed=fmt == "jsonl")
             except csv.Error as error:
                 raise exceptions.ParseError(f"Not a readable CSV file: {error}.") from error
             return 200, JudgmentImportOut(summary).data
@@ -254,6 +265,114 @@ class MethodListApi(APIView):
         except ValidationError as error:
             raise exceptions.ValidationError({"name": error.messages}) from error
         return Response(MethodOut(member).data)
+
+
+class ReferenceListApi(APIView):
+    """A study's reference coders (SPEC-LC8): whose session labels every rater and method is measured against
+    (e.g. the controlled PHQ-8 state), registered here before their labels arrive (``session-labels/``)."""
+
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
+    required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
+    staff_only = True
+
+    @extend_schema(responses={200: ReferenceOut(many=True), **error_responses(404)},
+                   summary="A study's reference coders")
+    def get(self, request, slug: str):
+        study = study_for(request, slug)
+        members = (study.members.filter(role=StudyMember.Role.REFERENCE).select_related("user")
+                   .order_by("user__username"))
+        return Response(ReferenceOut(members, many=True).data)
+
+    @extend_schema(request=ReferenceIn, responses={200: ReferenceOut, **error_responses(400, 404)},
+                   summary="Register a reference coder (the source of a study's reference labels) (idempotent)")
+    def post(self, request, slug: str):
+        study = study_for(request, slug)
+        given = ReferenceIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            member = methods.reference_register(study=study, name=given.validated_data["name"],
+                                                description=given.validated_data["description"], by=request.user)
+        except ValidationError as error:
+            raise exceptions.ValidationError({"name": error.messages}) from error
+        return Response(ReferenceOut(member).data)
+
+
+class _RowsBody:
+    def __init__(self, data, sha256: str):
+        self.data, self.sha256 = data, sha256
+
+
+class _RowsJSONParser(BoundedJSONParser):
+    """``{"rows": [...]}`` as parsed JSON, with the body's SHA-256 for an Idempotency-Key."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        content = read_body(stream, parser_context)
+        data = super().parse(io.BytesIO(content), media_type, None)
+        return _RowsBody(data, hashlib.sha256(content).hexdigest())
+
+
+class SessionLabelApi(generics.ListAPIView):
+    """Session labels (SPEC-LC8): methods' predictions per seed and the reference labels. POST imports them in
+    the long format (all or nothing, idempotent; ``annotation.session_labels``); GET lists them (staff)."""
+
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
+    required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
+    staff_only = True
+    serializer_class = SessionLabelOut
+    pagination_class = IdCursorPagination
+    parser_classes = [_RowsJSONParser]
+    error_row_key = "index"
+
+    @extend_schema(parameters=[SessionLabelFilterIn], responses={200: SessionLabelOut(many=True),
+                                                                  **error_responses(400, 404)},
+                   summary="A study's session labels (methods' predictions, reference labels), filterable, "
+                           "cursor-paginated")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study = study_for(self.request, self.kwargs["slug"])
+        filters = SessionLabelFilterIn(data=query_filters(self.request))
+        filters.is_valid(raise_exception=True)
+        given = filters.validated_data
+        labels = SessionLabel.objects.filter(study=study).select_related(
+            "coder__user", "session__conversation__dataset", "attribute")
+        if "coder" in given:
+            labels = labels.filter(coder__user__username=given["coder"])
+        if "seed" in given:
+            labels = labels.filter(seed=given["seed"])
+        if "role" in given:
+            labels = labels.filter(coder__role=given["role"])
+        return labels
+
+    @extend_schema(
+        request=SessionLabelsIn, parameters=[IDEMPOTENCY_HEADER],
+        responses={200: SessionLabelImportOut, **error_responses(400, 404, 413, 415, 422)},
+        summary="Import session labels (methods' predictions per seed, reference labels), all or nothing",
+        description=(
+            f"Up to {MAX_ITEMS:,} rows a request, `{{\"rows\": [...]}}`, each a long-format row naming a session "
+            "(dataset, conversation_id, session_index), a session attribute, a score (a JSON number: a method's "
+            "value is stored exactly, never rounded or clipped; a reference label is a whole number on the "
+            "attribute's scale), the coder (reviewer, registered as a method or reference) and its role, and for "
+            "a method an optional seed. Any wrong row → 400 listing every problem (index, field, message), nothing "
+            "written. A resend counts the labels as unchanged; a changed value is updated."),
+    )
+    def post(self, request, slug: str):
+        study = study_for(request, slug)
+        body = request.data
+        if not isinstance(body, _RowsBody):
+            raise exceptions.ParseError('The body is empty: send {"rows": [...]} as JSON.')
+        rows = body.data.get("rows") if isinstance(body.data, dict) else None
+        if not isinstance(rows, list):
+            raise exceptions.ValidationError({"rows": 'the body must be a JSON object {"rows": [...]}'})
+        if len(rows) > MAX_ITEMS:
+            raise PayloadTooLarge(f"{len(rows):,} rows; at most {MAX_ITEMS:,} are accepted per request.")
+
+        def call():
+            summary = session_labels.session_labels_import(study=study, rows=rows, by=request.user)
+            return 200, SessionLabelImportOut(summary.as_dict()).data
+
+        return _replayable(request, body.sha256, call)
 
 
 class _AnyAccept(APIView):

@@ -91,7 +91,7 @@ def care_history(*, view: TurnView, user: User) -> CareHistory | None:
     current = next(s for s in sessions if s.pk == turn.session_id)
     opened = [s.index for s in sessions if s.index <= current.index and s.kind in rules.CHECKLIST_SESSION_KINDS]
     episode_start = opened[-1] if opened else None
-    replies = _replies(study=view.study, turn_ids=[t.pk for t in view.earlier_turns])
+    replies = assistant_replies(study=view.study, turn_ids=[t.pk for t in view.earlier_turns])
     shown: dict[int, HistorySession] = {}
     for s in sessions:
         if s.index > current.index:
@@ -113,7 +113,7 @@ def care_history(*, view: TurnView, user: User) -> CareHistory | None:
     )
 
 
-def _replies(*, study: Study, turn_ids: list[int]) -> dict[int, str]:
+def assistant_replies(*, study: Study, turn_ids: list[int]) -> dict[int, str]:
     """The assistant's reply to each turn: the response of the study's first model slot that has one."""
     if not turn_ids:
         return {}

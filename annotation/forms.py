@@ -185,9 +185,25 @@ class StudySettingsForm(StudyForm):
         # from before this setting) keeps the stored value.
         self.fields["method_labels"].required = False
         self.fields["method_labels"].label = "automated coders' labels"
+        # Session-rated studies (SPEC-LC8): likewise optional, a post without them keeps the stored values.
+        for name, label in self.LC8_SETTINGS.items():
+            self.fields[name].required = False
+            self.fields[name].label = label
+
+    LC8_SETTINGS = {"reference_labels": "reference labels", "session_history": "earlier sessions",
+                    "session_order": "session order"}
 
     def clean_method_labels(self) -> str:
         return self.cleaned_data.get("method_labels") or self.instance.method_labels
+
+    def clean_reference_labels(self) -> str:
+        return self.cleaned_data.get("reference_labels") or self.instance.reference_labels
+
+    def clean_session_history(self) -> str:
+        return self.cleaned_data.get("session_history") or self.instance.session_history
+
+    def clean_session_order(self) -> str:
+        return self.cleaned_data.get("session_order") or self.instance.session_order
 
     def clean_shown(self) -> dict[str, Any] | None:
         raw = self.cleaned_data.get("shown")

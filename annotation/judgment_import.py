@@ -21,7 +21,7 @@ from django.db import transaction
 
 from access import roles
 from access.services import user_ensure
-from annotation import rules, services
+from annotation import rules, services, session_labels
 from annotation.long_format import (
     COLUMNS,
     DEFAULT_ROLE,
@@ -59,6 +59,10 @@ class JudgmentImportSummary:
     judgments_created: int = 0
     judgments_unchanged: int = 0
     spans_created: int = 0
+    # Session labels of an LC8 export (``annotation.session_labels``), imported in the same transaction.
+    session_labels_created: int = 0
+    session_labels_updated: int = 0
+    session_labels_unchanged: int = 0
 
 
 @dataclass
@@ -327,8 +331,15 @@ def _unit_column(r: _Row) -> str:
 
 @transaction.atomic
 def judgments_import(
-    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: User | None
+    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: User | None, typed: bool | None = None
 ) -> JudgmentImportSummary:
+    """Import the (line, row) pairs of a long-format file, all or nothing.
+
+    The session labels of an LC8 export (rows without a round whose role is method or reference,
+    ``session_labels.is_session_label_row``) go to ``session_labels.session_labels_import`` in the same
+    transaction: an error in a judgment or in a label writes nothing, and every error of both is reported by its
+    line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it
+    from the label rows (CSV rows hold text only)."""
     study = Study.objects.select_related("schema").filter(slug=study_slug).first()
     schema = study.schema if study else Schema.objects.get(slug="cab-v1")
     attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=schema)}
@@ -337,7 +348,11 @@ def judgments_import(
         subcategories.setdefault(attribute_id, set()).add(slug)
     errors: list[RowError] = []
     parsed: list[_Row] = []
+    labels: list[tuple[int, Any]] = []
     for line, raw in rows:
+        if session_labels.is_session_label_row(raw):
+            labels.append((line, raw))
+            continue
         read = raw if isinstance(raw, RowError) else _read(line, raw, study_slug=study_slug, attributes=attributes,
                                                            schema=schema)
         if isinstance(read, _Row):
@@ -348,10 +363,46 @@ def judgments_import(
     errors += unresolved + _check(resolved, lengths, subcategories)
     member_roles, role_errors = _member_roles(parsed, study)
     errors += role_errors
+    label_summary, label_errors = _session_labels(study=study, study_slug=study_slug, labels=labels, by=by,
+                                                  typed=typed)
+    errors += label_errors
     if errors:
         raise RowErrors(errors)
-    return _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, member_roles=member_roles,
-                  by=by)
+    if parsed or not labels:
+        summary = _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, member_roles=member_roles,
+                         by=by)
+    else:
+        summary = JudgmentImportSummary()  # the file holds session labels only
+    if label_summary is not None:
+        summary.session_labels_created = label_summary.created
+        summary.session_labels_updated = label_summary.updated
+        summary.session_labels_unchanged = label_summary.unchanged
+    return summary
+
+
+def _session_labels(*, study: Study | None, study_slug: str, labels: list[tuple[int, Any]], by: User | None,
+                    typed: bool | None) -> tuple[session_labels.SessionLabelImportSummary | None, list[RowError]]:
+    """Import the file's session labels (written, when right, inside the caller's transaction, which rolls them
+    back if any judgment is wrong); their summary, or their errors by the file's lines."""
+    if not labels:
+        return None, []
+    if study is None:
+        return None, [RowError(labels[0][0], "reviewer", f"study {study_slug!r} does not exist: session labels (role "
+                                                         "method or reference, no round) need the study and its "
+                                                         "registered method and reference coders; create the study "
+                                                         f"and register them (POST /api/v1/studies/{study_slug}/"
+                                                         "methods/) first")]
+    if typed is None:  # a CSV row holds text only; a JSON row has typed values
+        typed = any(not isinstance(value, str | None) for _, raw in labels for key, value in raw.items()
+                    if key is not None)
+    try:
+        # A savepoint of its own: a refused import leaves the caller's transaction usable.
+        with transaction.atomic():
+            summary = session_labels.session_labels_import(study=study, rows=labels, by=by, numbered=True,
+                                                           typed=typed)
+    except RowErrors as error:
+        return None, list(error.errors)
+    return summary, []
 
 
 def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str], list[RowError]]:

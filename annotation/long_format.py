@@ -16,7 +16,7 @@ from typing import IO, Any
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from annotation.models import Judgment, Span, Study, StudyMember
+from annotation.models import Judgment, SessionLabel, Span, Study, StudyMember
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import RowError
 from common.lookups import any_of
@@ -39,6 +39,9 @@ ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
 METHOD_ROLE = StudyMember.Role.METHOD.value
 DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
 GOLD_ROLE = StudyMember.Role.EXPERT.value
+# Session labels (SPEC-LC8, ``annotation.session_labels``): a method's run seed, empty for everyone else. Written
+# only for a session-rated study (a schema with an ``lc8`` block), after session_index.
+SEED = "seed"
 FORMATS = ("csv", "jsonl")
 JUDGMENT_ROWS_BATCH = 2000
 
@@ -115,7 +118,15 @@ def is_longitudinal(study: Study) -> bool:
                for group in study.schema.definition.get("groups", []))
 
 
+def has_session_labels(study: Study) -> bool:
+    """Whether the study's schema is session-rated (an ``lc8`` block, SPEC-LC8): its files carry the session labels
+    (methods' predictions per seed, reference labels) after the judgments, and a ``seed`` column."""
+    return isinstance(study.schema.definition.get("lc8"), dict)
+
+
 def columns_for(study: Study) -> tuple[str, ...]:
+    if has_session_labels(study):
+        return (*COLUMNS, SESSION_INDEX, SEED)
     return (*COLUMNS, SESSION_INDEX) if is_longitudinal(study) else COLUMNS
 
 
@@ -171,6 +182,24 @@ def _judgment_rows(study: Study) -> Iterator[dict]:
     yield from _rows(study, batch)
 
 
+def session_label_rows(*, study: Study) -> Iterator[dict]:
+    """The study's session labels as long-format rows (SPEC-LC8), streamed from one query: no round, turn or model;
+    ``score`` the float as stored, ``role`` method or reference, ``reviewer`` the coder's name, ``seed`` the
+    method's run seed (null for none) and ``session_index``. ``annotation.session_labels`` reads them back."""
+    for (coder, role, seed, dataset, conversation, session, code, value) in (
+        SessionLabel.objects.filter(study=study)
+        .order_by("coder__role", "coder__user__username", "seed", "session__conversation__dataset__name",
+                  "session__conversation__external_id", "session__index", "attribute__position")
+        .values_list("coder__user__username", "coder__role", "seed", "session__conversation__dataset__name",
+                     "session__conversation__external_id", "session__index", "attribute__code", "value")
+        .iterator(chunk_size=5000)
+    ):
+        yield {"study": study.slug, "round": "", "reviewer": coder, "is_gold": False, "dataset": dataset,
+               "conversation_id": conversation, "turn_index": None, "model": None, "attribute": code,
+               "score": value, "instance_count": None, "spans": [], "role": role, SESSION_INDEX: session,
+               SEED: seed}
+
+
 def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
     spans: dict[int, list[dict]] = {}
     if batch:
@@ -206,16 +235,23 @@ def csv_cells(row: dict, columns: tuple[str, ...] = COLUMNS) -> list[Any]:
     """A row as CSV cells: empty for no model, no instance count and no spans; spans as a JSON list."""
     flat = row | {"model": row["model"] or "",
                   "spans": json.dumps(row["spans"], ensure_ascii=False) if row["spans"] else ""}
-    return [flat.get(column) if column == SESSION_INDEX else flat[column] for column in columns]
+    return [flat.get(column) if column in (SESSION_INDEX, SEED) else flat[column] for column in columns]
+
+
+def file_rows(*, study: Study) -> Iterator[dict]:
+    """Every row of the study's long-format file: its judgments, then (a session-rated study) its session labels."""
+    yield from judgment_rows(study=study)
+    if has_session_labels(study):
+        yield from session_label_rows(study=study)
 
 
 def judgments_csv(*, study: Study) -> Iterator[str]:
     columns = columns_for(study)
-    return csv_stream(columns, (csv_cells(row, columns) for row in judgment_rows(study=study)))
+    return csv_stream(columns, (csv_cells(row, columns) for row in file_rows(study=study)))
 
 
 def judgments_jsonl(*, study: Study) -> Iterator[str]:
-    return jsonl_stream(judgment_rows(study=study))
+    return jsonl_stream(file_rows(study=study))
 
 
 WRITERS = {"csv": judgments_csv, "jsonl": judgments_jsonl}

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from access.checks import require_study_admin, user_sees_all_studies
-from annotation.models import Judgment, Study, StudyMember
+from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 
 _NAME = re.compile(r"^[\w.@+-]{1,150}$")
@@ -54,7 +54,7 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
         raise ValidationError(f"{name} is a member of the study as {member.role}, not a method")
     changed = not created and (member.method_version, member.method_prompt_id) != (version, prompt_id)
     if changed:
-        if user.judgments.filter(round__study=study).exists():
+        if user.judgments.filter(round__study=study).exists() or member.session_labels.exists():
             raise ValidationError(f"method {name} already has labels as version {member.method_version!r}, prompt "
                                   f"{member.method_prompt_id!r}: register the new version under a new name")
         StudyMember.objects.filter(pk=member.pk).update(method_name=name, method_version=version,
@@ -63,6 +63,28 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
     if created or changed:
         audit_record(by=by, action="method.register", study=study, target=f"user:{name}", version=version,
                      prompt_id=prompt_id)
+    return member
+
+
+@transaction.atomic
+def reference_register(*, study: Study, name: str, description: str = "", by: User | None) -> StudyMember:
+    """Make ``name`` the study's reference coder (idempotent; SPEC-LC8): whose session labels are the reference
+    every rater and method is measured against, e.g. the controlled PHQ-8 state or a self-report label. Like a
+    method, an account that can never sign in; ``description`` (what the labels are) is kept as its version. A
+    study may have several reference coders (label sources); the metrics name the one they compare with."""
+    user = method_account_ensure(username=name)
+    member, created = StudyMember.objects.get_or_create(
+        study=study, user=user,
+        defaults={"role": StudyMember.Role.REFERENCE, "method_name": name, "method_version": description},
+    )
+    if not created and member.role != StudyMember.Role.REFERENCE:
+        raise ValidationError(f"{name} is a member of the study as {member.role}, not a reference coder")
+    changed = not created and member.method_version != description
+    if changed:
+        StudyMember.objects.filter(pk=member.pk).update(method_version=description)
+        member.refresh_from_db()
+    if created or changed:
+        audit_record(by=by, action="reference.register", study=study, target=f"user:{name}")
     return member
 
 
@@ -78,8 +100,11 @@ def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
     return bool(study_settings_update(study=study, by=by, method_labels=value))
 
 
+AUTOMATED_ROLES = (StudyMember.Role.METHOD, StudyMember.Role.REFERENCE)  # coders that are not people
+
+
 def is_human_coder(*, study: Study, user: User) -> bool:
-    return StudyMember.objects.filter(study=study, user=user).exclude(role=StudyMember.Role.METHOD).exists()
+    return StudyMember.objects.filter(study=study, user=user).exclude(role__in=AUTOMATED_ROLES).exists()
 
 
 def method_labels_visible_to(*, user: User, study: Study, turn_ids: Iterable[int] | None = None,
@@ -101,3 +126,33 @@ def method_labels_visible_to(*, user: User, study: Study, turn_ids: Iterable[int
         labels = labels.filter(session_id__in=list(session_ids))
     return labels.select_related("attribute", "coder").order_by("turn_id", "response_id", "session_id",
                                                                 "attribute__position", "coder__username")
+
+
+def session_labels_visible_to(*, user: User, study: Study, session_ids: Iterable[int] | None = None,
+                              roles: Iterable[str] = (StudyMember.Role.REFERENCE, StudyMember.Role.METHOD),
+                              ) -> QuerySet[SessionLabel]:
+    """The session labels (SPEC-LC8) of the reference coders and the methods that a page may show this user: every
+    one for staff (admins, researchers); for a human coder of the study, the reference's only when the study shows
+    them (``reference_labels`` = ``shown``) and the methods' only when it shows method labels (``method_labels``),
+    never while it blinds them (the default); nothing for anyone else. Optionally limited to some sessions. The one
+    read of these labels for people's pages: a reviewer page that goes through it cannot leak them."""
+    wanted = set(roles)
+    labels = SessionLabel.objects.filter(study=study, coder__role__in=sorted(wanted))
+    if not user_sees_all_studies(user=user):
+        settings: dict[str, str] = {StudyMember.Role.REFERENCE: study.reference_labels,
+                                    StudyMember.Role.METHOD: study.method_labels}
+        shown = sorted(role for role in wanted if settings.get(role) == Study.MethodLabels.SHOWN)
+        if not shown or not is_human_coder(study=study, user=user):
+            return labels.none()
+        labels = labels.filter(coder__role__in=shown)
+    if session_ids is not None:
+        labels = labels.filter(session_id__in=list(session_ids))
+    return labels.select_related("attribute", "coder__user").order_by("session_id", "coder__role", "coder_id",
+                                                                      "seed", "attribute__position")
+
+
+def reference_labels_visible_to(*, user: User, study: Study,
+                                session_ids: Iterable[int] | None = None) -> QuerySet[SessionLabel]:
+    """The reference coders' session labels this user may see (``session_labels_visible_to`` for that role)."""
+    return session_labels_visible_to(user=user, study=study, session_ids=session_ids,
+                                     roles=(StudyMember.Role.REFERENCE,))

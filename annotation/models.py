@@ -144,7 +144,7 @@ class Study(models.Model):
     )
     reference_labels = models.CharField(
         max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
-        help_text="Whether human coders see the reference coder's labels (SPEC-LC8: never, unless the study says so).",
+        help_text="Whether human coders see the reference labels (SPEC-LC8: blinded unless the study says).",
     )
 
     class SessionHistory(models.TextChoices):
@@ -153,7 +153,7 @@ class Study(models.Model):
 
     session_history = models.CharField(
         max_length=10, choices=SessionHistory.choices, default=SessionHistory.SHOWN,
-        help_text="Session-rated studies (LC8): whether raters see earlier sessions, to measure the effect of history.",
+        help_text="Session-rated studies (LC8): whether raters see earlier sessions (the effect of history).",
     )
 
     class SessionOrder(models.TextChoices):

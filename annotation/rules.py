@@ -97,6 +97,21 @@ def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response
     return None
 
 
+def derived_problem(attribute: AttributeDefinition) -> str | None:
+    """A derived attribute of a session-rated schema (its ``lc8`` block's ``derived``, e.g. the PHQ-8 total) is
+    computed from the items, never typed or sent as a judgment. Read from the schema's definition, only for
+    session attributes (the schema is loaded once per attribute instance, and the per-process schema cache keeps
+    the instances)."""
+    if attribute.unit != Unit.SESSION:
+        return None
+    lc8 = attribute.schema.definition.get("lc8")
+    if not isinstance(lc8, dict) or attribute.code not in (lc8.get("derived") or []):
+        return None
+    items = [str(code) for code in lc8.get("items") or []]
+    source = f"{items[0]}–{items[-1]}" if len(items) > 2 else " and ".join(items) or "the items"
+    return f"{attribute.code} is derived from {source}: send the items"
+
+
 def instance_count_problem(attribute: AttributeDefinition, instance_count: Any) -> str | None:
     if instance_count is None:
         return None
@@ -143,12 +158,13 @@ def judgment_problems(
     ``spans`` are (start, end, subcategory slug); ``subcategories`` are the slugs this attribute allows and
     ``text_length`` is the length of the response text the spans index into (None when the unit has no text).
     Fields are ``score``, ``unit``, ``instance_count``, ``spans`` (too many) and ``spans[i]`` (one span, or a
-    repeat of an earlier one).
+    repeat of an earlier one), and ``attribute`` (a derived attribute, never judged).
     """
     problems = {
         "score": score_problem(attribute, score, required=score_required),
         "unit": unit_problem(attribute, has_turn=has_turn, has_response=has_response, has_session=has_session),
         "instance_count": instance_count_problem(attribute, instance_count),
+        "attribute": derived_problem(attribute),
     }
     if len(spans) > MAX_SPANS:
         problems["spans"] = f"{attribute.code}: at most {MAX_SPANS} spans per judgment, {len(spans)} were given"

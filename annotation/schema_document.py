@@ -214,6 +214,7 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
     if unknown_uiri:
         errors.append(f"indices.uiri.attributes: unknown attribute codes {sorted(unknown_uiri)}")
     errors += _care_problems(doc.get("care"), {a.code: a for a in attributes})
+    errors += _lc8_problems(doc.get("lc8"), {a.code: a for a in attributes}, group_units)
     if not attributes:
         errors.append("schema.attributes: at least one attribute is required")
     if errors:
@@ -308,6 +309,55 @@ def _care_problems(care: Any, attributes: dict[str, AttributeSpecDoc]) -> list[s
     if strategy is not None and (not isinstance(actions, list) or not actions
                                  or any(s not in strategy.scale_labels.values() for s in actions)):
         problems.append("care.action_strategies: a list of values of the strategy attribute")
+    return problems
+
+
+def _lc8_problems(lc8: Any, attributes: dict[str, AttributeSpecDoc],  # noqa: C901 - one linear pass
+                  group_units: dict[str, str]) -> list[str]:
+    """The optional ``lc8`` block (SPEC-LC8): the PHQ items, their total and which attributes are derived (never
+    typed by a rater), each an attribute of this schema coded once per session; the optional groups, groups of
+    this schema; the tracking rules (sessions per trajectory, a large change, the screening cut-off, the severe
+    tail) as numbers."""
+    if lc8 is None:
+        return []
+    if not isinstance(lc8, dict):
+        return ["lc8: must be an object"]
+    problems = []
+
+    def session_attribute(where: str, code: Any) -> None:
+        attribute = attributes.get(code) if isinstance(code, str) else None
+        if attribute is None:
+            problems.append(f"{where}: must name an attribute of this schema")
+        elif attribute.unit != "session":
+            problems.append(f"{where}: {code} must be coded once per session")
+
+    items = lc8.get("items")
+    if not isinstance(items, list) or not items or len(set(map(str, items))) != len(items):
+        problems.append("lc8.items: a non-empty list of distinct attribute codes")
+    else:
+        for i, code in enumerate(items):
+            session_attribute(f"lc8.items[{i}]", code)
+    session_attribute("lc8.total", lc8.get("total"))
+    derived = lc8.get("derived", [])
+    if not isinstance(derived, list):
+        problems.append("lc8.derived: a list of attribute codes")
+    else:
+        for i, code in enumerate(derived):
+            session_attribute(f"lc8.derived[{i}]", code)
+        if isinstance(items, list) and set(map(str, derived)) & set(map(str, items)):
+            problems.append("lc8.derived: an item cannot be derived (raters score the items)")
+    optional = lc8.get("optional_groups", [])
+    if not isinstance(optional, list) or any(not isinstance(g, str) or g not in group_units for g in optional):
+        problems.append("lc8.optional_groups: a list of groups of this schema")
+    for key in ("sessions",):
+        value = lc8.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 2):
+            problems.append(f"lc8.{key}: a whole number of sessions per trajectory, at least 2")
+    for key in ("large_change", "screening_cutoff", "severe_above"):
+        value = lc8.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or value != value or value in (float("inf"), float("-inf"))):
+            problems.append(f"lc8.{key}: must be a finite number")
     return problems
 
 

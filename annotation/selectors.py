@@ -16,7 +16,7 @@ from django.db.models.functions import MD5, Cast, Concat
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from access.checks import user_sees_all_studies
-from annotation import care_selectors, rules
+from annotation import care_selectors, lc8_assign, lc8_selectors, rules
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -471,10 +471,14 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
 
 def _session_forms(*, round: Round, user: User, turn: Turn, attributes: list[AttributeDefinition],
                    schema: Schema) -> dict:
-    """The session checklist's forms of a turn page (``care_selectors.session_checklist``); nothing, and no query,
-    for a turn without sessions."""
-    checklist = (care_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes)
-                 if turn.session_id is not None else None)
+    """The session checklist's forms of a turn page (``care_selectors.session_checklist``; for a session-rated
+    study, SPEC-LC8, the items of its session: ``lc8_selectors.session_checklist``); nothing, and no query, for a
+    turn without sessions."""
+    if turn.session_id is None:
+        return {}
+    checklist = (lc8_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes,
+                                                 schema=schema) if lc8_assign.is_session_rated(schema)
+                 else care_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes))
     if checklist is None:
         return {}
     return {"checklist_session": checklist.session, "session_forms": [

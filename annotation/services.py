@@ -93,7 +93,8 @@ def study_create(
 
 # What an admin may change once a study exists: not its slug, schema or model slots, which its data depends on.
 STUDY_SETTINGS = ("name", "description", "show_model_names", "show_therapist_reference", "check_threshold",
-                  "check_min_items", "experts_see_consensus", "method_labels")
+                  "check_min_items", "experts_see_consensus", "method_labels", "reference_labels", "session_history",
+                  "session_order")
 
 
 @transaction.atomic

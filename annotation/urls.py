@@ -35,6 +35,8 @@ urlpatterns = [
     re_path(rf"^api/v1/studies/{SLUG}/judgments/import/$", apis.JudgmentImportApi.as_view(),
             name="api-judgments-import"),
     re_path(rf"^api/v1/studies/{SLUG}/methods/$", apis.MethodListApi.as_view(), name="api-methods"),
+    re_path(rf"^api/v1/studies/{SLUG}/references/$", apis.ReferenceListApi.as_view(), name="api-references"),
+    re_path(rf"^api/v1/studies/{SLUG}/session-labels/$", apis.SessionLabelApi.as_view(), name="api-session-labels"),
     re_path(rf"^api/v1/studies/{SLUG}/conversations/$", apis.ConversationIngestApi.as_view(),
             name="api-conversations"),
     re_path(rf"^api/v1/studies/{SLUG}/responses/$", apis.ResponseIngestApi.as_view(), name="api-responses"),

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
 from access.requests import AuthedRequest
-from annotation import care_selectors, item_export, long_format, rules, selectors, services
+from annotation import care_selectors, item_export, lc8_selectors, long_format, rules, selectors, services
 from annotation.apis import judgments_download
 from annotation.forms import (
     AssignmentNoteForm,
@@ -41,6 +41,7 @@ from benchmark import services as benchmark_services
 from common.errors import RowErrors
 
 
+@require_GET
 @login_required
 def home(request: AuthedRequest) -> HttpResponse:
     """A reviewer's work and feedback; in the studies where the user is an expert, their gold-panel work and, when
@@ -91,6 +92,12 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         note_url = reverse("turn-note", args=[round_id, position])
     except NoReverseMatch:  # the comment and flags endpoint is optional for the page
         note_url = ""
+    # A session-rated study (SPEC-LC8): the assignment's unit is the turn's session, rated on its own page.
+    session_page = lc8_selectors.session_page(view=view, user=request.user)
+    if session_page is not None:
+        return render(request, "annotation/lc8.html", {
+            "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
+            "lc8": session_page})
     return render(request, "annotation/turn.html", {
         "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
         # One source of truth for the instance-count bound: the page checks what the server's rule checks.

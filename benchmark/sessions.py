@@ -50,9 +50,17 @@ class HistoryIn(ConversationIn):
     def validate(self, attrs):
         if "turns" in self.initial_data:
             raise serializers.ValidationError({"turns": "give either turns or sessions, not both"})
-        if attrs["kind"] != Conversation.Kind.MULTI:
+        if attrs["kind"] == Conversation.Kind.LONGITUDINAL:
+            _trajectory_problems(attrs)
+        elif attrs["kind"] != Conversation.Kind.MULTI:
             raise serializers.ValidationError({"kind": "a history of sessions is a multi-turn conversation: kind "
                                                        "must be multi"})
+        else:
+            counseling = [i for i, session in enumerate(attrs["sessions"])
+                          if session["kind"] == Session.Kind.COUNSELING]
+            if counseling:
+                raise serializers.ValidationError({f"sessions[{counseling[0]}].kind": (
+                    "a counseling session belongs to a trajectory: the conversation's kind must be longitudinal")})
         indices = [session["index"] for session in attrs["sessions"]]
         if indices != list(range(1, len(indices) + 1)):
             raise serializers.ValidationError({"sessions": f"session indices must be 1, 2, … in order; got "
@@ -70,9 +78,34 @@ class HistoryIn(ConversationIn):
         return super().validate(attrs)
 
 
+def _trajectory_problems(attrs: dict) -> None:
+    """A longitudinal conversation (SPEC-LC8: one client's counseling sessions): every session is a counseling
+    session, with no crisis type, and the conversation has no complexity (like any multi-turn one)."""
+    for position, session in enumerate(attrs["sessions"]):
+        if session["kind"] != Session.Kind.COUNSELING:
+            raise serializers.ValidationError({f"sessions[{position}].kind": (
+                f"a longitudinal trajectory is made of counseling sessions, not {session['kind']}")})
+        if session.get("crisis_type") is not None:
+            raise serializers.ValidationError({f"sessions[{position}].crisis_type": (
+                "must be null for a counseling session")})
+    if attrs.get("complexity") is not None:
+        raise serializers.ValidationError({"complexity": "must be null for a longitudinal trajectory"})
+
+
+class TurnsIn(ConversationIn):
+    """A conversation in the ``turns`` form: as ``ConversationIn``, but a longitudinal trajectory must come in the
+    ``sessions`` form (its sessions are what is rated)."""
+
+    def validate(self, attrs):
+        if attrs["kind"] == Conversation.Kind.LONGITUDINAL:
+            raise serializers.ValidationError({"kind": "a longitudinal trajectory is made of sessions: send it in "
+                                                       "the sessions form (sessions of kind counseling), not turns"})
+        return super().validate(attrs)
+
+
 def conversation_serializer(record: dict) -> ConversationIn:
     """The serializer for one conversations JSON Lines record: the ``sessions`` form or the ``turns`` form."""
-    return HistoryIn(data=record) if "sessions" in record else ConversationIn(data=record)
+    return HistoryIn(data=record) if "sessions" in record else TurnsIn(data=record)
 
 
 def record_turns(record: Any) -> Iterator[tuple[str, Any]]:

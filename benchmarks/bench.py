@@ -40,6 +40,7 @@ BENCHMARKS: list[tuple[str, str, list[str]]] = [
     ("exports", "exports.py", []),
     ("metrics", "metrics_worker.py", ["--resamples", "50", "--no-naive"]),
     ("dashboards", "reports_pages.py", ["--runs", "3"]),
+    ("lc8", "lc8_report.py", ["--naive-resamples", "2"]),
 ]
 _TARGET = re.compile(r"^\s*(≥|>=|>|≤|<=|<)\s*([\d,]*\.?\d+)\s*(×|x)?")
 

@@ -73,6 +73,8 @@ def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator
         for value in row:
             try:
                 key = (value.__class__, value)
+                if value.__class__ is float and not value:  # 0.0 == -0.0 (same hash): keep their texts apart
+                    key = (float, repr(value))
                 text = cache.get(key)
             except TypeError:  # unhashable: a list or a dict
                 key, text = None, None

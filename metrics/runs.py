@@ -18,7 +18,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
-from metrics import care_inputs, scaleout, selectors
+from metrics import care_inputs, lc8_inputs, scaleout, selectors
 from metrics.core.report import INDEXED, PreparedReport, ReportParams, report_finish
 from metrics.core.report import report_prepare as core_report_prepare
 from metrics.models import MetricRun
@@ -66,6 +66,9 @@ def report_prepare(
     care = care_inputs.care_section(study=study, seed=seed, resamples=bootstrap)  # None unless a CARE study
     if care is not None:
         prepared.report["care"] = care
+    lc8 = lc8_inputs.lc8_section(study=study, seed=seed, resamples=bootstrap)  # None unless an LC8 study
+    if lc8 is not None:
+        prepared.report["lc8"] = lc8
     return prepared
 
 

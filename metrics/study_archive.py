@@ -2,9 +2,9 @@
 reads it back, all or nothing (commands ``export_study`` / ``import_study``; README, "Backups and moving a study").
 
 Why here: an archive holds rows of benchmark (the material), annotation (schema, study, members, rounds,
-assignments, judgments with spans, gold agreements and revisions, workshop notes, alerts), metrics (metric runs)
-and audit (the study's trail). ``metrics`` is the lowest layer that may import all of them; ``calibration`` above
-it would also reach the protocol's services, which an archive must never call.
+assignments, judgments with spans, gold agreements and revisions, session labels, workshop notes, alerts),
+metrics (metric runs) and audit (the study's trail). ``metrics`` is the lowest layer that may import all of them;
+``calibration`` above it would also reach the protocol's services, which an archive must never call.
 
 Why tables and not services: a restore copies rows as they were, every value, version and timestamp (the
 ``auto_now`` ones too), where a service would make new history. It is still an ordinary writer for the database:
@@ -17,8 +17,9 @@ Format (``VERSION`` 1): JSON Lines, UTF-8, gzip-compressed when the file name en
 header ``{"type": "archive", "format": FORMAT, "version": 1, "study": slug}``; then one record per line, types in
 the order of ``ORDER``; the last line is ``{"type": "end", "records": {type: count}}``, so a truncated file is
 refused. Records name things by natural keys only: usernames, the schema slug and attribute codes, dataset name +
-conversation external id (+ turn index, + model slot), round names (``calibration-N``, ``main``), subcategory
-slugs. A judgment's line carries its spans, the experts who agreed to it (gold) and its revisions. Every other
+conversation external id (+ turn index, + model slot; + session index for a session label), round names
+(``calibration-N``, ``main``), subcategory slugs. A judgment's line carries its spans, the experts who agreed to
+it (gold) and its revisions. Every other
 column is written under its model field's name, so a field added to one of these models is archived without a
 change here (a test checks that every model and relation is covered). The file is a function of the study
 alone: no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
@@ -41,6 +42,7 @@ import contextlib
 import functools
 import itertools
 import json
+import math
 import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -61,6 +63,7 @@ from annotation.models import (
     Round,
     RoundItem,
     Schema,
+    SessionLabel,
     Span,
     SpanSubcategory,
     Study,
@@ -76,7 +79,7 @@ from metrics.models import MetricRun
 FORMAT = "cab-study-archive"
 VERSION = 1
 ORDER = ("archive", "user", "schema", "study", "member", "dataset", "conversation", "round", "assignment",
-         "judgment", "workshop_note", "alert", "metric_run", "audit_event", "end")
+         "judgment", "session_label", "workshop_note", "alert", "metric_run", "audit_event", "end")
 # Rows per query on export and per INSERT batch on import.
 CHUNK = 2000
 
@@ -97,6 +100,7 @@ RELATIONS: dict[type[models.Model], set[str]] = {
     RoundItem: {"round", "turn"},
     Assignment: {"round", "coder", "turn"},
     Judgment: {"round", "coder", "attribute", "conversation", "turn", "response", "session", "agreed_by"},
+    SessionLabel: {"study", "coder", "session", "attribute"},  # SPEC-LC8: coder by username, session by its key
     Span: {"judgment", "subcategory"},
     JudgmentRevision: {"judgment", "changed_by"},
     WorkshopNote: {"round", "attribute", "turn", "response", "written_by"},
@@ -211,6 +215,7 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
         RoundItem.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
         Assignment.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
         WorkshopNote.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
+        SessionLabel.objects.filter(study=study).values_list("session__conversation_id", flat=True),
     )
     for dataset in Dataset.objects.filter(conversations__pk__in=conversation_ids).distinct().order_by("name"):
         yield "dataset", _plain(dataset)
@@ -230,6 +235,16 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
          "turn": ("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index")}))
 
     yield from (("judgment", record) for record in _judgment_records(study))
+    # Methods' predictions per seed and the reference labels (SPEC-LC8): each value as the float it is stored as
+    # (JSON writes a float's shortest exact form, so it reads back bit for bit).
+    yield from (("session_label", record) for record in _rows(
+        SessionLabel.objects.filter(study=study).order_by(
+            "coder__user__username", "seed", "session__conversation__dataset__name",
+            "session__conversation__external_id", "session__index", "attribute__position", "attribute__code"),
+        SessionLabel,
+        {"coder": ("coder__user__username",),
+         "session": ("session__conversation__dataset__name", "session__conversation__external_id", "session__index"),
+         "attribute": ("attribute__code",)}))
 
     yield from (("workshop_note", record) for record in _rows(
         WorkshopNote.objects.filter(round__study=study).order_by("pk"), WorkshopNote,
@@ -285,15 +300,15 @@ def _conversation_records(ids: list[int], study: Study) -> Iterator[dict[str, An
     responses: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for response in ModelResponse.objects.filter(turn__conversation_id__in=ids).order_by("turn_id", "model_slot"):
         responses[response.turn_id].append(_plain(response))
-    # A history's sessions (read with its turns: a session always has turns) and each turn's session index: keys
-    # only a history has, so the records of every other conversation stay exactly as they were.
+    # A history's sessions (every one, with turns or not: a session label may name it) and each turn's session
+    # index: keys only a history has, so the records of every other conversation stay exactly as they were.
     sessions: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
-    for turn in Turn.objects.filter(conversation_id__in=ids).select_related("session").order_by("conversation_id",
-                                                                                                "index"):
-        session_key = {}
-        if turn.session is not None:
-            sessions[turn.conversation_id].setdefault(turn.session.index, _plain(turn.session))
-            session_key = {"session": turn.session.index}
+    index_of: dict[int, int] = {}
+    for session in Session.objects.filter(conversation_id__in=ids).order_by("conversation_id", "index"):
+        sessions[session.conversation_id][session.index] = _plain(session)
+        index_of[session.pk] = session.index
+    for turn in Turn.objects.filter(conversation_id__in=ids).order_by("conversation_id", "index"):
+        session_key = {} if turn.session_id is None else {"session": index_of[turn.session_id]}
         turns[turn.conversation_id].append({**_plain(turn), **session_key, "responses": responses[turn.pk]})
     found = {c.pk: c for c in Conversation.objects.filter(pk__in=ids).select_related("dataset")}
     for pk in ids:
@@ -429,6 +444,7 @@ class _Importer:
         self.sessions: dict[tuple[str, str, int], int] = {}  # (dataset, conversation, session index) -> session id
         self.responses: dict[tuple[int, str], tuple[int, int]] = {}  # (turn id, slot) -> (response id, length)
         self.rounds: dict[str, Round] = {}
+        self.members: dict[str, StudyMember] = {}  # username -> the new study's member
         self.conversations_reused = 0
 
     @property
@@ -441,7 +457,8 @@ class _Importer:
         handlers: dict[str, Callable[[list[Record]], None]] = {
             "user": self._users, "schema": self._schema, "study": self._studies, "member": self._members,
             "dataset": self._datasets, "conversation": self._conversations, "round": self._rounds,
-            "assignment": self._assignments, "judgment": self._judgments, "workshop_note": self._workshop_notes,
+            "assignment": self._assignments, "judgment": self._judgments, "session_label": self._session_labels,
+            "workshop_note": self._workshop_notes,
             "alert": self._alerts, "metric_run": self._metric_runs, "audit_event": self._audit_events,
         }
         first = next(records, None)
@@ -586,8 +603,10 @@ class _Importer:
         self._study = study
 
     def _members(self, batch: list[Record]) -> None:
-        StudyMember.objects.bulk_create(_built(batch, lambda record: _new(
-            StudyMember, record, study=self.study, user=self._user(record["user"]))))
+        members = _built(batch, lambda record: _new(StudyMember, record, study=self.study,
+                                                    user=self._user(record["user"])))
+        StudyMember.objects.bulk_create(members)
+        self.members.update({member.user.username: member for member in members})
 
     def _datasets(self, batch: list[Record]) -> None:
         names = _built(batch, lambda record: record["name"])
@@ -767,6 +786,39 @@ class _Importer:
                 raise ValueError(f"span {span} is outside the response text ({length} characters)")
             spans.append(Span(judgment=judgment, subcategory=subcategory, start=start, end=end))
         return spans
+
+    def _session_labels(self, batch: list[Record]) -> None:
+        """Methods' predictions and reference labels (SPEC-LC8), checked as ``annotation.session_labels`` checks
+        them (a method's value any finite number, as it is; a reference label a whole number on the scale)."""
+
+        def build(record: dict[str, Any]) -> SessionLabel:
+            member = self.members.get(record["coder"])
+            if member is None:
+                raise ValueError(f"coder {record['coder']!r} is not among the archive's study members")
+            if member.role not in (StudyMember.Role.METHOD, StudyMember.Role.REFERENCE):
+                raise ValueError(f"{record['coder']} is a {member.role} of the study: session labels are a method's "
+                                 "or the reference's")
+            key = record["session"]
+            if not isinstance(key, list) or len(key) != 3 or tuple(key) not in self.sessions:
+                raise ValueError(f"session {key!r} is not among the archive's conversations' sessions")
+            attribute = self._attribute(record["attribute"])
+            if attribute.unit != AttributeDefinition.Unit.SESSION:
+                raise ValueError(f"attribute {attribute.code} is not coded per session")
+            if type(record.get("value")) not in (int, float):
+                raise ValueError(f"value must be a number, not {record.get('value')!r}"[:200])
+            label = _new(SessionLabel, record, study=self.study, coder=member, session_id=self.sessions[tuple(key)],
+                         attribute=attribute)
+            if not math.isfinite(label.value):
+                raise ValueError(f"value must be a finite number, not {label.value!r}")
+            if member.role == StudyMember.Role.REFERENCE and label.seed is not None:
+                raise ValueError(f"a reference label has no seed, not seed {label.seed}")
+            if member.role == StudyMember.Role.REFERENCE and (
+                    not label.value.is_integer() or not attribute.scale_min <= label.value <= attribute.scale_max):
+                raise ValueError(f"a reference label of {attribute.code} is a whole number from {attribute.scale_min} "
+                                 f"to {attribute.scale_max}, not {label.value!r}")
+            return label
+
+        SessionLabel.objects.bulk_create(_built(batch, build))
 
     def _workshop_notes(self, batch: list[Record]) -> None:
         def build(record: dict[str, Any]) -> WorkshopNote:

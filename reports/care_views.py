@@ -19,15 +19,17 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Study
-from metrics import care_inputs
+from metrics import care_inputs, lc8_inputs
 from metrics.views import staff_study_or_404
-from reports import care_charts, charts, selectors
+from reports import care_charts, charts, lc8_charts, selectors
 
 
 def nav_pages(study: Study) -> list[charts.Page]:
-    """The report pages of the study's navigation: the CARE page only for a CARE study."""
+    """The report pages of the study's navigation: the CARE page only for a CARE study, the LongCounsel-8 page
+    (reports.lc8_views) only for an LC8 study."""
     pages = list(charts.PAGES.values())
-    return [*pages, care_charts.CARE_PAGE] if care_inputs.is_care_study(study) else pages
+    pages = [*pages, care_charts.CARE_PAGE] if care_inputs.is_care_study(study) else pages
+    return [*pages, lc8_charts.LC8_PAGE] if lc8_inputs.is_lc8_study(study) else pages
 
 
 def care_page(study: Study, slug: str) -> charts.Page | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 LANDIS_KOCH = ("κ < 0 Poor; 0–0.20 Slight; 0.21–0.40 Fair; 0.41–0.60 Moderate; 0.61–0.80 Substantial; "
@@ -28,7 +28,7 @@ class Filters:
     dataset: str = ""
     scale: str = "risk"
     signal: str = "ARI"
-    kind: str = ""  # "", "single" or "multi": conversations of that kind only (risk page)
+    kind: str = ""  # "", "single" or "multi": conversations of that kind only (risk, coupling, spans)
 
 
 @dataclass
@@ -85,7 +85,7 @@ def choices(report: Mapping[str, Any]) -> Choices:
     indices = report.get("indices") or {}
     rounds = sorted({r for per in (calibration.get("reviewers") or {}).values() for r in per if r != "delta_pp"})
     models = sorted(indices.get("ari") or {})
-    datasets = sorted((indices.get("uiri") or {}).get("by_dataset") or {})
+    datasets = sorted(set((indices.get("uiri") or {}).get("by_dataset") or {}) | set(indices.get("by_dataset") or {}))
     trajectories = indices.get("trajectories") or {}
     signals = sorted({s for per in (trajectories.get("models") or {}).values() for s in per}
                      | set(trajectories.get("user") or {}))
@@ -343,17 +343,54 @@ def _models(report: Mapping[str, Any], filters: Filters) -> list[str]:
     return [m for m in models if m == filters.model] if filters.model else models
 
 
-def _model_tables(report: Mapping[str, Any], filters: Filters) -> Mapping[str, Any]:
-    """The per-model tables (flags, ari, attribute_risk, fingerprint, ari_ci) of the whole main round, or of its
-    single-turn / multi-turn conversations only (no bootstrap intervals for those)."""
-    indices = report.get("indices") or {}
+def _split(section: Mapping[str, Any], filters: Filters) -> Mapping[str, Any]:
+    """The part of a report section (``indices``' model tables, ``coupling``, ``spans``) over the chosen dataset's
+    conversations and/or the chosen kind's: ``by_dataset[DATASET]``, ``by_kind[KIND]`` or
+    ``by_dataset[DATASET].by_kind[KIND]``; the whole section without those filters, {} when the report has no
+    such part (a dataset without responses, or a run computed before the report had the split)."""
+    if filters.dataset:
+        section = (section.get("by_dataset") or {}).get(filters.dataset) or {}
     if filters.kind in ("single", "multi"):
-        return {**((indices.get("by_kind") or {}).get(filters.kind) or {}), "ari_ci": {}}
-    return indices
+        section = (section.get("by_kind") or {}).get(filters.kind) or {}
+    return section
+
+
+def _model_tables(report: Mapping[str, Any], filters: Filters) -> Mapping[str, Any]:
+    """The per-model tables (flags, ari, attribute_risk, fingerprint, ari_ci) of the whole main round, or of the
+    chosen dataset's and/or conversation kind's responses only."""
+    return _split(report.get("indices") or {}, filters)
+
+
+def _split_words(filters: Filters) -> str:
+    """The page's dataset and conversation-kind filters in words ("" for all conversations)."""
+    kind = {"single": "single-turn conversations", "multi": "multi-turn conversations"}.get(filters.kind, "")
+    return ", ".join(part for part in (filters.dataset, kind) if part)
 
 
 def _kind_said(filters: Filters) -> str:
-    return {"single": " (single-turn conversations)", "multi": " (multi-turn conversations)"}.get(filters.kind, "")
+    """The page's dataset and conversation-kind filters, for titles: " (HOPE, multi-turn conversations)"."""
+    words = _split_words(filters)
+    return f" ({words})" if words else ""
+
+
+def split_missing(page: Page, report: Mapping[str, Any], filters: Filters) -> tuple[Filters, list[str]]:
+    """A run computed before the report split a page's figures by dataset or conversation kind has no such part:
+    the filter is set aside (the page shows all conversations) and the page says so."""
+    indices = report.get("indices") or {}
+    section = {"risk": indices, "coupling": indices.get("coupling") or {},
+               "spans": indices.get("spans") or {}}.get(page.slug)
+    if section is None:
+        return filters, []
+    notes = []
+    if filters.dataset and "dataset" in page.filters and "by_dataset" not in section:
+        notes.append(f"dataset {filters.dataset!r}: this run was computed before the {page.title} figures were "
+                     "split by dataset; showing all datasets (start a new run for per-dataset figures)")
+        filters = replace(filters, dataset="")
+    if filters.kind and "kind" in page.filters and "by_kind" not in section:
+        notes.append(f"conversations {filters.kind!r}: this run was computed before the {page.title} figures were "
+                     "split by conversation kind; showing all conversations")
+        filters = replace(filters, kind="")
+    return filters, notes
 
 
 def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
@@ -371,7 +408,8 @@ def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
                               "interval",
                  [*columns, "n_responses"], rows,
                  caption=f"{HIGHEST} highest and {LOWEST} lowest model in each column."
-                         + (" Intervals are computed for all conversations together only." if filters.kind else ""),
+                         + (" Intervals over the chosen conversations: the study's resamples, each restricted to "
+                            "them." if filters.kind or filters.dataset else ""),
                  marks=_mark_extremes(rows, [1 + 3 * i for i in range(len(CLUSTERS))]))
 
 
@@ -434,7 +472,7 @@ def flags_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
 def coupling_heatmap(report: Mapping[str, Any], filters: Filters) -> Chart:
     coupling = (report.get("indices") or {}).get("coupling") or {}
     scale = filters.scale if filters.scale in ("raw", "risk") else "risk"
-    per_model = coupling.get(scale) or {}
+    per_model = _split(coupling, filters).get(scale) or {}
     models = sorted(per_model)
     model = filters.model if filters.model in per_model else (models[0] if models else "")
     matrix = per_model.get(model) or {}
@@ -451,7 +489,9 @@ def coupling_heatmap(report: Mapping[str, Any], filters: Filters) -> Chart:
             rows.append([model, scale, u, o, cell.get("rho"), cell.get("p"), cell.get("q"), cell.get("n"),
                          bool(cell.get("significant"))])
         values.append(line)
-    return Chart("coupling", f"Input → response coupling, {model or 'no model'} ({scale} scale): Spearman ρ",
+    words = _split_words(filters)
+    return Chart("coupling", f"Input → response coupling, {model or 'no model'} ({scale} scale"
+                             f"{'; ' + words if words else ''}): Spearman ρ",
                  "heatmap", {"rows": inputs, "columns": outputs, "values": values, "outlined": outlined,
                              "vmin": -1.0, "vmax": 1.0, "label": "ρ"},
                  ["model", "scale", "user_attribute", "response_attribute", "rho", "p", "q", "n", "significant"],
@@ -563,14 +603,15 @@ def _dataset_said(filters: Filters) -> str:
 
 def spans_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
     spans = (report.get("indices") or {}).get("spans") or {}
-    evidence = spans.get("evidence") or {}
+    evidence = _split(spans, filters).get("evidence") or {}
     models = [m for m in sorted(evidence) if not filters.model or m == filters.model]
     subcategories = list(spans.get("subcategories") or sorted({s for per in evidence.values() for s in per}))
     series = {m: [((evidence.get(m) or {}).get(s) or {}).get("spans_per_response") for s in subcategories]
               for m in models}
     rows = [[m, s, ((evidence.get(m) or {}).get(s) or {}).get("spans_per_response"),
              ((evidence.get(m) or {}).get(s) or {}).get("tokens_per_response")] for m in models for s in subcategories]
-    return Chart("spans", "Span evidence: highlighted spans per response, by subcategory", "bars",
+    return Chart("spans", f"Span evidence{_kind_said(filters)}: highlighted spans per response, by subcategory",
+                 "bars",
                  {"categories": subcategories, "series": series, "ylabel": "spans per response"},
                  ["model", "subcategory", "spans_per_response", "tokens_per_response"], rows,
                  alt=f"Grouped bars of spans per response for {len(models)} models and {len(subcategories)} "
@@ -578,12 +619,12 @@ def spans_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
 
 
 def span_ratio_table(report: Mapping[str, Any], filters: Filters) -> Table:
-    ratios = ((report.get("indices") or {}).get("spans") or {}).get("ratios") or {}
+    ratios = _split((report.get("indices") or {}).get("spans") or {}, filters).get("ratios") or {}
     models = [m for m in sorted(ratios) if not filters.model or m == filters.model]
     names = sorted({r for per in ratios.values() for r in per})
     rows = [[m, n, ((ratios.get(m) or {}).get(n) or {}).get("spans"), ((ratios.get(m) or {}).get(n) or {}).get(
         "tokens")] for m in models for n in names]
-    return Table("span-ratios", "Span ratios (e.g. directive : tentative) per model",
+    return Table("span-ratios", f"Span ratios (e.g. directive : tentative) per model{_kind_said(filters)}",
                  ["model", "ratio", "spans", "tokens"], rows,
                  caption="Ratio of mean spans (and highlighted tokens) per response of the first subcategory to the "
                          "second.")
@@ -591,7 +632,7 @@ def span_ratio_table(report: Mapping[str, Any], filters: Filters) -> Table:
 
 def span_example_links(report: Mapping[str, Any], filters: Filters) -> list[tuple[str, list[str]]]:
     """(model, subcategories with at least one highlight) for the drill-down links of the span-evidence page."""
-    evidence = (((report.get("indices") or {}).get("spans") or {}).get("evidence")) or {}
+    evidence = _split((report.get("indices") or {}).get("spans") or {}, filters).get("evidence") or {}
     return [(m, [s for s, v in sorted(per.items()) if (v or {}).get("spans_per_response")])
             for m, per in sorted(evidence.items()) if not filters.model or m == filters.model]
 
@@ -614,11 +655,12 @@ PAGES: dict[str, Page] = {page.slug: page for page in (
          (reviewer_table, agreement_chart, kappa_heatmap, pairwise_heatmap, stability_chart, alpha_chart,
           experts_table, panel_table)),
     Page("user-input", "User input", ("dataset",), (uiri_chart, uiri_table, user_scores_chart)),
-    Page("risk", "Atrophy risk", ("model", "kind"), (ari_table, ari_chart, fingerprint_heatmap, flags_chart)),
-    Page("coupling", "Coupling", ("model", "scale"), (coupling_heatmap,)),
+    Page("risk", "Atrophy risk", ("model", "dataset", "kind"),
+         (ari_table, ari_chart, fingerprint_heatmap, flags_chart)),
+    Page("coupling", "Coupling", ("model", "scale", "dataset", "kind"), (coupling_heatmap,)),
     Page("trajectories", "Trajectories", ("model", "signal", "dataset"),
          (uiri_lines_chart, trajectory_chart, trajectory_classes_chart, trajectory_table)),
-    Page("spans", "Span evidence", ("model",), (spans_chart, span_ratio_table)),
+    Page("spans", "Span evidence", ("model", "dataset", "kind"), (spans_chart, span_ratio_table)),
 )}
 
 

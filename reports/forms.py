@@ -33,11 +33,12 @@ class FilterForm(forms.Form):
             for name, values in options.items():
                 cast(forms.ChoiceField, self.fields[name]).choices = values
 
-    def filters(self) -> tuple[Filters, list[str]]:
-        """The filters to apply and, for each value that could not be used, what was shown instead."""
+    def filters(self, shown: tuple[str, ...] | None = None) -> tuple[Filters, list[str]]:
+        """The filters to apply and, for each value that could not be used, what was shown instead (only for the
+        ``shown`` filters when given: a page says nothing of a filter it does not have)."""
         self.is_valid()
         dropped = [f"{name} {self.data.get(name)!r} is not in this report: showing the default"
-                   for name in self.errors if name != "run"]
+                   for name in self.errors if name != "run" and (shown is None or name in shown)]
         cleaned = {name: value for name, value in getattr(self, "cleaned_data", {}).items()
                    if name in ("round", "model", "dataset", "scale", "signal", "kind") and value}
         return Filters(**cleaned), dropped

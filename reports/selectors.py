@@ -3,13 +3,16 @@ report of the run a page shows. Read-only: a report page never writes (starting 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.contrib.postgres.fields import ArrayField
+from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
+from django.db.models.functions import Cast
 
 from annotation.models import Assignment, Round, Span, Study
-from benchmark.models import ModelResponse
+from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
 from metrics import selectors as metrics_selectors
@@ -74,12 +77,27 @@ def succeeded_runs(*, study: Study) -> list[MetricRun]:
                 .order_by("-finished_at", "-pk")[:50])
 
 
-def report_of(*, study: Study, run_id: int | None) -> tuple[MetricRun | None, dict | None]:
-    """The chosen succeeded run of the study (the newest when none is chosen) and its report."""
-    run = metrics_selectors.metric_run_latest_succeeded(study=study, run_id=run_id)
+class _Without(Func):
+    """A jsonb value without the given paths (PostgreSQL's ``#-`` operator, once per path)."""
+
+    arg_joiner = " #- "
+    template = "(%(expressions)s)"
+    output_field = JSONField()
+
+
+def report_of(*, study: Study, run_id: int | None,
+              without: Sequence[tuple[str, ...]] = ()) -> tuple[MetricRun | None, dict | None]:
+    """The chosen succeeded run of the study (the newest when none is chosen) and its report, less the ``without``
+    paths (parts of the report a page never reads, such as ``("indices", "coupling")``): PostgreSQL drops them, so
+    a page neither fetches nor parses megabytes it does not show. One query either way."""
+    runs = MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED).defer("result")
+    if run_id is not None:
+        runs = runs.filter(pk=run_id)
+    paths = [Cast(Value(list(path)), ArrayField(TextField())) for path in without]
+    run = runs.annotate(report=_Without(F("result"), *paths)).order_by("-finished_at", "-pk").first()
     if run is None:
         return None, None
-    return run, run.result
+    return run, run.report
 
 
 EXAMPLES_SHOWN = 10
@@ -93,13 +111,22 @@ class SpanExample:
     segments: list[tuple[str, int]]
 
 
-def span_examples(*, study: Study, model: str, subcategory: str) -> tuple[int, list[SpanExample]]:
+def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = "",
+                  kind: str = "") -> tuple[int, list[SpanExample]]:
     """Main-round responses of ``model`` in which reviewers highlighted ``subcategory``: how many there are, and
-    the first EXAMPLES_SHOWN of them (by response id) with every such highlight overlaid (3 queries)."""
+    the first EXAMPLES_SHOWN of them (by response id) with every such highlight overlaid (3 queries). ``dataset``
+    (a name) and ``kind`` ("single" or "multi") narrow them as the span-evidence page's filters do: multi-turn
+    is a conversation of kind multi, single-turn any other (as the report splits them)."""
     spans = Span.objects.filter(
         judgment__round__study=study, judgment__round__kind=MAIN, judgment__is_gold=False,
         judgment__response__model_slot=model, subcategory__slug=subcategory,
     )
+    if dataset:
+        spans = spans.filter(judgment__response__turn__conversation__dataset__name=dataset)
+    if kind == "multi":
+        spans = spans.filter(judgment__response__turn__conversation__kind=Conversation.Kind.MULTI)
+    elif kind == "single":
+        spans = spans.exclude(judgment__response__turn__conversation__kind=Conversation.Kind.MULTI)
     total = spans.values("judgment__response_id").distinct().count()
     chosen = list(spans.values_list("judgment__response_id", flat=True).distinct()
                   .order_by("judgment__response_id")[:EXAMPLES_SHOWN])

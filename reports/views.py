@@ -4,6 +4,8 @@ page per part of the report, each figure with its SVG, PNG and CSV downloads. Ad
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -20,6 +22,25 @@ from reports import care_views, charts, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
+# The report's largest parts (most of its megabytes at paper scale), each read by one page only: the other report
+# pages leave them in the database (their figures, filter choices and downloads never read them).
+HEAVY = {("indices", "coupling"): "coupling", ("indices", "trajectories"): "trajectories",
+         ("indices", "spans"): "spans"}
+# Large sections split by dataset and conversation kind (docs/metrics.md, item 20): a page without those filters in
+# its URL does not fetch their splits. (The risk page's are small, and its dataset choices read them.)
+SPLIT = {"coupling": ("indices", "coupling"), "spans": ("indices", "spans")}
+
+
+def report_paths_unread(report_page: charts.Page, query: Mapping[str, str]) -> list[tuple[str, ...]]:
+    """The paths of the stored report the page will not read for this URL (its heavy parts and splits)."""
+    if charts.PAGES.get(report_page.slug) is not report_page:
+        return []  # the CARE page reads its own section: the whole report
+    paths: list[tuple[str, ...]] = [path for path, reader in HEAVY.items() if reader != report_page.slug]
+    section = SPLIT.get(report_page.slug)
+    if section is not None:
+        paths += [(*section, split) for split, name in (("by_dataset", "dataset"), ("by_kind", "kind"))
+                  if not query.get(name)]
+    return paths
 
 
 def _page(slug: str, study: Study) -> charts.Page:
@@ -54,7 +75,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def _report(
-    request: HttpRequest, study: Study,
+    request: HttpRequest, study: Study, report_page: charts.Page,
 ) -> tuple[FilterForm, charts.Filters, list[str], MetricRun | None, dict | None]:
     succeeded = selectors.succeeded_runs(study=study)
     labels = [(run.pk, f"run {run.pk} · {run.finished_at:%Y-%m-%d %H:%M} · B = {run.parameters.get('bootstrap')}")
@@ -64,12 +85,14 @@ def _report(
     run_id = probe.cleaned_data.get("run") if hasattr(probe, "cleaned_data") else None
     if request.GET.get("run") and not run_id:
         raise Http404("run must be the number of one of this study's succeeded metric runs")
-    run, report = selectors.report_of(study=study, run_id=run_id)
+    run, report = selectors.report_of(study=study, run_id=run_id,
+                                      without=report_paths_unread(report_page, request.GET))
     if run_id and run is None:
         raise Http404(f"run {run_id} is not a succeeded metric run of this study")
     form = FilterForm(request.GET, runs=labels, choices=charts.choices(report or {}))
-    filters, dropped = form.filters()
-    return form, filters, dropped, run, report
+    filters, dropped = form.filters(shown=report_page.filters)
+    filters, missing = charts.split_missing(report_page, report or {}, filters)
+    return form, filters, dropped + missing, run, report
 
 
 @login_required
@@ -77,7 +100,7 @@ def _report(
 def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
     study = _study(request, slug)
     report_page = _page(page, study)
-    form, filters, dropped, run, report = _report(request, study)
+    form, filters, dropped, run, report = _report(request, study, report_page)
     blocks = charts.page_blocks(report_page, report, filters) if report is not None else []
     query = request.GET.copy()
     if run is not None:
@@ -86,6 +109,8 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
         "study": study, "page": report_page, "pages": care_views.nav_pages(study), "form": form, "dropped": dropped,
         "run": run, "blocks": blocks, "query": query.urlencode(),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
+        "span_filters": urlencode({name: value for name, value in (("dataset", filters.dataset),
+                                                                   ("kind", filters.kind)) if value}),
     }
     context |= care_views.page_context(report_page, report)  # nothing but on the CARE page
     name = str(context.pop("template", "reports/page.html"))
@@ -98,7 +123,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
 def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     study = _study(request, slug)
     report_page = _page(page, study)
-    _form, filters, _dropped, run, report = _report(request, study)
+    _form, filters, _dropped, run, report = _report(request, study, report_page)
     if run is None or report is None:
         raise Http404("no succeeded metric run for this study yet")
     block = charts.block_get(report_page, name, report, filters)
@@ -128,13 +153,21 @@ def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) 
 @login_required
 @require_GET
 def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
-    """The span-evidence drill-down: example responses of one model with one subcategory highlighted."""
+    """The span-evidence drill-down: example responses of one model with one subcategory highlighted, within the
+    span-evidence page's dataset and conversation-kind filters."""
     study = _study(request, slug)
     model, subcategory = request.GET.get("model", ""), request.GET.get("subcategory", "")
+    dataset, kind = request.GET.get("dataset", ""), request.GET.get("kind", "")
     if not model or not subcategory:
         raise Http404("choose a model and a subcategory")
-    total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory)
+    if kind not in ("", "single", "multi"):
+        raise Http404("kind must be single or multi")
+    total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory, dataset=dataset,
+                                              kind=kind)
+    back = {name: value for name, value in (("run", request.GET.get("run", "")), ("model", model),
+                                            ("dataset", dataset), ("kind", kind)) if value}
     return render(request, "reports/span_examples.html", {
         "study": study, "pages": care_views.nav_pages(study), "model": model, "subcategory": subcategory,
-        "total": total, "examples": examples, "run": request.GET.get("run", ""),
+        "dataset": dataset, "kind": kind, "total": total, "examples": examples, "run": request.GET.get("run", ""),
+        "back": urlencode(back),
     })

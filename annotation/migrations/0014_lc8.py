@@ -5,49 +5,123 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0013_care_schema_and_session_guard'),
-        ('benchmark', '0003_sessions'),
+        ("annotation", "0013_care_schema_and_session_guard"),
+        ("benchmark", "0003_sessions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='study',
-            name='reference_labels',
-            field=models.CharField(choices=[('blinded', "Blinded: human coders never see a method's labels"), ('shown', "Shown: human coders see a method's labels, to confirm or correct")], default='blinded', help_text="Whether human coders see the reference coder's labels (SPEC-LC8: never, unless the study says so).", max_length=10),
+            model_name="study",
+            name="reference_labels",
+            field=models.CharField(
+                choices=[
+                    ("blinded", "Blinded: human coders never see a method's labels"),
+                    ("shown", "Shown: human coders see a method's labels, to confirm or correct"),
+                ],
+                default="blinded",
+                help_text="Whether human coders see the reference labels (SPEC-LC8: blinded unless the study says).",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='session_history',
-            field=models.CharField(choices=[('shown', "Shown: a session's page shows the trajectory's earlier sessions"), ('hidden', "Hidden: a session's page shows that session's transcript only")], default='shown', help_text='Session-rated studies (LC8): whether raters see earlier sessions, to measure the effect of history.', max_length=10),
+            model_name="study",
+            name="session_history",
+            field=models.CharField(
+                choices=[
+                    ("shown", "Shown: a session's page shows the trajectory's earlier sessions"),
+                    ("hidden", "Hidden: a session's page shows that session's transcript only"),
+                ],
+                default="shown",
+                help_text="Session-rated studies (LC8): whether raters see earlier sessions (the effect of history).",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='session_order',
-            field=models.CharField(choices=[('in_order', "In order: each trajectory's sessions one after another, numbered"), ('blinded', 'Blinded: sessions of all trajectories in a shuffled order, unnumbered')], default='in_order', help_text="Session-rated studies (LC8): whether a rater's queue gives away each trajectory's sequence.", max_length=10),
+            model_name="study",
+            name="session_order",
+            field=models.CharField(
+                choices=[
+                    ("in_order", "In order: each trajectory's sessions one after another, numbered"),
+                    ("blinded", "Blinded: sessions of all trajectories in a shuffled order, unnumbered"),
+                ],
+                default="in_order",
+                help_text="Session-rated studies (LC8): whether a rater's queue gives away each trajectory's sequence.",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='studymember',
-            name='role',
-            field=models.CharField(choices=[('reviewer', 'Reviewer'), ('expert', 'Expert (gold panel)'), ('method', 'Method (an automated coder, e.g. an LLM judge)'), ('reference', 'Reference (the reference labels, e.g. a controlled PHQ-8 state)')], max_length=10),
+            model_name="studymember",
+            name="role",
+            field=models.CharField(
+                choices=[
+                    ("reviewer", "Reviewer"),
+                    ("expert", "Expert (gold panel)"),
+                    ("method", "Method (an automated coder, e.g. an LLM judge)"),
+                    ("reference", "Reference (the reference labels, e.g. a controlled PHQ-8 state)"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.CreateModel(
-            name='SessionLabel',
+            name="SessionLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seed', models.IntegerField(blank=True, help_text="The method's run seed; empty when it has none.", null=True)),
-                ('value', models.FloatField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('attribute', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='session_labels', to='annotation.attributedefinition')),
-                ('coder', models.ForeignKey(help_text='A method or reference member of the study.', on_delete=django.db.models.deletion.PROTECT, related_name='session_labels', to='annotation.studymember')),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='labels', to='benchmark.session')),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='session_labels', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "seed",
+                    models.IntegerField(
+                        blank=True, help_text="The method's run seed; empty when it has none.", null=True
+                    ),
+                ),
+                ("value", models.FloatField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "attribute",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="session_labels",
+                        to="annotation.attributedefinition",
+                    ),
+                ),
+                (
+                    "coder",
+                    models.ForeignKey(
+                        help_text="A method or reference member of the study.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="session_labels",
+                        to="annotation.studymember",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="labels", to="benchmark.session"
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="session_labels",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study_id', 'coder_id', 'seed', 'session_id', 'attribute_id'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('seed__isnull', False)), fields=('coder', 'seed', 'session', 'attribute'), name='session_label_unique'), models.UniqueConstraint(condition=models.Q(('seed__isnull', True)), fields=('coder', 'session', 'attribute'), name='session_label_unique_unseeded')],
+                "ordering": ["study_id", "coder_id", "seed", "session_id", "attribute_id"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("seed__isnull", False)),
+                        fields=("coder", "seed", "session", "attribute"),
+                        name="session_label_unique",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("seed__isnull", True)),
+                        fields=("coder", "session", "attribute"),
+                        name="session_label_unique_unseeded",
+                    ),
+                ],
             },
         ),
     ]

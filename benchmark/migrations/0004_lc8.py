@@ -2,39 +2,88 @@
 
 from django.db import migrations, models
 
+# PostgreSQL refuses to change the type of a column a trigger's WHEN clause reads (conversation.kind, 0002's
+# cab_conversation_frozen): drop the trigger around the change and put the same trigger back (its function stays).
+DROP_FROZEN = "DROP TRIGGER IF EXISTS cab_conversation_frozen ON benchmark_conversation;"
+CREATE_FROZEN = """
+CREATE TRIGGER cab_conversation_frozen BEFORE UPDATE ON benchmark_conversation
+    FOR EACH ROW WHEN (OLD.dataset_id <> NEW.dataset_id OR OLD.external_id IS DISTINCT FROM NEW.external_id
+                       OR OLD.kind IS DISTINCT FROM NEW.kind OR OLD.topic IS DISTINCT FROM NEW.topic
+                       OR OLD.complexity IS DISTINCT FROM NEW.complexity OR OLD.title IS DISTINCT FROM NEW.title)
+    EXECUTE FUNCTION cab_conversation_frozen();
+"""
+
+
+def _sql(statement):
+    def run(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            with schema_editor.connection.cursor() as cursor:
+                cursor.execute(statement)
+
+    return run
+
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0014_lc8'),
-        ('benchmark', '0003_sessions'),
+        ("annotation", "0014_lc8"),
+        ("benchmark", "0003_sessions"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='conversation',
-            name='conversation_multi_has_no_complexity_label',
+            model_name="conversation",
+            name="conversation_multi_has_no_complexity_label",
         ),
         migrations.RemoveConstraint(
-            model_name='session',
-            name='session_crisis_type_fits_kind',
+            model_name="session",
+            name="session_crisis_type_fits_kind",
         ),
+        migrations.RunPython(_sql(DROP_FROZEN), _sql(CREATE_FROZEN)),
         migrations.AlterField(
-            model_name='conversation',
-            name='kind',
-            field=models.CharField(choices=[('single', 'Single-turn'), ('multi', 'Multi-turn'), ('longitudinal', 'Longitudinal (a trajectory of counseling sessions, SPEC-LC8)')], max_length=12),
+            model_name="conversation",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("single", "Single-turn"),
+                    ("multi", "Multi-turn"),
+                    ("longitudinal", "Longitudinal (a trajectory of counseling sessions, SPEC-LC8)"),
+                ],
+                max_length=12,
+            ),
         ),
+        migrations.RunPython(_sql(CREATE_FROZEN), _sql(DROP_FROZEN)),
         migrations.AlterField(
-            model_name='session',
-            name='kind',
-            field=models.CharField(choices=[('chat', 'Chat'), ('crisis', 'Crisis'), ('callback', 'Callback'), ('counseling', "Counseling session (a LongCounsel-8 trajectory's session)")], max_length=10),
+            model_name="session",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("chat", "Chat"),
+                    ("crisis", "Crisis"),
+                    ("callback", "Callback"),
+                    ("counseling", "Counseling session (a LongCounsel-8 trajectory's session)"),
+                ],
+                max_length=10,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='conversation',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('complexity__isnull', True), ('kind__in', ['multi', 'longitudinal'])), ('kind', 'single'), _connector='OR'), name='conversation_multi_has_no_complexity_label'),
+            model_name="conversation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("complexity__isnull", True), ("kind__in", ["multi", "longitudinal"])),
+                    ("kind", "single"),
+                    _connector="OR",
+                ),
+                name="conversation_multi_has_no_complexity_label",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='session',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('crisis_type__isnull', True), ('kind', 'crisis'), _negated=True), models.Q(('crisis_type__isnull', False), ('kind__in', ['chat', 'counseling']), _negated=True)), name='session_crisis_type_fits_kind'),
+            model_name="session",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("crisis_type__isnull", True), ("kind", "crisis"), _negated=True),
+                    models.Q(("crisis_type__isnull", False), ("kind__in", ["chat", "counseling"]), _negated=True),
+                ),
+                name="session_crisis_type_fits_kind",
+            ),
         ),
     ]

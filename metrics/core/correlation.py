@@ -7,7 +7,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import false_discovery_control, spearmanr
+from scipy.special import stdtr
+from scipy.stats import false_discovery_control, rankdata, spearmanr
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float, int] | None:
@@ -47,15 +48,18 @@ def bh_qvalues(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def _spearman_matrix(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """ρ and p for every pair of columns observed on the same rows: one scipy call ranks each column once."""
+    """ρ and p for every pair of columns observed on the same rows, as ``scipy.stats.spearmanr`` computes them
+    (the correlation matrix of average ranks; two-sided p from Student's t with n - 2 degrees of freedom), but
+    with every column ranked in one vectorised call: spearmanr ranks column by column in Python, which was most
+    of the coupling's time once the report repeats it per dataset and conversation kind. The tests compare
+    each cell with spearmanr."""
     data = np.column_stack(columns)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        result = spearmanr(data)
-    rho, p = np.asarray(result.statistic, dtype=float), np.asarray(result.pvalue, dtype=float)
-    if rho.ndim == 0:  # scipy returns scalars for exactly two columns
-        rho = np.array([[1.0, float(rho)], [float(rho), 1.0]])
-        p = np.array([[0.0, float(p)], [float(p), 0.0]])
+    ranks = rankdata(data, axis=0)
+    dof = data.shape[0] - 2
+    with np.errstate(all="ignore"):
+        rho = np.corrcoef(ranks, rowvar=False)
+        t = rho * np.sqrt((dof / ((rho + 1.0) * (1.0 - rho))).clip(0))
+        p = 2 * stdtr(dof, -np.abs(t))
     return rho, p
 
 

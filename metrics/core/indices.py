@@ -8,7 +8,7 @@ coders of the unit; a model's figure is the mean over its responses where the qu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -281,9 +281,13 @@ def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
     }
 
 
-def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams, boot: Bootstrap) -> dict[str, object]:
+def _ari_intervals(
+    enc: Encoded, main: MainRound, params: ReportParams, boot: Bootstrap, splits: Sequence[np.ndarray] = (),
+) -> tuple[dict[str, object], list[dict[str, object]]]:
     """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns); filled in
-    when ``boot`` runs.
+    when ``boot`` runs. Also the same CIs over each split (a subset of the coded responses: a dataset's, a
+    conversation kind's), from the very same resamples: a resample of the study's clusters restricted to the
+    split's responses, so a dataset's interval moves with the study's draws and costs one matrix product.
 
     Per-cluster sums and counts of the coded responses are accumulated per resampling unit once; each
     resample is then a row of a (B x units) count matrix times those sums.
@@ -298,31 +302,59 @@ def _ari_intervals(enc: Encoded, main: MainRound, params: ReportParams, boot: Bo
     cluster_key = keys.turn_conversation[turn] if params.ci_resample == "conversation" else turn
     cluster, first = dense_ids(cluster_key)
     n_clusters, n_models, n_values = len(first), len(model_codes), len(names)
-    sums = np.zeros((n_clusters, n_models * n_values))
-    counts = np.zeros_like(sums)
-    for q in range(n_values):
-        values = main.response_clusters[coded, q]
-        ok = np.isfinite(values)
-        cell = cluster[ok] * (n_models * n_values) + position[ok] * n_values + q
-        sums += np.bincount(cell, weights=values[ok], minlength=sums.size).reshape(sums.shape)
-        counts += np.bincount(cell, minlength=sums.size).reshape(sums.shape)
+    width = n_models * n_values
+
+    def accumulate(blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(clusters x blocks·models·values) sums and counts; block b over the coded responses blocks[b] picks."""
+        sums = np.zeros((n_clusters, len(blocks) * width))
+        counts = np.zeros_like(sums)
+        for b, rows in enumerate(blocks):
+            part = slice(b * width, (b + 1) * width)
+            for q in range(n_values):
+                values = main.response_clusters[coded[rows], q]
+                ok = np.isfinite(values)
+                cell = cluster[rows][ok] * width + position[rows][ok] * n_values + q
+                size = n_clusters * width
+                sums[:, part] += np.bincount(cell, weights=values[ok], minlength=size).reshape(n_clusters, width)
+                counts[:, part] += np.bincount(cell, minlength=size).reshape(n_clusters, width)
+        return sums, counts
+
+    def intervals_of(low: np.ndarray, high: np.ndarray, models: np.ndarray) -> dict[str, object]:
+        low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
+        return {
+            keys.models[model_codes[m]]: {
+                name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
+            }
+            for m in models.tolist()
+        }
+
     intervals: dict[str, object] = {}
 
     def fill(samples: np.ndarray) -> None:
+        intervals.update(intervals_of(*percentile_interval(samples, params.ci_level), np.arange(n_models)))
+
+    boot.request(Resampling("ratio", accumulate([np.arange(len(coded))])), then=fill)
+    if not splits:
+        return intervals, []
+    # Rows (positions in ``coded``) of each split, and the models it has responses of.
+    where = np.full(len(keys.unit_model), -1, dtype=np.int64)
+    where[coded] = np.arange(len(coded))
+    blocks = [where[split] for split in splits]
+    split_models = [np.unique(position[rows]) for rows in blocks]
+    split_intervals: list[dict[str, object]] = [{} for _ in splits]
+
+    def fill_splits(samples: np.ndarray) -> None:
         low, high = percentile_interval(samples, params.ci_level)
-        low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
-        intervals.update({
-            keys.models[code]: {
-                name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
-            }
-            for m, code in enumerate(model_codes.tolist())
-        })
+        for b, models in enumerate(split_models):
+            part = slice(b * width, (b + 1) * width)
+            split_intervals[b].update(intervals_of(low[part], high[part], models))
 
-    boot.request(Resampling("ratio", (sums, counts)), then=fill)
-    return intervals
+    boot.request(Resampling("ratio", accumulate(blocks)), then=fill_splits)
+    return intervals, split_intervals
 
 
-def _coupling(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, object]:
+def _coupling(enc: Encoded, main: MainRound, params: ReportParams, coded: np.ndarray) -> dict[str, object]:
+    """{raw, risk}: per model, the coupling table over the given coded responses."""
     schema, keys = enc.schema, enc.keys
     inputs = schema.indices(lambda a: a.group == params.coupling_input_group and a.unit == "turn")
     outputs = schema.indices(lambda a: a.group in params.coupling_output_groups and a.unit == "response")
@@ -330,23 +362,17 @@ def _coupling(enc: Encoded, main: MainRound, params: ReportParams) -> dict[str, 
     codes = schema.codes
     raw: dict[str, object] = {}
     risk: dict[str, object] = {}
-    coded = main.coded_responses
+    thresholds = {"min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
     for code in np.unique(keys.unit_model[coded]).tolist():
         units = coded[keys.unit_model[coded] == code]
         turns = keys.unit_turn[units]
         x = {codes[a]: main.turn_mean_raw[turns, a] for a in inputs}
-        thresholds = {"min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
         model = keys.models[code]
         raw[model] = coupling_table(x, {codes[a]: main.response_mean_raw[units, a] for a in outputs}, **thresholds)
         risk[model] = coupling_table(
             x, {codes[a]: main.response_mean_risk[units, a] for a in risky_outputs}, **thresholds
         )
-    return {
-        "raw": raw,
-        "risk": risk,
-        "min_abs_rho": params.coupling_min_abs_rho,
-        "max_q": params.coupling_max_q,
-    }
+    return {"raw": raw, "risk": risk}
 
 
 def _trajectories(
@@ -448,16 +474,22 @@ def _by_signal(
     return user, models
 
 
-def _span_section(
+def _no_spans() -> dict[str, object]:
+    return {"evidence": {}, "ratios": {}}
+
+
+def _span_evidence(
     enc: Encoded,
     main: MainRound,
     rows_coders: np.ndarray,
     response_texts: Mapping[tuple[str, str, int, str], str] | None,
     subcategory_attribute: Mapping[str, str] | None,
-) -> dict[str, object]:
+) -> tuple[list[str], Callable[[np.ndarray], dict[str, object]]] | None:
+    """The subcategories, and a function giving {evidence, ratios} over a subset of the coded responses (the
+    spans' tokens are counted once for every subset); None without spans or main round."""
     spans, keys = enc.spans, enc.keys
     if spans is None or MAIN not in enc.rounds:
-        return {"evidence": {}, "ratios": {}, "subcategories": []}
+        return None
     keep = (spans.round == enc.rounds.index(MAIN)) & np.isin(spans.coder, rows_coders)
     keep &= np.array([a.unit == "response" for a in enc.schema.attributes])[spans.attribute]
     rows = np.flatnonzero(keep)
@@ -482,42 +514,108 @@ def _span_section(
             text = response_texts.get((keys.datasets[d], keys.conversation_name[c], t, keys.models[m]))
             if text is not None:
                 tokens[i] = whitespace_tokens(text, start, end)
-    model_codes = np.unique(keys.unit_model[main.coded_responses])
-    model_position = np.full(len(keys.models), -1, dtype=np.int64)
-    model_position[model_codes] = np.arange(len(model_codes))
-    response_model = np.where(main.response_coders > 0, model_position[keys.unit_model], 0)
-    n_spans, n_tokens = span_evidence(
-        span_response=spans.unit[rows],
-        span_subcategory=slug_index[spans.subcategory[rows]],
-        span_tokens=tokens,
-        response_coders=main.response_coders,
-        response_model=response_model,
-        n_models=len(model_codes),
-        n_subcategories=len(slugs),
-    )
-    models = [keys.models[c] for c in model_codes.tolist()]
-    evidence = {
-        model: {
-            slug: {
-                "spans_per_response": nan_to_none(n_spans[m, s]),
-                "tokens_per_response": nan_to_none(n_tokens[m, s]),
-            }
-            for s, slug in enumerate(slugs)
-        }
-        for m, model in enumerate(models)
-    }
     pairs = subcategory_pairs(subcategory_attribute) if subcategory_attribute is not None else []
-    ratios = {
-        model: {
-            f"{second}:{first}": {
-                "spans": nan_to_none(safe_divide(n_spans[m, slugs.index(second)], n_spans[m, slugs.index(first)])),
-                "tokens": nan_to_none(safe_divide(n_tokens[m, slugs.index(second)], n_tokens[m, slugs.index(first)])),
+    span_response, span_subcategory = spans.unit[rows], slug_index[spans.subcategory[rows]]
+
+    def evidence_of(coded: np.ndarray) -> dict[str, object]:
+        response_coders = np.zeros_like(main.response_coders)
+        response_coders[coded] = main.response_coders[coded]  # responses outside the subset count as uncoded
+        model_codes = np.unique(keys.unit_model[coded])
+        model_position = np.full(len(keys.models), -1, dtype=np.int64)
+        model_position[model_codes] = np.arange(len(model_codes))
+        response_model = np.where(response_coders > 0, model_position[keys.unit_model], 0)
+        n_spans, n_tokens = span_evidence(
+            span_response=span_response,
+            span_subcategory=span_subcategory,
+            span_tokens=tokens,
+            response_coders=response_coders,
+            response_model=response_model,
+            n_models=len(model_codes),
+            n_subcategories=len(slugs),
+        )
+        models = [keys.models[c] for c in model_codes.tolist()]
+        evidence = {
+            model: {
+                slug: {
+                    "spans_per_response": nan_to_none(n_spans[m, s]),
+                    "tokens_per_response": nan_to_none(n_tokens[m, s]),
+                }
+                for s, slug in enumerate(slugs)
             }
-            for _, first, second in pairs
+            for m, model in enumerate(models)
         }
-        for m, model in enumerate(models)
-    }
-    return {"evidence": evidence, "ratios": ratios, "subcategories": slugs}
+        ratios = {
+            model: {
+                f"{second}:{first}": {
+                    "spans": nan_to_none(safe_divide(n_spans[m, slugs.index(second)],
+                                                     n_spans[m, slugs.index(first)])),
+                    "tokens": nan_to_none(safe_divide(n_tokens[m, slugs.index(second)],
+                                                      n_tokens[m, slugs.index(first)])),
+                }
+                for _, first, second in pairs
+            }
+            for m, model in enumerate(models)
+        }
+        return {"evidence": evidence, "ratios": ratios}
+
+    return slugs, evidence_of
+
+
+KINDS = ("single", "multi")
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The coded responses of each dataset, each conversation kind, and each (dataset, kind): the subsets the
+    report repeats its model tables, coupling and span evidence over (the dashboards' dataset and single/multi
+    filters). ``subsets`` lists the distinct ones once; ``of`` maps (dataset or None, kind or None) to a
+    position in it (a dataset of one kind is the same subset as that dataset's kind part: computed once)."""
+
+    datasets: list[str]
+    subsets: list[np.ndarray]
+    of: dict[tuple[str | None, str | None], int]
+
+    def nest(self, values: Sequence[dict[str, object]], extra: Sequence[dict[str, object]] = ()
+             ) -> tuple[dict[str, object], dict[str, object]]:
+        """(by_kind, by_dataset) of per-subset values (and per-subset extras merged into each entry), by_dataset's
+        entries with their own by_kind."""
+        def entry(dataset: str | None, kind: str | None) -> dict[str, object]:
+            i = self.of[(dataset, kind)]
+            return {**values[i], **(extra[i] if extra else {})}
+
+        by_kind: dict[str, object] = {kind: entry(None, kind) for kind in KINDS}
+        by_dataset: dict[str, object] = {d: {**entry(d, None), "by_kind": {kind: entry(d, kind) for kind in KINDS}}
+                                         for d in self.datasets}
+        return by_kind, by_dataset
+
+
+def _splits(enc: Encoded, main: MainRound, multi: np.ndarray) -> Splits:
+    keys = enc.keys
+    coded = main.coded_responses
+    conversation = keys.turn_conversation[keys.unit_turn[coded]]
+    in_multi = multi[conversation]
+    dataset = keys.conversation_dataset[conversation]
+    subsets: list[np.ndarray] = []
+    seen: dict[bytes, int] = {}
+    of: dict[tuple[str | None, str | None], int] = {}
+
+    def add(name: tuple[str | None, str | None], mask: np.ndarray) -> None:
+        subset = coded[mask]
+        key = subset.tobytes()
+        if key not in seen:
+            seen[key] = len(subsets)
+            subsets.append(subset)
+        of[name] = seen[key]
+
+    kind_masks = {"single": ~in_multi, "multi": in_multi}
+    for kind in KINDS:
+        add((None, kind), kind_masks[kind])
+    datasets = np.unique(dataset).tolist()
+    for d in datasets:
+        add((keys.datasets[d], None), dataset == d)
+        for kind in KINDS:
+            add((keys.datasets[d], kind), (dataset == d) & kind_masks[kind])
+    return Splits([keys.datasets[d] for d in datasets], subsets, of)
 
 
 def empty_indices(params: ReportParams) -> dict[str, object]:
@@ -547,13 +645,16 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
         },
         "attribute_risk": {},
         "fingerprint": {},
-        "by_kind": {kind: {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}}
-                    for kind in ("single", "multi")},
+        "by_kind": {kind: {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {}}
+                    for kind in KINDS},
+        "by_dataset": {},
         "coupling": {
             "raw": {},
             "risk": {},
             "min_abs_rho": params.coupling_min_abs_rho,
             "max_q": params.coupling_max_q,
+            "by_kind": {kind: {"raw": {}, "risk": {}} for kind in KINDS},
+            "by_dataset": {},
         },
         "trajectories": {
             "threshold": params.slope_flat_threshold,
@@ -563,7 +664,8 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
             "uiri_conversations": {},
             "by_dataset": {},
         },
-        "spans": {"evidence": {}, "ratios": {}, "subcategories": []},
+        "spans": {**_no_spans(), "subcategories": [], "by_kind": {kind: _no_spans() for kind in KINDS},
+                  "by_dataset": {}},
     }
 
 
@@ -600,13 +702,23 @@ def indices_section(
     uiri = _uiri_section(enc, main, params)
     uiri["peaks"] = peaks
     uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
-    ari_ci = _ari_intervals(enc, main, params, boot)
-    step(0.45, "main round: coupling")
-    coupling = _coupling(enc, main, params)
+    splits = _splits(enc, main, multi)
+    ari_ci, split_ci = _ari_intervals(enc, main, params, boot, splits.subsets)
+    step(0.4, "main round: coupling")
+    coupling: dict[str, object] = {**_coupling(enc, main, params, main.coded_responses),
+                                   "min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
+    coupling["by_kind"], coupling["by_dataset"] = splits.nest(
+        [_coupling(enc, main, params, subset) for subset in splits.subsets])
     step(0.65, "main round: span evidence")
-    spans = _span_section(enc, main, coders, response_texts, subcategory_attribute)
-    step(0.85, "main round: single- and multi-turn tables")
-    by_kind = _tables_by_kind(enc, main, multi)
+    spans = section["spans"]
+    span_parts = _span_evidence(enc, main, coders, response_texts, subcategory_attribute)
+    if span_parts is not None:
+        slugs, evidence_of = span_parts
+        spans = {**evidence_of(main.coded_responses), "subcategories": slugs}
+        spans["by_kind"], spans["by_dataset"] = splits.nest([evidence_of(subset) for subset in splits.subsets])
+    step(0.85, "main round: tables per dataset and conversation kind")
+    by_kind, by_dataset = splits.nest([_model_tables(enc, replace(main, coded_responses=subset))
+                                       for subset in splits.subsets], [{"ari_ci": ci} for ci in split_ci])
     section.update(
         {
             "coders": [enc.coders[c] for c in coders.tolist()],
@@ -622,19 +734,9 @@ def indices_section(
             "trajectories": trajectories,
             "spans": spans,
             "by_kind": by_kind,
+            "by_dataset": by_dataset,
         }
     )
     if own:
         boot.run()
     return section
-
-
-def _tables_by_kind(enc: Encoded, main: MainRound, multi: np.ndarray) -> dict[str, object]:
-    """flags, ari, attribute_risk and fingerprint over the responses of single-turn conversations only and of
-    multi-turn conversations only (the dashboards' single/multi-turn filter)."""
-    keys = enc.keys
-    in_multi = multi[keys.turn_conversation[keys.unit_turn[main.coded_responses]]]
-    return {
-        kind: _model_tables(enc, replace(main, coded_responses=main.coded_responses[mask]))
-        for kind, mask in (("single", ~in_multi), ("multi", in_multi))
-    }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 
 import numpy as np
 from sklearn.metrics import cohen_kappa_score
@@ -225,8 +225,13 @@ def naive_ari(
     resamples: int,
     seed: int,
     ci_level: float = 0.95,
+    only: Container[tuple[str, str]] | None = None,
 ) -> dict:
-    """Per model cluster means and ARI, point and conversation-bootstrap intervals, response by response."""
+    """Per model cluster means and ARI, point and conversation-bootstrap intervals, response by response.
+
+    ``only`` (a set of (dataset, conversation)) gives the figures of a split (a dataset's conversations, a
+    kind's): the study's conversations are resampled as ever, and each resample keeps the picks in the split.
+    """
     spec = {a.code: a for a in attributes}
     clusters = _risk_clusters(attributes)
     risks = _response_risks(spec, clusters, judgments, panel)
@@ -236,10 +241,11 @@ def naive_ari(
     responses_of: dict[tuple, list[tuple]] = {c: [] for c in conversations}
     for response in sorted(value):
         responses_of[response[:2]].append(response)
-    models = sorted({r[3] for r in value})
+    inside = [c for c in conversations if only is None or c in only]
+    models = sorted({r[3] for c in inside for r in responses_of[c]})
 
     def means(picked: list[tuple]) -> dict[str, dict[str, float | None]]:
-        return _model_means(value, responses_of, models, names, picked)
+        return _model_means(value, responses_of, models, names, [c for c in picked if only is None or c in only])
 
     point = means(conversations)
     picks = resample_picks(len(conversations), resamples, seed)

@@ -26,3 +26,9 @@ def test_a_missing_page_is_styled_and_leads_home(client, reviewer):
 def test_the_server_error_page_renders_without_a_request():
     page = render_to_string("500.html")
     assert "Something went wrong on our side" in page and "css/app.css" in page
+
+
+def test_home_reads_only_a_post_is_refused(client, reviewer):
+    client.force_login(reviewer)
+    assert client.get("/").status_code == 200
+    assert client.post("/").status_code == 405

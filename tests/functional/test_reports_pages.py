@@ -73,5 +73,26 @@ def test_dashboards_draw_every_figure_and_keep_filters_in_the_url(browser_page, 
             page.locator("#ari .downloads a", has_text=label).click()
         content = open(download.value.path(), "rb").read()  # noqa: SIM115 - Playwright's temporary file
         assert content.startswith(magic), (label, content[:40])
+
+    # The dataset and single/multi-turn filters of the risk, coupling and span-evidence pages: the whole page
+    # follows them (titles, tables, pictures, drill-down links) and the URL carries them.
+    for link, block in (("Atrophy risk", "ari"), ("Coupling", "coupling"), ("Span evidence", "spans")):
+        page.locator(".report-nav a", has_text=link).click()
+        page.select_option("select[name=dataset]", "Synthetic multi-turn")
+        page.wait_for_url("**dataset=Synthetic*")
+        page.select_option("select[name=kind]", "multi")
+        page.wait_for_url("**kind=multi*")
+        page.locator(f"#{block}-title", has_text="multi-turn conversations").wait_for()
+        chart = page.locator(f"#{block} img.chart")
+        chart.scroll_into_view_if_needed()
+        page.wait_for_load_state("networkidle")
+        assert "kind=multi" in chart.get_attribute("src") and "dataset=Synthetic" in chart.get_attribute("src")
+        assert page.eval_on_selector(f"#{block} img.chart", "i => i.complete ? i.naturalWidth : -1") > 100, link
+        page.goto(page.url)  # the shared link shows the same view
+        assert page.locator("select[name=dataset]").input_value() == "Synthetic multi-turn"
+        assert page.locator("select[name=kind]").input_value() == "multi"
+        page.screenshot(path=str(ARTIFACTS / f"reports-syn-{block}-multi-turn-dataset.png"), full_page=True)
+    drill_down = page.locator("#span-examples a").first.get_attribute("href")
+    assert "dataset=Synthetic" in drill_down and "kind=multi" in drill_down
     assert not page.console_errors, page.console_errors
     assert not violations, violations

@@ -178,15 +178,57 @@ def test_user_scores_per_attribute_and_dataset():
     assert charts.user_scores_chart(shaped, Filters(dataset="A")).rows == [["A", "U1", 1.0, 4], ["A", "U2", None, None]]
 
 
-def test_the_kind_filter_reads_the_single_or_multi_turn_tables_without_intervals():
+def test_the_kind_filter_reads_the_single_or_multi_turn_tables_with_their_intervals():
     shaped = report()
     shaped["indices"]["by_kind"] = {"multi": {"ari": {"GPT": {"D": 0.9, "ARI": 0.8, "n_responses": 4}},
+                                              "ari_ci": {"GPT": {"D": {"low": 0.7, "high": 0.95}}},
                                               "flags": {"GPT": {"F1": 0.5}}, "fingerprint": {}}}
     table = charts.ari_table(shaped, Filters(kind="multi"))
-    assert [row[0] for row in table.rows] == ["GPT"] and table.rows[0][1:4] == [0.9, None, None]
-    assert "multi-turn" in table.title and "all conversations together only" in table.caption
+    assert [row[0] for row in table.rows] == ["GPT"] and table.rows[0][1:4] == [0.9, 0.7, 0.95]
+    assert "multi-turn" in table.title and "restricted to them" in table.caption
     assert charts.flags_chart(shaped, Filters(kind="multi")).spec["series"] == {"GPT": [0.5]}
     assert [row[0] for row in charts.ari_table(shaped, Filters()).rows] == ["Claude", "GPT", "Qwen"]
+
+
+def test_the_dataset_filter_reads_the_datasets_part_of_the_risk_coupling_and_span_sections():
+    shaped = report()
+    indices = shaped["indices"]
+    cell = {"rho": 0.5, "p": 0.01, "q": 0.02, "significant": True, "n": 9}
+    indices["by_dataset"] = {"B": {
+        "ari": {"Qwen": {"ARI": 0.3, "n_responses": 2}}, "ari_ci": {"Qwen": {"ARI": {"low": 0.1, "high": 0.4}}},
+        "flags": {}, "fingerprint": {},
+        "by_kind": {"multi": {"ari": {"Qwen": {"ARI": 0.6, "n_responses": 1}}, "ari_ci": {}},
+                    "single": {"ari": {}, "ari_ci": {}}}}}
+    indices["coupling"] = {"raw": {}, "risk": {"GPT": {"U1": {"EMP": {**cell, "rho": -0.9}}}}, "min_abs_rho": 0.2,
+                           "max_q": 0.05, "by_kind": {},
+                           "by_dataset": {"B": {"raw": {}, "risk": {"Qwen": {"U1": {"EMP": cell}}}, "by_kind": {}}}}
+    indices["spans"] = {"evidence": {"GPT": {"explores": {"spans_per_response": 0.4}}}, "ratios": {},
+                        "subcategories": ["explores"],
+                        "by_dataset": {"B": {"evidence": {"Qwen": {"explores": {"spans_per_response": 0.2}}},
+                                             "ratios": {}, "by_kind": {}}}}
+    table = charts.ari_table(shaped, Filters(dataset="B"))
+    assert [row[0] for row in table.rows] == ["Qwen"] and table.rows[0][13:16] == [0.3, 0.1, 0.4]
+    assert "(B)" in table.title
+    both = charts.ari_table(shaped, Filters(dataset="B", kind="multi"))
+    assert both.rows[0][13:] == [0.6, None, None, 1] and "(B, multi-turn conversations)" in both.title
+    assert charts.ari_table(shaped, Filters(dataset="B", kind="single")).rows == []
+    assert charts.ari_table(shaped, Filters(dataset="A")).rows == []  # no responses in A: nothing, not the whole
+    heatmap = charts.coupling_heatmap(shaped, Filters(dataset="B"))
+    assert heatmap.rows == [["Qwen", "risk", "U1", "EMP", 0.5, 0.01, 0.02, 9, True]] and "; B)" in heatmap.title
+    assert charts.spans_chart(shaped, Filters(dataset="B")).spec["series"] == {"Qwen": [0.2]}
+    assert charts.span_example_links(shaped, Filters(dataset="B")) == [("Qwen", ["explores"])]
+    assert "B" in charts.choices(shaped).datasets
+
+
+def test_a_run_from_before_the_splits_says_it_shows_all_conversations():
+    shaped = report()  # the shape of a report from before the splits: no by_dataset or by_kind anywhere
+    for slug in ("risk", "coupling", "spans"):
+        filters, notes = charts.split_missing(charts.PAGES[slug], shaped, Filters(dataset="B", kind="multi"))
+        assert filters == Filters() and len(notes) == 2 and "before" in notes[0], slug
+    shaped["indices"]["by_dataset"] = {}
+    assert charts.split_missing(charts.PAGES["risk"], shaped, Filters(dataset="B")) == (Filters(dataset="B"), [])
+    # pages without the split keep their filters (trajectories always had its dataset split)
+    assert charts.split_missing(charts.PAGES["trajectories"], shaped, Filters(dataset="B"))[0] == Filters(dataset="B")
 
 
 def test_panel_table_says_who_is_in_the_top_k_and_who_was_retained():

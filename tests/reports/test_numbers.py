@@ -271,11 +271,20 @@ def user_scores_rows(report: dict, view: View) -> Rows:
             for d, values in per.items() if view.dataset in ("", d) for c in codes}
 
 
+def _part(section: dict, view: View) -> dict:
+    """A section's figures over the conversations chosen: all; one dataset's (by_dataset[DATASET]); one kind's
+    (by_kind[KIND]); or one kind's within one dataset (by_dataset[DATASET].by_kind[KIND]). docs/metrics.md."""
+    if view.dataset:
+        section = section["by_dataset"].get(view.dataset) or {}
+    if view.kind:
+        section = at(section, "by_kind", view.kind) or {}
+    return section
+
+
 def _risk_tables(report: dict, view: View) -> tuple[dict, dict, list[str]]:
-    """The per-model tables of the conversations chosen (all, single- or multi-turn), their intervals, models."""
-    tables = report["indices"]["by_kind"][view.kind] if view.kind else report["indices"]
-    intervals = {} if view.kind else report["indices"]["ari_ci"]
-    return tables, intervals, [m for m in tables["ari"] if view.model in ("", m)]
+    """The per-model tables of the conversations chosen, their intervals, models."""
+    tables = _part(report["indices"], view)
+    return tables, tables.get("ari_ci") or {}, [m for m in tables.get("ari") or {} if view.model in ("", m)]
 
 
 def ari_table_rows(report: dict, view: View) -> Rows:
@@ -299,23 +308,23 @@ def ari_rows(report: dict, view: View) -> Rows:
 
 def fingerprint_rows(report: dict, view: View) -> Rows:
     tables, _, models = _risk_tables(report, view)
-    codes = {c for per in tables["fingerprint"].values() for c in per}
+    codes = {c for per in (tables.get("fingerprint") or {}).values() for c in per}
     return {(m, c): {"z": at(tables, "fingerprint", m, c)} for m in models for c in codes}
 
 
 def flags_rows(report: dict, view: View) -> Rows:
     tables, _, models = _risk_tables(report, view)
-    codes = {c for per in tables["flags"].values() for c in per}
+    codes = {c for per in (tables.get("flags") or {}).values() for c in per}
     return {(m, c): {"share": at(tables, "flags", m, c)} for m in models for c in codes}
 
 
 def coupling_rows(report: dict, view: View) -> Rows:
     scale = view.scale or "risk"
-    per_model = report["indices"]["coupling"][scale]
-    model = view.model or sorted(per_model)[0]
+    per_model = _part(report["indices"]["coupling"], view).get(scale) or {}
+    model = view.model or min(per_model, default="")
     return {(model, scale, u, o): {**{k: cell[k] for k in ("rho", "p", "q", "n")},
                                    "significant": bool(cell["significant"])}
-            for u, outputs in per_model[model].items() for o, cell in outputs.items()}
+            for u, outputs in (per_model.get(model) or {}).items() for o, cell in outputs.items()}
 
 
 def _trajectory_summaries(report: dict, view: View) -> tuple[str, dict[str, dict]]:
@@ -357,12 +366,12 @@ def trajectory_summary_rows(report: dict, view: View) -> Rows:
 
 def spans_rows(report: dict, view: View) -> Rows:
     spans = report["indices"]["spans"]
-    return {(m, s): dict(spans["evidence"][m][s]) for m in spans["evidence"] if view.model in ("", m)
-            for s in spans["subcategories"]}
+    evidence = _part(spans, view).get("evidence") or {}
+    return {(m, s): dict(evidence[m][s]) for m in evidence if view.model in ("", m) for s in spans["subcategories"]}
 
 
 def span_ratio_rows(report: dict, view: View) -> Rows:
-    ratios = report["indices"]["spans"]["ratios"]
+    ratios = _part(report["indices"]["spans"], view).get("ratios") or {}
     return {(m, name): dict(cell) for m, per in ratios.items() if view.model in ("", m) for name, cell in per.items()}
 
 
@@ -547,12 +556,17 @@ MULTI, SINGLE = "Synthetic multi-turn", "Synthetic single-turn"
 VIEWS: dict[str, list[View]] = {
     "reliability": [View(), View(round="calibration-1"), View(round="calibration-2")],
     "user-input": [View(), View(dataset=MULTI), View(dataset=SINGLE)],
-    "risk": [View(), View(model="GPT"), View(kind="single"), View(kind="multi", model="Claude")],
-    "coupling": [View(), View(model="Qwen", scale="raw"), View(model="Llama", scale="risk")],
+    "risk": [View(), View(model="GPT"), View(kind="single"), View(kind="multi", model="Claude"),
+             View(dataset=MULTI), View(dataset=SINGLE, model="Gemini"), View(dataset=MULTI, kind="multi"),
+             View(dataset=SINGLE, kind="multi")],
+    "coupling": [View(), View(model="Qwen", scale="raw"), View(model="Llama", scale="risk"),
+                 View(dataset=MULTI, model="GPT"), View(kind="single", scale="raw"),
+                 View(dataset=SINGLE, kind="single", model="Claude", scale="raw"), View(dataset=MULTI, kind="single")],
     "trajectories": [View(), View(dataset=MULTI), View(signal="UIRI"), View(signal="U2", dataset=MULTI),
                      View(model="GPT", signal="D", dataset=MULTI), View(signal="F3", model="Gemini"),
                      View(dataset=SINGLE)],
-    "spans": [View(), View(model="Llama")],
+    "spans": [View(), View(model="Llama"), View(dataset=MULTI), View(kind="single", model="GPT"),
+              View(dataset=SINGLE, kind="single"), View(dataset=SINGLE, kind="multi")],
 }
 
 
@@ -594,7 +608,9 @@ def test_every_number_shown_is_the_reports_value_for_the_same_filters(client, sy
 
 # The heatmaps write each cell's value in the picture (two decimals, * when significant): those numbers too.
 HEATMAPS = [("reliability", "kappa", View(round="calibration-1")), ("reliability", "pairwise", View()),
-            ("risk", "fingerprint", View(kind="single")), ("coupling", "coupling", View(model="GPT", scale="raw"))]
+            ("risk", "fingerprint", View(kind="single")), ("coupling", "coupling", View(model="GPT", scale="raw")),
+            ("risk", "fingerprint", View(dataset=MULTI)),
+            ("coupling", "coupling", View(model="Qwen", scale="risk", dataset=MULTI, kind="multi"))]
 
 
 def heatmap_texts(report: dict, page: str, name: str, view: View) -> Counter[str]:
@@ -607,7 +623,7 @@ def heatmap_texts(report: dict, page: str, name: str, view: View) -> Counter[str
     return texts
 
 
-@pytest.mark.parametrize(("page", "name", "view"), HEATMAPS, ids=[h[1] for h in HEATMAPS])
+@pytest.mark.parametrize(("page", "name", "view"), HEATMAPS, ids=[f"{h[1]}-{i}" for i, h in enumerate(HEATMAPS)])
 def test_the_numbers_written_in_a_heatmap_are_the_reports(client, synthetic, researcher, page, name, view):
     run, report = _stored(synthetic)
     client.force_login(researcher)
@@ -623,8 +639,8 @@ def test_the_numbers_written_in_a_heatmap_are_the_reports(client, synthetic, res
     for cell in _cells(other, page, name, view):
         cell.update({k: -0.777 for k in ("kappa", "bucketed", "rho") if isinstance(cell.get(k), float)})
     if name == "fingerprint":
-        other["indices"]["by_kind"]["single"]["fingerprint"] = {
-            m: dict.fromkeys(per, -0.777) for m, per in other["indices"]["by_kind"]["single"]["fingerprint"].items()}
+        tables = _part(other["indices"], view)
+        tables["fingerprint"] = {m: dict.fromkeys(per, -0.777) for m, per in tables["fingerprint"].items()}
     assert heatmap_texts(other, page, name, view) - written != Counter()
 
 
@@ -638,7 +654,8 @@ def _cells(report: dict, page: str, name: str, view: View) -> list[dict]:
     if name == "pairwise":
         return list(calibration["pairwise"][_round(report, view)].values())
     if name == "coupling":
-        return [c for per in report["indices"]["coupling"][view.scale][view.model].values() for c in per.values()]
+        return [c for per in _part(report["indices"]["coupling"], view)[view.scale][view.model].values()
+                for c in per.values()]
     return []
 
 
@@ -673,6 +690,18 @@ PERTURBED = [
     ("trajectories", ("indices", "trajectories", "user", "UIRI", "change_from_turn1", "2"), View(signal="UIRI")),
     ("spans", ("indices", "spans", "ratios", "Llama", "directive:tentative", "tokens"), View(model="Llama")),
     ("spans", ("indices", "spans", "evidence", "GPT", "explores", "spans_per_response"), View()),
+    ("risk", ("indices", "by_dataset", MULTI, "ari_ci", "GPT", "ARI", "low"), View(dataset=MULTI)),
+    ("risk", ("indices", "by_dataset", SINGLE, "by_kind", "single", "ari", "Gemini", "D"),
+     View(dataset=SINGLE, kind="single")),
+    ("risk", ("indices", "by_kind", "multi", "ari_ci", "Qwen", "F", "high"), View(kind="multi")),
+    ("coupling", ("indices", "coupling", "by_dataset", MULTI, "risk", "GPT", "U3", "EMP", "rho"),
+     View(model="GPT", dataset=MULTI)),
+    ("coupling", ("indices", "coupling", "by_kind", "single", "raw", "Claude", "U3", "EMP", "p"),
+     View(model="Claude", scale="raw", kind="single")),
+    ("spans", ("indices", "spans", "by_dataset", SINGLE, "evidence", "Llama", "explores", "tokens_per_response"),
+     View(dataset=SINGLE)),
+    ("spans", ("indices", "spans", "by_dataset", MULTI, "by_kind", "multi", "ratios", "GPT", "directive:tentative",
+               "spans"), View(dataset=MULTI, kind="multi")),
 ]
 
 

@@ -152,6 +152,71 @@ def test_filter_changes_answer_htmx_with_the_body_alone(client, synthetic, resea
     assert "GPT (raw scale)" in body
 
 
+MULTI, SINGLE = "Synthetic multi-turn", "Synthetic single-turn"
+
+
+@pytest.mark.parametrize("slug", ["risk", "coupling", "spans"])
+def test_risk_coupling_and_spans_filter_by_dataset_and_kind_in_the_url(client, synthetic, researcher, slug):
+    client.force_login(researcher)
+    url = reverse("reports-page", args=["syn", slug])
+    page = client.get(url, {"dataset": MULTI, "kind": "multi"}).content.decode()
+    # both filters are on the page's form (htmx: a change reloads the body and pushes the URL) and keep their value
+    form = re.search(r'<form method="get" class="filters report-filters".*?</form>', page, flags=re.S).group(0)
+    assert 'hx-push-url="true"' in form and 'name="dataset"' in form and 'name="kind"' in form
+    assert re.search(rf'<option value="{MULTI}" selected>', form) and '<option value="multi" selected>' in form
+    assert f"{MULTI}, multi-turn conversations" in page or f"{MULTI}; multi-turn conversations" in page
+    assert "Nothing to show" not in page
+    # the single-turn conversations of the multi-turn dataset: none, so nothing (not the whole study's figures)
+    empty = client.get(url, {"dataset": MULTI, "kind": "single"}, HTTP_HX_REQUEST="true").content.decode()
+    assert empty.lstrip().startswith('<div id="report-body">') and "Nothing to show" in empty
+
+
+def test_a_run_from_before_the_dataset_split_says_so_and_shows_every_dataset(client, synthetic, researcher):
+    run = _run(synthetic)
+    old = run.result
+    for section in (old["indices"], old["indices"]["coupling"], old["indices"]["spans"]):
+        section.pop("by_dataset")
+    MetricRun.objects.filter(pk=run.pk).update(result=old)
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=["syn", "risk"]), {"dataset": MULTI}).content.decode()
+    assert "computed before the Atrophy risk figures were split by dataset" in page
+    assert "<td>Claude</td>" in page and f"({MULTI})" not in page
+    csv_all = client.get(reverse("reports-file", args=["syn", "risk", "ari-table", "csv"]), {"dataset": MULTI})
+    rows = list(csv.reader(io.StringIO(b"".join(csv_all.streaming_content).decode())))
+    assert rows[1][1] == repr(old["indices"]["ari"][rows[1][0]]["D"])  # the whole study's value
+
+
+def test_a_page_fetches_only_the_parts_of_the_report_it_reads_and_shows_the_same(client, synthetic, researcher):
+    from reports import selectors, views
+
+    run, full = selectors.report_of(study=synthetic, run_id=None)
+    assert run == _run(synthetic) and full == run.result
+    for slug, page in charts.PAGES.items():
+        for filters in (charts.Filters(), charts.Filters(dataset=MULTI, model="GPT"), charts.Filters(kind="single"),
+                        charts.Filters(dataset=MULTI, kind="multi", model="GPT")):
+            query = {"dataset": filters.dataset, "kind": filters.kind}
+            without = views.report_paths_unread(page, query)
+            assert without, slug  # every page leaves something it does not read in the database
+            _, slim = selectors.report_of(study=synthetic, run_id=run.pk, without=without)
+            for path in without:
+                *parents, last = path
+                holder = slim
+                for part in parents:
+                    holder = holder[part]
+                assert last not in holder, (slug, path)
+            for built, expected in zip(charts.page_blocks(page, slim, filters), charts.page_blocks(page, full, filters),
+                                       strict=True):
+                assert (built.title, built.rows, built.caption) == (expected.title, expected.rows, expected.caption)
+            assert charts.choices(slim).datasets == charts.choices(full).datasets
+            assert charts.split_missing(page, slim, filters) == (filters, [])
+            if slug == "trajectories":
+                assert charts.choices(slim).signals == charts.choices(full).signals
+    # a filter the page does not have is ignored without a notice (the risk page has no signal choices to check)
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=["syn", "risk"]), {"signal": "ARI"}).content.decode()
+    assert "is not in this report" not in page
+
+
 def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, researcher):
     MetricRun.objects.filter(study=synthetic).update(status="failed", result=None)
     client.force_login(researcher)
@@ -201,3 +266,37 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
         and all(piece in highlighted for piece in escape(first.judgment.response.text[first.start:first.end]).split())
     client.force_login(reviewer)
     assert client.get(url, {"model": model, "subcategory": sub}).status_code == 403
+
+
+def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, researcher,
+                                                            django_assert_num_queries):
+    from annotation.models import Span
+
+    client.force_login(researcher)
+    spans_page = client.get(reverse("reports-page", args=["syn", "spans"]),
+                            {"model": "GPT", "dataset": MULTI, "kind": "multi"}).content.decode()
+    url = reverse("reports-span-examples", args=["syn"])
+    links = re.findall(rf'href="{url}\?model=GPT&amp;subcategory=([\w-]+)&amp;run=\d+&amp;([^"]*)"', spans_page)
+    assert links and all(query == "dataset=Synthetic+multi-turn&amp;kind=multi" for _, query in links)
+    sub = links[0][0]
+    everywhere = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
+                                     judgment__is_gold=False, judgment__response__model_slot="GPT",
+                                     subcategory__slug=sub)
+
+    def responses(spans) -> int:  # noqa: ANN001
+        return spans.values("judgment__response_id").distinct().count()
+
+    in_multi = everywhere.filter(judgment__response__turn__conversation__dataset__name=MULTI,
+                                 judgment__response__turn__conversation__kind="multi")
+    assert 0 < responses(in_multi) < responses(everywhere)
+    client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"})
+    with django_assert_num_queries(9):  # the filters join inside the same three queries
+        page = client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"}
+                          ).content.decode()
+    assert f"{responses(in_multi)} main-round response" in page and f"in {MULTI} to multi-turn" in page
+    assert all(f"{MULTI} · " in heading for heading in re.findall(r"<h2>(.*?)</h2>", page))
+    assert "dataset=Synthetic+multi-turn&amp;kind=multi" in page  # the way back keeps the filters
+    single = client.get(url, {"model": "GPT", "subcategory": sub, "kind": "single"}).content.decode()
+    expected = responses(everywhere.exclude(judgment__response__turn__conversation__kind="multi"))
+    assert f"{expected} main-round response" in single
+    assert client.get(url, {"model": "GPT", "subcategory": sub, "kind": "both"}).status_code == 404

@@ -9,7 +9,8 @@ from common.errors import RowErrors, not_utf8
 class Command(BaseCommand):
     help = (
         "Import judgments in the SPEC §6 long format (CSV or JSON Lines) into a study, all or nothing. A missing "
-        "study is created with schema cab-v1 together with the rounds and reviewer accounts the file names."
+        "study is created with schema cab-v1 together with the rounds and reviewer accounts the file names. The "
+        "session labels of an LC8 export (role method or reference, no round) are imported with the judgments."
     )
 
     def add_arguments(self, parser):
@@ -25,15 +26,18 @@ class Command(BaseCommand):
         try:
             with file.open(encoding="utf-8", newline="") as stream:
                 summary = judgment_import.judgments_import(
-                    rows=long_format.read_rows(stream, fmt=fmt), study_slug=study, by=None
+                    rows=long_format.read_rows(stream, fmt=fmt), study_slug=study, by=None, typed=fmt == "jsonl"
                 )
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
         except RowErrors as error:
             raise CommandError(f"{file}: {error.summary()}") from error
         created = "created" if summary.study_created else "existing"
+        labelled = summary.session_labels_created + summary.session_labels_updated + summary.session_labels_unchanged
         self.stdout.write(
             f"{file}: {summary.judgments_created} judgments and {summary.spans_created} spans imported into "
             f"{created} study {study!r}; {summary.judgments_unchanged} unchanged; rounds created: "
             f"{', '.join(summary.rounds_created) or 'none'}; accounts created: {len(summary.accounts_created)}"
+            + (f"; session labels: {summary.session_labels_created} created, {summary.session_labels_updated} "
+               f"updated, {summary.session_labels_unchanged} unchanged" if labelled else "")
         )

@@ -1,6 +1,9 @@
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+from django.db import transaction
 
-from annotation import demo
+from access import roles
+from annotation import demo, lc8_demo
 
 
 class Command(BaseCommand):
@@ -12,9 +15,19 @@ class Command(BaseCommand):
         parser.add_argument("--care", action="store_true",
                             help="Also load the CARE demo study (care-demo: one synthetic history of sessions on "
                                  "care-v1, with an illustrative LLM judge's labels).")
+        parser.add_argument("--lc8", action="store_true",
+                            help="Also load the LongCounsel-8 demo study (lc8-demo: eight synthetic trajectories of "
+                                 "five counseling sessions on lc8-v1, reference PHQ-8 labels and two illustrative "
+                                 "methods' predictions).")
 
-    def handle(self, *args, quiet: bool, care: bool = False, **options):
-        result = demo.demo_load(care=care)
+    def handle(self, *args, quiet: bool, care: bool = False, lc8: bool = False, **options):
+        with transaction.atomic():  # all or nothing
+            result = demo.demo_load(care=care)
+            if lc8:
+                users = {role: get_user_model().objects.get(username=result.logins[role])
+                         for role in (roles.ADMIN, roles.REVIEWER, roles.EXPERT)}
+                lc8_demo.lc8_demo_load(admin=users[roles.ADMIN], reviewer=users[roles.REVIEWER],
+                                       expert=users[roles.EXPERT])
         if quiet:
             return
         self.stdout.write(self.style.SUCCESS(
@@ -30,6 +43,11 @@ class Command(BaseCommand):
             self.stdout.write("CARE demo study 'care-demo' (/studies/care-demo/): one SYNTHETIC history of five "
                               "sessions (a crisis and a callback) on care-v1, with the labels of demo-care-judge (a "
                               "method).")
+        if lc8:
+            self.stdout.write(f"LC8 demo study '{lc8_demo.LC8_DEMO_STUDY}' (/studies/{lc8_demo.LC8_DEMO_STUDY}/): "
+                              "eight SYNTHETIC trajectories of five counseling sessions on lc8-v1 with reference "
+                              "PHQ-8 labels and two illustrative methods; demo-reviewer and demo-expert have the "
+                              "sessions to rate.")
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")

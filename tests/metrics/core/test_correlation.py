@@ -94,3 +94,21 @@ def test_coupling_with_a_constant_first_column_still_defines_the_others() -> Non
     assert table["K"]["Y"]["rho"] is None
     assert table["X"]["Y"]["rho"] == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
     assert table["X"]["Y"]["q"] == pytest.approx(table["X"]["Y"]["p"], abs=1e-15)  # a family of one
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(3, 60), st.integers(2, 6), st.sampled_from([2, 3, 5, 1000]))
+def test_the_matrix_is_scipys_spearmanr_to_the_last_bit(seed: int, n: int, k: int, levels: int) -> None:
+    """The coupling ranks every column in one call and applies spearmanr's own formulas: the same floats as
+    spearmanr's matrix (ties, few pairs and near-perfect correlations included)."""
+    from metrics.core.correlation import _spearman_matrix
+
+    rng = np.random.default_rng(seed)
+    columns = [rng.integers(0, levels, n).astype(float) / 2 for _ in range(k)]
+    columns.append(columns[0] * 2 + 1)  # a perfect correlation: ρ = 1, p = 0
+    if any(np.all(c == c[0]) for c in columns):
+        return  # constant columns never reach the matrix (coupling_table leaves them out)
+    rho, p = _spearman_matrix(columns)
+    expected = spearmanr(np.column_stack(columns))
+    np.testing.assert_array_equal(rho, expected.statistic)
+    np.testing.assert_array_equal(p, expected.pvalue)

@@ -118,6 +118,46 @@ def test_model_tables_split_by_conversation_kind(report: dict) -> None:
     assert by_kind["single"]["ari"]["M1"]["n_responses"] == 1 and by_kind["multi"]["ari"]["M1"]["n_responses"] == 3
 
 
+def test_model_tables_split_by_dataset_and_by_dataset_and_kind(report: dict) -> None:
+    ind = report["indices"]
+    assert list(ind["by_dataset"]) == ["D1", "D2"]
+    d1, d2 = ind["by_dataset"]["D1"], ind["by_dataset"]["D2"]
+    # D1 holds the single-turn conversation s, D2 the multi-turn m: each is its kind's part of the study
+    for key in ("flags", "ari", "attribute_risk", "fingerprint", "ari_ci"):
+        assert d1[key] == ind["by_kind"]["single"][key] and d2[key] == ind["by_kind"]["multi"][key]
+        assert d1["by_kind"]["single"][key] == d1[key] and d2["by_kind"]["multi"][key] == d2[key]
+        assert d1["by_kind"]["multi"][key] == {} and d2["by_kind"]["single"][key] == {}
+    assert d1["flags"]["M1"]["FA"] == pytest.approx(0.5) and d2["flags"]["M1"]["FA"] == pytest.approx(1 / 3)
+    # M1 on m: D = (0, .5, 1), F = (0, 1, 0), ARI = (0, .75, .5); M2's m2 has no ARI (no coder has both clusters)
+    assert d2["ari"]["M1"] == {"D": pytest.approx(0.5), "F": pytest.approx(1 / 3), "ARI": pytest.approx(1.25 / 3),
+                               "n_responses": 3}
+    assert d2["ari"]["M2"]["ARI"] == pytest.approx(0.75) and d2["ari"]["M2"]["n_responses"] == 3
+    # With one conversation in D2, every resample that draws it gives the point estimate: a zero-width interval
+    assert d2["ari_ci"]["M1"]["ARI"] == {"low": pytest.approx(1.25 / 3), "high": pytest.approx(1.25 / 3)}
+
+
+def test_coupling_and_span_evidence_split_by_dataset_and_kind(report: dict) -> None:
+    coupling, spans = report["indices"]["coupling"], report["indices"]["spans"]
+    assert coupling["by_kind"]["multi"] == coupling["by_dataset"]["D2"]["by_kind"]["multi"]
+    multi = coupling["by_dataset"]["D2"]["raw"]["M1"]
+    # M1 on m: UA 0, 1, 2 against RA 2, 1, 0 (a perfect reversal over three pairs)
+    assert multi["UA"]["RA"]["rho"] == pytest.approx(-1.0) and multi["UA"]["RA"]["n"] == 3
+    assert coupling["by_dataset"]["D1"]["raw"]["M1"]["UA"]["RA"] == {
+        "rho": None, "p": None, "q": None, "significant": None, "n": 1}  # one response: undefined
+    assert coupling["by_dataset"]["D1"]["by_kind"]["multi"] == {"raw": {}, "risk": {}}
+    # p: s/M1 has (1 + 1)/2 spans and (2 + 1)/2 tokens over D1's one response; q: s/M1 (0 + 1)/2 spans
+    d1 = spans["by_dataset"]["D1"]["evidence"]["M1"]
+    assert d1["p"] == {"spans_per_response": pytest.approx(1.0), "tokens_per_response": pytest.approx(1.5)}
+    assert d1["q"] == {"spans_per_response": pytest.approx(0.5), "tokens_per_response": pytest.approx(0.5)}
+    # q on m1/M1 by x alone: 1 span of 2 tokens ("one two") over D2's three M1 responses
+    d2 = spans["by_dataset"]["D2"]["evidence"]["M1"]
+    assert d2["q"] == {"spans_per_response": pytest.approx(1 / 3), "tokens_per_response": pytest.approx(2 / 3)}
+    assert d2["p"] == {"spans_per_response": 0.0, "tokens_per_response": 0.0}
+    assert spans["by_dataset"]["D2"]["ratios"]["M1"]["q:p"] == {"spans": None, "tokens": None}
+    assert spans["by_kind"]["single"] == {k: spans["by_dataset"]["D1"][k] for k in ("evidence", "ratios")}
+    assert spans["by_dataset"]["D1"]["by_kind"]["multi"] == {"evidence": {}, "ratios": {}}
+
+
 def test_uiri_band_boundaries_are_inclusive_below() -> None:
     report = build_report(
         attributes=SCHEMA,

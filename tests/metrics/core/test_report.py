@@ -137,6 +137,98 @@ def test_ari_table_and_intervals_match_the_naive_loops(parity: tuple[SyntheticSt
             assert report["indices"]["ari_ci"][model][name] == _interval(naive["intervals"][model][name])
 
 
+# Two datasets that each mix single- and multi-turn conversations, so every split (dataset, kind, dataset x kind)
+# is a different set of conversations.
+MERGED = {"CounselChat": "A", "CARE-Bench": "A", "PAIR": "B", "HOPE": "B"}
+
+
+def _merged(study: SyntheticStudy) -> SyntheticStudy:
+    def column(values: object) -> np.ndarray:
+        return np.array([MERGED[d] for d in np.asarray(values).tolist()], dtype=object)
+
+    return SyntheticStudy(
+        judgments=replace(study.judgments, dataset=column(study.judgments.dataset)),
+        spans=replace(study.spans, dataset=column(study.spans.dataset)),
+        response_texts={(MERGED[d], c, t, m): text for (d, c, t, m), text in study.response_texts.items()},
+        conversation_kinds={(MERGED[d], c): kind for (d, c), kind in study.conversation_kinds.items()},
+    )
+
+
+SPLITS = [(None, "single"), (None, "multi"), ("A", None), ("B", None), ("A", "single"), ("A", "multi"),
+          ("B", "single"), ("B", "multi")]
+
+
+def _split(indices: dict, dataset: str | None, kind: str | None, section: str | None = None) -> dict:
+    """The entry of a split: indices.by_kind[kind], indices.by_dataset[dataset] or its by_kind[kind] (or the same
+    under ``section``, e.g. coupling or spans)."""
+    holder = indices if section is None else indices[section]
+    if dataset is None:
+        return holder["by_kind"][kind]
+    entry = holder["by_dataset"][dataset]
+    return entry if kind is None else entry["by_kind"][kind]
+
+
+def _conversations(study: SyntheticStudy, dataset: str | None, kind: str | None) -> set[tuple[str, str]]:
+    return {key for key, k in study.conversation_kinds.items() if dataset in (None, key[0]) and kind in (None, k)}
+
+
+def test_ari_of_each_dataset_and_kind_matches_the_naive_loops_on_the_same_draws() -> None:
+    study = _merged(generate(PARITY_SCHEMA, main_overlap=0.5, seed=21, **SMALL))
+    report = build_report(attributes=PARITY_SCHEMA, judgments=study.judgments,
+                          conversation_kinds=study.conversation_kinds, params=PARITY_PARAMS)
+    indices = report["indices"]
+    assert sorted(indices["by_dataset"]) == ["A", "B"]
+    for dataset, kind in SPLITS:
+        entry = _split(indices, dataset, kind)
+        only = _conversations(study, dataset, kind)
+        naive = naive_ari(PARITY_SCHEMA, study.judgments, panel=None, resamples=16, seed=5, only=only)
+        assert naive["point"] and sorted(naive["point"]) == sorted(entry["ari"]) == sorted(entry["ari_ci"])
+        for model, values in naive["point"].items():
+            for name, value in values.items():
+                assert entry["ari"][model][name] == pytest.approx(value, abs=1e-12), (dataset, kind, model, name)
+                assert entry["ari_ci"][model][name] == _interval(naive["intervals"][model][name]), (dataset, kind)
+    # The splits' intervals differ from the study's: they are not a copy of the overall CIs
+    assert indices["by_dataset"]["A"]["ari_ci"] != indices["ari_ci"]
+
+
+def _alone(study: SyntheticStudy, conversations: set[tuple[str, str]], **kwargs: object) -> dict:
+    """The report of the given conversations only (the other rows removed)."""
+    def rows(table: object) -> np.ndarray:
+        keys = zip(np.asarray(table.dataset).tolist(), np.asarray(table.conversation).tolist(), strict=True)
+        return np.array([key in conversations for key in keys], dtype=bool)
+
+    judgments, spans = study.judgments, study.spans
+    keep_j, keep_s = rows(judgments), rows(spans)
+    return build_report(
+        attributes=DEFAULT_SCHEMA,
+        judgments=_take(judgments, np.flatnonzero(keep_j)),
+        spans=type(spans)(**{f: np.asarray(getattr(spans, f))[keep_s] for f in spans.__dataclass_fields__}),
+        response_texts=study.response_texts, conversation_kinds=study.conversation_kinds,
+        subcategory_attribute=DEFAULT_SUBCATEGORIES, **kwargs,
+    )
+
+
+@pytest.mark.parametrize(("dataset", "kind"), SPLITS)
+def test_a_split_has_the_figures_of_its_conversations_alone(study: SyntheticStudy, dataset: str | None,
+                                                           kind: str | None) -> None:
+    merged = _merged(study)
+    params = ReportParams(bootstrap=0, seed=3)
+    report = build_report(
+        attributes=DEFAULT_SCHEMA, judgments=merged.judgments, spans=merged.spans,
+        response_texts=merged.response_texts, conversation_kinds=merged.conversation_kinds,
+        subcategory_attribute=DEFAULT_SUBCATEGORIES, params=params,
+    )["indices"]
+    alone = _alone(merged, _conversations(merged, dataset, kind), params=params)["indices"]
+    assert alone["ari"], "the split must have responses"
+    entry = _split(report, dataset, kind)
+    for key in ("flags", "ari", "attribute_risk", "fingerprint"):
+        assert entry[key] == alone[key], key  # the same responses in the same order: the same floats
+    for section, keys in (("coupling", ("raw", "risk")), ("spans", ("evidence", "ratios"))):
+        split = _split(report, dataset, kind, section)
+        for key in keys:
+            assert split[key] == alone[section][key], (section, key)
+
+
 def test_same_seed_same_report_other_seed_other_bootstrap(study: SyntheticStudy, report: dict) -> None:
     kwargs = {
         "attributes": DEFAULT_SCHEMA,
@@ -232,6 +324,11 @@ def test_empty_input_gives_every_section_empty() -> None:
     assert cal["gold_in_plurality"] == {} and cal["bootstrap"]["top_k"] == {"4": {}, "5": {}, "6": {}}
     assert ind["uiri"]["mean"] is None and ind["uiri"]["bands"] == {"low": None, "medium": None, "high": None}
     assert ind["flags"] == {} and ind["ari"] == {} and ind["attribute_risk"] == {} and ind["fingerprint"] == {}
+    # the dataset and conversation-kind splits are there, empty
+    assert ind["by_dataset"] == {} and ind["coupling"]["by_dataset"] == {} and ind["spans"]["by_dataset"] == {}
+    assert ind["by_kind"]["multi"] == {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {}}
+    assert ind["coupling"]["by_kind"] == {"single": {"raw": {}, "risk": {}}, "multi": {"raw": {}, "risk": {}}}
+    assert ind["spans"]["by_kind"]["single"] == {"evidence": {}, "ratios": {}}
 
 
 def test_a_single_calibration_item() -> None:
@@ -358,6 +455,9 @@ def test_turn_resampling_is_available_for_main_round_intervals(study: SyntheticS
     assert by_turn["indices"]["ci"]["resample"] == "turn"
     ci = by_turn["indices"]["ari_ci"]["GPT"]["ARI"]
     assert ci["low"] <= by_turn["indices"]["ari"]["GPT"]["ARI"] <= ci["high"]
+    for entry in (*by_turn["indices"]["by_dataset"].values(), *by_turn["indices"]["by_kind"].values()):
+        ci = entry["ari_ci"]["GPT"]["ARI"]
+        assert ci["low"] <= entry["ari"]["GPT"]["ARI"] <= ci["high"]
 
 
 def test_partial_studies_never_crash_and_stay_strict_json() -> None:

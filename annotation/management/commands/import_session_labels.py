@@ -1,0 +1,49 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation import session_labels
+from annotation.models import Study
+from common.errors import RowErrors, not_utf8
+
+
+class Command(BaseCommand):
+    help = (
+        "Import session labels (SPEC-LC8: methods' predictions per seed, reference labels) in the long format "
+        "(CSV or JSON Lines) into a study, all or nothing and idempotently. Register the coders first (the API's "
+        "methods/ and references/, or annotation.methods)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--study", required=True, help="study slug")
+        parser.add_argument("--format", choices=["csv", "jsonl"], default=None,
+                            help="default: from the file extension (.csv, otherwise JSON Lines)")
+        parser.add_argument("--skip-judgments", action="store_true",
+                            help="a whole export file: leave its judgment rows (those with a round) to "
+                                 "import_judgments and count them as skipped")
+
+    def handle(self, *args, file: Path, study: str, format: str | None, skip_judgments: bool, **options):
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        found = Study.objects.select_related("schema").filter(slug=study).first()
+        if found is None:
+            raise CommandError(f"no study {study!r}")
+        fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
+        try:
+            with file.open(encoding="utf-8-sig", newline="") as stream:
+                summary = session_labels.session_labels_import(
+                    study=found, rows=session_labels.read_file_rows(stream, fmt=fmt), by=None, numbered=True,
+                    typed=fmt == "jsonl", skip_judgments=skip_judgments,
+                )
+        except UnicodeDecodeError as error:
+            raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
+        except RowErrors as error:
+            raise CommandError(f"{file}: {error.summary()}") from error
+        coders = ", ".join(f"{name} {c['created']}/{c['updated']}/{c['unchanged']}"
+                           for name, c in sorted(summary.coders.items()))
+        self.stdout.write(
+            f"{file}: {summary.created} session labels created, {summary.updated} updated, {summary.unchanged} "
+            f"unchanged in study {study!r}" + (f"; {summary.skipped} judgment rows skipped" if skip_judgments else "")
+            + (f"; per coder created/updated/unchanged: {coders}" if coders else "")
+        )

@@ -1,0 +1,283 @@
+"""The LongCounsel-8 dashboard page (SPEC-LC8 "Metrics"): its tables and figures, built from the report's ``lc8``
+section with the same ``Table``/``Chart`` blocks as every other report page (each has its CSV, each chart its SVG
+and PNG). Plain Python over the report dict, like ``reports.charts``; ``render`` draws (matplotlib, loaded only
+there), adding the one kind of chart the other pages do not need: a labelled scatter with intervals on both axes.
+
+The per-trajectory plot is the one block not read from the report: the view loads that ONE trajectory's stored
+labels (``metrics.lc8_inputs.lc8_inputs(conversation=…)``) and ``trajectory_blocks`` turns them into a chart and
+a table.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reports.charts import Block, Chart, Filters, Page, Table
+
+SLUG = "lc8"
+TYPES = ("improving", "worsening", "fluctuating", "stable")
+CI_KEYS = ("current_mae", "change_mae", "direction_accuracy")
+FIDELITY_KEYS = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement",
+                 "severe_tail_mae")
+
+
+def _lc8(report: Mapping[str, Any]) -> Mapping[str, Any]:
+    section = report.get("lc8") or {}
+    return {} if section.get("unavailable") else section
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+        value) else None
+
+
+def _ci(entry: Mapping[str, Any], key: str) -> tuple[Any, Any]:
+    pair = (entry.get("ci") or {}).get(key) or (None, None)
+    return pair[0], pair[1]
+
+
+def _role(report: Mapping[str, Any], coder: str) -> str:
+    return str((_lc8(report).get("roles") or {}).get(coder, ""))
+
+
+def coders_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    coders = _lc8(report).get("coders") or {}
+    rows = []
+    for name in sorted(coders):
+        entry = coders[name] or {}
+        row = [name, _role(report, name)]
+        for key in CI_KEYS:
+            row += [entry.get(key), *_ci(entry, key)]
+        row += [entry.get("trend_agreement"), entry.get("n_trajectories"), entry.get("n_large_changes"),
+                entry.get("n_seeds")]
+        rows.append(row)
+    columns = ["coder", "role"]
+    for key in CI_KEYS:
+        columns += [key, f"{key}_low", f"{key}_high"]
+    columns += ["trend_agreement", "n_trajectories", "n_large_changes", "n_seeds"]
+    section = _lc8(report)
+    return Table("lc8-coders", "Tracking the reference: current-score MAE, change MAE, direction accuracy, trend "
+                               "agreement per coder", columns, rows,
+                 caption=f"Per seed, then the mean over seeds (n_seeds); low/high: 95 % percentile interval from "
+                         f"{section.get('resamples', 'B')} trajectory bootstrap resamples (seed "
+                         f"{section.get('seed', '–')}), the same draws for every coder. Change MAE over adjacent "
+                         f"sessions; direction accuracy over reference changes of at least the large-change "
+                         f"threshold (n_large_changes), a predicted change of 0 counting as wrong; trend agreement: "
+                         f"share of trajectories whose type from the coder's series is the reference's. Reference: "
+                         f"{section.get('reference', '–')}.")
+
+
+def mae_by_type_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    coders = _lc8(report).get("coders") or {}
+    rows = [[name, _role(report, name), *(((coders[name] or {}).get("mae_by_type") or {}).get(t) for t in TYPES)]
+            for name in sorted(coders)]
+    return Table("lc8-mae-by-type", "Current-score MAE by the reference trajectory's type",
+                 ["coder", "role", *TYPES], rows,
+                 caption="Over the trajectories of each type (the reference's series): y5 − y1 ≤ −5 improving; "
+                         "≥ +5 worsening; else max − min ≥ 5 fluctuating; else stable. n/a: no trajectory of the "
+                         "type.")
+
+
+def reference_types_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    counts = _lc8(report).get("reference_types") or {}
+    total = sum(int(counts.get(t) or 0) for t in TYPES)
+    rows = [[t, counts.get(t), (int(counts.get(t) or 0) / total) if total else None] for t in TYPES]
+    return Table("lc8-reference-types", "Reference trajectory types", ["type", "trajectories", "share"], rows,
+                 caption="Types of the reference series; trajectories with a missing reference session have no type "
+                         "and are not counted.")
+
+
+def fidelity_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    fidelity = _lc8(report).get("fidelity") or {}
+    rows = [[name, _role(report, name), *((fidelity[name] or {}).get(k) for k in FIDELITY_KEYS)]
+            for name in sorted(fidelity)]
+    return Table("lc8-fidelity", "Label fidelity against the reference", ["coder", "role", *FIDELITY_KEYS], rows,
+                 caption="Item exact match and item MAE over sessions where both have the items (n/a: no items); "
+                         "total bias = mean of label − reference; Pearson and Spearman correlation of the totals; "
+                         "screening agreement at total ≥ the screening cutoff; severe-tail MAE over sessions whose "
+                         "reference total is above the severe threshold.")
+
+
+def _plotted(report: Mapping[str, Any]) -> list[str]:
+    """The coders on the magnitude-vs-direction figure: the methods, or every coder when there is no method."""
+    coders = _lc8(report).get("coders") or {}
+    methods = [name for name in sorted(coders) if _role(report, name) == "method"]
+    return methods or sorted(coders)
+
+
+def _rank(values: Mapping[str, float | None], *, ascending: bool) -> dict[str, int]:
+    """Competition ranks (1 = best; ties share a rank) of the defined values."""
+    defined = sorted((v if ascending else -v, n) for n, v in values.items() if v is not None)
+    return {n: 1 + sum(1 for w, _ in defined if w < (v if ascending else -v))
+            for n, v in values.items() if v is not None}
+
+
+def reversal_sentences(report: Mapping[str, Any]) -> list[str]:
+    """The rank reversals of the report (``ranking.reversals``), each said in words with both coders' numbers."""
+    section = _lc8(report)
+    coders = section.get("coders") or {}
+    sentences = []
+    for pair in (section.get("ranking") or {}).get("reversals") or []:
+        a, b = (str(name) for name in pair[:2])
+        ea, eb = coders.get(a) or {}, coders.get(b) or {}
+        ma, mb = _num(ea.get("current_mae")), _num(eb.get("current_mae"))
+        da, db = _num(ea.get("direction_accuracy")), _num(eb.get("direction_accuracy"))
+        if None in (ma, mb, da, db):
+            sentences.append(f"{a} and {b} rank in opposite orders by current-score MAE and direction accuracy.")
+            continue
+        low, high = (a, b) if ma <= mb else (b, a)  # type: ignore[operator]
+        m = {a: ma, b: mb}
+        d = {a: da, b: db}
+        sentences.append(f"{low} has the lower current-score MAE ({m[low]:.3f} vs {m[high]:.3f}) but {high} the "
+                         f"higher direction accuracy ({d[high]:.3f} vs {d[low]:.3f}).")
+    return sentences
+
+
+def magnitude_direction_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
+    section = _lc8(report)
+    coders = section.get("coders") or {}
+    names = _plotted(report)
+    mae = {n: _num((coders[n] or {}).get("current_mae")) for n in names}
+    accuracy = {n: _num((coders[n] or {}).get("direction_accuracy")) for n in names}
+    by_mae, by_accuracy = _rank(mae, ascending=True), _rank(accuracy, ascending=False)
+    points, rows = [], []
+    for n in names:
+        entry = coders[n] or {}
+        x_ci, y_ci = _ci(entry, "current_mae"), _ci(entry, "direction_accuracy")
+        rows.append([n, _role(report, n), mae[n], *x_ci, accuracy[n], *y_ci, by_mae.get(n), by_accuracy.get(n)])
+        if mae[n] is not None and accuracy[n] is not None:
+            points.append({"name": n, "x": mae[n], "y": accuracy[n], "x_ci": [_num(v) for v in x_ci],
+                           "y_ci": [_num(v) for v in y_ci]})
+    sentences = reversal_sentences(report)
+    who = "methods" if any(_role(report, n) == "method" for n in names) else "coders"
+    return Chart("lc8-magnitude-direction", f"Magnitude vs direction: current-score MAE and direction accuracy of "
+                                            f"the {who}", "scatter",
+                 {"points": points, "xlabel": "current-score MAE (lower is better)",
+                  "ylabel": "direction accuracy of large changes (higher is better)", "ylim": (0, 1.05)},
+                 ["coder", "role", "current_mae", "current_mae_low", "current_mae_high", "direction_accuracy",
+                  "direction_accuracy_low", "direction_accuracy_high", "rank_by_current_mae",
+                  "rank_by_direction_accuracy"], rows,
+                 caption=("Rank reversals: " + " ".join(sentences) if sentences else
+                          "No rank reversal: the order by current-score MAE is the order by direction accuracy.")
+                 + " Whiskers: 95 % bootstrap intervals on both axes; ranks 1 = best.",
+                 alt=f"Scatter of {len(points)} {who}: current-score MAE across, direction accuracy up, each point "
+                     f"named. " + " ".join(sentences))
+
+
+LC8_PAGE = Page(SLUG, "LongCounsel-8", (), (coders_table, magnitude_direction_chart, mae_by_type_table,
+                                              reference_types_table, fidelity_table))
+
+
+def report_blocks(report: Mapping[str, Any]) -> list[Block]:
+    return [build(report, Filters()) for build in LC8_PAGE.blocks]
+
+
+# --- one trajectory ------------------------------------------------------------------------------------------------
+
+TRAJECTORY_CHART, TRAJECTORY_TABLE = "lc8-trajectory", "lc8-trajectory-values"
+
+
+def _values(row: Sequence[float]) -> list[float | None]:
+    return [_num(v) for v in row]
+
+
+def _mean(rows: Sequence[Sequence[float | None]]) -> list[float | None]:
+    """The mean over seeds of each session, over the seeds that have it."""
+    out: list[float | None] = []
+    for column in zip(*rows, strict=True):
+        defined = [v for v in column if v is not None]
+        out.append(sum(defined) / len(defined) if defined else None)
+    return out
+
+
+def trajectory_blocks(*, trajectory: str, reference: str, reference_row: Sequence[float],
+                      coders: Mapping[str, Mapping[int | None, Sequence[float]]], roles: Mapping[str, str],
+                      types: Mapping[tuple[str, str], str | None]) -> list[Block]:
+    """The chart (reference vs each coder's series over sessions 1..S; a coder with several seeds: the mean over
+    them) and the table of every series (each seed its own row, with its trajectory type) of ONE trajectory.
+    ``types`` maps (coder, seed label) to the series' type (None: a session missing)."""
+    sessions = len(reference_row)
+    reference_values = _values(reference_row)
+    series: dict[str, list[tuple[int, float | None]]] = {
+        f"reference ({reference})": list(enumerate(reference_values, start=1))}
+    table_rows: list[list[Any]] = [[reference, "reference", "", types.get((reference, "")), *reference_values]]
+    chart_rows: list[list[Any]] = [[trajectory, reference, "reference", "", t, v]
+                                   for t, v in enumerate(reference_values, start=1)]
+    for name in sorted(coders):
+        per_seed = coders[name]
+        seeds = sorted(per_seed, key=lambda s: (s is not None, s or 0))
+        rows = {seed: _values(per_seed[seed]) for seed in seeds}
+        for seed in seeds:
+            label = "" if seed is None else str(seed)
+            table_rows.append([name, roles.get(name, ""), label, types.get((name, label)), *rows[seed]])
+            chart_rows += [[trajectory, name, roles.get(name, ""), label, t, v]
+                           for t, v in enumerate(rows[seed], start=1)]
+        mean = _mean(list(rows.values()))
+        shown = f"{name} (mean of {len(seeds)} seeds)" if len(seeds) > 1 else name
+        series[shown] = list(enumerate(mean, start=1))
+    chart = Chart(TRAJECTORY_CHART, f"Trajectory {trajectory}: PHQ-8 total per session, reference and coders",
+                  "lines", {"series": series, "xlabel": "session", "ylabel": "PHQ-8 total", "sessions": sessions},
+                  ["trajectory", "coder", "role", "seed", "session", "total"], chart_rows,
+                  caption="The reference is the bold black line (solid, circles); each coder with several seeds is "
+                          "drawn as the mean over its seeds (every seed is in the table below and the CSV). Read "
+                          "from the stored labels of this one trajectory now, not from the run.",
+                  alt=f"Line chart of the PHQ-8 total over {sessions} sessions of trajectory {trajectory}: the "
+                      f"reference and {len(coders)} coders.")
+    table = Table(TRAJECTORY_TABLE, f"Trajectory {trajectory}: every series, with its type",
+                  ["coder", "role", "seed", "type", *(f"session_{t}" for t in range(1, sessions + 1))], table_rows,
+                  caption="Type: the trajectory type of the series (n/a where a session is missing).")
+    return [chart, table]
+
+
+# --- drawing ---------------------------------------------------------------------------------------------------
+
+
+def render(chart: Chart, fmt: str) -> bytes:
+    """The chart as an SVG or PNG file: ``reports.figures`` for its kinds, the scatter drawn here."""
+    from reports import figures  # matplotlib loads only in the processes that draw
+
+    if chart.kind == "scatter":
+        figure = _scatter(chart)
+    elif chart.spec.get("sessions"):  # the trajectory: whole sessions on the x axis, the reference drawn bold
+        figure = figures.draw(chart)
+        axes = figure.axes[0]
+        axes.set_xticks(range(1, int(chart.spec["sessions"]) + 1))
+        if axes.lines and str(axes.lines[0].get_label()).startswith("reference ("):
+            axes.lines[0].set_linewidth(2.6)
+            axes.lines[0].set_color("#000000")
+            axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # the legend shows it too
+    else:
+        return figures.render(chart, fmt)
+    out = io.BytesIO()
+    figure.savefig(out, format=fmt, bbox_inches="tight", dpi=150, metadata={"Date": None} if fmt == "svg" else {})
+    return out.getvalue()
+
+
+def _scatter(chart: Chart) -> Any:
+    """One point per coder with its name written beside it, a distinct marker and colour (Okabe–Ito), and its
+    intervals as whiskers on both axes: readable without colour."""
+    from reports.figures import MARKERS, PALETTE, _figure
+
+    spec = chart.spec
+    figure, axes = _figure(7.0, 4.6, chart.title)
+    for i, point in enumerate(spec["points"]):
+        x, y = point["x"], point["y"]
+        x_low, x_high = point.get("x_ci") or (None, None)
+        y_low, y_high = point.get("y_ci") or (None, None)
+        xerr = [[max(0.0, x - x_low)], [max(0.0, x_high - x)]] if None not in (x_low, x_high) else None
+        yerr = [[max(0.0, y - y_low)], [max(0.0, y_high - y)]] if None not in (y_low, y_high) else None
+        colour = PALETTE[i % len(PALETTE)]
+        axes.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=MARKERS[i % len(MARKERS)], color=colour,
+                      ecolor=colour, elinewidth=0.9, capsize=3, markersize=7, label=point["name"])
+        axes.annotate(point["name"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    axes.set_xlabel(spec.get("xlabel", ""))
+    axes.set_ylabel(spec.get("ylabel", ""))
+    if spec.get("ylim"):
+        axes.set_ylim(*spec["ylim"])
+    if spec["points"]:
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes.grid(linewidth=0.3)
+    return figure
