@@ -34,7 +34,8 @@ class IdleSessionMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         session = getattr(request, "session", None)
-        if session is not None and session.session_key and not session.is_empty():
+        # Only a request that read its session renews it (a health check or a static page never loads it).
+        if session is not None and session.accessed and session.session_key and not session.is_empty():
             now = int(time.time())
             if now - session.get(RENEWED, 0) >= settings.SESSION_RENEW_SECONDS:
                 session[RENEWED] = now

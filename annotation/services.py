@@ -247,12 +247,7 @@ def judgment_save(
                               "is_gold": False, "coder": by, **unit_lookup}
     # One locked read of the round answers "still open?" and "still a member?"; the same statement locks the
     # judgment, if there is one yet.
-    state, judgment = _round_and_judgment_locked(
-        Round.objects.filter(pk=round.pk).annotate(
-            member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
-        ).values("status", "member"),
-        Judgment.objects.filter(**lookup),
-    )
+    state, judgment = _round_and_judgment_locked(round=round, coder=by, lookup=lookup)
     if not state["member"]:
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
     if state["status"] != Round.Status.OPEN:
@@ -322,33 +317,54 @@ def _judgment_create(lookup: dict[str, Any], **values: Any) -> Judgment:
         raise StaleJudgmentError(current) from None
 
 
-def _round_and_judgment_locked(rounds: QuerySet[Any, Any],
-                               judgments: QuerySet[Judgment]) -> tuple[dict[str, Any], Judgment | None]:
-    """The one row of ``rounds`` (a ``values()`` query) under a shared row lock, and the first of ``judgments``
-    (or None) under an exclusive one: in one statement on PostgreSQL.
+def _round_and_judgment_locked(*, round: Round, coder: User,
+                               lookup: dict[str, Any]) -> tuple[dict[str, Any], Judgment | None]:
+    """The round's status and whether ``coder`` is (still) a member of its study, read under a shared lock on the
+    round's row, and the coder's judgment named by ``lookup`` (field name -> value, instance or None), or None,
+    under an exclusive lock: in one statement on PostgreSQL.
 
     The shared lock (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of a round run
     side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for it; the
-    exclusive lock on the judgment orders two saves of the same judgment (the later one finds a new version)."""
+    exclusive lock on the judgment orders two saves of the same judgment (the later one finds a new version).
+
+    The statement is written here rather than composed from two querysets: it runs on every autosave, and Django
+    compiling the two querysets cost more CPU than the rest of the save's SQL together (issue 11's autosave
+    figures). Its predicates are those of ``Judgment.objects.filter(**lookup)``; the tests of this module compare
+    both readings."""
+    member = StudyMember.objects.filter(study_id=OuterRef("study_id"), user=coder)
     if not connection.features.has_select_for_update:  # SQLite: one writer at a time anyway
-        state = rounds.first()
-        if state is None:
+        found = Round.objects.filter(pk=round.pk).annotate(member=Exists(member)).values("status", "member").first()
+        if found is None:
             raise Round.DoesNotExist("the round is gone")
-        return state, judgments.select_for_update().first()
-    names = [*rounds.query.values_select, *rounds.query.annotation_select]
-    round_sql, round_params = rounds.query.sql_with_params()
-    judgment_sql, judgment_params = judgments.select_for_update()[:1].query.sql_with_params()
+        return dict(found), Judgment.objects.filter(**lookup).select_for_update().first()
     quote = connection.ops.quote_name
-    carried = ", ".join(f"r.{quote(name)} AS {quote('round__' + name)}" for name in names)
-    # Through ``raw`` so that the judgment's columns become a model instance as any query's would; the round's
-    # values ride along as attributes of it (on a row of NULLs when there is no judgment yet).
-    found = list(Judgment.objects.raw(
-        f"SELECT {carried}, j.* FROM ({round_sql} FOR SHARE) r LEFT JOIN ({judgment_sql}) j ON true",  # noqa: S608  # nosec B608 - SQL of two querysets, values bound
-        (*round_params, *judgment_params)))
-    if not found:
+    fields = Judgment._meta.concrete_fields
+    columns = {f.name: str(f.column) for f in fields} | {f.attname: str(f.column) for f in fields}
+    where, params = [], []
+    for name, value in lookup.items():
+        column = quote(columns[name])
+        if value is None:
+            where.append(f"{column} IS NULL")
+        else:
+            where.append(f"{column} = %s")
+            params.append(value.pk if hasattr(value, "_meta") else value)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT r.status, r.member, {', '.join('j.' + quote(str(f.column)) for f in fields)} FROM ("  # noqa: S608  # nosec B608 - table and column names from the models, values bound
+            f"SELECT status, EXISTS (SELECT 1 FROM {quote(StudyMember._meta.db_table)} m "
+            f"WHERE m.study_id = {quote(Round._meta.db_table)}.study_id AND m.user_id = %s) AS member "
+            f"FROM {quote(Round._meta.db_table)} WHERE id = %s FOR SHARE) r "
+            f"LEFT JOIN (SELECT * FROM {quote(Judgment._meta.db_table)} WHERE {' AND '.join(where)} "
+            "LIMIT 1 FOR UPDATE) j ON true",
+            (coder.pk, round.pk, *params),
+        )
+        row = cursor.fetchone()
+    if row is None:
         raise Round.DoesNotExist("the round is gone")
-    row = found[0]
-    return {name: getattr(row, f"round__{name}") for name in names}, (row if row.pk is not None else None)
+    state: dict[str, Any] = {"status": row[0], "member": row[1]}
+    if row[2 + fields.index(Judgment._meta.pk)] is None:  # no judgment yet: the joined columns are NULL
+        return state, None
+    return state, Judgment.from_db(connection.alias, [f.attname for f in fields], row[2:])
 
 
 def _judgment_update_recorded(*, judgment: Judgment, by: User, source: str, before: dict[str, Any],

@@ -125,7 +125,10 @@ def _signed_in_or_401(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 @require_POST
 def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(
-        selectors.coder_assignments(user=request.user).select_related("round__study__schema", "turn"),
+        # The schema's document (tens of KB of JSON) is not read by a save: its attributes come from the
+        # per-process schema cache.
+        selectors.coder_assignments(user=request.user).select_related("round__study__schema", "turn")
+        .defer("round__study__schema__definition"),
         round_id=round_id, position=position,
     )
     form = JudgmentSaveForm(request.POST, assignment=assignment)

@@ -4,11 +4,12 @@ that end after idle time."""
 from __future__ import annotations
 
 from datetime import timedelta
+from importlib import import_module
 
 import pytest
 from django.conf import settings
 from django.contrib.sessions.models import Session
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.test import override_settings
 from django.utils import timezone
 
@@ -51,12 +52,33 @@ def test_the_api_answers_429_with_retry_after_beyond_the_accounts_rate(researche
     cache.clear()
 
 
+def _expired(key: str) -> None:
+    """The session ended as idle time ends it: its row expired and, where sessions are cached (Redis), the cached
+    copy gone, as its lifetime there is the session's."""
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    if hasattr(store, "cache_key_prefix"):
+        caches[settings.SESSION_CACHE_ALIAS].delete(store.cache_key_prefix + key)
+
+
+def test_sessions_are_read_from_redis_when_it_is_configured(client, reviewer):
+    """Every page and autosave reads its session: from Redis, without a database query, when Redis is there."""
+    assert settings.SESSION_ENGINE.endswith("cached_db") == bool(settings.REDIS_URL)
+    assert sign_in(client, "reviewer", PASSWORD)
+    key = client.session.session_key
+    if settings.REDIS_URL:
+        store = import_module(settings.SESSION_ENGINE).SessionStore
+        assert caches[settings.SESSION_CACHE_ALIAS].get(store.cache_key_prefix + key)["_auth_user_id"] == str(
+            reviewer.pk)
+    assert Session.objects.filter(session_key=key).exists(), "the database keeps every session too"
+
+
 def test_a_session_idle_longer_than_the_limit_is_signed_out_and_use_renews_it(client, reviewer):
     assert sign_in(client, "reviewer", PASSWORD)
     key = client.session.session_key
     first = Session.objects.get(session_key=key).expire_date
     assert timedelta(0) < first - timezone.now() <= timedelta(seconds=settings.SESSION_COOKIE_AGE)
-    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    _expired(key)
     assert client.get("/").status_code == 302  # to the sign-in page
     assert sign_in(client, "reviewer", PASSWORD)
     key = client.session.session_key
