@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -130,18 +131,27 @@ def columns_for(study: Study) -> tuple[str, ...]:
     return (*COLUMNS, SESSION_INDEX) if is_longitudinal(study) else COLUMNS
 
 
+# The file's order within one slice of it (one round's non-gold rows of one coder, or its gold rows): the unit, then
+# the attribute; a history's session-level rows (no turn, no model) follow their session.
+_UNIT_ORDER = ("conversation__dataset__name", "conversation__external_id", "turn__index", "response__model_slot",
+               "attribute__position", "session__index")
+_UNIT_VALUES = ("id", "conversation__dataset__name", "conversation__external_id", "turn__index",
+                "response__model_slot", "attribute__code", "score", "instance_count", "session__index",
+                "turn__session__index")
+
+
 def judgments_query(*, study: Study) -> QuerySet:
-    """The export's one query: every scored judgment of the study with what its row names, in file order.
+    """Every scored judgment of the study with what its row names, in file order, as one query: the export reads
+    the same rows a slice at a time (``_slices``); this one statement is the benchmark's COPY baseline.
 
     The role comes from the coder's membership of the study (an expert member's rows are ``expert``, everyone
-    else's ``reviewer``; gold rows are ``expert``), folded into the judgments query so it costs no query."""
+    else's ``reviewer``; gold rows are ``expert``)."""
     expert = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.EXPERT)
     method = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.METHOD)
     return (
         Judgment.objects.filter(round__study=study, score__isnull=False)
         .annotate(coder_is_expert=Exists(expert), coder_is_method=Exists(method))
-        .order_by("round__kind", "round__number", "is_gold", "coder__username", "conversation__dataset__name",
-                  "conversation__external_id", "turn__index", "response__model_slot", "attribute__position")
+        .order_by("round__kind", "round__number", "is_gold", "coder__username", *_UNIT_ORDER)
         .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
                      "conversation__dataset__name", "conversation__external_id", "turn__index",
                      "response__model_slot", "attribute__code", "score", "instance_count", "coder_is_expert",
@@ -149,37 +159,114 @@ def judgments_query(*, study: Study) -> QuerySet:
     )
 
 
-# PostgreSQL's memory for the export's sort: the default (4 MB) sends a paper-scale sort to disk.
+# PostgreSQL's memory for the export's sorts: the default (4 MB) sends a large slice's sort to disk.
 _SORT_MEMORY = "256MB"
 
 
 def judgment_rows(*, study: Study) -> Iterator[dict]:
-    """The study's judgments as long-format rows, streamed: judgments come from a server-side cursor and their
+    """The study's judgments as long-format rows (dicts of ``COLUMNS``, and ``session_index`` for a history's row),
+    streamed as ``judgment_tuples`` reads them."""
+    keys = (*COLUMNS, SESSION_INDEX)
+    for row in judgment_tuples(study=study):
+        yield dict(zip(keys, row, strict=False))  # a tuple without a session index stops before its key
+
+
+def judgment_tuples(*, study: Study) -> Iterator[tuple]:
+    """The study's judgments as tuples of the ``COLUMNS`` values in that order (spans a list of dicts), with the
+    session index after them for a history's row only; streamed: judgments come from server-side cursors and their
     spans are fetched a batch of judgments at a time, so memory stays flat at any size. Unscored drafts (spans
     highlighted, score still to come) are not judgments yet and are left out.
 
+    The rows are read in the file's order one slice at a time (a round's non-gold rows of one coder, then its gold
+    rows), so PostgreSQL sorts a slice, never the whole study, before the first row.
+
     Outside a transaction (a download, ``export_judgments``) the rows are read in one of their own: one consistent
-    snapshot, and a cursor that hands rows over as the query makes them. Without it Django declares the cursor
-    WITH HOLD, and PostgreSQL then computes and stores the whole result before the first row (the first byte of a
-    paper-scale export came after seconds). Read it to the end or close it, as a streamed response does."""
-    if not connection.get_autocommit():  # the caller's transaction: the cursor already streams
-        yield from _judgment_rows(study)
+    snapshot, and cursors that hand rows over as the query makes them. Without it Django declares a cursor
+    WITH HOLD, and PostgreSQL then computes and stores its whole result before the first row. Read it to the end or
+    close it, as a streamed response does."""
+    if not connection.get_autocommit():  # the caller's transaction: the cursors already stream
+        yield from _judgment_tuples(study)
         return
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL work_mem = '{_SORT_MEMORY}'")
-        yield from _judgment_rows(study)
+        yield from _judgment_tuples(study)
 
 
-def _judgment_rows(study: Study) -> Iterator[dict]:
-    batch: list[tuple] = []
-    for row in judgments_query(study=study).iterator(chunk_size=5000):
-        batch.append(row)
-        if len(batch) == JUDGMENT_ROWS_BATCH:
-            yield from _rows(study, batch)
-            batch = []
-    yield from _rows(study, batch)
+def _round_coders(round_id: int) -> list[tuple[int, str]]:
+    """(id, username) of everyone with a judgment in the round, by username: one index probe per coder on
+    (round, coder, turn), not a scan of the round's judgments."""
+    judgments, users = Judgment._meta.db_table, get_user_model()._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # Table names from the models' metadata; the round id is a parameter.
+            f"WITH RECURSIVE coders(id) AS ("  # noqa: S608  # nosec B608 - table names from the models
+            f"  SELECT min(coder_id) FROM {judgments} WHERE round_id = %s"
+            f"  UNION ALL"
+            f"  SELECT (SELECT min(coder_id) FROM {judgments} WHERE round_id = %s AND coder_id > coders.id)"
+            f"  FROM coders WHERE coders.id IS NOT NULL"
+            f") SELECT users.id, users.username FROM coders JOIN {users} users ON users.id = coders.id"
+            f" ORDER BY users.username",
+            [round_id, round_id],
+        )
+        return list(cursor.fetchall())
+
+
+def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
+    """The file in slices, in its order: (the row's first cells, its role or None for a gold slice, the query of
+    the slice's rows). Rounds by kind and number; in each, every coder's non-gold rows by username, then the
+    round's gold rows (each row with its coder's name, role ``expert``). The role of a non-gold row is its coder's
+    membership of the study, read once."""
+    roles = dict(StudyMember.objects.filter(study=study, role__in=(StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
+                 .values_list("user_id", "role"))
+    scored = Judgment.objects.filter(score__isnull=False)
+    for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
+        name = round_name(kind, number)
+        for coder_id, username in _round_coders(round_id):
+            role = roles.get(coder_id)
+            yield ((study.slug, name, username, False), GOLD_ROLE if role == GOLD_ROLE else
+                   METHOD_ROLE if role == METHOD_ROLE else DEFAULT_ROLE,
+                   scored.filter(round_id=round_id, coder_id=coder_id, is_gold=False).order_by(*_UNIT_ORDER)
+                   .values_list(*_UNIT_VALUES))
+        yield ((study.slug, name), None,
+               scored.filter(round_id=round_id, is_gold=True).order_by("coder__username", *_UNIT_ORDER)
+               .values_list("coder__username", *_UNIT_VALUES))
+
+
+def _judgment_tuples(study: Study) -> Iterator[tuple]:
+    batch: list[tuple] = []  # (first cells, role, row) across slices: one span query per JUDGMENT_ROWS_BATCH rows
+    for first, role, query in _slices(study):
+        for row in query.iterator(chunk_size=5000):
+            batch.append((first, role, row))
+            if len(batch) >= JUDGMENT_ROWS_BATCH:
+                yield from _tuples(batch)
+                batch = []
+    yield from _tuples(batch)
+
+
+def _tuples(batch: list[tuple]) -> Iterator[tuple]:
+    spans: dict[int, list[dict]] = {}
+    if batch:
+        for judgment_id, start, end, slug in (
+            Span.objects.filter(any_of("judgment_id", [row[0] if role else row[1] for _, role, row in batch]))
+            .order_by("judgment_id", "start", "end", "subcategory__slug")
+            .values_list("judgment_id", "start", "end", "subcategory__slug")
+        ):
+            spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
+    for first, role, row in batch:
+        if role is None:  # a gold row: its coder's name leads the row
+            username, (judgment_id, dataset, conversation, turn, model, code, score, instance_count, session,
+                       turn_session) = row[0], row[1:]
+            first, role = (*first, username, True), GOLD_ROLE
+        else:
+            (judgment_id, dataset, conversation, turn, model, code, score, instance_count, session,
+             turn_session) = row
+        cells = (*first, dataset, conversation, turn, model, code, score, instance_count,
+                 spans.get(judgment_id, []), role)
+        if session is not None or turn_session is not None:  # a history's row; no other study's row changes
+            cells = (*cells, session if session is not None else turn_session)
+        yield cells
 
 
 def session_label_rows(*, study: Study) -> Iterator[dict]:
@@ -200,37 +287,6 @@ def session_label_rows(*, study: Study) -> Iterator[dict]:
                SEED: seed}
 
 
-def _rows(study: Study, batch: list[tuple]) -> Iterator[dict]:
-    spans: dict[int, list[dict]] = {}
-    if batch:
-        for judgment_id, start, end, slug in (
-            Span.objects.filter(any_of("judgment_id", [row[0] for row in batch]))  # one array, not 2,000 parameters
-            .order_by("judgment_id", "start", "end", "subcategory__slug")
-            .values_list("judgment_id", "start", "end", "subcategory__slug")
-        ):
-            spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
-    for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score,
-         instance_count, coder_is_expert, coder_is_method, session, turn_session) in batch:
-        row = {
-            "study": study.slug,
-            "round": round_name(kind, number),
-            "reviewer": coder,
-            "is_gold": is_gold,
-            "dataset": dataset,
-            "conversation_id": conversation,
-            "turn_index": turn,
-            "model": model,
-            "attribute": code,
-            "score": score,
-            "instance_count": instance_count,
-            "spans": spans.get(judgment_id, []),
-            "role": GOLD_ROLE if is_gold or coder_is_expert else METHOD_ROLE if coder_is_method else DEFAULT_ROLE,
-        }
-        if session is not None or turn_session is not None:  # a history's row; no other study's row changes
-            row[SESSION_INDEX] = session if session is not None else turn_session
-        yield row
-
-
 def csv_cells(row: dict, columns: tuple[str, ...] = COLUMNS) -> list[Any]:
     """A row as CSV cells: empty for no model, no instance count and no spans; spans as a JSON list."""
     flat = row | {"model": row["model"] or "",
@@ -245,13 +301,34 @@ def file_rows(*, study: Study) -> Iterator[dict]:
         yield from session_label_rows(study=study)
 
 
+# The keys of a file's rows, in order: a row as a tuple holds the values of the first len(row) of them.
+FILE_KEYS = (*COLUMNS, SESSION_INDEX, SEED)
+_SPANS = COLUMNS.index("spans")
+
+
+def file_tuples(*, study: Study) -> Iterator[tuple]:
+    """``file_rows`` as tuples of values in ``FILE_KEYS`` order (the writers' input: no dict per row)."""
+    yield from judgment_tuples(study=study)
+    if has_session_labels(study):
+        for row in session_label_rows(study=study):
+            yield tuple(row.values())
+
+
+def _csv_rows(rows: Iterator[tuple], width: int) -> Iterator[tuple]:
+    """Tuples as the file's CSV cells (``csv_cells``): no spans as an empty cell, columns past ``width`` left out
+    and missing ones empty."""
+    missing = (None,) * width
+    for row in rows:
+        yield (*row[:_SPANS], row[_SPANS] or "", *row[_SPANS + 1:width], *missing[len(row):])
+
+
 def judgments_csv(*, study: Study) -> Iterator[str]:
     columns = columns_for(study)
-    return csv_stream(columns, (csv_cells(row, columns) for row in file_rows(study=study)))
+    return csv_stream(columns, _csv_rows(file_tuples(study=study), len(columns)))
 
 
 def judgments_jsonl(*, study: Study) -> Iterator[str]:
-    return jsonl_stream(file_rows(study=study))
+    return jsonl_stream(file_tuples(study=study), keys=FILE_KEYS)
 
 
 WRITERS = {"csv": judgments_csv, "jsonl": judgments_jsonl}

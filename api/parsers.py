@@ -1,13 +1,22 @@
 """Bounded body parsers: JSON objects, bulk JSON arrays or JSON Lines, and raw files (CSV / JSON Lines). A body
-over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a 400."""
+over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a 400.
+
+A bulk body stays bytes: its items are found (msgspec splits a JSON array into slices of the body without decoding
+them; JSON Lines are split at "\n") and each is decoded only when the ingestion reads it, so a request never holds
+the body decoded as one string (4 bytes a character once a text has an emoji) nor every item decoded at once. The
+items are exactly what the standard library's json would give: msgspec refuses whatever it parses differently
+(NaN, numbers out of a float's range, lone surrogates in escapes), and such a body or item is parsed by json."""
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
+import msgspec
 from django.conf import settings
 from rest_framework import exceptions, parsers, status
 
@@ -33,7 +42,7 @@ class RawBody:
 
 @dataclass
 class BulkBody:
-    items: list[Any]  # a RowError in place of a JSON Lines line that is not JSON
+    items: Sequence[Any]  # a RowError in place of a JSON Lines line that is not JSON
     sha256: str
 
 
@@ -69,6 +78,24 @@ def _decode(content: bytes) -> str:
         raise exceptions.ParseError(f"The body is not UTF-8 ({error.reason} at byte {error.start}).") from error
 
 
+_UTF8_CHUNK = 1 << 20  # bytes decoded at a time to check a bulk body, then dropped
+
+
+def _utf8_check(content: bytes) -> None:
+    """The 400 of ``_decode`` (same reason, same byte), without holding the decoded body: it is decoded a chunk at a
+    time and thrown away (an incremental decoder carries a character split between chunks)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(content)
+    for start in range(0, len(content), _UTF8_CHUNK):
+        carried = len(decoder.getstate()[0])  # bytes of a character begun in the previous chunk
+        try:
+            decoder.decode(view[start:start + _UTF8_CHUNK], final=start + _UTF8_CHUNK >= len(content))
+        except UnicodeDecodeError as error:
+            raise exceptions.ParseError(
+                f"The body is not UTF-8 ({error.reason} at byte {start - carried + error.start})."
+            ) from error
+
+
 def _loads(text: str) -> Any:
     try:
         return json.loads(text)
@@ -88,6 +115,122 @@ class BoundedJSONParser(parsers.BaseParser):
         return _loads(_decode(read_body(stream, parser_context)))
 
 
+def _json_array(content: bytes) -> list[Any]:
+    """The body parsed whole by the standard library: for a body msgspec cannot split, so that it answers (its
+    items, or its 400) exactly as json does."""
+    items = _loads(_decode(content))
+    if not isinstance(items, list):
+        raise exceptions.ParseError("The body must be a JSON array of items (or JSON Lines, one item a line).")
+    return items
+
+
+_DECODE = msgspec.json.Decoder().decode
+_SPLIT = msgspec.json.Decoder(list[msgspec.Raw]).decode  # a JSON array's items as slices of the body, not decoded
+_NOT_DECODED = (msgspec.MsgspecError, ValueError, RecursionError)
+
+
+class LazyItems(Sequence[Any]):
+    """A bulk body's items, each decoded from its slice of the body when read, and not kept. ``spans`` are
+    msgspec.Raw slices (a JSON array) or (start, end) byte offsets of non-blank lines (JSON Lines)."""
+
+    def __init__(self, content: bytes, spans: list[Any], *, lines: bool) -> None:
+        self._content, self._spans, self._lines = content, spans, lines
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._item(index)
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(len(self._spans)):
+            yield self._item(index)
+
+    def _item(self, index: int) -> Any:
+        span = self._spans[index]
+        data = self._content[span[0]:span[1]] if self._lines else span
+        try:
+            item = _DECODE(data)
+        except _NOT_DECODED:
+            pass  # json decides: the item as it parses it, or its error
+        else:
+            if not _nested_deeper_than(item, _DEEP):
+                return item
+        text = codecs.decode(data, "utf-8")  # the body is UTF-8: checked before splitting
+        if self._lines:
+            return _json_line(index, text)
+        try:
+            item = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            item = _NOTHING
+        if item is _NOTHING or _nested_deeper_than(item, _DEEP):
+            # Near the recursion limit only the whole body says what json says (its 400 "nested too deeply")
+            _json_array(self._content)
+            if item is _NOTHING:
+                raise exceptions.ParseError("Not valid JSON.")
+        return item
+
+
+# Items nested deeper than this are parsed by json: json and msgspec both refuse nesting near Python's recursion
+# limit, but not at the same level. No item of an ingestion comes close (a conversation nests 5 levels).
+_DEEP = 100
+_NOTHING = object()
+
+
+def _nested_deeper_than(value: Any, levels: int) -> bool:
+    """Whether lists and dicts nest more than ``levels`` deep in ``value`` (a flat item: one look at its values)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    while level:
+        if levels == 0:
+            return True
+        levels -= 1
+        level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
+    return False
+
+
+def _json_line(index: int, line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        return RowError(index, "item", f"not valid JSON ({error.msg} at column {error.colno})")
+    except RecursionError:
+        return RowError(index, "item", "not valid JSON (nested too deeply)")
+
+
+# The ASCII characters str.isspace() accepts: a line of only these is blank; one with a character past ASCII is
+# decoded to say (str.strip() knows Unicode's spaces too).
+_ASCII_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+
+
+def _line_spans(content: bytes) -> list[tuple[int, int]]:
+    """Where the non-blank lines are, split on "\n" only: JSON text may hold U+2028 and friends, which
+    str.splitlines() would break on."""
+    spans: list[tuple[int, int]] = []
+    start, size = 0, len(content)
+    while start <= size:
+        end = content.find(b"\n", start)
+        if end < 0:
+            end = size
+        rest = content[start:end].lstrip(_ASCII_SPACE)
+        if rest and (rest[0] < 0x80 or codecs.decode(rest, "utf-8").strip()):
+            spans.append((start, end))
+        start = end + 1
+    return spans
+
+
 class BulkJSONParser(parsers.BaseParser):
     """A JSON array of items."""
 
@@ -95,10 +238,12 @@ class BulkJSONParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_body(stream, parser_context)
-        items = _loads(_decode(content))
-        if not isinstance(items, list):
-            raise exceptions.ParseError("The body must be a JSON array of items (or JSON Lines, one item a line).")
-        return _bulk(items, content)
+        _utf8_check(content)
+        try:
+            spans = _SPLIT(content)
+        except _NOT_DECODED:
+            return _bulk(_json_array(content), content)  # json's answer: the body's 400, or its items
+        return _bulk(LazyItems(content, spans, lines=False), content)
 
 
 class BulkJSONLinesParser(parsers.BaseParser):
@@ -109,18 +254,8 @@ class BulkJSONLinesParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_body(stream, parser_context)
-        items: list[Any] = []
-        # Split on "\n" only: JSON text may hold U+2028 and friends, which str.splitlines() would break on.
-        for line in _decode(content).split("\n"):
-            if not line.strip():
-                continue
-            try:
-                items.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                items.append(RowError(len(items), "item", f"not valid JSON ({error.msg} at column {error.colno})"))
-            except RecursionError:
-                items.append(RowError(len(items), "item", "not valid JSON (nested too deeply)"))
-        return _bulk(items, content)
+        _utf8_check(content)
+        return _bulk(LazyItems(content, _line_spans(content), lines=True), content)
 
 
 class BulkJSONLinesAltParser(BulkJSONLinesParser):
@@ -130,7 +265,7 @@ class BulkJSONLinesAltParser(BulkJSONLinesParser):
 BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser]
 
 
-def _bulk(items: list, content: bytes) -> BulkBody:
+def _bulk(items: Sequence[Any], content: bytes) -> BulkBody:
     if len(items) > MAX_ITEMS:
         raise PayloadTooLarge(f"{len(items):,} items; at most {MAX_ITEMS:,} are accepted per request.")
     return BulkBody(items=items, sha256=hashlib.sha256(content).hexdigest())

@@ -11,6 +11,7 @@ It may change only material that no other study owns or uses, and never what rev
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -20,6 +21,8 @@ from typing import IO, Any, NamedTuple, Protocol
 
 from django.contrib.auth.models import User
 from django.db import connection, transaction
+from django.db.models import CharField, Func
+from django.db.models.functions import SHA256
 from django.utils import timezone
 
 from audit.services import audit_record
@@ -541,11 +544,11 @@ def _response_item_clean(index: int, item: dict) -> tuple[dict[str, Any], list[R
 _FIELD_SET = frozenset(_RESPONSE_FIELDS)
 
 
-def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, str] | None:
+def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, bytes] | None:
     """An item with nothing to report, cleaned exactly as ``_response_item_clean`` would clean it: (key, version,
-    text); or None, and then ``_response_item_clean`` says what is wrong (or that nothing is). The usual item of a
-    bulk request takes this path: a few type and length checks and one pattern search instead of a pass per
-    field, so validation stays a small share of an ingest."""
+    text as UTF-8); or None, and then ``_response_item_clean`` says what is wrong (or that nothing is). The usual
+    item of a bulk request takes this path: a few type and length checks, one pattern search over the short
+    fields and the text's encoding instead of a pass per field, so validation stays a small share of an ingest."""
     if not item.keys() <= _FIELD_SET:
         return None
     dataset, conversation, turn_index = item.get("dataset"), item.get("conversation_id"), item.get("turn_index")
@@ -557,16 +560,24 @@ def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, str
     if not (0 < len(dataset) <= 100 and 0 < len(conversation) <= 200 and 0 < len(model) <= 50
             and len(version) <= 200 and text and 1 <= turn_index <= _MAX_INT):
         return None
-    if _UNSTORABLE.search(text) or _UNSTORABLE.search(dataset + conversation + model + version):
+    if _UNSTORABLE.search(dataset + conversation + model + version):
         return None
-    return (dataset, conversation, turn_index, model), version, text
+    try:
+        encoded = text.encode()  # a lone surrogate cannot be encoded
+    except UnicodeEncodeError:
+        return None
+    if b"\x00" in encoded:
+        return None
+    return (dataset, conversation, turn_index, model), version, encoded
 
 
 def _response_items_validate(
-    items: Sequence[Any], model_slots: Sequence[str]
-) -> tuple[list[tuple[int, tuple[str, str, int, str], str, str]], list[RowError]]:
+    items: Iterable[Any], model_slots: Sequence[str]
+) -> tuple[list[tuple[int, tuple[str, str, int, str], str, bytes]], list[RowError]]:
     """Shape of every item and duplicates inside the request; returns (index, (dataset, conversation, turn,
-    model), version, text) for the valid ones."""
+    model), version, text as UTF-8) for the valid ones. Reads the items once, in order, and keeps none of them
+    (a bulk body decodes each item as it is read): the texts are kept as UTF-8, a quarter of a str's size once
+    a text holds an emoji."""
     valid = []
     errors: list[RowError] = []
     seen: dict[tuple[str, str, int, str], int] = {}
@@ -601,7 +612,7 @@ def _response_items_validate(
                                                    f"already appears as item {seen[key]}"))
             continue
         seen[key] = index
-        valid.append((index, key, cleaned["model_version"], cleaned["text"]))
+        valid.append((index, key, cleaned["model_version"], cleaned["text"].encode()))
     return valid, errors
 
 
@@ -613,11 +624,11 @@ class _ResolvedItem(NamedTuple):  # a tuple: tens of thousands are made per requ
     turn_index: int
     model: str
     version: str
-    text: str
+    text: bytes  # UTF-8
 
 
 def _response_items_resolve(
-    valid: list[tuple[int, tuple[str, str, int, str], str, str]]
+    valid: list[tuple[int, tuple[str, str, int, str], str, bytes]]
 ) -> tuple[list[_ResolvedItem], list[RowError]]:
     """Each valid item's turn, looked up a chunk of conversations at a time, for the items whose turn is stored,
     and an error for each of the others."""
@@ -646,43 +657,74 @@ def _response_items_resolve(
     return resolved, errors
 
 
+class _Utf8Sha256(Func):
+    """SHA-256 of a text's UTF-8 bytes as 64 hex digits, in PostgreSQL's own functions (Django's SHA256 needs the
+    pgcrypto extension there)."""
+
+    template = "encode(sha256(convert_to(%(expressions)s, 'UTF8')), 'hex')"
+    output_field = CharField()
+
+
+def _text_digest(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()
+
+
 def _responses_existing(turn_ids: list[int]) -> dict[tuple[int, str], tuple[int, str, str]]:
-    """The stored responses of these turns: (turn id, model slot) -> (response id, version, text)."""
+    """The stored responses of these turns: (turn id, model slot) -> (response id, version, SHA-256 of the text).
+    The database hashes the texts: a resend compares digests instead of reading every stored text back."""
+    digest = _Utf8Sha256("text") if connection.vendor == "postgresql" else SHA256("text")
     existing: dict[tuple[int, str], tuple[int, str, str]] = {}
     for chunk in _chunks(turn_ids):
-        for response_id, turn_id, slot, version, text in ModelResponse.objects.filter(
+        for response_id, turn_id, slot, version, text_sha256 in ModelResponse.objects.filter(
             any_of("turn_id", chunk)
-        ).values_list("id", "turn_id", "model_slot", "model_version", "text"):
-            existing[(turn_id, slot)] = (response_id, version, text)
+        ).values_list("id", "turn_id", "model_slot", "model_version", digest):
+            existing[(turn_id, slot)] = (response_id, version, text_sha256)
     return existing
 
 
 _COPY_COLUMNS = ("turn_id", "model_slot", "model_version", "text", "created_at", "updated_at")
+_COPY_BATCH_BYTES = 1 << 20
 
 
-def _responses_insert(rows: list[tuple[int, str, str, str]]) -> None:
-    """New responses, (turn id, model slot, version, text) each: one COPY on PostgreSQL (no model instance, no
-    statement per batch: the insert is a small share of an ingest), bulk_create elsewhere. Every check ran before."""
+def _responses_insert(rows: list[tuple[int, str, str, bytes]]) -> None:
+    """New responses, (turn id, model slot, version, text as UTF-8) each: one COPY on PostgreSQL (no model
+    instance, no statement per batch: the insert is a small share of an ingest), bulk_create elsewhere. Every
+    check ran before."""
     if not rows:
         return
     if connection.vendor != "postgresql":
         ModelResponse.objects.bulk_create([ModelResponse(turn_id=turn_id, model_slot=slot, model_version=version,
-                                                         text=text) for turn_id, slot, version, text in rows],
+                                                         text=text.decode()) for turn_id, slot, version, text in rows],
                                           batch_size=2000)
         return
-    stamp = "\t" + timezone.now().isoformat()
+    stamps = ("\t" + timezone.now().isoformat()).encode() * 2 + b"\n"  # created_at, updated_at
+    middles: dict[tuple[str, str], bytes] = {}  # "\tslot\tversion\t", escaped once per pair
     table = connection.ops.quote_name(ModelResponse._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(column) for column in _COPY_COLUMNS)
     with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-        for start in range(0, len(rows), 1000):
-            copy.write("".join(f"{turn_id}\t{_copy_text(slot)}\t{_copy_text(version)}\t{_copy_text(text)}{stamp}"
-                               f"{stamp}\n" for turn_id, slot, version, text in rows[start:start + 1000]))
+        # COPY's text format in the connection's encoding, UTF-8 (Django's PostgreSQL backend sets it), sent a
+        # megabyte at a time
+        parts: list[bytes] = []
+        size = 0
+        for turn_id, slot, version, text in rows:
+            middle = middles.get((slot, version))
+            if middle is None:
+                middle = middles[(slot, version)] = b"\t%b\t%b\t" % (_copy_text(slot.encode()),
+                                                                      _copy_text(version.encode()))
+            parts += (b"%d" % turn_id, middle, _copy_text(text), stamps)
+            size += len(text)
+            if size >= _COPY_BATCH_BYTES:
+                copy.write(b"".join(parts))
+                parts, size = [], 0
+        if parts:
+            copy.write(b"".join(parts))
 
 
-def _copy_text(value: str) -> str:
-    """A value in COPY's text format (validation has refused NUL already)."""
-    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
-        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+def _copy_text(value: bytes) -> bytes:
+    """A UTF-8 value in COPY's text format (validation has refused NUL already; no byte of a multi-byte UTF-8
+    character is ASCII, so the escapes are byte for byte)."""
+    if b"\\" in value or b"\t" in value or b"\n" in value or b"\r" in value:
+        return value.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
     return value
 
 
@@ -709,22 +751,23 @@ def responses_ingest(
 
     existing = _responses_existing(sorted({item.turn_id for item in resolved}))
     summary = IngestSummary(items=len(items))
-    new: list[tuple[int, str, str, str]] = []  # (turn id, model slot, version, text)
-    changed: dict[int, tuple[str, str]] = {}  # response id -> (version, text)
+    new: list[tuple[int, str, str, bytes]] = []  # (turn id, model slot, version, text)
+    changed: dict[int, tuple[str, bytes]] = {}  # response id -> (version, text)
     edits: list[_Edit] = []
     for item in resolved:
         found = existing.get((item.turn_id, item.model))
         if found is None:
             new.append((item.turn_id, item.model, item.version, item.text))
             edits.append(_Edit(item.row, "model", item.conversation_id, item.label))
-        elif (found[1], found[2]) == (item.version, item.text):
+            continue
+        same_text = found[2] == _text_digest(item.text)
+        if same_text and found[1] == item.version:
             summary.unchanged += 1
         else:
             changed[found[0]] = (item.version, item.text)
             edits.append(_Edit(item.row, "text", item.conversation_id, item.label, "response", turn_id=item.turn_id,
                                turn_index=item.turn_index, response_id=found[0], model_slot=item.model)
-                         if found[2] != item.text else _Edit(item.row, "model_version", item.conversation_id,
-                                                             item.label))
+                         if not same_text else _Edit(item.row, "model_version", item.conversation_id, item.label))
 
     conflicts, claims = _material_conflicts(edits, study=study)
     if conflicts:
@@ -734,7 +777,7 @@ def responses_ingest(
     summary.created = len(new)
     if changed:
         now = timezone.now()
-        updates = [ModelResponse(pk=response_id, model_version=version, text=text, updated_at=now)
+        updates = [ModelResponse(pk=response_id, model_version=version, text=text.decode(), updated_at=now)
                    for response_id, (version, text) in changed.items()]
         ModelResponse.objects.bulk_update(updates, ["model_version", "text", "updated_at"], batch_size=1000)
     summary.updated = len(changed)

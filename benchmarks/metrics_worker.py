@@ -90,8 +90,8 @@ def _run_through_workers(study, *, workers: int, resamples: int,  # noqa: ANN001
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
-    parser.add_argument("--workers", type=int, choices=(1, 2), default=1,
-                        help="2: also run the report split across two workers, next to one")
+    parser.add_argument("--workers", type=int, choices=(1, 2), default=2,
+                        help="2 (default): also run the report split across two workers, next to one; 1: one only")
     parser.add_argument("--resamples", type=int, default=int(os.environ.get("RESAMPLES", "1000")))
     parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
                         help="the naive baseline (default: on up to scale 1)")

@@ -67,17 +67,27 @@ def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator
     csv.writer(buffer).writerow([csv_cell(name) for name in header])
     parts = [buffer.getvalue()]
     size = len(parts[0])
+    # Text and int values, the most common, looked up as they are (a str never equals an int; bool, float and the
+    # rest go by _cache_key, as True == 1 == 1.0).
+    strings: dict[str | int, str] = {}
     cache: dict[tuple[type, Any], str] = {}
     for row in rows:
         cells = []
         for value in row:
-            try:
-                key = (value.__class__, value)
-                if value.__class__ is float and not value:  # 0.0 == -0.0 (same hash): keep their texts apart
-                    key = (float, repr(value))
-                text = cache.get(key)
-            except TypeError:  # unhashable: a list or a dict
-                key, text = None, None
+            cls = value.__class__
+            if cls is str or cls is int:
+                text = strings.get(value)
+                if text is None:
+                    if len(strings) >= _CACHED_CELLS:
+                        strings.clear()
+                    text = strings[value] = csv_field(value)
+                cells.append(text)
+                continue
+            if value is None:
+                cells.append("")
+                continue
+            key = _cache_key(value)
+            text = cache.get(key) if key is not None else None
             if text is None:
                 text = csv_field(value)
                 if key is not None:
@@ -98,11 +108,75 @@ def jsonl_line(row: Any) -> str:
     return json.dumps(row, ensure_ascii=False) + "\n"
 
 
-def jsonl_stream(rows: Iterable[Any]) -> Iterator[str]:
+def jsonl_stream(rows: Iterable[Any], keys: Sequence[str] | None = None) -> Iterator[str]:
+    """The rows as JSON Lines (``json.dumps`` of each, ``ensure_ascii=False``), in chunks.
+
+    With ``keys``, each row is a sequence of the values of the first len(row) keys, and its line is exactly
+    ``jsonl_line(dict(zip(keys, row)))``: each distinct value of a key is encoded once, as ``"key": value``, and
+    its text reused (lists and dicts, unhashable, are encoded each time), several times faster than a dict per
+    row."""
+    if keys is None:
+        yield from _chunks(jsonl_line(row) for row in rows)
+        return
+    yield from _chunks(_jsonl_lines(rows, keys))
+
+
+def _jsonl_lines(rows: Iterable[Sequence[Any]], keys: Sequence[str]) -> Iterator[str]:
+    prefixes = [json.dumps(key, ensure_ascii=False) + ": " for key in keys]
+    nulls = [prefix + "null" for prefix in prefixes]
+    empties = [prefix + "[]" for prefix in prefixes]
+    # Text and int values, the most common, looked up as they are (a str never equals an int; bool, float and the
+    # rest go by _cache_key, as True == 1 == 1.0).
+    plain: list[dict[str | int, str]] = [{} for _ in keys]
+    others: list[dict[tuple[type, Any], str]] = [{} for _ in keys]
+    for row in rows:
+        fragments = []
+        for prefix, null, empty, strings, cache, value in zip(prefixes, nulls, empties, plain, others, row,
+                                                              strict=False):
+            cls = value.__class__
+            if cls is str or cls is int:
+                text = strings.get(value)
+                if text is None:
+                    if len(strings) >= _CACHED_CELLS:
+                        strings.clear()
+                    text = strings[value] = prefix + json.dumps(value, ensure_ascii=False)
+                fragments.append(text)
+                continue
+            if value is None:
+                fragments.append(null)
+                continue
+            if cls is list and not value:
+                fragments.append(empty)
+                continue
+            key = _cache_key(value)
+            text = cache.get(key) if key is not None else None
+            if text is None:
+                text = prefix + json.dumps(value, ensure_ascii=False)
+                if key is not None:
+                    if len(cache) >= _CACHED_CELLS:
+                        cache.clear()
+                    cache[key] = text
+            fragments.append(text)
+        yield "{" + ", ".join(fragments) + "}\n"
+
+
+def _cache_key(value: Any) -> tuple[type, Any] | None:
+    """What a value's text is remembered under: its class and itself (True and 1, equal, are told apart), but
+    -0.0 apart from 0.0 (equal, with the same hash) and an empty list or dict by its class alone; None for one that
+    cannot be (a list or dict with items: formatted each time)."""
+    if value.__class__ is float and not value:
+        return float, repr(value)
+    try:
+        hash(value)
+    except TypeError:
+        return (value.__class__, None) if value.__class__ in (list, dict) and not value else None
+    return value.__class__, value
+
+
+def _chunks(lines: Iterable[str]) -> Iterator[str]:
     parts: list[str] = []
     size = 0
-    for row in rows:
-        line = jsonl_line(row)
+    for line in lines:
         parts.append(line)
         size += len(line)
         if size >= CHUNK:

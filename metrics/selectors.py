@@ -94,6 +94,18 @@ def int_columns(columns: Sequence[tuple[str, str]], source: str) -> list[np.ndar
     return out
 
 
+def _id_kinds(tables: dict, models: Sequence[type]) -> dict[type, str]:
+    """``int4`` for each model whose ids all fit in one (two index lookups each), else ``int8``."""
+    # table names from the models only: nothing from outside reaches the SQL
+    bounds_of = "(SELECT min(id) FROM {0}), (SELECT max(id) FROM {0})"
+    select = "SELECT " + ", ".join(bounds_of.format(tables[model]) for model in models)
+    with connection.cursor() as cursor:
+        cursor.execute(select)
+        bounds = cursor.fetchone()
+    return {model: "int4" if (bounds[2 * i] or 0) >= -(2**31) and (bounds[2 * i + 1] or 0) < 2**31 else "int8"
+            for i, model in enumerate(models)}
+
+
 def _ids(values: Sequence[int] | np.ndarray) -> str:
     """An SQL list of integer ids (integers only, so nothing can be injected); (NULL) when empty."""
     return ", ".join(str(int(v)) for v in values) or "NULL"
@@ -113,8 +125,8 @@ def _distinct(ids: np.ndarray) -> np.ndarray:
 def _pk_in(ids: np.ndarray) -> dict[str, object]:
     """A filter on these primary keys; on PostgreSQL one array parameter (a list of ten thousands of ids would
     exceed the protocol's 65,535 parameters)."""
-    if connection.vendor == "postgresql":
-        return {"pk__in": RawSQL("SELECT unnest(%s::bigint[])", (ids.tolist(),))}
+    if connection.vendor == "postgresql":  # the array as its text literal: one string, not a list dumped item by item
+        return {"pk__in": RawSQL("SELECT unnest(%s::text::bigint[])", ("{" + ",".join(map(str, ids.tolist())) + "}",))}
     return {"pk__in": ids.tolist()}
 
 
@@ -135,18 +147,25 @@ def report_inputs(*, study: Study) -> ReportInputs:
     from metrics.core.tables import Categorical
 
     tables = {model: connection.ops.quote_name(model._meta.db_table)
-              for model in (Judgment, Span, Turn, ModelResponse)}
+              for model in (Judgment, Span, Turn, ModelResponse, Conversation, Round, AttributeDefinition)}
     rounds = list(Round.objects.filter(study=study).order_by("pk").values_list("pk", "kind", "number"))
     round_ids = np.array([pk for pk, _, _ in rounds], dtype=np.int64)
-    judgment_id, round_id, coder_id, is_gold, conversation_id, turn_id, response_id, attribute_id, score = (
+    # Eight columns, each as narrow as its values allow (the server's cost is per value): an id column as int4 while
+    # its table's largest id fits, the gold flag on the coder's sign (gold: -1 - id, negative for every id >= 0;
+    # user ids are int4).
+    kind = _id_kinds(tables, (Judgment, Conversation, Turn, ModelResponse, Round, AttributeDefinition))
+    judgment_id, round_id, signed_coder, conversation_id, turn_id, response_id, attribute_id, score = (
         int_columns(
-            [("j.id", "int8"), ("j.round_id", "int8"), ("j.coder_id", "int8"),
-             ("CASE WHEN j.is_gold THEN 1 ELSE 0 END", "int2"), ("j.conversation_id", "int8"),
-             ("COALESCE(j.turn_id, 0)", "int8"), ("COALESCE(j.response_id, 0)", "int8"), ("j.attribute_id", "int8"),
+            [("j.id", kind[Judgment]), ("j.round_id", kind[Round]),
+             ("CASE WHEN j.is_gold THEN -1 - j.coder_id ELSE j.coder_id END", "int4"),
+             ("j.conversation_id", kind[Conversation]), ("COALESCE(j.turn_id, 0)", kind[Turn]),
+             ("COALESCE(j.response_id, 0)", kind[ModelResponse]), ("j.attribute_id", kind[AttributeDefinition]),
              ("j.score", "int4")],
             f"FROM {tables[Judgment]} j WHERE j.round_id IN ({_ids(round_ids)}) AND j.score IS NOT NULL",
         )
     )
+    is_gold = signed_coder < 0
+    coder_id = np.where(is_gold, -1 - signed_coder, signed_coder)
     if len(judgment_id) > 1 and not (judgment_id[1:] > judgment_id[:-1]).all():  # a re-coded judgment's last row wins
         order = np.argsort(judgment_id, kind="stable")
         judgment_id, round_id, coder_id, is_gold, conversation_id, turn_id, response_id, attribute_id, score = (
@@ -182,7 +201,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
     columns: dict[str, Any] = {
         "round": categorical(round_id, round_names),
         "coder": categorical(coder_id, usernames),
-        "is_gold": is_gold.astype(bool),
+        "is_gold": is_gold,
         "dataset": Categorical(conversation_dataset[conversation_code], datasets),
         "conversation": Categorical(conversation_code, [e for _, _, e, _ in conversation_rows]),
         "turn": turn,

@@ -146,6 +146,13 @@ def to_jsonable(obj: Any) -> Any:
     The report contract forbids NaN anywhere (json.dumps(..., allow_nan=False) must succeed); doing it once
     at the end means no metric function can leak a numpy type or a NaN through a forgotten branch.
     """
+    kind = type(obj)  # exact types first: the report is mostly plain dicts, strings and floats
+    if kind is float:
+        return obj if math.isfinite(obj) else None
+    if kind is str or kind is int or kind is bool or obj is None:
+        return obj
+    if kind is dict:
+        return {k if type(k) is str else str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -497,23 +497,22 @@ def _span_evidence(
     slugs += sorted({enc.subcategories[s] for s in np.unique(spans.subcategory[rows]).tolist()} - set(slugs))
     slug_index = np.array([slugs.index(s) if s in slugs else -1 for s in enc.subcategories] or [-1], dtype=np.int64)
     tokens = np.full(len(rows), np.nan)
-    if response_texts is not None:
-        unit = spans.unit[rows]
-        turn = keys.unit_turn[unit]
+    if response_texts is not None and len(rows):
+        # each unit's text looked up once (not once per span), then its spans' tokens counted
+        units, span_unit = np.unique(spans.unit[rows], return_inverse=True)
+        turn = keys.unit_turn[units]
         conversation = keys.turn_conversation[turn]
-        columns = zip(
-            keys.conversation_dataset[conversation].tolist(),
-            conversation.tolist(),
-            keys.turn_index[turn].tolist(),
-            keys.unit_model[unit].tolist(),
-            spans.start[rows].tolist(),
-            spans.end[rows].tolist(),
-            strict=True,
+        texts = [
+            response_texts.get((keys.datasets[d], keys.conversation_name[c], t, keys.models[m]))
+            for d, c, t, m in zip(keys.conversation_dataset[conversation].tolist(), conversation.tolist(),
+                                  keys.turn_index[turn].tolist(), keys.unit_model[units].tolist(), strict=True)
+        ]
+        span_text = [texts[u] for u in span_unit.tolist()]
+        tokens = np.array(
+            [np.nan if text is None else whitespace_tokens(text, start, end)
+             for text, start, end in zip(span_text, spans.start[rows].tolist(), spans.end[rows].tolist(), strict=True)],
+            dtype=float,
         )
-        for i, (d, c, t, m, start, end) in enumerate(columns):
-            text = response_texts.get((keys.datasets[d], keys.conversation_name[c], t, keys.models[m]))
-            if text is not None:
-                tokens[i] = whitespace_tokens(text, start, end)
     pairs = subcategory_pairs(subcategory_attribute) if subcategory_attribute is not None else []
     span_response, span_subcategory = spans.unit[rows], slug_index[spans.subcategory[rows]]
 

@@ -10,9 +10,17 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation import long_format
 from annotation.long_format import judgment_rows
-from annotation.models import Study
+from annotation.models import Judgment, Study
 
 pytestmark = pytest.mark.django_db
+
+
+def slice_queries(study: Study) -> int:
+    """The queries of an export besides one per batch of spans: the members' roles and the rounds, then in each
+    round its coders, one cursor per coder (its non-gold rows) and one for the round's gold rows. They grow with
+    rounds and coders, never with rows."""
+    rounds = list(study.rounds.all())
+    return 2 + sum(2 + Judgment.objects.filter(round=r).values("coder").distinct().count() for r in rounds)
 
 
 def test_long_format_rows_are_the_same_whatever_the_batch_size(monkeypatch, django_assert_max_num_queries):
@@ -23,7 +31,7 @@ def test_long_format_rows_are_the_same_whatever_the_batch_size(monkeypatch, djan
     assert any(row["spans"] for row in whole)
     monkeypatch.setattr(long_format, "JUDGMENT_ROWS_BATCH", 7)
     batches = -(-len(whole) // 7)
-    with django_assert_max_num_queries(batches + 3):
+    with django_assert_max_num_queries(slice_queries(study) + batches):
         assert list(judgment_rows(study=study)) == whole
 
 
@@ -48,3 +56,54 @@ def test_outside_a_transaction_the_export_reads_in_one_of_its_own():
         assert list(judgment_rows(study=study)) == rows
         assert "".join(long_format.judgments_csv(study=study)) == text
     assert rows and any(row["spans"] for row in rows)
+
+
+def test_the_sliced_export_is_the_one_query_order_and_the_writers_bytes_of_its_rows():
+    """The export reads a slice at a time (a round's non-gold rows of one coder, then its gold rows): across
+    rounds, coders, gold and roles its rows are exactly those of the one whole-study query in its ORDER BY, and the
+    CSV and JSON Lines files are exactly ``csv.writer`` over ``csv_cells`` and ``json.dumps`` of each row."""
+    import csv
+    import io
+    import json
+
+    from annotation.models import Span, StudyMember
+    from common.cells import csv_cell
+    from common.rounds import round_name
+
+    call_command("generate_synthetic", "--conversations", "12", "--reviewers", "4", "--experts", "2", "--seed", "5",
+                 "--calibration-rounds", "2", "--calibration-turns", "3", "--coders-per-turn", "2",
+                 "--span-rate", "0.5", "--slug", "sliced")
+    study = Study.objects.get(slug="sliced")
+    reviewer = StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).order_by("user__username")[1]
+    reviewer.role = StudyMember.Role.METHOD
+    reviewer.save()
+
+    spans: dict[int, list[dict]] = {}
+    for judgment_id, start, end, slug in (Span.objects.filter(judgment__round__study=study)
+                                          .order_by("judgment_id", "start", "end", "subcategory__slug")
+                                          .values_list("judgment_id", "start", "end", "subcategory__slug")):
+        spans.setdefault(judgment_id, []).append({"start": start, "end": end, "subcategory": slug})
+    expected = []
+    for (judgment_id, kind, number, coder, is_gold, dataset, conversation, turn, model, code, score, instance_count,
+         is_expert, is_method, session, turn_session) in long_format.judgments_query(study=study):
+        role = "expert" if is_gold or is_expert else "method" if is_method else "reviewer"
+        row = (study.slug, round_name(kind, number), coder, is_gold, dataset, conversation, turn, model, code, score,
+               instance_count, spans.get(judgment_id, []), role)
+        expected.append(row if session is None and turn_session is None else (*row, session or turn_session))
+    assert len({row[1] for row in expected}) == 3 and len({row[2] for row in expected}) >= 5
+    assert {row[3] for row in expected} == {False, True} and {row[12] for row in expected} == {
+        "reviewer", "expert", "method"}
+    assert any(row[11] for row in expected)
+
+    assert list(long_format.judgment_tuples(study=study)) == expected
+    rows = list(judgment_rows(study=study))
+    assert [tuple(row.values()) for row in rows] == expected
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([csv_cell(name) for name in long_format.COLUMNS])
+    for row in rows:
+        writer.writerow([csv_cell(value) for value in long_format.csv_cells(row)])
+    assert "".join(long_format.judgments_csv(study=study)) == buffer.getvalue()
+    assert "".join(long_format.judgments_jsonl(study=study)) == "".join(
+        json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -20,6 +20,7 @@ from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import Judgment, Study, StudyMember
 from benchmark import services as benchmark_services
 from benchmark.demo import demo_records
+from tests.annotation.test_long_format import slice_queries
 from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
@@ -87,8 +88,9 @@ def test_the_role_costs_the_export_no_query(origin, monkeypatch):
     with CaptureQueriesContext(connection) as captured:
         rows = list(judgment_rows(study=origin))
     batches = -(-len(rows) // 7)
-    # the judgments (one cursor) and the spans of each batch: nothing per row, nothing for the role
-    assert len(captured) == 1 + batches, [q["sql"][:80] for q in captured]
+    # the slices (the members' roles read once, per round its coders and a cursor per coder) and the spans of each
+    # batch: nothing per row, nothing per row for the role
+    assert len(captured) == slice_queries(origin) + batches, [q["sql"][:80] for q in captured]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])

@@ -159,3 +159,26 @@ def test_csv_stream_writes_the_bytes_of_csv_writer_whatever_it_remembers(monkeyp
             rows = [[rng.choice(values) for _ in range(width)] for _ in range(rng.randint(0, 30))]
             header = [f"c{n}" for n in range(width)]
             assert "".join(cells.csv_stream(header, rows)) == reference(header, rows), rows
+
+
+def test_jsonl_stream_with_keys_writes_json_dumps_of_each_row_whatever_it_remembers(monkeypatch):
+    """With keys, jsonl_stream encodes each distinct value of a key once (and forgets them all when its memory is
+    full): each line must be exactly json.dumps of the row as a dict, values that compare equal but encode
+    differently (True, 1, 1.0; 0.0 and -0.0) and rows shorter than the keys included."""
+    import json
+    import random
+
+    from common import cells
+
+    values = ["", "a", 'q"uote', "ü😊", "line\nbreak", "1", None, True, False, 0, 1, -3, 1.0, 0.0, -0.0, 2.5,
+              float("nan"), [], {}, [{"start": 0, "end": 3, "subcategory": "x,y"}], {"k": [1, None]}, [1]]
+    keys = ["study", "n", "ü", "spans", 'q"k']
+    rng = random.Random(1)
+    for limit in (2, 4096):
+        monkeypatch.setattr(cells, "_CACHED_CELLS", limit)
+        for _ in range(300):
+            rows = [tuple(rng.choice(values) for _ in range(rng.randint(0, len(keys))))
+                    for _ in range(rng.randint(0, 30))]
+            expected = "".join(json.dumps(dict(zip(keys, row, strict=False)), ensure_ascii=False) + "\n"
+                               for row in rows)
+            assert "".join(cells.jsonl_stream(rows, keys=keys)) == expected, rows

@@ -68,6 +68,8 @@ def test_the_copy_loader_gives_the_orm_rows_columns(study):
         for name in expected.__dataclass_fields__:
             assert np.asarray(getattr(table, name)).tolist() == np.asarray(getattr(expected, name)).tolist(), name
     assert len(inputs.spans) > 0 and len(inputs.judgments) > 1000
+    gold = np.asarray(inputs.judgments.is_gold)  # the gold flag rides on the coder's sign: both kinds are here
+    assert gold.any() and not gold.all()
 
 
 def test_the_report_from_the_copy_loader_is_the_report_from_orm_rows(study):
