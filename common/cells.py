@@ -78,9 +78,7 @@ def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator
             if cls is str or cls is int:
                 text = strings.get(value)
                 if text is None:
-                    if len(strings) >= _CACHED_CELLS:
-                        strings.clear()
-                    text = strings[value] = csv_field(value)
+                    text = _remember(strings, value, csv_field(value))
                 cells.append(text)
                 continue
             if value is None:
@@ -91,9 +89,7 @@ def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator
             if text is None:
                 text = csv_field(value)
                 if key is not None:
-                    if len(cache) >= _CACHED_CELLS:
-                        cache.clear()
-                    cache[key] = text
+                    _remember(cache, key, text)
             cells.append(text)
         line = (",".join(cells) if len(cells) != 1 or cells[0] else '""') + "\r\n"
         parts.append(line)
@@ -137,9 +133,7 @@ def _jsonl_lines(rows: Iterable[Sequence[Any]], keys: Sequence[str]) -> Iterator
             if cls is str or cls is int:
                 text = strings.get(value)
                 if text is None:
-                    if len(strings) >= _CACHED_CELLS:
-                        strings.clear()
-                    text = strings[value] = prefix + json.dumps(value, ensure_ascii=False)
+                    text = _remember(strings, value, prefix + json.dumps(value, ensure_ascii=False))
                 fragments.append(text)
                 continue
             if value is None:
@@ -153,11 +147,18 @@ def _jsonl_lines(rows: Iterable[Sequence[Any]], keys: Sequence[str]) -> Iterator
             if text is None:
                 text = prefix + json.dumps(value, ensure_ascii=False)
                 if key is not None:
-                    if len(cache) >= _CACHED_CELLS:
-                        cache.clear()
-                    cache[key] = text
+                    _remember(cache, key, text)
             fragments.append(text)
         yield "{" + ", ".join(fragments) + "}\n"
+
+
+def _remember(cache: dict[Any, str], key: Any, text: str) -> str:
+    """Keep ``text`` under ``key``; a cache that is full is forgotten at once (memory stays flat however long the
+    export)."""
+    if len(cache) >= _CACHED_CELLS:
+        cache.clear()
+    cache[key] = text
+    return text
 
 
 def _cache_key(value: Any) -> tuple[type, Any] | None:
