@@ -50,4 +50,5 @@ def test_demo_multi_turn_conversation_keeps_its_context_turn():
     call_command("load_demo", "--quiet")
     care = Conversation.objects.get(dataset__name="CARE-Bench")
     assert care.kind == "multi" and care.complexity is None
-    assert list(care.turns.annotate(n=Count("responses")).values_list("index", "n")) == [(1, 0), (2, 5)]
+    assert list(care.turns.annotate(n=Count("responses")).order_by("index").values_list("index", "n")) == [
+        (1, 0), (2, 5)]
