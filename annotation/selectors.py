@@ -7,11 +7,13 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
-from django.db.models import CharField, Count, Exists, Max, Min, OuterRef, Prefetch, Q, QuerySet, Value
+from django.db import connection
+from django.db.models import CharField, Count, Exists, Max, Min, Model, OuterRef, Prefetch, Q, QuerySet, Value
 from django.db.models.functions import MD5, Cast, Concat
 from django.utils.crypto import constant_time_compare, salted_hmac
 
@@ -151,6 +153,73 @@ def coder_assignments(*, user: User) -> QuerySet[Assignment]:
     """A coder's assignments in the studies they are still a member of: removing someone from a study takes their
     pages and saves away at once (their judgments stay)."""
     return Assignment.objects.filter(coder=user, round__study__members__user=user)
+
+
+def coder_assignment(*, user: User, round_id: int, position: int) -> Assignment | None:
+    """The coder's assignment at ``position`` of the round, with its round, study, schema (its document deferred)
+    and turn: what ``coder_assignments(user=user).select_related("round__study__schema", "turn")
+    .defer("round__study__schema__definition")`` finds, None where that finds nothing.
+
+    Read in one statement written here, not composed as a queryset: every autosave starts with it, and Django
+    compiling the five-table queryset took more CPU than running it (issue 11's autosave figures). Values go
+    through the same converters the ORM applies; ``tests/annotation/test_coder_assignment.py`` compares both."""
+    sql, parts = _coder_assignment_statement(connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (user.pk, round_id, position, user.pk))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    made: list[Any] = []
+    offset = 0
+    for model, fields, converters in parts:
+        values = list(row[offset:offset + len(fields)])
+        offset += len(fields)
+        for index, col, field_converters in converters:
+            for convert in field_converters:
+                values[index] = convert(values[index], col, connection)
+        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
+    assignment, round_, study, schema, turn = made
+    Study._meta.get_field("schema").set_cached_value(study, schema)
+    Round._meta.get_field("study").set_cached_value(round_, study)
+    Assignment._meta.get_field("round").set_cached_value(assignment, round_)
+    Assignment._meta.get_field("turn").set_cached_value(assignment, turn)
+    return assignment
+
+
+_AssignmentPart = tuple[type[Model], list[Any], list[tuple[int, Any, list[Any]]]]
+_coder_assignment_statements: dict[str, tuple[str, list[_AssignmentPart]]] = {}
+
+
+def _coder_assignment_statement(vendor: str) -> tuple[str, list[_AssignmentPart]]:
+    """The statement of ``coder_assignment`` and, per model, its columns and each column's converters (built once
+    per process: they depend only on the models and the database backend)."""
+    kept = _coder_assignment_statements.get(vendor)
+    if kept is not None:
+        return kept
+    quote = connection.ops.quote_name
+    tables = [(Assignment, "a"), (Round, "r"), (Study, "s"), (Schema, "sc"), (Turn, "t")]
+    columns, parts = [], []
+    for model, alias in tables:
+        fields = [f for f in model._meta.concrete_fields if not (model is Schema and f.name == "definition")]
+        converters = []
+        for index, f in enumerate(fields):
+            col = f.get_col(alias)
+            found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+            if found:
+                converters.append((index, col, found))
+        columns += [f"{alias}.{quote(str(f.column))}" for f in fields]
+        parts.append((model, fields, converters))
+    name = {model: quote(model._meta.db_table) for model, _ in tables}
+    members = quote(StudyMember._meta.db_table)
+    sql = (
+        f"SELECT {', '.join(columns)} FROM {name[Assignment]} a "  # noqa: S608  # nosec B608 - names from the models, values bound
+        f"JOIN {name[Round]} r ON r.id = a.round_id JOIN {name[Study]} s ON s.id = r.study_id "
+        f"JOIN {name[Schema]} sc ON sc.id = s.schema_id JOIN {name[Turn]} t ON t.id = a.turn_id "
+        "WHERE a.coder_id = %s AND a.round_id = %s AND a.position = %s "
+        f"AND EXISTS (SELECT 1 FROM {members} m WHERE m.study_id = r.study_id AND m.user_id = %s)"
+    )
+    _coder_assignment_statements[vendor] = (sql, parts)
+    return sql, parts
 
 
 def coder_rounds(*, user: User) -> list[dict]:

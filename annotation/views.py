@@ -124,13 +124,9 @@ def _signed_in_or_401(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 @_signed_in_or_401
 @require_POST
 def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
-    assignment = get_object_or_404(
-        # The schema's document (tens of KB of JSON) is not read by a save: its attributes come from the
-        # per-process schema cache.
-        selectors.coder_assignments(user=request.user).select_related("round__study__schema", "turn")
-        .defer("round__study__schema__definition"),
-        round_id=round_id, position=position,
-    )
+    assignment = selectors.coder_assignment(user=request.user, round_id=round_id, position=position)
+    if assignment is None:
+        raise Http404("no such assignment for you")
     form = JudgmentSaveForm(request.POST, assignment=assignment)
     context: dict[str, Any] = {"form_id": request.POST.get("form_id", "")[:100]}
     if not form.is_valid():

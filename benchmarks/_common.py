@@ -117,6 +117,15 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def server_env(extra: dict | None = None) -> dict[str, str]:
+    """The environment a served process (gunicorn, a Celery worker) runs with: the product's own settings, not the
+    test suite's. ``scripts/testenv.py`` turns persistent database connections off for the tests (a live server's
+    threads would keep theirs open past the test database's teardown); a benchmark under it would otherwise open a
+    new PostgreSQL connection on every request, which no deployment does (``DB_CONN_MAX_AGE``, default 60 s)."""
+    served = {k: v for k, v in os.environ.items() if k != "DB_CONN_MAX_AGE"}
+    return dict(served, DEBUG="0", PYTHONUNBUFFERED="1", **(extra or {}))
+
+
 @contextlib.contextmanager
 def gunicorn(*, workers: int = 1, timeout: int = 900, env: dict | None = None) -> Iterator[tuple[str, int]]:
     """The project on gunicorn (sync workers, DEBUG off) on a free loopback port: yields (base URL, master pid)
@@ -127,7 +136,7 @@ def gunicorn(*, workers: int = 1, timeout: int = 900, env: dict | None = None) -
     server = subprocess.Popen(
         [str(ROOT / ".venv/bin/gunicorn"), "cab.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers",
          str(workers), "--timeout", str(timeout), "--log-level", "warning"],
-        cwd=ROOT, env=dict(os.environ, DEBUG="0", PYTHONUNBUFFERED="1", **(env or {})),
+        cwd=ROOT, env=server_env(env),
     )
     base = f"http://127.0.0.1:{port}"
     try:
