@@ -252,8 +252,7 @@ def judgment_save(
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
     if state["status"] != Round.Status.OPEN:
         errors["round"] = f"{round.name} is {state['status']}: judgments can no longer change"
-    elif round.kind == Round.Kind.CALIBRATION and Assignment.objects.filter(
-            round=round, coder=by, feedback_locked=True, **unit).exists():
+    elif round.kind == Round.Kind.CALIBRATION and _feedback_locked(round=round, coder=by, unit=unit):
         # Only a calibration round's reopening locks items, and it is read here, after the round's lock, in a
         # statement of its own: a save that waited for the reopening sees the reopened round in its locked row, but
         # a subquery of that same statement would still see the items as they were before (READ COMMITTED takes
@@ -302,6 +301,24 @@ def _judgment_unit(*, turn: Turn | None, session: Session | None,
         return session.conversation_id, {"session": session}, {"turn__session_id": session.pk}
     conversation_id = getattr(conversation, "pk", None)
     return conversation_id, {"conversation_id": conversation_id}, {"turn__conversation_id": conversation_id}
+
+
+def _feedback_locked(*, round: Round, coder: User, unit: dict[str, Any]) -> bool:
+    """Whether one of the coder's assignments in the round that covers the unit (``_judgment_unit``'s third value:
+    the turn, or every turn of a session or conversation) was compared with gold before the round was reopened:
+    ``Assignment.objects.filter(round=round, coder=coder, feedback_locked=True, **unit).exists()``, in a statement
+    written here (every calibration autosave asks; ``tests/annotation/test_locked_read.py`` compares both)."""
+    [(name, value)] = unit.items()
+    column = {"turn": "id", "turn__session_id": "session_id", "turn__conversation_id": "conversation_id"}[name]
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {quote(Assignment._meta.db_table)} a JOIN {quote(Turn._meta.db_table)} t "  # noqa: S608  # nosec B608 - names from the models, values bound
+            f"ON t.id = a.turn_id WHERE a.round_id = %s AND a.coder_id = %s AND a.feedback_locked = %s "
+            f"AND t.{quote(column)} = %s LIMIT 1",
+            (round.pk, coder.pk, True, getattr(value, "pk", value)),
+        )
+        return cursor.fetchone() is not None
 
 
 def _judgment_create(lookup: dict[str, Any], **values: Any) -> Judgment:
@@ -420,7 +437,19 @@ def judgment_value(judgment: Judgment, *, spans: Iterable[Sequence[Any]],
 
 
 def _span_values(judgment: Judgment) -> list[tuple[int, int, str]]:
-    return list(Span.objects.filter(judgment=judgment).values_list("start", "end", "subcategory__slug"))
+    """A judgment's spans as (start, end, subcategory slug), in the spans' order: what
+    ``judgment.spans.values_list("start", "end", "subcategory__slug")`` reads, in a statement written here because
+    an autosave of an attribute with spans reads them every time (compiling the queryset cost more than running it;
+    ``tests/annotation/test_locked_read.py`` compares both)."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.{quote('start')}, s.{quote('end')}, c.slug FROM {quote(Span._meta.db_table)} s "  # noqa: S608  # nosec B608 - names from the models, values bound
+            f"JOIN {quote(SpanSubcategory._meta.db_table)} c ON c.id = s.subcategory_id WHERE s.judgment_id = %s "
+            f"ORDER BY s.{quote('start')}, s.{quote('end')}, s.id",
+            (judgment.pk,),
+        )
+        return [(start, end, slug) for start, end, slug in cursor.fetchall()]
 
 
 def _revision_record(*, judgment: Judgment, by: User | None, source: str, before: dict[str, Any] | None,

@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from annotation import services
-from annotation.models import AttributeDefinition, Judgment, Round
+from annotation.models import Assignment, AttributeDefinition, Judgment, Round
 from annotation.services import SpanInput
 from tests.factories import attribute
 
@@ -64,3 +64,41 @@ def test_the_locked_read_says_status_and_membership(round_, reviewer, outsider, 
     Round.objects.filter(pk=round_.pk).delete()
     with pytest.raises(Round.DoesNotExist), transaction.atomic():
         services._round_and_judgment_locked(round=round_, coder=outsider, lookup=lookup)
+
+
+def test_the_span_read_finds_what_the_orm_finds(round_, reviewer, response):
+    aur = attribute("AUR")
+    slugs = [sub.slug for sub in aur.subcategories.all()]
+    judgment = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=1,
+                                      spans=[SpanInput(5, 9, slugs[-1]), SpanInput(0, 4, slugs[0]),
+                                             SpanInput(0, 4, slugs[-1]), SpanInput(0, 2, slugs[0])])
+    expected = list(judgment.spans.values_list("start", "end", "subcategory__slug"))
+    assert services._span_values(judgment) == expected
+    assert len(expected) == 4 and expected[0][:2] == (0, 2)
+    assert services._span_values(Judgment(pk=judgment.pk + 1000)) == []
+
+
+@pytest.mark.parametrize("unit", ["turn", "session", "conversation"])
+def test_the_feedback_lock_read_finds_what_the_orm_finds(round_, reviewer, other_reviewer, response, unit):
+    from benchmark.models import Session
+    from tests.factories import AssignmentFactory, TurnFactory
+
+    turn = response.turn
+    session = Session.objects.create(conversation=turn.conversation, index=1, kind=Session.Kind.CHAT)
+    turn.session = session
+    turn.save(update_fields=["session"])
+    other_turn = TurnFactory(conversation=turn.conversation, index=turn.index + 1, session=session)
+    mine = AssignmentFactory(round=round_, coder=reviewer, turn=other_turn, position=1)
+    AssignmentFactory(round=round_, coder=other_reviewer, turn=turn, position=1, feedback_locked=True)
+    lookups = {"turn": {"turn": turn}, "session": {"turn__session_id": session.pk},
+               "conversation": {"turn__conversation_id": turn.conversation_id}}
+
+    def both(coder) -> tuple[bool, bool]:
+        orm = Assignment.objects.filter(round=round_, coder=coder, feedback_locked=True, **lookups[unit]).exists()
+        return services._feedback_locked(round=round_, coder=coder, unit=lookups[unit]), orm
+
+    assert both(reviewer) == (False, False)
+    assert both(other_reviewer) == (True, True)
+    Assignment.objects.filter(pk=mine.pk).update(feedback_locked=True)
+    # The reviewer's locked item is another turn of the same session and conversation.
+    assert both(reviewer) == ((unit != "turn"),) * 2
