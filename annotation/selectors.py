@@ -32,8 +32,9 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from benchmark.models import Conversation, ModelResponse, Session, Turn
+from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from common.rounds import round_name, round_parse
+from common.rows import ModelColumns
 
 
 def studies_visible_to(*, user: User) -> QuerySet[Study]:
@@ -155,70 +156,66 @@ def coder_assignments(*, user: User) -> QuerySet[Assignment]:
     return Assignment.objects.filter(coder=user, round__study__members__user=user)
 
 
-def coder_assignment(*, user: User, round_id: int, position: int) -> Assignment | None:
-    """The coder's assignment at ``position`` of the round, with its round, study, schema (its document deferred)
-    and turn: what ``coder_assignments(user=user).select_related("round__study__schema", "turn")
-    .defer("round__study__schema__definition")`` finds, None where that finds nothing.
+def coder_assignment(*, user: User, round_id: int, position: int, page: bool = False) -> Assignment | None:
+    """The coder's assignment at ``position`` of the round, with its round, study, schema and turn: what
+    ``coder_assignments(user=user).select_related("round__study__schema", "turn")`` finds, None where that finds
+    nothing. For a save the schema's document (tens of KB of JSON) is deferred, as its attributes come from the
+    per-process schema cache; for the turn ``page`` it is read, and the turn's conversation and dataset too.
 
-    Read in one statement written here, not composed as a queryset: every autosave starts with it, and Django
-    compiling the five-table queryset took more CPU than running it (issue 11's autosave figures). Values go
-    through the same converters the ORM applies; ``tests/annotation/test_coder_assignment.py`` compares both."""
-    sql, parts = _coder_assignment_statement(connection.vendor)
+    Read in one statement written here, not composed as a queryset: every autosave and turn page starts with it,
+    and Django compiling the five- to seven-table queryset took more CPU than running it (issue 11's figures).
+    Values go through the converters the ORM applies; ``tests/annotation/test_coder_assignment.py`` compares
+    both readings."""
+    sql, parts = _coder_assignment_statement(connection.vendor, page=page)
     with connection.cursor() as cursor:
         cursor.execute(sql, (user.pk, round_id, position, user.pk))
         row = cursor.fetchone()
     if row is None:
         return None
-    made: list[Any] = []
+    made: dict[str, Any] = {}
     offset = 0
-    for model, fields, converters in parts:
-        values = list(row[offset:offset + len(fields)])
-        offset += len(fields)
-        for index, col, field_converters in converters:
-            for convert in field_converters:
-                values[index] = convert(values[index], col, connection)
-        made.append(model.from_db(connection.alias, [f.attname for f in fields], values))
-    assignment, round_, study, schema, turn = made
-    Study._meta.get_field("schema").set_cached_value(study, schema)
-    Round._meta.get_field("study").set_cached_value(round_, study)
-    Assignment._meta.get_field("round").set_cached_value(assignment, round_)
-    Assignment._meta.get_field("turn").set_cached_value(assignment, turn)
-    return assignment
+    for columns, parent in parts:
+        made[columns.alias] = columns.instance(row, offset)
+        offset += len(columns.fields)
+        if parent is not None:  # the relation is loaded, as select_related leaves it
+            parent_alias, relation = parent
+            made[parent_alias]._meta.get_field(relation).set_cached_value(made[parent_alias], made[columns.alias])
+    return made["a"]
 
 
-_AssignmentPart = tuple[type[Model], list[Any], list[tuple[int, Any, list[Any]]]]
-_coder_assignment_statements: dict[str, tuple[str, list[_AssignmentPart]]] = {}
+# Alias, model, the relation it is reached by from an earlier alias (None for the assignment itself).
+_ASSIGNMENT_JOINS: list[tuple[str, type[Model], tuple[str, str] | None]] = [
+    ("a", Assignment, None), ("r", Round, ("a", "round")), ("s", Study, ("r", "study")),
+    ("sc", Schema, ("s", "schema")), ("t", Turn, ("a", "turn")),
+]
+_ASSIGNMENT_PAGE_JOINS = [("c", Conversation, ("t", "conversation")), ("d", Dataset, ("c", "dataset"))]
+_coder_assignment_statements: dict[tuple[str, bool], tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]] = {}
 
 
-def _coder_assignment_statement(vendor: str) -> tuple[str, list[_AssignmentPart]]:
-    """The statement of ``coder_assignment`` and, per model, its columns and each column's converters (built once
-    per process: they depend only on the models and the database backend)."""
-    kept = _coder_assignment_statements.get(vendor)
+def _coder_assignment_statement(vendor: str, *, page: bool
+                                ) -> tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]:
+    """The statement of ``coder_assignment`` and its columns per model (built once per process: they depend only
+    on the models and the database backend)."""
+    kept = _coder_assignment_statements.get((vendor, page))
     if kept is not None:
         return kept
     quote = connection.ops.quote_name
-    tables = [(Assignment, "a"), (Round, "r"), (Study, "s"), (Schema, "sc"), (Turn, "t")]
-    columns, parts = [], []
-    for model, alias in tables:
-        fields = [f for f in model._meta.concrete_fields if not (model is Schema and f.name == "definition")]
-        converters = []
-        for index, f in enumerate(fields):
-            col = f.get_col(alias)
-            found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-            if found:
-                converters.append((index, col, found))
-        columns += [f"{alias}.{quote(str(f.column))}" for f in fields]
-        parts.append((model, fields, converters))
-    name = {model: quote(model._meta.db_table) for model, _ in tables}
+    models = {alias: model for alias, model, _ in _ASSIGNMENT_JOINS + _ASSIGNMENT_PAGE_JOINS}
+    parts, joins = [], []
+    for alias, model, parent in _ASSIGNMENT_JOINS + (_ASSIGNMENT_PAGE_JOINS if page else []):
+        parts.append((ModelColumns.of(model, alias, leave_out=() if page or model is not Schema else ["definition"]),
+                      parent))
+        if parent is not None:
+            parent_alias, relation = parent
+            column = str(models[parent_alias]._meta.get_field(relation).column)  # type: ignore[union-attr]
+            joins.append(f"JOIN {quote(model._meta.db_table)} {alias} ON {alias}.id = {parent_alias}.{quote(column)}")
     members = quote(StudyMember._meta.db_table)
     sql = (
-        f"SELECT {', '.join(columns)} FROM {name[Assignment]} a "  # noqa: S608  # nosec B608 - names from the models, values bound
-        f"JOIN {name[Round]} r ON r.id = a.round_id JOIN {name[Study]} s ON s.id = r.study_id "
-        f"JOIN {name[Schema]} sc ON sc.id = s.schema_id JOIN {name[Turn]} t ON t.id = a.turn_id "
-        "WHERE a.coder_id = %s AND a.round_id = %s AND a.position = %s "
+        f"SELECT {', '.join(c.select() for c, _ in parts)} FROM {quote(Assignment._meta.db_table)} a "  # noqa: S608  # nosec B608 - names from the models, values bound
+        f"{' '.join(joins)} WHERE a.coder_id = %s AND a.round_id = %s AND a.position = %s "
         f"AND EXISTS (SELECT 1 FROM {members} m WHERE m.study_id = r.study_id AND m.user_id = %s)"
     )
-    _coder_assignment_statements[vendor] = (sql, parts)
+    _coder_assignment_statements[(vendor, page)] = (sql, parts)
     return sql, parts
 
 
@@ -447,11 +444,7 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
 
     None when the user has no assignment at that position: other people's work is unreachable by URL.
     """
-    assignment = (
-        coder_assignments(user=user).filter(round_id=round_id, position=position)
-        .select_related("round__study__schema", "turn__conversation__dataset")
-        .first()
-    )
+    assignment = coder_assignment(user=user, round_id=round_id, position=position, page=True)
     if assignment is None:
         return None
     round_ = assignment.round
