@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency, untyped
 
 from annotation.models import Study
 from metrics import care_inputs, lc8_inputs, scaleout, selectors
@@ -39,15 +40,30 @@ def _scaled(progress: Callable[[float, str], None] | None, low: float, high: flo
     return scaled
 
 
+def single_blas_thread() -> None:
+    """Run this process's BLAS (numpy's matrix products: the bootstrap's draw counts x cell sums) on one thread
+    from now on. The product's last bit depends on how many threads OpenBLAS splits it across (one per core by
+    default), so without this a report would differ in the last digit between machines, and a chunk computed by
+    a helper on another machine would differ from the run's own; one thread is also faster here, where the
+    worker shares its cores with PostgreSQL (the threads spin-wait). Every path that computes a report or a
+    bootstrap chunk calls it first (``report_prepare``, ``scaleout.help_with``); only Celery workers and
+    commands import this module."""
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def report_prepare(
     *, study: Study, seed: int = DEFAULT_SEED, bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Callable[[float, str], None] | None = None, phases: dict[str, float] | None = None,
 ) -> PreparedReport:
     """Load the study's judgments and compute every figure but the bootstrap ones (``report_finish`` adds
-    them from the bootstrap's chunks)."""
+    them from the bootstrap's chunks). ``phases``, when given, receives the load's seconds under "load"."""
+    single_blas_thread()
     step = _scaled(progress, 0.0, 1.0)
     step(0.0, "loading judgments")
+    started = time.perf_counter()
     inputs = selectors.report_inputs(study=study)
+    if phases is not None:
+        phases["load"] = time.perf_counter() - started
     step(LOADED, f"loaded {len(inputs.judgments):,} judgments and {len(inputs.spans):,} spans")
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
@@ -153,6 +169,14 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
     """Compute and store one run. Returns False (and does nothing) when the run is finished or another worker is
     computing it. ``heartbeat`` (the worker's task sets it) beats while computing, so a worker that dies
     mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``)."""
+    phases: dict[str, float] = {}  # wall seconds of each step, logged when the run is stored
+    clock, cpu = [time.perf_counter()], time.process_time()
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = now - clock[0]
+        clock[0] = now
+
     now = timezone.now()
     claimed = MetricRun.objects.filter(claimable(), pk=run_id).update(
         status=MetricRun.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1, progress=0.0,
@@ -160,6 +184,7 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
     if not claimed:
         return False
     run = MetricRun.objects.select_related("study__schema").get(pk=run_id)
+    lap("claim")
     last_write = [0.0]
 
     def progress(fraction: float, message: str) -> None:
@@ -179,9 +204,15 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
             study=run.study, seed=run.parameters.get("seed", DEFAULT_SEED),
             bootstrap=run.parameters.get("bootstrap", DEFAULT_BOOTSTRAP),
             top_k=run.parameters.get("top_k", DEFAULT_TOP_K),
-            progress=progress,
+            progress=progress, phases=phases,
         )
-        report = report_finish(prepared, _bootstrap_chunks(prepared, run_id=run_id, progress=progress))
+        lap("prepare")
+        phases["prepare"] -= phases["load"]
+        chunks = _bootstrap_chunks(prepared, run_id=run_id, progress=progress)
+        lap("bootstrap")
+        report = report_finish(prepared, chunks)
+        del prepared, chunks
+        lap("finish")
         progress(STORED, "storing the result")
     except Exception as error:
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
@@ -193,9 +224,16 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
         if beat is not None:
             beat.stop()
     # Only the delivery that still sees the run as running stores its result: a run never has two results.
-    return bool(
+    stored = bool(
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.SUCCEEDED, result=report, progress=1.0, progress_message="done",
             finished_at=timezone.now(),
         )
     )
+    lap("store")
+    # Where a run's time went, as its worker saw it (numbers only). CPU is this process's, all its threads: wall
+    # well above it means waiting (on PostgreSQL during the load, or for a core the machine's other work holds).
+    log.info("metric run %s: %s; total %.3f s, CPU %.3f s", run_id,
+             ", ".join(f"{name} {seconds:.3f} s" for name, seconds in phases.items()), sum(phases.values()),
+             time.process_time() - cpu)
+    return stored

@@ -107,9 +107,12 @@ def _claim(client, prefix: str, chunk: int, owner: str) -> bool:  # noqa: ANN001
 
 def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int:
     """A helper's part: claim and compute chunks until none is left; returns how many it computed."""
+    from metrics.runs import single_blas_thread  # runs imports this module
+
     problem = load(prefix)
     if problem is None:
         return 0
+    single_blas_thread()  # as the run's own worker computes its chunks: the same bits whoever computes a chunk
     boot, client, owner, done = problem.bootstrap(), redis_client(), uuid.uuid4().hex, 0
     for chunk in range(boot.chunks):
         if client.exists(f"{prefix}:done"):

@@ -13,7 +13,7 @@ import logging
 import threading
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
@@ -110,6 +110,15 @@ def _recovery_loop(stopped: threading.Event) -> None:
             connection.close()
         if stopped.wait(settings.METRIC_RUN_RECOVER_SECONDS):
             return
+
+
+@worker_init.connect
+def _load_science_stack(**_: object) -> None:
+    """Import the computation (numpy, scipy, scikit-learn: 1-2 s) while the worker starts, before it takes tasks:
+    otherwise the first run after a start pays for it, or waits on the import lock while the recovery thread
+    below imports it. Celery workers only (the signal is sent by a starting worker, never in a web worker); a
+    prefork pool's children inherit the modules."""
+    from metrics import runs  # noqa: F401
 
 
 @worker_ready.connect
