@@ -12,7 +12,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -157,6 +157,18 @@ class LazyItems(Sequence[Any]):
     def __iter__(self) -> Iterator[Any]:
         for index in range(len(self._spans)):
             yield self._item(index)
+
+    def decoded_as(self, decode: Callable[[Any], Any]) -> Iterator[tuple[int, Any]]:
+        """(index, the item as ``decode`` gives it) for every item, in order; ``decode`` is a typed msgspec decoder
+        (a Struct). None where it refuses the item: the caller reads that one as usual (``self[index]``), so every
+        answer about a wrong item stays the standard library's. A Struct's ``msgspec.Raw`` field is a slice of the
+        body, not a copy."""
+        view = memoryview(self._content)
+        for index, span in enumerate(self._spans):
+            try:
+                yield index, decode(view[span[0]:span[1]] if self._lines else span)
+            except _NOT_DECODED:
+                yield index, None
 
     def _item(self, index: int) -> Any:
         span = self._spans[index]

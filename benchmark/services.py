@@ -17,14 +17,17 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from sys import intern
 from typing import IO, Any, NamedTuple, Protocol
 
+import msgspec
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import CharField, Func
 from django.db.models.functions import SHA256
 from django.utils import timezone
 
+from api.parsers import LazyItems
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
@@ -121,7 +124,7 @@ class MaterialConflict(RowConflicts):
                        "(judged, or in an open round); nothing was changed.")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: an ingestion makes one per item
 class _Edit:
     """One change an ingestion would make to stored material, and where its input asks for it.
 
@@ -544,23 +547,18 @@ def _response_item_clean(index: int, item: dict) -> tuple[dict[str, Any], list[R
 _FIELD_SET = frozenset(_RESPONSE_FIELDS)
 
 
-def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, bytes] | None:
+Utf8 = bytes | memoryview  # a text's UTF-8: its own bytes, or its slice of the request body
+
+
+def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, Utf8] | None:
     """An item with nothing to report, cleaned exactly as ``_response_item_clean`` would clean it: (key, version,
     text as UTF-8); or None, and then ``_response_item_clean`` says what is wrong (or that nothing is). The usual
     item of a bulk request takes this path: a few type and length checks, one pattern search over the short
     fields and the text's encoding instead of a pass per field, so validation stays a small share of an ingest."""
     if not item.keys() <= _FIELD_SET:
         return None
-    dataset, conversation, turn_index = item.get("dataset"), item.get("conversation_id"), item.get("turn_index")
-    model, version, text = item.get("model"), item.get("model_version", ""), item.get("text")
-    if type(dataset) is not str or type(conversation) is not str or type(model) is not str \
-            or type(version) is not str or type(text) is not str or type(turn_index) is not int:
-        return None
-    dataset, conversation, model, version = dataset.strip(), conversation.strip(), model.strip(), version.strip()
-    if not (0 < len(dataset) <= 100 and 0 < len(conversation) <= 200 and 0 < len(model) <= 50
-            and len(version) <= 200 and text and 1 <= turn_index <= _MAX_INT):
-        return None
-    if _UNSTORABLE.search(dataset + conversation + model + version):
+    text = item.get("text")
+    if type(text) is not str or not text:
         return None
     try:
         encoded = text.encode()  # a lone surrogate cannot be encoded
@@ -568,28 +566,102 @@ def _response_item_fast(item: dict) -> tuple[tuple[str, str, int, str], str, byt
         return None
     if b"\x00" in encoded:
         return None
-    return (dataset, conversation, turn_index, model), version, encoded
+    return _short_fields_fast(item.get("dataset"), item.get("conversation_id"), item.get("turn_index"),
+                              item.get("model"), item.get("model_version", ""), encoded)
+
+
+def _short_fields_fast(dataset: Any, conversation: Any, turn_index: Any, model: Any, version: Any,
+                       text: Utf8) -> tuple[tuple[str, str, int, str], str, Utf8] | None:
+    if type(dataset) is not str or type(conversation) is not str or type(model) is not str \
+            or type(version) is not str or type(turn_index) is not int:
+        return None
+    dataset, conversation, model, version = dataset.strip(), conversation.strip(), model.strip(), version.strip()
+    if not (0 < len(dataset) <= 100 and 0 < len(conversation) <= 200 and 0 < len(model) <= 50
+            and len(version) <= 200 and 1 <= turn_index <= _MAX_INT):
+        return None
+    if _UNSTORABLE.search(dataset + conversation + model + version):
+        return None
+    # One string object per distinct value (the same few datasets, models and versions in every item, each
+    # conversation id in several): a request keeps tens of thousands of these until it ends.
+    return (intern(dataset), intern(conversation), turn_index, intern(model)), intern(version), text
+
+
+class _ResponseItem(msgspec.Struct, forbid_unknown_fields=True):
+    """The usual item of a bulk body, decoded from its slice of the body without building a dict or the text's
+    str: the text stays the JSON string's bytes in the body (``msgspec.Raw``)."""
+
+    dataset: str
+    conversation_id: str
+    turn_index: int
+    model: str
+    text: msgspec.Raw
+    model_version: str = ""
+
+
+_DECODE_ITEM = msgspec.json.Decoder(_ResponseItem).decode
+_DECODE_STR = msgspec.json.Decoder(str).decode
+_BACKSLASH = re.compile(rb"\\")
+
+
+def _response_item_typed(item: _ResponseItem) -> tuple[tuple[str, str, int, str], str, Utf8] | None:
+    """``_response_item_fast`` for an item decoded as ``_ResponseItem``. A JSON string without a backslash is its
+    text's UTF-8 between the quotes (JSON has no raw control character in a string: msgspec refuses one, as json
+    does), so the text is that slice of the body, which COPY takes as it is; one with escapes is decoded (msgspec
+    refuses a lone surrogate, and the item then goes the usual way)."""
+    raw = memoryview(item.text)
+    if len(raw) <= 2 or raw[0] != 0x22:  # not a string, or an empty one
+        return None
+    if _BACKSLASH.search(raw) is None:
+        text: Utf8 = raw[1:-1]
+    else:
+        try:
+            text = _DECODE_STR(raw).encode()
+        except (msgspec.MsgspecError, UnicodeEncodeError):
+            return None
+        if b"\x00" in text:
+            return None
+    return _short_fields_fast(item.dataset, item.conversation_id, item.turn_index, item.model, item.model_version,
+                              text)
+
+
+def _typed(
+    items: Iterable[Any], slots: set[str]
+) -> Iterator[tuple[int, Any, tuple[tuple[str, str, int, str], str, Utf8] | None]]:
+    """(index, item, its fast cleaning or None) for every item. The items of a bulk body are decoded as
+    ``_ResponseItem`` first; an item that does not decode so, is not clean or names a model outside ``slots``
+    is read as the parser reads it (item, None)."""
+    if isinstance(items, LazyItems):
+        for index, typed in items.decoded_as(_DECODE_ITEM):
+            fast = None if typed is None else _response_item_typed(typed)
+            if fast is not None and (not slots or fast[0][3] in slots):
+                yield index, None, fast
+            else:
+                yield index, items[index], None
+        return
+    for index, item in enumerate(items):
+        yield index, item, None
 
 
 def _response_items_validate(
     items: Iterable[Any], model_slots: Sequence[str]
-) -> tuple[list[tuple[int, tuple[str, str, int, str], str, bytes]], list[RowError]]:
+) -> tuple[list[tuple[int, tuple[str, str, int, str], str, Utf8]], list[RowError]]:
     """Shape of every item and duplicates inside the request; returns (index, (dataset, conversation, turn,
     model), version, text as UTF-8) for the valid ones. Reads the items once, in order, and keeps none of them
     (a bulk body decodes each item as it is read): the texts are kept as UTF-8, a quarter of a str's size once
-    a text holds an emoji."""
+    a text holds an emoji, and a bulk body's unescaped texts as their slices of the body (no copy)."""
     valid = []
     errors: list[RowError] = []
     seen: dict[tuple[str, str, int, str], int] = {}
     slots = set(model_slots)
-    for index, item in enumerate(items):
-        if isinstance(item, RowError):
-            errors.append(item)
-            continue
-        if not isinstance(item, dict):
-            errors.append(RowError(index, "item", "must be a JSON object"))
-            continue
-        fast = _response_item_fast(item)
+    for index, item, fast in _typed(items, slots):
+        if fast is None:
+            if isinstance(item, RowError):
+                errors.append(item)
+                continue
+            if not isinstance(item, dict):
+                errors.append(RowError(index, "item", "must be a JSON object"))
+                continue
+            fast = _response_item_fast(item)
         if fast is not None and (not slots or fast[0][3] in slots):
             key, version, text = fast
             if key in seen:
@@ -624,11 +696,11 @@ class _ResolvedItem(NamedTuple):  # a tuple: tens of thousands are made per requ
     turn_index: int
     model: str
     version: str
-    text: bytes  # UTF-8
+    text: Utf8
 
 
 def _response_items_resolve(
-    valid: list[tuple[int, tuple[str, str, int, str], str, bytes]]
+    valid: list[tuple[int, tuple[str, str, int, str], str, Utf8]]
 ) -> tuple[list[_ResolvedItem], list[RowError]]:
     """Each valid item's turn, looked up a chunk of conversations at a time, for the items whose turn is stored,
     and an error for each of the others."""
@@ -665,7 +737,7 @@ class _Utf8Sha256(Func):
     output_field = CharField()
 
 
-def _text_digest(text: bytes) -> str:
+def _text_digest(text: Utf8) -> str:
     return hashlib.sha256(text).hexdigest()
 
 
@@ -686,7 +758,7 @@ _COPY_COLUMNS = ("turn_id", "model_slot", "model_version", "text", "created_at",
 _COPY_BATCH_BYTES = 1 << 20
 
 
-def _responses_insert(rows: list[tuple[int, str, str, bytes]]) -> None:
+def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
     """New responses, (turn id, model slot, version, text as UTF-8) each: one COPY on PostgreSQL (no model
     instance, no statement per batch: the insert is a small share of an ingest), bulk_create elsewhere. Every
     check ran before."""
@@ -694,8 +766,8 @@ def _responses_insert(rows: list[tuple[int, str, str, bytes]]) -> None:
         return
     if connection.vendor != "postgresql":
         ModelResponse.objects.bulk_create([ModelResponse(turn_id=turn_id, model_slot=slot, model_version=version,
-                                                         text=text.decode()) for turn_id, slot, version, text in rows],
-                                          batch_size=2000)
+                                                         text=str(text, "utf-8"))
+                                           for turn_id, slot, version, text in rows], batch_size=2000)
         return
     stamps = ("\t" + timezone.now().isoformat()).encode() * 2 + b"\n"  # created_at, updated_at
     middles: dict[tuple[str, str], bytes] = {}  # "\tslot\tversion\t", escaped once per pair
@@ -704,13 +776,13 @@ def _responses_insert(rows: list[tuple[int, str, str, bytes]]) -> None:
     with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
         # COPY's text format in the connection's encoding, UTF-8 (Django's PostgreSQL backend sets it), sent a
         # megabyte at a time
-        parts: list[bytes] = []
+        parts: list[Utf8] = []
         size = 0
         for turn_id, slot, version, text in rows:
             middle = middles.get((slot, version))
             if middle is None:
-                middle = middles[(slot, version)] = b"\t%b\t%b\t" % (_copy_text(slot.encode()),
-                                                                      _copy_text(version.encode()))
+                middle = middles[(slot, version)] = b"\t%b\t%b\t" % (bytes(_copy_text(slot.encode())),
+                                                                      bytes(_copy_text(version.encode())))
             parts += (b"%d" % turn_id, middle, _copy_text(text), stamps)
             size += len(text)
             if size >= _COPY_BATCH_BYTES:
@@ -720,10 +792,14 @@ def _responses_insert(rows: list[tuple[int, str, str, bytes]]) -> None:
             copy.write(b"".join(parts))
 
 
-def _copy_text(value: bytes) -> bytes:
+_COPY_ESCAPED = re.compile(rb"[\\\t\n\r]")
+
+
+def _copy_text(value: Utf8) -> Utf8:
     """A UTF-8 value in COPY's text format (validation has refused NUL already; no byte of a multi-byte UTF-8
     character is ASCII, so the escapes are byte for byte)."""
-    if b"\\" in value or b"\t" in value or b"\n" in value or b"\r" in value:
+    if _COPY_ESCAPED.search(value) is not None:
+        value = bytes(value)
         return value.replace(b"\\", b"\\\\").replace(b"\t", b"\\t").replace(b"\n", b"\\n").replace(b"\r", b"\\r")
     return value
 
@@ -745,14 +821,15 @@ def responses_ingest(
     valid, errors = _response_items_validate(items, model_slots)
 
     resolved, unresolved = _response_items_resolve(valid)
+    del valid  # each request's per-item lists are let go as soon as the next one is made: peak memory
     errors += unresolved
     if errors:
         raise RowErrors(errors, row_label="item")
 
     existing = _responses_existing(sorted({item.turn_id for item in resolved}))
     summary = IngestSummary(items=len(items))
-    new: list[tuple[int, str, str, bytes]] = []  # (turn id, model slot, version, text)
-    changed: dict[int, tuple[str, bytes]] = {}  # response id -> (version, text)
+    new: list[tuple[int, str, str, Utf8]] = []  # (turn id, model slot, version, text)
+    changed: dict[int, tuple[str, Utf8]] = {}  # response id -> (version, text)
     edits: list[_Edit] = []
     for item in resolved:
         found = existing.get((item.turn_id, item.model))
@@ -769,7 +846,9 @@ def responses_ingest(
                                turn_index=item.turn_index, response_id=found[0], model_slot=item.model)
                          if not same_text else _Edit(item.row, "model_version", item.conversation_id, item.label))
 
+    del resolved, existing
     conflicts, claims = _material_conflicts(edits, study=study)
+    del edits
     if conflicts:
         raise MaterialConflict(conflicts, row_label="item")
 
@@ -777,7 +856,7 @@ def responses_ingest(
     summary.created = len(new)
     if changed:
         now = timezone.now()
-        updates = [ModelResponse(pk=response_id, model_version=version, text=text.decode(), updated_at=now)
+        updates = [ModelResponse(pk=response_id, model_version=version, text=str(text, "utf-8"), updated_at=now)
                    for response_id, (version, text) in changed.items()]
         ModelResponse.objects.bulk_update(updates, ["model_version", "text", "updated_at"], batch_size=1000)
     summary.updated = len(changed)
