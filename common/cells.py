@@ -57,16 +57,17 @@ def csv_field(value: Any) -> str:
     return buffer.getvalue()[:-3]  # the "," and "\r\n" after it
 
 
-def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
-    """The rows as CSV text (the csv module's dialect: quoted where needed, "\r\n" line ends), in chunks.
+def csv_stream(header: Sequence[str], rows: Iterable[Sequence[Any]], *, with_header: bool = True) -> Iterator[str]:
+    """The rows as CSV text (the csv module's dialect: quoted where needed, "\r\n" line ends), in chunks, after
+    the header line unless ``with_header`` is false.
 
     Most cells repeat (a study's name, a reviewer, a conversation, a code, a score), so each distinct value is
     formatted once and its text reused: the bytes are those of ``csv.writer`` over ``csv_cell``, several times
     faster. Lists and dicts (unhashable) are formatted each time."""
     buffer = io.StringIO()
     csv.writer(buffer).writerow([csv_cell(name) for name in header])
-    parts = [buffer.getvalue()]
-    size = len(parts[0])
+    parts = [buffer.getvalue()] if with_header else []
+    size = sum(map(len, parts))
     # Text and int values, the most common, looked up as they are (a str never equals an int; bool, float and the
     # rest go by _cache_key, as True == 1 == 1.0).
     strings: dict[str | int, str] = {}

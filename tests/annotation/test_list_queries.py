@@ -16,7 +16,7 @@ from annotation import long_format
 from annotation import services as annotation_services
 from annotation.models import Assignment, Judgment, Round, Study
 from api import services as api_services
-from tests.annotation.test_long_format import slice_queries
+from tests.annotation.test_long_format import file_queries
 from tests.factories import StudyFactory
 from tests.scenarios import synthetic_sized_study
 
@@ -150,17 +150,17 @@ def test_judgment_exports_need_a_fixed_number_of_queries_plus_one_per_batch(clie
     n = judgment_count(data["study"])
     batches = math.ceil(n / BATCH)
     assert batches == {"small": 3, "large": 6}[data["size"]]
-    slices = slice_queries(data["study"])
+    queries = file_queries(data["study"], BATCH)
     api = token_client(researcher_user)
     client.force_login(researcher_user)
     for fmt in ("csv", "jsonl"):
-        # token, roles twice (scope and role checks), study, the judgments' slices (per round and coder), spans per
-        # batch
-        with django_assert_num_queries(4 + slices + batches):
+        # token, roles twice (scope and role checks), study, the export's own (per round and coder, and on SQLite
+        # per batch of spans)
+        with django_assert_num_queries(4 + queries):
             text = body(api.get(reverse("api-export-judgments", args=[SLUG, fmt])))
         assert text.count(b"\n") - (fmt == "csv") == n
-        # user, roles twice, study, the judgments' slices, spans per batch (the session: Redis)
-        with django_assert_num_queries(4 + slices + batches):
+        # user, roles twice, study, the export's own (the session: Redis)
+        with django_assert_num_queries(4 + queries):
             assert body(client.get(reverse("export-judgments", args=[SLUG, fmt]))) == text
 
 

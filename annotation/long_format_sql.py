@@ -1,0 +1,272 @@
+"""The judgments of the SPEC §6 long format written line by line by PostgreSQL: the export's fast path.
+
+``annotation.long_format`` reads the rows and ``common.cells`` writes them; at ten times paper scale (seven million
+judgments) Python's formatting was the export's bottleneck, three times what PostgreSQL spent finding the rows. So
+on PostgreSQL the judgment lines are made by the database: each cell that needs formatting (a name, a conversation
+id, an attribute code, a model, a span's subcategory) is formatted once in Python, by the same ``csv_field`` and
+``json.dumps`` as the Python writer, and handed over in small lookup tables; PostgreSQL joins each judgment to its
+cells, glues them with the separators below, and sorts on integer ranks (the lookups' positions in PostgreSQL's own
+order of the names) instead of on text. Python only passes the lines on.
+
+The lines are the Python writer's bytes exactly: ``tests/annotation/test_long_format_sql.py`` compares the two on
+awkward names, and the Python writer stays the file's definition (and the writer on SQLite). A judgment whose cell is
+missing from a lookup makes a NULL line, which raises (``ExportIncomplete``): a row is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from annotation.models import AttributeDefinition, Judgment, Span, SpanSubcategory, Study, StudyMember
+from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
+from common.cells import csv_field
+from common.rounds import round_name
+
+FETCH = 2000  # lines read and handed on at a time
+DEFAULT_ROLE, GOLD_ROLE = StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value  # as long_format's
+
+
+class ExportIncompleteError(RuntimeError):
+    """A judgment's line could not be made (one of its cells missing from the lookups): the export stops."""
+
+
+# Per format, the text between and around the cells of a line, and the spelling of an empty cell.
+_GLUE = {
+    "csv": {"sep": ",", "turn": ",", "model": ",", "attribute": ",", "score": ",", "count": ",", "spans": ",",
+            "null": "", "no_spans": "", "span_open": '"[', "span_close": ']"', "span_start": '{""start"": ',
+            "span_end": ', ""end"": ', "span_sub": ', ""subcategory"": ', "span_sep": "}, ", "span_last": "}",
+            "end": ""},
+    "jsonl": {"sep": ", ", "turn": ', "turn_index": ', "model": ', "model": ', "attribute": ', "attribute": ',
+              "score": ', "score": ', "count": ', "instance_count": ', "spans": ', "spans": ', "null": "null",
+              "no_spans": "[]", "span_open": "[", "span_close": "]", "span_start": '{"start": ',
+              "span_end": ', "end": ', "span_sub": ', "subcategory": ', "span_sep": "}, ", "span_last": "}",
+              "end": "}"},
+}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _cell(fmt: str, key: str, value: Any) -> str:
+    """One cell as the Python writer writes it: a CSV field, or a JSON Lines ``"key": value``."""
+    return csv_field(value) if fmt == "csv" else f"{_json(key)}: {_json(value)}"
+
+
+def _quote(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _table(model: type) -> str:
+    return _quote(model._meta.db_table)
+
+
+# The lookup tables of an export, for the length of its transaction (created once, filled again for each slice).
+_TABLES = {
+    "cab_export_coder": "id bigint PRIMARY KEY, prefix text NOT NULL, suffix text NOT NULL, rank int NOT NULL",
+    "cab_export_conversation": "id bigint PRIMARY KEY, cells text NOT NULL, rank int NOT NULL",
+    "cab_export_model": "slot text PRIMARY KEY, cell text NOT NULL, rank int NOT NULL",
+    "cab_export_attribute": "id bigint PRIMARY KEY, cell text NOT NULL, position int NOT NULL",
+    "cab_export_subcategory": "id bigint PRIMARY KEY, cell text NOT NULL, rank int NOT NULL",
+}
+# A slice's judgments: its round and gold flag (parameters) and its coders (the coder lookup).
+_SCOPE = ("j.round_id = %(round)s AND j.is_gold = %(gold)s AND j.score IS NOT NULL "
+          "AND j.coder_id IN (SELECT id FROM cab_export_coder)")
+
+
+def _create_tables(cursor: Any) -> None:
+    cursor.execute("".join(f"DROP TABLE IF EXISTS {name}; CREATE TEMP TABLE {name} ({columns}) ON COMMIT DROP; "
+                           for name, columns in _TABLES.items()))
+
+
+def _fill(cursor: Any, name: str, rows: list[tuple], *, analyse: bool = False) -> None:
+    """Replace a lookup's rows (through COPY); with ``analyse``, its statistics for the planner too (a lookup whose
+    size varies)."""
+    cursor.execute(f"TRUNCATE {name}")
+    with cursor.cursor.copy(f"COPY {name} FROM STDIN") as copy:  # noqa: S608  # nosec B608 - our own temp table
+        for row in rows:
+            copy.write_row(row)
+    if analyse:
+        cursor.execute(f"ANALYZE {name}")
+
+
+def _schema_lookups(cursor: Any, study: Study, fmt: str) -> None:
+    """The formatted cells of the schema's attribute codes and span subcategories, the subcategories ranked in
+    PostgreSQL's order of their slugs."""
+    _fill(cursor, "cab_export_attribute", [
+        (pk, csv_field(code) if fmt == "csv" else _json(code), position) for pk, code, position in
+        AttributeDefinition.objects.filter(schema_id=study.schema_id).values_list("pk", "code", "position")])
+    cursor.execute(
+        f"SELECT id, slug FROM {_table(SpanSubcategory)} WHERE schema_id = %s ORDER BY slug",  # noqa: S608  # nosec B608
+        [study.schema_id],
+    )
+    # A subcategory's JSON string, with its quotes doubled inside the CSV cell that holds the spans.
+    _fill(cursor, "cab_export_subcategory", [(pk, _json(slug).replace('"', '""') if fmt == "csv" else _json(slug), rank)
+                                            for rank, (pk, slug) in enumerate(cursor.fetchall())])
+
+
+def _slice_lookups(cursor: Any, params: dict[str, Any], fmt: str, conversation_cells: dict[int, str]) -> None:
+    """The formatted cells of the slice's conversations and models, ranked in PostgreSQL's order of their names
+    (read for each slice: the study's whole set would cost the first byte a scan of all its judgments).
+    ``conversation_cells`` keeps each conversation's cells from one slice to the next."""
+    cursor.execute(
+        f"SELECT c.id, d.name, c.external_id FROM {_table(Conversation)} c "  # noqa: S608  # nosec B608 - model names
+        f"JOIN {_table(Dataset)} d ON d.id = c.dataset_id "
+        f"WHERE c.id IN (SELECT j.conversation_id FROM {_table(Judgment)} j WHERE {_SCOPE}) "
+        f"ORDER BY d.name, c.external_id",
+        params,
+    )
+    sep, rows = _GLUE[fmt]["sep"], []
+    for rank, (pk, dataset, external) in enumerate(cursor.fetchall()):
+        cells = conversation_cells.get(pk)
+        if cells is None:
+            cells = conversation_cells[pk] = (_cell(fmt, "dataset", dataset) + sep
+                                              + _cell(fmt, "conversation_id", external))
+        rows.append((pk, cells, rank))
+    _fill(cursor, "cab_export_conversation", rows, analyse=True)
+    cursor.execute(
+        f"SELECT DISTINCT r.model_slot FROM {_table(ModelResponse)} r "  # noqa: S608  # nosec B608 - model names
+        f"WHERE r.id IN (SELECT j.response_id FROM {_table(Judgment)} j WHERE {_SCOPE}) ORDER BY r.model_slot",
+        params,
+    )
+    _fill(cursor, "cab_export_model", [(slot, csv_field(slot) if fmt == "csv" else _json(slot), rank)
+                                       for rank, (slot,) in enumerate(cursor.fetchall())])
+
+
+def _coders(cursor: Any, round_id: int) -> list[tuple[int, str]]:
+    """(id, username) of everyone with a judgment in the round, by username (one index probe per coder)."""
+    judgments, users = _table(Judgment), _table(get_user_model())
+    cursor.execute(
+        f"WITH RECURSIVE coders(id) AS ("  # noqa: S608  # nosec B608 - table names from the models
+        f"  SELECT min(coder_id) FROM {judgments} WHERE round_id = %s"
+        f"  UNION ALL"
+        f"  SELECT (SELECT min(coder_id) FROM {judgments} WHERE round_id = %s AND coder_id > coders.id)"
+        f"  FROM coders WHERE coders.id IS NOT NULL"
+        f") SELECT users.id, users.username FROM coders JOIN {users} users ON users.id = coders.id"
+        f" ORDER BY users.username",
+        [round_id, round_id],
+    )
+    return list(cursor.fetchall())
+
+
+def _spans_sql(fmt: str) -> str:
+    """The statement that fills ``cab_export_span`` with one slice's spans, a cell per judgment (parameters as
+    ``_line_sql``'s); the cell is NULL (and so the judgment's line) if a span's subcategory is missing from the
+    lookup. A table of its own, indexed, rather than a subquery: a subquery per judgment cost more than all the
+    rest together, and a join to an aggregate turns quadratic when the planner's statistics are stale (a study
+    just generated or imported)."""
+
+    def g(name: str) -> str:
+        return f"%({name})s"
+
+    return (
+        f"DROP TABLE IF EXISTS cab_export_span; "  # noqa: S608  # nosec B608 - model names, glue parameters
+        f"CREATE TEMP TABLE cab_export_span ON COMMIT DROP AS "
+        f"SELECT s.judgment_id, CASE WHEN count(*) = count(sc.id) THEN {g('span_open')} "
+        f"|| string_agg({g('span_start')} || s.{_quote('start')} || {g('span_end')} || s.{_quote('end')} "
+        f"|| {g('span_sub')} || sc.cell, {g('span_sep')} ORDER BY s.{_quote('start')}, s.{_quote('end')}, sc.rank) "
+        f"|| {g('span_last')} || {g('span_close')} END AS cell "
+        f"FROM {_table(Span)} s JOIN {_table(Judgment)} j ON j.id = s.judgment_id "
+        f"LEFT JOIN cab_export_subcategory sc ON sc.id = s.subcategory_id "
+        f"WHERE {_SCOPE} GROUP BY s.judgment_id; "
+        f"ALTER TABLE cab_export_span ADD PRIMARY KEY (judgment_id); ANALYZE cab_export_span"
+    )
+
+
+def _line_sql(fmt: str, columns: int) -> str:
+    """The statement that makes one slice's lines: its parameters are the glue (by name), the slice's ``round`` and
+    ``gold`` flag; its coders are in the table ``cab_export_coder``."""
+
+    def g(name: str) -> str:
+        return f"%({name})s"
+
+    session = "coalesce(se.{index}, ts.{index})".format(index=_quote("index"))
+    if fmt == "csv":
+        tail = ""
+        if columns > 13:  # session_index (a longitudinal study), and the seed column a judgment leaves empty
+            tail = f" || ',' || coalesce({session}::text, '')" + " || ','" * (columns - 14)
+    else:
+        tail = f" || CASE WHEN {session} IS NULL THEN '' ELSE ', \"session_index\": ' || {session} END"
+    line = (
+        f"co.prefix || cv.cells || {g('turn')} || coalesce(t.{_quote('index')}::text, {g('null')}) || {g('model')} "
+        f"|| CASE WHEN j.response_id IS NULL THEN {g('null')} ELSE m.cell END || {g('attribute')} || a.cell "
+        f"|| {g('score')} || j.score || {g('count')} || coalesce(j.instance_count::text, {g('null')}) "
+        f"|| {g('spans')} || CASE WHEN sp.judgment_id IS NULL THEN {g('no_spans')} ELSE sp.cell END "
+        f"|| co.suffix{tail} || {g('end')}"
+    )
+    sql = (
+        f"SELECT {line} FROM {_table(Judgment)} j "  # noqa: S608  # nosec B608 - model names, glue parameters
+        f"JOIN cab_export_coder co ON co.id = j.coder_id "
+        f"LEFT JOIN cab_export_conversation cv ON cv.id = j.conversation_id "
+        f"LEFT JOIN cab_export_attribute a ON a.id = j.attribute_id "
+        f"LEFT JOIN {_table(Turn)} t ON t.id = j.turn_id "
+        f"LEFT JOIN {_table(ModelResponse)} r ON r.id = j.response_id "
+        f"LEFT JOIN cab_export_model m ON m.slot = r.model_slot "
+        f"LEFT JOIN {_table(Session)} se ON se.id = j.session_id "
+        f"LEFT JOIN {_table(Session)} ts ON ts.id = t.session_id "
+        f"LEFT JOIN cab_export_span sp ON sp.judgment_id = j.id "
+        f"WHERE {_SCOPE} "
+        f"ORDER BY co.rank, cv.rank, t.{_quote('index')}, m.rank, a.position, se.{_quote('index')}"
+    )
+    return sql
+
+
+def judgment_lines(*, study: Study, fmt: str, columns: int) -> Iterator[str]:
+    """The study's judgment lines of the file (CSV with ``columns`` columns, or JSON Lines), in the file's order
+    (``long_format._slices``: rounds by kind and number; in each, every coder's non-gold rows by username, then the
+    round's gold rows), in blocks of ``FETCH`` lines. Call it inside a transaction (``long_format`` does): its
+    lookup tables live until the transaction ends."""
+    roles = dict(StudyMember.objects.filter(study=study, role__in=(StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
+                 .values_list("user_id", "role"))
+    sql, spans_sql = _line_sql(fmt, columns), _spans_sql(fmt)
+    ending = "\r\n" if fmt == "csv" else "\n"
+    conversation_cells: dict[int, str] = {}
+    with connection.cursor() as cursor:
+        _create_tables(cursor)
+        _schema_lookups(cursor, study, fmt)
+        for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
+            name = round_name(kind, number)
+            coders = _coders(cursor, round_id)
+            slices = [(False, [(coder_id, username, roles.get(coder_id, DEFAULT_ROLE))])
+                      for coder_id, username in coders]
+            if Judgment.objects.filter(round_id=round_id, is_gold=True, score__isnull=False).exists():
+                slices.append((True, [(coder_id, username, GOLD_ROLE) for coder_id, username in coders]))
+            for gold, slice_coders in slices:
+                _fill(cursor, "cab_export_coder", [
+                    (coder_id, _prefix(fmt, study.slug, name, username, gold), _suffix(fmt, role), rank)
+                    for rank, (coder_id, username, role) in enumerate(slice_coders)])
+                params = _GLUE[fmt] | {"round": round_id, "gold": gold}
+                _slice_lookups(cursor, params, fmt, conversation_cells)
+                cursor.execute(spans_sql, params)
+                yield from _fetched(sql, params, ending)
+
+
+def _prefix(fmt: str, study: str, round_: str, username: str, gold: bool) -> str:
+    if fmt == "csv":
+        return ",".join(csv_field(value) for value in (study, round_, username, gold)) + ","
+    return "{" + ", ".join(_cell(fmt, key, value) for key, value in
+                           (("study", study), ("round", round_), ("reviewer", username), ("is_gold", gold))) + ", "
+
+
+def _suffix(fmt: str, role: str) -> str:
+    return "," + csv_field(role) if fmt == "csv" else ", " + _cell(fmt, "role", role)
+
+
+def _fetched(statement: str, params: dict[str, Any], ending: str) -> Iterator[str]:
+    """The lines the statement makes, read through a server-side cursor in blocks; a NULL line raises. (A COPY
+    hands rows over one protocol message each, which psycopg reads in Python: twice as slow.)"""
+    with connection.connection.cursor(name="cab_export_lines") as cursor:
+        cursor.itersize = FETCH
+        cursor.execute(statement, params)
+        while rows := cursor.fetchmany(FETCH):
+            lines = [line for (line,) in rows]
+            if None in lines:
+                raise ExportIncompleteError("a judgment's line could not be made (a cell missing from the export's "
+                                            "lookups)")
+            lines.append("")
+            yield ending.join(lines)
