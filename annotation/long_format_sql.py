@@ -74,9 +74,10 @@ _TABLES = {
     "cab_export_attribute": "id bigint PRIMARY KEY, cell text NOT NULL, position int NOT NULL",
     "cab_export_subcategory": "id bigint PRIMARY KEY, cell text NOT NULL, rank int NOT NULL",
 }
-# A slice's judgments: its round and gold flag (parameters) and its coders (the coder lookup).
+# A slice's judgments: a round's non-gold rows of one coder, or its gold rows (parameters). Not a join to the coder
+# lookup: a coder missing from it must make NULL lines, not fewer.
 _SCOPE = ("j.round_id = %(round)s AND j.is_gold = %(gold)s AND j.score IS NOT NULL "
-          "AND j.coder_id IN (SELECT id FROM cab_export_coder)")
+          "AND (%(gold)s OR j.coder_id = %(coder)s)")
 
 
 def _create_tables(cursor: Any) -> None:
@@ -201,7 +202,7 @@ def _line_sql(fmt: str, columns: int) -> str:
     )
     sql = (
         f"SELECT {line} FROM {_table(Judgment)} j "  # noqa: S608  # nosec B608 - model names, glue parameters
-        f"JOIN cab_export_coder co ON co.id = j.coder_id "
+        f"LEFT JOIN cab_export_coder co ON co.id = j.coder_id "
         f"LEFT JOIN cab_export_conversation cv ON cv.id = j.conversation_id "
         f"LEFT JOIN cab_export_attribute a ON a.id = j.attribute_id "
         f"LEFT JOIN {_table(Turn)} t ON t.id = j.turn_id "
@@ -240,7 +241,7 @@ def judgment_lines(*, study: Study, fmt: str, columns: int) -> Iterator[str]:
                 _fill(cursor, "cab_export_coder", [
                     (coder_id, _prefix(fmt, study.slug, name, username, gold), _suffix(fmt, role), rank)
                     for rank, (coder_id, username, role) in enumerate(slice_coders)])
-                params = _GLUE[fmt] | {"round": round_id, "gold": gold}
+                params = _GLUE[fmt] | {"round": round_id, "gold": gold, "coder": None if gold else slice_coders[0][0]}
                 _slice_lookups(cursor, params, fmt, conversation_cells)
                 cursor.execute(spans_sql, params)
                 yield from _fetched(sql, params, ending)
