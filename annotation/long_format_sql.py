@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, models
 
 from annotation.models import AttributeDefinition, Judgment, Span, SpanSubcategory, Study, StudyMember
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
@@ -62,7 +62,7 @@ def _quote(name: str) -> str:
     return connection.ops.quote_name(name)
 
 
-def _table(model: type) -> str:
+def _table(model: type[models.Model]) -> str:
     return _quote(model._meta.db_table)
 
 
