@@ -24,10 +24,10 @@ from django.db import connection, models
 
 from annotation.models import AttributeDefinition, Judgment, Span, SpanSubcategory, Study, StudyMember
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
-from common.cells import csv_field
+from common.cells import CHUNK, csv_field
 from common.rounds import round_name
 
-FETCH = 2000  # lines read and handed on at a time
+FETCH = 5000  # lines read from the database at a time
 DEFAULT_ROLE, GOLD_ROLE = StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value  # as long_format's
 
 
@@ -220,8 +220,8 @@ def _line_sql(fmt: str, columns: int) -> str:
 def judgment_lines(*, study: Study, fmt: str, columns: int) -> Iterator[str]:
     """The study's judgment lines of the file (CSV with ``columns`` columns, or JSON Lines), in the file's order
     (``long_format._slices``: rounds by kind and number; in each, every coder's non-gold rows by username, then the
-    round's gold rows), in blocks of ``FETCH`` lines. Call it inside a transaction (``long_format`` does): its
-    lookup tables live until the transaction ends."""
+    round's gold rows), in blocks of about ``CHUNK`` characters. Call it inside a transaction (``long_format``
+    does): its lookup tables live until the transaction ends."""
     roles = dict(StudyMember.objects.filter(study=study, role__in=(StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
                  .values_list("user_id", "role"))
     sql, spans_sql = _line_sql(fmt, columns), _spans_sql(fmt)
@@ -259,15 +259,24 @@ def _suffix(fmt: str, role: str) -> str:
 
 
 def _fetched(statement: str, params: dict[str, Any], ending: str) -> Iterator[str]:
-    """The lines the statement makes, read through a server-side cursor in blocks; a NULL line raises. (A COPY
-    hands rows over one protocol message each, which psycopg reads in Python: twice as slow.)"""
+    """The lines the statement makes, read through a server-side cursor ``FETCH`` at a time and handed on in blocks
+    of about ``CHUNK`` characters (as the Python writer's); a NULL line raises. (A COPY hands rows over one protocol
+    message each, which psycopg reads in Python: twice as slow.)"""
+    parts: list[str] = []
+    size = 0
     with connection.connection.cursor(name="cab_export_lines") as cursor:
-        cursor.itersize = FETCH
         cursor.execute(statement, params)
         while rows := cursor.fetchmany(FETCH):
-            lines = [line for (line,) in rows]
-            if None in lines:
-                raise ExportIncompleteError("a judgment's line could not be made (a cell missing from the export's "
-                                            "lookups)")
-            lines.append("")
-            yield ending.join(lines)
+            for (line,) in rows:
+                if line is None:
+                    raise ExportIncompleteError("a judgment's line could not be made (a cell missing from the "
+                                                "export's lookups)")
+                parts.append(line)
+                size += len(line)
+                if size >= CHUNK:
+                    parts.append("")
+                    yield ending.join(parts)
+                    parts, size = [], 0
+    if parts:
+        parts.append("")
+        yield ending.join(parts)
