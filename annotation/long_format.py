@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -203,25 +202,6 @@ def _in_snapshot(read: Callable[[], Iterator[Any]]) -> Iterator[Any]:
         yield from read()
 
 
-def _round_coders(round_id: int) -> list[tuple[int, str]]:
-    """(id, username) of everyone with a judgment in the round, by username: one index probe per coder on
-    (round, coder, turn), not a scan of the round's judgments."""
-    judgments, users = Judgment._meta.db_table, get_user_model()._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            # Table names from the models' metadata; the round id is a parameter.
-            f"WITH RECURSIVE coders(id) AS ("  # noqa: S608  # nosec B608 - table names from the models
-            f"  SELECT min(coder_id) FROM {judgments} WHERE round_id = %s"
-            f"  UNION ALL"
-            f"  SELECT (SELECT min(coder_id) FROM {judgments} WHERE round_id = %s AND coder_id > coders.id)"
-            f"  FROM coders WHERE coders.id IS NOT NULL"
-            f") SELECT users.id, users.username FROM coders JOIN {users} users ON users.id = coders.id"
-            f" ORDER BY users.username",
-            [round_id, round_id],
-        )
-        return list(cursor.fetchall())
-
-
 def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
     """The file in slices, in its order: (the row's first cells, its role or None for a gold slice, the query of
     the slice's rows). Rounds by kind and number; in each, every coder's non-gold rows by username, then the
@@ -232,7 +212,7 @@ def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
     scored = Judgment.objects.filter(score__isnull=False)
     for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
         name = round_name(kind, number)
-        for coder_id, username in _round_coders(round_id):
+        for coder_id, username in long_format_sql.round_coders(round_id):
             role = roles.get(coder_id)
             yield ((study.slug, name, username, False), GOLD_ROLE if role == GOLD_ROLE else
                    METHOD_ROLE if role == METHOD_ROLE else DEFAULT_ROLE,

@@ -139,20 +139,22 @@ def _slice_lookups(cursor: Any, params: dict[str, Any], fmt: str, conversation_c
                                        for rank, (slot,) in enumerate(cursor.fetchall())])
 
 
-def _coders(cursor: Any, round_id: int) -> list[tuple[int, str]]:
-    """(id, username) of everyone with a judgment in the round, by username (one index probe per coder)."""
+def round_coders(round_id: int) -> list[tuple[int, str]]:
+    """(id, username) of everyone with a judgment in the round, by username: one index probe per coder on
+    (round, coder, turn), not a scan of the round's judgments. (The export's slices, here and in ``long_format``.)"""
     judgments, users = _table(Judgment), _table(get_user_model())
-    cursor.execute(
-        f"WITH RECURSIVE coders(id) AS ("  # noqa: S608  # nosec B608 - table names from the models
-        f"  SELECT min(coder_id) FROM {judgments} WHERE round_id = %s"
-        f"  UNION ALL"
-        f"  SELECT (SELECT min(coder_id) FROM {judgments} WHERE round_id = %s AND coder_id > coders.id)"
-        f"  FROM coders WHERE coders.id IS NOT NULL"
-        f") SELECT users.id, users.username FROM coders JOIN {users} users ON users.id = coders.id"
-        f" ORDER BY users.username",
-        [round_id, round_id],
-    )
-    return list(cursor.fetchall())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE coders(id) AS ("  # noqa: S608  # nosec B608 - table names from the models
+            f"  SELECT min(coder_id) FROM {judgments} WHERE round_id = %s"
+            f"  UNION ALL"
+            f"  SELECT (SELECT min(coder_id) FROM {judgments} WHERE round_id = %s AND coder_id > coders.id)"
+            f"  FROM coders WHERE coders.id IS NOT NULL"
+            f") SELECT users.id, users.username FROM coders JOIN {users} users ON users.id = coders.id"
+            f" ORDER BY users.username",
+            [round_id, round_id],
+        )
+        return list(cursor.fetchall())
 
 
 def _spans_sql(fmt: str) -> str:
@@ -232,7 +234,7 @@ def judgment_lines(*, study: Study, fmt: str, columns: int) -> Iterator[str]:
         _schema_lookups(cursor, study, fmt)
         for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
             name = round_name(kind, number)
-            coders = _coders(cursor, round_id)
+            coders = round_coders(round_id)
             slices = [(False, [(coder_id, username, roles.get(coder_id, DEFAULT_ROLE))])
                       for coder_id, username in coders]
             if Judgment.objects.filter(round_id=round_id, is_gold=True, score__isnull=False).exists():
