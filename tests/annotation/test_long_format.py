@@ -26,9 +26,9 @@ def slice_queries(study: Study) -> int:
 def file_queries(study: Study, batch: int) -> int:
     """The queries of a file export (CSV or JSON Lines) besides the request's own. On PostgreSQL the database writes
     the judgments' lines (``annotation.long_format_sql``): a fixed set (the members' roles, the lookup tables, the
-    schema's cells, the rounds; read inside the caller's transaction, as a test is), two per round (its coders,
-    whether it has gold rows) and seven per slice (each coder's non-gold rows, and the round's gold rows if any: the
-    slice's coders, conversations and models, its spans), whatever the number of rows. Elsewhere the rows' slices
+    schema's cells, the rounds; read inside the caller's transaction, as a test is), three per round (its coders,
+    whether it has gold rows, its spans) and seven per slice (each coder's non-gold rows, and the round's gold rows
+    if any: the slice's coders, its rows, conversations and models), whatever the number of rows. Elsewhere the rows' slices
     and one span query per ``batch`` rows."""
     if connection.vendor != "postgresql":
         return slice_queries(study) + -(-Judgment.objects.filter(round__study=study, score__isnull=False).count()
@@ -36,7 +36,7 @@ def file_queries(study: Study, batch: int) -> int:
     rounds = list(study.rounds.all())
     slices = sum(Judgment.objects.filter(round=r).values("coder").distinct().count()
                  + Judgment.objects.filter(round=r, is_gold=True, score__isnull=False).exists() for r in rounds)
-    return 7 + 2 * len(rounds) + 7 * slices
+    return 7 + 3 * len(rounds) + 7 * slices
 
 
 def test_long_format_rows_are_the_same_whatever_the_batch_size(monkeypatch, django_assert_max_num_queries):
