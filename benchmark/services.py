@@ -126,7 +126,9 @@ class MaterialConflict(RowConflicts):
                        "(judged, or in an open round); nothing was changed.")
 
 
-@dataclass(frozen=True, slots=True)  # slots: an ingestion makes one per item
+# slots: an ingestion makes one per item; not frozen, since a frozen dataclass sets each field through
+# object.__setattr__ (measured: four times the cost of making one, a few per cent of a bulk ingest)
+@dataclass(slots=True)
 class _Edit:
     """One change an ingestion would make to stored material, and where its input asks for it.
 
