@@ -11,6 +11,8 @@ import hashlib
 import io
 import re
 from collections.abc import Callable
+from functools import cached_property
+from typing import Protocol
 
 from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
@@ -77,11 +79,18 @@ def study_for(request: Request, slug: str) -> Study:
     return study
 
 
-def _replayable(request: Request, body_sha256: str, call: Callable[[], tuple[int, dict]]) -> Response:
-    """Run ``call`` once per Idempotency-Key (when the request has one) and answer with its status and body."""
+class _HashedBody(Protocol):
+    @property
+    def sha256(self) -> str: ...
+
+
+def _replayable(request: Request, body: _HashedBody, call: Callable[[], tuple[int, dict]]) -> Response:
+    """Run ``call`` once per Idempotency-Key (when the request has one) and answer with its status and body. The
+    body is hashed only for a key: the hash only tells a resend from another request under the same key."""
+    key = idempotency_key(request)
     status, data, replayed = api_services.idempotent_call(
-        user=request_user(request), key=idempotency_key(request),
-        request_hash=request_fingerprint(request, body_sha256), call=call,
+        user=request_user(request), key=key, request_hash=request_fingerprint(request, body.sha256) if key else "",
+        call=call,
     )
     return Response(data, status=status, headers={"Idempotent-Replayed": "true"} if replayed else None)
 
@@ -235,7 +244,7 @@ class JudgmentImportApi(APIView):
                 raise exceptions.ParseError(f"Not a readable CSV file: {error}.") from error
             return 200, JudgmentImportOut(summary).data
 
-        return _replayable(request, body.sha256, call)
+        return _replayable(request, body, call)
 
 
 class MethodListApi(APIView):
@@ -298,17 +307,22 @@ class ReferenceListApi(APIView):
 
 
 class _RowsBody:
-    def __init__(self, data, sha256: str):
-        self.data, self.sha256 = data, sha256
+    def __init__(self, data, content: bytes):
+        self.data, self._content = data, content
+
+    @cached_property
+    def sha256(self) -> str:
+        """For an Idempotency-Key only (see ``_replayable``)."""
+        return hashlib.sha256(self._content).hexdigest()
 
 
 class _RowsJSONParser(BoundedJSONParser):
-    """``{"rows": [...]}`` as parsed JSON, with the body's SHA-256 for an Idempotency-Key."""
+    """``{"rows": [...]}`` as parsed JSON, with the body's bytes for an Idempotency-Key's hash."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_body(stream, parser_context)
         data = super().parse(io.BytesIO(content), media_type, None)
-        return _RowsBody(data, hashlib.sha256(content).hexdigest())
+        return _RowsBody(data, content)
 
 
 class SessionLabelApi(generics.ListAPIView):
@@ -372,7 +386,7 @@ class SessionLabelApi(generics.ListAPIView):
             summary = session_labels.session_labels_import(study=study, rows=rows, by=request.user)
             return 200, SessionLabelImportOut(summary.as_dict()).data
 
-        return _replayable(request, body.sha256, call)
+        return _replayable(request, body, call)
 
 
 class _AnyAccept(APIView):
@@ -436,7 +450,7 @@ class _IngestApi(APIView):
             summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
             return 200, output(summary.as_dict()).data
 
-        return _replayable(request, body.sha256, call)
+        return _replayable(request, body, call)
 
 
 class ConversationIngestApi(_IngestApi):

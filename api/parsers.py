@@ -13,7 +13,8 @@ import codecs
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, overload
 
 import msgspec
@@ -33,17 +34,26 @@ class PayloadTooLarge(exceptions.APIException):
 
 @dataclass
 class RawBody:
-    """A request body as bytes with its SHA-256 (for Idempotency-Key), read within the size limit."""
+    """A request body as bytes, read within the size limit."""
 
     content: bytes
-    sha256: str
     media_type: str
+
+    @cached_property
+    def sha256(self) -> str:
+        """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing)."""
+        return hashlib.sha256(self.content).hexdigest()
 
 
 @dataclass
 class BulkBody:
     items: Sequence[Any]  # a RowError in place of a JSON Lines line that is not JSON
-    sha256: str
+    content: bytes = field(repr=False)
+
+    @cached_property
+    def sha256(self) -> str:
+        """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing)."""
+        return hashlib.sha256(self.content).hexdigest()
 
 
 def body_limit() -> int:
@@ -280,7 +290,7 @@ BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser]
 def _bulk(items: Sequence[Any], content: bytes) -> BulkBody:
     if len(items) > MAX_ITEMS:
         raise PayloadTooLarge(f"{len(items):,} items; at most {MAX_ITEMS:,} are accepted per request.")
-    return BulkBody(items=items, sha256=hashlib.sha256(content).hexdigest())
+    return BulkBody(items=items, content=content)
 
 
 class RawTextParser(parsers.BaseParser):
@@ -290,8 +300,7 @@ class RawTextParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_body(stream, parser_context)
-        return RawBody(content=content, sha256=hashlib.sha256(content).hexdigest(),
-                       media_type=(media_type or self.media_type).split(";")[0].strip())
+        return RawBody(content=content, media_type=(media_type or self.media_type).split(";")[0].strip())
 
 
 class RawJSONLinesParser(RawTextParser):
