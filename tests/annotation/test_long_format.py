@@ -28,8 +28,8 @@ def file_queries(study: Study, batch: int) -> int:
     the judgments' lines (``annotation.long_format_sql``): a fixed set (the members' roles, the lookup tables, the
     schema's cells, the rounds; read inside the caller's transaction, as a test is), three per round (its coders,
     whether it has gold rows, its spans) and seven per slice (each coder's non-gold rows, and the round's gold rows
-    if any: the slice's coders, its rows, conversations and models), whatever the number of rows. Elsewhere the rows' slices
-    and one span query per ``batch`` rows."""
+    if any: the slice's coders, its rows, conversations and models), whatever the number of rows. Elsewhere the
+    rows' slices and one span query per ``batch`` rows."""
     if connection.vendor != "postgresql":
         return slice_queries(study) + -(-Judgment.objects.filter(round__study=study, score__isnull=False).count()
                                         // batch)
