@@ -240,7 +240,7 @@ def judgment_columns(*, study: Study, round_ids: np.ndarray, tables: dict,
     # Eight columns, each as narrow as its values allow (the server's cost is per value): an id column as int4 while
     # its table's largest id fits, the gold flag on the coder's sign (gold: -1 - id, negative for every id >= 0;
     # user ids are int4).
-    kind = {model: _id_kind(bounds[model]) for model in models}
+    kind: dict[type, str] = {model: _id_kind(bounds[model]) for model in models}
     kind[Round] = _id_kind((int(round_ids.min(initial=0)), int(round_ids.max(initial=0))))
     judgment_id, round_id, signed_coder, conversation_id, turn_id, response_id, attribute_id, score = (
         int_columns(
