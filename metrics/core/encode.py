@@ -154,15 +154,19 @@ def encode(attributes: Sequence[AttributeSpec], judgments: JudgmentTable, spans:
     to_schema = np.array([schema.codes.index(c) if c in schema.codes else -1 for c in attribute_names] or [-1])
     attribute = to_schema[attribute_codes] if len(attribute_codes) else attribute_codes
     # index -1 (attribute not in the schema) lands on the trailing placeholder; those rows are dropped below
-    unit_kind = np.array([a.unit for a in schema.attributes] + ["response"], dtype=object)[attribute]
-    is_response = unit_kind == "response"
-    is_conversation = unit_kind == "conversation"
+    # the unit of each row's attribute as an integer code (a lookup per row, not a string comparison per row)
+    unit_kinds = sorted({a.unit for a in schema.attributes} | {"response"})
+    unit_of_attribute = np.array([unit_kinds.index(a.unit) for a in schema.attributes] + [unit_kinds.index("response")])
+    unit_kind = unit_of_attribute[attribute]
+    is_response = unit_kind == unit_kinds.index("response")
+    is_conversation = unit_kind == (unit_kinds.index("conversation") if "conversation" in unit_kinds else -1)
 
     rounds, round_code = joined("round")
     is_gold = np.concatenate([_column(t, "is_gold").astype(bool) for t in tables])
     named_coders, coder_code = joined("coder")
     # coder names that appear only on gold rows are not coders; renumber over non-gold names only
-    non_gold_names = sorted({named_coders[c] for c in np.unique(coder_code[~is_gold]).tolist()})
+    used = np.bincount(coder_code[~is_gold], minlength=len(named_coders))
+    non_gold_names = sorted({named_coders[c] for c in np.flatnonzero(used).tolist()})
     rename = np.array([non_gold_names.index(c) if c in non_gold_names else GOLD for c in named_coders] or [GOLD])
     coder = np.where(is_gold, GOLD, rename[coder_code] if len(coder_code) else coder_code)
 
