@@ -156,7 +156,9 @@ class Turn(models.Model):
 
 
 class ModelResponse(models.Model):
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="responses")
+    # No index of its own: the unique (turn, model_slot) index below serves every lookup by turn, and a second one
+    # cost each bulk-ingested response another index insert.
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="responses", db_index=False)
     model_slot = models.CharField(max_length=50, help_text="e.g. GPT, Claude, Gemini, Llama, Qwen")
     model_version = models.CharField(max_length=200, blank=True)
     text = models.TextField()

@@ -70,7 +70,10 @@ def _run_through_workers(study, *, workers: int, resamples: int, timeout: float,
     from metrics.models import MetricRun
     from tests.celery_worker import celery_worker, wait_for
 
-    env = {"METRIC_RUN_SPLIT_CELLS": "0" if workers > 1 else "1e30", "METRIC_RUN_SPLIT_HELPERS": str(workers - 1)}
+    # The product's own settings, as for gunicorn (``_common.server_env``): DEBUG off, persistent connections (the
+    # test environment's DB_CONN_MAX_AGE=0 would close the worker's connection after every task).
+    env = {"METRIC_RUN_SPLIT_CELLS": "0" if workers > 1 else "1e30", "METRIC_RUN_SPLIT_HELPERS": str(workers - 1),
+           "DEBUG": "0", "DB_CONN_MAX_AGE": "60"}
     import contextlib
 
     with contextlib.ExitStack() as stack:
