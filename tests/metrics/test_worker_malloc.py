@@ -60,3 +60,30 @@ def test_a_worker_reuses_the_memory_of_freed_arrays_and_a_web_process_faults_it_
     assert web_tuned is None and web_faults > pages // 2  # malloc's defaults: unmapped or trimmed, faulted again
     worker_faults, worker_tuned = _probe("worker")
     assert worker_tuned is True and worker_faults < pages // 20
+
+
+HUGE_PAGES = """
+import json, os, sys
+import django
+django.setup()
+import cab.celery, metrics.tasks
+if sys.argv[1] == "worker":
+    from celery.signals import worker_init
+    worker_init.send(sender=None)
+from numpy._core import multiarray
+print(json.dumps(multiarray._get_madvise_hugepage()))
+"""
+
+
+@pytest.mark.parametrize(("role", "environment", "expected"), [
+    ("worker", None, False),  # the worker turns numpy's huge-page request off
+    ("web", None, True),  # numpy's own default elsewhere (this kernel supports it)
+    ("worker", "1", True),  # an explicit setting wins
+])
+def test_a_worker_asks_for_no_transparent_huge_pages_for_its_arrays(role, environment, expected):
+    env = {key: value for key, value in os.environ.items() if key != "NUMPY_MADVISE_HUGEPAGE"}
+    if environment is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = environment
+    out = subprocess.run([sys.executable, "-c", HUGE_PAGES, role], cwd=settings.BASE_DIR, capture_output=True,
+                         text=True, check=True, env={**env, "DJANGO_SETTINGS_MODULE": "cab.settings"})
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is expected
