@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -159,10 +160,6 @@ def judgments_query(*, study: Study) -> QuerySet:
     )
 
 
-# PostgreSQL's memory for the export's sorts: the default (4 MB) sends a large slice's sort to disk.
-SORT_MEMORY = "256MB"
-
-
 def judgment_rows(*, study: Study) -> Iterator[dict]:
     """The study's judgments as long-format rows (dicts of ``COLUMNS``, and ``session_index`` for a history's row),
     streamed as ``judgment_tuples`` reads them."""
@@ -184,22 +181,25 @@ def judgment_tuples(*, study: Study) -> Iterator[tuple]:
     snapshot, and cursors that hand rows over as the query makes them. Without it Django declares a cursor
     WITH HOLD, and PostgreSQL then computes and stores its whole result before the first row. Read it to the end or
     close it, as a streamed response does."""
-    yield from _in_snapshot(lambda: _judgment_tuples(study))
+    yield from _in_snapshot(lambda _: _judgment_tuples(study))
 
 
-def _in_snapshot(read: Callable[[], Iterator[Any]]) -> Iterator[Any]:
-    """What ``read`` yields, read in one transaction: the caller's, or (outside one) one of its own with PostgreSQL's
-    sort memory raised in it."""
+def _in_snapshot(read: Callable[[int], Iterator[Any]]) -> Iterator[Any]:
+    """What ``read(helpers)`` yields, read in one transaction: the caller's (``helpers`` 0), or (outside one) one of
+    its own, REPEATABLE READ, with the export's settings (``long_format_sql.export_settings``), whose snapshot up
+    to ``EXPORT_CONNECTIONS`` - 1 helper connections may share."""
     if not connection.get_autocommit():  # the caller's transaction: the cursors already stream
-        yield from read()
+        yield from read(0)
         return
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL work_mem = '{SORT_MEMORY}'")
-                # JIT compiling a slice's query took 0.7 s of the 2 s it ran (its expressions run once per row).
-                cursor.execute("SET LOCAL jit = off")
-        yield from read()
+        if connection.vendor != "postgresql":
+            yield from read(0)
+            return
+        with connection.cursor() as cursor:
+            # every statement of the export on one snapshot, which other connections can then share
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            long_format_sql.export_settings(cursor)
+        yield from read(max(settings.EXPORT_CONNECTIONS - 1, 0))
 
 
 def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
@@ -322,7 +322,8 @@ def judgments_csv(*, study: Study) -> Iterator[str]:
         return
     # PostgreSQL writes the judgments' lines (annotation.long_format_sql: the same bytes, several times faster).
     yield from csv_stream(columns, ())
-    yield from _in_snapshot(lambda: long_format_sql.judgment_lines(study=study, fmt="csv", columns=len(columns)))
+    yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="csv", columns=len(columns),
+                                                                          helpers=helpers))
     yield from csv_stream(columns, _csv_rows(_session_label_tuples(study), len(columns)), with_header=False)
 
 
@@ -330,8 +331,8 @@ def judgments_jsonl(*, study: Study) -> Iterator[str]:
     if connection.vendor != "postgresql":
         yield from jsonl_stream(file_tuples(study=study), keys=FILE_KEYS)
         return
-    yield from _in_snapshot(lambda: long_format_sql.judgment_lines(study=study, fmt="jsonl",
-                                                                   columns=len(FILE_KEYS)))
+    yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="jsonl",
+                                                                          columns=len(FILE_KEYS), helpers=helpers))
     yield from jsonl_stream(_session_label_tuples(study), keys=FILE_KEYS)
 
 

@@ -94,7 +94,7 @@ def copy_baseline(slug: str) -> tuple[float, float, int]:
     export's own settings (sort memory, no JIT): (seconds to the first row, to the last, rows)."""
     from django.db import connection, transaction
 
-    from annotation import long_format
+    from annotation import long_format, long_format_sql
     from annotation.models import Study
 
     sql, params = long_format.judgments_query(study=Study.objects.get(slug=slug)).query.sql_with_params()
@@ -102,8 +102,7 @@ def copy_baseline(slug: str) -> tuple[float, float, int]:
     first = None
     rows = 0
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL work_mem = '{long_format.SORT_MEMORY}'")
-        cursor.execute("SET LOCAL jit = off")
+        long_format_sql.export_settings(cursor)
         with cursor.cursor.copy(f"COPY ({sql}) TO STDOUT", params) as copy:
             for data in copy:
                 if first is None:

@@ -227,6 +227,9 @@ METRIC_RUN_MAX_ATTEMPTS = int(env("METRIC_RUN_MAX_ATTEMPTS", "3"))
 METRIC_RUN_SPLIT_CELLS = float(env("METRIC_RUN_SPLIT_CELLS", "2e9"))
 METRIC_RUN_SPLIT_HELPERS = int(env("METRIC_RUN_SPLIT_HELPERS", "3"))
 METRIC_RUN_CHUNK_CLAIM_SECONDS = int(env("METRIC_RUN_CHUNK_CLAIM_SECONDS", "120"))
+# A judgment export (CSV/JSON Lines download) on PostgreSQL uses up to this many database connections: its own and
+# helpers that make the next slices' lines on the export's snapshot (annotation.long_format_sql); 1 turns them off.
+EXPORT_CONNECTIONS = int(env("EXPORT_CONNECTIONS", "2"))
 
 REST_FRAMEWORK = {
     # Scripts send "Authorization: Bearer <token>"; the browser uses its login session (with CSRF).
