@@ -4,7 +4,7 @@ baselines: the ORM row loader the project used before (one Python tuple per judg
 two, and the naive pure-Python loops.
 
     .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/metrics_worker.py [--scale 1] [--workers 1|2]
-        [--resamples 1000] [--runs 1] [--naive | --no-naive] [--json]
+        [--resamples 1000] [--runs 3] [--naive | --no-naive] [--json]
 
 Study at --scale 1 (paper scale): 1,576 conversations, 42,230 responses coded once in the main round (about
 690,000 judgments), 2 calibration rounds of 10 turns coded by 7 reviewers and gold; --scale 10 is ten times the
@@ -108,8 +108,9 @@ def main() -> int:
     parser.add_argument("--resamples", type=int, default=int(os.environ.get("RESAMPLES", "1000")))
     parser.add_argument("--naive", action=argparse.BooleanOptionalAction, default=None,
                         help="the naive baseline (default: on up to scale 1)")
-    parser.add_argument("--runs", type=int, default=1,
-                        help="runs requested one after the other through the same workers; figures are medians")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs requested one after the other through the same workers, and in this process; "
+                             "figures are medians")
     parser.add_argument("--naive-resamples", type=int, default=int(os.environ.get("NAIVE_B", "16")))
     args = parser.parse_args()
     require_postgres("metrics_worker")
@@ -132,23 +133,29 @@ def main() -> int:
     study = Study.objects.select_related("schema").get(slug="bench-metrics")
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
-    # load vs compute, in this process (the first load warms the database's caches, as a worker's would be)
+    # load vs compute, in this process (the first load warms the database's caches, as a worker's would be); with
+    # --runs, medians of that many, like the runs through the workers
     selectors.report_inputs(study=study)
-    started = time.perf_counter()
-    inputs = selectors.report_inputs(study=study)
-    load = time.perf_counter() - started
-    n_judgments = len(inputs.judgments)
-    del inputs
+    loads, computes, bootstraps = [], [], []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        inputs = selectors.report_inputs(study=study)
+        load = time.perf_counter() - started
+        n_judgments = len(inputs.judgments)
+        del inputs
+        started = time.perf_counter()
+        prepared = runs.report_prepare(study=study, bootstrap=args.resamples)
+        prepare = time.perf_counter() - started  # includes a load
+        started = time.perf_counter()
+        chunks = [prepared.bootstrap.chunk_samples(c) for c in range(prepared.bootstrap.chunks)]
+        runs.report_finish(prepared, chunks)
+        bootstrap = time.perf_counter() - started
+        del prepared, chunks
+        loads.append(load)
+        computes.append(prepare - load + bootstrap)
+        bootstraps.append(bootstrap)
+    load, compute, bootstrap = (statistics.median(v) for v in (loads, computes, bootstraps))
     orm_rows = _orm_rows_seconds(study)
-    started = time.perf_counter()
-    prepared = runs.report_prepare(study=study, bootstrap=args.resamples)
-    prepare = time.perf_counter() - started  # includes a load
-    started = time.perf_counter()
-    chunks = [prepared.bootstrap.chunk_samples(c) for c in range(prepared.bootstrap.chunks)]
-    runs.report_finish(prepared, chunks)
-    bootstrap = time.perf_counter() - started
-    compute = prepare - load + bootstrap
-    del prepared, chunks
     print(f"judgments: {n_judgments:,}; load {load:.2f} s (ORM row tuples, the loader before: {orm_rows:.2f} s, "
           f"{orm_rows / load:.1f}x); compute {compute:.2f} s (bootstrap B={args.resamples}: {bootstrap:.2f} s)",
           flush=True)
