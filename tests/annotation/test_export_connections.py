@@ -77,7 +77,7 @@ def test_the_file_is_the_same_bytes_with_one_two_or_three_connections(command, a
         assert expected.count("\n") > 20
         for count in (1, 2, 3):
             assert exported(study, fmt, count) == expected, (fmt, count)
-    slices = len(long_format_sql._plan(study, "csv"))
+    slices = len(list(long_format_sql._plan(study, "csv")))
     assert slices >= 2
     # per format: none asked for with one connection, then up to 1 and 2 helpers (at most the slices after the first)
     assert helpers_made == [min(1, slices - 1), min(2, slices - 1)] * 2
