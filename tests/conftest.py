@@ -24,13 +24,11 @@ from tests.factories import StudyFactory, StudyMemberFactory, conversations_with
 pytest_plugins = ["tests.browser"]
 
 
-
 def pytest_report_header(config):
     database = settings.DATABASES["default"]
-    engine = database["ENGINE"].rsplit(".", 1)[-1]
-    where = f"{database.get('HOST') or ''}:{database.get('PORT') or ''}" if engine != "sqlite3" else database["NAME"]
+    where = f"{database.get('HOST') or ''}:{database.get('PORT') or ''}"
     broker = settings.CELERY_BROKER_URL if not settings.CELERY_TASK_ALWAYS_EAGER else "in-process (eager)"
-    return [f"database: {engine} at {where}", f"celery broker: {broker}"]
+    return [f"database: PostgreSQL ({database['ENGINE']}) at {where}", f"celery broker: {broker}"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import connection
 
 from cab.celery import ping
+from cab.embedded_db.server import OLDEST_VERSION
 from tests.celery_worker import celery_worker
 
 REQUIRED = os.environ.get("CAB_TEST_SERVICES") == "1"
@@ -22,7 +23,7 @@ def test_database_is_postgresql_when_the_test_command_runs():
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         (version,) = cursor.fetchone()
-    assert int(version.split(".")[0]) >= 13
+    assert int(version.split(".")[0]) >= OLDEST_VERSION
 
 
 def test_celery_uses_redis_not_in_process_execution():

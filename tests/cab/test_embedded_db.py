@@ -1,0 +1,155 @@
+"""The embedded PostgreSQL (cab.embedded_db): one server per data folder whoever starts it, stopped by the last
+process that leaves, reused after a killed one, moved by CAB_VAR_DIR; any other engine refused at start.
+
+Real servers from the wheel, real processes: nothing here is mocked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from cab.embedded_db.server import PORT, Connection, Server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A process that holds the server of the folder argv[1] and reports its postmaster's pid, then waits for stdin to
+# close (or a signal) before it exits normally.
+HOLDER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[2])
+    from cab.embedded_db.server import PORT, Connection, Server
+    import psycopg
+    server = Server(Path(sys.argv[1]))
+    connection = server.attach()
+    with psycopg.connect(connection.url("postgres")) as conn:
+        conn.execute("SELECT 1")
+    print(server._running_pid(), flush=True)
+    sys.stdin.read()
+""")
+
+
+def _holder(root: Path) -> tuple[subprocess.Popen, int]:
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(ROOT)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert line.strip().isdigit(), f"holder did not start: {line!r}"
+    return process, int(line)
+
+
+def _leave(process: subprocess.Popen) -> None:
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and b"zombie" not in Path(f"/proc/{pid}/status").read_bytes().lower()
+
+
+def _wait_gone(pid: int, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture
+def root(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("embedded") / "postgres"
+    yield folder
+    Server(folder).remove()
+
+
+def test_two_processes_share_one_server_and_the_last_to_leave_stops_it(root):
+    first, pid = _holder(root)
+    second, second_pid = _holder(root)
+    assert second_pid == pid, "the second process started a server of its own"
+    _leave(first)
+    assert _alive(pid), "the first process to leave stopped a server the other still uses"
+    with psycopg.connect(Connection(host=str(Server(root).socket_dir), port=PORT).url("postgres")) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)  # still serving
+    _leave(second)
+    assert _wait_gone(pid), "no server may be left running when its last user exits"
+
+
+def test_the_first_process_in_may_leave_first(root):
+    first, pid = _holder(root)
+    second, _ = _holder(root)
+    _leave(second)
+    assert _alive(pid)
+    _leave(first)
+    assert _wait_gone(pid)
+    assert Server(root).status().startswith("stopped")
+
+
+def test_processes_starting_at_once_start_one_server(root):
+    processes = [subprocess.Popen([sys.executable, "-c", HOLDER, str(root), str(ROOT)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    pids = {int(process.stdout.readline()) for process in processes}
+    assert len(pids) == 1, f"{len(pids)} servers for one data folder"
+    for process in processes:
+        _leave(process)
+    assert _wait_gone(pids.pop())
+
+
+def test_a_killed_user_does_not_keep_the_server_from_stopping(root):
+    killed, pid = _holder(root)
+    survivor, _ = _holder(root)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    _leave(survivor)
+    assert _wait_gone(pid), "a process killed with SIGKILL kept the server up"
+
+
+def test_a_server_whose_last_user_was_killed_is_reused_then_stopped_by_hand(root):
+    killed, pid = _holder(root)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=30)
+    assert _alive(pid)  # nobody could stop it
+    again, again_pid = _holder(root)
+    assert again_pid == pid, "a second server was started beside the running one"
+    assert Server(root).stop() is True  # manage.py embedded_postgres stop
+    assert _wait_gone(pid)
+    again.stdin.close()
+    again.wait(timeout=60)
+
+
+def _manage(*args: str, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env},
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("url", ["sqlite:///var/cab.sqlite3", "mysql://cab@db/cab", "oracle://cab@db/cab",
+                                 "nosuchdb://x@y/z"])
+def test_a_database_url_of_another_engine_is_refused_at_start_in_one_line(url, tmp_path):
+    result = _manage("check", DATABASE_URL=url, CAB_VAR_DIR=str(tmp_path))
+    assert result.returncode != 0
+    message = result.stderr.strip()
+    assert "\n" not in message and "Traceback" not in message, message
+    assert message.startswith("cab: DATABASE_URL names ") and "PostgreSQL only" in message
+
+
+def test_cab_var_dir_moves_the_database_and_the_secret_key(tmp_path):
+    var = tmp_path / "elsewhere"
+    result = _manage("migrate", "--noinput", "-v", "0", CAB_VAR_DIR=str(var))
+    assert result.returncode == 0, result.stderr
+    assert (var / "postgres" / "data" / "PG_VERSION").read_text().strip() == "18"
+    assert (var / "secret_key").stat().st_size > 40
+    status = _manage("embedded_postgres", "status", CAB_VAR_DIR=str(var))
+    assert status.returncode == 0 and status.stdout.startswith("stopped"), status.stdout + status.stderr
+    assert "embedded PostgreSQL 18 started" in result.stderr and "stopped" in result.stderr
