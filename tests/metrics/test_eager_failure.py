@@ -125,6 +125,15 @@ def test_a_run_a_service_requests_that_fails_leaves_its_caller_going(embedded, l
     assert WORDS not in logs.text
 
 
+def test_a_result_that_cannot_be_stored_fails_the_run_saying_so(embedded, monkeypatch, admin_user, study):
+    """A report section holding what JSON cannot hold (a set: a bug) fails when the result is stored, after the
+    computation: the run fails with that reason instead of staying running (in embedded mode nobody would ever take
+    it over)."""
+    monkeypatch.setattr(lc8_inputs, "lc8_section", lambda **_: {"raters": {"r1", "r2"}})
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
+    assert_failed_as_a_worker_stores_it(run, "TypeError: Object of type set is not JSON serializable")
+
+
 COMMAND = f"""
 from annotation.models import Study
 from django.conf import settings
