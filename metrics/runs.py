@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency, untyped
@@ -214,7 +214,18 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
         del prepared, chunks
         lap("finish")
         progress(STORED, "storing the result")
+        # Only the delivery that still sees the run as running stores its result: a run never has two results.
+        # Inside the try: a result that cannot be stored (a value JSON cannot hold, from a bug) fails the run with
+        # that reason, instead of leaving it running (recomputed by the recovery; in embedded mode, forever).
+        with transaction.atomic():  # a savepoint when the caller is in a transaction: the failure is stored
+            stored = bool(
+                MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
+                    status=MetricRun.Status.SUCCEEDED, result=report, progress=1.0, progress_message="done",
+                    finished_at=timezone.now(),
+                )
+            )
     except Exception as error:
+        # The one place a computation's failure is recorded, on a worker and in-process alike (embedded mode).
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),
             error=f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}",
@@ -223,13 +234,6 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
     finally:
         if beat is not None:
             beat.stop()
-    # Only the delivery that still sees the run as running stores its result: a run never has two results.
-    stored = bool(
-        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
-            status=MetricRun.Status.SUCCEEDED, result=report, progress=1.0, progress_message="done",
-            finished_at=timezone.now(),
-        )
-    )
     lap("store")
     # Where a run's time went, as its worker saw it (numbers only). CPU is this process's, all its threads: wall
     # well above it means waiting (on PostgreSQL during the load, or for a core the machine's other work holds).

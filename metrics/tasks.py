@@ -5,6 +5,10 @@ one whose worker died (no heartbeat for ``METRIC_RUN_STALE_SECONDS``) is sent ag
 ``METRIC_RUN_MAX_ATTEMPTS`` starts, then failed with the reason. Every worker runs the recovery when it starts and
 every ``METRIC_RUN_RECOVER_SECONDS`` after. A delivery only computes a run no live worker holds
 (``runs.claimable``), so a duplicate message is a no-op and a run has exactly one result.
+
+In embedded mode (no REDIS_URL) a task runs inside the process that sends it, and what it raises stays in the task
+as on a worker (``CELERY_TASK_EAGER_PROPAGATES`` off): a run that fails is stored failed with its reason, and the
+page or command that asked for it answers normally.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import os
 import sys
 import threading
+import traceback
 
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
@@ -30,6 +35,12 @@ from metrics.models import MetricRun
 log = logging.getLogger(__name__)
 
 
+class MetricRunFailed(Exception):
+    """What the task raises when its run's computation raised, the run already stored failed with the reason
+    (``runs.metric_run_execute``). It names only the error's type and where it was raised: Celery logs what a task
+    raises (a worker, and the embedded mode's in-process tasks), and a reason may quote what participants wrote."""
+
+
 @shared_task(name="metrics.run", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def metric_run_task(run_id: int) -> bool:
     """Thin and idempotent: re-reads the run by id; a finished run, or one a live worker holds, makes a redelivery
@@ -40,8 +51,13 @@ def metric_run_task(run_id: int) -> bool:
 
     try:
         return runs.metric_run_execute(run_id=run_id, heartbeat=True)
+    except Exception as error:
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        failed = MetricRunFailed(f"metric run {run_id}: {type(error).__name__} in {where.name} "
+                                 f"({where.filename}:{where.lineno}); the reason is not logged: see the run")
     finally:
         _release_freed_memory()
+    raise failed  # outside the except: nothing chained to it, neither the reason nor the computation's arrays
 
 
 @shared_task(name="metrics.help", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
