@@ -10,9 +10,9 @@ than the second, a biased tracker, but a far worse direction accuracy — the ma
 reversal SPEC-LC8 is about. Optionally human raters code the items of a subset of sessions (judgments, unit
 ``session``, in the main round).
 
-The numbers are this module's own numpy draws (annotation may not import metrics). Rows are written set-based:
-COPY on PostgreSQL (a 7,749-trajectory study has about 800,000 session labels), ``bulk_create`` elsewhere.
-Attribute roles come from the schema's ``lc8`` block, never from codes written here.
+The numbers are this module's own numpy draws (annotation may not import metrics). Rows are written set-based,
+the large tables by COPY (a 7,749-trajectory study has about 800,000 session labels). Attribute roles come from
+the schema's ``lc8`` block, never from codes written here.
 """
 
 from __future__ import annotations
@@ -152,27 +152,17 @@ def predict(totals: np.ndarray, profile: MethodProfile, rng: np.random.Generator
 
 
 def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> int:
-    """Insert ``rows`` (values for the fields ``columns``, by attname) into ``model``'s table: one COPY on
-    PostgreSQL, batched ``bulk_create`` elsewhere. Returns how many."""
+    """Insert ``rows`` (values for the fields ``columns``, by attname) into ``model``'s table in one COPY. Returns
+    how many."""
     n = 0
-    if connection.vendor == "postgresql":
-        quote = connection.ops.quote_name
-        table = quote(model._meta.db_table)
-        column_of = {f.attname: str(f.column) for f in model._meta.concrete_fields}
-        names = ", ".join(quote(column_of[c]) for c in columns)
-        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-                n += 1
-        return n
-    batch: list[models.Model] = []
-    for row in rows:
-        batch.append(model(**dict(zip(columns, row, strict=True))))
-        if len(batch) == 20000:
-            n += len(model.objects.bulk_create(batch))  # type: ignore[attr-defined]
-            batch = []
-    if batch:
-        n += len(model.objects.bulk_create(batch))  # type: ignore[attr-defined]
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    column_of = {f.attname: str(f.column) for f in model._meta.concrete_fields}
+    names = ", ".join(quote(column_of[c]) for c in columns)
+    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+            n += 1
     return n
 
 
@@ -234,27 +224,22 @@ def session_labels_write(*, study: Study, coder: StudyMember, seed: int | None, 
     """One coder's values (floats, stored exactly) of one attribute for the sessions ``session_ids`` (same shape)."""
     now = timezone.now()
     flat_ids, flat_values = session_ids.reshape(-1).tolist(), values.reshape(-1).tolist()
-    if connection.vendor == "postgresql":
-        # COPY's text form written directly (a row object per label costs most of the time at 800,000 labels);
-        # repr of a float is its shortest exact form, which PostgreSQL reads back to the same double.
-        quote = connection.ops.quote_name
-        column_of = {f.attname: str(f.column) for f in SessionLabel._meta.concrete_fields}
-        names = ", ".join(quote(column_of[c]) for c in ("study_id", "coder_id", "seed", "session_id",
-                                                         "attribute_id", "value", "created_at", "updated_at"))
-        null = "\\N"  # COPY's NULL
-        head = f"{study.pk}\t{coder.pk}\t{null if seed is None else int(seed)}\t"
-        tail, attribute_id = f"\t{now.isoformat()}\t{now.isoformat()}\n", attribute.pk
-        with connection.cursor() as cursor, cursor.cursor.copy(
-                f"COPY {quote(SessionLabel._meta.db_table)} ({names}) FROM STDIN") as copy:
-            for start in range(0, len(flat_ids), 50000):
-                copy.write("".join(f"{head}{sid}\t{attribute_id}\t{float(v)!r}{tail}" for sid, v in
-                                   zip(flat_ids[start:start + 50000], flat_values[start:start + 50000],
-                                       strict=True)))
-        return len(flat_ids)
-    return copy_rows(SessionLabel, ("study_id", "coder_id", "seed", "session_id", "attribute_id", "value",
-                                    "created_at", "updated_at"),
-                     ((study.pk, coder.pk, seed, sid, attribute.pk, float(v), now, now)
-                      for sid, v in zip(flat_ids, flat_values, strict=True)))
+    # COPY's text form written directly (a row object per label costs most of the time at 800,000 labels);
+    # repr of a float is its shortest exact form, which PostgreSQL reads back to the same double.
+    quote = connection.ops.quote_name
+    column_of = {f.attname: str(f.column) for f in SessionLabel._meta.concrete_fields}
+    names = ", ".join(quote(column_of[c]) for c in ("study_id", "coder_id", "seed", "session_id",
+                                                     "attribute_id", "value", "created_at", "updated_at"))
+    null = "\\N"  # COPY's NULL
+    head = f"{study.pk}\t{coder.pk}\t{null if seed is None else int(seed)}\t"
+    tail, attribute_id = f"\t{now.isoformat()}\t{now.isoformat()}\n", attribute.pk
+    with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {quote(SessionLabel._meta.db_table)} ({names}) FROM STDIN") as copy:
+        for start in range(0, len(flat_ids), 50000):
+            copy.write("".join(f"{head}{sid}\t{attribute_id}\t{float(v)!r}{tail}" for sid, v in
+                               zip(flat_ids[start:start + 50000], flat_values[start:start + 50000],
+                                   strict=True)))
+    return len(flat_ids)
 
 
 def reference_labels_write(*, study: Study, coder: StudyMember, session_ids: np.ndarray, items: np.ndarray,

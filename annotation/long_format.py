@@ -192,9 +192,6 @@ def _in_snapshot(read: Callable[[int], Iterator[Any]]) -> Iterator[Any]:
         yield from read(0)
         return
     with transaction.atomic():
-        if connection.vendor != "postgresql":
-            yield from read(0)
-            return
         with connection.cursor() as cursor:
             # every statement of the export on one snapshot, which other connections can then share
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -296,7 +293,9 @@ _SPANS = COLUMNS.index("spans")
 
 
 def file_tuples(*, study: Study) -> Iterator[tuple]:
-    """``file_rows`` as tuples of values in ``FILE_KEYS`` order (the writers' input: no dict per row)."""
+    """``file_rows`` as tuples of values in ``FILE_KEYS`` order (no dict per row): written by ``csv_stream`` (through
+    ``_csv_rows``) or ``jsonl_stream``, the Python writer, the file's definition that the database's lines
+    (``long_format_sql``) are tested against."""
     yield from judgment_tuples(study=study)
     yield from _session_label_tuples(study)
 
@@ -317,10 +316,8 @@ def _csv_rows(rows: Iterator[tuple], width: int) -> Iterator[tuple]:
 
 def judgments_csv(*, study: Study) -> Iterator[str]:
     columns = columns_for(study)
-    if connection.vendor != "postgresql":
-        yield from csv_stream(columns, _csv_rows(file_tuples(study=study), len(columns)))
-        return
-    # PostgreSQL writes the judgments' lines (annotation.long_format_sql: the same bytes, several times faster).
+    # The database writes the judgments' lines (annotation.long_format_sql: the Python writer's bytes, several
+    # times faster).
     yield from csv_stream(columns, ())
     yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="csv", columns=len(columns),
                                                                           helpers=helpers))
@@ -328,9 +325,6 @@ def judgments_csv(*, study: Study) -> Iterator[str]:
 
 
 def judgments_jsonl(*, study: Study) -> Iterator[str]:
-    if connection.vendor != "postgresql":
-        yield from jsonl_stream(file_tuples(study=study), keys=FILE_KEYS)
-        return
     yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="jsonl",
                                                                           columns=len(FILE_KEYS), helpers=helpers))
     yield from jsonl_stream(_session_label_tuples(study), keys=FILE_KEYS)

@@ -1,16 +1,17 @@
-"""The judgments of the SPEC §6 long format written line by line by PostgreSQL: the export's fast path.
+"""The judgments of the SPEC §6 long format written line by line by PostgreSQL: how every export writes them.
 
-``annotation.long_format`` reads the rows and ``common.cells`` writes them; at ten times paper scale (seven million
-judgments) Python's formatting was the export's bottleneck, three times what PostgreSQL spent finding the rows. So
-on PostgreSQL the judgment lines are made by the database: each cell that needs formatting (a name, a conversation
-id, an attribute code, a model, a span's subcategory) is formatted once in Python, by the same ``csv_field`` and
-``json.dumps`` as the Python writer, and handed over in small lookup tables; PostgreSQL joins each judgment to its
-cells, glues them with the separators below, and sorts on integer ranks (the lookups' positions in PostgreSQL's own
-order of the names) instead of on text. Python only passes the lines on.
+The Python writer (``annotation.long_format`` reads the rows and ``common.cells`` writes them) defines the file; at
+ten times paper scale (seven million judgments) its formatting was the export's bottleneck, three times what
+PostgreSQL spent finding the rows. So the judgment lines are made by the database: each cell that needs formatting
+(a name, a conversation id, an attribute code, a model, a span's subcategory) is formatted once in Python, by the
+same ``csv_field`` and ``json.dumps`` as the Python writer, and handed over in small lookup tables; PostgreSQL joins
+each judgment to its cells, glues them with the separators below, and sorts on integer ranks (the lookups'
+positions in PostgreSQL's own order of the names) instead of on text. Python only passes the lines on.
 
 The lines are the Python writer's bytes exactly: ``tests/annotation/test_long_format_sql.py`` compares the two on
-awkward names, and the Python writer stays the file's definition (and the writer on SQLite). A judgment whose cell is
-missing from a lookup makes a NULL line, which raises (``ExportIncomplete``): a row is never dropped silently.
+awkward names, and the Python writer (``long_format.file_tuples``) stays the file's definition. A judgment whose
+cell is missing from a lookup makes a NULL line, which raises (``ExportIncomplete``): a row is never dropped
+silently.
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def coder_assignment(*, user: User, round_id: int, position: int, page: bool = F
     and Django compiling the five- to seven-table queryset took more CPU than running it (issue 11's figures).
     Values go through the converters the ORM applies; ``tests/annotation/test_coder_assignment.py`` compares
     both readings."""
-    sql, parts = _coder_assignment_statement(connection.vendor, page=page)
+    sql, parts = _coder_assignment_statement(page=page)
     with connection.cursor() as cursor:
         cursor.execute(sql, (user.pk, round_id, position, user.pk))
         row = cursor.fetchone()
@@ -189,14 +189,13 @@ _ASSIGNMENT_JOINS: list[tuple[str, type[Model], tuple[str, str] | None]] = [
     ("sc", Schema, ("s", "schema")), ("t", Turn, ("a", "turn")),
 ]
 _ASSIGNMENT_PAGE_JOINS = [("c", Conversation, ("t", "conversation")), ("d", Dataset, ("c", "dataset"))]
-_coder_assignment_statements: dict[tuple[str, bool], tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]] = {}
+_coder_assignment_statements: dict[bool, tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]] = {}
 
 
-def _coder_assignment_statement(vendor: str, *, page: bool
-                                ) -> tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]:
+def _coder_assignment_statement(*, page: bool) -> tuple[str, list[tuple[ModelColumns, tuple[str, str] | None]]]:
     """The statement of ``coder_assignment`` and its columns per model (built once per process: they depend only
-    on the models and the database backend)."""
-    kept = _coder_assignment_statements.get((vendor, page))
+    on the models)."""
+    kept = _coder_assignment_statements.get(page)
     if kept is not None:
         return kept
     quote = connection.ops.quote_name
@@ -215,7 +214,7 @@ def _coder_assignment_statement(vendor: str, *, page: bool
         f"{' '.join(joins)} WHERE a.coder_id = %s AND a.round_id = %s AND a.position = %s "
         f"AND EXISTS (SELECT 1 FROM {members} m WHERE m.study_id = r.study_id AND m.user_id = %s)"
     )
-    _coder_assignment_statements[(vendor, page)] = (sql, parts)
+    _coder_assignment_statements[page] = (sql, parts)
     return sql, parts
 
 

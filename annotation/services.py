@@ -338,7 +338,7 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
                                lookup: dict[str, Any]) -> tuple[dict[str, Any], Judgment | None]:
     """The round's status and whether ``coder`` is (still) a member of its study, read under a shared lock on the
     round's row, and the coder's judgment named by ``lookup`` (field name -> value, instance or None), or None,
-    under an exclusive lock: in one statement on PostgreSQL.
+    under an exclusive lock: in one statement.
 
     The shared lock (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of a round run
     side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for it; the
@@ -348,12 +348,6 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
     compiling the two querysets cost more CPU than the rest of the save's SQL together (issue 11's autosave
     figures). Its predicates are those of ``Judgment.objects.filter(**lookup)``; the tests of this module compare
     both readings."""
-    member = StudyMember.objects.filter(study_id=OuterRef("study_id"), user=coder)
-    if not connection.features.has_select_for_update:  # SQLite: one writer at a time anyway
-        found = Round.objects.filter(pk=round.pk).annotate(member=Exists(member)).values("status", "member").first()
-        if found is None:
-            raise Round.DoesNotExist("the round is gone")
-        return dict(found), Judgment.objects.filter(**lookup).select_for_update().first()
     quote = connection.ops.quote_name
     fields = Judgment._meta.concrete_fields
     columns = {f.name: str(f.column) for f in fields} | {f.attname: str(f.column) for f in fields}
@@ -387,11 +381,10 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
 def _judgment_update_recorded(*, judgment: Judgment, by: User, source: str, before: dict[str, Any],
                               after: dict[str, Any]) -> None:
     """Write a judgment's new score, instance count and version, and keep the change in its history when its value
-    changed (``_revision_record``): one statement on PostgreSQL, the update and the history row together."""
+    changed (``_revision_record``): one statement, the update and the history row together."""
     judgment.updated_at = timezone.now()
-    if before == after or connection.vendor != "postgresql":
+    if before == after:  # the same value: no history row
         judgment.save(update_fields=["score", "instance_count", "version", "updated_at"])
-        _revision_record(judgment=judgment, by=by, source=source, before=before, after=after)
         return
     quote = connection.ops.quote_name
     judgments, revisions = quote(Judgment._meta.db_table), quote(JudgmentRevision._meta.db_table)
@@ -462,7 +455,6 @@ def _revision_record(*, judgment: Judgment, by: User | None, source: str, before
                                            source=source, at=judgment.updated_at, before=before, after=after)
 
 
-HISTORY_BATCH = 5000  # revisions per INSERT when judgments are created in bulk (SQLite)
 _HISTORY_COLUMNS = ("judgment_id", "version", "changed_by_id", "source", "at", "before", "after")
 
 
@@ -472,28 +464,18 @@ def revisions_start(*, created: Iterable[tuple[Judgment, Iterable[Sequence[Any]]
     no value before, and no query per judgment. ``created`` yields (saved judgment, its spans as (start, end,
     slug)); it is consumed as a stream, so memory stays flat at any size.
 
-    PostgreSQL takes the rows through one COPY: at 700,000 judgments, an INSERT's parameters (every value quoted
-    by the driver) cost several times what the import's own writes do. SQLite gets batched INSERTs."""
+    The rows go through one COPY: at 700,000 judgments, an INSERT's parameters (every value quoted by the driver)
+    cost several times what the import's own writes do."""
     at, by_id = timezone.now(), getattr(by, "pk", None)
     rows = ((judgment.pk, judgment.version, by_id, source, at, None, judgment_value(judgment, spans=spans))
             for judgment, spans in created)
     n = 0
-    if connection.vendor == "postgresql":
-        table = connection.ops.quote_name(JudgmentRevision._meta.db_table)
-        columns = ", ".join(connection.ops.quote_name(c) for c in _HISTORY_COLUMNS)
-        with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row((*row[:-1], json.dumps(row[-1], ensure_ascii=False)))
-                n += 1
-        return n
-    batch: list[JudgmentRevision] = []
-    for row in rows:
-        batch.append(JudgmentRevision(**dict(zip(_HISTORY_COLUMNS, row, strict=True))))
-        if len(batch) == HISTORY_BATCH:
-            n += len(JudgmentRevision.objects.bulk_create(batch))
-            batch = []
-    if batch:
-        n += len(JudgmentRevision.objects.bulk_create(batch))
+    table = connection.ops.quote_name(JudgmentRevision._meta.db_table)
+    columns = ", ".join(connection.ops.quote_name(c) for c in _HISTORY_COLUMNS)
+    with connection.cursor() as cursor, cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row((*row[:-1], json.dumps(row[-1], ensure_ascii=False)))
+            n += 1
     return n
 
 
@@ -513,17 +495,14 @@ def judgments_purge(*, judgments: QuerySet[Judgment], by: User | None, reason: s
     if not rows:
         return 0
     ids = [pk for pk, _, _ in rows]
-    postgres = connection.vendor == "postgresql"
     # Transaction-local, and undone with this service's savepoint if a delete fails; switched off again at once
     # so that nothing else later in the caller's transaction is let through.
-    if postgres:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('cab.purge', 'on', true)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('cab.purge', 'on', true)")
     JudgmentRevision.objects.filter(judgment_id__in=ids).delete()
     Judgment.objects.filter(pk__in=ids).delete()  # their spans and gold agreements go with them
-    if postgres:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('cab.purge', 'off', true)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('cab.purge', 'off', true)")
     per_study: dict[tuple[int, str], int] = {}
     for _, study_id, slug in rows:
         per_study[(study_id, slug)] = per_study.get((study_id, slug), 0) + 1

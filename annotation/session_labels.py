@@ -49,7 +49,6 @@ ROLES = (StudyMember.Role.METHOD.value, StudyMember.Role.REFERENCE.value)
 SEED = "seed"  # the long format's column for a method's run seed (empty for everyone else)
 MAX_EXACT = 2**53  # a whole number beyond this has no exact float
 SEED_RANGE = (-(2**31), 2**31 - 1)  # the column is a 32-bit integer
-WRITE_BATCH = 5000
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # text PostgreSQL cannot store (as long_format refuses it)
 _NAME = re.compile(r"^[\w.@+-]{1,150}$")
 _INTEGER = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*$")
@@ -402,15 +401,9 @@ _INSERT_COLUMNS = ("study_id", "coder_id", "seed", "session_id", "attribute_id",
 
 
 def _insert(new: list[tuple[int, int, int | None, int, int, float]], now: datetime) -> None:
-    """New labels: one COPY on PostgreSQL (50,000 labels in a fraction of a second; INSERT parameters would take
-    seconds), ``bulk_create`` elsewhere. Floats go over as their shortest exact text, so they arrive bit for bit."""
+    """New labels: one COPY (50,000 labels in a fraction of a second; INSERT parameters would take seconds). Floats
+    go over as their shortest exact text, so they arrive bit for bit."""
     if not new:
-        return
-    if connection.vendor != "postgresql":
-        SessionLabel.objects.bulk_create(
-            [SessionLabel(study_id=study_id, coder_id=coder_id, seed=seed, session_id=session_id,
-                          attribute_id=attribute_id, value=value)
-             for study_id, coder_id, seed, session_id, attribute_id, value in new], batch_size=WRITE_BATCH)
         return
     quote = connection.ops.quote_name
     table = quote(SessionLabel._meta.db_table)
@@ -426,13 +419,8 @@ FROM unnest(%s::bigint[], %s::double precision[]) AS given(id, value) WHERE labe
 
 
 def _update(changed: list[tuple[int, float]], now: datetime) -> None:
-    """Changed labels: one UPDATE from two arrays on PostgreSQL (``bulk_update``'s CASE per row takes minutes at
-    this size), ``bulk_update`` elsewhere."""
+    """Changed labels: one UPDATE from two arrays (``bulk_update``'s CASE per row takes minutes at this size)."""
     if not changed:
-        return
-    if connection.vendor != "postgresql":
-        SessionLabel.objects.bulk_update([SessionLabel(pk=pk, value=value, updated_at=now) for pk, value in changed],
-                                         ["value", "updated_at"], batch_size=2000)
         return
     with connection.cursor() as cursor:
         cursor.execute(_UPDATE, [now, [pk for pk, _ in changed], [value for _, value in changed]])

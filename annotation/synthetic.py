@@ -188,11 +188,8 @@ class Codings:
         return len(self.rows)
 
     def save(self) -> None:
-        """Judgments, spans, and the start of each judgment's history (as an import by the system). On PostgreSQL
-        through COPY (``annotation.bulk``; a 10x study has 7 million judgments); elsewhere through bulk_create."""
-        if connection.vendor != "postgresql":
-            self._save_orm()
-            return
+        """Judgments, spans, and the start of each judgment's history (as an import by the system), through COPY
+        (``annotation.bulk``; a 10x study has 7 million judgments)."""
         slugs = dict(SpanSubcategory.objects.filter(pk__in={sub for _, sub, _, _ in self.spans})
                      .values_list("pk", "slug"))
         with transaction.atomic(), connection.cursor() as cursor, bulk.checked_in_bulk(
@@ -228,19 +225,6 @@ class Codings:
             bulk.copy_lines(raw, JudgmentRevision,
                             ("judgment_id", "version", "changed_by_id", "source", "at", "before", "after"),
                             revision_lines())
-
-    def _save_orm(self) -> None:
-        judgments = [Judgment(**dict(zip(_CODING_FIELDS, row, strict=True))) for row in self.rows]
-        Judgment.objects.bulk_create(judgments, batch_size=5000)
-        Span.objects.bulk_create([Span(judgment_id=judgments[i].pk, subcategory_id=sub, start=start, end=end)
-                                  for i, sub, start, end in self.spans], batch_size=5000)
-        slugs = dict(SpanSubcategory.objects.filter(pk__in={sub for _, sub, _, _ in self.spans})
-                     .values_list("pk", "slug"))
-        spans_of: dict[int, list[tuple[int, int, str]]] = {}
-        for i, sub, start, end in self.spans:
-            spans_of.setdefault(i, []).append((start, end, slugs[sub]))
-        services.revisions_start(created=((j, spans_of.get(i, ())) for i, j in enumerate(judgments)), by=None,
-                                 source=JudgmentRevision.Source.IMPORT)
 
     def _copy_judgments(self, cursor: Any) -> Sequence[int]:
         """COPY the rows; returns their ids, in row order."""

@@ -26,7 +26,6 @@ import msgspec
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import CharField, Func
-from django.db.models.functions import SHA256
 from django.utils import timezone
 
 from api.parsers import LazyItems
@@ -748,7 +747,7 @@ def _text_digest(text: Utf8) -> str:
 def _responses_existing(turn_ids: list[int]) -> dict[tuple[int, str], tuple[int, str, str]]:
     """The stored responses of these turns: (turn id, model slot) -> (response id, version, SHA-256 of the text).
     The database hashes the texts: a resend compares digests instead of reading every stored text back."""
-    digest = _Utf8Sha256("text") if connection.vendor == "postgresql" else SHA256("text")
+    digest = _Utf8Sha256("text")
     existing: dict[tuple[int, str], tuple[int, str, str]] = {}
     for chunk in _chunks(turn_ids):
         for response_id, turn_id, slot, version, text_sha256 in ModelResponse.objects.filter(
@@ -770,15 +769,9 @@ _POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
-    """New responses, (turn id, model slot, version, text as UTF-8) each: one COPY on PostgreSQL (no model
-    instance, no statement per batch: the insert is a small share of an ingest), bulk_create elsewhere. Every
-    check ran before."""
+    """New responses, (turn id, model slot, version, text as UTF-8) each: one COPY (no model instance, no statement
+    per batch: the insert is a small share of an ingest). Every check ran before."""
     if not rows:
-        return
-    if connection.vendor != "postgresql":
-        ModelResponse.objects.bulk_create([ModelResponse(turn_id=turn_id, model_slot=slot, model_version=version,
-                                                         text=str(text, "utf-8"))
-                                           for turn_id, slot, version, text in rows], batch_size=2000)
         return
     # COPY's binary format: each text goes as its UTF-8 bytes with their length, nothing to escape or search for
     # (validation has refused NUL already, which PostgreSQL refuses in a text). Timestamps are microseconds since

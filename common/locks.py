@@ -8,8 +8,6 @@ from django.db import connection
 
 
 def advisory_lock(name: str) -> None:
-    """Serialise writers on ``name`` until the current transaction ends (PostgreSQL; SQLite's IMMEDIATE
-    transactions already serialise every writer)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [zlib.crc32(name.encode("utf-8")) - 2**31])
+    """Serialise writers on ``name`` until the current transaction ends (a transaction-level advisory lock)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [zlib.crc32(name.encode("utf-8")) - 2**31])

@@ -2,7 +2,7 @@
 
 ``__in`` takes one parameter per value; a statement with thousands of them costs more to build and bind than to
 run (psycopg splits the statement at every placeholder), which the bulk paths (ingestion: 5,000 values a chunk)
-felt. Elsewhere than PostgreSQL it is ``IN (…)``.
+felt.
 """
 
 from __future__ import annotations
@@ -19,12 +19,7 @@ class AnyOf(Lookup):
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, Any]:
         lhs, params = self.process_lhs(compiler, connection)
-        values = list(self.rhs)
-        if connection.vendor == "postgresql":
-            return f"{lhs} = ANY(%s)", [*params, values]
-        if not values:
-            return "1 = 0", list(params)
-        return f"{lhs} IN ({', '.join(['%s'] * len(values))})", [*params, *values]
+        return f"{lhs} = ANY(%s)", [*params, list(self.rhs)]
 
 
 def any_of(field: str, values: Iterable[Any]) -> AnyOf:

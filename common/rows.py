@@ -2,8 +2,8 @@
 
 A few reads run on every autosave or page, where Django compiling a queryset costs more CPU than the database
 spends answering it (issue 11's figures); they are written as SQL of their own and turn their rows into model
-instances here, through the same converters a queryset applies (JSON, booleans and dates on SQLite, ...), so what
-they return is what the queryset returned. Each such read has a test comparing it with its queryset.
+instances here, through the same converters a queryset applies (a JSON field's, for one), so what they return is
+what the queryset returned. Each such read has a test comparing it with its queryset.
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 (``metrics.core.lc8``: Lc8Study, CoderLabels, Lc8Rules) and the report's ``lc8`` section.
 
 Five queries whatever the study's size (members, attributes, sessions, the reference and method members' session
-labels, the people's session judgments): on PostgreSQL the session labels, the bulk of the rows (paper scale: about
-800,000), come back as one row of bytea columns read by numpy in place (as ``metrics.selectors.int_columns``
-does), the others as ``values_list`` rows of a few columns; arrays are filled vectorised, no Python object per
-label.
+labels, the people's session judgments): the session labels, the bulk of the rows (paper scale: about 800,000),
+come back as one row of bytea columns read by numpy in place (as ``metrics.selectors.int_columns`` does), the
+others as ``values_list`` rows of a few columns; arrays are filled vectorised, no Python object per label.
 
 Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 
@@ -170,17 +169,11 @@ def _item_columns(grid: _Grid, attribute_ids: Any) -> Any:
 
 def _columns(columns: list[tuple[str, str]], source: str) -> list[Any]:
     """``SELECT <expression>, ... <source>`` for never-null ``int4``/``int8``/``float8`` expressions, as numpy
-    arrays in the rows' order. On PostgreSQL one query returning one row: each column aggregated server-side into
-    one bytea of its big-endian values (the pattern of ``metrics.selectors.int_columns``: no Python object per row);
-    elsewhere (SQLite) a plain fetch. Callers inline integers only."""
+    arrays in the rows' order. One query returning one row: each column aggregated server-side into one bytea of
+    its big-endian values (the pattern of ``metrics.selectors.int_columns``: no Python object per row). Callers
+    inline integers only."""
     import numpy as np
 
-    if connection.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT " + ", ".join(e for e, _ in columns) + f" {source}")
-            rows = cursor.fetchall()
-        return [np.array([row[i] for row in rows], dtype=float if kind == "float8" else np.int64)
-                for i, (_, kind) in enumerate(columns)]
     select = "SELECT " + ", ".join(f"string_agg({kind}send(({e})::{kind}), ''::bytea)" for e, kind in columns)
     with connection.cursor() as cursor:
         cursor.execute(f"{select} {source}")

@@ -67,19 +67,13 @@ def int_columns(columns: Sequence[tuple[str, str]], source: str) -> list[np.ndar
     """``SELECT <expression>, ... <source>`` for never-null integer expressions and their PostgreSQL
     ``int2``/``int4``/``int8`` types, as int64 arrays, in the rows' order.
 
-    On PostgreSQL one query returning one row: each column aggregated server-side into one bytea of its
-    big-endian values (``string_agg(int8send(x))``), which numpy reads in place. (A COPY hands over one message
-    per row, and the driver's per-message cost, about 6 µs, would be most of the load at this size.) Elsewhere
-    (the SQLite of a dev machine) a plain fetch. No parameters: callers inline integers only."""
+    One query returning one row: each column aggregated server-side into one bytea of its big-endian values
+    (``string_agg(int8send(x))``), which numpy reads in place. (A COPY hands over one message per row, and the
+    driver's per-message cost, about 6 µs, would be most of the load at this size.) No parameters: callers inline
+    integers only."""
     import numpy as np
 
     widths = {"int2": 2, "int4": 4, "int8": 8}
-    if connection.vendor != "postgresql":
-        select = "SELECT " + ", ".join(expression for expression, _ in columns) + f" {source}"
-        with connection.cursor() as cursor:
-            cursor.execute(select)
-            rows = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, len(columns))
-        return [rows[:, i] for i in range(len(columns))]
     select = "SELECT " + ", ".join(
         f"string_agg({kind}send(({expression})::{kind}), ''::bytea)" for expression, kind in columns) + f" {source}"
     with connection.cursor() as cursor:
@@ -119,7 +113,7 @@ def packed_int_columns(fields: Sequence[tuple[str, int, int]], source: str, *, f
     column of 690,000 rows). ``fits`` is an SQL condition, evaluated by the same statement (the same snapshot),
     that holds when every value lies in its bounds; when it does not (a bound read earlier has moved, or a value
     is outside what the caller expected) the words are garbage and None is returned: the caller falls back to
-    ``int_columns``. PostgreSQL only; no parameters (callers inline integers only)."""
+    ``int_columns``. No parameters (callers inline integers only)."""
     import numpy as np
 
     bits = [max(high - low, 0).bit_length() for _, low, high in fields]
@@ -171,11 +165,10 @@ def _distinct(ids: np.ndarray) -> np.ndarray:
 
 
 def _pk_in(ids: np.ndarray) -> dict[str, object]:
-    """A filter on these primary keys; on PostgreSQL one array parameter (a list of ten thousands of ids would
-    exceed the protocol's 65,535 parameters)."""
-    if connection.vendor == "postgresql":  # the array as its text literal: one string, not a list dumped item by item
-        return {"pk__in": RawSQL("SELECT unnest(%s::text::bigint[])", ("{" + ",".join(map(str, ids.tolist())) + "}",))}
-    return {"pk__in": ids.tolist()}
+    """A filter on these primary keys as one array parameter (a list of ten thousands of ids would exceed the
+    protocol's 65,535 parameters)."""
+    # the array as its text literal: one string, not a list dumped item by item
+    return {"pk__in": RawSQL("SELECT unnest(%s::text::bigint[])", ("{" + ",".join(map(str, ids.tolist())) + "}",))}
 
 
 def _lookup(ids: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: int = -1) -> np.ndarray:
@@ -193,17 +186,17 @@ def judgment_columns(*, study: Study, round_ids: np.ndarray, tables: dict,
     """(judgment id, round id, coder id, is gold, conversation id, turn id or 0, response id or 0, attribute id,
     score) of the scored judgments of these rounds, as int64 arrays (is gold: bool), in the server's row order.
 
-    On PostgreSQL the nine values of a row travel packed into two or three int8 words (``packed_int_columns``)
-    between the bounds of their tables' ids, the rounds' ids and the schema's scales; when a value is outside
-    them (a score off every scale of the schema, an id beyond a bound that moved since it was read) or ``pack``
-    is false, one column per value (``int_columns``), each as narrow as its values allow."""
+    The nine values of a row travel packed into two or three int8 words (``packed_int_columns``) between the
+    bounds of their tables' ids, the rounds' ids and the schema's scales; when a value is outside them (a score
+    off every scale of the schema, an id beyond a bound that moved since it was read) or ``pack`` is false, one
+    column per value (``int_columns``), each as narrow as its values allow."""
     import numpy as np
 
     user_model = get_user_model()
     where = f"FROM {tables[Judgment]} j WHERE j.round_id IN ({_ids(round_ids)}) AND j.score IS NOT NULL"
     models = (Judgment, Conversation, Turn, ModelResponse, AttributeDefinition, user_model)
     bounds = _id_bounds(tables, models)
-    if pack and connection.vendor == "postgresql":
+    if pack:
         scales = AttributeDefinition.objects.filter(schema_id=study.schema_id).aggregate(
             low=Min("scale_min"), high=Max("scale_max"))
         # an empty table has no id for a judgment to point at: any bounds will do, and the check below holds
@@ -374,13 +367,11 @@ def report_inputs(*, study: Study) -> ReportInputs:
 
 
 def _response_texts(ids: np.ndarray, tables: dict) -> list[tuple[int, str]]:
-    """(id, text) of these responses. On PostgreSQL one row: the ids joined to the table as one array, their texts
+    """(id, text) of these responses, in one row: the ids joined to the table as one array, their texts
     concatenated into one string with the length of each beside it, cut apart here (no row, hence no Python tuple
     from the driver, per response)."""
     import numpy as np
 
-    if connection.vendor != "postgresql":
-        return list(ModelResponse.objects.filter(pk__in=ids.tolist()).values_list("pk", "text"))
     with connection.cursor() as cursor:
         # table name from the model; the ids go as one parameter
         cursor.execute(
@@ -399,23 +390,16 @@ def _response_texts(ids: np.ndarray, tables: dict) -> list[tuple[int, str]]:
 
 
 def _response_slots(conversations: np.ndarray, tables: dict) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """(model slots, response ids, slot code of each) of the responses in these conversations: on PostgreSQL one
-    row per slot with its ids as an array (no Python tuple per response)."""
+    """(model slots, response ids, slot code of each) of the responses in these conversations: one row per slot
+    with its ids as an array (no Python tuple per response)."""
     import numpy as np
 
     # table names from the models and integer ids only (``_ids``): nothing from outside reaches the SQL
     in_conversations = f"SELECT t.id FROM {tables[Turn]} t WHERE t.conversation_id IN ({_ids(conversations)})"  # noqa: S608  # nosec B608
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT r.model_slot, array_agg(r.id) FROM {tables[ModelResponse]} r "  # noqa: S608  # nosec B608
-                           f"WHERE r.turn_id IN ({in_conversations}) GROUP BY r.model_slot ORDER BY r.model_slot")
-            grouped = cursor.fetchall()
-    else:
-        by_slot: dict[str, list[int]] = {}
-        for pk, slot in ModelResponse.objects.filter(turn__conversation_id__in=conversations.tolist()).values_list(
-                "pk", "model_slot"):
-            by_slot.setdefault(slot, []).append(pk)
-        grouped = sorted(by_slot.items())
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT r.model_slot, array_agg(r.id) FROM {tables[ModelResponse]} r "  # noqa: S608  # nosec B608
+                       f"WHERE r.turn_id IN ({in_conversations}) GROUP BY r.model_slot ORDER BY r.model_slot")
+        grouped = cursor.fetchall()
     slots = [slot for slot, _ in grouped]
     ids = [np.asarray(pks, dtype=np.int64) for _, pks in grouped]
     keys = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)

@@ -143,11 +143,11 @@ def _dumps(record: dict[str, Any]) -> str:
 
 @contextlib.contextmanager
 def _snapshot() -> Iterator[None]:
-    """One consistent view of the study while people keep working: a read-only REPEATABLE READ transaction on
-    PostgreSQL (when not already inside a transaction, whose snapshot then applies)."""
+    """One consistent view of the study while people keep working: a read-only REPEATABLE READ transaction (when
+    not already inside a transaction, whose snapshot then applies)."""
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
+        if outermost:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         yield

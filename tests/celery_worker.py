@@ -15,8 +15,6 @@ from django.db import connection
 
 def _database_url() -> str:
     s = connection.settings_dict
-    if s["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{s['NAME']}"
     auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
     return f"postgres://{auth}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 

@@ -2,8 +2,6 @@
 
 The services check the same rules first so users get a specific message; these triggers are the backstop
 (a bug, a shell session, a raw SQL fix). Errors are raised as check violations, i.e. IntegrityError.
-PostgreSQL only: the embedded SQLite mode relies on the services' checks, because SQLite rebuilds a table to
-alter it and a trigger that names another table breaks that rebuild in every later migration.
 """
 
 from django.db import migrations
@@ -135,16 +133,14 @@ DROP FUNCTION IF EXISTS cab_response_text_immutable();
 """
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_FORWARD)
+    # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_FORWARD)
 
 
 def reverse(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_REVERSE)
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_REVERSE)
 
 
 class Migration(migrations.Migration):

@@ -7,8 +7,7 @@
   does, and it records the purge and its reason in the audit trail.
 
 Row triggers do not fire on TRUNCATE, which only the test framework's flush uses. Raised as
-integrity_constraint_violation, i.e. IntegrityError, like the audit trail's own guard (audit 0003). SQLite, the
-embedded mode, has the services' rule only (see 0002 for why its tables carry no triggers).
+integrity_constraint_violation, i.e. IntegrityError, like the audit trail's own guard (audit 0003).
 """
 
 from django.db import migrations
@@ -51,16 +50,14 @@ DROP FUNCTION IF EXISTS cab_purging();
 
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_FORWARD)
+    # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_FORWARD)
 
 
 def reverse(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_REVERSE)
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_REVERSE)
 
 
 class Migration(migrations.Migration):

@@ -53,8 +53,6 @@ SESSION_CHECK = """IF NEW.session_id IS NOT NULL AND NOT EXISTS (
 
 
 def _guard(schema_editor, *, sessions: bool) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return  # SQLite, the embedded mode, has the services' rules only (see 0002)
     body = GUARD.replace("%(session_rule)s", SESSION_RULE if sessions else "")
     body = body.replace("%(session_check)s", SESSION_CHECK if sessions else "")
     with schema_editor.connection.cursor() as cursor:

@@ -12,7 +12,7 @@ def copy(apps, schema_editor):
                         study_slug=event.study.slug if event.study_id else "", target=event.target, data=event.data,
                         at=event.at))
     new.objects.bulk_create(rows, batch_size=2000)
-    if rows and schema_editor.connection.vendor == "postgresql":
+    if rows:
         # Explicit ids were inserted: move the sequence past them.
         with schema_editor.connection.cursor() as cursor:
             cursor.execute("SELECT setval(pg_get_serial_sequence('audit_auditevent', 'id'), "

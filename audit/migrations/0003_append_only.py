@@ -1,4 +1,4 @@
-"""PostgreSQL refuses to change or delete an audit event (SQLite, the embedded mode, has the service rule only)."""
+"""PostgreSQL refuses to change or delete an audit event."""
 
 from django.db import migrations
 
@@ -18,15 +18,13 @@ DROP FUNCTION IF EXISTS audit_event_append_only();
 
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(FORWARD)
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(FORWARD)
 
 
 def backward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(BACKWARD)
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(BACKWARD)
 
 
 class Migration(migrations.Migration):

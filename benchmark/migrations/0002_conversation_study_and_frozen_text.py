@@ -12,8 +12,6 @@
      (annotation migration 0002 already freezes them once the response has judgments);
    - a conversation's dataset, id, kind, topic, complexity and title cannot change once any judgment refers to it
      or one of its turns is in an open round.
-   PostgreSQL only, for the reason annotation migration 0002 gives (SQLite rebuilds tables to alter them, and a
-   trigger naming another table breaks that rebuild); the embedded SQLite mode relies on the services' checks.
 """
 
 import django.db.models.deletion
@@ -97,16 +95,14 @@ DROP FUNCTION IF EXISTS cab_turn_text_frozen();
 
 
 def forward(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_FORWARD)
+    # Straight to the cursor without parameters: the PL/pgSQL bodies use % as their own placeholder.
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_FORWARD)
 
 
 def reverse(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(PG_REVERSE)
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_REVERSE)
 
 
 class Migration(migrations.Migration):

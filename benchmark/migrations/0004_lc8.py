@@ -16,9 +16,8 @@ CREATE TRIGGER cab_conversation_frozen BEFORE UPDATE ON benchmark_conversation
 
 def _sql(statement):
     def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            with schema_editor.connection.cursor() as cursor:
-                cursor.execute(statement)
+        with schema_editor.connection.cursor() as cursor:
+            cursor.execute(statement)
 
     return run
 

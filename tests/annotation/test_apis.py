@@ -14,7 +14,6 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from access.services import user_ensure
-from annotation import long_format
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import AttributeDefinition, Judgment
 from annotation.services import judgments_purge
@@ -641,7 +640,7 @@ def test_reviewers_cannot_download_exports(reviewer, as_token, tricky_study):
 def test_export_query_count_is_constant(researcher, as_token, tricky_study, django_assert_max_num_queries):
     api = as_token(researcher)
     # token + its last use + roles twice + study + the export's own (per round and coder, not per row)
-    with django_assert_max_num_queries(5 + file_queries(tricky_study, long_format.JUDGMENT_ROWS_BATCH)):
+    with django_assert_max_num_queries(5 + file_queries(tricky_study)):
         _, text = download(api, "csv")
     assert text.count("\n") > 10
 

@@ -50,13 +50,9 @@ def _ids_from(model, start: int) -> None:
     """Make the next ids of ``model`` start above ``start``."""
     table = model._meta.db_table
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, COALESCE("
-                           "pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass), 0)))",
-                           [table, start, table])
-        else:
-            cursor.execute("DELETE FROM sqlite_sequence WHERE name = %s", [table])
-            cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, start])
+        cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), GREATEST(%s, COALESCE("
+                       "pg_sequence_last_value(pg_get_serial_sequence(%s, 'id')::regclass), 0)))",
+                       [table, start, table])
 
 
 def _records() -> Iterable[tuple[int, dict]]:

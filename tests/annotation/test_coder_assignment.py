@@ -97,7 +97,7 @@ def test_a_member_removed_from_the_study_finds_nothing(assignments):
 def test_the_models_read_are_the_ones_the_statement_names():
     # A new concrete field on one of these models is read too (the column list comes from the models).
     for page in (False, True):
-        sql, parts = selectors._coder_assignment_statement("postgresql", page=page)
+        sql, parts = selectors._coder_assignment_statement(page=page)
         assert [columns.model for columns, _ in parts] == [Assignment, Round, Study, Schema, Turn] + (
             [Conversation, Dataset] if page else [])
         for columns, _ in parts:

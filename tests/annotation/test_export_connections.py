@@ -1,4 +1,4 @@
-"""A download of a study's judgments on PostgreSQL is made by more than one database connection
+"""A download of a study's judgments is made by more than one database connection
 (``EXPORT_CONNECTIONS``): helpers make the next slices' lines while one slice's are handed on. These tests run outside
 a test transaction (helpers are separate connections: they see committed data only), and check that the file is the
 same bytes whatever the number of connections, that every line comes from the moment the download started, that an
@@ -20,10 +20,7 @@ from annotation import long_format, long_format_sql
 from annotation.models import Judgment, Study
 from tests.annotation.test_long_format_sql import AWKWARD, awkward_study, python_file
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the database writes the lines on PostgreSQL only"),
-]
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 @pytest.fixture

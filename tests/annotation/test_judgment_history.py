@@ -22,10 +22,6 @@ from tests.factories import JudgmentFactory, RoundItemFactory, attribute
 
 pytestmark = pytest.mark.django_db
 
-postgres_only = pytest.mark.skipif(connection.vendor != "postgresql",
-                                   reason="the database guards are PostgreSQL triggers (migration 0011)")
-
-
 def history(judgment: Judgment) -> list[JudgmentRevision]:
     return list(JudgmentRevision.objects.filter(judgment=judgment).order_by("id"))
 
@@ -149,7 +145,7 @@ def test_an_import_starts_the_history_of_every_judgment_it_creates(admin_user):
 
 
 def test_an_import_writes_its_history_without_a_query_per_row(admin_user):
-    """The same number of queries for one row as for five (a COPY on PostgreSQL, one INSERT on SQLite)."""
+    """The same number of queries for one row as for five (the history goes in one COPY)."""
     benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
     judgment_import.judgments_import(rows=enumerate([_row(reviewer="warm-up")], start=1), study_slug="imported",
                                      by=admin_user)
@@ -206,7 +202,6 @@ def saved(round_, reviewer, response):
                                   instance_count=1, spans=[SpanInput(0, 4, "assumes")])
 
 
-@postgres_only
 def test_the_database_refuses_to_delete_a_judgment(saved):
     message = refused("DELETE FROM annotation_judgment WHERE id = %s", [saved.pk])
     assert f"judgment {saved.pk}: judgments are never deleted" in message
@@ -216,7 +211,6 @@ def test_the_database_refuses_to_delete_a_judgment(saved):
     assert Judgment.objects.filter(pk__in=[saved.pk, without_history.pk]).count() == 2
 
 
-@postgres_only
 def test_the_database_refuses_to_change_or_delete_history(saved):
     revision = history(saved)[0]
     assert "append-only: UPDATE" in refused(
@@ -228,7 +222,6 @@ def test_the_database_refuses_to_change_or_delete_history(saved):
     assert revision.after == value(1) and len(history(saved)) == 2
 
 
-@postgres_only
 def test_even_a_purge_cannot_change_history(saved):
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('cab.purge', 'on', true)")
@@ -248,7 +241,6 @@ def test_a_purge_removes_judgments_spans_and_history_and_is_audited(saved, admin
                                                            {"n": 1, "reason": "consent withdrawn"})
 
 
-@postgres_only
 def test_after_a_purge_the_guard_is_back_within_the_same_transaction(saved, round_, other_reviewer, response):
     other = services.judgment_save(round=round_, by=other_reviewer, attribute=attribute("AUR"), response=response,
                                    score=0)

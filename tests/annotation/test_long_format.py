@@ -23,16 +23,12 @@ def slice_queries(study: Study) -> int:
     return 2 + sum(2 + Judgment.objects.filter(round=r).values("coder").distinct().count() for r in rounds)
 
 
-def file_queries(study: Study, batch: int) -> int:
-    """The queries of a file export (CSV or JSON Lines) besides the request's own. On PostgreSQL the database writes
-    the judgments' lines (``annotation.long_format_sql``): a fixed set (the members' roles, the lookup tables, the
+def file_queries(study: Study) -> int:
+    """The queries of a file export (CSV or JSON Lines) besides the request's own. The database writes the
+    judgments' lines (``annotation.long_format_sql``): a fixed set (the members' roles, the lookup tables, the
     schema's cells, the rounds; read inside the caller's transaction, as a test is), three per round (its coders,
     whether it has gold rows, its spans) and seven per slice (each coder's non-gold rows, and the round's gold rows
-    if any: the slice's coders, its rows, conversations and models), whatever the number of rows. Elsewhere the
-    rows' slices and one span query per ``batch`` rows."""
-    if connection.vendor != "postgresql":
-        return slice_queries(study) + -(-Judgment.objects.filter(round__study=study, score__isnull=False).count()
-                                        // batch)
+    if any: the slice's coders, its rows, conversations and models), whatever the number of rows."""
     rounds = list(study.rounds.all())
     slices = sum(Judgment.objects.filter(round=r).values("coder").distinct().count()
                  + Judgment.objects.filter(round=r, is_gold=True, score__isnull=False).exists() for r in rounds)
@@ -64,10 +60,9 @@ def test_outside_a_transaction_the_export_reads_in_one_of_its_own():
         rows = list(judgment_rows(study=study))
         text = "".join(long_format.judgments_csv(study=study))
     assert connection.get_autocommit() and not connection.in_atomic_block
-    if connection.vendor == "postgresql":
-        sql = [query["sql"] for query in captured]
-        assert sum("SET LOCAL work_mem" in s for s in sql) == 2
-        assert not any("WITH HOLD" in s for s in sql)
+    sql = [query["sql"] for query in captured]
+    assert sum("SET LOCAL work_mem" in s for s in sql) == 2
+    assert not any("WITH HOLD" in s for s in sql)
     with transaction.atomic():
         assert list(judgment_rows(study=study)) == rows
         assert "".join(long_format.judgments_csv(study=study)) == text

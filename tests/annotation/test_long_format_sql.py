@@ -1,6 +1,6 @@
-"""On PostgreSQL the judgments' lines of an export are written by the database (``annotation.long_format_sql``):
-they must be the Python writer's bytes exactly, for any name a study can hold, and a line that cannot be made stops
-the export rather than leaving a judgment out."""
+"""The judgments' lines of an export are written by the database (``annotation.long_format_sql``): they must be the
+Python writer's bytes exactly, for any name a study can hold, and a line that cannot be made stops the export
+rather than leaving a judgment out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import transaction
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -28,14 +28,11 @@ from tests.factories import (
     attribute,
 )
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="the database writes the lines on PostgreSQL only"),
-]
+pytestmark = pytest.mark.django_db
 
 
 def python_file(study: Study, fmt: str) -> str:
-    """The file as the Python writer makes it (the format's definition, and the writer on SQLite)."""
+    """The file as the Python writer makes it (the format's definition)."""
     if fmt == "csv":
         columns = long_format.columns_for(study)
         return "".join(csv_stream(columns, long_format._csv_rows(long_format.file_tuples(study=study), len(columns))))

@@ -19,10 +19,6 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-postgresql_only = pytest.mark.skipif(connection.vendor != "postgresql",
-                                     reason="the triggers are PostgreSQL's; SQLite relies on the services' checks")
-
-
 def test_database_refuses_a_second_response_for_a_model_slot():
     response = ModelResponseFactory(model_slot="GPT")
     with pytest.raises(IntegrityError, match="response_unique_model_slot"), transaction.atomic():
@@ -42,7 +38,6 @@ def _client_text(turn) -> str:
 # --- turn text ----------------------------------------------------------------------------------------------------
 
 
-@postgresql_only
 @pytest.mark.parametrize("unit", ["turn", "response"])
 def test_raw_sql_cannot_change_the_client_text_of_a_judged_turn(unit):
     response = ModelResponseFactory()
@@ -57,7 +52,6 @@ def test_raw_sql_cannot_change_the_client_text_of_a_judged_turn(unit):
     assert _client_text(response.turn) == TurnFactory.client_text
 
 
-@postgresql_only
 def test_raw_sql_cannot_change_an_earlier_turn_that_a_judged_turn_shows_but_may_change_later_ones():
     first = TurnFactory(index=1)
     second, third = TurnFactory(conversation=first.conversation, index=2), TurnFactory(conversation=first.conversation,
@@ -69,7 +63,6 @@ def test_raw_sql_cannot_change_an_earlier_turn_that_a_judged_turn_shows_but_may_
     assert (_client_text(first), _client_text(third)) == (TurnFactory.client_text, "rewritten")
 
 
-@postgresql_only
 @pytest.mark.parametrize("placed_by", [RoundItemFactory, AssignmentFactory])
 def test_raw_sql_cannot_change_turn_text_in_an_open_round_but_can_once_it_closes(placed_by):
     turn = TurnFactory()
@@ -87,7 +80,6 @@ def test_raw_sql_cannot_change_turn_text_in_an_open_round_but_can_once_it_closes
 # --- response text and conversation fields ------------------------------------------------------------------------
 
 
-@postgresql_only
 @pytest.mark.parametrize("placed_by", [RoundItemFactory, AssignmentFactory])
 def test_raw_sql_cannot_change_response_text_in_an_open_round(placed_by):
     response = ModelResponseFactory()
@@ -103,7 +95,6 @@ def test_raw_sql_cannot_change_response_text_in_an_open_round(placed_by):
     assert (response.text, response.model_version) == ("draft rounds do not freeze", "v2")
 
 
-@postgresql_only
 def test_raw_sql_cannot_change_the_fields_of_a_judged_conversation():
     judgment = JudgmentFactory()
     for assignment in ("title = 'rewritten'", "topic = 'Sleep'", "complexity = 'high'", "external_id = 'other'"):
