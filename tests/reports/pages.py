@@ -73,7 +73,7 @@ class Failure:
     url: str
     status: int | None
     problem: str
-    body: str  # the first BODY_SHOWN characters (or the exception's traceback, for a view that raised)
+    body: str  # its first BODY_SHOWN characters (the last of the traceback, for a view that raised)
 
     def __str__(self) -> str:
         return f"{self.url} -> {self.status}: {self.problem}\n    {self.body!r}"
