@@ -105,6 +105,11 @@ def _heatmap(chart: Chart) -> Figure:
     outlined = {tuple(cell) for cell in spec.get("outlined", ())}
     vmin, vmax = spec.get("vmin", 0.0), spec.get("vmax", 1.0)
     figure, axes = _figure(max(5.0, 0.55 * len(columns) + 2.5), max(2.5, 0.42 * len(rows) + 1.5), chart.title)
+    if not rows or not columns:  # no cell (no model yet, or the filter leaves none): an empty frame, as bars draw
+        axes.text(0.5, 0.5, "n/a", ha="center", va="center", transform=axes.transAxes)
+        axes.set_xticks([])
+        axes.set_yticks([])
+        return figure
     grid = [[v if _defined(v) else math.nan for v in row] for row in values]
     image = axes.imshow(grid, cmap=spec.get("cmap", "RdBu_r" if vmin < 0 else "viridis"), vmin=vmin, vmax=vmax,
                         aspect="auto")
