@@ -1,6 +1,7 @@
 """Requesting a metric run: it is stored as queued and sent to the workers after the transaction commits. When
 the broker cannot be reached the run stays queued and says so (the workers' recovery sends it when the broker is
-back, see ``metrics.tasks``); it is never computed inside the request."""
+back, see ``metrics.tasks``). With a broker it is never computed inside the request; embedded (no REDIS_URL) it is
+computed in-process when the transaction commits, and a failure is stored on the run as a worker stores it."""
 
 from __future__ import annotations
 

@@ -31,6 +31,58 @@ def pytest_report_header(config):
     return [f"database: PostgreSQL ({database['ENGINE']}) at {where}", f"celery broker: {broker}"]
 
 
+# --- what the migrations wrote, back after a transactional test ------------------------------------------------
+# A transactional test (``transaction=True``, ``live_server``) ends by emptying every table, the migrations' own rows
+# (the default schemas, the role groups and their permissions) included. Run alone, pytest-django orders those tests
+# after all others, so nothing notices; under pytest-xdist each worker gets whole files in turn, and the next file's
+# tests would find no `cab-v1`. So the database as migrated is serialized once per worker, and put back before the
+# first non-transactional test that follows a transactional one.
+
+_flushed = False  # a transactional test has emptied the tables since they were last put back
+
+
+def _transactional(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    if marker is not None and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences")):
+        return True
+    fixtures = getattr(item, "fixturenames", ())
+    return "transactional_db" in fixtures or "live_server" in fixtures
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's, and the rows the migrations wrote serialized right after (pytest-django already did when
+    some collected test asks for ``serialized_rollback``)."""
+    from django.db import connection
+
+    if not hasattr(connection, "_test_serialized_contents"):
+        with django_db_blocker.unblock():
+            connection._test_serialized_contents = connection.creation.serialize_db_to_string()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    global _flushed
+    _flushed = _flushed or _transactional(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    global _flushed
+    uses_database = "django_db_setup" in getattr(item, "fixturenames", ()) or item.get_closest_marker("django_db")
+    if not _flushed or not uses_database or _transactional(item):
+        return
+    from django.core.management import call_command
+    from django.db import connection
+    from pytest_django.plugin import blocking_manager_key
+
+    with item.config.stash[blocking_manager_key].unblock():
+        call_command("flush", verbosity=0, interactive=False, inhibit_post_migrate=True)
+        connection.creation.deserialize_db_from_string(connection._test_serialized_contents)
+    _flushed = False
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fast_password_hashing():
     """Personas and demo accounts get passwords; the production hash (deliberately slow) would cost more than most
