@@ -449,15 +449,16 @@ def index_tables(*, result: dict) -> dict[str, tuple[list[str], list[list]]]:
     return tables
 
 
-def latest_succeeded_run_ids(*, study_ids: list[int]) -> dict[int, int]:
-    """study id -> id of its newest succeeded run, for the studies that have one (one query)."""
-    latest: dict[int, int] = {}
-    for study_id, run_id in (
+def latest_succeeded_runs(*, study_ids: list[int]) -> dict[int, tuple[int, list[str]]]:
+    """study id -> (id of its newest succeeded run, the per-model tables its report holds: ``index_tables``), for
+    the studies that have one (one query, one row per study)."""
+    latest: dict[int, tuple[int, list[str]]] = {}
+    for study_id, run_id, indices in (
         MetricRun.objects.filter(study_id__in=study_ids, status=MetricRun.Status.SUCCEEDED)
-        .order_by("study_id", "-finished_at", "-pk")
-        .values_list("study_id", "pk")
+        .order_by("study_id", "-finished_at", "-pk").distinct("study_id")
+        .values_list("study_id", "pk", "result__indices")
     ):
-        latest.setdefault(study_id, run_id)
+        latest[study_id] = (run_id, list(index_tables(result={"indices": indices})))
     return latest
 
 

@@ -38,10 +38,15 @@ def staff_study_or_404(request: HttpRequest, slug: str) -> Study:
 def exports_page(request: HttpRequest) -> HttpResponse:
     require_staff(request.user)
     studies = list(selectors.studies_for_exports(user=request.user))
-    runs = metrics_selectors.latest_succeeded_run_ids(study_ids=[s.pk for s in studies])
-    rows = [{"study": s, "run_id": runs.get(s.pk)} for s in studies]
-    return render(request, "exports/index.html", {"rows": rows, "index_tables": INDEX_TABLES,
-                                                  "roles": user_roles(user=request.user)})
+    runs = metrics_selectors.latest_succeeded_runs(study_ids=[s.pk for s in studies])
+    rows = []
+    for study in studies:
+        run_id, tables = runs.get(study.pk, (None, []))
+        # Only the tables the report holds (a calibration-only, CARE or LC8 report has no per-model table): the
+        # SPEC's four first, in their order, then any other the report has.
+        shown = [t for t in INDEX_TABLES if t in tables] + sorted(t for t in tables if t not in INDEX_TABLES)
+        rows.append({"study": study, "run_id": run_id, "index_tables": shown})
+    return render(request, "exports/index.html", {"rows": rows, "roles": user_roles(user=request.user)})
 
 
 @login_required

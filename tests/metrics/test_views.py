@@ -23,6 +23,23 @@ def test_exports_page_lists_studies_with_download_links(researcher, client, succ
     assert client.get("/exports/cab-demo/indices/nope.csv").status_code == 404
 
 
+def test_exports_page_links_only_the_per_model_tables_the_report_holds(researcher, client, study, other_study):
+    from tests.factories import MetricRunFactory
+    from tests.metrics.conftest import REPORT
+
+    MetricRunFactory(study=study, status="succeeded", result=REPORT, finished_at="2026-01-01T00:00:00Z")
+    MetricRunFactory(study=study, status="succeeded", result={**REPORT, "indices": {"ari": REPORT["indices"]["ari"]}},
+                     finished_at="2026-01-02T00:00:00Z")  # the newest: only ari
+    MetricRunFactory(study=other_study, status="succeeded", result={k: v for k, v in REPORT.items() if k != "indices"},
+                     finished_at="2026-01-02T00:00:00Z")  # a report with no per-model table (calibration only)
+    client.force_login(researcher)
+    html = client.get("/exports/").content.decode()
+    assert 'href="/exports/cab-demo/indices/ari.csv"' in html and "/exports/cab-demo/indices/flags.csv" not in html
+    assert "/exports/other-study/indices/" not in html and "none in this report" in html
+    for link in ("/exports/cab-demo/indices/ari.csv", "/exports/other-study/report.json"):
+        assert client.get(link).status_code == 200
+
+
 def test_exports_page_is_for_researchers_and_admins_only(reviewer, client, study):
     assert client.get("/exports/").status_code == 302  # to the login page
     client.force_login(reviewer)

@@ -375,23 +375,7 @@ def run_metrics(study: Study, *, bootstrap: int = 20, seed: int = 1) -> MetricRu
     return run
 
 
-def dead_links(study: Study) -> set[str]:
-    """The study's links the product is known to make to a 404, a product bug not fixed here (a 404, not a 500):
-    the exports page links every table of ``metrics.views.INDEX_TABLES`` for a study with a succeeded run, also
-    those its report does not have (a calibration-only, CARE or LC8 report has no per-model table)."""
-    from metrics.views import INDEX_TABLES
-
-    run = metrics_selectors.metric_run_latest_succeeded(study=study)
-    if run is None:
-        return set()
-    present = metrics_selectors.index_tables(result=run.result)
-    return {reverse("export-index-table", args=[study.slug, table]) for table in INDEX_TABLES if table not in present}
-
-
-def sweep(slug: str, username: str, *, known_dead: bool = False) -> list[Failure]:
-    """Fetch every dashboard page and download of the study as the account; the failures (for ``manage.py shell``),
-    less the 404s of ``dead_links`` with ``known_dead``."""
+def sweep(slug: str, username: str) -> list[Failure]:
+    """Fetch every dashboard page and download of the study as the account; the failures (for ``manage.py shell``)."""
     study = Study.objects.get(slug=slug)
-    failures = fetch_all(staff_client(username), report_urls(study))
-    dead = dead_links(study) if known_dead else set()
-    return [failure for failure in failures if not (failure.url in dead and failure.status == 404)]
+    return fetch_all(staff_client(username), report_urls(study))

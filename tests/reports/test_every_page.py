@@ -44,14 +44,8 @@ def test_every_page_and_download_answers(studies, researcher, settings, slug):
     urls = pages.report_urls(study)
     fetched: list[str] = []
     failures = pages.fetch_all(pages.staff_client(researcher.username), urls, fetched=fetched)
-    dead = pages.dead_links(study)  # a known 404 of the exports page (pages.dead_links), not fixed here
-    known = {failure.url for failure in failures if failure.url in dead and failure.status == 404}
-    failures = [failure for failure in failures if failure.url not in known]
     assert not failures, f"{len(failures)} of {len(fetched)} URLs of {slug} failed:\n" + "\n".join(map(str, failures))
-    assert known == dead, f"{sorted(dead - known)} no longer answer 404 (or are no longer linked): take them out of " \
-                          "pages.dead_links"
-    linked_only = sorted({pages.url_name(url) for url in fetched if url not in dead}
-                         - {pages.url_name(url) for url in urls})
+    linked_only = sorted({pages.url_name(url) for url in fetched} - {pages.url_name(url) for url in urls})
     assert not linked_only, f"{slug}'s pages link {linked_only}, which pages.report_urls does not list"
 
 
