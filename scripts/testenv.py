@@ -35,17 +35,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def postgres(version: int) -> Iterator[str]:
+def postgres(version: int, *, for_tests: bool) -> Iterator[str]:
     """A throwaway server from the same wheel as the product's embedded one (cab.embedded_db), on loopback, with
-    durability off (a test run's data is thrown away), removed afterwards."""
+    durability off (a test run's data is thrown away), removed afterwards. ``for_tests``: no autovacuum either, so
+    that no table's statistics describe rows some earlier test rolled back (a table analysed while it held only
+    dead rows makes the planner expect none in it, and a later test's join ran for minutes)."""
     from cab.embedded_db.server import Server
 
+    settings = ("fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=200",
+                "log_lock_waits=on", "log_min_duration_statement=5000") + (("autovacuum=off",) if for_tests else ())
     server = Server(Path(tempfile.mkdtemp(prefix="cab-pg-")), version=version, tcp_port=free_port(),
-                    settings=("fsync=off", "synchronous_commit=off", "full_page_writes=off", "max_connections=200"))
+                    settings=settings)
+    keep_log = os.environ.get("TESTENV_PG_LOG")  # where to keep the server's log (slow statements, lock waits)
     try:
         connection = server.attach()
         yield connection.url("postgres")
     finally:
+        if keep_log:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(server.root / "server.log", keep_log)
         server.remove()
 
 
@@ -83,17 +91,19 @@ def main(argv: list[str]) -> int:
     options, command = argv, []
     if "--" in argv:
         options, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    parser = argparse.ArgumentParser(prog="testenv.py", usage="testenv.py [--postgres 16|18] -- COMMAND [ARGS…]")
+    parser = argparse.ArgumentParser(prog="testenv.py", usage="testenv.py [--postgres 16|18] [--for-tests] -- COMMAND [ARGS…]")
     parser.add_argument("--postgres", type=int, choices=(16, 18), default=18)
-    version = parser.parse_args(options).postgres
+    parser.add_argument("--for-tests", action="store_true", help="the test suite's server: no autovacuum")
+    parsed = parser.parse_args(options)
     argv = command
     if not argv:
-        sys.exit("usage: testenv.py [--postgres 16|18] -- COMMAND [ARGS…]")
+        sys.exit("usage: testenv.py [--postgres 16|18] [--for-tests] -- COMMAND [ARGS…]")
     # Persistent connections would outlive the live server's request threads and block test-database teardown.
     env = dict(os.environ, CAB_TEST_SERVICES="1", DB_CONN_MAX_AGE="0")
+    env.pop("TESTENV_PG_LOG", None)  # this run's server log, not that of a testenv the command starts
     with contextlib.ExitStack() as stack:
         if not env.get("DATABASE_URL"):
-            env["DATABASE_URL"] = stack.enter_context(postgres(version))
+            env["DATABASE_URL"] = stack.enter_context(postgres(parsed.postgres, for_tests=parsed.for_tests))
             print(f"testenv: started a throwaway PostgreSQL at {env['DATABASE_URL']}", flush=True)
         if not env.get("REDIS_URL"):
             env["REDIS_URL"] = stack.enter_context(redis())

@@ -17,7 +17,7 @@ from annotation.models import AttributeDefinition, Judgment, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse, Turn
 from metrics import selectors
 from metrics.core.report import ReportParams, build_report
-from tests.metrics.test_selectors import orm_judgments
+from tests.metrics.test_selectors import analyze_tables_with_rows, orm_judgments
 
 pytestmark = pytest.mark.django_db
 
@@ -28,8 +28,7 @@ def study() -> Study:
                  "--calibration-turns", "3", "--slug", "packed")
     call_command("generate_synthetic", "--conversations", "4", "--reviewers", "3", "--seed", "6",
                  "--calibration-turns", "2", "--slug", "beside")
-    with connection.cursor() as cursor:  # statistics for the fresh tables (see test_selectors)
-        cursor.execute("ANALYZE")
+    analyze_tables_with_rows()  # statistics for the fresh tables (see test_selectors)
     return Study.objects.get(slug="packed")
 
 
