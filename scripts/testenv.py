@@ -91,13 +91,14 @@ def main(argv: list[str]) -> int:
     options, command = argv, []
     if "--" in argv:
         options, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
-    parser = argparse.ArgumentParser(prog="testenv.py", usage="testenv.py [--postgres 16|18] [--for-tests] -- COMMAND [ARGS…]")
+    usage = "testenv.py [--postgres 16|18] [--for-tests] -- COMMAND [ARGS…]"
+    parser = argparse.ArgumentParser(prog="testenv.py", usage=usage)
     parser.add_argument("--postgres", type=int, choices=(16, 18), default=18)
     parser.add_argument("--for-tests", action="store_true", help="the test suite's server: no autovacuum")
     parsed = parser.parse_args(options)
     argv = command
     if not argv:
-        sys.exit("usage: testenv.py [--postgres 16|18] [--for-tests] -- COMMAND [ARGS…]")
+        sys.exit(f"usage: {usage}")
     # Persistent connections would outlive the live server's request threads and block test-database teardown.
     env = dict(os.environ, CAB_TEST_SERVICES="1", DB_CONN_MAX_AGE="0")
     env.pop("TESTENV_PG_LOG", None)  # this run's server log, not that of a testenv the command starts

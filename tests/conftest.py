@@ -60,6 +60,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
             connection._test_serialized_contents = connection.creation.serialize_db_to_string()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Files with a test marked ``slow`` first, each file's tests in the order they had: pytest-xdist hands each
+    worker whole files in this order, so the minutes-long ones start at once and the workers finish together."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     yield

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from benchmarks import bench
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,6 +21,7 @@ FIGURES = {
 }
 
 
+@pytest.mark.slow
 def test_the_short_benchmark_run_prints_every_figure(tmp_path):
     output = tmp_path / "benchmarks.md"
     run = subprocess.run([str(ROOT / "scripts/bench"), "--short", "--output", str(output)], cwd=ROOT,
