@@ -8,14 +8,20 @@ written in these terms. The Django side maps a schema's stored codes onto these 
 
 Reading choices (SPEC-CARE leaves these open; each is this platform's default and is listed in docs/care.md):
 
-- R1 Rule precedence. Rules 1-4 and 6 are tried in their listed order and the first that applies decides the turn;
-  rule 5 (reactance) never decides anything. Consequences: an `Acute` marker resets even on a turn flagged
-  `ambiguous` (rule 1 before rule 2: a lapse signal is never dropped); `hold` with no marker changes nothing (rule 2
-  before rule 4); `hold` with a marker below the state sets credit to 0 (rule 3 before rule 4).
-- R2 `hold` (a marker at or above the state) only lowers credit: it gives no credit and advances nothing, not even a
-  return to a state reached before ("the turn gives no credit").
+- R1 Rule precedence, stated by SPEC-CARE from the CARE paper's Appendix D.3 and D.5 (not an open point). Rule 1
+  first: an `Acute` marker resets, even on a turn flagged `ambiguous` or `hold` (caution first: a lapse signal is
+  never dropped). Then rule 4: a turn flagged `hold` removes one credit whatever its marker (none, below, equal to or
+  above the state) and whether or not it is flagged `ambiguous`, and that decides the turn. Then rules 2, 3 and 6,
+  the first that applies deciding; rule 5 (reactance) never decides anything. The paper's typical hold is a turn of
+  simple agreement to an assistant proposal, which D.5 codes as no marker and says "removed one credit rather than
+  all of it": a hold with no marker counts. Credit is only ever 0 or 1 (the second credit advances and empties it),
+  so after a hold credit is 0 and there is no candidate; a hold with a marker below the state ends where rule 3
+  would.
+- R2 `hold` only lowers credit: it gives no credit and advances nothing, not even a return to a state reached before
+  ("the turn gives no credit").
 - R3 A marker equal to the state (not `hold`) changes nothing: rule 3 needs m < state, rule 6 needs m >= state + 1.
-- R4 A user turn with no code is read as marker `none` with no flags (nothing changes).
+- R4 A user turn with no code is read as marker `none` with no flags (nothing changes); a coded `hold` whose
+  marker was not coded is a hold with marker `none` (R1).
 - R5 The turn that opens an episode is itself inside the episode: the reset (Acute, credit 0, reached {Acute}) comes
   first and that turn's code is then applied like any other (a callback that opens with a Settling marker earns
   credit at once).
@@ -124,17 +130,17 @@ def _marker_level(code: UserCode | None) -> int | None:
 
 
 def step(state: int, credit: int, reached: frozenset[int], code: UserCode | None) -> tuple[int, int, frozenset[int]]:
-    """Apply one user turn's code inside an episode (rules 1-6, first applicable rule in the listed order, R1)."""
+    """Apply one user turn's code inside an episode: rule 1, then rule 4, then rules 2, 3 and 6 (R1)."""
     m = _marker_level(code)
-    if m == ACUTE:  # rule 1
+    if m == ACUTE:  # rule 1, even when ambiguous or hold
         return ACUTE, 0, reached
+    if code is not None and code.hold:  # rule 4, whatever the marker (none too) and ambiguous or not (R1, R2)
+        return state, max(0, credit - 1), reached
     if m is None or (code is not None and code.ambiguous):  # rule 2 (and R4: no code = no marker)
         return state, credit, reached
     assert code is not None
     if m < state:  # rule 3
         return state, 0, reached
-    if code.hold:  # rule 4 (R2)
-        return state, max(0, credit - 1), reached
     # rule 5: reactance has no effect of its own
     if m == state:  # R3
         return state, credit, reached

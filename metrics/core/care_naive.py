@@ -25,18 +25,18 @@ NAME = {v: k for k, v in RANK.items()}
 
 
 def _naive_rule(state: str, credit: int, reached: list[str], code: UserCode) -> tuple[str, int]:
-    """The rules as one if/elif chain over names; `reached` grows in place when a new state is reached."""
-    marker = code.marker
-    assert marker is not None
-    up = RANK[marker] - RANK[state]
+    """The rules as one if/elif chain over names, in the spec's precedence (rule 1, rule 4, then 2, 3, 6; R1);
+    `reached` grows in place when a new state is reached. A marker that was not coded is the marker none."""
+    marker = "none" if code.marker is None else code.marker
     if marker == "Acute":
         return "Acute", 0
-    if code.ambiguous:
-        return state, credit
-    if up < 0:
-        return state, 0
     if code.hold:
         return state, credit - 1 if credit > 0 else 0
+    if marker == "none" or code.ambiguous:
+        return state, credit
+    up = RANK[marker] - RANK[state]
+    if up < 0:
+        return state, 0
     if up == 0:
         return state, credit
     if code.sudden or (up >= 2 and credit == 0):
@@ -62,7 +62,7 @@ def naive_states(history: CareHistory, user: Mapping[tuple[str, int], UserCode])
         if opens:
             started, state, credit, reached = True, "Acute", 0, ["Acute"]
         before = state
-        if started and code is not None and code.marker not in (None, "none"):
+        if started and code is not None:
             state, credit = _naive_rule(state, credit, reached, code)
         rows.append(
             {

@@ -11,6 +11,7 @@ import json
 import math
 import warnings
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from metrics.core.care_metrics import (
     unweighted_kappa_from_confusion,
     validation_table,
 )
-from metrics.core.care_naive import naive_care_report
+from metrics.core.care_naive import naive_care_report, naive_states
 from metrics.core.care_synthetic import synthetic_care_study
 
 A, S, O, R = "Acute", "Settling", "Open", "Rebuilding"  # noqa: E741 - the spec's initials
@@ -135,7 +136,8 @@ def test_hold_takes_a_credit_back_gives_none_and_never_advances() -> None:
         U(S),
         U(O, hold=True),  # credit 0 stays 0 (max(0, -1)); no credit for Open
         U(O),
-        U("none", hold=True),  # no marker: rule 2 decides first, nothing changes (R1)
+        U("none", hold=True),  # no marker: the hold still takes the credit back (rule 4 before rule 2, R1)
+        U(O),
         U(S, hold=True),  # marker = state with hold: credit 1 -> 0
         U(O),
         U(A),
@@ -150,6 +152,7 @@ def test_hold_takes_a_credit_back_gives_none_and_never_advances() -> None:
         (S, 0, None),
         (S, 0, None),
         (S, 1, O),
+        (S, 0, None),
         (S, 1, O),
         (S, 0, None),
         (S, 1, O),
@@ -157,6 +160,71 @@ def test_hold_takes_a_credit_back_gives_none_and_never_advances() -> None:
         (A, 0, None),
         (S, 0, None),
     ]
+
+
+def test_the_stated_precedence_on_a_hand_worked_history_in_the_engine_and_the_slow_reference() -> None:
+    """Rule 1, then rule 4, then rules 2, 3 and 6, worked out turn by turn (state, credit, candidate after the turn).
+
+    chat 1 (before the crisis: no rule applies, R7)
+      t1  no marker, hold            R 0 -
+    crisis 2: (a) a hold with no marker
+      t2  Acute                      A 0 -   opens the episode; rule 1
+      t3  Settling                   A 1 S   first credit
+      t4  no marker, hold            A 0 -   rule 4 before rule 2: the hold takes the credit back
+      t5  Settling                   A 1 S   a first credit again, not the second one
+      t6  Settling                   S 0 -   second credit: Settling
+      t7  Open                       S 1 O
+      t8  marker not coded, hold     S 0 -   a coded hold without a coded marker is the same hold (R4)
+      t9  Open                       S 1 O
+    callback 3: (b) a hold on a turn flagged ambiguous
+      t10 Settling                   A 1 S   opens (Acute, 0, {Acute}), then its own marker credits (R5)
+      t11 Settling, ambiguous, hold  A 0 -   rule 4 before rule 2: the ambiguous hold still takes the credit back
+      t12 Settling                   A 1 S
+      t13 Open, ambiguous            A 1 S   ambiguous without hold: nothing changes (rule 2)
+      t14 Settling                   S 0 -   second credit
+    callback 4: (c) an Acute marker on an ambiguous turn
+      t15 Settling                   A 1 S
+      t16 Settling                   S 0 -   reached {Acute, Settling}
+      t17 Open                       S 1 O
+      t18 Acute, ambiguous           A 0 -   rule 1 before rule 2: the reset is not dropped
+      t19 Settling                   S 0 -   Settling was reached and lost: straight back, credit 0 (R8)
+      t20 Acute, ambiguous, hold     A 0 -   rule 1 before rule 4: a reset, not one credit less (that is S 0 -)
+
+    Under the previous reading (rule 2 before rule 4) t4, t8 and t11 changed nothing, so t5, t9 and t12 advanced a
+    turn early: t4, t5, t8, t9, t11, t12 and t13 came out differently. (c) is the same under both readings.
+    """
+    sessions = [
+        ("chat", [U("none", hold=True)]),
+        ("crisis", [U(A), U(S), U("none", hold=True), U(S), U(S), U(O), U(None, hold=True), U(O)]),
+        ("callback", [U(S), U(S, ambiguous=True, hold=True), U(S), U(O, ambiguous=True), U(S)]),
+        ("callback", [U(S), U(S), U(O), U(A, ambiguous=True), U(S), U(A, ambiguous=True, hold=True)]),
+    ]
+    expected = [
+        (R, 0, None),
+        # (a)
+        (A, 0, None), (A, 1, S), (A, 0, None), (A, 1, S), (S, 0, None), (S, 1, O), (S, 0, None), (S, 1, O),
+        # (b)
+        (A, 1, S), (A, 0, None), (A, 1, S), (A, 1, S), (S, 0, None),
+        # (c)
+        (A, 1, S), (S, 0, None), (S, 1, O), (A, 0, None), (S, 0, None), (A, 0, None),
+    ]
+    reached_after_t18 = frozenset({A, S})
+
+    engine = states_of(*sessions)
+    assert [(t.state, t.credit, t.candidate) for t in engine] == expected
+    assert engine[17].reached == reached_after_t18
+
+    care_sessions, user, turn = [], {}, 1
+    for index, (kind, codes) in enumerate(sessions, start=1):
+        care_sessions.append(CareSession(index, kind, "SI" if kind != "chat" else None,
+                                         tuple(range(turn, turn + len(codes)))))
+        for code in codes:
+            user[("p1", turn)] = code
+            turn += 1
+    slow = naive_states(CareHistory("p1", "m1", tuple(care_sessions)), user)
+    assert [(r["state"], r["credit"], r["candidate"]) for r in slow] == expected
+    assert slow[17]["reached"] == reached_after_t18
+    assert [r["before"] for r in slow] == [t.before for t in engine]
 
 
 def test_reactance_has_no_effect_of_its_own() -> None:
@@ -661,6 +729,16 @@ def test_the_generated_study_exercises_every_rule() -> None:
     )
     assert {t.label for t in turns if t.action} >= {"aligned", "premature", "lag"}
     assert {s.kind for h in study.histories for s in h.sessions} == {"chat", "crisis", "callback"}
+    # holds that take a credit back (rule 4 before rule 2): with no marker, and on an ambiguous turn with a marker
+    taken = [
+        t.user
+        for h in study.histories
+        for previous, t in pairwise(score_history(h, study.reference))
+        if t.user is not None and t.user.hold and t.user.marker != A and previous.state.credit == 1
+        and t.state.episode is not None and t.state.episode == previous.state.episode
+    ]
+    assert any(c.marker in (None, "none") for c in taken)
+    assert any(c.ambiguous and c.marker not in (None, "none", A) for c in taken)
 
 
 def test_the_generated_study_is_deterministic() -> None:
