@@ -62,10 +62,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Files with a test marked ``slow`` first, each file's tests in the order they had: pytest-xdist hands each
-    worker whole files in this order, so the minutes-long ones start at once and the workers finish together."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)
+    """Files with a test marked ``slow(seconds)`` first, the longest first, each file's tests in the order they had:
+    pytest-xdist hands each worker whole files in this order (``--no-loadscope-reorder``), so the minutes-long ones
+    start at once and the workers finish together."""
+    seconds: dict = {}
+    for item in items:
+        for mark in item.iter_markers("slow"):
+            seconds[item.path] = max(seconds.get(item.path, 0), mark.args[0] if mark.args else 60)
+    items.sort(key=lambda item: -seconds.get(item.path, 0))
 
 
 @pytest.hookimpl(hookwrapper=True)

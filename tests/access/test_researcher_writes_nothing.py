@@ -209,7 +209,7 @@ def _signed_in(client, researcher: User) -> None:
         client.force_login(researcher)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(30)
 def test_every_write_a_researcher_sends_is_refused_and_changes_nothing(client, seeded, researcher):
     client.force_login(researcher)
     client.raise_request_exception = False  # a server error is one more finding, listed with the others

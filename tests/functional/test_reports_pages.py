@@ -46,7 +46,7 @@ def _every_page(page, live_server, slug: str) -> None:
         page.screenshot(path=str(ARTIFACTS / f"reports-{slug}-{link.lower().replace(' ', '-')}.png"), full_page=True)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(30)
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_dashboards_draw_every_figure_and_keep_filters_in_the_url(browser_page, live_server, studies, researcher):

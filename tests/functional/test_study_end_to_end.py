@@ -130,7 +130,7 @@ def worker():
         yield process
 
 
-@pytest.mark.slow
+@pytest.mark.slow(150)
 def test_an_admin_runs_a_whole_study_from_the_pages(browser_page, live_server, worker, tmp_path):
     page = browser_page
     visit = Visit(page, live_server.url)

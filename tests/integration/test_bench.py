@@ -21,7 +21,7 @@ FIGURES = {
 }
 
 
-@pytest.mark.slow
+@pytest.mark.slow(100)
 def test_the_short_benchmark_run_prints_every_figure(tmp_path):
     output = tmp_path / "benchmarks.md"
     run = subprocess.run([str(ROOT / "scripts/bench"), "--short", "--output", str(output)], cwd=ROOT,

@@ -66,7 +66,7 @@ def _manage(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess
                           timeout=timeout)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(50)
 def test_the_run_command_serves_every_demo_dashboard_on_the_default_configuration(default_env, tmp_path):
     log = (tmp_path / "run.log").open("w")
     run = subprocess.Popen([str(ROOT / "scripts" / "run")], cwd=ROOT, env=default_env, stdout=log,

@@ -35,7 +35,7 @@ def studies(shared_state):
         yield STUDIES
 
 
-@pytest.mark.slow
+@pytest.mark.slow(60)
 @pytest.mark.parametrize("slug", STUDIES)
 def test_every_page_and_download_answers(studies, researcher, settings, slug):
     # A cache of its own, so that every figure is drawn here (not served from an earlier session's run of that pk).
