@@ -162,6 +162,10 @@ class JudgmentOut(serializers.Serializer):
     dataset = serializers.CharField(source="conversation.dataset.name")
     conversation_id = serializers.CharField(source="conversation.external_id")
     turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
+    session_index = serializers.SerializerMethodField(
+        help_text="the session of a longitudinal history (SPEC-CARE, SPEC-LC8) the judgment is on, or its turn is "
+                  "in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a "
+                  "study whose session order is blinded")
     model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
                                                         "blinded study")
     response = serializers.SerializerMethodField(
@@ -176,6 +180,15 @@ class JudgmentOut(serializers.Serializer):
 
     def get_id(self, judgment) -> int | None:
         return judgment.pk if self.context.get("staff") else None
+
+    def get_session_index(self, judgment) -> int | None:
+        if self.context.get("sessions_blinded"):
+            return None
+        if judgment.session_id is not None:
+            return judgment.session.index
+        if judgment.turn_id is not None and judgment.turn.session_id is not None:
+            return judgment.turn.session.index
+        return None
 
     def get_response(self, judgment) -> str | None:
         if judgment.response_id is None:

@@ -236,8 +236,11 @@ class JudgmentListApi(generics.ListAPIView):
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
+        # A rater of a study whose session order is blinded (SPEC-LC8) is never told which session of a trajectory
+        # a judgment is on, as on the session page.
+        sessions_blinded = not self.staff and self.study.session_order == Study.SessionOrder.BLINDED
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
-                "staff": self.staff}
+                "staff": self.staff, "sessions_blinded": sessions_blinded}
 
 
 class JudgmentImportApi(APIView):
