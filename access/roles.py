@@ -66,7 +66,7 @@ def sync_groups_in_migration(apps: Any, schema_editor: Any) -> None:
 
 # API token scopes each role may hold (a token never does more than its account's role allows).
 TOKEN_SCOPES: dict[str, tuple[str, ...]] = {
-    ADMIN: ("ingest", "import", "read", "metrics"),
+    ADMIN: ("ingest", "import", "read", "metrics", "setup"),
     RESEARCHER: ("read", "metrics"),
     REVIEWER: ("read",),
     EXPERT: ("read",),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db import models
 from rest_framework import serializers
 
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
-from api.fields import TextField, TextRegexField
+from api.fields import JsonBooleanField, JsonIntegerField, JsonNumberField, TextField, TextRegexField
 
 
 class StudyOut(serializers.Serializer):
@@ -25,6 +28,60 @@ class StudyOut(serializers.Serializer):
 
     def get_rounds(self, study: Study) -> list[str]:
         return [r.name for r in study.rounds.all()]
+
+
+def _text(help_text: str, *, required: bool = False) -> TextField:
+    # Blank, spaces and length are the form's to judge (annotation.forms.StudyForm), in its words.
+    return TextField(required=required, allow_blank=True, trim_whitespace=False, help_text=help_text)
+
+
+def _choices(choices: type[models.TextChoices]) -> str:
+    return ", ".join(f"`{value}`" for value in choices.values)
+
+
+class StudyIn(serializers.Serializer):
+    """A new study: the admin's New study form as a script fills it in (``annotation.forms.StudyScriptForm``).
+    Only JSON types are checked here; what a value may be is the form's rule, refused in the form's words. A
+    setting left out has the form's default."""
+
+    slug = _text("letters, digits, - and _, at most 80 characters; not `new`; unused", required=True)
+    name = _text("default: the slug")
+    description = _text("default: empty")
+    schema = _text("an installed schema's slug: `cab-v1`, `care-v1` (CARE histories), `lc8-v1` (LongCounsel-8)",
+                   required=True)
+    model_slots = serializers.ListField(
+        child=TextField(allow_blank=True, trim_whitespace=False),
+        help_text="the model slots under study, one an item (at least one, each once, at most 50 characters, no "
+                  "comma)")
+    show_model_names = JsonBooleanField(required=False, help_text="reviewers see model identities (default false)")
+    show_therapist_reference = JsonBooleanField(required=False, help_text="default true")
+    check_threshold = JsonNumberField(
+        required=False, help_text="alert when a reviewer's bucketed agreement on check items falls below this "
+                                  "share, 0 to 1 (default 0.7)")
+    check_min_items = JsonIntegerField(required=False,
+                                       help_text="check items scored before alerts start, 0 or more (default 20)")
+    experts_see_consensus = JsonBooleanField(
+        required=False, help_text="experts may open a closed calibration round's consensus screen (default false)")
+    method_labels = _text(f"human coders see automated coders' labels: {_choices(Study.MethodLabels)} (default "
+                          "`blinded`)")
+    reference_labels = _text(f"human coders see the reference labels (LC8): {_choices(Study.MethodLabels)} "
+                             "(default `blinded`)")
+    session_history = _text(f"raters see a trajectory's earlier sessions (LC8): {_choices(Study.SessionHistory)} "
+                            "(default `shown`)")
+    session_order = _text(f"a rater's queue gives away each trajectory's order (LC8): {_choices(Study.SessionOrder)} "
+                          "(default `in_order`)")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
+        if unknown:
+            raise serializers.ValidationError(dict.fromkeys(
+                unknown, f"unknown field; fields are {', '.join(self.fields)}"))
+        return attrs
+
+    def form_values(self) -> dict[str, Any]:
+        """The values as the form reads them: numbers as the page would send them, in text."""
+        return {name: str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+                for name, value in self.validated_data.items()}
 
 
 class CoderProgressOut(serializers.Serializer):
@@ -105,6 +162,10 @@ class JudgmentOut(serializers.Serializer):
     dataset = serializers.CharField(source="conversation.dataset.name")
     conversation_id = serializers.CharField(source="conversation.external_id")
     turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
+    session_index = serializers.SerializerMethodField(
+        help_text="the session of a longitudinal history (SPEC-CARE, SPEC-LC8) the judgment is on, or its turn is "
+                  "in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a "
+                  "study whose session order is blinded")
     model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
                                                         "blinded study")
     response = serializers.SerializerMethodField(
@@ -119,6 +180,15 @@ class JudgmentOut(serializers.Serializer):
 
     def get_id(self, judgment) -> int | None:
         return judgment.pk if self.context.get("staff") else None
+
+    def get_session_index(self, judgment) -> int | None:
+        if self.context.get("sessions_blinded"):
+            return None
+        if judgment.session_id is not None:
+            return judgment.session.index
+        if judgment.turn_id is not None and judgment.turn.session_id is not None:
+            return judgment.turn.session.index
+        return None
 
     def get_response(self, judgment) -> str | None:
         if judgment.response_id is None:

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
@@ -24,7 +25,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access.checks import user_sees_all_studies
+from access.checks import is_study_admin, user_sees_all_studies
 from annotation import judgment_import, long_format, methods, selectors, session_labels
 from annotation.api_serializers import (
     AssignmentFilterIn,
@@ -41,8 +42,10 @@ from annotation.api_serializers import (
     SessionLabelImportOut,
     SessionLabelOut,
     SessionLabelsIn,
+    StudyIn,
     StudyOut,
 )
+from annotation.forms import study_create_scripted
 from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
@@ -103,7 +106,8 @@ def _blinded_studies(request, studies) -> set[int]:
 
 
 class StudyListApi(APIView):
-    required_scopes = READ
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.SETUP}
+    required_perms = {"POST": ("annotation.add_study",)}
 
     @extend_schema(responses={200: StudyOut(many=True), **error_responses()}, summary="Studies you can see")
     def get(self, request):
@@ -112,6 +116,32 @@ class StudyListApi(APIView):
             studies = studies.filter(pk=request.auth.study_id)
         listed = list(studies)
         return Response(StudyOut(listed, many=True, context={"blinded": _blinded_studies(request, listed)}).data)
+
+    @extend_schema(
+        request=StudyIn, responses={201: StudyOut, **error_responses(400, 409, 413)},
+        summary="Create a study in set-up (admins): the New study form's fields, checks and messages",
+        description=(
+            "The same form, service and audit event as the admin's *New study* page and `manage.py create_study`. "
+            "A refused study → 400 naming each field and why (`fields`), a slug in use → 409; nothing is written "
+            "then. A token limited to one study cannot create another (403)."),
+    )
+    def post(self, request):
+        token = request.auth
+        if isinstance(token, ApiToken) and token.study is not None:  # select_related with the token
+            raise exceptions.PermissionDenied(f"This token is limited to study {token.study.slug!r}.")
+        if not is_study_admin(request.user):
+            raise exceptions.PermissionDenied("Only study admins can do this.")
+        given = StudyIn(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            study = study_create_scripted(given=given.form_values(), by=request_user(request))
+        except ValidationError as error:
+            fields = error.message_dict
+            if any(e.code == "unique" for e in error.error_dict.get("slug", ())):
+                return Response({"detail": "; ".join(fields["slug"]), "fields": fields}, status=409)
+            raise exceptions.ValidationError(fields) from error
+        return Response(StudyOut(study, context={"blinded": set()}).data, status=201,
+                        headers={"Location": reverse("api-study", args=[study.slug])})
 
 
 class StudyDetailApi(APIView):
@@ -206,8 +236,11 @@ class JudgmentListApi(generics.ListAPIView):
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
+        # A rater of a study whose session order is blinded (SPEC-LC8) is never told which session of a trajectory
+        # a judgment is on, as on the session page.
+        sessions_blinded = not self.staff and self.study.session_order == Study.SessionOrder.BLINDED
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
-                "staff": self.staff}
+                "staff": self.staff, "sessions_blinded": sessions_blinded}
 
 
 class JudgmentImportApi(APIView):

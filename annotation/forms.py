@@ -7,13 +7,15 @@ the rules a judgment obeys are the services' (``annotation.rules``), so every pa
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
-from annotation import selectors
-from annotation.models import Assignment, AttributeDefinition, Study, StudyMember
+from annotation import selectors, services
+from annotation.models import Assignment, AttributeDefinition, Schema, Study, StudyMember
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse, Session
 
@@ -130,18 +132,52 @@ def error_text(form: forms.Form) -> str:
 RESERVED_SLUGS = {"new"}
 
 
+class _SchemaChoiceField(forms.ModelChoiceField):
+    """The schema: by its id on the page, by its slug for a script (``StudyScriptForm``); one that is not
+    installed is named, with the schemas that are."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            return super().to_python(value)
+        except forms.ValidationError as error:
+            if error.code != "invalid_choice":
+                raise
+            installed = ", ".join(Schema.objects.order_by("slug").values_list("slug", flat=True))
+            raise forms.ValidationError(f"no schema {value!r}; the installed schemas are {installed}",
+                                        code="invalid_choice") from error
+
+
 class StudyForm(forms.ModelForm):
+    """The New study form: every check of a new study's fields and their messages, for the page, for
+    ``manage.py create_study`` and for ``POST /api/v1/studies/`` (``StudyScriptForm``); ``create`` makes the
+    study through the one service."""
+
     model_slots_text = forms.CharField(
         max_length=1000, label="model slots", help_text="comma-separated, e.g. GPT, Claude, Gemini, Llama, Qwen")
+    field_order = ["slug", "name", "description", "schema", "model_slots_text"]
 
     class Meta:
         model = Study
         fields = ["slug", "name", "description", "schema", "show_model_names", "show_therapist_reference",
-                  "check_threshold", "check_min_items", "experts_see_consensus"]
+                  "check_threshold", "check_min_items", "experts_see_consensus", "method_labels", "reference_labels",
+                  "session_history", "session_order"]
+        field_classes = {"schema": _SchemaChoiceField}
         labels = {"experts_see_consensus": "experts see the consensus"}
         help_texts = {"experts_see_consensus": (
             "Experts (the gold panel) may open the consensus screen of each closed calibration round from their "
             "home page, read-only: every expert's scores and the gold decided. Reviewers never see it.")}
+
+    # The blinding of automated coders' labels (SPEC-CARE validation protocol) and the session-rated settings
+    # (SPEC-LC8): optional, a post without them (a page from before these settings) keeps the stored values, a new
+    # study's being the model's defaults.
+    KIND_SETTINGS = {"method_labels": "automated coders' labels", "reference_labels": "reference labels",
+                     "session_history": "earlier sessions", "session_order": "session order"}
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        for name, label in self.KIND_SETTINGS.items():
+            self.fields[name].required = False
+            self.fields[name].label = label
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -165,6 +201,72 @@ class StudyForm(forms.ModelForm):
             raise forms.ValidationError("a share between 0 and 1")
         return value
 
+    def clean_method_labels(self) -> str:
+        return self.cleaned_data.get("method_labels") or self.instance.method_labels
+
+    def clean_reference_labels(self) -> str:
+        return self.cleaned_data.get("reference_labels") or self.instance.reference_labels
+
+    def clean_session_history(self) -> str:
+        return self.cleaned_data.get("session_history") or self.instance.session_history
+
+    def clean_session_order(self) -> str:
+        return self.cleaned_data.get("session_order") or self.instance.session_order
+
+    def create(self, *, by: User | None) -> Study | None:
+        """The study this valid form describes, made by ``services.study_create`` (which records the audit event).
+        None when the service refused it (its slug taken meanwhile): the reason is then among the form's errors
+        and nothing was written."""
+        data = dict(self.cleaned_data)
+        slots = data.pop("model_slots_text")
+        try:
+            return services.study_create(by=by, model_slots=slots, **data)
+        except forms.ValidationError as error:
+            self.add_error(None, error)
+            return None
+
+
+# A script's names for the form's fields where they differ: its model slots are a list, the page's a text.
+SCRIPT_NAMES = {"model_slots_text": "model_slots"}
+
+
+class StudyScriptForm(StudyForm):
+    """The New study form as a script fills it in (``manage.py create_study``, ``POST /api/v1/studies/``): the
+    same fields, checks and messages. The slug, schema and model slots are required, as on the page; a setting
+    not given has the value the page starts with, the model's default (the therapist reference shown, check
+    threshold 0.7, …); the name is the slug unless given. The schema is named by its slug, the model slots are a
+    list, one slot an item."""
+
+    def __init__(self, given: Mapping[str, Any]):
+        given = dict(given)
+        self.slot_list = [str(slot) for slot in given.pop("model_slots", None) or []]
+        page = StudyForm()
+        data = {name: page.get_initial_for_field(field, name) for name, field in page.fields.items()}
+        data["model_slots_text"] = ", ".join(self.slot_list)
+        data["name"] = given.get("slug")
+        data.update(given)
+        super().__init__(data)
+        schema = self.fields["schema"]
+        assert isinstance(schema, forms.ModelChoiceField)
+        schema.to_field_name = "slug"
+
+    def clean_model_slots_text(self) -> list[str]:
+        if any("," in slot for slot in self.slot_list):
+            raise forms.ValidationError("one model slot an item: a slot has no comma")
+        return super().clean_model_slots_text()
+
+
+def study_create_scripted(*, given: Mapping[str, Any], by: User | None) -> Study:
+    """Create a study from a script's values (``StudyScriptForm``), through the form's checks and the service.
+    Refused: ``ValidationError`` by the script's field names (code ``unique`` on ``slug`` for a slug taken), and
+    nothing was written."""
+    form = StudyScriptForm(given)
+    study = form.create(by=by) if form.is_valid() else None
+    if study is None:
+        raise forms.ValidationError({SCRIPT_NAMES.get(name, name): errors
+                                     for name, errors in form.errors.as_data().items()})
+    return study
+
 
 class StudySettingsForm(StudyForm):
     """A study's settings once it exists (``services.STUDY_SETTINGS``): the creation form without the slug, schema
@@ -181,29 +283,6 @@ class StudySettingsForm(StudyForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["shown"].initial = json.dumps(study_settings_shown(study=self.instance))
-        # Whether human coders see an LLM judge's labels (SPEC-CARE validation protocol); a post without it (a page
-        # from before this setting) keeps the stored value.
-        self.fields["method_labels"].required = False
-        self.fields["method_labels"].label = "automated coders' labels"
-        # Session-rated studies (SPEC-LC8): likewise optional, a post without them keeps the stored values.
-        for name, label in self.LC8_SETTINGS.items():
-            self.fields[name].required = False
-            self.fields[name].label = label
-
-    LC8_SETTINGS = {"reference_labels": "reference labels", "session_history": "earlier sessions",
-                    "session_order": "session order"}
-
-    def clean_method_labels(self) -> str:
-        return self.cleaned_data.get("method_labels") or self.instance.method_labels
-
-    def clean_reference_labels(self) -> str:
-        return self.cleaned_data.get("reference_labels") or self.instance.reference_labels
-
-    def clean_session_history(self) -> str:
-        return self.cleaned_data.get("session_history") or self.instance.session_history
-
-    def clean_session_order(self) -> str:
-        return self.cleaned_data.get("session_order") or self.instance.session_order
 
     def clean_shown(self) -> dict[str, Any] | None:
         raw = self.cleaned_data.get("shown")

@@ -603,10 +603,11 @@ def judgments_visible_to(
     if attribute:
         judgments = judgments.filter(attribute__code=attribute)
     judgments = (
-        judgments.select_related("round", "coder", "conversation__dataset", "turn", "response", "attribute")
+        judgments.select_related("round", "coder", "conversation__dataset", "turn__session", "response", "attribute",
+                                 "session")
         .only("id", "is_gold", "score", "instance_count", "updated_at", "round__kind", "round__number",
               "coder__username", "conversation__external_id", "conversation__dataset__name", "turn__index",
-              "response__model_slot", "attribute__code")
+              "turn__session__index", "response__model_slot", "attribute__code", "session__index")
         .prefetch_related(Prefetch("spans", queryset=Span.objects.select_related("subcategory").only(
             "judgment_id", "start", "end", "subcategory__slug")))
     )

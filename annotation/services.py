@@ -84,9 +84,17 @@ def study_create(
     **settings: Any,
 ) -> Study:
     """Create a study in set-up. ``settings`` are the study's other fields (show_model_names, check_threshold,
-    check_min_items, show_therapist_reference)."""
-    study = Study.objects.create(slug=slug, name=name, schema=schema, model_slots=list(model_slots),
-                                 is_synthetic=is_synthetic, description=description, **settings)
+    check_min_items, show_therapist_reference, the blinding settings, …). Its checks are the New study form's
+    (``annotation.forms.StudyForm``, which the page, ``manage.py create_study`` and the API fill in); a slug taken
+    meanwhile is refused here in the form's words, nothing written."""
+    try:
+        with transaction.atomic():
+            study = Study.objects.create(slug=slug, name=name, schema=schema, model_slots=list(model_slots),
+                                         is_synthetic=is_synthetic, description=description, **settings)
+    except IntegrityError as error:
+        if not Study.objects.filter(slug=slug).exists():
+            raise
+        raise ValidationError({"slug": Study(slug=slug).unique_error_message(Study, ("slug",))}) from error
     audit_record(by=by, action="study.create", study=study, target=f"study:{slug}")
     return study
 

@@ -292,16 +292,10 @@ def study_create(request: AuthedRequest) -> HttpResponse:
     _admin(request)
     form = StudyForm(request.POST or None, initial={"schema": Schema.objects.filter(slug="cab-v1").first(),
                                                     "model_slots_text": "GPT, Claude, Gemini, Llama, Qwen"})
-    if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        slots = data.pop("model_slots_text")
-        try:
-            study = services.study_create(by=request.user, model_slots=slots, **data)
-        except ValidationError as error:
-            _say(request, error)
-        else:
-            messages.success(request, f"Study {study.slug} created: upload its conversations, then add people.")
-            return redirect("study-data", slug=study.slug)
+    study = form.create(by=request.user) if request.method == "POST" and form.is_valid() else None
+    if study is not None:
+        messages.success(request, f"Study {study.slug} created: upload its conversations, then add people.")
+        return redirect("study-data", slug=study.slug)
     return render(request, "annotation/study_form.html", {"form": form})
 
 

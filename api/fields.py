@@ -21,3 +21,36 @@ class TextField(serializers.CharField):
 
 class TextRegexField(TextField, serializers.RegexField):
     """``TextField`` with a pattern (DRF's ``RegexField``)."""
+
+
+class JsonBooleanField(serializers.BooleanField):
+    """``true`` or ``false``, nothing else: DRF's ``BooleanField`` also takes ``"yes"``, ``1``, ``"on"``…"""
+
+    default_error_messages = {"not_boolean": "must be true or false, not {kind}"}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("not_boolean", kind=type(data).__name__)
+        return data
+
+
+class JsonNumberField(serializers.FloatField):
+    """A JSON number, passed on as sent (what it may be is the caller's rule): never a string or a boolean."""
+
+    default_error_messages = {"not_number": "must be a JSON number, not {kind}"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("not_number", kind=type(data).__name__)
+        return data
+
+
+class JsonIntegerField(serializers.IntegerField):
+    """A JSON number meant to be whole, passed on as sent (whether it is, and its range, are the caller's rule)."""
+
+    default_error_messages = {"not_number": "must be a JSON number, not {kind}"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("not_number", kind=type(data).__name__)
+        return data

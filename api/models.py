@@ -18,6 +18,7 @@ class ApiToken(models.Model):
         IMPORT = "import", "Import judgments (long format)"
         READ = "read", "Read studies, rounds, assignments, judgments, metric runs and exports"
         METRICS = "metrics", "Start metric runs"
+        SETUP = "setup", "Create studies"
 
     name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'ingest script on the GPU box'.")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
@@ -27,7 +28,7 @@ class ApiToken(models.Model):
         "annotation.Study", on_delete=models.CASCADE, null=True, blank=True, related_name="api_tokens",
         help_text="When set, the token reaches this study only.",
     )
-    scopes = models.JSONField(default=list, help_text="Subset of ingest, import, read, metrics.")
+    scopes = models.JSONField(default=list, help_text="Subset of ingest, import, read, metrics, setup.")
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

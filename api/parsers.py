@@ -114,6 +114,8 @@ def _loads(text: str) -> Any:
             from error
     except RecursionError as error:
         raise exceptions.ParseError("Not valid JSON: nested too deeply.") from error
+    except ValueError as error:  # a number of more digits than Python reads (sys.get_int_max_str_digits)
+        raise exceptions.ParseError(f"Not valid JSON: {error}.") from error
 
 
 class BoundedJSONParser(parsers.BaseParser):

@@ -220,7 +220,7 @@ def test_every_write_a_researcher_sends_is_refused_and_changes_nothing(client, s
     # A token written by hand with every scope (made before scopes followed the role): the role still decides.
     every_scope = APIClient(raise_request_exception=False)
     ApiTokenFactory(raw="cab_legacyswp-0123456789abcdef", user=researcher,
-                    scopes=["ingest", "import", "read", "metrics"])
+                    scopes=["ingest", "import", "read", "metrics", "setup"])
     every_scope.credentials(HTTP_AUTHORIZATION="Bearer cab_legacyswp-0123456789abcdef")
 
     swept = endpoints(seeded)

@@ -84,8 +84,15 @@ def steer_to(run_id: int) -> Callable[[schemathesis.Case], None]:
         # Most generated slugs and ids name nothing; point three valid cases in four at real objects, to reach
         # deeper code. (A path generated to be invalid stays as it is: it must be refused.)
         parameters = case.path_parameters or {}
-        if next(counter) % 4 and not case.meta.is_negative_at(ParameterLocation.PATH):
+        n = next(counter)
+        if n % 4 and not case.meta.is_negative_at(ParameterLocation.PATH):
             real = {"slug": "cab-demo", "run_id": run_id, "round_name": "calibration-1", "table": "ari"}
             parameters.update({name: value for name, value in real.items() if name in parameters})
+        # A new study (POST /studies/): most valid bodies name an installed schema, a fresh slug and a model slot,
+        # so that some are created and the form's other checks are reached.
+        body = case.body
+        if isinstance(body, dict) and {"slug", "schema"} <= set(body) and n % 4 \
+                and not case.meta.is_negative_at(ParameterLocation.BODY):
+            body.update({"slug": f"fuzz-{n}", "schema": "cab-v1", "model_slots": ["GPT"]})
 
     return steer

@@ -48,7 +48,7 @@ def test_every_operation_answers_within_its_schema_and_never_with_a_5xx(wsgi_app
     RoundFactory(study=study, kind="calibration", number=1)
     run = MetricRunFactory(study=study, status="succeeded", result={"indices": {"ari": {"GPT": {"ARI": 0.1}}}})
     _, token = api_services.api_token_create(user=admin_user, name="fuzz", by=None,
-                                             scopes=["ingest", "import", "read", "metrics"])
+                                             scopes=["ingest", "import", "read", "metrics", "setup"])
     report = fuzz(wsgi_app, token=token, examples=EXAMPLES, steer=steer_to(run.pk))
     assert report.operations >= 15
     assert report.cases >= 200, report

@@ -35,3 +35,15 @@ def test_too_many_items_is_a_413(ingester, turns_only, monkeypatch):
     response = ingester.post(RESPONSES, response_items(), format="json")
     assert response.status_code == 413
     assert "at most 10 are accepted" in response.json()["detail"]
+
+
+
+def test_a_number_of_more_digits_than_python_reads_is_a_400(study, admin_user, as_token):
+    """json reads an integer of at most 4,300 digits (sys.get_int_max_str_digits) and raises a plain ValueError
+    beyond: a JSON object body (``BoundedJSONParser``) that has one is a 400 saying so, as any JSON it cannot
+    read."""
+    api = as_token(admin_user, scopes=["metrics", "setup"])
+    for url in ("/api/v1/studies/cab-demo/metric-runs/", "/api/v1/studies/"):
+        answer = api.generic("POST", url, '{"seed": ' + "9" * 5000 + "}", content_type="application/json")
+        assert answer.status_code == 400, url
+        assert answer.json()["detail"].startswith("Not valid JSON: Exceeds the limit (4300 digits)")

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="username of the account the token acts as")
         parser.add_argument("--name", default="", help="what the token is for")
         parser.add_argument("--scope", action="append", choices=ApiToken.Scope.values, required=True,
-                            help="repeat for several: ingest, import, read, metrics")
+                            help="repeat for several: ingest, import, read, metrics, setup")
         parser.add_argument("--study", help="limit the token to this study (slug)")
         parser.add_argument("--expires-in-days", type=int, help="default: never expires")
 
