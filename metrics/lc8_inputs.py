@@ -18,8 +18,10 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   label, or the sum of its items when the total is absent and every item is there; its items (when it has any)
   feed the item fidelity.
 - A **method** (role ``method``) has one series per seed (``SessionLabel.seed``, None when it has none): its total,
-  or the sum of its items when only items are there (every item needed). Methods' items are not passed on, so
-  methods have no item fidelity (their totals are what SPEC-LC8 compares).
+  or the sum of its items when only items are there (every item needed). The items it sent for a seed (any of
+  them, in any session) are passed on with that seed, so a method is measured on its items like every other coder
+  (item fidelity); a seed without items has none. The methods are the study's ranked coders (``Lc8Study.methods``):
+  the reference sources and the people are measured but not ranked.
 - A **person** (any non-gold coder of session judgments on the items: reviewers and experts) has one series (seed
   None): the sum of the items when all are coded, and the items themselves. A session coded twice (two rounds)
   keeps the later judgment. A typed total is never read (the total is derived). Judgments of method members are
@@ -279,14 +281,18 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
         if by_member[member_id][1] == StudyMember.Role.REFERENCE:
             references.setdefault(member_id, (totals, items))  # a reference has no seed (else its first one)
         else:
-            per_method[member_id][seed] = totals  # methods' items are not compared (their sums are the totals)
+            per_method[member_id][seed] = (totals, items)  # items None: this seed sent none
     for member_id, (totals, items) in references.items():
         if member_id != reference_pk:  # another label source (e.g. a self-report) compared with the reference
             name, roles[name] = by_member[member_id]
             coders[name] = CoderLabels(totals={None: totals}, items=None if items is None else {None: items})
+    method_names = []
     for member_id, per_seed in per_method.items():
         name, roles[name] = by_member[member_id]
-        coders[name] = CoderLabels(totals=dict(sorted(per_seed.items(), key=lambda s: (s[0] is not None, s[0] or 0))))
+        ordered = sorted(per_seed.items(), key=lambda s: (s[0] is not None, s[0] or 0))
+        sent = {seed: items for seed, (_totals, items) in ordered if items is not None}
+        coders[name] = CoderLabels(totals={seed: totals for seed, (totals, _items) in ordered}, items=sent or None)
+        method_names.append(name)
     methods = {user for _pk, user, _name, role in members if role == StudyMember.Role.METHOD}
     people = _people_labels(study, grid, one, methods)
     user_role = {user: (username, role) for _pk, user, username, role in members}
@@ -301,7 +307,7 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
         raise Lc8Unavailable(f"the reference coder {reference_name} has no labels yet")
     reference_totals, reference_items = references.get(reference_pk) or (np.full(grid.shape, np.nan), None)
     arrays = Lc8Study(trajectories=tuple(grid.names), reference=reference_totals, reference_items=reference_items,
-                      coders=dict(sorted(coders.items())), rules=rules)
+                      coders=dict(sorted(coders.items())), rules=rules, methods=tuple(sorted(method_names)))
     return Lc8Inputs(study=arrays, reference_name=reference_name, roles=dict(sorted(roles.items())))
 
 

@@ -116,22 +116,23 @@ def _rank(values: Mapping[str, float | None], *, ascending: bool) -> dict[str, i
 
 
 def reversal_sentences(report: Mapping[str, Any]) -> list[str]:
-    """The rank reversals of the report (``ranking.reversals``), each said in words with both coders' numbers."""
+    """The rank reversals of the report (``ranking.reversals``: pairs of methods ordered one way by change MAE and
+    the other way by direction accuracy), each said in words with both methods' numbers."""
     section = _lc8(report)
     coders = section.get("coders") or {}
     sentences = []
     for pair in (section.get("ranking") or {}).get("reversals") or []:
         a, b = (str(name) for name in pair[:2])
         ea, eb = coders.get(a) or {}, coders.get(b) or {}
-        ma, mb = _num(ea.get("current_mae")), _num(eb.get("current_mae"))
+        ma, mb = _num(ea.get("change_mae")), _num(eb.get("change_mae"))
         da, db = _num(ea.get("direction_accuracy")), _num(eb.get("direction_accuracy"))
         if None in (ma, mb, da, db):
-            sentences.append(f"{a} and {b} rank in opposite orders by current-score MAE and direction accuracy.")
+            sentences.append(f"{a} and {b} rank in opposite orders by change MAE and direction accuracy.")
             continue
         low, high = (a, b) if ma <= mb else (b, a)  # type: ignore[operator]
         m = {a: ma, b: mb}
         d = {a: da, b: db}
-        sentences.append(f"{low} has the lower current-score MAE ({m[low]:.3f} vs {m[high]:.3f}) but {high} the "
+        sentences.append(f"{low} has the lower change MAE ({m[low]:.3f} vs {m[high]:.3f}) but {high} the "
                          f"higher direction accuracy ({d[high]:.3f} vs {d[low]:.3f}).")
     return sentences
 
@@ -161,7 +162,8 @@ def magnitude_direction_chart(report: Mapping[str, Any], filters: Filters) -> Ch
                   "direction_accuracy_low", "direction_accuracy_high", "rank_by_current_mae",
                   "rank_by_direction_accuracy"], rows,
                  caption=("Rank reversals: " + " ".join(sentences) if sentences else
-                          "No rank reversal: the order by current-score MAE is the order by direction accuracy.")
+                          "No rank reversal: the order of the methods by change MAE is their order by direction "
+                          "accuracy.")
                  + " Whiskers: 95 % bootstrap intervals on both axes; ranks 1 = best.",
                  alt=f"Scatter of {len(points)} {who}: current-score MAE across, direction accuracy up, each point "
                      f"named. " + " ".join(sentences))

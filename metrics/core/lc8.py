@@ -1,5 +1,6 @@
 """LongCounsel-8 tracking metrics (SPEC-LC8 "Metrics"): current and change MAE, direction accuracy, trajectory
-types, trend agreement, label fidelity, per seed then the mean over seeds, with paired trajectory-bootstrap CIs.
+types, trend agreement, label fidelity, per seed then the mean over seeds, with paired trajectory-bootstrap CIs, and
+the method ranking with its change-MAE-versus-direction rank reversals.
 
 Pure numpy/scipy: arrays in, plain JSON-ready data out. Rows are trajectories, columns sessions 1..S; NaN marks a
 missing value. The Django side loads `SessionLabel` rows into these arrays. Every reading choice is listed in
@@ -26,6 +27,8 @@ FIDELITY_METRICS: tuple[str, ...] = (
     "screening_agreement",
     "severe_tail_mae",
 )
+# how many sessions the fidelity figures cover: the totals' figures, the item figures, the severe tail (L7)
+FIDELITY_COUNTS: tuple[str, ...] = ("n_sessions", "n_item_sessions", "n_severe_sessions")
 
 
 @dataclass(frozen=True)
@@ -62,13 +65,15 @@ class CoderLabels:
 @dataclass(frozen=True)
 class Lc8Study:
     """A study's arrays: the reference (n, S) totals and optional (n, S, K) items, and every coder's labels, all in
-    the row order of `trajectories` (keys, e.g. conversation ids)."""
+    the row order of `trajectories` (keys, e.g. conversation ids). `methods` names the coders that are methods, the
+    ones the ranking orders (L10); None: every coder is ranked."""
 
     trajectories: tuple[str, ...]
     reference: np.ndarray
     reference_items: np.ndarray | None
     coders: dict[str, CoderLabels]
     rules: Lc8Rules = field(default_factory=Lc8Rules)
+    methods: tuple[str, ...] | None = None
 
 
 def _check_rules(rules: Lc8Rules) -> None:
@@ -160,6 +165,7 @@ class _Checked:
     reference: np.ndarray
     reference_items: np.ndarray | None
     coders: dict[str, list[tuple[int | None, np.ndarray, np.ndarray | None]]]
+    methods: tuple[str, ...]
 
 
 def _check(study: Lc8Study) -> _Checked:
@@ -197,7 +203,11 @@ def _check(study: Lc8Study) -> _Checked:
                 items = _as_values(raw, (*shape, k), f"{what} items")
             entries.append((seed, totals, items))
         coders[name] = entries
-    return _Checked(reference, ref_items, coders)
+    methods = tuple(study.coders) if study.methods is None else tuple(study.methods)
+    unknown = sorted(set(methods) - set(study.coders))
+    if unknown:
+        raise ValueError(f"methods: {unknown} are not coders of the study")
+    return _Checked(reference, ref_items, coders, methods)
 
 
 # --- per-trajectory sums ----------------------------------------------------------------------------------------
@@ -269,8 +279,15 @@ def _correlation(kind: str, x: np.ndarray, y: np.ndarray) -> float | None:
 
 
 def _seed_fidelity(
-    pred: np.ndarray, ref: np.ndarray, items: np.ndarray | None, ref_items: np.ndarray | None, rules: Lc8Rules
+    pred: np.ndarray,
+    ref: np.ndarray,
+    items: np.ndarray | None,
+    ref_items: np.ndarray | None,
+    rules: Lc8Rules,
+    covered: np.ndarray,
 ) -> dict[str, float | None]:
+    """One seed's fidelity figures. Adds the sessions each kind of figure uses to `covered` ((3, n, S) booleans:
+    the totals' sessions, the item sessions, the severe-tail sessions), for the counts over all seeds."""
     both = np.isfinite(pred) & np.isfinite(ref)
     p, r = pred[both], ref[both]
     out: dict[str, float | None] = {"item_exact": None, "item_mae": None}
@@ -279,6 +296,9 @@ def _seed_fidelity(
         if have.any():
             out["item_exact"] = float(np.mean(items[have] == ref_items[have]))
             out["item_mae"] = float(np.mean(np.abs(items[have] - ref_items[have])))
+            covered[1] |= have.any(axis=2)
+    covered[0] |= both
+    covered[2] |= both & (ref > rules.severe_above)
     severe = r > rules.severe_above
     out.update(
         total_bias=float(np.mean(p - r)) if p.size else None,
@@ -339,18 +359,30 @@ def _pair(interval: np.ndarray) -> list[float | None]:
 # --- ranking ------------------------------------------------------------------------------------------------------
 
 
-def _ranking(coders: dict[str, dict]) -> dict[str, list]:
-    current = {c: v["current_mae"] for c, v in coders.items() if v["current_mae"] is not None}
-    direction = {c: v["direction_accuracy"] for c, v in coders.items() if v["direction_accuracy"] is not None}
+def _ranking(coders: dict[str, dict], methods: tuple[str, ...]) -> dict[str, list]:
+    """The methods by current MAE and change MAE (ascending) and by direction accuracy (descending), each leaving
+    out the methods whose figure is undefined, ties by name; `reversals` lists [a, b] where a has the strictly lower
+    change MAE and b the strictly higher direction accuracy, in the order of `by_change_mae` (L10)."""
+
+    def defined(metric: str) -> dict[str, float]:
+        return {c: coders[c][metric] for c in methods if coders[c][metric] is not None}
+
+    current, change, direction = defined("current_mae"), defined("change_mae"), defined("direction_accuracy")
     by_current = sorted(current, key=lambda c: (current[c], c))
+    by_change = sorted(change, key=lambda c: (change[c], c))
     by_direction = sorted(direction, key=lambda c: (-direction[c], c))
     reversals = [
         [a, b]
-        for i, a in enumerate(by_current)
-        for b in by_current[i + 1 :]
-        if a in direction and b in direction and current[a] < current[b] and direction[b] > direction[a]
+        for i, a in enumerate(by_change)
+        for b in by_change[i + 1 :]
+        if a in direction and b in direction and change[a] < change[b] and direction[b] > direction[a]
     ]
-    return {"by_current_mae": by_current, "by_direction_accuracy": by_direction, "reversals": reversals}
+    return {
+        "by_current_mae": by_current,
+        "by_change_mae": by_change,
+        "by_direction_accuracy": by_direction,
+        "reversals": reversals,
+    }
 
 
 def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict:
@@ -361,7 +393,8 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
                         [lo, hi]}, n_seeds, per_seed: {SEED: {current_mae, change_mae, direction_accuracy,
                         trend_agreement}}}},
      "reference_types": {TYPE: count}, "fidelity": {CODER: {item_exact, item_mae, total_bias, pearson, spearman,
-     screening_agreement, severe_tail_mae}}, "ranking": {"by_current_mae": [...], "by_direction_accuracy": [...],
+     screening_agreement, severe_tail_mae, n_sessions, n_item_sessions, n_severe_sessions}},
+     "ranking": {"by_current_mae": [METHOD, ...], "by_change_mae": [...], "by_direction_accuracy": [...],
      "reversals": [[a, b], ...]}, "resamples": B, "seed": seed}
 
     SEED keys are str(seed), "none" for the seed None. Raises ValueError (naming the coder, seed and shape) when
@@ -383,6 +416,7 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         fid_seeds: list[dict[str, float | None]] = []
         scored_rows = np.zeros(ref.shape[0], dtype=bool)
         scored_large = np.zeros((ref.shape[0], rules.sessions - 1), dtype=bool)
+        covered = np.zeros((len(FIDELITY_COUNTS), *ref.shape), dtype=bool)
         for seed_value, totals, items in checked.coders[name]:
             sums, big = _trajectory_sums(totals, ref, rules.large_change)
             blocks.append(sums)
@@ -390,7 +424,7 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
             scored_rows |= sums[:, _CUR_N] > 0
             scored_large |= big
             per_seed[_seed_key(seed_value)] = _seed_figures(totals, ref_types, sums, rules)
-            fid_seeds.append(_seed_fidelity(totals, ref, items, checked.reference_items, rules))
+            fid_seeds.append(_seed_fidelity(totals, ref, items, checked.reference_items, rules, covered))
         entry: dict[str, object] = {m: _mean_defined([s[m] for s in per_seed.values()]) for m in SEED_METRICS}
         entry["n_trajectories"] = int(scored_rows.sum())
         entry["n_large_changes"] = int(scored_large.sum())
@@ -399,6 +433,7 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         entry["per_seed"] = {k: {m: s[m] for m in SEED_METRICS} for k, s in per_seed.items()}
         coders[name] = entry
         fidelity[name] = {m: _mean_defined([f[m] for f in fid_seeds]) for m in FIDELITY_METRICS}
+        fidelity[name].update({m: int(covered[j].sum()) for j, m in enumerate(FIDELITY_COUNTS)})
     sums_all = np.hstack(blocks) if blocks else np.zeros((ref.shape[0], 0))
     intervals = _intervals(sums_all, block_owner, len(names), resamples, seed)
     for index, name in enumerate(names):
@@ -407,7 +442,7 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         "coders": coders,
         "reference_types": {t: int(np.sum(ref_types == t)) for t in TYPES},
         "fidelity": fidelity,
-        "ranking": _ranking(coders),
+        "ranking": _ranking(coders, checked.methods),
         "resamples": resamples,
         "seed": seed,
     }

@@ -1,7 +1,8 @@
 """A slow, independent LongCounsel-8 implementation for the tests: plain Python loops over trajectories and
 sessions, its own Pearson, Spearman and percentile, and nothing shared with `lc8` but the input dataclasses.
 
-`naive_points(study)` gives the point estimates of `lc8_report` (everything but the intervals);
+`naive_points(study)` gives the point estimates of `lc8_report` (everything but the intervals), the ranking
+included;
 `naive_intervals(study, picks)` replays a bootstrap from a given draw matrix (`lc8.trajectory_draws`), one draw
 at a time. Only for small studies.
 """
@@ -139,8 +140,14 @@ def _ranks(x: list[float]) -> list[float]:
 
 
 def _seed_fidelity(
-    pred: list[list[float]], ref: list[list[float]], pred_items: list | None, ref_items: list | None, rules: Lc8Rules
+    pred: list[list[float]],
+    ref: list[list[float]],
+    pred_items: list | None,
+    ref_items: list | None,
+    rules: Lc8Rules,
+    seen: dict[str, set[tuple[int, int]]],
 ) -> dict:
+    """One seed's figures; adds the (trajectory, session) pairs each kind of figure used to `seen`."""
     xs: list[float] = []
     ys: list[float] = []
     for i in range(len(ref)):
@@ -148,6 +155,9 @@ def _seed_fidelity(
             if not _missing(pred[i][t]) and not _missing(ref[i][t]):
                 xs.append(pred[i][t])
                 ys.append(ref[i][t])
+                seen["n_sessions"].add((i, t))
+                if ref[i][t] > rules.severe_above:
+                    seen["n_severe_sessions"].add((i, t))
     out: dict[str, float | None] = {"item_exact": None, "item_mae": None}
     if pred_items is not None and ref_items is not None:
         same = 0
@@ -160,6 +170,7 @@ def _seed_fidelity(
                     b = float(ref_items[i][t][k])
                     if _missing(a) or _missing(b):
                         continue
+                    seen["n_item_sessions"].add((i, t))
                     count += 1
                     err += abs(a - b)
                     if a == b:
@@ -187,6 +198,41 @@ def _seeds(study: Lc8Study, coder: str) -> list[int | None]:
     return unseeded + sorted(s for s in seeds if s is not None)
 
 
+def _better(a: str, b: str, values: dict[str, float], lower: bool) -> bool:
+    """Whether a comes before b: the better value, else the smaller name."""
+    if values[a] != values[b]:
+        return values[a] < values[b] if lower else values[a] > values[b]
+    return a < b
+
+
+def _ordered(values: dict[str, float], lower: bool) -> list[str]:
+    """The names by their value: each one's place is how many others come before it."""
+    names = list(values)
+    places = {a: sum(1 for b in names if b != a and _better(b, a, values, lower)) for a in names}
+    return sorted(names, key=lambda a: places[a])
+
+
+def naive_ranking(coders: dict[str, dict], methods: list[str]) -> dict:
+    """The ranking of the methods: by current MAE, by change MAE, by direction accuracy, and every pair ordered
+    one way by change MAE and the other way by direction accuracy (strictly on both)."""
+    figures = {}
+    for metric in ("current_mae", "change_mae", "direction_accuracy"):
+        figures[metric] = {m: coders[m][metric] for m in methods if coders[m][metric] is not None}
+    change, direction = figures["change_mae"], figures["direction_accuracy"]
+    by_change = _ordered(change, True)
+    pairs = []
+    for a in change:
+        for b in change:
+            if a in direction and b in direction and change[a] < change[b] and direction[a] < direction[b]:
+                pairs.append((by_change.index(a), by_change.index(b), [a, b]))
+    return {
+        "by_current_mae": _ordered(figures["current_mae"], True),
+        "by_change_mae": by_change,
+        "by_direction_accuracy": _ordered(direction, False),
+        "reversals": [pair for _, _, pair in sorted(pairs)],
+    }
+
+
 def naive_points(study: Lc8Study) -> dict:
     """`lc8_report` without `ci`, `resamples` and `seed`."""
     rules = study.rules
@@ -198,6 +244,8 @@ def naive_points(study: Lc8Study) -> dict:
     for name, labels in study.coders.items():
         per_seed: dict[str, dict] = {}
         fid: list[dict] = []
+        seen: dict[str, set[tuple[int, int]]] = {"n_sessions": set(), "n_item_sessions": set(),
+                                                 "n_severe_sessions": set()}
         rows_scored: set[int] = set()
         large_scored: set[tuple[int, int]] = set()
         for seed in _seeds(study, name):
@@ -216,7 +264,7 @@ def naive_points(study: Lc8Study) -> dict:
             items = None
             if labels.items is not None and seed in labels.items:
                 items = labels.items[seed].tolist()
-            fid.append(_seed_fidelity(pred, ref, items, ref_items, rules))
+            fid.append(_seed_fidelity(pred, ref, items, ref_items, rules, seen))
         metrics = ("current_mae", "change_mae", "direction_accuracy", "trend_agreement")
         entry: dict = {m: _mean([s[m] for s in per_seed.values()]) for m in metrics}
         entry["n_trajectories"] = len(rows_scored)
@@ -226,12 +274,15 @@ def naive_points(study: Lc8Study) -> dict:
         entry["per_seed"] = {k: {m: s[m] for m in metrics} for k, s in per_seed.items()}
         coders[name] = entry
         fidelity[name] = {k: _mean([f[k] for f in fid]) for k in fid[0]}
+        fidelity[name].update({k: len(v) for k, v in seen.items()})
     reference_types = dict.fromkeys(NAIVE_TYPES, 0)
     for series in ref:
         kind = naive_type(series, large)
         if kind is not None:
             reference_types[kind] += 1
-    return {"coders": coders, "reference_types": reference_types, "fidelity": fidelity}
+    methods = list(study.coders) if study.methods is None else list(study.methods)
+    return {"coders": coders, "reference_types": reference_types, "fidelity": fidelity,
+            "ranking": naive_ranking(coders, methods)}
 
 
 def _percentile(values: list[float], q: float) -> float:

@@ -72,7 +72,8 @@ def synthetic_lc8(
 ) -> Lc8Study:
     """A synthetic study: `methods` name -> (noise_sd, bias, lag in [0, 1)), one prediction set per seed in
     `seeds`; `raters` name -> (slip probability per item, share of trajectories rated). `missing` sets about that
-    share of every coder's sessions (and of the reference's) to NaN. Deterministic in `rng_seed`."""
+    share of every coder's sessions (and of the reference's) to NaN. The methods are the study's `methods` (the
+    ranked coders); the raters are not. Deterministic in `rng_seed`."""
     methods = DEFAULT_METHODS if methods is None else methods
     raters = DEFAULT_RATERS if raters is None else raters
     rules = rules or Lc8Rules(sessions=sessions)
@@ -105,4 +106,5 @@ def synthetic_lc8(
         rated = _sprinkle(rng, rated, missing)
         coders[name] = CoderLabels(totals={None: _totals(rated)}, items={None: rated})
     keys = tuple(f"lc8-synthetic-{i:05d}" for i in range(n_trajectories))
-    return Lc8Study(trajectories=keys, reference=reference, reference_items=reference_items, coders=coders, rules=rules)
+    return Lc8Study(trajectories=keys, reference=reference, reference_items=reference_items, coders=coders, rules=rules,
+                    methods=tuple(methods))

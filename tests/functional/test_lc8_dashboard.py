@@ -54,7 +54,7 @@ def test_the_lc8_page_renders_in_chromium(browser_page, live_server, lc8_study, 
     assert page.locator("img.chart").count() == 2  # magnitude vs direction, and the trajectory
     widths = _pictures_loaded(page)
     assert all(w > 100 for w in widths), widths
-    assert page.locator("#lc8-reversals li", has_text="m-alpha has the lower current-score MAE").count() == 1
+    assert page.locator("#lc8-reversals li", has_text="m-alpha has the lower change MAE").count() == 1
     assert page.locator("#lc8-coders td", has_text="m-beta").count() == 1
     assert page.locator("#lc8-trajectory-name").inner_text() == "lc8-a"
     page.screenshot(path=str(ARTIFACTS / "reports-lc8.png"), full_page=True)

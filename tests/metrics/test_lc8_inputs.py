@@ -1,8 +1,10 @@
 """Loading a LongCounsel-8 study into the core's arrays (metrics/lc8_inputs.py) and the report's ``lc8`` section: a
-small study built with the models (two methods × three seeds with float predictions, a reference coder with items
-only, a second reference source with typed totals, a human rater with items, and the traps: a partial item set, a
-session coded in two rounds, gold, a method's judgment, a conversation that is not a trajectory) against arrays
-written out by hand; the section equals ``lc8_report`` of those arrays; the metric run's report carries it."""
+small study built with the models (two methods × three seeds with float predictions, one of them sending items in
+some sessions, a reference coder with items only, a second reference source with typed totals, a human rater with
+items, and the traps: a partial item set, a session coded in two rounds, gold, a method's judgment, a conversation
+that is not a trajectory) against arrays written out by hand; the section equals ``lc8_report`` of those arrays,
+with the method's item fidelity and the methods' rank reversal worked out by hand; the metric run's report carries
+it."""
 
 from __future__ import annotations
 
@@ -55,14 +57,14 @@ def split(total: float) -> list[int]:
 
 
 def predicted(method: str, seed: int, trajectory: str, session: int) -> float:
-    """A method's float prediction of a session's total (before m-beta's exceptions). m-alpha is close to the
-    level but calls lc8-b's rise into session 3 (+5) a fall; m-beta is further off but gets every direction right:
-    a rank reversal."""
+    """A method's float prediction of a session's total (before m-beta's exceptions). m-alpha follows every change
+    but calls lc8-b's rise into session 3 (+5) a fall; m-beta halves every change, so its change MAE is the larger,
+    but gets every direction right: a rank reversal (change MAE against direction accuracy)."""
     if method == "m-alpha" and (trajectory, session) == ALPHA_WRONG_WAY[:2]:
         return ALPHA_WRONG_WAY[2]
     reference = REFERENCE[trajectory][session - 1]
     shift = (seed - 1) * 0.75 + 0.1 * session
-    return float(reference + shift if method == "m-alpha" else reference * 0.8 + 2.0 - shift)
+    return float(reference + shift if method == "m-alpha" else reference * 0.5 + 6.0 - shift)
 
 
 def method_labels(method: str, seed: int, trajectory: str, session: int) -> tuple[float | None, list[float]]:
@@ -186,6 +188,11 @@ def expected_study() -> Lc8Study:
     beta[2][1, 0] = NAN  # three items only
     beta[0][2, 1] = 13.25  # the total, not the items' 8
     beta[2][3, :] = NAN  # seed 2 predicted nothing for lc8-d
+    # the items m-beta sent, one session in each seed, passed on with their seed like every coder's
+    beta_items = {seed: np.full((4, 5, 8), NAN) for seed in SEEDS}
+    beta_items[1][0, 2] = BETA_ITEMS_ONLY[(1, "lc8-a", 3)]
+    beta_items[2][1, 0, :3] = BETA_PARTIAL_ITEMS[(2, "lc8-b", 1)]
+    beta_items[0][2, 1] = BETA_TOTAL_AND_ITEMS[(0, "lc8-c", 2)][1]
     rater_items = np.full((4, 5, 8), NAN)
     for s in range(1, 6):
         rater_items[0, s - 1] = split(REFERENCE["lc8-a"][s - 1])
@@ -196,10 +203,11 @@ def expected_study() -> Lc8Study:
     self_totals = _grid(self_report)
     return Lc8Study(
         trajectories=TRAJECTORIES, reference=reference, reference_items=reference_items,
-        coders={"m-alpha": CoderLabels(totals=alpha), "m-beta": CoderLabels(totals=beta),
+        coders={"m-alpha": CoderLabels(totals=alpha), "m-beta": CoderLabels(totals=beta, items=beta_items),
                 "ref-self": CoderLabels(totals={None: self_totals}),
                 RATER: CoderLabels(totals={None: rater_totals}, items={None: rater_items})},
         rules=Lc8Rules(sessions=5, large_change=5, screening_cutoff=10, severe_above=15),
+        methods=METHODS,
     )
 
 
@@ -219,6 +227,7 @@ def _study(pk: int) -> Study:
 def _assert_same(loaded: Lc8Study, expected: Lc8Study) -> None:
     assert loaded.trajectories == expected.trajectories
     assert loaded.rules == expected.rules
+    assert loaded.methods == expected.methods
     np.testing.assert_array_equal(loaded.reference, expected.reference)
     np.testing.assert_array_equal(loaded.reference_items, expected.reference_items)
     assert list(loaded.coders) == sorted(expected.coders)
@@ -280,7 +289,34 @@ def test_the_section_is_lc8_report_of_the_hand_built_arrays(lc8_study_id):
     # the hand-built arrays say what the figures rest on: beta's seed 2 on lc8-d, the rater's partial session
     assert section["coders"]["m-alpha"]["n_seeds"] == 3
     assert section["fidelity"][RATER]["item_exact"] is not None
-    assert section["fidelity"]["m-alpha"]["item_exact"] is None  # methods' items are not loaded
+    assert section["fidelity"]["m-alpha"]["item_exact"] is None  # m-alpha sent no items
+    assert section["fidelity"]["m-alpha"]["n_item_sessions"] == 0
+
+
+def test_a_methods_items_give_its_item_fidelity_worked_by_hand(lc8_study_id):
+    # m-beta's items against the reference's (split(total): threes first), one session per seed:
+    # seed 0, lc8-c s2 (ref 16: 3 3 3 3 3 1 0 0) vs 1 1 1 1 1 1 1 1: 1 exact of 8; |errors| 2*5 + 0 + 1 + 1 = 12 -> 12/8
+    # seed 1, lc8-a s3 (ref 12: 3 3 3 3 0 0 0 0) vs 3 3 2.5 1 0 0 0 0: 6 exact of 8; |errors| 0.5 + 2 -> 2.5/8
+    # seed 2, lc8-b s1 (ref 5: 3 2 0 ...) vs its three items 1 1 1: 0 exact of 3; |errors| 2 + 1 + 1 -> 4/3
+    # item exact (1/8 + 6/8 + 0) / 3 = 7/24; item MAE (3/2 + 5/16 + 4/3) / 3 = 151/144; three sessions
+    fidelity = loader.lc8_section(study=_study(lc8_study_id), seed=0, resamples=0)["fidelity"]["m-beta"]
+    assert fidelity["item_exact"] == pytest.approx(7 / 24)
+    assert fidelity["item_mae"] == pytest.approx(151 / 144)
+    assert fidelity["n_item_sessions"] == 3
+    assert fidelity["n_sessions"] == 18  # 19 sessions, less the reference's lc8-d session 2 (seven items: no total)
+
+
+def test_the_methods_alone_are_ranked_and_reverse_by_change_mae_and_direction(lc8_study_id):
+    # m-alpha follows every change (+0.1 a session) but for lc8-b's rise into session 3 (+5), which it calls a fall;
+    # m-beta halves every change but gets each large one's direction right. The reference source (ref-self) and the
+    # rater are measured, not ranked (were they, the rater would be reversed with m-alpha: 1.5 > its change MAE,
+    # direction 1.0 > its 0.75)
+    section = loader.lc8_section(study=_study(lc8_study_id), seed=0, resamples=0)
+    alpha, beta = section["coders"]["m-alpha"], section["coders"]["m-beta"]
+    assert alpha["change_mae"] < beta["change_mae"] and alpha["direction_accuracy"] < beta["direction_accuracy"]
+    assert (alpha["direction_accuracy"], beta["direction_accuracy"]) == (0.75, 1.0)  # m-alpha: 3 of 4 large changes
+    assert section["ranking"] == {"by_current_mae": ["m-alpha", "m-beta"], "by_change_mae": ["m-alpha", "m-beta"],
+                                  "by_direction_accuracy": ["m-beta", "m-alpha"], "reversals": [["m-alpha", "m-beta"]]}
 
 
 def test_the_metric_run_report_carries_the_section(lc8_study_id):

@@ -115,7 +115,7 @@ def test_the_rank_reversal_is_said_in_words(client, section, researcher):
     page = _page(client)
     assert section["ranking"]["reversals"] == [["m-alpha", "m-beta"]]
     alpha, beta = section["coders"]["m-alpha"], section["coders"]["m-beta"]
-    sentence = (f"m-alpha has the lower current-score MAE ({alpha['current_mae']:.3f} vs {beta['current_mae']:.3f}) "
+    sentence = (f"m-alpha has the lower change MAE ({alpha['change_mae']:.3f} vs {beta['change_mae']:.3f}) "
                 f"but m-beta the higher direction accuracy ({beta['direction_accuracy']:.3f} vs "
                 f"{alpha['direction_accuracy']:.3f}).")
     reversals = page[page.index('id="lc8-reversals"'):]

@@ -1,7 +1,9 @@
 """LongCounsel-8 metrics on hand-worked trajectories (SPEC-LC8 "Metrics"): trajectory types at every boundary,
 current and change MAE, direction accuracy (|change| >= 5, a predicted change of 0 counts wrong), MAE by type,
-trend agreement, per seed then the mean, label fidelity, ranking and input errors. Each expected value is worked
-out in the comment beside it; the rules are the defaults (5 sessions, large change 5, screening >= 10, severe > 15).
+trend agreement, per seed then the mean, label fidelity (a method's items included, with the sessions each figure
+covers), the method ranking with its change-MAE-versus-direction reversals, and input errors. Each expected value
+is worked out in the comment beside it; the rules are the defaults (5 sessions, large change 5, screening >= 10,
+severe > 15).
 """
 
 from __future__ import annotations
@@ -23,10 +25,15 @@ from metrics.core.lc8 import (
 )
 
 NAN = math.nan
+FIGURES = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement", "severe_tail_mae")
+COUNTS = ("n_sessions", "n_item_sessions", "n_severe_sessions")  # the sessions the fidelity figures cover
 
 
-def study(reference: list[list[float]], coders: dict[str, dict], *, reference_items=None, rules=None) -> Lc8Study:
-    """A study from lists: coders maps a name to {seed: totals rows} (and optionally "items": {seed: items})."""
+def study(
+    reference: list[list[float]], coders: dict[str, dict], *, reference_items=None, rules=None, methods=None
+) -> Lc8Study:
+    """A study from lists: coders maps a name to {seed: totals rows} (and optionally "items": {seed: items});
+    `methods` the ranked coders (None: all)."""
     labels = {}
     for name, spec in coders.items():
         items = spec.pop("items", None)
@@ -40,6 +47,7 @@ def study(reference: list[list[float]], coders: dict[str, dict], *, reference_it
         reference_items=None if reference_items is None else np.array(reference_items, dtype=float),
         coders=labels,
         rules=rules or Lc8Rules(),
+        methods=methods,
     )
 
 
@@ -199,8 +207,10 @@ def test_a_coder_with_no_usable_values_has_undefined_metrics():
     assert (m["current_mae"], m["change_mae"], m["direction_accuracy"], m["trend_agreement"]) == (None,) * 4
     assert (m["n_trajectories"], m["n_large_changes"]) == (0, 0)
     assert m["ci"]["current_mae"] == [None, None]
-    assert set(report["fidelity"]["silent"].values()) == {None}
-    assert report["ranking"]["by_current_mae"] == []
+    assert {report["fidelity"]["silent"][k] for k in FIGURES} == {None}
+    assert {report["fidelity"]["silent"][k] for k in COUNTS} == {0}
+    assert report["ranking"] == {"by_current_mae": [], "by_change_mae": [], "by_direction_accuracy": [],
+                                 "reversals": []}
 
 
 def test_predictions_are_used_exactly_as_floats():
@@ -267,30 +277,134 @@ def test_item_exact_match_and_item_mae_over_items_both_have():
     f = lc8_report(s, resamples=0)["fidelity"]
     assert f["rater"]["item_exact"] == pytest.approx(5 / 7)
     assert f["rater"]["item_mae"] == pytest.approx(2 / 7)
+    assert f["rater"]["n_item_sessions"] == 4  # s1, s2, s3, s5
+    assert f["rater"]["n_sessions"] == 3  # the rater's totals: s1, s2, s3
     assert f["method"]["item_exact"] is None  # no items from this coder
     assert f["method"]["item_mae"] is None
+    assert (f["method"]["n_sessions"], f["method"]["n_item_sessions"]) == (4, 0)  # ref s4 missing
+
+
+def test_a_method_is_measured_on_the_items_it_sent_seed_by_seed():
+    # two items per session; reference items s1 (1,2) s2 (0,0) s3 (3,3) s4 (2,1) s5 (2,2) -> totals 3 0 6 3 4
+    # seed 0 items on s1, s2 only: (1,1) (2,2) | (1,0) (0,0) -> 4 cells, 3 exact, |errors| 1 -> exact 3/4, MAE 1/4
+    # seed 1 items on s4 (both) and s5 (first item only): (2,2) (2,1) | (3,2) -> 3 cells, 1 exact, |errors| 0+1+1
+    #   -> exact 1/3, MAE 2/3
+    # seed 2 sent no items: left out of the item means
+    # item exact = (3/4 + 1/3) / 2 = 13/24; item MAE = (1/4 + 2/3) / 2 = 11/24; item sessions s1 s2 s4 s5 = 4
+    # totals: seed 0 pred - ref 0 +1 0 0 0 -> bias 0.2; seed 1 +1 0 0 0 +1 -> 0.4; seed 2 0 -> mean 0.2
+    ref_items = [[[1, 2], [0, 0], [3, 3], [2, 1], [2, 2]]]
+    gap = [NAN, NAN]
+    s = study(
+        [[3, 0, 6, 3, 4]],
+        {
+            "m": {
+                0: [[3, 1, 6, 3, 4]],
+                1: [[4, 0, 6, 3, 5]],
+                2: [[3, 0, 6, 3, 4]],
+                "items": {0: [[[1, 2], [1, 0], gap, gap, gap]], 1: [[gap, gap, gap, [2, 2], [3, NAN]]]},
+            },
+            "no-items": {None: [[3, 0, 6, 3, 4]]},
+        },
+        reference_items=ref_items,
+        methods=("m", "no-items"),
+    )
+    f = lc8_report(s, resamples=0)["fidelity"]
+    assert f["m"]["item_exact"] == pytest.approx(13 / 24)
+    assert f["m"]["item_mae"] == pytest.approx(11 / 24)
+    assert f["m"]["total_bias"] == pytest.approx(0.2)
+    assert (f["m"]["n_sessions"], f["m"]["n_item_sessions"], f["m"]["n_severe_sessions"]) == (5, 4, 0)
+    assert f["m"]["severe_tail_mae"] is None  # no reference total above 15
+    assert (f["no-items"]["item_exact"], f["no-items"]["item_mae"], f["no-items"]["n_item_sessions"]) == (None, None, 0)
+
+
+def test_fidelity_counts_the_severe_sessions_any_seed_scored():
+    # ref 16 and 20 are above 15 (15 is not); seed 0 scores s1 (16) and s2 (15), seed 1 scores s2 and s3 (20)
+    # -> severe sessions s1 and s3: 2; sessions with both totals s1 s2 s3: 3
+    # severe-tail MAE: seed 0 |17 - 16| = 1, seed 1 |18 - 20| = 2 -> mean 1.5
+    s = study([[16, 15, 20, NAN, NAN]], {"m": {0: [[17, 15, NAN, 1, 1]], 1: [[NAN, 15, 18, 1, 1]]}})
+    f = lc8_report(s, resamples=0)["fidelity"]["m"]
+    assert (f["n_sessions"], f["n_item_sessions"], f["n_severe_sessions"]) == (3, 0, 2)
+    assert f["severe_tail_mae"] == 1.5
 
 
 # --- ranking --------------------------------------------------------------------------------------------------------
 
 
-def test_ranking_and_the_magnitude_versus_direction_reversal():
+def test_a_lower_current_mae_with_a_worse_direction_is_no_reversal():
     # ref [10, 15, 10, 15, 10]: four large changes +5 -5 +5 -5
-    # A [10, 14, 14, 14, 10]: |errors| 0 1 4 1 0 -> 1.2; changes +4 0 0 -4 -> 2/4 = 0.5
-    # B [13, 18, 13, 18, 13]: |errors| 3 each -> 3.0; all four right -> 1.0
-    # C = ref: 0.0 and 1.0
-    # by MAE C, A, B; by direction B, C (tie at 1.0, by name), A; A beats B on MAE but B beats A on direction
+    # A [10, 14, 14, 14, 10]: current |errors| 0 1 4 1 0 -> 1.2; changes +4 0 0 -4, |change errors| 1 5 5 1 -> 3.0;
+    #   directions right, wrong (0), wrong (0), right -> 2/4 = 0.5
+    # B [13, 18, 13, 18, 13]: current 3.0; changes exactly the reference's -> change MAE 0.0; direction 1.0
+    # C = ref: 0.0, 0.0 and 1.0
+    # A beats B on current MAE only: by change MAE B and C (tie at 0.0, by name) before A, by direction too -> no
+    # reversal (the ranking by current MAE plays no part in them)
     s = study(
         [[10, 15, 10, 15, 10]],
         {"B": {0: [[13, 18, 13, 18, 13]]}, "A": {0: [[10, 14, 14, 14, 10]]}, "C": {0: [[10, 15, 10, 15, 10]]}},
     )
     report = lc8_report(s, resamples=0)
     assert report["coders"]["A"]["current_mae"] == pytest.approx(1.2)
+    assert report["coders"]["A"]["change_mae"] == 3.0
     assert report["ranking"] == {
         "by_current_mae": ["C", "A", "B"],
+        "by_change_mae": ["B", "C", "A"],
         "by_direction_accuracy": ["B", "C", "A"],
+        "reversals": [],
+    }
+
+
+# ref [10, 15, 10, 15, 10] (changes +5 -5 +5 -5, all large), three methods and a rater, one trajectory:
+#        series                 current |errors|  -> MAE   changes        |change errors| -> MAE  right   -> direction
+# A      [14, 19, 14, 14, 10]   4 4 4 1 0         13/5 2.6 +5 -5  0 -4    0 0 5 1         6/4 1.5  y y n y 3/4 0.75
+# B      [13, 16, 13, 16, 13]   3 1 3 1 3         11/5 2.2 +3 -3 +3 -3    2 2 2 2         8/4 2.0  y y y y 4/4 1.0
+# C      [10, 12, 12, 12, 10]   0 3 2 3 0          8/5 1.6 +2  0  0 -2    3 5 5 3        16/4 4.0  y n n y 2/4 0.5
+# rater  [10, 15, 10, 10, 5]    0 0 0 5 5         10/5 2.0 +5 -5  0 -5    0 0 5 0         5/4 1.25 y y n y 3/4 0.75
+# (a predicted change of 0 on a large change is wrong.) Among the methods: by change MAE A B C, by direction B A C:
+# A before B by change MAE, B before A by direction -> the one reversal [A, B]; C is last on both. By current MAE
+# (C B A) C would be before B and A with the worse direction: the pairs [C, B] and [C, A], which are no reversals.
+REVERSAL_REFERENCE = [[10, 15, 10, 15, 10]]
+REVERSAL_CODERS = {
+    "A": [[14, 19, 14, 14, 10]],
+    "B": [[13, 16, 13, 16, 13]],
+    "C": [[10, 12, 12, 12, 10]],
+    "rater": [[10, 15, 10, 10, 5]],
+}
+
+
+def _reversal_study(methods):
+    coders = {name: {(None if name == "rater" else 0): rows} for name, rows in REVERSAL_CODERS.items()}
+    return study(REVERSAL_REFERENCE, coders, methods=methods)
+
+
+def test_the_reversal_is_change_mae_against_direction_accuracy_worked_by_hand():
+    report = lc8_report(_reversal_study(("A", "B", "C")), resamples=0)
+    figures = {n: (c["current_mae"], c["change_mae"], c["direction_accuracy"]) for n, c in report["coders"].items()}
+    assert figures == {
+        "A": (pytest.approx(2.6), 1.5, 0.75),
+        "B": (pytest.approx(2.2), 2.0, 1.0),
+        "C": (pytest.approx(1.6), 4.0, 0.5),
+        "rater": (2.0, 1.25, 0.75),
+    }
+    assert report["ranking"] == {
+        "by_current_mae": ["C", "B", "A"],
+        "by_change_mae": ["A", "B", "C"],
+        "by_direction_accuracy": ["B", "A", "C"],
         "reversals": [["A", "B"]],
     }
+
+
+def test_only_the_methods_are_ranked():
+    # the rater (change MAE 1.25 < B's 2.0, direction 0.75 < B's 1.0) would be reversed with B, were it a method;
+    # with A it ties on direction (0.75): no reversal (a strict difference on both is needed)
+    everyone = lc8_report(_reversal_study(None), resamples=0)["ranking"]
+    assert everyone == {
+        "by_current_mae": ["C", "rater", "B", "A"],
+        "by_change_mae": ["rater", "A", "B", "C"],
+        "by_direction_accuracy": ["B", "A", "rater", "C"],
+        "reversals": [["rater", "B"], ["A", "B"]],
+    }
+    nobody = lc8_report(_reversal_study(()), resamples=0)["ranking"]
+    assert nobody == {"by_current_mae": [], "by_change_mae": [], "by_direction_accuracy": [], "reversals": []}
 
 
 # --- the report as a whole and bad input ----------------------------------------------------------------------------
@@ -322,7 +436,11 @@ def test_report_is_json_ready_with_exactly_the_spec_keys():
         "spearman",
         "screening_agreement",
         "severe_tail_mae",
+        "n_sessions",
+        "n_item_sessions",
+        "n_severe_sessions",
     }
+    assert set(report["ranking"]) == {"by_current_mae", "by_change_mae", "by_direction_accuracy", "reversals"}
     low, high = report["coders"]["m"]["ci"]["current_mae"]
     assert low <= report["coders"]["m"]["current_mae"] <= high
 
@@ -344,6 +462,11 @@ def test_rules_from_the_schema_block():
 def test_bad_input_is_refused_with_a_specific_error(reference, coders, message):
     with pytest.raises(ValueError, match=message):
         lc8_report(study(reference, coders), resamples=0)
+
+
+def test_a_method_that_is_not_a_coder_is_refused():
+    with pytest.raises(ValueError, match=r"methods: \['ghost'\] are not coders"):
+        lc8_report(study([[1, 2, 3, 4, 5]], {"m": {0: [[1, 2, 3, 4, 5]]}}, methods=("m", "ghost")), resamples=0)
 
 
 def test_items_of_the_wrong_shape_are_refused():
@@ -374,4 +497,5 @@ def test_a_study_without_coders_reports_the_reference_types_only():
     report = lc8_report(Lc8Study(("a",), np.array([[10.0, 8, 7, 6, 5]]), None, {}), resamples=10)
     assert report["coders"] == {} and report["fidelity"] == {}
     assert report["reference_types"] == {"improving": 1, "worsening": 0, "fluctuating": 0, "stable": 0}
-    assert report["ranking"] == {"by_current_mae": [], "by_direction_accuracy": [], "reversals": []}
+    assert report["ranking"] == {"by_current_mae": [], "by_change_mae": [], "by_direction_accuracy": [],
+                                 "reversals": []}

@@ -1,5 +1,6 @@
-"""LongCounsel-8: the vectorised report against the slow loop implementation on generated studies, the paired
-trajectory bootstrap (one draw matrix for every coder and seed), determinism, the generator and a speed smoke."""
+"""LongCounsel-8: the vectorised report against the slow loop implementation on generated studies (every point
+estimate, the fidelity counts and the method ranking with its reversals), the paired trajectory bootstrap (one draw
+matrix for every coder and seed), determinism, the generator and a speed smoke."""
 
 from __future__ import annotations
 
@@ -33,12 +34,13 @@ def assert_close(fast, slow, path="report"):
 @pytest.fixture(scope="module")
 def generated() -> Lc8Study:
     """Several hundred trajectories, three methods x three seeds, two raters with items, ~7 % of sessions NaN
-    (reference included), plus one seed of one method with items so item fidelity averages over seeds too."""
+    (reference included), plus one seed of one method with items so a method's item fidelity is measured (and
+    averaged over the seeds that sent items)."""
     base = synthetic_lc8(400, missing=0.07, rng_seed=11)
     tracker = base.coders["tracker-biased"]
     items = {1: np.clip(np.nan_to_num(base.reference_items, nan=1.0) + 0.5, 0, 3)}
     coders = {**base.coders, "tracker-biased": CoderLabels(totals=tracker.totals, items=items)}
-    return Lc8Study(base.trajectories, base.reference, base.reference_items, coders, base.rules)
+    return Lc8Study(base.trajectories, base.reference, base.reference_items, coders, base.rules, base.methods)
 
 
 def test_generated_study_has_what_the_comparison_needs(generated):
@@ -57,6 +59,21 @@ def test_point_estimates_equal_the_slow_loops(generated):
     assert fast["reference_types"] == slow["reference_types"]
     assert_close(fast["fidelity"], slow["fidelity"], "fidelity")
     assert fast["fidelity"]["tracker-biased"]["item_exact"] is not None
+    assert fast["fidelity"]["tracker-biased"]["n_item_sessions"] > 0
+    assert fast["fidelity"]["tracker-direct"]["n_item_sessions"] == 0  # no items: no item figures
+    assert fast["fidelity"]["tracker-direct"]["item_exact"] is None
+    assert fast["ranking"] == slow["ranking"]
+    assert set(fast["ranking"]["by_change_mae"]) == set(generated.methods or ())  # the raters are not ranked
+    assert fast["ranking"]["reversals"], "the generated methods show a reversal to compare"
+
+
+def test_the_ranking_of_every_coder_equals_the_slow_loops(generated):
+    # every coder ranked (methods None): more pairs, the raters' among them
+    everyone = Lc8Study(generated.trajectories, generated.reference, generated.reference_items, generated.coders,
+                        generated.rules)
+    fast = lc8_report(everyone, resamples=0)["ranking"]
+    assert fast == naive_points(everyone)["ranking"]
+    assert len(fast["by_change_mae"]) == len(generated.coders)
 
 
 def test_intervals_equal_a_loop_over_the_same_draws(generated):
@@ -170,7 +187,8 @@ def test_full_scale_report_is_fast_and_shows_the_reversal():
     report = lc8_report(s, resamples=2000, seed=0)
     elapsed = time.perf_counter() - start
     assert elapsed < 30, elapsed  # generous: a few seconds on a laptop
-    assert ["tracker-lagged", "tracker-direct"] in report["ranking"]["reversals"]
+    # lagged: lower change MAE than direct (its noise is smaller), far worse direction accuracy
+    assert report["ranking"]["reversals"] == [["tracker-lagged", "tracker-direct"]]
     for entry in report["coders"].values():
         for low, high in entry["ci"].values():
             assert low is not None and high is not None and low <= high
