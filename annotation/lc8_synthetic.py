@@ -6,8 +6,9 @@ reference PHQ-8 state is drawn per session from one of four shapes — improving
 and written as the labels of a reference coder (items and the derived total). Methods predict the total per
 session and seed as floats, never rounded or clipped, each with its own error profile (bias, noise, lag behind
 the reference, shrinkage towards the client's mean): the first, a lagging method, has a lower current-score MAE
-than the second, a biased tracker, but a far worse direction accuracy — the magnitude-versus-direction rank
-reversal SPEC-LC8 is about. Optionally human raters code the items of a subset of sessions (judgments, unit
+than the second, a biased tracker, but a far worse direction accuracy (magnitude against direction). The ranking's
+reversals compare change MAE with direction accuracy, and by change MAE the lagging method is the worse of the two
+as well; with four methods the shrunk and the noisy ones make the reversal. Optionally human raters code the items of a subset of sessions (judgments, unit
 ``session``, in the main round).
 
 The numbers are this module's own numpy draws (annotation may not import metrics). Rows are written set-based,
