@@ -90,7 +90,8 @@ def pytest_runtest_setup(item):
     from pytest_django.plugin import blocking_manager_key
 
     with item.config.stash[blocking_manager_key].unblock():
-        call_command("flush", verbosity=0, interactive=False, inhibit_post_migrate=True)
+        # Sequences untouched (flush's default resets them): the rows come back with their own ids, below them.
+        call_command("flush", verbosity=0, interactive=False, inhibit_post_migrate=True, reset_sequences=False)
         connection.creation.deserialize_db_from_string(connection._test_serialized_contents)
     _flushed = False
 
