@@ -8,8 +8,8 @@ session and seed as floats, never rounded or clipped, each with its own error pr
 the reference, shrinkage towards the client's mean): the first, a lagging method, has a lower current-score MAE
 than the second, a biased tracker, but a far worse direction accuracy (magnitude against direction). The ranking's
 reversals compare change MAE with direction accuracy, and by change MAE the lagging method is the worse of the two
-as well; with four methods the shrunk and the noisy ones make the reversal. Optionally human raters code the items of a subset of sessions (judgments, unit
-``session``, in the main round).
+as well; with four methods the shrunk and the noisy ones make the reversal. Optionally human raters code the
+items of a subset of sessions (judgments, unit ``session``, in the main round).
 
 The numbers are this module's own numpy draws (annotation may not import metrics). Rows are written set-based,
 the large tables by COPY (a 7,749-trajectory study has about 800,000 session labels). Attribute roles come from
