@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +27,14 @@ from annotation.models import (
     Round,
     RoundItem,
     Schema,
+    SessionLabel,
     Span,
     SpanSubcategory,
     Study,
     StudyMember,
 )
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
+from common.lookups import any_of
 from common.rounds import round_name, round_parse
 from common.rows import ModelColumns
 
@@ -706,6 +708,42 @@ def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
 
     mine, theirs = np.array(pairs).T
     return agreement_rate(mine, theirs), len(pairs)
+
+
+# --- the conversations of a study, for its report --------------------------------------------------------------
+
+
+def conversations_of_study(*, study: Study, among: Sequence[int] | None = None) -> QuerySet[Conversation]:
+    """The conversations that belong to the study, whoever first ingested them: the README's rule ("Study isolation
+    and frozen text") — those its ingestion first wrote (``Conversation.study``) and every one it uses: with a turn
+    in one of its rounds (an item or an assignment), judged in one of its rounds — and those with a session it
+    labelled (``SessionLabel``, SPEC-LC8's methods and references).
+
+    Every section of the study's report takes its material from here (``metrics.selectors.report_inputs``, the
+    ``care`` section's histories, the ``lc8`` section's trajectories), so material loaded by ``import_conversations``
+    (no study) and then coded by ``import_judgments --study`` or labelled by ``import_session_labels`` is the
+    study's like material it ingested itself. The rows each section reads stay the study's own: judgments of its
+    rounds, its session labels. Lazy and unordered: a subquery of the query that filters on it, never a query of its
+    own.
+
+    Without ``among`` the uses are drawn from the study's own rows (its rounds' judgments, items and assignments, its
+    labels), so the cost follows the study's size, never that of the other studies' material stored beside it.
+    ``among`` (conversation ids) tests those conversations only: by their owner, else by their uses (an index probe
+    per conversation, or the study's rows read once, whichever PostgreSQL finds cheaper): the main report's judged
+    conversations, which a study mostly owns."""
+    rounds = Round.objects.filter(study=study).values("pk")
+    uses = (
+        (Judgment.objects.filter(round__in=rounds), "conversation_id"),
+        (SessionLabel.objects.filter(study=study), "session__conversation_id"),
+        (RoundItem.objects.filter(round__in=rounds), "turn__conversation_id"),
+        (Assignment.objects.filter(round__in=rounds), "turn__conversation_id"),
+    )
+    belongs = Q(study=study)
+    for rows, conversation in uses:
+        belongs |= (Q(pk__in=rows.values(conversation)) if among is None
+                    else Q(Exists(rows.filter(**{conversation: OuterRef("pk")}))))
+    return Conversation.objects.filter(belongs) if among is None else (
+        Conversation.objects.filter(any_of("pk", among)).filter(belongs))
 
 
 # --- a study's material, for its admins ----------------------------------------------------------------------

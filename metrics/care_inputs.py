@@ -6,8 +6,11 @@ the coders' names), each a ``values_list`` of a few columns: no Python object pe
 
 Choices (also in docs/metrics.md, "care"):
 
-- The histories are the study's conversations that have sessions (``benchmark.Session``); a history's model is its
-  responses' model slot (M1 of the core: one assistant per history; with several, the first in name order).
+- The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
+  ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
+  a round or labelled, whoever ingested them); a history's model is its responses' model slot (M1 of the core: one
+  assistant per history; with several, the first in name order). The judgments read are those of the study's
+  rounds.
 - The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
   the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
   loader); else the first expert (by username) with codings; else the first human coder with codings; else the
@@ -28,7 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
+from annotation.selectors import conversations_of_study
 from benchmark.models import ModelResponse, Session, Turn
+from common.lookups import any_of
 
 if TYPE_CHECKING:
     from metrics.core.care import UserCode
@@ -110,7 +115,7 @@ def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, re
     assistant: dict[tuple[str, str, int], dict[str, Any]] = defaultdict(dict)
     checklists: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
     coded_by: dict[str, int] = defaultdict(int)
-    rows = (Judgment.objects.filter(round__study=study, conversation__study=study, score__isnull=False, **one)
+    rows = (Judgment.objects.filter(round__study=study, score__isnull=False, **one)
             .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
                                         "response_id", "session_id", "score"))
     judged: list[tuple[Any, ...]] = list(rows)
@@ -156,28 +161,30 @@ def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, re
 def _histories(
     study: Study, one: Mapping[str, str],
 ) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareHistory]]:
-    """(conversation id -> name, session id -> index, turn id -> index, the histories): three queries."""
+    """(conversation id -> name, session id -> index, turn id -> index, the histories): three queries. The
+    histories are the conversations of the study (``conversations_of_study``) that have sessions."""
     from metrics.core.care_metrics import CareHistory, CareSession
 
     conversation_name: dict[int, str] = {}
     session_rows: dict[int, list[tuple[int, int, str, str | None]]] = defaultdict(list)
     session_index: dict[int, int] = {}
     for pk, conversation_id, external_id, index, kind, crisis_type in (
-            Session.objects.filter(conversation__study=study, **one).order_by("conversation__external_id", "index")
+            Session.objects.filter(conversation__in=conversations_of_study(study=study), **one)
+            .order_by("conversation__external_id", "index")
             .values_list("pk", "conversation_id", "conversation__external_id", "index", "kind", "crisis_type")):
         conversation_name[conversation_id] = external_id
         session_rows[conversation_id].append((pk, index, kind, crisis_type))
         session_index[pk] = index
+    history_ids = sorted(conversation_name)  # their turns and responses by id: one array parameter each
     turn_index: dict[int, int] = {}
     session_turns: dict[int, list[int]] = defaultdict(list)
-    for pk, session_id, index in (Turn.objects.filter(conversation__study=study, **one)
+    for pk, session_id, index in (Turn.objects.filter(any_of("conversation_id", history_ids))
                                   .order_by("index").values_list("pk", "session_id", "index")):
         turn_index[pk] = index
         if session_id in session_index:
             session_turns[session_id].append(index)
     model_of: dict[int, str] = {}
-    in_history = {f"turn__{k}": v for k, v in one.items()}
-    for conversation_id, slot in (ModelResponse.objects.filter(turn__conversation__study=study, **in_history)
+    for conversation_id, slot in (ModelResponse.objects.filter(any_of("turn__conversation_id", history_ids))
                                   .values_list("turn__conversation_id", "model_slot").distinct()
                                   .order_by("turn__conversation_id", "model_slot")):
         model_of.setdefault(conversation_id, slot)
@@ -191,7 +198,8 @@ def _histories(
 
 def history_texts(*, study: Study, conversation: str) -> dict[int, str]:
     """Turn index -> the user's message, of one history of the study (the timeline shows them)."""
-    return dict(Turn.objects.filter(conversation__study=study, conversation__external_id=conversation)
+    return dict(Turn.objects.filter(conversation__in=conversations_of_study(study=study),
+                                    conversation__external_id=conversation)
                 .values_list("index", "client_text"))
 
 

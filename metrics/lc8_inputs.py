@@ -8,9 +8,11 @@ others as ``values_list`` rows of a few columns; arrays are filled vectorised, n
 
 Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 
-- A **trajectory** is a conversation of the study of kind ``longitudinal``; its row holds sessions 1..S (S = the
-  block's ``sessions``) by ``benchmark.Session.index``; a session missing, or without a label, is NaN. Rows are in
-  conversation id order (external id, then primary key). A session index outside 1..S is an error naming it.
+- A **trajectory** is a conversation of the study (``annotation.selectors.conversations_of_study``: those it
+  ingested, and those it labelled, judged or put in a round, whoever ingested them) of kind ``longitudinal``; its
+  row holds sessions 1..S (S = the block's ``sessions``) by ``benchmark.Session.index``; a session missing, or
+  without a label, is NaN. Rows are in conversation id order (external id, then primary key). A session index
+  outside 1..S is an error naming it.
 - Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
 - The **reference** is the study member with role ``reference`` (``SessionLabel`` rows): the one named by the
   ``reference`` argument, else the only one, else the first by username; every other reference member is a label
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
+from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, Session
 from metrics.care_inputs import members_names
 
@@ -117,8 +120,8 @@ def _grid(study: Study, one: dict[str, str], width: int, item_ids: list[int], to
     grid = _Grid([], {}, width, item_ids, total_id)
     datasets: list[str] = []
     for pk, conversation_id, dataset, name, index in (
-            Session.objects.filter(conversation__study=study, conversation__kind=Conversation.Kind.LONGITUDINAL,
-                                   **one)
+            Session.objects.filter(conversation__in=conversations_of_study(study=study),
+                                   conversation__kind=Conversation.Kind.LONGITUDINAL, **one)
             .order_by("conversation__external_id", "conversation_id", "index")
             .values_list("pk", "conversation_id", "conversation__dataset__name", "conversation__external_id",
                          "index")):
@@ -233,7 +236,7 @@ def _people_labels(study: Study, grid: _Grid, one: dict[str, str], skip: set[int
 
     latest: dict[tuple[int, int, int], int | None] = {}  # in judgment order: a later one replaces an earlier one
     for coder_id, session_id, attribute_id, score in (
-            Judgment.objects.filter(round__study=study, conversation__study=study, is_gold=False,
+            Judgment.objects.filter(round__study=study, is_gold=False,
                                     session__isnull=False, attribute_id__in=grid.item_ids, score__isnull=False, **one)
             .order_by("pk").values_list("coder_id", "session_id", "attribute_id", "score")):
         if coder_id not in skip:
@@ -333,5 +336,5 @@ def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference
 def trajectory_names(*, study: Study) -> list[str]:
     """The study's trajectories (longitudinal conversations with sessions), by id: one query (the dashboard's
     trajectory choice)."""
-    return list(Conversation.objects.filter(study=study, kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
+    return list(conversations_of_study(study=study).filter(kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
                 .order_by("external_id").values_list("external_id", flat=True).distinct())

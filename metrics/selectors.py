@@ -18,6 +18,7 @@ from django.db.models import Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
+from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Turn
 from common.rounds import round_name
 from metrics.models import MetricRun
@@ -269,9 +270,14 @@ def report_inputs(*, study: Study) -> ReportInputs:
             c[order] for c in (judgment_id, round_id, coder_id, is_gold, conversation_id, turn_id, response_id,
                                attribute_id, score))
 
+    # The judged conversations, as conversations of the study (``conversations_of_study``, the rule every section's
+    # material follows): a judgment of its rounds makes its conversation the study's, so all of them are, and one
+    # the study owns is known by its row alone.
     conversations = _distinct(conversation_id)
-    conversation_rows = list(Conversation.objects.filter(**_pk_in(conversations)).order_by("pk")
+    conversation_rows = list(conversations_of_study(study=study, among=conversations.tolist()).order_by("pk")
                              .values_list("pk", "dataset__name", "external_id", "kind"))
+    if len(conversation_rows) != len(conversations):  # only when a judgment went away while this loaded
+        raise ValueError("the study's judgments changed while the report was loading them: run it again")
     datasets = sorted({d for _, d, _, _ in conversation_rows})
     conversation_keys = np.array([pk for pk, _, _, _ in conversation_rows], dtype=np.int64)
     conversation_code = _lookup(conversation_id, conversation_keys, np.arange(len(conversation_rows)))
