@@ -2,15 +2,19 @@
 (``metrics.core.care_metrics``: CareHistory, CareCoding, ChecklistItem, CareParams), and the report's ``care`` section.
 
 Seven queries whatever the study's size (study members, attributes, sessions, turns, response slots, judgments, and
-the coders' names), each a ``values_list`` of a few columns: no Python object per model row, no query per row.
+the coders' names, only when some coder is no longer a member), each a ``values_list`` of a few columns: no Python
+object per model row, no query per row.
 
 Choices (also in docs/metrics.md, "care"):
 
 - The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
   ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
   a round or labelled, whoever ingested them); a history's model is its responses' model slot (M1 of the core: one
-  assistant per history; with several, the first in name order). The judgments read are those of the study's
-  rounds.
+  assistant per history; with several, the first in name order).
+- The judgments read are those of the study's rounds. What the section leaves out is counted, by reason, in
+  ``care.input`` (``CareInputs.dropped``): a judgment without a score, on a conversation without sessions (no
+  history), of an attribute the ``care`` block gives no role (nor a checklist item), on a unit its role does not
+  read, or replaced by a later judgment of the same unit and coder.
 - The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
   the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
   loader); else the first expert (by username) with codings; else the first human coder with codings; else the
@@ -27,8 +31,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
 from annotation.selectors import conversations_of_study
@@ -46,6 +50,9 @@ if TYPE_CHECKING:
 GOLD = "gold"
 USER_ROLES = ("crisis", "marker", "request", "ambiguous", "sudden", "hold", "reactance")
 ASSISTANT_ROLES = ("strategy", "horizon", "safety_critical")
+V = TypeVar("V")
+# Why a judgment of the study is left out of the care section (``care.input.dropped``), in this order.
+DROPPED = ("unscored", "not_a_history", "no_role", "wrong_unit", "recoded")
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,16 @@ class CareInputs:
     coders: dict[str, CareCoding]
     items: list[ChecklistItem]
     params: CareParams
+    # what the section left out: the judgments read, those used, and the rest by reason (the report's care.input)
+    judgments: int = 0
+    dropped: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def input(self) -> dict[str, Any]:
+        """The report's ``care.input``: histories, judgments read, used, and dropped by reason."""
+        dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
+        return {"histories": len(self.histories), "judgments": self.judgments,
+                "used": self.judgments - sum(dropped.values()), "dropped": dropped}
 
 
 def care_block(study: Study) -> dict[str, Any] | None:
@@ -115,7 +132,9 @@ def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, re
     assistant: dict[tuple[str, str, int], dict[str, Any]] = defaultdict(dict)
     checklists: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
     coded_by: dict[str, int] = defaultdict(int)
-    rows = (Judgment.objects.filter(round__study=study, score__isnull=False, **one)
+    dropped: dict[str, int] = defaultdict(int)
+    # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted.
+    rows = (Judgment.objects.filter(round__study=study, **one)
             .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
                                         "response_id", "session_id", "score"))
     judged: list[tuple[Any, ...]] = list(rows)
@@ -125,16 +144,23 @@ def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, re
         coder = GOLD if is_gold else (members[coder_id][0] if coder_id in members else names.get(coder_id, ""))
         code, _labels = attributes.get(attribute_id, ("", {}))
         conversation = conversation_name.get(conversation_id)
-        if conversation is None:  # a conversation of the study without sessions: not a history
-            continue
         role = role_of.get(code)
+        if score is None:  # spans highlighted, no score yet
+            dropped["unscored"] += 1
+            continue
+        if conversation is None:  # a conversation of the study without sessions: not a history
+            dropped["not_a_history"] += 1
+            continue
         if session_id is not None and turn_id is None and code in item_ids:
-            checklists[(coder, conversation, session_index[session_id])][code] = int(score)
+            _later(checklists[(coder, conversation, session_index[session_id])], code, int(score), dropped)
         elif turn_id is not None and role in USER_ROLES and response_id is None:
-            user[(coder, conversation, turn_index[turn_id])][role] = _value(role, attributes[attribute_id], score)
+            _later(user[(coder, conversation, turn_index[turn_id])], role,
+                   _value(role, attributes[attribute_id], score), dropped)
         elif turn_id is not None and role in ASSISTANT_ROLES and response_id is not None:
-            assistant[(coder, conversation, turn_index[turn_id])][role] = _value(role, attributes[attribute_id], score)
+            _later(assistant[(coder, conversation, turn_index[turn_id])], role,
+                   _value(role, attributes[attribute_id], score), dropped)
         else:
+            dropped["no_role" if role is None and code not in item_ids else "wrong_unit"] += 1
             continue
         coded_by[coder] += 1
 
@@ -155,6 +181,8 @@ def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, re
         coders={name: coding for name, coding in sorted(codings.items()) if name != GOLD},
         items=items,
         params=params,
+        judgments=len(judged),
+        dropped=dict(dropped),
     )
 
 
@@ -212,6 +240,13 @@ def members_names(user_ids: set[int]) -> list[tuple[int, str]]:
     return list(get_user_model().objects.filter(pk__in=sorted(user_ids)).values_list("pk", "username"))
 
 
+def _later(codes: dict[str, V], name: str, value: V, dropped: dict[str, int]) -> None:
+    """Set a unit's code; a unit coded twice (two rounds) keeps the later judgment, the earlier counted as recoded."""
+    if name in codes:
+        dropped["recoded"] += 1
+    codes[name] = value
+
+
 def _value(role: str, attribute: tuple[str, dict[str, str]], score: int) -> Any:
     if role in ("ambiguous", "sudden", "hold", "reactance", "safety_critical"):
         return bool(score)
@@ -249,7 +284,8 @@ def _reference_name(codings: Mapping[str, CareCoding], members: Mapping[int, tup
 
 def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, reference: str | None = None) -> dict | None:
     """The report's ``care`` section of a CARE study (None for any other study): ``care_report`` of the loaded
-    inputs, plus ``reference`` (whose codings the states, alignment and quality come from)."""
+    inputs, plus ``reference`` (whose codings the states, alignment and quality come from) and ``input`` (the
+    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``)."""
     if not is_care_study(study):
         return None
     from metrics.core.care_metrics import care_report
@@ -257,4 +293,5 @@ def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, referenc
     inputs = care_inputs(study=study, reference=reference, seed=seed, resamples=resamples)
     section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
     section["reference"] = inputs.reference_name
+    section["input"] = inputs.input
     return section

@@ -13,6 +13,12 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   row holds sessions 1..S (S = the block's ``sessions``) by ``benchmark.Session.index``; a session missing, or
   without a label, is NaN. Rows are in conversation id order (external id, then primary key). A session index
   outside 1..S is an error naming it.
+- The rows read are the study's session labels and the judgments of its rounds. What the section leaves out is
+  counted by reason in ``lc8.input`` (``Lc8Inputs.input``): labels of an attribute that is neither an item nor the
+  total, of a member who is neither a reference nor a method, or on a session of no trajectory; judgments without
+  a score, gold, not on a session, of an attribute that is not an item, of a method member, on a session of no
+  trajectory, or replaced by a later judgment of the same session and item. A section that is unavailable counts
+  every row under ``unavailable``.
 - Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
 - The **reference** is the study member with role ``reference`` (``SessionLabel`` rows): the one named by the
   ``reference`` argument, else the only one, else the first by username; every other reference member is a label
@@ -35,7 +41,7 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
@@ -54,6 +60,10 @@ if TYPE_CHECKING:
 # report navigation) and must not load the science stack with it (tests/cab/test_urls.py).
 
 PEOPLE = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)
+# Why a session label or a judgment of the study is left out of the lc8 section (``lc8.input``), in this order.
+LABELS_DROPPED = ("not_an_item", "other_coder", "not_a_trajectory", "unavailable")
+JUDGMENTS_DROPPED = ("unscored", "gold", "not_a_session", "not_an_item", "method", "not_a_trajectory", "recoded",
+                     "unavailable")
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,25 @@ class Lc8Inputs:
     reference_name: str
     # coder name -> the member's role (method, reference, reviewer, expert; "former member" for someone no longer one)
     roles: dict[str, str]
+    # the report's lc8.input: trajectories, the labels and judgments read, used, and left out by reason
+    input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Counts:
+    """What the loader read and left out (``lc8.input``)."""
+
+    labels: int = 0
+    labels_dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(LABELS_DROPPED, 0))
+    judgments: int = 0
+    dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(JUDGMENTS_DROPPED, 0))
+
+    def input(self, trajectories: int) -> dict[str, Any]:
+        return {"trajectories": trajectories,
+                "labels": self.labels, "labels_used": self.labels - sum(self.labels_dropped.values()),
+                "labels_dropped": dict(self.labels_dropped),
+                "judgments": self.judgments, "used": self.judgments - sum(self.dropped.values()),
+                "dropped": dict(self.dropped)}
 
 
 class Lc8Unavailable(ValueError):
@@ -193,14 +222,14 @@ def _ids(values: Any) -> str:
     return ", ".join(str(int(v)) for v in values) or "NULL"
 
 
-def _session_labels(study: Study, grid: _Grid, member_ids: list[int],
-                    one_trajectory: bool) -> dict[tuple[int, int | None], tuple[Any, Any]]:
+def _session_labels(study: Study, grid: _Grid, member_ids: list[int], one_trajectory: bool,
+                    counts: _Counts) -> dict[tuple[int, int | None], tuple[Any, Any]]:
     """(member id, seed) -> (totals (n, S), items (n, S, K) or None) of the given (reference and method) members'
-    session labels, in one query: the total is the typed one, else the sum of the items when every item is there."""
+    session labels, in one query: the total is the typed one, else the sum of the items when every item is there.
+    Every label of the study is read; those left out are counted in ``counts``."""
     import numpy as np
 
-    where = (f"WHERE study_id = {int(study.pk)} AND attribute_id IN ({_ids(grid.attribute_ids)}) "
-             f"AND coder_id IN ({_ids(member_ids)})")
+    where = f"WHERE study_id = {int(study.pk)}"
     if one_trajectory:
         where += f" AND session_id IN ({_ids(grid.position)})"
     coder, seed, seedless, session, attribute, value = _columns(
@@ -208,6 +237,14 @@ def _session_labels(study: Study, grid: _Grid, member_ids: list[int],
          ("attribute_id", "int8"), ("value", "float8")],
         f"FROM {SessionLabel._meta.db_table} {where}")  # integers and a model's table only
     found, r, c = _locate(grid, session.astype(float))
+    an_item = np.isin(attribute, grid.attribute_ids)
+    a_label_coder = np.isin(coder, member_ids)
+    counts.labels += len(coder)
+    counts.labels_dropped["not_an_item"] += int((~an_item).sum())
+    counts.labels_dropped["other_coder"] += int((an_item & ~a_label_coder).sum())
+    counts.labels_dropped["not_a_trajectory"] += int((an_item & a_label_coder & ~found).sum())
+    r, c = r[(an_item & a_label_coder)[found]], c[(an_item & a_label_coder)[found]]
+    found &= an_item & a_label_coder
     coder, seed, seedless, attribute, value = coder[found], seed[found], seedless[found], attribute[found], value[found]
     is_total = attribute == (grid.total_id if grid.total_id is not None else -1)
     columns = _item_columns(grid, attribute)
@@ -229,18 +266,35 @@ def _session_labels(study: Study, grid: _Grid, member_ids: list[int],
     return labels
 
 
-def _people_labels(study: Study, grid: _Grid, one: dict[str, str], skip: set[int]) -> dict[int, Any]:
+def _people_labels(study: Study, grid: _Grid, one: dict[str, str], skip: set[int], counts: _Counts) -> dict[int, Any]:
     """user id -> items (n, S, K) of every person with non-gold session judgments on the items (not the users in
-    ``skip``): the later judgment of a session kept."""
+    ``skip``): the later judgment of a session kept. Every judgment of the study's rounds is read; those left out
+    are counted in ``counts``."""
     import numpy as np
 
+    item_ids = set(grid.item_ids)
     latest: dict[tuple[int, int, int], int | None] = {}  # in judgment order: a later one replaces an earlier one
-    for coder_id, session_id, attribute_id, score in (
-            Judgment.objects.filter(round__study=study, is_gold=False,
-                                    session__isnull=False, attribute_id__in=grid.item_ids, score__isnull=False, **one)
-            .order_by("pk").values_list("coder_id", "session_id", "attribute_id", "score")):
-        if coder_id not in skip:
+    for coder_id, is_gold, session_id, attribute_id, score in (
+            Judgment.objects.filter(round__study=study, **one)
+            .order_by("pk").values_list("coder_id", "is_gold", "session_id", "attribute_id", "score")):
+        counts.judgments += 1
+        if score is None:
+            why: str | None = "unscored"
+        elif is_gold:
+            why = "gold"
+        elif session_id is None:
+            why = "not_a_session"
+        elif attribute_id not in item_ids:
+            why = "not_an_item"
+        elif coder_id in skip:
+            why = "method"
+        elif session_id not in grid.position:
+            why = "not_a_trajectory"
+        else:
+            why = "recoded" if (coder_id, session_id, attribute_id) in latest else None
             latest[(coder_id, session_id, attribute_id)] = score
+        if why is not None:
+            counts.dropped[why] += 1
     rows = np.array([(*key, score) for key, score in latest.items()], dtype=float).reshape(len(latest), 4)
     found, r, c = _locate(grid, rows[:, 1])
     rows = rows[found]
@@ -280,7 +334,9 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
                                                                       StudyMember.Role.METHOD)]
     references: dict[int, tuple[Any, Any]] = {}
     per_method: dict[int, dict[int | None, Any]] = defaultdict(dict)
-    for (member_id, seed), (totals, items) in _session_labels(study, grid, labelled, conversation is not None).items():
+    counts = _Counts()
+    labels = _session_labels(study, grid, labelled, conversation is not None, counts)
+    for (member_id, seed), (totals, items) in labels.items():
         if by_member[member_id][1] == StudyMember.Role.REFERENCE:
             references.setdefault(member_id, (totals, items))  # a reference has no seed (else its first one)
         else:
@@ -297,7 +353,7 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
         coders[name] = CoderLabels(totals={seed: totals for seed, (totals, _items) in ordered}, items=sent or None)
         method_names.append(name)
     methods = {user for _pk, user, _name, role in members if role == StudyMember.Role.METHOD}
-    people = _people_labels(study, grid, one, methods)
+    people = _people_labels(study, grid, one, methods, counts)
     user_role = {user: (username, role) for _pk, user, username, role in members}
     former = dict(members_names({coder for coder in people if coder not in user_role}))
     for coder_id, coded in people.items():
@@ -311,14 +367,17 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
     reference_totals, reference_items = references.get(reference_pk) or (np.full(grid.shape, np.nan), None)
     arrays = Lc8Study(trajectories=tuple(grid.names), reference=reference_totals, reference_items=reference_items,
                       coders=dict(sorted(coders.items())), rules=rules, methods=tuple(sorted(method_names)))
-    return Lc8Inputs(study=arrays, reference_name=reference_name, roles=dict(sorted(roles.items())))
+    return Lc8Inputs(study=arrays, reference_name=reference_name, roles=dict(sorted(roles.items())),
+                     input=counts.input(len(grid.names)))
 
 
 def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference: str | None = None) -> dict | None:
     """The report's ``lc8`` section of a LongCounsel-8 study (None for any other study): ``lc8_report`` of the
     loaded arrays, plus ``reference`` (whose labels are the reference) and ``roles`` (each coder's member role).
     A study that cannot be measured (no reference coder or trajectory yet, or a session beyond the block's
-    sessions) gets ``{"unavailable": why}``, and the rest of the report is computed as usual."""
+    sessions) gets ``{"unavailable": why, "input": …}``, and the rest of the report is computed as usual.
+    ``input`` (``Lc8Inputs.input``) counts the trajectories, the labels and judgments read and used, and what was
+    left out by reason (when unavailable: every label and judgment, under ``unavailable``)."""
     if not is_lc8_study(study):
         return None
     from metrics.core.lc8 import lc8_report
@@ -326,11 +385,21 @@ def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference
     try:
         inputs = lc8_inputs(study=study, reference=reference)
     except ValueError as why:  # Lc8Unavailable, or data the arrays cannot hold: said, the rest of the report kept
-        return {"unavailable": str(why)}
+        return {"unavailable": str(why), "input": _unavailable_input(study)}
     section = lc8_report(inputs.study, resamples=resamples, seed=seed)
     section["reference"] = inputs.reference_name
     section["roles"] = inputs.roles
+    section["input"] = inputs.input
     return section
+
+
+def _unavailable_input(study: Study) -> dict[str, Any]:
+    """``lc8.input`` of a section that could not be computed: every label and judgment of the study left out (three
+    counts)."""
+    counts = _Counts(labels=SessionLabel.objects.filter(study=study).count(),
+                     judgments=Judgment.objects.filter(round__study=study).count())
+    counts.labels_dropped["unavailable"], counts.dropped["unavailable"] = counts.labels, counts.judgments
+    return counts.input(len(trajectory_names(study=study)))
 
 
 def trajectory_names(*, study: Study) -> list[str]:

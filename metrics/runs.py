@@ -24,6 +24,7 @@ from metrics.core.report import INDEXED, PreparedReport, ReportParams, report_fi
 from metrics.core.report import report_prepare as core_report_prepare
 from metrics.models import MetricRun
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
+from metrics.report_warnings import report_warnings
 
 log = logging.getLogger(__name__)
 PROGRESS_WRITES_PER_SECOND = 4
@@ -85,6 +86,8 @@ def report_prepare(
     lc8 = lc8_inputs.lc8_section(study=study, seed=seed, resamples=bootstrap)  # None unless an LC8 study
     if lc8 is not None:
         prepared.report["lc8"] = lc8
+    # the sections empty although the study coded or labelled something for them (metrics_report and pages say so)
+    prepared.report["warnings"] = report_warnings(prepared.report)
     return prepared
 
 

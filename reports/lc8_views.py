@@ -24,6 +24,7 @@ from annotation.models import Study
 from common.cells import csv_stream
 from metrics import lc8_inputs
 from metrics.models import MetricRun
+from metrics.report_warnings import LC8, section_warnings
 from metrics.views import staff_study_or_404
 from reports import care_views, charts, lc8_charts, selectors
 
@@ -127,6 +128,7 @@ def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study, "page": lc8_charts.LC8_PAGE, "pages": care_views.nav_pages(study), **state,
         "section": section, "unavailable": (section or {}).get("unavailable", ""),
+        "warnings": section_warnings(report, LC8),
         "blocks": lc8_charts.report_blocks(report) if section and not section.get("unavailable") else [],
         "reversals": lc8_charts.reversal_sentences(report or {}),
         "trajectory_blocks": trajectory_blocks, "trajectory_missing": trajectory_missing,

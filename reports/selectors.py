@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 
 from annotation.models import Assignment, Round, Span, Study
@@ -17,6 +18,7 @@ from common.rounds import MAIN
 from common.segments import text_segments
 from metrics import selectors as metrics_selectors
 from metrics.models import MetricRun
+from metrics.report_warnings import section_warnings
 
 RUNS_SHOWN = 10
 
@@ -65,11 +67,24 @@ def study_progress(*, study: Study) -> list[RoundProgress]:
 
 
 def recent_runs(*, study: Study) -> list[MetricRun]:
-    return list(metrics_selectors.metric_runs_for(study=study).order_by("-created_at", "-pk")[:RUNS_SHOWN])
+    """The study's newest runs, each with its report's ``warnings`` (a few words, read in the same query; the
+    report itself stays in the database)."""
+    return list(metrics_selectors.metric_runs_for(study=study).annotate(warnings=KeyTransform("warnings", "result"))
+                .order_by("-created_at", "-pk")[:RUNS_SHOWN])
 
 
 def runs_active(runs: list[MetricRun]) -> bool:
     return any(run.status in (MetricRun.Status.QUEUED, MetricRun.Status.RUNNING) for run in runs)
+
+
+def newest_warnings(runs: list[MetricRun]) -> tuple[MetricRun | None, list[str]]:
+    """The newest succeeded run of ``recent_runs`` (the one the report pages show by default) and its report's
+    warnings: the sections empty although the study has judgments or labels for them."""
+    succeeded = [run for run in runs if run.status == MetricRun.Status.SUCCEEDED and run.finished_at is not None]
+    newest = max(succeeded, key=lambda run: (run.finished_at, run.pk), default=None)
+    if newest is None:
+        return None, []
+    return newest, section_warnings({"warnings": getattr(newest, "warnings", None)})
 
 
 def succeeded_runs(*, study: Study) -> list[MetricRun]:

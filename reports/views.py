@@ -17,8 +17,9 @@ from annotation.models import Study
 from common.cells import csv_stream
 from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
+from metrics.report_warnings import CARE, MAIN, section_warnings
 from metrics.views import staff_study_or_404 as _study
-from reports import care_views, charts, selectors
+from reports import care_charts, care_views, charts, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
@@ -55,9 +56,10 @@ def _page(slug: str, study: Study) -> charts.Page:
 def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
+    warned_run, warnings = selectors.newest_warnings(runs)
     return render(request, "reports/overview.html", {
         "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
-        "runs": runs, "runs_active": selectors.runs_active(runs),
+        "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
         "may_start": request.user.has_perm("metrics.add_metricrun"),
         "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
                      "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX, "seed_max": SEED_MAX},
@@ -70,8 +72,10 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
     """The runs table alone: polled by the overview while a run is queued or computing."""
     study = _study(request, slug)
     recent = selectors.recent_runs(study=study)
+    warned_run, warnings = selectors.newest_warnings(recent)
     return render(request, "reports/overview.html#runs", {
-        "study": study, "runs": recent, "runs_active": selectors.runs_active(recent)})
+        "study": study, "runs": recent, "runs_active": selectors.runs_active(recent), "warned_run": warned_run,
+        "warnings": warnings})
 
 
 def _report(
@@ -107,6 +111,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
         query["run"] = str(run.pk)
     context = {
         "study": study, "page": report_page, "pages": care_views.nav_pages(study), "form": form, "dropped": dropped,
+        "warnings": section_warnings(report, CARE if report_page is care_charts.CARE_PAGE else MAIN),
         "run": run, "blocks": blocks, "query": query.urlencode(),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
         "span_filters": urlencode({name: value for name, value in (("dataset", filters.dataset),

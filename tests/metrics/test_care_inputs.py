@@ -135,7 +135,10 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
     judge, human = _coding({}, with_checklists=True), _coding(HUMAN_CHANGES, with_checklists=False)
     expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
                            CareParams(resamples=50, seed=3))
-    assert report["care"] == expected | {"reference": HUMAN}
+    # the judge's 108 codes and the human's 90 (turns only), all of them used: nothing left out
+    counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0)}
+    assert report["care"] == expected | {"reference": HUMAN, "input": counted}
+    assert report["warnings"] == []
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
     assert report["input"]["dropped"]["unknown_attribute"] == 18
     assert all(a["unit"] != "session" for a in report["attributes"])

@@ -212,6 +212,15 @@ def expected_study() -> Lc8Study:
 
 
 ROLES = {"m-alpha": "method", "m-beta": "method", "ref-self": "reference", RATER: "reviewer"}
+# What the section read and left out (lc8.input). Labels: the controlled reference's items on 19 sessions (151, one
+# session with seven), the self-report's 19 totals, m-alpha's 57 totals, m-beta's 51 totals and 19 items, and the
+# label on a conversation that is not a trajectory. Judgments: the rater's 40 + 1 (round 2) + 5, the gold one and
+# the method's one; the rater's round-1 PHQ1 of lc8-a session 2 is replaced by round 2's.
+COUNTED = {"trajectories": 4, "labels": 298, "labels_used": 297,
+           "labels_dropped": {"not_an_item": 0, "other_coder": 0, "not_a_trajectory": 1, "unavailable": 0},
+           "judgments": 48, "used": 45,
+           "dropped": {"unscored": 0, "gold": 1, "not_a_session": 0, "not_an_item": 0, "method": 1,
+                       "not_a_trajectory": 0, "recoded": 1, "unavailable": 0}}
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +294,7 @@ def test_a_chosen_reference_makes_the_other_a_coder(lc8_study_id):
 def test_the_section_is_lc8_report_of_the_hand_built_arrays(lc8_study_id):
     section = loader.lc8_section(study=_study(lc8_study_id), seed=3, resamples=40)
     expected = lc8_report(expected_study(), resamples=40, seed=3)
-    assert section == expected | {"reference": "ref-controlled", "roles": ROLES}
+    assert section == expected | {"reference": "ref-controlled", "roles": ROLES, "input": COUNTED}
     # the hand-built arrays say what the figures rest on: beta's seed 2 on lc8-d, the rater's partial session
     assert section["coders"]["m-alpha"]["n_seeds"] == 3
     assert section["fidelity"][RATER]["item_exact"] is not None
@@ -324,8 +333,10 @@ def test_the_metric_run_report_carries_the_section(lc8_study_id):
     run = metric_services.metric_run_request(study=study, by=None, bootstrap=30, seed=2)
     assert runs.metric_run_execute(run_id=run.pk)
     stored = MetricRun.objects.get(pk=run.pk).result
-    expected = lc8_report(expected_study(), resamples=30, seed=2) | {"reference": "ref-controlled", "roles": ROLES}
+    expected = lc8_report(expected_study(), resamples=30, seed=2) | {"reference": "ref-controlled", "roles": ROLES,
+                                                                     "input": COUNTED}
     assert stored["lc8"] == json.loads(json.dumps(expected))
+    assert stored["warnings"] == []
     assert stored["study"]["schema"] == "lc8-v1"
 
 
@@ -334,22 +345,32 @@ def test_other_studies_have_no_section(study):
     assert not loader.is_lc8_study(study)
 
 
+def _nothing_read(trajectories: int) -> dict:
+    """``lc8.input`` of an unavailable section of a study with no label and no judgment."""
+    return {"trajectories": trajectories, "labels": 0, "labels_used": 0,
+            "labels_dropped": dict.fromkeys(loader.LABELS_DROPPED, 0), "judgments": 0, "used": 0,
+            "dropped": dict.fromkeys(loader.JUDGMENTS_DROPPED, 0)}
+
+
 def test_a_study_without_reference_or_trajectories_says_why(db):
     study = StudyFactory(slug="lc8-empty", schema=lc8_schema(), model_slots=[])
     assert loader.lc8_section(study=study) == {
-        "unavailable": "the study has no reference coder (a member with role reference) yet"}
+        "unavailable": "the study has no reference coder (a member with role reference) yet", "input": _nothing_read(0)}
     StudyMemberFactory(study=study, user=UserFactory(username="ref-only", is_active=False), role="reference")
     assert loader.lc8_section(study=study) == {
-        "unavailable": "the study has no trajectory (a longitudinal conversation with sessions) yet"}
+        "unavailable": "the study has no trajectory (a longitudinal conversation with sessions) yet",
+        "input": _nothing_read(0)}
     conversation = Conversation.objects.create(dataset=DatasetFactory(), external_id="t-1", kind="longitudinal",
                                                topic="Depression", study=study)
     Session.objects.create(conversation=conversation, index=1, kind="counseling")
-    assert loader.lc8_section(study=study) == {"unavailable": "the reference coder ref-only has no labels yet"}
+    assert loader.lc8_section(study=study) == {"unavailable": "the reference coder ref-only has no labels yet",
+                                               "input": _nothing_read(1)}
     Session.objects.create(conversation=conversation, index=6, kind="counseling")
     with pytest.raises(ValueError, match=r"trajectory t-1: session 6 is outside 1\.\.5"):
         loader.lc8_inputs(study=study)
     assert loader.lc8_section(study=study) == {
-        "unavailable": "trajectory t-1: session 6 is outside 1..5 (the lc8 block's sessions)"}
+        "unavailable": "trajectory t-1: session 6 is outside 1..5 (the lc8 block's sessions)",
+        "input": _nothing_read(1)}
 
 
 def test_the_same_id_in_two_datasets_gets_both_names(db):

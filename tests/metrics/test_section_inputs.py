@@ -1,5 +1,6 @@
 """Every section of a study's report reads what the study judged or labelled, whoever first ingested the material
-(issue 29; ``annotation.selectors.conversations_of_study``, the README's study isolation rule).
+(issue 29; ``annotation.selectors.conversations_of_study``, the README's study isolation rule), and says what it
+left out.
 
 A CARE study whose histories were loaded by ``import_conversations`` (no study) and coded by ``import_judgments
 --study`` gets the care section of the same study ingested through itself; an LC8 study whose trajectories were
@@ -100,6 +101,9 @@ def test_histories_imported_without_a_study_are_the_studys_that_coded_them(care_
     assert theirs["alignment"]["Assistant"]["n_action"] > 0
     assert theirs["validation"]["marker"][f"{HUMAN}|{CARE_DEMO_JUDGE}"]["n"] == 9
     assert theirs["reference"] == HUMAN
+    # 108 judge codes and 90 human ones, all used
+    assert theirs["input"] == {"histories": 1, "judgments": 198, "used": 198,
+                               "dropped": dict.fromkeys(care_inputs.DROPPED, 0)}
 
 
 def test_the_report_and_metrics_report_of_the_imported_study(care_studies):
@@ -110,7 +114,7 @@ def test_the_report_and_metrics_report_of_the_imported_study(care_studies):
     expected = runs.report_build(study=owned, seed=DEFAULT_SEED, bootstrap=20, top_k=DEFAULT_TOP_K)
     assert report["care"] == expected["care"]
     assert report["input"] == expected["input"]  # the main section reads the same judgments of the same history
-    assert err.getvalue() == ""
+    assert report["warnings"] == [] and err.getvalue() == ""
 
 
 # --- LongCounsel-8 ------------------------------------------------------------------------------------------------
@@ -184,3 +188,8 @@ def test_trajectories_imported_without_a_study_are_the_studys_that_labelled_them
     assert sum(theirs["reference_types"].values()) == 8
     assert sorted(theirs["coders"]) == sorted({method for method, _ in lc8_demo_predictions()} | {RATER})
     assert theirs["coders"][RATER]["n_trajectories"] == 2
+    # 8 × 5 sessions: 8 reference items each, 2 methods × 3 seeds of totals; the rater's 2 × 5 × 8 items
+    assert theirs["input"] == {
+        "trajectories": 8, "labels": 40 * 8 + 40 * 6, "labels_used": 40 * 8 + 40 * 6,
+        "labels_dropped": dict.fromkeys(lc8_inputs.LABELS_DROPPED, 0),
+        "judgments": 80, "used": 80, "dropped": dict.fromkeys(lc8_inputs.JUDGMENTS_DROPPED, 0)}

@@ -5,10 +5,12 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Study
 from metrics import runs
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
+from metrics.report_warnings import section_warnings
 
 
 class Command(BaseCommand):
-    help = "Print the SPEC §7 metrics report of a study as one JSON document."
+    help = ("Print the SPEC §7 metrics report of a study as one JSON document. A section that is empty although the "
+            "study has judgments or session labels for it is named on stderr (the report's warnings).")
 
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True, help="study slug")
@@ -28,3 +30,5 @@ class Command(BaseCommand):
         report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k)
         document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
         self.stdout.write(document)
+        for message in section_warnings(report):  # an empty section the study coded for: said, beside the JSON
+            self.stderr.write(f"warning: {message}")

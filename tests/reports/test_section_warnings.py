@@ -1,0 +1,165 @@
+"""A section that is empty although the study coded or labelled something for it says so (issue 29): its counts of
+what it left out and why are in the report (``care.input``, ``lc8.input``), the report's ``warnings`` name it, the
+dashboards show the warning on the overview and on the section's page, and ``metrics_report`` prints it on stderr
+beside the JSON.
+
+The studies are built by the README's commands: a CARE study that coded the turns of a conversation without
+sessions (no history: nothing for the care section to read), and an LC8 study whose reference labelled a session of
+a conversation that is not a trajectory (kind ``multi``)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils.html import escape
+
+from access import roles
+from access.services import user_ensure
+from annotation import methods, services
+from annotation.models import Schema, Study
+from metrics import care_inputs, lc8_inputs
+from metrics import runs as metric_runs
+from metrics import services as metric_services
+from metrics.models import MetricRun
+from metrics.report_warnings import report_warnings
+
+pytestmark = pytest.mark.django_db
+
+CARE_SLUG, LC8_SLUG = "care-flat", "lc8-flat"
+CARE_WARNING = ("The CARE section is empty although the study has 3 judgments: none could be used (the study has no "
+                "history (a conversation of the study with sessions); 3 judgments on a conversation without sessions "
+                "(not a history)).")
+LC8_WARNING = ("The LongCounsel-8 section is unavailable although the study has 8 session labels and 0 judgments: "
+               "the study has no trajectory (a longitudinal conversation with sessions) yet.")
+
+
+def _jsonl(path: Path, rows: list[dict]) -> str:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return str(path)
+
+
+def _run(study: Study) -> None:
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=20, seed=1)
+    assert metric_runs.metric_run_execute(run_id=run.pk)
+
+
+@pytest.fixture(scope="module")
+def flat_studies(shared_state, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flat")
+    quiet = {"stdout": io.StringIO()}
+    with shared_state():
+        admin = user_ensure(username="flat-admin", role=roles.ADMIN)
+        care = services.study_create(slug=CARE_SLUG, name="CARE without histories",
+                                     schema=Schema.objects.get(slug="care-v1"), model_slots=["Assistant"], by=admin)
+        call_command("import_conversations", _jsonl(folder / "care.jsonl", [{
+            "dataset": "CARE-flat", "conversation_id": "flat-1", "kind": "multi", "topic": "Anxiety",
+            "turns": [{"index": 1, "client": "I can't breathe, everything is too much.",
+                       "responses": [{"model": "Assistant", "text": "I'm here. Can you tell me where you are?"}]}],
+        }]), **quiet)
+        code = {"study": CARE_SLUG, "round": "main", "reviewer": "flat-coder", "role": "reviewer", "is_gold": False,
+                "dataset": "CARE-flat", "conversation_id": "flat-1", "turn_index": 1, "spans": [],
+                "instance_count": None}
+        call_command("import_judgments", _jsonl(folder / "care-codes.jsonl", [
+            code | {"model": None, "attribute": "crisis", "score": "anxiety"},
+            code | {"model": None, "attribute": "marker", "score": "Acute"},
+            code | {"model": "Assistant", "attribute": "strategy", "score": "question"},
+        ]), "--study", CARE_SLUG, **quiet)
+        _run(care)
+
+        lc8 = services.study_create(slug=LC8_SLUG, name="LC8 without trajectories",
+                                    schema=Schema.objects.get(slug="lc8-v1"), model_slots=["Counselor"], by=admin)
+        methods.reference_register(study=lc8, name="flat-reference", by=admin)
+        call_command("import_conversations", _jsonl(folder / "lc8.jsonl", [{
+            "dataset": "LC8-flat", "conversation_id": "not-a-trajectory", "kind": "multi", "topic": "Depression",
+            "sessions": [{"index": 1, "kind": "chat", "crisis_type": None, "turns": [{
+                "index": 1, "client": "I feel low.", "responses": [{"model": "Counselor", "text": "Tell me more."}]}]}],
+        }]), **quiet)
+        items = lc8.schema.definition["lc8"]["items"]
+        call_command("import_session_labels", _jsonl(folder / "lc8-labels.jsonl", [
+            {"dataset": "LC8-flat", "conversation_id": "not-a-trajectory", "session_index": 1, "attribute": code,
+             "score": 1, "reviewer": "flat-reference", "role": "reference"} for code in items
+        ]), "--study", LC8_SLUG, **quiet)
+        _run(lc8)
+        yield care.pk, lc8.pk
+
+
+def _report(pk: int) -> dict:
+    return MetricRun.objects.get(study_id=pk, status="succeeded").result
+
+
+def test_the_care_section_counts_what_it_left_out_and_the_report_warns(flat_studies):
+    report = _report(flat_studies[0])
+    care = report["care"]
+    assert care["states"] == {} and care["reference"] == ""
+    assert care["input"] == {"histories": 0, "judgments": 3, "used": 0,
+                             "dropped": dict.fromkeys(care_inputs.DROPPED, 0) | {"not_a_history": 3}}
+    assert report["warnings"] == [{"section": "care", "message": CARE_WARNING}]
+    assert report_warnings(report) == report["warnings"]  # the stored warnings are those of the stored counts
+
+
+def test_the_lc8_section_counts_what_it_left_out_and_the_report_warns(flat_studies):
+    report = _report(flat_studies[1])
+    assert report["lc8"] == {
+        "unavailable": "the study has no trajectory (a longitudinal conversation with sessions) yet",
+        "input": {"trajectories": 0, "labels": 8, "labels_used": 0,
+                  "labels_dropped": dict.fromkeys(lc8_inputs.LABELS_DROPPED, 0) | {"unavailable": 8},
+                  "judgments": 0, "used": 0, "dropped": dict.fromkeys(lc8_inputs.JUDGMENTS_DROPPED, 0)}}
+    # the main report of an LC8 study reads no session item: empty by design, no warning of its own
+    assert report["warnings"] == [{"section": "lc8", "message": LC8_WARNING}]
+
+
+def _warnings_shown(html: str) -> list[str]:
+    import re
+
+    block = re.search(r'<div id="report-warnings">(.*?)</div>', html, re.S)
+    # role="alert" on a section's page; the overview's runs table is a live region already
+    return re.findall(r'<p class="notice warning"(?: role="alert")?>(.*?)</p>', block.group(1), re.S) if block else []
+
+
+def test_the_dashboards_show_the_warning_on_the_overview_and_the_sections_page(client, flat_studies, researcher):
+    client.force_login(researcher)
+    care_run = MetricRun.objects.get(study_id=flat_studies[0], status="succeeded").pk
+    overview = client.get(reverse("reports", args=[CARE_SLUG])).content.decode()
+    assert _warnings_shown(overview) == [
+        f"<strong>Warning</strong> (run {care_run}, the newest report): {escape(CARE_WARNING)}"]
+    polled = client.get(reverse("reports-runs", args=[CARE_SLUG])).content.decode()  # the runs table, as polled
+    assert _warnings_shown(polled) == _warnings_shown(overview)
+    care_page = client.get(reverse("reports-page", args=[CARE_SLUG, "care"])).content.decode()
+    assert _warnings_shown(care_page) == [f"<strong>Warning</strong> (run {care_run}): {escape(CARE_WARNING)}"]
+    # a page of the main report shows the main report's warnings only (it has none)
+    assert _warnings_shown(client.get(reverse("reports-page", args=[CARE_SLUG, "reliability"])).content.decode()) == []
+
+    lc8_run = MetricRun.objects.get(study_id=flat_studies[1], status="succeeded").pk
+    overview = client.get(reverse("reports", args=[LC8_SLUG])).content.decode()
+    assert _warnings_shown(overview) == [
+        f"<strong>Warning</strong> (run {lc8_run}, the newest report): {escape(LC8_WARNING)}"]
+    lc8_page = client.get(reverse("reports-lc8", args=[LC8_SLUG])).content.decode()
+    assert _warnings_shown(lc8_page) == [f"<strong>Warning</strong> (run {lc8_run}): {escape(LC8_WARNING)}"]
+
+
+def test_metrics_report_prints_the_warning_on_stderr(flat_studies):
+    for slug, warning in ((CARE_SLUG, CARE_WARNING), (LC8_SLUG, LC8_WARNING)):
+        out, err = io.StringIO(), io.StringIO()
+        call_command("metrics_report", "--study", slug, "--bootstrap", "20", stdout=out, stderr=err)
+        assert err.getvalue() == f"warning: {warning}\n"
+        report = json.loads(out.getvalue())  # stdout is the JSON document alone
+        assert [w["message"] for w in report["warnings"]] == [warning]
+
+
+def test_a_main_report_that_uses_none_of_its_judgments_warns():
+    report = {"input": {"judgments": 4, "used": 0, "rounds": ["main"],
+                        "dropped": {"unknown_attribute": 3, "off_scale": 1, "duplicate": 0, "span_unusable": 2}}}
+    assert report_warnings(report) == [{"section": "main", "message": (
+        "The main report is empty although the study has 4 scored judgments: none could be used (3 judgments of an "
+        "attribute the main report does not compute over (not in the schema, or a session unit another section "
+        "reads); 1 judgment with a score off its attribute's scale).")}]
+    assert report_warnings(report | {"input": report["input"] | {"used": 1}}) == []
+    assert report_warnings({"input": {"judgments": 0, "used": 0, "dropped": {}}}) == []
+    # a report from before the sections counted what they left out: no warning can be said
+    assert report_warnings({"input": {"judgments": 4, "used": 4}, "care": {"states": {}}, "lc8": {"unavailable": "x"}}
+                           ) == []
