@@ -5,7 +5,9 @@ left out.
 A CARE study whose histories were loaded by ``import_conversations`` (no study) and coded by ``import_judgments
 --study`` gets the care section of the same study ingested through itself; an LC8 study whose trajectories were
 loaded the same way and labelled by ``import_session_labels --study`` gets the same lc8 section. Both go through the
-commands' files. The report's main section reads the same conversations (``input`` equal)."""
+commands' files (the imported studies made by ``create_study``; their coders registered through
+``annotation.methods``, which has no command). The report's main section reads the same conversations (``input``
+equal)."""
 
 from __future__ import annotations
 
@@ -58,11 +60,18 @@ def _care_files(folder: Path, *, slug: str, dataset: str) -> tuple[Path, Path]:
     return _jsonl(folder / f"{slug}-history.jsonl", [history]), _jsonl(folder / f"{slug}-codes.jsonl", codes)
 
 
-def _care_study(slug: str) -> Study:
-    admin = user_ensure(username="care-inputs-admin", role=roles.ADMIN)
-    study = services.study_create(slug=slug, name=f"CARE {slug}", schema=Schema.objects.get(slug="care-v1"),
-                                  model_slots=[CARE_DEMO_SLOT], by=admin)
-    methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="v1", prompt_id="care-judge", by=admin)
+def _study_made(slug: str, schema: str, slot: str, *, scripted: bool) -> Study:
+    """The study, made through the service or (``scripted``) by ``create_study``."""
+    if not scripted:
+        return services.study_create(slug=slug, name=slug, schema=Schema.objects.get(slug=schema), model_slots=[slot],
+                                     by=user_ensure(username="inputs-admin", role=roles.ADMIN))
+    call_command("create_study", "--slug", slug, "--schema", schema, "--model-slot", slot, stdout=io.StringIO())
+    return Study.objects.get(slug=slug)
+
+
+def _care_study(slug: str, *, scripted: bool = False) -> Study:
+    study = _study_made(slug, "care-v1", CARE_DEMO_SLOT, scripted=scripted)
+    methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="v1", prompt_id="care-judge", by=None)
     return study
 
 
@@ -78,7 +87,7 @@ def care_studies(shared_state, tmp_path_factory):
         with codes.open(encoding="utf-8") as stream:
             judgment_import.judgments_import(rows=long_format.read_rows(stream, fmt="jsonl"),
                                              study_slug="care-owned", by=None)
-        imported = _care_study("care-imported")
+        imported = _care_study("care-imported", scripted=True)
         history, codes = _care_files(folder, slug="care-imported", dataset="CARE-imported")
         call_command("import_conversations", str(history), stdout=io.StringIO())
         call_command("import_judgments", str(codes), "--study", "care-imported", stdout=io.StringIO())
@@ -143,13 +152,11 @@ def _lc8_files(folder: Path, *, slug: str, dataset: str) -> tuple[Path, Path, Pa
             _jsonl(folder / f"{slug}-codes.jsonl", codes))
 
 
-def _lc8_study(slug: str) -> Study:
-    admin = user_ensure(username="lc8-inputs-admin", role=roles.ADMIN)
-    study = services.study_create(slug=slug, name=f"LC8 {slug}", schema=Schema.objects.get(slug="lc8-v1"),
-                                  model_slots=[LC8_SLOT], by=admin)
-    methods.reference_register(study=study, name=REFERENCE, by=admin)
+def _lc8_study(slug: str, *, scripted: bool = False) -> Study:
+    study = _study_made(slug, "lc8-v1", LC8_SLOT, scripted=scripted)
+    methods.reference_register(study=study, name=REFERENCE, by=None)
     for method, _seed in lc8_demo_predictions():
-        methods.method_register(study=study, name=method, version="v1", by=admin)
+        methods.method_register(study=study, name=method, version="v1", by=None)
     return study
 
 
@@ -168,7 +175,7 @@ def lc8_studies(shared_state, tmp_path_factory):
         with codes.open(encoding="utf-8") as stream:
             judgment_import.judgments_import(rows=long_format.read_rows(stream, fmt="jsonl"), study_slug="lc8-owned",
                                              by=None, typed=True)
-        imported = _lc8_study("lc8-imported")
+        imported = _lc8_study("lc8-imported", scripted=True)
         trajectories, labels, codes = _lc8_files(folder, slug="lc8-imported", dataset="LC8-imported")
         call_command("import_conversations", str(trajectories), stdout=io.StringIO())
         call_command("import_session_labels", str(labels), "--study", "lc8-imported", stdout=io.StringIO())
