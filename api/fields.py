@@ -34,15 +34,20 @@ class JsonBooleanField(serializers.BooleanField):
         return data
 
 
+def _json_number(field: serializers.Field, data: Any) -> Any:
+    """``data`` when it is a JSON number (a bool is not one), else the field's ``not_number`` error."""
+    if isinstance(data, bool) or not isinstance(data, int | float):
+        field.fail("not_number", kind=type(data).__name__)
+    return data
+
+
 class JsonNumberField(serializers.FloatField):
     """A JSON number, passed on as sent (what it may be is the caller's rule): never a string or a boolean."""
 
     default_error_messages = {"not_number": "must be a JSON number, not {kind}"}
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("not_number", kind=type(data).__name__)
-        return data
+        return _json_number(self, data)
 
 
 class JsonIntegerField(serializers.IntegerField):
@@ -51,6 +56,4 @@ class JsonIntegerField(serializers.IntegerField):
     default_error_messages = {"not_number": "must be a JSON number, not {kind}"}
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("not_number", kind=type(data).__name__)
-        return data
+        return _json_number(self, data)
