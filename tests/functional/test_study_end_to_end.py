@@ -3,7 +3,8 @@ account, through the pages only (no Django admin, no shell), an admin creates a 
 creates three reviewers and two experts (who set their own passwords), runs calibration rounds 1 and 2 with the
 gold consensus and a workshop, has the experts code a reserved gold pool, selects the panel, assigns and opens the
 main round; the reviewers code it — one of them badly enough to raise the check-item alert — and the admin closes
-it. Every page visited is saved as a screenshot in ``test-artifacts/end-to-end/``."""
+it. Every page visited (of the turns, the first of each queue) is saved as a screenshot in
+``test-artifacts/end-to-end/``."""
 
 from __future__ import annotations
 
@@ -80,19 +81,29 @@ def wait_saved(page) -> None:
 
 
 def code_queue(visit: Visit, value_for) -> int:
-    """From the home page, code every turn of the first round listed: each attribute scored with
-    ``value_for(code)``, then Complete turn (confirming its warnings), until the queue is done; how many turns."""
+    """From the home page, code every turn of the first round listed as a practised reviewer does, by keyboard
+    alone: focus on the first attribute, then for each its score's digit (``value_for(code)``; "top" is the top of
+    its scale) and ArrowDown; then Complete turn (confirming its warnings), until the queue is done. Returns how
+    many turns. The first turn of each queue is saved as a screenshot (mouse coding is tests/functional/)."""
     page = visit.page
     page.locator("a.resume").first.click()
     page.wait_for_url(re.compile(r"/turns/\d+/$"))
     done = 0
     while re.search(r"/turns/\d+/$", page.url):
-        visit.shot("turn")
-        for form in page.locator("form.attr").all():
-            value = value_for(form.get_attribute("data-code"))
-            choices = form.locator('input[name="score"]')
-            (choices.last if value == "top" else form.locator(f'input[name="score"][value="{value}"]')).check()
+        if not done:
+            visit.shot("turn")
+        forms = page.locator("form.attr")
+        scales = forms.evaluate_all("""forms => forms.map(form => [form.dataset.code,
+            Array.from(form.querySelectorAll('input[name="score"]')).map(radio => radio.value).pop()])""")
+        forms.first.locator('input[name="score"]').first.focus()
+        for n, (code, top) in enumerate(scales):
+            value = value_for(code)
+            page.keyboard.press(top if value == "top" else value)
+            if n + 1 < len(scales):
+                page.keyboard.press("ArrowDown")
         wait_saved(page)
+        assert forms.evaluate_all("""forms => forms.filter(form =>
+            !form.querySelector('input[name="score"]:checked')).length""") == 0, "a score was not set"
         here = page.url
         page.click("#complete-turn")
         confirm = page.locator("#complete-result button")
@@ -100,7 +111,8 @@ def code_queue(visit: Visit, value_for) -> int:
             if page.url != here:
                 break
             if confirm.count() and confirm.first.is_visible():
-                visit.shot("turn-warnings")
+                if not done:
+                    visit.shot("turn-warnings")
                 confirm.first.click()
                 page.wait_for_url(lambda url, here=here: url != here)
                 break

@@ -5,8 +5,8 @@ left out.
 A CARE study whose histories were loaded by ``import_conversations`` (no study) and coded by ``import_judgments
 --study`` gets the care section of the same study ingested through itself; an LC8 study whose trajectories were
 loaded the same way and labelled by ``import_session_labels --study`` gets the same lc8 section. Both go through the
-commands' files (the imported studies made by ``create_study``; their coders registered through
-``annotation.methods``, which has no command). The report's main section reads the same conversations (``input``
+commands' files (the imported studies made by ``create_study``, their coders registered by
+``register_coder``). The report's main section reads the same conversations (``input``
 equal)."""
 
 from __future__ import annotations
@@ -71,7 +71,11 @@ def _study_made(slug: str, schema: str, slot: str, *, scripted: bool) -> Study:
 
 def _care_study(slug: str, *, scripted: bool = False) -> Study:
     study = _study_made(slug, "care-v1", CARE_DEMO_SLOT, scripted=scripted)
-    methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="v1", prompt_id="care-judge", by=None)
+    if scripted:
+        call_command("register_coder", "--study", slug, "--method", CARE_DEMO_JUDGE, "--method-version", "v1",
+                     "--prompt-id", "care-judge", stdout=io.StringIO())
+    else:
+        methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="v1", prompt_id="care-judge", by=None)
     return study
 
 
@@ -154,6 +158,12 @@ def _lc8_files(folder: Path, *, slug: str, dataset: str) -> tuple[Path, Path, Pa
 
 def _lc8_study(slug: str, *, scripted: bool = False) -> Study:
     study = _study_made(slug, "lc8-v1", LC8_SLOT, scripted=scripted)
+    if scripted:
+        call_command("register_coder", "--study", slug, "--reference", REFERENCE, stdout=io.StringIO())
+        for method in sorted({method for method, _seed in lc8_demo_predictions()}):
+            call_command("register_coder", "--study", slug, "--method", method, "--method-version", "v1",
+                         stdout=io.StringIO())
+        return study
     methods.reference_register(study=study, name=REFERENCE, by=None)
     for method, _seed in lc8_demo_predictions():
         methods.method_register(study=study, name=method, version="v1", by=None)
