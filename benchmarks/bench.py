@@ -36,10 +36,10 @@ SHORT_SCALE = 0.02
 BENCHMARKS: list[tuple[str, str, list[str]]] = [
     ("ingest", "api_ingest.py", []),
     ("reviewers", "concurrent_reviewers.py",
-     ["--reviewers", "1,8", "--seconds", "1", "--cycles", "2", "--saves", "2", "--warmup", "1"]),
+     ["--reviewers", "1,4", "--workers", "3", "--seconds", "0.5", "--cycles", "2", "--saves", "2", "--warmup", "1"]),
     ("exports", "exports.py", []),
-    ("metrics", "metrics_worker.py", ["--resamples", "50", "--no-naive"]),
-    ("dashboards", "reports_pages.py", ["--runs", "3"]),
+    ("metrics", "metrics_worker.py", ["--resamples", "50", "--naive-resamples", "2", "--runs", "1"]),
+    ("dashboards", "reports_pages.py", ["--runs", "1"]),
     ("lc8", "lc8_report.py", ["--naive-resamples", "2"]),
 ]
 _TARGET = re.compile(r"^\s*(≥|>=|>|≤|<=|<)\s*([\d,]*\.?\d+)\s*(×|x)?")
