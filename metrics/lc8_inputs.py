@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 PEOPLE = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)
 # Why a session label or a judgment of the study is left out of the lc8 section (``lc8.input``), in this order.
-LABELS_DROPPED = ("not_an_item", "other_coder", "not_a_trajectory", "unavailable")
+LABELS_DROPPED = ("not_an_item", "other_coder", "not_a_trajectory", "reference_seed", "unavailable")
 JUDGMENTS_DROPPED = ("unscored", "gold", "not_a_session", "not_an_item", "method", "not_a_trajectory", "recoded",
                      "unavailable")
 
@@ -223,10 +223,10 @@ def _ids(values: Any) -> str:
 
 
 def _session_labels(study: Study, grid: _Grid, member_ids: list[int], one_trajectory: bool,
-                    counts: _Counts) -> dict[tuple[int, int | None], tuple[Any, Any]]:
-    """(member id, seed) -> (totals (n, S), items (n, S, K) or None) of the given (reference and method) members'
-    session labels, in one query: the total is the typed one, else the sum of the items when every item is there.
-    Every label of the study is read; those left out are counted in ``counts``."""
+                    counts: _Counts) -> dict[tuple[int, int | None], tuple[Any, Any, int]]:
+    """(member id, seed) -> (totals (n, S), items (n, S, K) or None, how many label rows) of the given (reference and
+    method) members' session labels, in one query: the total is the typed one, else the sum of the items when every
+    item is there. Every label of the study is read; those left out are counted in ``counts``."""
     import numpy as np
 
     where = f"WHERE study_id = {int(study.pk)}"
@@ -248,7 +248,7 @@ def _session_labels(study: Study, grid: _Grid, member_ids: list[int], one_trajec
     coder, seed, seedless, attribute, value = coder[found], seed[found], seedless[found], attribute[found], value[found]
     is_total = attribute == (grid.total_id if grid.total_id is not None else -1)
     columns = _item_columns(grid, attribute)
-    labels: dict[tuple[int, int | None], tuple[Any, Any]] = {}
+    labels: dict[tuple[int, int | None], tuple[Any, Any, int]] = {}
     for member_id, seed_value, no_seed in sorted({(int(m), int(s), int(z)) for m, s, z in
                                                   np.unique(np.column_stack([coder, seed, seedless]), axis=0)}):
         mine = (coder == member_id) & (seed == seed_value) & (seedless == no_seed)
@@ -262,7 +262,7 @@ def _session_labels(study: Study, grid: _Grid, member_ids: list[int], one_trajec
             items[r[given], c[given], columns[given]] = value[given]
             missing = np.isnan(total)
             total[missing] = items.sum(axis=2)[missing]  # NaN unless every item is there
-        labels[(member_id, None if no_seed else seed_value)] = (total, items)
+        labels[(member_id, None if no_seed else seed_value)] = (total, items, int(mine.sum()))
     return labels
 
 
@@ -336,9 +336,15 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
     per_method: dict[int, dict[int | None, Any]] = defaultdict(dict)
     counts = _Counts()
     labels = _session_labels(study, grid, labelled, conversation is not None, counts)
-    for (member_id, seed), (totals, items) in labels.items():
+    # A reference's labels have no seed; where it sent some under seeds, its seedless ones (else its lowest seed's)
+    # are its labels, and the others are counted as left out (reference_seed).
+    for (member_id, seed), (totals, items, rows) in sorted(labels.items(),
+                                                           key=lambda g: (g[0][0], g[0][1] is not None, g[0][1] or 0)):
         if by_member[member_id][1] == StudyMember.Role.REFERENCE:
-            references.setdefault(member_id, (totals, items))  # a reference has no seed (else its first one)
+            if member_id in references:
+                counts.labels_dropped["reference_seed"] += rows
+            else:
+                references[member_id] = (totals, items)
         else:
             per_method[member_id][seed] = (totals, items)  # items None: this seed sent none
     for member_id, (totals, items) in references.items():

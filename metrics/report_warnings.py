@@ -29,6 +29,8 @@ _LC8_LABEL_REASONS = {
     "not_an_item": "of an attribute that is neither an lc8 item nor the total",
     "other_coder": "of a member who is neither a reference nor a method",
     "not_a_trajectory": "on a session of no trajectory (a longitudinal conversation of the study)",
+    "reference_seed": "of a reference coder under a second seed (a reference has one series: its seedless labels, "
+                      "else its lowest seed's)",
 }
 _LC8_JUDGMENT_REASONS = {
     "unscored": "without a score",

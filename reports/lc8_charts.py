@@ -22,6 +22,7 @@ TYPES = ("improving", "worsening", "fluctuating", "stable")
 CI_KEYS = ("current_mae", "change_mae", "direction_accuracy")
 FIDELITY_KEYS = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement",
                  "severe_tail_mae")
+FIDELITY_COUNTS = ("n_sessions", "n_item_sessions", "n_severe_sessions")
 
 
 def _lc8(report: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -92,13 +93,15 @@ def reference_types_table(report: Mapping[str, Any], filters: Filters) -> Table:
 
 def fidelity_table(report: Mapping[str, Any], filters: Filters) -> Table:
     fidelity = _lc8(report).get("fidelity") or {}
-    rows = [[name, _role(report, name), *((fidelity[name] or {}).get(k) for k in FIDELITY_KEYS)]
+    rows = [[name, _role(report, name), *((fidelity[name] or {}).get(k) for k in FIDELITY_KEYS + FIDELITY_COUNTS)]
             for name in sorted(fidelity)]
-    return Table("lc8-fidelity", "Label fidelity against the reference", ["coder", "role", *FIDELITY_KEYS], rows,
-                 caption="Item exact match and item MAE over sessions where both have the items (n/a: no items); "
-                         "total bias = mean of label − reference; Pearson and Spearman correlation of the totals; "
-                         "screening agreement at total ≥ the screening cutoff; severe-tail MAE over sessions whose "
-                         "reference total is above the severe threshold.")
+    return Table("lc8-fidelity", "Label fidelity against the reference",
+                 ["coder", "role", *FIDELITY_KEYS, *FIDELITY_COUNTS], rows,
+                 caption="Item exact match and item MAE over the sessions where both have the items "
+                         "(n_item_sessions; n/a: the coder sent no items); total bias = mean of label − reference, "
+                         "and Pearson and Spearman correlation of the totals, over the sessions both labelled "
+                         "(n_sessions); screening agreement at total ≥ the screening cutoff; severe-tail MAE over "
+                         "the sessions whose reference total is above the severe threshold (n_severe_sessions).")
 
 
 def _plotted(report: Mapping[str, Any]) -> list[str]:
@@ -141,31 +144,31 @@ def magnitude_direction_chart(report: Mapping[str, Any], filters: Filters) -> Ch
     section = _lc8(report)
     coders = section.get("coders") or {}
     names = _plotted(report)
-    mae = {n: _num((coders[n] or {}).get("current_mae")) for n in names}
+    mae = {n: _num((coders[n] or {}).get("change_mae")) for n in names}
     accuracy = {n: _num((coders[n] or {}).get("direction_accuracy")) for n in names}
     by_mae, by_accuracy = _rank(mae, ascending=True), _rank(accuracy, ascending=False)
     points, rows = [], []
     for n in names:
         entry = coders[n] or {}
-        x_ci, y_ci = _ci(entry, "current_mae"), _ci(entry, "direction_accuracy")
+        x_ci, y_ci = _ci(entry, "change_mae"), _ci(entry, "direction_accuracy")
         rows.append([n, _role(report, n), mae[n], *x_ci, accuracy[n], *y_ci, by_mae.get(n), by_accuracy.get(n)])
         if mae[n] is not None and accuracy[n] is not None:
             points.append({"name": n, "x": mae[n], "y": accuracy[n], "x_ci": [_num(v) for v in x_ci],
                            "y_ci": [_num(v) for v in y_ci]})
     sentences = reversal_sentences(report)
     who = "methods" if any(_role(report, n) == "method" for n in names) else "coders"
-    return Chart("lc8-magnitude-direction", f"Magnitude vs direction: current-score MAE and direction accuracy of "
+    return Chart("lc8-magnitude-direction", f"Magnitude vs direction: change MAE and direction accuracy of "
                                             f"the {who}", "scatter",
-                 {"points": points, "xlabel": "current-score MAE (lower is better)",
+                 {"points": points, "xlabel": "change MAE over adjacent sessions (lower is better)",
                   "ylabel": "direction accuracy of large changes (higher is better)", "ylim": (0, 1.05)},
-                 ["coder", "role", "current_mae", "current_mae_low", "current_mae_high", "direction_accuracy",
-                  "direction_accuracy_low", "direction_accuracy_high", "rank_by_current_mae",
+                 ["coder", "role", "change_mae", "change_mae_low", "change_mae_high", "direction_accuracy",
+                  "direction_accuracy_low", "direction_accuracy_high", "rank_by_change_mae",
                   "rank_by_direction_accuracy"], rows,
                  caption=("Rank reversals: " + " ".join(sentences) if sentences else
                           "No rank reversal: the order of the methods by change MAE is their order by direction "
                           "accuracy.")
                  + " Whiskers: 95 % bootstrap intervals on both axes; ranks 1 = best.",
-                 alt=f"Scatter of {len(points)} {who}: current-score MAE across, direction accuracy up, each point "
+                 alt=f"Scatter of {len(points)} {who}: change MAE across, direction accuracy up, each point "
                      f"named. " + " ".join(sentences))
 
 

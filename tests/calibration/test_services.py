@@ -1,6 +1,7 @@
 """Calibration services (calibration/services.py): calibration sets, opening and closing rounds, the gold panel's
-consensus, workshop notes, reopening, panel retention and main-round assignment — every state rule tried, on the
-protocol study of tests/calibration/conftest.py (3 reviewers, 2 experts; round 1 closed, round 2 open)."""
+consensus, workshop notes, reopening and panel retention — every state rule tried (main-round assignment:
+test_main_round.py), on the protocol study of tests/calibration/conftest.py (3 reviewers, 2 experts; round 1
+closed, round 2 open)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from metrics.models import MetricRun
-from tests import scenarios
 from tests.factories import (
     ModelResponseFactory,
     RoundFactory,
@@ -205,61 +205,6 @@ def test_panel_retention_needs_a_reason_off_the_ranking(protocol):
     assert retained() == ["rev-a", "rev-b"]
 
 
-@pytest.fixture
-def main_round(protocol):
-    """Round 2 decided and closed, a reserved gold pool of three turns coded and decided (round 3), the top two
-    of the ranking retained, and the main round assigned to them (half the conversations double-coded, two hidden
-    check items per queue); the main round and the assignment's summary."""
-    scenarios.calibration_round_gold(protocol, protocol.round(OPEN))
-    scenarios.calibration_round_close(protocol, protocol.round(OPEN))
-    scenarios.gold_pool_done(protocol, POOL)
-    calibration_services.panel_retain(study=protocol.study, by=protocol.admin, usernames=["rev-a", "rev-b"], k=2)
-    summary = calibration_services.main_round_assign(study=protocol.study, by=protocol.admin, overlap=0.5,
-                                                     check_items=2, seed=3)
-    return Round.objects.get(study=protocol.study, kind="main"), summary
-
-
-def test_main_round_goes_to_the_retained_panel_only(main_round):
-    main, _ = main_round
-    coders = set(Assignment.objects.filter(round=main).values_list("coder__username", flat=True))
-    assert coders == {"rev-a", "rev-b"}
-
-
-def test_main_round_double_codes_a_share_and_hides_check_items_in_every_queue(main_round):
-    main, summary = main_round
-    assert summary["double_coded_conversations"] > 0 and summary["check_items"] == 4
-    assert Assignment.objects.filter(round=main, is_check_item=True).count() == 4
-
-
-def test_calibration_turns_come_back_in_the_main_round_only_as_check_items(protocol, main_round):
-    main, _ = main_round
-    calibration_turns = set(protocol.round(CLOSED).items.values_list("turn_id", flat=True))
-    regular = Assignment.objects.filter(round=main, is_check_item=False)
-    assert not regular.filter(turn_id__in=calibration_turns).exists()
-
-
-def test_main_round_queues_follow_topic_order_check_items_included(main_round):
-    main, _ = main_round
-    for coder in ("rev-a", "rev-b"):
-        queue = Assignment.objects.filter(round=main, coder__username=coder).select_related("turn__conversation")
-        topics = [a.turn.conversation.topic for a in queue.order_by("position")]
-        assert topics == sorted(topics), coder
-
-
-def test_check_items_come_from_the_reserved_pool_never_from_what_the_reviewer_saw(protocol, main_round):
-    main, summary = main_round
-    pool = set(protocol.round(POOL).items.values_list("turn_id", flat=True))
-    assert not Assignment.objects.filter(round=protocol.round(POOL), coder__in=protocol.reviewers).exists()
-    for reviewer in protocol.reviewers[:2]:
-        seen = set(Assignment.objects.filter(round__kind="calibration", coder=reviewer)
-                   .values_list("turn__conversation_id", flat=True))
-        checks = Assignment.objects.filter(round=main, coder=reviewer, is_check_item=True)
-        assert checks.count() == 2
-        assert set(checks.values_list("turn_id", flat=True)) <= pool
-        assert not set(checks.values_list("turn__conversation_id", flat=True)) & seen
-    assert summary["check_conversations_fewest"] == 2
-
-
 def test_without_a_reserved_pool_no_seen_gold_becomes_a_check_item(protocol):
     calibration_services.panel_retain(study=protocol.study, by=protocol.admin, usernames=["rev-a", "rev-b"], k=2)
     summary = calibration_services.main_round_assign(study=protocol.study, by=protocol.admin, check_items=2)
@@ -313,11 +258,6 @@ def test_the_admin_is_told_the_reopen_rule_before_confirming(client, protocol):
     client.force_login(protocol.admin)
     page = client.get(f"/studies/{protocol.study.slug}/").content.decode()
     assert calibration_services.REOPEN_RULE["calibration"] in page
-
-
-def test_main_round_is_assigned_once(protocol, main_round):
-    with pytest.raises(ValidationError, match="already has assignments"):
-        calibration_services.main_round_assign(study=protocol.study, by=protocol.admin)
 
 
 def test_a_locked_item_is_shown_read_only_with_the_reason(client, protocol):

@@ -70,7 +70,7 @@ def test_the_lc8_page_renders_in_chromium(browser_page, live_server, lc8_study, 
     with page.expect_download() as download:
         page.locator("#lc8-coders .downloads a", has_text="data (CSV)").click()
     content = open(download.value.path(), "rb").read()  # noqa: SIM115 - Playwright's temporary file
-    assert content.startswith(b"coder,role,current_mae,current_mae_low"), content[:60]
+    assert content.startswith(b"coder,role,current_mae,current_mae_low"), content[:60]  # the coders table
     with page.expect_download() as download:
         page.locator("#lc8-trajectory .downloads a", has_text="SVG").click()
     svg = open(download.value.path(), "rb").read()  # noqa: SIM115 - Playwright's temporary file

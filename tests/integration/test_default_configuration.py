@@ -2,7 +2,8 @@
 embedded PostgreSQL and in-process tasks), in a var/ of its own (CAB_VAR_DIR). It serves the demo; the CARE and
 LongCounsel-8 demos load beside it; every dashboard page and download of the three demo studies answers 200 after a
 metric run of each (tests/reports/pages.py, run by `manage.py shell` in the same configuration, so the sweep goes
-through the same settings, database and in-process tasks); the database guards (triggers) are there; and when the
+through the same settings, database and in-process tasks; it is the demos' only sweep: tests/reports/test_every_page.py
+sweeps a synthetic study); the database guards (triggers) are there; and when the
 server is stopped no PostgreSQL is left running."""
 
 from __future__ import annotations
@@ -30,14 +31,17 @@ SWEEP = """
 import json, os
 from annotation.models import Study
 from tests.reports import pages
-failures, counts = [], {}
+failures, counts, linked_only = [], {}, {}
 for slug in os.environ["SWEEP_STUDIES"].split(","):
     study = Study.objects.get(slug=slug)
     run = pages.run_metrics(study)
     urls = pages.report_urls(study)
     counts[slug] = len(urls)
-    failures += [str(failure) for failure in pages.fetch_all(pages.staff_client("demo-researcher"), urls)]
-print(json.dumps({"failures": failures, "counts": counts}))
+    fetched = []
+    failures += [str(failure) for failure in pages.fetch_all(pages.staff_client("demo-researcher"), urls,
+                                                             fetched=fetched)]
+    linked_only[slug] = sorted({pages.url_name(url) for url in fetched} - {pages.url_name(url) for url in urls})
+print(json.dumps({"failures": failures, "counts": counts, "linked_only": linked_only}))
 """
 
 
@@ -92,6 +96,8 @@ def test_the_run_command_serves_every_demo_dashboard_on_the_default_configuratio
         outcome = json.loads(swept.stdout.strip().splitlines()[-1])
         assert outcome["failures"] == [], "\n".join(outcome["failures"])
         assert all(count > 50 for count in outcome["counts"].values()), outcome["counts"]
+        # what the pages link is what pages.report_urls lists (else a page could be missed by every sweep)
+        assert outcome["linked_only"] == {slug: [] for slug in outcome["counts"]}, outcome["linked_only"]
 
         guard = _manage(default_env, "shell", "-c", "from django.db import connection\n"
                         "with connection.cursor() as c:\n"

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from annotation.models import AttributeDefinition, Judgment, Schema, SessionLabel, Study
+from annotation.models import AttributeDefinition, Judgment, Schema, SessionLabel, Study, StudyMember
 from benchmark.models import Conversation, Session
 from metrics import lc8_inputs as loader
 from metrics import runs
@@ -217,7 +217,8 @@ ROLES = {"m-alpha": "method", "m-beta": "method", "ref-self": "reference", RATER
 # label on a conversation that is not a trajectory. Judgments: the rater's 40 + 1 (round 2) + 5, the gold one and
 # the method's one; the rater's round-1 PHQ1 of lc8-a session 2 is replaced by round 2's.
 COUNTED = {"trajectories": 4, "labels": 298, "labels_used": 297,
-           "labels_dropped": {"not_an_item": 0, "other_coder": 0, "not_a_trajectory": 1, "unavailable": 0},
+           "labels_dropped": {"not_an_item": 0, "other_coder": 0, "not_a_trajectory": 1, "reference_seed": 0,
+                              "unavailable": 0},
            "judgments": 48, "used": 45,
            "dropped": {"unscored": 0, "gold": 1, "not_a_session": 0, "not_an_item": 0, "method": 1,
                        "not_a_trajectory": 0, "recoded": 1, "unavailable": 0}}
@@ -386,3 +387,17 @@ def test_the_same_id_in_two_datasets_gets_both_names(db):
     inputs = loader.lc8_inputs(study=study)
     assert sorted(inputs.study.trajectories) == ["A/same", "B/same"]
     assert sorted(inputs.study.reference[:, 0]) == [3.0, 7.0]
+
+
+def test_a_references_labels_under_a_second_seed_are_counted_as_left_out(lc8_study_id):
+    study = _study(lc8_study_id)  # the module's study; what this test adds is rolled back after it
+    controlled = StudyMember.objects.get(study=study, user__username="ref-controlled")
+    extra = [SessionLabel(study=study, coder=controlled, seed=1, session=label.session, attribute=label.attribute,
+                          value=0) for label in SessionLabel.objects.filter(study=study, coder=controlled,
+                                                                            seed__isnull=True)[:10]]
+    SessionLabel.objects.bulk_create(extra)
+    inputs = loader.lc8_inputs(study=study)
+    np.testing.assert_array_equal(inputs.study.reference, expected_study().reference)  # the seedless series
+    assert inputs.input["labels_dropped"] == COUNTED["labels_dropped"] | {"reference_seed": 10}
+    assert inputs.input["labels"] == COUNTED["labels"] + 10
+    assert inputs.input["labels_used"] == COUNTED["labels_used"]

@@ -21,7 +21,8 @@ from tests.metrics.test_lc8_inputs import REFERENCE, SLUG, build_lc8_study, meth
 
 pytestmark = pytest.mark.django_db
 TYPES = ("improving", "worsening", "fluctuating", "stable")
-FIDELITY = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement", "severe_tail_mae")
+FIDELITY = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement", "severe_tail_mae",
+            "n_sessions", "n_item_sessions", "n_severe_sessions")
 
 
 @pytest.fixture(scope="module")
@@ -146,11 +147,11 @@ def test_the_csv_downloads_are_the_report(client, section, researcher):
         assert int(row["n_trajectories"]) == entry["n_trajectories"]
     points = _csv(client, "lc8-magnitude-direction")
     assert [p["coder"] for p in points] == ["m-alpha", "m-beta"]  # the methods
-    assert [(p["rank_by_current_mae"], p["rank_by_direction_accuracy"]) for p in points] == [("1", "2"), ("2", "1")]
+    assert [(p["rank_by_change_mae"], p["rank_by_direction_accuracy"]) for p in points] == [("1", "2"), ("2", "1")]
     for point in points:
         entry = section["coders"][point["coder"]]
-        assert (_number(point["current_mae"]), _number(point["direction_accuracy"])) == (
-            entry["current_mae"], entry["direction_accuracy"])
+        assert (_number(point["change_mae"]), _number(point["direction_accuracy"])) == (
+            entry["change_mae"], entry["direction_accuracy"])
     fidelity = _csv(client, "lc8-fidelity")
     for row in fidelity:
         assert [_number(row[k]) for k in FIDELITY] == [section["fidelity"][row["coder"]][k] for k in FIDELITY]
