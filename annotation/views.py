@@ -9,8 +9,10 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -39,6 +41,7 @@ from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study,
 from annotation.services import StaleJudgmentError
 from benchmark import services as benchmark_services
 from common.errors import RowErrors
+from common.outage import RETRY_AFTER_SECONDS, unreachable
 
 
 @require_GET
@@ -65,11 +68,35 @@ def home(request: AuthedRequest) -> HttpResponse:
     )
 
 
-@require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
+def _reachable(check: Callable[[], object]) -> str:
+    """"ok", or "unreachable (the error's class)" for an outage (common.outage); any other error is raised."""
+    try:
+        check()
+    except Exception as error:
+        if unreachable(error) is None:
+            raise
+        return f"unreachable ({type(error).__name__})"
+    return "ok"
+
+
+def _database_check() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok", "database": connection.vendor})
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Each dependency's state: 200 when every one answers, else 503 with Retry-After (the orchestrator's probe).
+    Redis is checked only where it is configured (embedded mode runs without it)."""
+    checks = {"database": _reachable(_database_check)}
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        checks["redis"] = _reachable(lambda: cache.get("healthz-probe"))
+    ok = all(state == "ok" for state in checks.values())
+    response = JsonResponse({"status": "ok" if ok else "unavailable", "database": connection.vendor,
+                             "checks": checks}, status=200 if ok else 503)
+    if not ok:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 @login_required

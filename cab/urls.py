@@ -1,4 +1,5 @@
-"""The project's URLs: each app's own, the login pages and the Django admin; the API's JSON 404 comes last."""
+"""The project's URLs: each app's own, the login pages and the Django admin; the API's JSON 404 comes last. A
+dependency outage answers 503 instead of 500 (common.outage)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
@@ -19,3 +20,5 @@ urlpatterns = [
     path("", include("reports.urls")),
     *api_urls.not_found_urlpatterns,
 ]
+
+handler500 = "common.outage.server_error"
