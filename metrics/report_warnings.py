@@ -13,6 +13,7 @@ MAIN, CARE, LC8 = "main", "care", "lc8"
 
 # why a row was left out, in words (the keys of each section's ``dropped`` counts)
 _MAIN_REASONS = {
+    "unscored": "without a score (spans highlighted before a score, or a score cleared)",
     "unknown_attribute": "of an attribute the main report does not compute over (not in the schema, or a session "
                          "unit another section reads)",
     "off_scale": "with a score off its attribute's scale",
@@ -59,7 +60,7 @@ def _main(report: Mapping[str, Any]) -> str | None:
     if read == 0 or int(counts.get("used") or 0) > 0 or report.get(CARE) is not None or report.get(LC8) is not None:
         return None
     reasons = _reasons(counts.get("dropped") or {}, _MAIN_REASONS, "judgment")
-    return (f"The main report is empty although the study has {_plural(read, 'scored judgment')}: none could be "
+    return (f"The main report is empty although the study has {_plural(read, 'judgment')}: none could be "
             f"used ({'; '.join(reasons) or 'no reason counted'}).")
 
 

@@ -80,6 +80,11 @@ def report_prepare(
     )
     prepared.report["study"] = {"slug": study.slug, "schema": study.schema.slug,
                                 "schema_version": study.schema.version}
+    # judgments without a score are read by no figure: counted as read and left out, so judgments = used + dropped
+    unscored = selectors.unscored_judgments(study=study)
+    counted = prepared.report["input"]
+    counted["judgments"] += unscored
+    counted["dropped"] = {"unscored": unscored, **counted["dropped"]}
     care = care_inputs.care_section(study=study, seed=seed, resamples=bootstrap)  # None unless a CARE study
     if care is not None:
         prepared.report["care"] = care

@@ -251,6 +251,12 @@ def judgment_columns(*, study: Study, round_ids: np.ndarray, tables: dict,
     return judgment_id, round_id, coder_id, is_gold, conversation_id, turn_id, response_id, attribute_id, score
 
 
+def unscored_judgments(*, study: Study) -> int:
+    """How many judgments of the study's rounds have no score (spans highlighted before a score, or a score
+    cleared): the main report reads none, and counts them under ``input.dropped.unscored``."""
+    return Judgment.objects.filter(round__study=study, score__isnull=True).count()
+
+
 def report_inputs(*, study: Study) -> ReportInputs:
     import numpy as np
 

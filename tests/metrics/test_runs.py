@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import Study
 from metrics import runs, services
 from tests import scenarios
-from tests.factories import StudyFactory
+from tests.factories import JudgmentFactory, RoundFactory, StudyFactory
 
 SPEC_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
                             "n_items"}
@@ -178,3 +178,17 @@ def test_recovery_sends_silent_and_unsent_runs_again_and_fails_one_that_keeps_ki
     assert states[doomed.pk].status == "failed" and "stopped 3 times" in states[doomed.pk].error
     assert states[alive.pk].status == "running"
     assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0}, "nothing is sent twice"
+
+
+@pytest.mark.django_db
+def test_judgments_without_a_score_are_counted_as_read_and_left_out():
+    study = StudyFactory(slug="unscored")
+    round_ = RoundFactory(study=study)
+    JudgmentFactory(round=round_, score=2)
+    JudgmentFactory(round=round_, score=None)  # a span highlighted before its score
+    JudgmentFactory(round=round_, score=None)
+    counted = report_of("unscored", "--bootstrap", "20")["input"]
+    assert counted["dropped"]["unscored"] == 2
+    assert counted["judgments"] == 3 and counted["used"] == 1
+    spans_apart = {reason: n for reason, n in counted["dropped"].items() if reason != "span_unusable"}
+    assert counted["judgments"] == counted["used"] + sum(spans_apart.values())

@@ -155,7 +155,7 @@ def test_a_main_report_that_uses_none_of_its_judgments_warns():
     report = {"input": {"judgments": 4, "used": 0, "rounds": ["main"],
                         "dropped": {"unknown_attribute": 3, "off_scale": 1, "duplicate": 0, "span_unusable": 2}}}
     assert report_warnings(report) == [{"section": "main", "message": (
-        "The main report is empty although the study has 4 scored judgments: none could be used (3 judgments of an "
+        "The main report is empty although the study has 4 judgments: none could be used (3 judgments of an "
         "attribute the main report does not compute over (not in the schema, or a session unit another section "
         "reads); 1 judgment with a score off its attribute's scale).")}]
     assert report_warnings(report | {"input": report["input"] | {"used": 1}}) == []
