@@ -168,7 +168,8 @@ def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live
     other.goto(url)
     page.locator("#t-U1 input[name=score][value='1']").check()
     page.wait_for_selector("#t-U1 .state-saved")
-    other.locator("#t-U1 input[name=score][value='0']").check()
+    # click, not check: the refusal can come back and put the newer value in place before check() would look
+    other.locator("#t-U1 input[name=score][value='0']").click()
     other.wait_for_selector("#t-U1 .state-stale")
     assert other.locator("#t-U1 input[name=score][value='1']").is_checked(), "the second tab is shown the newer value"
     assert other.locator("#global-state").get_attribute("data-state") == "error", "a stale change is not saved"
