@@ -60,6 +60,29 @@ if SECRET_KEY is None:
         _key_file.write_text(secrets.token_urlsafe(50))
     SECRET_KEY = _key_file.read_text().strip()
 
+
+def _weak_key(key: str) -> str | None:
+    """Why a key is too weak to sign sessions and key the reviewers' blinding handles (Django's own rule,
+    security.W009), or None."""
+    if key.startswith("django-insecure-"):
+        return "it starts with django-insecure-"
+    if len(key) < 50:
+        return f"it has {len(key)} characters (at least 50 are needed)"
+    if len(set(key)) < 5:
+        return f"it has {len(set(key))} distinct characters (at least 5 are needed)"
+    return None
+
+
+if PRODUCTION:
+    for _name, _key in [("SECRET_KEY", SECRET_KEY),
+                        *(("SECRET_KEY_FALLBACKS", k) for k in env_list("SECRET_KEY_FALLBACKS", []))]:
+        if (_why := _weak_key(_key)) is not None:
+            raise ImproperlyConfigured(
+                f"{_name} is too weak for production: {_why}. It signs sessions and keys the reviewers' blinding "
+                f"handles, so a guessable key would let a reviewer work out which model wrote each response. "
+                f"Generate one: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
+SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
+
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"])
 if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DJANGO_ENV=production")

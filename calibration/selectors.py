@@ -30,6 +30,7 @@ from annotation.models import (
 )
 from annotation.selectors import RESPONSE_LETTERS, response_handle, responses_as_seen, study_responses
 from benchmark.models import ModelResponse, Turn
+from common.markdown import md_text
 from common.rounds import round_name
 from common.segments import text_segments
 from metrics.models import MetricRun
@@ -268,8 +269,9 @@ def _reviewer_notes(*, round: Round, items: Sequence[WorkshopItem], aliases: dic
 
 
 def calibration_memo_markdown(*, round: Round) -> str:
-    """The workshop's decision notes as a calibration memo."""
-    lines = [f"# Calibration memo — {round.study.name}, {round.name}", "",
+    """The workshop's decision notes as a calibration memo (every name and note typed by a user escaped:
+    ``common.markdown.md_text``)."""
+    lines = [f"# Calibration memo — {md_text(round.study.name)}, {md_text(round.name)}", "",
              f"Closed {round.closed_at:%Y-%m-%d}." if round.closed_at else "", ""]
     notes = WorkshopNote.objects.filter(round=round).select_related(
         "attribute", "turn__conversation__dataset", "response", "written_by").order_by("attribute__position", "turn_id")
@@ -277,11 +279,11 @@ def calibration_memo_markdown(*, round: Round) -> str:
     for note in notes:
         if note.attribute.code != current:
             current = note.attribute.code
-            lines += [f"## {note.attribute.code} · {note.attribute.name}", ""]
+            lines += [f"## {md_text(note.attribute.code)} · {md_text(note.attribute.name)}", ""]
         where = f"{note.turn.conversation.dataset.name}/{note.turn.conversation.external_id} turn {note.turn.index}"
         if note.response:
             where += f", {note.response.model_slot}"
-        lines += [f"- **{where}**: {note.text} _({note.written_by.get_username()})_"]
+        lines += [f"- **{md_text(where)}**: {md_text(note.text)} _({md_text(note.written_by.get_username())})_"]
     if current is None:
         lines.append("_No decision notes were recorded._")
     return "\n".join(lines).strip() + "\n"

@@ -35,3 +35,15 @@ def test_https_settings_come_from_the_environment():
     result = check_deploy(SECURE_SSL_REDIRECT="0", SECURE_HSTS_SECONDS="0")
     assert result.returncode != 0
     assert "security.W008" in result.stdout + result.stderr and "security.W004" in result.stdout + result.stderr
+
+
+def test_a_weak_secret_key_stops_production_saying_which_rule():
+    for key, rule in [("change-me", "it has 9 characters (at least 50 are needed)"),
+                      ("ab" * 40, "it has 2 distinct characters (at least 5 are needed)"),
+                      ("django-insecure-" + "k3y" * 20, "it starts with django-insecure-")]:
+        result = check_deploy(SECRET_KEY=key)
+        said = result.stdout + result.stderr
+        assert result.returncode != 0 and f"SECRET_KEY is too weak for production: {rule}" in said, said[-2000:]
+        assert "Traceback" not in said
+    weak_fallback = check_deploy(SECRET_KEY_FALLBACKS="old")
+    assert weak_fallback.returncode != 0 and "SECRET_KEY_FALLBACKS is too weak" in weak_fallback.stderr

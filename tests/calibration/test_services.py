@@ -172,6 +172,11 @@ def test_a_workshop_note_appears_in_the_calibration_memo(protocol):
                                             text="Round 1: anchor 1 means hedged inference.")
     memo = calibration_selectors.calibration_memo_markdown(round=round_)
     assert "Round 1: anchor 1 means hedged inference." in memo and memo.startswith("# Calibration")
+    calibration_services.workshop_note_save(round=round_, by=protocol.admin, attribute=item.attribute,
+                                            turn=item.turn, response=item.response,
+                                            text="<script>alert(1)</script>\n# not a heading")
+    memo = calibration_selectors.calibration_memo_markdown(round=round_)
+    assert "<script>" not in memo and "\\<script\\>alert(1)\\</script\\>\n  \\# not a heading" in memo
 
 
 def test_reopening_needs_a_reason_and_records_it(protocol):
