@@ -35,10 +35,11 @@ if [ ! -f "$stamp" ]; then
   [ -n "$extras" ] && target=".[$extras]"
   # uv (Astral's installer, from PyPI) resolves and installs the same pins about five times faster than pip (54 s
   # to 11 s for the test extras here); where it cannot be had, pip does the same install.
-  if .venv/bin/python -m pip install -q "uv==$UV_VERSION" 2>/dev/null; then
-    .venv/bin/uv pip install -q --python .venv/bin/python -e "$target"
+  if .venv/bin/python -m pip install -q "uv==$UV_VERSION" 2>/dev/null \
+      && .venv/bin/uv pip install -q --python .venv/bin/python -e "$target"; then
+    :
   else
-    echo "bootstrap: uv $UV_VERSION unavailable; installing with pip"
+    echo "bootstrap: uv $UV_VERSION unavailable or failed; installing with pip"
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e "$target"
   fi
