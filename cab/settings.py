@@ -261,6 +261,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(env("BROKER_VISIBIL
 METRIC_RUN_HEARTBEAT_SECONDS = float(env("METRIC_RUN_HEARTBEAT_SECONDS", "5"))
 METRIC_RUN_STALE_SECONDS = float(env("METRIC_RUN_STALE_SECONDS", "60"))
 METRIC_RUN_RECOVER_SECONDS = float(env("METRIC_RUN_RECOVER_SECONDS", "30"))
+# A run still queued this long after it was sent is sent again (its broker message may be lost; a second delivery of
+# a run that was only waiting is a no-op).
+METRIC_RUN_RESEND_SECONDS = float(env("METRIC_RUN_RESEND_SECONDS", "300"))
 METRIC_RUN_MAX_ATTEMPTS = int(env("METRIC_RUN_MAX_ATTEMPTS", "3"))
 # A run whose bootstrap is at least this large (resamples x clusters x cells) shares its chunks with other workers
 # (metrics.scaleout); up to METRIC_RUN_SPLIT_HELPERS helper tasks are sent; a chunk claimed by a helper that gives

@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 import traceback
+from datetime import timedelta
 
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
@@ -89,9 +90,14 @@ def metric_run_help_enqueue(prefix: str, *, count: int) -> int:
 BROKER_DOWN = "waiting for the task broker, which cannot be reached ({error}); it is sent again automatically"
 
 
-def metric_run_enqueue(run_id: int) -> bool:
+RESENT = ("sent again at {at:%H:%M:%S} UTC: no worker had taken it {seconds:.0f} s after it was queued (its message "
+          "may be lost)")
+
+
+def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker") -> bool:
     """Hand the run to the broker. When it cannot be reached the run stays queued, saying so (never computed
-    inside the request instead), and the workers' recovery sends it when the broker is back."""
+    inside the request instead), and the workers' recovery sends it when the broker is back. ``note``: the run's
+    progress message once sent."""
     try:
         metric_run_task.delay(run_id)
     except OperationalError as error:
@@ -100,13 +106,16 @@ def metric_run_enqueue(run_id: int) -> bool:
             enqueued_at=None, progress_message=BROKER_DOWN.format(error=type(error).__name__)[:200])
         return False
     MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
-        enqueued_at=timezone.now(), progress_message="queued for a worker")
+        enqueued_at=timezone.now(), progress_message=note[:200])
     return True
 
 
 def metric_runs_recover() -> dict[str, int]:
-    """Send again every run no worker holds: queued ones the broker never took, and running ones whose worker
-    stopped beating; a run that has already been started ``METRIC_RUN_MAX_ATTEMPTS`` times fails with the reason."""
+    """Send again every run no worker holds: queued ones the broker never took, queued ones no worker took within
+    ``METRIC_RUN_RESEND_SECONDS`` of being sent (the broker may have lost the message: a deadline on the run row,
+    not on the message; a second delivery of a run that is in fact waiting is a no-op, ``claimable``), and running
+    ones whose worker stopped beating; a run that has already been started ``METRIC_RUN_MAX_ATTEMPTS`` times fails
+    with the reason."""
     from metrics import runs  # see metric_run_task
 
     silent = Q(heartbeat_at__lt=runs.stale_before()) | Q(heartbeat_at__isnull=True)
@@ -122,9 +131,16 @@ def metric_runs_recover() -> dict[str, int]:
     unsent = list(MetricRun.objects.filter(status=MetricRun.Status.QUEUED, enqueued_at__isnull=True)
                   .values_list("pk", flat=True))
     sent = sum(metric_run_enqueue(run_id) for run_id in unsent)
-    if exhausted or requeued or sent:
-        log.warning("metric runs recovered: %s failed, %s taken over, %s sent", exhausted, len(requeued), sent)
-    return {"failed": exhausted, "taken_over": len(requeued), "sent": sent}
+    waited = settings.METRIC_RUN_RESEND_SECONDS
+    lost = list(MetricRun.objects.filter(status=MetricRun.Status.QUEUED,
+                                         enqueued_at__lt=timezone.now() - timedelta(seconds=waited))
+                .values_list("pk", flat=True))
+    resent = sum(metric_run_enqueue(run_id, note=RESENT.format(at=timezone.now(), seconds=waited))
+                 for run_id in lost)
+    if exhausted or requeued or sent or resent:
+        log.warning("metric runs recovered: %s failed, %s taken over, %s sent, %s sent again", exhausted,
+                    len(requeued), sent, resent)
+    return {"failed": exhausted, "taken_over": len(requeued), "sent": sent, "resent": resent}
 
 
 def _recovery_loop(stopped: threading.Event) -> None:

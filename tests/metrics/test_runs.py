@@ -171,13 +171,13 @@ def test_recovery_sends_silent_and_unsent_runs_again_and_fails_one_that_keeps_ki
     _stalled(silent)
     _stalled(doomed, attempts=settings.METRIC_RUN_MAX_ATTEMPTS)
     _stalled(alive, beat_seconds_ago=1)
-    assert metric_runs_recover() == {"failed": 1, "taken_over": 1, "sent": 2}
+    assert metric_runs_recover() == {"failed": 1, "taken_over": 1, "sent": 2, "resent": 0}
     states = {r.pk: r for r in MetricRun.objects.all()}
     assert states[silent.pk].status == "queued" and states[silent.pk].enqueued_at is not None
     assert states[unsent.pk].status == "queued" and states[unsent.pk].enqueued_at is not None
     assert states[doomed.pk].status == "failed" and "stopped 3 times" in states[doomed.pk].error
     assert states[alive.pk].status == "running"
-    assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0}, "nothing is sent twice"
+    assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0, "resent": 0}, "nothing is sent twice"
 
 
 @pytest.mark.django_db
@@ -192,3 +192,27 @@ def test_judgments_without_a_score_are_counted_as_read_and_left_out():
     assert counted["judgments"] == 3 and counted["used"] == 1
     spans_apart = {reason: n for reason, n in counted["dropped"].items() if reason != "span_unusable"}
     assert counted["judgments"] == counted["used"] + sum(spans_apart.values())
+
+
+@pytest.mark.django_db
+def test_a_queued_run_no_worker_took_within_the_deadline_is_sent_again_and_says_so(admin_user, settings):
+    """Its broker message lost (Redis restarted empty): the run row's deadline, not the message, brings it back."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from metrics.models import MetricRun
+    from metrics.tasks import metric_runs_recover
+
+    study = StudyFactory()
+    lost, fresh = (services.metric_run_request(study=study, by=admin_user, bootstrap=5) for _ in range(2))
+    sent_at = timezone.now() - timedelta(seconds=settings.METRIC_RUN_RESEND_SECONDS + 5)
+    MetricRun.objects.filter(pk=lost.pk).update(enqueued_at=sent_at)
+    MetricRun.objects.filter(pk=fresh.pk).update(enqueued_at=timezone.now())
+    assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0, "resent": 1}
+    lost.refresh_from_db()
+    fresh.refresh_from_db()
+    assert lost.status == "queued" and lost.enqueued_at > sent_at
+    assert lost.progress_message.startswith("sent again at ") and "message may be lost" in lost.progress_message
+    assert fresh.progress_message != lost.progress_message  # waiting within its deadline: left alone
+    assert metric_runs_recover()["resent"] == 0, "sent again once per deadline, not on every round"
