@@ -16,15 +16,14 @@ from rest_framework.test import APIClient
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import CARE_DEMO_JUDGE, CARE_DEMO_SLOT
-from annotation.lc8_demo import lc8_demo_predictions
+from annotation.care_demo import CARE_DEMO_SLOT
 from annotation.lc8_synthetic import SLOT as LC8_SLOT
 from api import services as api_services
 from cab.embedded_db.server import Server
 from metrics.models import MetricRun
 from tests.celery_worker import celery_worker, wait_for
 from tests.integration.test_default_configuration import NOT_DEFAULT, _manage
-from tests.metrics.test_section_inputs import REFERENCE, _care_files, _lc8_files
+from tests.metrics.test_section_inputs import CARE_CODERS, LC8_CODERS, _care_files, _lc8_files
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -62,11 +61,8 @@ def commands(tmp_path_factory):
 
 
 def _coders(kind: str) -> list[dict]:
-    """What each kind's study registers: (endpoint, body)."""
-    if kind == "care":
-        return [{"method": CARE_DEMO_JUDGE, "version": "v1", "prompt_id": "care-judge"}]
-    return [{"reference": REFERENCE}] + [{"method": method, "version": "v1"}
-                                         for method in sorted({m for m, _ in lc8_demo_predictions()})]
+    """What each kind's study registers (the same coders as tests/metrics/test_section_inputs.py)."""
+    return CARE_CODERS if kind == "care" else LC8_CODERS
 
 
 def _files(kind: str, folder: Path, slug: str) -> dict[str, Path]:
@@ -81,11 +77,9 @@ def _by_commands(manage, kind: str, schema: str, slot: str, files: dict[str, Pat
     said = manage("create_study", "--slug", kind, "--schema", schema, "--model-slot", slot)
     assert f"study {kind} created" in said
     for coder in _coders(kind):
-        if "method" in coder:
-            args = ["--method", coder["method"], "--method-version", coder["version"]]
-            args += ["--prompt-id", coder["prompt_id"]] if "prompt_id" in coder else []
-        else:
-            args = ["--reference", coder["reference"]]
+        args = (["--method", coder["method"], "--method-version", coder["version"],
+                 "--prompt-id", coder.get("prompt_id", "")] if "method" in coder
+                else ["--reference", coder["reference"]])
         manage("register_coder", "--study", kind, *args)
     manage("import_conversations", str(files["conversations"]))
     if "session_labels" in files:

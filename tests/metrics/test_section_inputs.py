@@ -69,13 +69,30 @@ def _study_made(slug: str, schema: str, slot: str, *, scripted: bool) -> Study:
     return Study.objects.get(slug=slug)
 
 
+def _register(study: Study, coders: list[dict], *, scripted: bool) -> None:
+    """Each coder ({"method", "version", "prompt_id"} or {"reference"}) registered by ``register_coder`` (scripted)
+    or through ``annotation.methods``."""
+    for coder in coders:
+        if scripted:
+            kind = ["--method", coder["method"], "--method-version", coder.get("version", ""),
+                    "--prompt-id", coder.get("prompt_id", "")] if "method" in coder else ["--reference",
+                                                                                         coder["reference"]]
+            call_command("register_coder", "--study", study.slug, *kind, stdout=io.StringIO())
+        elif "method" in coder:
+            methods.method_register(study=study, name=coder["method"], version=coder.get("version", ""),
+                                    prompt_id=coder.get("prompt_id", ""), by=None)
+        else:
+            methods.reference_register(study=study, name=coder["reference"], by=None)
+
+
+CARE_CODERS = [{"method": CARE_DEMO_JUDGE, "version": "v1", "prompt_id": "care-judge"}]
+LC8_CODERS = [{"reference": REFERENCE}] + [{"method": method, "version": "v1"}
+                                           for method in sorted({m for m, _seed in lc8_demo_predictions()})]
+
+
 def _care_study(slug: str, *, scripted: bool = False) -> Study:
     study = _study_made(slug, "care-v1", CARE_DEMO_SLOT, scripted=scripted)
-    if scripted:
-        call_command("register_coder", "--study", slug, "--method", CARE_DEMO_JUDGE, "--method-version", "v1",
-                     "--prompt-id", "care-judge", stdout=io.StringIO())
-    else:
-        methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="v1", prompt_id="care-judge", by=None)
+    _register(study, CARE_CODERS, scripted=scripted)
     return study
 
 
@@ -158,15 +175,7 @@ def _lc8_files(folder: Path, *, slug: str, dataset: str) -> tuple[Path, Path, Pa
 
 def _lc8_study(slug: str, *, scripted: bool = False) -> Study:
     study = _study_made(slug, "lc8-v1", LC8_SLOT, scripted=scripted)
-    if scripted:
-        call_command("register_coder", "--study", slug, "--reference", REFERENCE, stdout=io.StringIO())
-        for method in sorted({method for method, _seed in lc8_demo_predictions()}):
-            call_command("register_coder", "--study", slug, "--method", method, "--method-version", "v1",
-                         stdout=io.StringIO())
-        return study
-    methods.reference_register(study=study, name=REFERENCE, by=None)
-    for method, _seed in lc8_demo_predictions():
-        methods.method_register(study=study, name=method, version="v1", by=None)
+    _register(study, LC8_CODERS, scripted=scripted)
     return study
 
 
