@@ -12,7 +12,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -20,6 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_redis import get_redis_connection
 
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
 from access.requests import AuthedRequest
@@ -86,15 +86,18 @@ def _database_check() -> None:
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Each dependency's state: 200 when every one answers, else 503 with Retry-After (the orchestrator's probe).
-    Redis is checked only where it is configured (embedded mode runs without it)."""
+    """Each dependency's state (the orchestrator's probe). Without the database nothing can be served: 503 with
+    Retry-After. Without Redis pages, saves and the API go on (sessions are in the database, rate limits are let
+    through uncounted, metric runs wait queued and are sent when it is back): 200, ``"status": "degraded"``, so a
+    probe does not restart a web server that is still serving. Redis is checked only where it is configured."""
     checks = {"database": _reachable(_database_check)}
     if settings.CELERY_BROKER_URL.startswith("redis"):
-        checks["redis"] = _reachable(lambda: cache.get("healthz-probe"))
-    ok = all(state == "ok" for state in checks.values())
-    response = JsonResponse({"status": "ok" if ok else "unavailable", "database": connection.vendor,
-                             "checks": checks}, status=200 if ok else 503)
-    if not ok:
+        checks["redis"] = _reachable(lambda: get_redis_connection("default").ping())
+    serving = checks["database"] == "ok"
+    status = "unavailable" if not serving else "ok" if all(s == "ok" for s in checks.values()) else "degraded"
+    response = JsonResponse({"status": status, "database": connection.vendor, "checks": checks},
+                            status=200 if serving else 503)
+    if not serving:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 

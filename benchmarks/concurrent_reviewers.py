@@ -23,7 +23,7 @@ What it does, against the (throwaway) database it is given:
    request from /proc); with ``--think`` also the "paced" phase of issue 11 (a random 0-2 x think seconds
    between requests) at the largest N;
 5. prints a table per phase and the targets of issue 14 (turn view and autosave p95 < 50 ms with 8 reviewers,
-   >= 400 saves/s, < 4 ms web CPU and <= 6 SQL statements per save, no GC pause > 20 ms, web workers < 100 MiB);
+   >= 400 saves/s, < 4 ms web CPU and <= 7 SQL statements per save, no GC pause > 20 ms, web workers < 100 MiB);
    ``--json``: then one JSON object per figure and line (``benchmarks/_common.py``, read by ``scripts/bench``).
 
 Latency is measured by the client (request sent to body read), so it includes the loopback network, gunicorn's
@@ -63,7 +63,8 @@ TARGET_REVIEWERS = 8  # the concurrency issue 14's targets are stated at
 P95_TARGET_MS = 50.0  # turn view and autosave
 SAVES_PER_SECOND_TARGET = 400.0
 CPU_PER_SAVE_TARGET_MS = 4.0
-SQL_PER_SAVE_TARGET = 6
+# Issue 14's 6, plus the session's row since issue 31 (sessions in the database: a Redis outage signs nobody out).
+SQL_PER_SAVE_TARGET = 7
 GC_PAUSE_TARGET_MS = 20.0
 WORKER_RSS_TARGET_MIB = 100.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -21,17 +21,28 @@ What it does:
    but different or missing in the database, or a stale edit that was saved over a newer value) and duplicated
    ones (two rows for one unit, a span stored twice, a row nobody saved, or a double submit saved twice).
 
-Exits 1 when anything was lost or duplicated, or a request failed (a 5xx, or an answer a correct server never
-gives); 0 otherwise.
+With ``--fault`` one dependency fails in the middle of the run (issue 31): ``postgres`` (the server stopped for
+``--fault-seconds``, then started on the same data), ``redis`` (killed, and started again empty), ``web-worker`` (a
+gunicorn worker SIGKILLed, its requests cut off). A save answered 503 or cut off is not acknowledged: the reviewer
+keeps the change and sends it again until it gets an answer, as the turn page does; a 409 for a resent change means
+the first copy was stored (only that reviewer writes the unit), and the reviewer takes the version the server names.
+``--faults`` runs every phase (none, then each fault) with its own servers and prints one table: acknowledged saves,
+stored as acknowledged, lost, duplicated, 503s, cut-off requests and other 5xx per phase.
+
+Exits 1 when anything was lost or duplicated, or a request failed (a 500, or an answer a correct server never
+gives; 503 and cut-off requests only count as failures outside a fault); 0 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import re
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -39,9 +50,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import requests
 
@@ -83,6 +96,7 @@ class Reviewer:
     session_id: str
     units: list[Unit]
     believed: dict[Unit, Saved] = field(default_factory=dict)
+    pending: dict[Unit, tuple] = field(default_factory=dict)  # a change sent but not yet answered (503, cut off)
 
 
 @dataclass
@@ -92,6 +106,9 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     duplicated: list[str] = field(default_factory=list)
+    stored_as_acknowledged: int = 0  # units whose row holds exactly what their last acknowledged save sent
+    acknowledged: int = 0  # saves answered 200 "saved" (or a resent change answered 409: its first copy was saved)
+    allowed: frozenset[str] = frozenset()  # answers that are no failure in this phase ("503", "cut off")
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, what: str) -> None:
@@ -198,14 +215,17 @@ def body_of(unit: Unit, value: tuple, version: int) -> dict[str, str]:
 
 
 def post(session: requests.Session, url: str, body: dict, headers: dict, tally: Tally) -> tuple[str, int | None]:
-    """One autosave: (its state, the version it answered with)."""
+    """One autosave: (its state, the version it answered with). The state is the page's ("saved", "stale"), or
+    "unavailable" (503) or "cut off" (no answer at all) where the phase's fault allows them."""
     started = time.perf_counter()
     try:
         answer = session.post(url, data=body, headers=headers, timeout=120)
         text = answer.text
     except requests.RequestException as error:
-        tally.note("errors", f"request failed: {error}")
-        return "failed", None
+        tally.count("cut off")
+        if "cut off" not in tally.allowed:
+            tally.note("errors", f"request failed: {error}")
+        return "cut off", None
     elapsed = (time.perf_counter() - started) * 1000
     with tally.lock:
         tally.latencies.append(elapsed)
@@ -213,10 +233,38 @@ def post(session: requests.Session, url: str, body: dict, headers: dict, tally: 
     version = _VERSION.search(text)
     label = f"{answer.status_code} {state[1] if state else '?'}"
     tally.count(label)
+    if answer.status_code == 503 and "503" in tally.allowed:
+        return "unavailable", None
     if answer.status_code >= 500 or (answer.status_code, state[1] if state else None) not in {
             (200, "saved"), (409, "stale")}:
         tally.note("errors", f"{label}: {text[:200]}")
     return (state[1] if state else "failed"), (int(version[1]) if version else None)
+
+
+RESEND_PAUSE_SECONDS = 0.5
+RESEND_FOR_SECONDS = 60.0  # how long a reviewer keeps resending an unanswered change after the run's end
+
+
+def save_until_answered(reviewer: Reviewer, session: requests.Session, url: str, unit: Unit, value: tuple,
+                        version: int, headers: dict, tally: Tally, *, until: float, resent: bool = False) -> None:
+    """Send a change, and again after a pause while it gets no answer (503, cut off), as the turn page does. A 409
+    for a change sent before means its earlier copy was stored (only this reviewer writes the unit): the reviewer
+    takes the version the server names. ``resent``: a copy of this change was sent already without an answer."""
+    while True:
+        state, answered = post(session, url, body_of(unit, value, version), headers, tally)
+        if state == "saved" or (state == "stale" and resent and answered is not None):
+            reviewer.believed[unit] = Saved(*value, version=answered or 0)
+            reviewer.pending.pop(unit, None)
+            with tally.lock:
+                tally.acknowledged += 1
+            return
+        if state not in ("unavailable", "cut off"):
+            return
+        reviewer.pending[unit] = value
+        if time.monotonic() > until + RESEND_FOR_SECONDS:
+            return  # compare() accepts the stored value being this change or the one before
+        resent = True
+        time.sleep(RESEND_PAUSE_SECONDS)
 
 
 def reviewer_loop(reviewer: Reviewer, sessions: tuple[requests.Session, requests.Session], base: str,
@@ -252,13 +300,17 @@ def reviewer_loop(reviewer: Reviewer, sessions: tuple[requests.Session, requests
                                              f"were saved (versions {saved})")
                 if saved:
                     reviewer.believed[unit] = Saved(*value, version=max(v or 0 for v in saved))
+                    reviewer.pending.pop(unit, None)
+                    with tally.lock:
+                        tally.acknowledged += 1
+                elif any(state in ("unavailable", "cut off") for state, _ in outcomes):
+                    save_until_answered(reviewer, session, url, unit, value, current.version if current else 0,
+                                        headers, tally, until=until, resent=True)
                 elif all(state == "stale" for state, _ in outcomes):
                     tally.note("errors", f"{reviewer.username} {unit.code}: neither copy of a double submit saved")
             else:
-                state, version = post(session, url, body_of(unit, value, current.version if current else 0),
-                                      headers, tally)
-                if state == "saved":
-                    reviewer.believed[unit] = Saved(*value, version=version or 0)
+                save_until_answered(reviewer, session, url, unit, value, current.version if current else 0,
+                                    headers, tally, until=until)
 
 
 # --- the comparison with the database ---------------------------------------------------------------------------
@@ -283,10 +335,13 @@ def compare(round_id: int, reviewers: list[Reviewer], tally: Tally) -> None:
             (score, count, tuple(sorted(spans.get(pk, []))), version, pk))
     believed = {(r.username, u.turn_id, u.response_id, u.code): saved
                 for r in reviewers for u, saved in r.believed.items()}
+    # A change whose resends never got an answer may be stored or not: either it or the value before it is right.
+    unanswered = {(r.username, u.turn_id, u.response_id, u.code): value
+                  for r in reviewers for u, value in r.pending.items()}
     for key, copies in stored.items():
         if len(copies) > 1:
             tally.note("duplicated", f"{key}: {len(copies)} rows")
-        if key not in believed:
+        if key not in believed and (key not in unanswered or unanswered[key] != copies[0][:3]):
             tally.note("duplicated", f"{key}: a row no reviewer saved")
     for key, saved in believed.items():
         copies = stored.get(key)
@@ -294,12 +349,70 @@ def compare(round_id: int, reviewers: list[Reviewer], tally: Tally) -> None:
             tally.note("lost", f"{key}: saved (version {saved.version}) but not in the database")
             continue
         score, count, stored_spans, version, _ = copies[0]
-        if (score, count, stored_spans, version) != (saved.score, saved.count, saved.spans, saved.version):
+        if (score, count, stored_spans, version) == (saved.score, saved.count, saved.spans, saved.version):
+            tally.stored_as_acknowledged += 1
+        elif unanswered.get(key) != (score, count, stored_spans) or version != saved.version + 1:
             tally.note("lost", f"{key}: believed {saved}, stored {(score, count, stored_spans, version)}")
     doubled = (Span.objects.filter(judgment_id__in=[r[0] for r in rows])
                .values("judgment_id", "start", "end", "subcategory_id").annotate(n=Count("id")).filter(n__gt=1))
     for row in doubled:
         tally.note("duplicated", f"judgment {row['judgment_id']}: span {row} stored twice")
+
+
+# --- faults (issue 31) -------------------------------------------------------------------------------------------
+
+FAULTS = ("none", "postgres", "redis", "web-worker")
+# What is no failure in each phase: a stopped PostgreSQL answers 503; a killed worker cuts its requests off; with Redis
+# down nothing a reviewer does may fail at all.
+ALLOWED = {"none": frozenset(), "postgres": frozenset({"503"}), "redis": frozenset(),
+           "web-worker": frozenset({"cut off"})}
+
+
+def _redis_answers(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+        sock.sendall(b"PING\r\n")
+        return sock.recv(16).startswith(b"+PONG")
+    return False
+
+
+def inject(fault: str, *, seconds: float, server: subprocess.Popen, started: list[subprocess.Popen],
+           said: list[str]) -> None:
+    """Make ``fault`` happen now and last ``seconds``; what it started again goes into ``started`` (stopped at the
+    end of the run), what it did into ``said``."""
+    if fault == "postgres":
+        from cab.embedded_db.server import Server
+
+        root = Path(os.environ["TESTENV_PG_ROOT"])
+        port = urllib.parse.urlsplit(os.environ["DATABASE_URL"]).port
+        version = int((root / "data" / "PG_VERSION").read_text().strip())
+        Server(root, version=version, tcp_port=port).stop()
+        said.append(f"PostgreSQL stopped for {seconds:g} s")
+        time.sleep(seconds)
+        Server(root, version=version, tcp_port=port, settings=("max_connections=200",)).attach()
+        said.append("PostgreSQL started again on the same data")
+    elif fault == "redis":
+        port = urllib.parse.urlsplit(os.environ["REDIS_URL"]).port or 6379
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"SHUTDOWN NOSAVE\r\n")
+            sock.recv(16)
+        said.append(f"Redis shut down for {seconds:g} s")
+        time.sleep(seconds)
+        folder = tempfile.mkdtemp(prefix="cab-redis-again-")
+        started.append(subprocess.Popen(  # noqa: S603 - redis-server, fixed arguments
+            [shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save",
+             "", "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL))
+        deadline = time.monotonic() + 20
+        while not _redis_answers(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        said.append("Redis started again, empty")
+    elif fault == "web-worker":
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+            if children:
+                os.kill(int(random.choice(children)), signal.SIGKILL)  # noqa: S311 - which worker, not a secret
+                said.append("a gunicorn worker SIGKILLed")
+            time.sleep(2)
 
 
 # --- main ------------------------------------------------------------------------------------------------------
@@ -320,7 +433,9 @@ def run(args: argparse.Namespace) -> int:
          "--workers", str(args.workers), "--timeout", "120", "--log-level", "warning"],
         cwd=ROOT, env=dict(os.environ, DEBUG="0", PYTHONUNBUFFERED="1"), stdout=server_log, stderr=server_log,
     )
-    tally = Tally()
+    tally = Tally(allowed=ALLOWED[args.fault])
+    restarted: list[subprocess.Popen] = []
+    said: list[str] = []
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -353,12 +468,26 @@ def run(args: argparse.Namespace) -> int:
                                                                                                  strict=True))]
         for thread in threads:
             thread.start()
+        if args.fault != "none":
+            time.sleep(min(args.fault_after, args.seconds))
+            inject(args.fault, seconds=args.fault_seconds, server=server, started=restarted, said=said)
         for thread in threads:
             thread.join()
     finally:
         server.terminate()
         server.wait(timeout=30)
+        for process in restarted:
+            process.terminate()
+            process.wait(timeout=10)
+    from django.db import connections
+
+    connections.close_all()  # a PostgreSQL restarted meanwhile ended this process's connection
     compare(round_id, reviewers, tally)
+    return report(args, tally, reviewers, said, server_log)
+
+
+def report(args: argparse.Namespace, tally: Tally, reviewers: list[Reviewer], said: list[str],
+           server_log: IO[str]) -> int:
     ordered = sorted(tally.latencies)
     believed = sum(len(r.believed) for r in reviewers)
     p50, p95 = (statistics.median(ordered), percentile(ordered, 0.95)) if ordered else (0.0, 0.0)
@@ -372,10 +501,35 @@ def run(args: argparse.Namespace) -> int:
     if tally.errors:
         server_log.seek(0)
         print("server log (last lines):\n" + "".join(server_log.readlines()[-20:]))
+    if said:
+        print("fault: " + "; ".join(dict.fromkeys(f"{what} (x{said.count(what)})" if said.count(what) > 1 else what
+                                                  for what in said)))
+    failures = sum(n for what, n in tally.answers.items() if what.startswith("5") and not what.startswith("503"))
+    print(f"phase {args.fault}: acknowledged saves {tally.acknowledged}, units saved {believed}, stored as "
+          f"acknowledged {tally.stored_as_acknowledged}, lost {len(tally.lost)}, duplicated {len(tally.duplicated)}, "
+          f"answered 503 {tally.answers.get('503 ?', 0)}, cut off {tally.answers.get('cut off', 0)}, other 5xx "
+          f"{failures}")
     print(f"failed requests: {len(tally.errors)}")
     print(f"lost judgments: {len(tally.lost)}")
     print(f"duplicated judgments: {len(tally.duplicated)}")
     return 1 if tally.lost or tally.duplicated or tally.errors or not believed else 0
+
+
+def every_phase(arguments: list[str]) -> int:
+    """Each phase in its own process (its own PostgreSQL, Redis and gunicorn), then the table of the phases."""
+    rows, worst = [], 0
+    for fault in FAULTS:
+        print(f"--- phase {fault}", flush=True)
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *arguments,  # noqa: S603
+                               "--fault", fault], capture_output=True, text=True, check=False)
+        print(done.stdout + done.stderr, flush=True)
+        found = re.search(r"^phase \S+: (.*)$", done.stdout, re.MULTILINE)
+        rows.append((fault, found[1] if found else f"no summary (exit {done.returncode})", done.returncode))
+        worst = max(worst, done.returncode)
+    print("\nphase       | exit | " + "what was acknowledged and what was stored")
+    for fault, summary, code in rows:
+        print(f"{fault:<11} | {code:>4} | {summary}")
+    return worst
 
 
 def main() -> int:
@@ -390,12 +544,20 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1) + 1,
                         help="gunicorn sync workers (default 2 x cores + 1)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fault", choices=FAULTS, default="none",
+                        help="a dependency that fails during the run (see above)")
+    parser.add_argument("--fault-after", type=float, default=10.0, help="seconds into the run the fault starts")
+    parser.add_argument("--fault-seconds", type=float, default=10.0, help="how long the fault lasts")
+    parser.add_argument("--faults", action="store_true",
+                        help="every phase (none and each fault) in turn, each on its own servers, and one table")
     parser.add_argument("--app", default="cab.wsgi:application",
                         help="the WSGI application gunicorn serves (another one checks that this script notices a "
                              "server that loses saves)")
     args = parser.parse_args()
     if args.short:
         args.reviewers, args.seconds = 5, 5.0
+    if args.faults:
+        return every_phase([a for a in sys.argv[1:] if a != "--faults"])
     if os.environ.get(INNER) != "1":
         # Never the caller's database: a throwaway PostgreSQL and Redis of our own, removed afterwards.
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")} | {INNER: "1"}

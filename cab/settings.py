@@ -230,14 +230,14 @@ STORAGES = {
 # Celery: a real broker when REDIS_URL is set; otherwise (embedded mode only) tasks run in-process.
 REDIS_URL = env("REDIS_URL")
 if REDIS_URL:
-    # One cache for every web worker: the API's rate limits count across processes.
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": "cab"}}
-    # Sessions are read from that cache and written through to the database (which stays the record: a cache
-    # flushed or restarted costs one database read per session). Every page and autosave reads its session, and a
-    # cache read is one Redis round trip instead of a database query. Only with Redis: a per-process cache would
-    # let a session signed out in one worker live on in the others.
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    # One cache for every web worker: the API's rate limits count across processes, drawn figures are drawn once.
+    # Nothing in it is the record of anything, so a Redis that cannot be reached is a cache miss (django-redis's
+    # IGNORE_EXCEPTIONS: a failed read answers nothing, a failed write is skipped, logged at most once a minute per
+    # process by common.logs), and short socket timeouts bound what a Redis that stops answering costs a request.
+    CACHES = {"default": {"BACKEND": "django_redis.cache.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "cab",
+                          "OPTIONS": {"IGNORE_EXCEPTIONS": True, "SOCKET_CONNECT_TIMEOUT": 1, "SOCKET_TIMEOUT": 1}}}
+    DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+    DJANGO_REDIS_LOGGER = "cab.cache"
     CELERY_BROKER_URL = REDIS_URL
     CELERY_RESULT_BACKEND = REDIS_URL
     CELERY_TASK_ALWAYS_EAGER = False
@@ -331,8 +331,11 @@ SESSION_COOKIE_SECURE = PRODUCTION
 CSRF_COOKIE_SECURE = PRODUCTION
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
-# Sessions end after SESSION_IDLE_MINUTES without a request and with the browser; requests renew them at most
-# once a minute (access/sessions.py), not with a save on every request.
+# Sessions live in PostgreSQL, which holds every judgment anyway: one primary-key read per signed-in request, and a
+# Redis outage signs nobody out and keeps no signed-out session alive (a cache in front would have to be told of a
+# sign-out made while it was unreachable). They end after SESSION_IDLE_MINUTES without a request and with the
+# browser; requests renew them at most once a minute (access/sessions.py), not with a save on every request.
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 SESSION_COOKIE_AGE = int(env("SESSION_IDLE_MINUTES", "120")) * 60
 SESSION_RENEW_SECONDS = 60
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
@@ -367,8 +370,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"once_a_minute": {"()": "common.logs.OnceAMinute"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "WARNING"},
+                "cab.cache": {"filters": ["once_a_minute"]}},
 }
 
 # Said once at start-up (by cab.wsgi and manage.py runserver, through logging): which database and which task

@@ -23,7 +23,7 @@ _UNREACHABLE: dict[str, tuple[type[BaseException], ...]] = {
     "database": (OperationalError, InterfaceError),
     "redis": (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, kombu.exceptions.OperationalError),
 }
-_WHAT = {"database": "the database", "redis": "the session and task store (Redis)"}
+_WHAT = {"database": "the database", "redis": "the task broker (Redis)"}
 
 
 def unreachable(error: BaseException | None) -> str | None:

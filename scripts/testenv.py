@@ -35,7 +35,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def postgres(version: int, *, for_tests: bool) -> Iterator[str]:
+def postgres(version: int, *, for_tests: bool) -> Iterator[tuple[str, Path]]:
     """A throwaway server from the same wheel as the product's embedded one (cab.embedded_db), on loopback, with
     durability off (a test run's data is thrown away), removed afterwards. ``for_tests``: no autovacuum either, so
     that no table's statistics describe rows some earlier test rolled back (a table analysed while it held only
@@ -49,7 +49,7 @@ def postgres(version: int, *, for_tests: bool) -> Iterator[str]:
     keep_log = os.environ.get("TESTENV_PG_LOG")  # where to keep the server's log (slow statements, lock waits)
     try:
         connection = server.attach()
-        yield connection.url("postgres")
+        yield connection.url("postgres"), server.root
     finally:
         if keep_log:
             with contextlib.suppress(OSError):
@@ -104,7 +104,8 @@ def main(argv: list[str]) -> int:
     env.pop("TESTENV_PG_LOG", None)  # this run's server log, not that of a testenv the command starts
     with contextlib.ExitStack() as stack:
         if not env.get("DATABASE_URL"):
-            env["DATABASE_URL"] = stack.enter_context(postgres(parsed.postgres, for_tests=parsed.for_tests))
+            env["DATABASE_URL"], root = stack.enter_context(postgres(parsed.postgres, for_tests=parsed.for_tests))
+            env["TESTENV_PG_ROOT"] = str(root)  # a fault script stops and starts this server (load_autosave.py)
             print(f"testenv: started a throwaway PostgreSQL at {env['DATABASE_URL']}", flush=True)
         if not env.get("REDIS_URL"):
             env["REDIS_URL"] = stack.enter_context(redis())

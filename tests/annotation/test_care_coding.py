@@ -21,7 +21,7 @@ CRISIS_END, CALLBACK_START = 8, 11
 # The CAB turn page's queries, plus for a history: its sessions, the replies of its earlier turns, and whether the
 # user may see the judges' labels; at the end of a crisis or callback session also the session with its last turn
 # and the coder's checklist judgments.
-CARE_PAGE_QUERIES = 7 + 3
+CARE_PAGE_QUERIES = 8 + 3
 CHECKLIST_QUERIES = 2
 
 

@@ -92,13 +92,13 @@ def judgment_count(study) -> int:
 def test_home_and_queue_pages_need_a_fixed_number_of_queries_at_any_size(client, data, django_assert_num_queries):
     client.force_login(data["reviewer"])
     # user, roles three times, open rounds with progress, expert memberships, feedback rounds, studies, their
-    # rounds (the session is read from Redis)
-    with django_assert_num_queries(9):
+    # rounds (and the session)
+    with django_assert_num_queries(10):
         home = client.get(reverse("home"))
     assert home.status_code == 200
     assert home.content.count(b"/feedback/") == SIZES[data["size"]]["rounds"]
-    # user, round, the reviewer's assignments with their turns (the session is read from Redis)
-    with django_assert_num_queries(3):
+    # user, round, the reviewer's assignments with their turns (and the session)
+    with django_assert_num_queries(4):
         queue = client.get(reverse("queue", args=[data["main"].pk]))
     assert queue.status_code == 200
     assert queue.content.count(b"/turns/") >= Assignment.objects.filter(round=data["main"],
@@ -158,8 +158,8 @@ def test_judgment_exports_need_a_fixed_number_of_queries_whatever_the_rows(clien
         with django_assert_num_queries(4 + queries):
             text = body(api.get(reverse("api-export-judgments", args=[SLUG, fmt])))
         assert text.count(b"\n") - (fmt == "csv") == n
-        # user, roles twice, study, the export's own (the session: Redis)
-        with django_assert_num_queries(4 + queries):
+        # user, roles twice, study, the export's own (and the session)
+        with django_assert_num_queries(5 + queries):
             assert body(client.get(reverse("export-judgments", args=[SLUG, fmt]))) == text
 
 
@@ -174,8 +174,8 @@ def test_items_exports_need_a_fixed_number_of_queries_at_any_size(client, data, 
         Assignment.objects.filter(pk=assignment.pk).update(comment="@SUM(A1:A9) looks cut", flags=["truncated"])
     client.force_login(researcher_user)
     for fmt in ("csv", "jsonl"):
-        # user, roles twice, study, the assignments' server-side cursor (the session: Redis)
-        with django_assert_num_queries(5):
+        # user, roles twice, study, the assignments' server-side cursor (and the session)
+        with django_assert_num_queries(6):
             text = body(client.get(reverse("export-items", args=[SLUG, fmt])))
         assert text.count(b"\n") - (fmt == "csv") == n
         assert text.count(b"SUM(A1:A9) looks cut") == 3

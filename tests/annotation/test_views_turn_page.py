@@ -21,10 +21,10 @@ from tests.annotation.test_views import fill_turn, login
 
 pytestmark = pytest.mark.django_db
 
-# User, assignment, earlier turns, responses, judgments, spans, progress (the session is read from Redis); the
+# Session, user, assignment, earlier turns, responses, judgments, spans, progress; the
 # first page of a study's schema in a process also reads its attributes and subcategories (kept per process once
 # the schema is frozen).
-TURN_PAGE_QUERIES = 7
+TURN_PAGE_QUERIES = 8
 SCHEMA_QUERIES = 2
 MAX_RAW_BYTES = 60_000
 MAX_GZIP_BYTES = 15_000
@@ -105,11 +105,11 @@ def test_a_save_by_someone_no_longer_in_the_study_is_refused_in_place_not_forbid
     assert b'data-state="refused"' in response.content and b"not a member" in response.content
 
 
-# User, assignment (the session is read from Redis); the round (shared lock) with the judgment (row lock); its
+# Session, user, assignment; the round (shared lock) with the judgment (row lock); its
 # spans; the update with its history row. The schema and the turn's responses are read once per process and kept.
 # A calibration round (this test's) also reads whether a reopening locked the item, in a statement after the
-# round's lock: 6 (5 in the main round).
-AUTOSAVE_QUERIES = 6
+# round's lock: 7 (6 in the main round).
+AUTOSAVE_QUERIES = 7
 
 
 def test_an_autosave_needs_a_fixed_number_of_queries_and_keeps_its_history(client, demo, django_assert_num_queries):

@@ -110,7 +110,7 @@ def test_a_long_history_is_paged(client, admin_user, item, monkeypatch):
 
 
 @pytest.mark.parametrize("more_saves", [0, 12])
-def test_the_page_needs_6_queries_whatever_the_length_of_the_history(client, admin_user, item, more_saves, reviewer,
+def test_the_page_needs_7_queries_whatever_the_length_of_the_history(client, admin_user, item, more_saves, reviewer,
                                                                      other_reviewer, django_assert_num_queries):
     round_, turn = item
     gpt = turn.responses.get(model_slot="GPT")
@@ -118,8 +118,8 @@ def test_the_page_needs_6_queries_whatever_the_length_of_the_history(client, adm
         services.judgment_save(round=round_, by=reviewer if n % 2 else other_reviewer, attribute=attribute("TD"),
                                response=gpt, score=n % 3)
     client.force_login(admin_user)
-    # account, roles, round, turn, count of changes, one page of changes with their names (the session: Redis)
-    with django_assert_num_queries(6):
+    # account, roles, round, turn, count of changes, one page of changes with their names (and the session)
+    with django_assert_num_queries(7):
         response = client.get(url(round_, turn))
     assert len(shown_revisions(response.content.decode())) == 5 + more_saves
 

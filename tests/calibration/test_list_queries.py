@@ -73,9 +73,9 @@ def admin(db, built):
     return get_user_model().objects.get(pk=built["admin"])
 
 
-def test_study_dashboard_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_study_dashboard_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         response = client.get(reverse("study-dashboard", args=[SLUG]))
     assert response.status_code == 200
     page = response.content.decode()
@@ -84,19 +84,19 @@ def test_study_dashboard_needs_11_queries_at_any_size(client, admin, data, djang
     assert page.count("/resolve") == SIZES[data["size"]]["alerts"]
 
 
-def test_consensus_page_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_consensus_page_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         response = client.get(reverse("consensus", args=[data["first"].pk]) + "?show=all")
     assert response.status_code == 200
     experts = StudyMember.objects.filter(study=data["study"], role="expert").values_list("user__username", flat=True)
     assert all(name.encode() in response.content for name in experts)
 
 
-def test_workshop_page_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_workshop_page_needs_13_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
     # … one of them letters the responses (model names are hidden by default), one gets the reviewers' notes
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):
         response = client.get(reverse("workshop", args=[data["first"].pk]))
     assert response.status_code == 200
     assert b"items with gold match" in response.content
@@ -104,9 +104,9 @@ def test_workshop_page_needs_12_queries_at_any_size(client, admin, data, django_
     assert b'class="reviewer-notes"' in response.content
 
 
-def test_workshop_page_with_model_names_needs_11_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_workshop_page_with_model_names_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(11):
+    with django_assert_num_queries(12):
         response = client.get(reverse("workshop", args=[data["first"].pk]) + "?models=1&reveal=1&page=2")
     assert response.status_code == 200
 
@@ -115,37 +115,37 @@ def test_consensus_page_for_an_expert_needs_a_fixed_number_of_queries(client, da
     Study.objects.filter(pk=data["study"].pk).update(experts_see_consensus=True)
     expert = StudyMember.objects.filter(study=data["study"], role="expert").select_related("user").first().user
     client.force_login(expert)
-    with django_assert_num_queries(12):  # … one of them finds that the expert belongs to the study
+    with django_assert_num_queries(13):  # … one of them finds that the expert belongs to the study
         response = client.get(reverse("consensus", args=[data["first"].pk]))
     assert response.status_code == 200 and b"Read-only" in response.content
 
 
 def test_memo_needs_a_fixed_number_of_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         html = client.get(reverse("memo", args=[data["first"].pk, "html"]))
     assert html.content.decode().count("Decision on ") == SIZES[data["size"]]["notes"]
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         markdown = client.get(reverse("memo", args=[data["first"].pk, "md"]))
     assert markdown.content.decode().count("Decision on ") == SIZES[data["size"]]["notes"]
 
 
-def test_feedback_page_needs_9_queries_at_any_size(client, data, django_assert_num_queries):
+def test_feedback_page_needs_10_queries_at_any_size(client, data, django_assert_num_queries):
     client.force_login(data["reviewer"])
-    with django_assert_num_queries(9):  # … two of them name each response as the reviewer saw it and link to it,
+    with django_assert_num_queries(10):  # … two of them name each response as the reviewer saw it and link to it,
         # one reads the shown differences' spans (the reviewer's own and the expert panel's)
         response = client.get(reverse("feedback", args=[data["first"].pk]))
     assert response.status_code == 200
     assert b"Agreement with gold over" in response.content
 
 
-def test_panel_page_needs_6_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_panel_page_needs_7_queries_at_any_size(client, admin, data, django_assert_num_queries):
     run = metric_services.metric_run_request(study=data["study"], by=None, bootstrap=20)
     metric_runs.metric_run_execute(run_id=run.pk)
     client.force_login(admin)
     client.get(reverse("panel", args=[SLUG]))  # a session older than SESSION_RENEW_SECONDS is renewed first
-    # user, roles, study, latest succeeded run, newest run, members (the session is read from Redis)
-    with django_assert_num_queries(6):
+    # user, roles, study, latest succeeded run, newest run, members (and the session)
+    with django_assert_num_queries(7):
         response = client.get(reverse("panel", args=[SLUG]))
     assert response.status_code == 200
     assert response.content.decode().count('name="retain"') == SIZES[data["size"]]["reviewers"]

@@ -91,8 +91,8 @@ def body(response) -> bytes:
 def test_exports_page_needs_a_fixed_number_of_queries_at_any_size(client, data, researcher_user,
                                                                   django_assert_num_queries):
     client.force_login(researcher_user)
-    # user, roles twice, studies, their newest succeeded runs (one query), roles for the page (session: Redis)
-    with django_assert_num_queries(6):
+    # user, roles twice, studies, their newest succeeded runs (one query), roles for the page (and the session)
+    with django_assert_num_queries(7):
         page = client.get(reverse("exports"))
     html = body(page).decode()
     for study in data["studies"]:
@@ -116,8 +116,8 @@ def test_report_json_downloads_need_a_fixed_number_of_queries_at_any_size(client
                                                                           django_assert_num_queries):
     newest = data["newest"][SLUG]
     client.force_login(researcher_user)
-    # user, roles twice, study, its newest succeeded run (the session is read from Redis)
-    with django_assert_num_queries(5):
+    # user, roles twice, study, its newest succeeded run (and the session)
+    with django_assert_num_queries(6):
         page = body(client.get(reverse("export-report", args=[SLUG])))
     assert json.loads(page) == newest.result
     api = token_client(researcher_user)
@@ -131,8 +131,8 @@ def test_report_json_downloads_need_a_fixed_number_of_queries_at_any_size(client
 def test_index_table_downloads_need_a_fixed_number_of_queries_at_any_size(client, data, researcher_user, table,
                                                                           django_assert_num_queries):
     client.force_login(researcher_user)
-    # user, roles twice, study, its newest succeeded run (the session is read from Redis)
-    with django_assert_num_queries(5):
+    # user, roles twice, study, its newest succeeded run (and the session)
+    with django_assert_num_queries(6):
         page = body(client.get(reverse("export-index-table", args=[SLUG, table])))
     rows = list(csv.reader(io.StringIO(page.decode(), newline="")))
     assert len(rows) == 1 + len(data["models"])

@@ -167,7 +167,7 @@ def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, adm
     MetricRun.objects.filter(study=care).delete()
     client.force_login(admin_user)
     url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])
-    with django_assert_num_queries(12):  # user, run; the history (6 + its texts); the rest
+    with django_assert_num_queries(13):  # session, user, run; the history (6 + its texts); the rest
         html = client.get(url).content.decode()
     assert "No stored run has this history" in html
     assert _timeline_rows(html)[8]["state"] == "Settling"

@@ -228,13 +228,12 @@ def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, r
 def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_num_queries):
     client.force_login(researcher)
     client.get(reverse("reports", args=["syn"]))  # session and roles warmed
-    # user, roles (access check and page header), study, runs, rounds, progress, permissions (2); the session is
-    # read from Redis
-    with django_assert_num_queries(9):
+    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2)
+    with django_assert_num_queries(10):
         client.get(reverse("reports", args=["syn"]))
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         client.get(reverse("reports-page", args=["syn", "reliability"]))
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         client.get(reverse("reports-file", args=["syn", "risk", "ari", "csv"]))
 
 
@@ -251,7 +250,8 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
     url = reverse("reports-span-examples", args=["syn"])
     assert f'href="{url}?model={model}&amp;subcategory={sub}' in spans_page
     client.get(url, {"model": model, "subcategory": sub})
-    with django_assert_num_queries(8):  # user, roles ×2, study, count, chosen ids, spans, responses
+    with django_assert_num_queries(9):  # session, user, roles ×2, study, count, chosen ids, spans,
+        # responses
         page = client.get(url, {"model": model, "subcategory": sub}).content.decode()
     expected = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
                                    judgment__is_gold=False, judgment__response__model_slot=model,
@@ -291,7 +291,7 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
                                  judgment__response__turn__conversation__kind="multi")
     assert 0 < responses(in_multi) < responses(everywhere)
     client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"})
-    with django_assert_num_queries(8):  # the filters join inside the same three queries
+    with django_assert_num_queries(9):  # the filters join inside the same three queries
         page = client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"}
                           ).content.decode()
     assert f"{responses(in_multi)} main-round response" in page and f"in {MULTI} to multi-turn" in page
