@@ -2,8 +2,9 @@
 on its own PostgreSQL and Redis, each stopped and started again while a signed-in reviewer and an API client keep
 asking. While PostgreSQL is down, pages answer the styled 503 page and the API its JSON error, both with
 Retry-After, and /healthz names the dependency (503); while Redis is down, signed-in pages and the API answer 200
-(sessions are in the database; issue 31 item 1), /healthz says "degraded", and a sign-out made in the outage still
-holds when Redis is back empty; once each is back, the same requests answer 200 again, the session still valid."""
+(sessions are in the database; issue 31 item 1), /healthz says "degraded", and a sign-out and an admin's
+deactivation made in the outage take effect at once and still hold when Redis is back empty; once each is back,
+the same requests answer 200 again, the session still valid."""
 
 from __future__ import annotations
 
@@ -96,10 +97,11 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
             [sys.executable, "manage.py", "shell", "-c",
              "from access import roles\nfrom access.services import user_ensure\nfrom api import services\n"
              f"user = user_ensure(username='olga', role=roles.ADMIN, password={PASSWORD!r})\n"
-             "print(services.api_token_create(user=user, name='t', scopes=['read'], by=None)[1])"],
+             f"rita = user_ensure(username='rita', role=roles.REVIEWER, password={PASSWORD!r})\n"
+             "print(rita.pk, services.api_token_create(user=user, name='t', scopes=['read'], by=None)[1])"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert made.returncode == 0, made.stderr[-3000:]
-        token = made.stdout.split()[-1]
+        rita_id, token = made.stdout.split()[-2:]
         web = subprocess.Popen([sys.executable, "-m", "gunicorn", "cab.wsgi", "-b", f"127.0.0.1:{web_port}", "-w",
                                 "1", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -131,8 +133,8 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
 
         # Redis down: signed-in pages and the API go on (sessions are in the database, rate limits uncounted),
         # /healthz says degraded, and a sign-out made meanwhile holds once Redis is back (empty).
-        leaving = requests.Session()
-        assert _signed_in(leaving, base)
+        leaving, rita = requests.Session(), requests.Session()
+        assert _signed_in(leaving, base) and _signed_in(rita, base, username="rita")
         redis.__exit__(None, None, None)
         assert browser.get(f"{base}/", allow_redirects=False).status_code == 200
         assert api.get(f"{base}/api/v1/studies/").status_code == 200
@@ -146,9 +148,18 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         token_field = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
         assert leaving.post(f"{base}/logout/", data={"csrfmiddlewaretoken": token_field},
                             headers={"Referer": base}).status_code == 200
+        # an admin deactivates an account meanwhile: its session stops at once, and stays stopped
+        people = browser.get(f"{base}/people/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', people.text).group(1)
+        deactivated = browser.post(f"{base}/people/{rita_id}/active", data={"csrfmiddlewaretoken": csrf},
+                                   headers={"Referer": base}, allow_redirects=False)
+        assert deactivated.status_code == 302, (deactivated.status_code, deactivated.text[:300])
+        assert "rita is deactivated" in browser.get(f"{base}/people/").text
+        assert rita.get(f"{base}/", allow_redirects=False).status_code == 302
         redis = _redis(redis_port, tmp_path / "redis")
         redis.__enter__()
         _wait(everything_answers, "not every request answered 200 after Redis came back")
+        assert rita.get(f"{base}/", allow_redirects=False).status_code == 302, "the deactivation did not hold"
         assert replayed.get(f"{base}/", allow_redirects=False).status_code == 302, "the sign-out did not hold"
         assert browser.get(f"{base}/", allow_redirects=False).status_code == 200, "the other session was kept"
     finally:
@@ -169,9 +180,9 @@ def _status(url: str) -> int | None:
         return None
 
 
-def _signed_in(browser: requests.Session, base: str) -> bool:
+def _signed_in(browser: requests.Session, base: str, username: str = "olga") -> bool:
     login = browser.get(f"{base}/login/")
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
-    answer = browser.post(f"{base}/login/", data={"username": "olga", "password": PASSWORD,
+    answer = browser.post(f"{base}/login/", data={"username": username, "password": PASSWORD,
                                                   "csrfmiddlewaretoken": csrf}, headers={"Referer": base})
     return answer.status_code == 200 and answer.url == f"{base}/"
