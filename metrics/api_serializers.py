@@ -31,6 +31,9 @@ class MetricRunOut(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    resent_at = serializers.DateTimeField(
+        allow_null=True, help_text="when the workers' recovery last sent the run again (no worker had taken it in "
+                                   "time, or its worker stopped); null if never")
     error = serializers.SerializerMethodField(help_text="what went wrong (first line), for a failed run")
 
     def get_error(self, run: MetricRun) -> str:

@@ -31,6 +31,9 @@ class MetricRun(models.Model):
     enqueued_at = models.DateTimeField(
         null=True, blank=True, help_text="When the run was last handed to the task broker (None: not yet, or it was "
                                          "unreachable; the workers' recovery sends it).")
+    resent_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the workers' recovery last sent the run again (no worker had taken it "
+                                         "in time, or its worker stopped); shown with the run.")
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Last sign of life of the worker computing the run; a running run without "
                                          "one for METRIC_RUN_STALE_SECONDS is taken over.")

@@ -94,10 +94,11 @@ RESENT = ("sent again at {at:%H:%M:%S} UTC: no worker had taken it {seconds:.0f}
           "may be lost)")
 
 
-def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker") -> bool:
+def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker", resent: bool = False) -> bool:
     """Hand the run to the broker. When it cannot be reached the run stays queued, saying so (never computed
     inside the request instead), and the workers' recovery sends it when the broker is back. ``note``: the run's
-    progress message once sent."""
+    progress message once sent; ``resent``: the recovery sends it again (stamped on the run, which the dashboards
+    show after it has run)."""
     try:
         metric_run_task.delay(run_id)
     except OperationalError as error:
@@ -105,8 +106,9 @@ def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker") -> boo
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
             enqueued_at=None, progress_message=BROKER_DOWN.format(error=type(error).__name__)[:200])
         return False
+    now = timezone.now()
     MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
-        enqueued_at=timezone.now(), progress_message=note[:200])
+        enqueued_at=now, progress_message=note[:200], **({"resent_at": now} if resent else {}))
     return True
 
 
@@ -126,7 +128,7 @@ def metric_runs_recover() -> dict[str, int]:
               "memory); request the run again, or look at the workers' logs")
     requeued = list(MetricRun.objects.filter(stale).values_list("pk", flat=True))
     MetricRun.objects.filter(pk__in=requeued, status=MetricRun.Status.RUNNING).update(
-        status=MetricRun.Status.QUEUED, enqueued_at=None,
+        status=MetricRun.Status.QUEUED, enqueued_at=None, resent_at=timezone.now(),
         progress_message="its worker stopped; sent again to another worker")
     unsent = list(MetricRun.objects.filter(status=MetricRun.Status.QUEUED, enqueued_at__isnull=True)
                   .values_list("pk", flat=True))
@@ -135,7 +137,7 @@ def metric_runs_recover() -> dict[str, int]:
     lost = list(MetricRun.objects.filter(status=MetricRun.Status.QUEUED,
                                          enqueued_at__lt=timezone.now() - timedelta(seconds=waited))
                 .values_list("pk", flat=True))
-    resent = sum(metric_run_enqueue(run_id, note=RESENT.format(at=timezone.now(), seconds=waited))
+    resent = sum(metric_run_enqueue(run_id, note=RESENT.format(at=timezone.now(), seconds=waited), resent=True)
                  for run_id in lost)
     if exhausted or requeued or sent or resent:
         log.warning("metric runs recovered: %s failed, %s taken over, %s sent, %s sent again", exhausted,

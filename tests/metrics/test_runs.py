@@ -174,7 +174,9 @@ def test_recovery_sends_silent_and_unsent_runs_again_and_fails_one_that_keeps_ki
     assert metric_runs_recover() == {"failed": 1, "taken_over": 1, "sent": 2, "resent": 0}
     states = {r.pk: r for r in MetricRun.objects.all()}
     assert states[silent.pk].status == "queued" and states[silent.pk].enqueued_at is not None
+    assert states[silent.pk].resent_at is not None, "a run taken over from a stopped worker says it was sent again"
     assert states[unsent.pk].status == "queued" and states[unsent.pk].enqueued_at is not None
+    assert states[unsent.pk].resent_at is None, "a first send after a broker outage is no second delivery"
     assert states[doomed.pk].status == "failed" and "stopped 3 times" in states[doomed.pk].error
     assert states[alive.pk].status == "running"
     assert metric_runs_recover() == {"failed": 0, "taken_over": 0, "sent": 0, "resent": 0}, "nothing is sent twice"
@@ -214,5 +216,7 @@ def test_a_queued_run_no_worker_took_within_the_deadline_is_sent_again_and_says_
     fresh.refresh_from_db()
     assert lost.status == "queued" and lost.enqueued_at > sent_at
     assert lost.progress_message.startswith("sent again at ") and "message may be lost" in lost.progress_message
+    assert lost.resent_at is not None and lost.resent_at >= lost.enqueued_at
     assert fresh.progress_message != lost.progress_message  # waiting within its deadline: left alone
+    assert fresh.resent_at is None
     assert metric_runs_recover()["resent"] == 0, "sent again once per deadline, not on every round"

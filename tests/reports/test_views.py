@@ -74,6 +74,17 @@ def test_overview_polls_while_a_run_is_computing_and_shows_its_stage(client, syn
     assert "50 % · main-round indices" in fragment
 
 
+def test_overview_says_when_a_run_was_sent_again_after_it_has_run(client, synthetic, researcher):
+    """Issue 31 item 2: a run the workers' recovery sent again (a lost broker message, a stopped worker) says so on
+    the dashboard, also once it has succeeded and its progress message is "done"."""
+    run = _run(synthetic)
+    client.force_login(researcher)
+    assert "sent again" not in client.get(reverse("reports", args=["syn"])).content.decode()
+    MetricRun.objects.filter(pk=run.pk).update(resent_at="2026-05-04T03:02:01Z")
+    page = client.get(reverse("reports", args=["syn"])).content.decode()
+    assert "sent again 2026-05-04 03:02:01" in page
+
+
 def test_a_run_started_from_the_overview_keeps_its_parameters(client, synthetic, admin_user, researcher, reviewer):
     url = reverse("metric-run-start", args=["syn"])
     client.force_login(reviewer)
