@@ -10,13 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,36 +21,10 @@ import requests
 
 from cab.embedded_db.server import Server
 from tests.integration.test_default_configuration import NOT_DEFAULT
+from tests.redis_server import free_port, redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "an-outage-Passphrase-7"  # noqa: S105 - a throwaway account of this test's own database
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _redis(port: int, folder: Path) -> Iterator[subprocess.Popen]:
-    folder.mkdir(exist_ok=True)
-    process = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-                                "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(folder)],
-                               stdout=subprocess.DEVNULL)
-    try:
-        _wait(lambda: _answers(port), "redis-server did not start")
-        yield process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _answers(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-        sock.sendall(b"PING\r\n")
-        return sock.recv(16).startswith(b"+PONG")
-    return False
 
 
 def _wait(predicate, message: str, timeout: float = 60) -> None:
@@ -76,7 +47,7 @@ def _unavailable(answer: requests.Response, *, api: bool) -> None:
 
 @pytest.mark.slow(30)
 def test_an_outage_of_postgresql_or_redis_answers_503_and_recovers(tmp_path):
-    pg_port, redis_port, web_port = _free_port(), _free_port(), _free_port()
+    pg_port, redis_port, web_port = free_port(), free_port(), free_port()
     database = Server(tmp_path / "pg", tcp_port=pg_port)
     servers = [database]  # each object that attached, to let go of at the end
     url = database.attach().url("cab")
@@ -84,7 +55,7 @@ def test_an_outage_of_postgresql_or_redis_answers_503_and_recovers(tmp_path):
     env |= {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "DEBUG": "0",
             "CAB_VAR_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1"}
     base = f"http://127.0.0.1:{web_port}"
-    redis = _redis(redis_port, tmp_path / "redis")
+    redis = redis_server(redis_port, tmp_path / "redis")
     redis.__enter__()
     web = None
     try:
@@ -140,7 +111,7 @@ def test_an_outage_of_postgresql_or_redis_answers_503_and_recovers(tmp_path):
         assert health.status_code == 503
         assert health.json()["checks"]["database"] == "ok"
         assert health.json()["checks"]["redis"].startswith("unreachable (")
-        redis = _redis(redis_port, tmp_path / "redis")
+        redis = redis_server(redis_port, tmp_path / "redis")
         redis.__enter__()
         _wait(everything_answers, "not every request answered 200 after Redis came back")
     finally:
