@@ -5,7 +5,8 @@ problem (``metrics.core.bootstrap.Resampling`` arrays, a few MB) and sends helpe
 and every helper then take chunks by claiming them one at a time (``SET NX`` with an expiry), so a chunk is
 computed once and a helper that never starts (every worker busy) costs nothing: the run's worker takes what
 nobody claimed, and after a claim expires without a result it computes that chunk too. Chunk i always uses
-seed stream i, so the result is the single-worker result bit for bit, whoever computed which chunk.
+seed stream i, so the result is the single-worker result bit for bit, whoever computed which chunk. A claim's
+value names who holds the chunk (``owner``): read by people looking at Redis, never compared.
 
 Arrays travel as ``np.save`` bytes (exact), never through JSON.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -101,8 +104,14 @@ def load(prefix: str) -> Problem | None:
     return Problem(prefix, seed, resamples, requests)
 
 
-def _claim(client, prefix: str, chunk: int, owner: str) -> bool:  # noqa: ANN001
-    return bool(client.set(f"{prefix}:claim:{chunk}", owner, nx=True, ex=settings.METRIC_RUN_CHUNK_CLAIM_SECONDS))
+def owner(role: str) -> str:
+    """A claim's value: "run" (the run's own worker) or "helper", the host and process, and a tag of this delivery,
+    e.g. ``helper worker-2:4182 9f3c01aa``, so that whoever finds a chunk claimed knows which process holds it."""
+    return f"{role} {socket.gethostname()}:{os.getpid()} {uuid.uuid4().hex[:8]}"
+
+
+def _claim(client, prefix: str, chunk: int, holder: str) -> bool:  # noqa: ANN001
+    return bool(client.set(f"{prefix}:claim:{chunk}", holder, nx=True, ex=settings.METRIC_RUN_CHUNK_CLAIM_SECONDS))
 
 
 def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int:
@@ -113,11 +122,11 @@ def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int
     if problem is None:
         return 0
     single_blas_thread()  # as the run's own worker computes its chunks: the same bits whoever computes a chunk
-    boot, client, owner, done = problem.bootstrap(), redis_client(), uuid.uuid4().hex, 0
+    boot, client, helper, done = problem.bootstrap(), redis_client(), owner("helper"), 0
     for chunk in range(boot.chunks):
         if client.exists(f"{prefix}:done"):
             break
-        if not _claim(client, prefix, chunk, owner):
+        if not _claim(client, prefix, chunk, helper):
             continue
         client.set(f"{prefix}:chunk:{chunk}", _pack(boot.chunk_samples(chunk)), ex=TTL_SECONDS)
         done += 1
@@ -132,7 +141,7 @@ def compute_shared(
 ) -> list[list[np.ndarray]]:
     """The run's own worker: take every chunk nobody claimed, then collect the helpers' chunks (computing any
     whose claim expired without a result). ``progress(done, total, by_helpers)`` after each chunk."""
-    client, owner = redis_client(), uuid.uuid4().hex
+    client, own = redis_client(), owner("run")
     results: dict[int, list[np.ndarray]] = {}
     by_helpers = 0
 
@@ -142,7 +151,7 @@ def compute_shared(
 
     try:
         for chunk in range(boot.chunks):
-            if _claim(client, prefix, chunk, owner):
+            if _claim(client, prefix, chunk, own):
                 results[chunk] = boot.chunk_samples(chunk)
                 report()
         while len(results) < boot.chunks:
@@ -154,7 +163,7 @@ def compute_shared(
                     results[chunk] = _unpack(data)
                     by_helpers += 1
                     progressed = True
-                elif _claim(client, prefix, chunk, owner):  # its helper died: the claim expired without a result
+                elif _claim(client, prefix, chunk, own):  # its helper died: the claim expired without a result
                     log.warning("bootstrap chunk %s of %s: its helper stopped; computing it here", chunk, prefix)
                     results[chunk] = boot.chunk_samples(chunk)
                     progressed = True

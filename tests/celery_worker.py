@@ -19,12 +19,18 @@ def _database_url() -> str:
     return f"postgres://{auth}@{s['HOST']}:{s['PORT']}/{s['NAME']}"
 
 
+def process_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process of the product on the test database and Redis; ``env`` adds settings (a
+    REDIS_URL of its own among them)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        raise RuntimeError("a real worker needs REDIS_URL; run the suite with ./scripts/test")
+    return {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.CELERY_BROKER_URL, **(env or {})}
+
+
 @contextlib.contextmanager
 def celery_worker(queues: str = "celery", env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
     """A worker process (solo pool: the task runs in the process itself); ``env`` adds settings for it."""
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        raise RuntimeError("a real worker needs REDIS_URL; run the suite with ./scripts/test")
-    env = dict(os.environ, DATABASE_URL=_database_url(), REDIS_URL=settings.CELERY_BROKER_URL, **(env or {}))
+    env = process_env(env)
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "cab", "worker", "--pool=solo", "--concurrency=1",
          "--without-heartbeat", "--without-gossip", "--without-mingle", "-Q", queues, "--loglevel=WARNING"],
@@ -40,6 +46,16 @@ def celery_worker(queues: str = "celery", env: dict[str, str] | None = None) -> 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def consuming_workers(broker_url: str | None = None) -> int:
+    """How many worker processes wait for a task on the broker (Redis clients whose last command was BRPOP, on the
+    broker's database): a started worker counts once it consumes."""
+    import redis
+
+    client = redis.Redis.from_url(broker_url or settings.CELERY_BROKER_URL)
+    database = str(client.connection_pool.connection_kwargs.get("db", 0))
+    return sum(1 for c in client.client_list() if c["cmd"] == "brpop" and c["db"] == database)
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.2):

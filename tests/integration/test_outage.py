@@ -11,13 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,36 +22,10 @@ import requests
 
 from cab.embedded_db.server import Server
 from tests.integration.test_default_configuration import NOT_DEFAULT
+from tests.redis_server import free_port, redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSWORD = "an-outage-Passphrase-7"  # noqa: S105 - a throwaway account of this test's own database
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _redis(port: int, folder: Path) -> Iterator[subprocess.Popen]:
-    folder.mkdir(exist_ok=True)
-    process = subprocess.Popen([shutil.which("redis-server") or "redis-server", "--port", str(port), "--bind",
-                                "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(folder)],
-                               stdout=subprocess.DEVNULL)
-    try:
-        _wait(lambda: _answers(port), "redis-server did not start")
-        yield process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _answers(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-        sock.sendall(b"PING\r\n")
-        return sock.recv(16).startswith(b"+PONG")
-    return False
 
 
 def _wait(predicate, message: str, timeout: float = 60) -> None:
@@ -77,7 +48,7 @@ def _unavailable(answer: requests.Response, *, api: bool) -> None:
 
 @pytest.mark.slow(30)
 def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(tmp_path):
-    pg_port, redis_port, web_port = _free_port(), _free_port(), _free_port()
+    pg_port, redis_port, web_port = free_port(), free_port(), free_port()
     database = Server(tmp_path / "pg", tcp_port=pg_port)
     servers = [database]  # each object that attached, to let go of at the end
     url = database.attach().url("cab")
@@ -85,7 +56,7 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
     env |= {"DATABASE_URL": url, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0", "DEBUG": "0",
             "CAB_VAR_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1"}
     base = f"http://127.0.0.1:{web_port}"
-    redis = _redis(redis_port, tmp_path / "redis")
+    redis = redis_server(redis_port, tmp_path / "redis")
     redis.__enter__()
     web = None
     try:
@@ -156,7 +127,7 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         assert deactivated.status_code == 302, (deactivated.status_code, deactivated.text[:300])
         assert "rita is deactivated" in browser.get(f"{base}/people/").text
         assert rita.get(f"{base}/", allow_redirects=False).status_code == 302
-        redis = _redis(redis_port, tmp_path / "redis")
+        redis = redis_server(redis_port, tmp_path / "redis")
         redis.__enter__()
         _wait(everything_answers, "not every request answered 200 after Redis came back")
         assert rita.get(f"{base}/", allow_redirects=False).status_code == 302, "the deactivation did not hold"
