@@ -193,7 +193,8 @@ class JudgmentOut(serializers.Serializer):
     def get_response(self, judgment) -> str | None:
         if judgment.response_id is None:
             return None
-        return response_handle(coder_id=judgment.coder_id, turn_id=judgment.turn_id, response_id=judgment.response_id)
+        return response_handle(study=self.context["study"], coder_id=judgment.coder_id, turn_id=judgment.turn_id,
+                               response_id=judgment.response_id)
 
     def get_response_id(self, judgment) -> int | None:
         return judgment.response_id if self.context.get("staff") else None

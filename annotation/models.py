@@ -8,7 +8,10 @@ scale, spans inside the response text and of the judgment's own attribute (Postg
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -112,6 +115,14 @@ class SpanSubcategory(models.Model):
         return self.slug
 
 
+BLINDING_KEY_BYTES = 32
+
+
+def blinding_key_new() -> str:
+    """A fresh study blinding key: random bytes from the operating system, as hex (``Study.blinding_key``)."""
+    return secrets.token_hex(BLINDING_KEY_BYTES)
+
+
 class Study(models.Model):
     class Status(models.TextChoices):
         SETUP = "setup", "Setting up"
@@ -165,11 +176,23 @@ class Study(models.Model):
         help_text="Session-rated studies (LC8): whether a rater's queue gives away each trajectory's sequence.",
     )
     is_synthetic = models.BooleanField(default=False)
+    # The key of the reviewers' response handles (annotation.selectors.response_handle): the study's own, so that
+    # neither a guessed SECRET_KEY nor rotating it touches them. A secret: no page, export or API answer shows it
+    # (only a study archive carries it, as the study's state). Changed only between rounds
+    # (services.study_blinding_key_rotate), as every open page names its responses by it.
+    blinding_key = models.CharField(
+        max_length=2 * BLINDING_KEY_BYTES, default=blinding_key_new, editable=False,
+        validators=[RegexValidator(r"^[0-9a-f]{64}\Z", "must be 64 lowercase hexadecimal digits")],
+        help_text="The key of the reviewers' response handles: 32 bytes as hex, secret.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["slug"]
         verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=Q(blinding_key__regex=r"^[0-9a-f]{64}$"), name="study_blinding_key_hex"),
+        ]
 
     def __str__(self) -> str:
         return self.name

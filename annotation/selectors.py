@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import threading
 import time
 from collections import defaultdict
@@ -9,17 +11,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import CharField, Count, Exists, Max, Min, Model, OuterRef, Prefetch, Q, QuerySet, Value
 from django.db.models.functions import MD5, Cast, Concat
-from django.utils.crypto import constant_time_compare, salted_hmac
+from django.utils.crypto import constant_time_compare
 
 from access.checks import user_sees_all_studies
 from annotation import care_selectors, lc8_assign, lc8_selectors, rules
 from annotation.models import (
+    BLINDING_KEY_BYTES,
     Assignment,
     AttributeDefinition,
     Judgment,
@@ -280,35 +282,45 @@ def coder_queue(*, round: Round, user: User) -> list[Assignment]:
 
 
 # Blinding. Response ids follow ingestion order, and ingestion follows the model slots, so a reviewer who could see
-# or sort them would know every model. A reviewer's pages therefore name a response only by its handle: a keyed
-# hash (HMAC with a key derived from SECRET_KEY) of (coder, turn, response), the same on every visit and in every
-# tab, different for every reviewer, unguessable without the key and in no order related to the ids. The order
-# in which a reviewer sees a turn's responses is the order of their handles; the server resolves a handle only
-# among the responses of a turn the reviewer is assigned to.
+# or sort them would know every model. A reviewer's pages therefore name a response only by its handle: an
+# HMAC-SHA256 of (coder, turn, response) keyed by the study's own blinding key (``Study.blinding_key``), the same on
+# every visit and in every tab, different for every reviewer and every study, unguessable without the key and in no
+# order related to the ids. The key is the study's, not SECRET_KEY: a guessable SECRET_KEY gives away no model, and
+# rotating it changes no handle under an open page; the study's key changes only between rounds
+# (services.study_blinding_key_rotate). The order in which a reviewer sees a turn's responses is the order of their
+# handles; the server resolves a handle only among the responses of a turn the reviewer is assigned to.
 RESPONSE_HANDLE_LENGTH = 16  # hex digits: 64 bits
-_HANDLE_SALT = "annotation.response-handle"
 
 
-def response_handle(*, coder_id: int, turn_id: int, response_id: int, secret: str | None = None) -> str:
-    """The name of a response on one coder's pages (``secret``: a fallback key, when resolving old handles)."""
-    digest = salted_hmac(_HANDLE_SALT, f"{coder_id}:{turn_id}:{response_id}", secret=secret, algorithm="sha256")
+def response_handle(*, study: Study, coder_id: int, turn_id: int, response_id: int) -> str:
+    """The name of a response on one coder's pages of ``study``.
+
+    The key's bytes are the HMAC key as they are, so a study migrated from SECRET_KEY-keyed handles (annotation
+    migration 0016, which stores the key salted_hmac derived) gives the handles it gave before."""
+    digest = hmac.new(_blinding_key(study), f"{coder_id}:{turn_id}:{response_id}".encode(), hashlib.sha256)
     return digest.hexdigest()[:RESPONSE_HANDLE_LENGTH]
+
+
+def _blinding_key(study: Study) -> bytes:
+    key = bytes.fromhex(study.blinding_key)
+    if len(key) != BLINDING_KEY_BYTES:  # never an empty or short key, whatever reached this instance
+        raise ValueError(f"study {study.slug} has no blinding key of {BLINDING_KEY_BYTES} bytes")
+    return key
 
 
 def response_by_handle(*, study: Study, coder_id: int, turn: Turn, handle: str) -> ModelResponse | None:
     """The response of ``turn`` (among those the study codes) that this coder's pages call ``handle``; None for
-    any other handle (another coder's, another turn's, a forged one). Handles made with a key in
-    SECRET_KEY_FALLBACKS still resolve, so rotating the key does not break an open page's saves."""
+    any other handle (another coder's, another turn's, another study's, a forged one)."""
     if len(handle) != RESPONSE_HANDLE_LENGTH:
         return None
     key = (study.pk, str(study.created_at), tuple(study.model_slots or ()), turn.pk)
     kept = _turn_responses.get(key)
     fresh = kept is None or time.monotonic() - kept[0] >= TURN_RESPONSES_SECONDS
     responses = _turn_responses_load(key, study, turn) if fresh else kept[1]  # type: ignore[index]
-    found = _response_named(responses, coder_id=coder_id, turn_id=turn.pk, handle=handle)
+    found = _response_named(responses, study=study, coder_id=coder_id, turn_id=turn.pk, handle=handle)
     if found is None and not fresh:  # a response added since they were kept: look again in the database
-        found = _response_named(_turn_responses_load(key, study, turn), coder_id=coder_id, turn_id=turn.pk,
-                                handle=handle)
+        found = _response_named(_turn_responses_load(key, study, turn), study=study, coder_id=coder_id,
+                                turn_id=turn.pk, handle=handle)
     return found
 
 
@@ -330,13 +342,12 @@ def _turn_responses_load(key: tuple[int, str, tuple[str, ...], int], study: Stud
     return responses
 
 
-def _response_named(responses: list[ModelResponse], *, coder_id: int, turn_id: int,
+def _response_named(responses: list[ModelResponse], *, study: Study, coder_id: int, turn_id: int,
                     handle: str) -> ModelResponse | None:
-    for secret in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
-        for response in responses:
-            mine = response_handle(coder_id=coder_id, turn_id=turn_id, response_id=response.pk, secret=secret)
-            if constant_time_compare(mine, handle):
-                return response
+    for response in responses:
+        mine = response_handle(study=study, coder_id=coder_id, turn_id=turn_id, response_id=response.pk)
+        if constant_time_compare(mine, handle):
+            return response
     return None
 
 
@@ -348,7 +359,8 @@ def responses_as_seen(*, study: Study, coder_id: int, turn_id: int,
     The order is that of the coder's handles: a shuffle per coder and turn that only the server can compute (a
     seed made of the coder's and the turn's ids alone could be recomputed by anyone who guessed them), and that
     leaves the others in place when a response is added."""
-    ordered = sorted(responses, key=lambda r: response_handle(coder_id=coder_id, turn_id=turn_id, response_id=r.pk))
+    ordered = sorted(responses, key=lambda r: response_handle(study=study, coder_id=coder_id, turn_id=turn_id,
+                                                              response_id=r.pk))
     return [(r, r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}")
             for i, r in enumerate(ordered)]
 
@@ -476,7 +488,8 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     seen = responses_as_seen(study=study, coder_id=user.pk, turn_id=turn.pk, responses=responses)
     ordered = [r for r, _ in seen]
     labels: dict[int | None, str] = {r.pk: label for r, label in seen}
-    handles = {r.pk: response_handle(coder_id=user.pk, turn_id=turn.pk, response_id=r.pk) for r in ordered}
+    handles = {r.pk: response_handle(study=study, coder_id=user.pk, turn_id=turn.pk, response_id=r.pk)
+               for r in ordered}
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
 
@@ -587,7 +600,7 @@ def judgments_visible_to(
 
     Staff roles (admin, researcher) see all of them, ordered by id. Everyone else sees only their own non-gold
     judgments (never gold and never another reviewer's, whatever the state of the round) ordered by
-    ``JUDGMENT_BLIND_ORDER``, a hash of the id keyed per user: judgments created in bulk (an import, generated
+    ``JUDGMENT_BLIND_ORDER``, a hash of the id keyed per user and study: judgments created in bulk (an import, generated
     data) have ids in model-slot order within each turn, and a list in id order would give that away.
     """
     # Unscored drafts (spans highlighted, score still to come) are not judgments yet, as in the export.
@@ -615,7 +628,9 @@ def judgments_visible_to(
     )
     if staff:
         return judgments.order_by("id")
-    key = salted_hmac("annotation.judgment-order", str(user.pk), algorithm="sha256").hexdigest()
+    # Keyed by the study's blinding key, as the handles are: the cursors carry positions in this order, which a
+    # guessed SECRET_KEY would otherwise let a reviewer invert into judgment ids.
+    key = hmac.new(_blinding_key(study), f"judgment-order:{user.pk}".encode(), hashlib.sha256).hexdigest()
     return judgments.annotate(**{JUDGMENT_BLIND_ORDER: MD5(Concat(Value(key), Cast("id", CharField())))}).order_by(
         JUDGMENT_BLIND_ORDER)
 

@@ -35,6 +35,7 @@ from annotation.models import (
     SpanSubcategory,
     Study,
     StudyMember,
+    blinding_key_new,
 )
 from audit.services import audit_record
 from benchmark.models import Conversation, ModelResponse, Session, Turn
@@ -167,6 +168,28 @@ def study_archive(*, study: Study, by: User) -> Study:
         raise ChangedMeanwhile(f"study {study.slug}")
     study.refresh_from_db()
     audit_record(by=by, action="study.archive", study=study, target=f"study:{study.slug}")
+    return study
+
+
+@transaction.atomic
+def study_blinding_key_rotate(*, study: Study, by: User | None) -> Study:
+    """Give the study a new random blinding key: every reviewer's handles and presentation order change.
+
+    Only between rounds (none open), since an open page names its responses by the old handles and would save
+    nothing; a study migrated from SECRET_KEY-keyed handles (annotation migration 0016) gets a key of its own this
+    way. The audit event says that the key changed, never what it is. ``by`` None is the system (``manage.py
+    rotate_blinding_key``); a person must be a study admin."""
+    if by is not None:
+        require_study_admin(by)
+    # Rounds are opened and reopened under the same lock (calibration.services), so none opens before this commits.
+    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
+    open_rounds = [r.name for r in study.rounds.filter(status=Round.Status.OPEN).order_by("kind", "number")]
+    if open_rounds:
+        raise ValidationError(f"the blinding key changes only between rounds: close {', '.join(open_rounds)} first "
+                              "(reviewers' open pages name responses by the current key)")
+    Study.objects.filter(pk=study.pk).update(blinding_key=blinding_key_new())
+    study.refresh_from_db()
+    audit_record(by=by, action="study.blinding_rotate", study=study, target=f"study:{study.slug}")
     return study
 
 

@@ -19,6 +19,7 @@ urlpatterns = [
     path("studies/new/", views.study_create, name="study-create"),
     path("studies/<slug:slug>/data/", views.study_data, name="study-data"),
     path("studies/<slug:slug>/settings/", views.study_settings, name="study-settings"),
+    path("studies/<slug:slug>/settings/blinding-key", views.study_blinding_rotate, name="study-blinding-rotate"),
     path("studies/<slug:slug>/conversations/upload", views.conversations_upload, name="conversations-upload"),
     path("studies/<slug:slug>/archive", views.study_archive, name="study-archive"),
     path("studies/<slug:slug>/members/add", views.member_add, name="member-add"),

@@ -349,6 +349,20 @@ def study_settings(request: AuthedRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def study_blinding_rotate(request: AuthedRequest, slug: str) -> HttpResponse:
+    _admin(request)
+    study = get_object_or_404(Study, slug=slug)
+    try:
+        services.study_blinding_key_rotate(study=study, by=request.user)
+        messages.success(request, f"Study {study.slug} has a new blinding key: every reviewer's response handles and "
+                                  "the order of each turn's responses changed.")
+    except ValidationError as error:
+        _say(request, error)
+    return redirect("study-settings", slug=slug)
+
+
+@login_required
 @require_http_methods(["GET", "POST"])
 def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     _admin(request)

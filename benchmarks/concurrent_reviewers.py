@@ -136,7 +136,8 @@ def setup(count: int) -> tuple[list[Reviewer], Reviewer]:
                     spans = [SpanInput(0, 6, subs[0])] if subs else None
                     services.judgment_save(round=round_, by=user, attribute=attribute, turn=turn, response=response,
                                            score=positive[0], spans=spans, instance_count=1 if subs else None)
-                    handle = (selectors.response_handle(coder_id=user.pk, turn_id=turn.pk, response_id=response.pk)
+                    handle = (selectors.response_handle(study=study, coder_id=user.pk, turn_id=turn.pk,
+                                                        response_id=response.pk)
                               if response is not None else "")
                     bodies.append({
                         "form_id": f"{'r' + handle if handle else 't'}-{attribute.code}",
@@ -148,7 +149,7 @@ def setup(count: int) -> tuple[list[Reviewer], Reviewer]:
         versions = {}
         for judgment in Judgment.objects.filter(round=round_, coder=user).select_related("attribute", "turn"):
             position = view_positions[[t.pk for t in turns].index(judgment.turn_id)]
-            handle = (selectors.response_handle(coder_id=user.pk, turn_id=judgment.turn_id,
+            handle = (selectors.response_handle(study=study, coder_id=user.pk, turn_id=judgment.turn_id,
                                                 response_id=judgment.response_id)
                       if judgment.response_id else "")
             versions[f"{position}:{'r' + handle if handle else 't'}-{judgment.attribute.code}"] = judgment.version

@@ -163,8 +163,9 @@ def setup(count: int) -> tuple[int, list[Reviewer]]:
             responses = list(assignment.turn.responses.order_by("pk"))
             for attribute in attributes:
                 for response in [None] if attribute.unit == AttributeDefinition.Unit.TURN else responses:
-                    handle = (selectors.response_handle(coder_id=user.pk, turn_id=assignment.turn_id,
-                                                        response_id=response.pk) if response else "")
+                    handle = (selectors.response_handle(study=round_.study, coder_id=user.pk,
+                                                        turn_id=assignment.turn_id, response_id=response.pk)
+                              if response else "")
                     units.append(Unit(
                         position=assignment.position, turn_id=assignment.turn_id,
                         response_id=response.pk if response else None, handle=handle, code=attribute.code,

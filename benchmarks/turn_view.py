@@ -104,7 +104,8 @@ def main() -> None:
     # The page names a response by this reviewer's handle, never by its id.
     span_attribute = next(a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE
                           and a.subcategories.all())
-    handle = selectors.response_handle(coder_id=reviewer.pk, turn_id=assignment.turn_id, response_id=responses[0].pk)
+    handle = selectors.response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=assignment.turn_id,
+                                       response_id=responses[0].pk)
     spans = json.dumps([{"start": 0, "end": 6, "subcategory": span_attribute.subcategories.all()[0].slug}])
     state = {"score": 1, "version": 1}
 

@@ -62,8 +62,7 @@ if SECRET_KEY is None:
 
 
 def _weak_key(key: str) -> str | None:
-    """Why a key is too weak to sign sessions and key the reviewers' blinding handles (Django's own rule,
-    security.W009), or None."""
+    """Why a key is too weak to sign sessions and set-password links (Django's own rule, security.W009), or None."""
     if key.startswith("django-insecure-"):
         return "it starts with django-insecure-"
     if len(key) < 50:
@@ -78,8 +77,9 @@ if PRODUCTION:
                         *(("SECRET_KEY_FALLBACKS", k) for k in env_list("SECRET_KEY_FALLBACKS", []))]:
         if (_why := _weak_key(_key)) is not None:
             raise ImproperlyConfigured(
-                f"{_name} is too weak for production: {_why}. It signs sessions and keys the reviewers' blinding "
-                f"handles, so a guessable key would let a reviewer work out which model wrote each response. "
+                f"{_name} is too weak for production: {_why}. It signs sessions, set-password links and Django's "
+                f"other tokens, whose protection rests on it being secret (and a study migrated to blinding keys "
+                f"keeps one derived from it until an admin rotates that). "
                 f"Generate one: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'")
 SECRET_KEY_FALLBACKS = env_list("SECRET_KEY_FALLBACKS", [])
 

@@ -118,7 +118,8 @@ def consensus_items(*, round: Round, seen_by: User | None = None) -> list[Consen
             seen = responses_as_seen(study=round.study, coder_id=seen_by.pk, turn_id=turn_id, responses=rs)
             responses[turn_id] = [r for r, _ in seen]
             labels.update({r.pk: label for r, label in seen})
-            handles.update({r.pk: response_handle(coder_id=seen_by.pk, turn_id=turn_id, response_id=r.pk)
+            handles.update({r.pk: response_handle(study=round.study, coder_id=seen_by.pk, turn_id=turn_id,
+                                                  response_id=r.pk)
                             for r, _ in seen})
     items = []
     for turn in turns:

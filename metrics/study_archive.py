@@ -24,6 +24,11 @@ column is written under its model field's name, so a field added to one of these
 change here (a test checks that every model and relation is covered). The file is a function of the study
 alone: no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
 
+The study record carries the study's blinding key (``Study.blinding_key``), deliberately: it is the study's state,
+and a file that names every response's model is no less secret than the key. Handles are made of the key and
+database ids, so a study restored where its turns, responses and accounts still are keeps its handles; an archive
+written before studies had keys (no ``blinding_key``) imports with a new random one.
+
 Not in an archive: passwords (an account created by an import has no usable password: an admin sends the person
 a password link), API tokens and idempotency records, sessions and sign-in attempts, superuser status. Accounts
 carry their role groups, given to the accounts an import creates (staff status follows the role, as for any

@@ -2,12 +2,14 @@
 the slots), nothing a reviewer or an expert is shown — the turn page's ids, data attributes, hidden inputs and
 script ids, the autosave fragments, the judgments API (fields, list order, cursors, timestamps), the feedback list —
 ranks the responses in an order related to the model slot, and no response or judgment id appears anywhere. A
-response is named only by its handle (annotation.selectors.response_handle), which the server resolves within the
-coder's own assignment: someone else's handle, a forged one or an id saves nothing."""
+response is named only by its handle (annotation.selectors.response_handle, keyed by the study's blinding key),
+which the server resolves within the coder's own assignment: someone else's handle, a forged one or an id saves
+nothing. The study's key itself: tests/annotation/test_blinding_key.py."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import re
@@ -28,7 +30,7 @@ from access import roles
 from access.services import user_ensure
 from annotation import schema_document
 from annotation import services as annotation_services
-from annotation.models import Assignment, AttributeDefinition, Judgment, Round, RoundItem, Schema
+from annotation.models import Assignment, AttributeDefinition, Judgment, Round, RoundItem, Schema, Study
 from annotation.selectors import response_by_handle, response_handle, responses_as_seen, turn_view
 from api import services as api_services
 from benchmark import services as benchmark_services
@@ -43,7 +45,10 @@ SHARED = 40  # turns the expert and a second reviewer are also assigned
 LIMIT = 0.1  # |Spearman ρ| of any identifier's rank against the model slot
 RESPONSE_IDS_FROM = 7_000_000  # response and judgment ids far from any count, position or version on a page
 JUDGMENT_IDS_FROM = 8_000_000
-KEY = "blinding-test-key-0f3c9a"  # a fixed key, so that the measured correlations are the same on every run
+# A fixed study blinding key, so that the measured correlations are the same on every run: the one a study migrated
+# from SECRET_KEY "blinding-test-key-0f3c9a" has (annotation migration 0016), which was this test's key before
+# studies had their own, so the handles measured are the ones measured then.
+KEY = hashlib.sha256(b"annotation.response-handle" + b"blinding-test-key-0f3c9a").hexdigest()
 
 
 def _ids_from(model, start: int) -> None:
@@ -85,6 +90,7 @@ def built(shared_state):
         benchmark_services.conversations_import(rows=_records())
         study = annotation_services.study_create(slug="blind", name="Blind", schema=_small_schema(),
                                                  model_slots=list(MODELS), by=None)
+        Study.objects.filter(pk=study.pk).update(blinding_key=KEY)
         reviewer = user_ensure(username="blind-reviewer", role=roles.REVIEWER)
         second = user_ensure(username="blind-reviewer-2", role=roles.REVIEWER)
         expert = user_ensure(username="blind-expert", role=roles.EXPERT)
@@ -106,8 +112,7 @@ def built(shared_state):
 
 
 @pytest.fixture
-def blind(db, built, settings):
-    settings.SECRET_KEY = KEY
+def blind(db, built):
     users = get_user_model().objects.in_bulk([built["reviewer"], built["second"], built["expert"]])
     responses = {r.pk: r for r in ModelResponse.objects.filter(turn__conversation__dataset__name="Blind")}
     return {"round": Round.objects.select_related("study").get(pk=built["round"]),
@@ -294,7 +299,7 @@ def test_the_judgments_api_shows_coders_handles_not_ids_in_no_order_of_the_slots
     assert {r["id"] for r in rows} == {None} and {r["response_id"] for r in rows} == {None}
     assert {r["model"] for r in rows} == {None}
     # Each row's response is the handle of the reviewer's own page.
-    truth_of = {response_handle(coder_id=reviewer.pk, turn_id=r.turn_id, response_id=r.pk): r
+    truth_of = {response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=r.turn_id, response_id=r.pk): r
                 for r in responses.values()}
     ranks = Ranks()
     units: dict[tuple, dict[ModelResponse, dict]] = defaultdict(dict)
@@ -358,11 +363,16 @@ def test_a_handle_saves_only_within_the_coders_own_assignment(client, blind):
     target = ModelResponse.objects.filter(turn=turn).first()
     other_turn = Assignment.objects.get(round=round_, coder=reviewer, position=2).turn
     elsewhere = ModelResponse.objects.filter(turn=other_turn).first()
+    study = round_.study
     refused = {
-        "the expert's handle": response_handle(coder_id=expert.pk, turn_id=turn.pk, response_id=target.pk),
-        "another turn's handle": response_handle(coder_id=reviewer.pk, turn_id=other_turn.pk,
+        "the expert's handle": response_handle(study=study, coder_id=expert.pk, turn_id=turn.pk,
+                                               response_id=target.pk),
+        "another turn's handle": response_handle(study=study, coder_id=reviewer.pk, turn_id=other_turn.pk,
                                                  response_id=elsewhere.pk),
-        "the same response under another turn": response_handle(coder_id=reviewer.pk, turn_id=other_turn.pk,
+        "the same response under another turn": response_handle(study=study, coder_id=reviewer.pk,
+                                                                turn_id=other_turn.pk, response_id=target.pk),
+        "the handle under another study's key": response_handle(study=Study(slug="other", blinding_key="ab" * 32),
+                                                                coder_id=reviewer.pk, turn_id=turn.pk,
                                                                 response_id=target.pk),
         "a forged handle": "0123456789abcdef",
         "the response id": str(target.pk),
@@ -376,7 +386,7 @@ def test_a_handle_saves_only_within_the_coders_own_assignment(client, blind):
         assert b"not part of this turn" in answer.content, what
     # The expert's own handle is refused on the reviewer's turn and the reviewer's on the expert's page.
     client.force_login(expert)
-    mine = response_handle(coder_id=reviewer.pk, turn_id=turn.pk, response_id=target.pk)
+    mine = response_handle(study=study, coder_id=reviewer.pk, turn_id=turn.pk, response_id=target.pk)
     expert_position = Assignment.objects.get(round=round_, coder=expert, turn=turn).position
     answer = client.post(reverse("judgment-save", args=[round_.pk, expert_position]), {
         "attribute": "AUR", "response": mine, "score": "2", "version": "0"})
@@ -384,19 +394,30 @@ def test_a_handle_saves_only_within_the_coders_own_assignment(client, blind):
     assert list(Judgment.objects.filter(round=round_).values_list("pk", "score", "version").order_by("pk")) == before
 
 
-def test_handles_made_with_a_retired_key_still_resolve_and_nothing_else_does(blind, settings):
+def test_handles_and_the_api_order_stay_when_secret_key_changes(client, blind):
+    """SECRET_KEY no longer keys anything a reviewer sees: rotating it (with no fallback) leaves the turn page's
+    handles and order, the saves of a page opened before, and the judgments API's order and cursors as they were."""
     round_, reviewer = blind["round"], blind["reviewer"]
     turn = Assignment.objects.get(round=round_, coder=reviewer, position=1).turn
     target = ModelResponse.objects.filter(turn=turn).last()
-    old = response_handle(coder_id=reviewer.pk, turn_id=turn.pk, response_id=target.pk)
-    with override_settings(SECRET_KEY="a-new-key", SECRET_KEY_FALLBACKS=[KEY]):
-        assert response_handle(coder_id=reviewer.pk, turn_id=turn.pk, response_id=target.pk) != old
+    client.force_login(reviewer)
+    api = api_client(reviewer)
+
+    def seen() -> tuple:
+        page = handles_on_page(client, round_, 1)
+        listed = api.get(reverse("api-judgments", args=["blind"]), {"page_size": 50}).json()
+        return page, [row["response"] for row in listed["results"]], listed["next"]
+
+    before = seen()
+    old = response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=turn.pk, response_id=target.pk)
+    assert old in before[0]
+    with override_settings(SECRET_KEY="another-secret-key-" + "x" * 40, SECRET_KEY_FALLBACKS=[]):
+        client.force_login(reviewer)  # the session was signed with the old key
+        assert seen() == before
         assert response_by_handle(study=round_.study, coder_id=reviewer.pk, turn=turn, handle=old) == target
-    with override_settings(SECRET_KEY="a-new-key", SECRET_KEY_FALLBACKS=[]):
-        assert response_by_handle(study=round_.study, coder_id=reviewer.pk, turn=turn, handle=old) is None
 
 
-def test_the_presentation_order_needs_the_server_key(blind):
+def test_the_presentation_order_needs_the_studys_key(blind):
     """The order a reviewer sees is not a function of public ids alone: another key, another order."""
     round_, reviewer = blind["round"], blind["reviewer"]
     turns = list(Turn.objects.filter(assignments__round=round_, assignments__coder=reviewer)[:20])
@@ -404,12 +425,13 @@ def test_the_presentation_order_needs_the_server_key(blind):
     for response in ModelResponse.objects.filter(turn__in=turns):
         by_turn[response.turn_id].append(response)
 
-    def orders() -> list[list[str]]:
-        return [[r.model_slot for r, _ in responses_as_seen(study=round_.study, coder_id=reviewer.pk, turn_id=t,
+    def orders(study: Study) -> list[list[str]]:
+        return [[r.model_slot for r, _ in responses_as_seen(study=study, coder_id=reviewer.pk, turn_id=t,
                                                             responses=rs)] for t, rs in by_turn.items()]
 
-    here = orders()
-    with override_settings(SECRET_KEY="another-installation"):
-        there = orders()
+    here = orders(round_.study)
+    another = Study(slug=round_.study.slug, blinding_key=hashlib.sha256(b"another study").hexdigest())
+    there = orders(another)
     assert sum(a != b for a, b in zip(here, there, strict=True)) > len(turns) // 2
-
+    with override_settings(SECRET_KEY="another-installation"):
+        assert orders(round_.study) == here

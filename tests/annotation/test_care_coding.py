@@ -174,7 +174,8 @@ def test_user_turn_and_reply_codes_are_saved_on_their_units(client, care):
     position = position_of(care, reviewer, 6)
     assignment = Assignment.objects.get(round=care, coder=reviewer, position=position)
     response = assignment.turn.responses.get()
-    handle = selectors.response_handle(coder_id=reviewer.pk, turn_id=assignment.turn_id, response_id=response.pk)
+    handle = selectors.response_handle(study=care.study, coder_id=reviewer.pk, turn_id=assignment.turn_id,
+                                       response_id=response.pk)
     assert client.post(save_url(care, position), {"attribute": "marker", "score": "1"}).status_code == 200
     assert client.post(save_url(care, position), {"attribute": "strategy", "response": handle,
                                                   "score": "5"}).status_code == 200

@@ -41,12 +41,13 @@ def turn_setup(client, reviewer):
     AssignmentFactory(round=round_, coder=reviewer, turn=turn, position=1)
     client.force_login(reviewer)
     url = reverse("judgment-save", args=[round_.pk, 1])
-    handle = response_handle(coder_id=reviewer.pk, turn_id=turn.pk, response_id=gpt.pk)
+    handle = response_handle(study=study, coder_id=reviewer.pk, turn_id=turn.pk, response_id=gpt.pk)
     saved = client.post(url, {"attribute": "AUR", "response": handle, "score": "1", "instance_count": "1",
                               "spans": '[{"start": 0, "end": 4, "subcategory": "assumes"}]', "version": "0"})
     assert saved.status_code == 200, saved.content
     # The reviewer's handle for a response of a turn they are not assigned (were it on a page of theirs).
-    elsewhere_handle = response_handle(coder_id=reviewer.pk, turn_id=elsewhere.turn_id, response_id=elsewhere.pk)
+    elsewhere_handle = response_handle(study=study, coder_id=reviewer.pk, turn_id=elsewhere.turn_id,
+                                       response_id=elsewhere.pk)
     return {"url": url, "gpt": gpt, "handle": handle, "elsewhere": elsewhere_handle,
             "judgment": Judgment.objects.get()}
 

@@ -64,8 +64,9 @@ CURRENT = "(the judgment's current version)"
 def test_autosave_never_fails_and_a_refused_save_changes_nothing(demo):
     assignment = Assignment.objects.select_related("turn", "round__study__schema").get(
         round=demo, coder__username="demo-reviewer", position=1)
-    by_handle = {selectors.response_handle(coder_id=assignment.coder_id, turn_id=assignment.turn_id,
-                                           response_id=r.pk): r.pk for r in assignment.turn.responses.all()}
+    by_handle = {selectors.response_handle(study=assignment.round.study, coder_id=assignment.coder_id,
+                                           turn_id=assignment.turn_id, response_id=r.pk): r.pk
+                 for r in assignment.turn.responses.all()}
     handles = list(by_handle)
     codes = list(demo.study.schema.attributes.values_list("code", flat=True))
     subcategories = list(SpanSubcategory.objects.filter(schema=demo.study.schema).values_list("slug", flat=True))

@@ -60,7 +60,7 @@ def paths(client, reviewer, tmp_path):
                                                  expires_at=None, by=None)
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
-    handle = response_handle(coder_id=reviewer.pk, turn_id=gpt.turn_id, response_id=gpt.pk)
+    handle = response_handle(study=study, coder_id=reviewer.pk, turn_id=gpt.turn_id, response_id=gpt.pk)
     return Paths(client=client, api=api, round=round_, admin=admin, gpt=gpt, handle=handle, tmp_path=tmp_path)
 
 

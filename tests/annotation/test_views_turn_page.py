@@ -121,7 +121,8 @@ def test_an_autosave_needs_a_fixed_number_of_queries_and_keeps_its_history(clien
     judgment = Judgment.objects.get(round=demo, coder=reviewer, response=response, attribute__code="TD")
     subs = [s.slug for s in judgment.attribute.subcategories.all()]
     spans = json.dumps([{"start": 0, "end": 5, "subcategory": subs[0]}, {"start": 3, "end": 9, "subcategory": subs[1]}])
-    handle = selectors.response_handle(coder_id=reviewer.pk, turn_id=assignment.turn_id, response_id=response.pk)
+    handle = selectors.response_handle(study=demo.study, coder_id=reviewer.pk, turn_id=assignment.turn_id,
+                                       response_id=response.pk)
     url = reverse("judgment-save", args=[demo.pk, 1])
 
     def save(score, version):

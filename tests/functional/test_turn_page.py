@@ -111,7 +111,8 @@ def test_spans_in_non_ascii_text_are_code_point_offsets(browser_page, live_serve
     position = Assignment.objects.get(round=round_, coder=reviewer, turn__conversation__external_id="tricky").position
     page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/{position}/")
     response = ModelResponse.objects.get(model_slot="GPT", turn__conversation__external_id="tricky")
-    handle = response_handle(coder_id=reviewer.pk, turn_id=response.turn_id, response_id=response.pk)
+    handle = response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=response.turn_id,
+                             response_id=response.pk)
     assert page.locator(f'.response-text[data-response="{handle}"]').inner_text() == TRICKY
     for needle, slug in (("naïve 😊", "assumes"), ("<b>not bold</b>", "directive"), ("🧠 then", "explores")):
         select_text(page, handle, needle)
