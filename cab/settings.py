@@ -17,6 +17,8 @@ from typing import overload
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from cab.version import VERSION
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 log = logging.getLogger("cab.settings")
 
@@ -298,7 +300,7 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cognitive Atrophy Bench API",
-    "VERSION": "1.0.0",
+    "VERSION": VERSION,  # the package's (cab.version), one string for the package, the API and the image
     "DESCRIPTION": "Ingest conversations and model responses; read studies, rounds, assignments, judgments and "
     "metric runs; download exports. Authenticate with `Authorization: Bearer <token>` (see docs/api.md).",
     "SCHEMA_PATH_PREFIX": r"/api/v1",
