@@ -4,11 +4,10 @@
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 STATIC_ROOT=/app/staticfiles CAB_VAR_DIR=/app/var
 WORKDIR /app
-# Dependencies first, from pyproject.toml's pins alone, so a code change does not reinstall them.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-      > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
+# Dependencies first, exactly as locked (versions and hashes: requirements/base.lock, made by scripts/lock), so a
+# code change does not reinstall them.
+COPY requirements/base.lock ./requirements/
+RUN pip install --no-cache-dir --require-hashes -r requirements/base.lock
 # The code, installed once (in place: the package's metadata, e.g. its version, without a second copy).
 COPY . .
 RUN pip install --no-cache-dir --no-deps -e . \

@@ -23,25 +23,32 @@ if [ ! -x .venv/bin/python ]; then
     fi
   fi
 fi
-hash="$(sha256sum pyproject.toml | cut -c1-16)"
+# What is installed is the lock file's exact versions and hashes (requirements/base.lock for the run command,
+# requirements/test.lock for the test command; scripts/lock makes them from pyproject.toml), then the project itself
+# in place without dependencies.
+lock="requirements/${extras:-base}.lock"
+if [ ! -f "$lock" ]; then
+  echo "bootstrap: no lock file $lock (extras: base or test)" >&2
+  exit 1
+fi
+hash="$(cat pyproject.toml requirements/*.lock | sha256sum | cut -c1-16)"
 stamp=".venv/.installed-$hash-${extras:-base}"
 # The base install is part of every install with extras (the test command's satisfies the run command's).
 if [ -z "$extras" ] && compgen -G ".venv/.installed-$hash-*" >/dev/null; then
   exit 0
 fi
 if [ ! -f "$stamp" ]; then
-  echo "bootstrap: installing Python dependencies into .venv …"
-  target="."
-  [ -n "$extras" ] && target=".[$extras]"
-  # uv (Astral's installer, from PyPI) resolves and installs the same pins about five times faster than pip (54 s
-  # to 11 s for the test extras here); where it cannot be had, pip does the same install.
+  echo "bootstrap: installing Python dependencies into .venv from $lock …"
+  # uv (Astral's installer, from PyPI) installs the same locked files about five times faster than pip (54 s to
+  # 11 s for the test extras here); where it cannot be had, pip does the same install, checking the same hashes.
   if .venv/bin/python -m pip install -q "uv==$UV_VERSION" 2>/dev/null \
-      && .venv/bin/uv pip install -q --python .venv/bin/python -e "$target"; then
+      && .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes -r "$lock" \
+      && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .; then
     :
   else
     echo "bootstrap: uv $UV_VERSION unavailable or failed; installing with pip"
-    .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e "$target"
+    .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+    .venv/bin/python -m pip install -q --no-deps -e .
   fi
   touch "$stamp"
 fi

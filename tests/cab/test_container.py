@@ -18,7 +18,8 @@ DOCKERFILE = (ROOT / "Dockerfile").read_text()
 NEVER_IN_THE_IMAGE = ["var/secret_key", "var/postgres/data/PG_VERSION", ".venv/bin/python", ".git/HEAD",
                       "tests/conftest.py", "annotation/__pycache__/models.cpython-311.pyc"]
 IN_THE_IMAGE = ["manage.py", "pyproject.toml", "README.md", "LICENSE", "cab/settings.py", "annotation/models.py",
-                "templates/base.html", "static/vendor/htmx.min.js", "scripts/serve", "gunicorn.conf.py"]
+                "templates/base.html", "static/vendor/htmx.min.js", "scripts/serve", "gunicorn.conf.py",
+                "requirements/base.lock"]
 
 
 def _pattern(line: str) -> re.Pattern[str]:
@@ -78,6 +79,11 @@ def test_the_dockerfile_installs_the_code_once_collects_static_files_and_runs_un
     assert "scripts/serve" in cmd
     env = " ".join(arguments for instruction, arguments in steps if instruction in ("ENV", "ARG"))
     assert "SECRET_KEY" not in env, "no secret key is baked into the image"
+
+
+def test_the_image_installs_the_locked_dependencies_with_their_hashes():
+    runs = " ".join(arguments for instruction, arguments in _instructions() if instruction == "RUN")
+    assert "pip install --no-cache-dir --require-hashes -r requirements/base.lock" in runs
 
 
 def test_the_compose_file_starts_the_web_and_the_worker_through_the_images_entry_points():
