@@ -315,15 +315,22 @@ def _words(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in WORD.finditer(text)]
 
 
+SYNTHETIC_STAGES = ["conversations", "study and accounts", "calibration rounds", "main round", "saving judgments"]
+
+
 @transaction.atomic
-def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - one generation pipeline
+def synthetic_generate(spec: SyntheticSpec, *,  # noqa: C901 - one generation pipeline
+                       progress: Callable[[str], None] = lambda stage: None) -> SyntheticResult:
+    """``progress``: called with each of SYNTHETIC_STAGES as it starts (generate_synthetic's bar)."""
     rng = np.random.default_rng(spec.seed)
     slug = spec.slug or f"synthetic-{spec.seed}"
     if Study.objects.filter(slug=slug).exists():
         raise ValueError(f"study {slug!r} exists already; choose another --slug or --seed")
+    progress("conversations")
     records = _records(spec, slug, rng)
     benchmark_services.conversations_import(rows=enumerate(records, start=1), is_synthetic=True)
 
+    progress("study and accounts")
     admin = user_ensure(username=f"{slug}-admin", role=roles.ADMIN)
     schema = Schema.objects.get(slug="cab-v1")
     study = services.study_create(
@@ -362,6 +369,7 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     gold_coder = experts[0].pk if experts else admin.pk
 
     everyone = reviewers + experts
+    progress("calibration rounds")
     for number, turn_set in enumerate(calibration_sets, start=1):
         round_ = services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=admin)
         services.round_items_set(round=round_, turns=[Turn(pk=t[0]) for t in turn_set], by=admin)
@@ -370,6 +378,7 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
                          span_rate=spec.span_rate, rng=rng)
         Round.objects.filter(pk=round_.pk).update(status=Round.Status.CLOSED)
 
+    progress("main round")
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
     panel = reviewers[: spec.panel_size] or reviewers
     StudyMember.objects.filter(study=study, user__in=panel).update(retained=True)
@@ -387,6 +396,7 @@ def synthetic_generate(spec: SyntheticSpec) -> SyntheticResult:  # noqa: C901 - 
     Round.objects.filter(pk=main.pk).update(status=Round.Status.OPEN)
     Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
 
+    progress("saving judgments")
     codings.save()
     study.refresh_from_db()
     User = get_user_model()

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import long_format
-from annotation.models import Study
+from annotation.models import Judgment, Study
+from common import progress
 
 
 class Command(BaseCommand):
@@ -18,5 +19,9 @@ class Command(BaseCommand):
         found = Study.objects.filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
-        for chunk in long_format.WRITERS[format](study=found):
-            self.stdout.write(chunk, ending="")
+        # The total is one count query, spent only when the bar is shown.
+        total = Judgment.objects.filter(round__study=found).count() if progress.shown() else None
+        with progress.bar(desc=f"exporting {study}", total=total, unit="judgment") as shown:
+            for chunk in long_format.WRITERS[format](study=found):
+                self.stdout.write(chunk, ending="")
+                shown.update(chunk.count("\n") - (shown.n == 0 and format == "csv"))

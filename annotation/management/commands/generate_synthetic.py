@@ -2,7 +2,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.synthetic import SyntheticSpec, synthetic_generate
+from annotation.synthetic import SYNTHETIC_STAGES, SyntheticSpec, synthetic_generate
+from common.progress import stages
 
 
 class Command(BaseCommand):
@@ -49,7 +50,8 @@ class Command(BaseCommand):
         )
         started = time.monotonic()
         try:
-            result = synthetic_generate(spec)
+            with stages(f"generating {spec.slug or 'synthetic-' + str(spec.seed)}", SYNTHETIC_STAGES) as stage:
+                result = synthetic_generate(spec, progress=stage)
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(

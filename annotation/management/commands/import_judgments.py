@@ -1,9 +1,11 @@
 from pathlib import Path
+from typing import IO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import judgment_import, long_format
 from common.errors import RowErrors, not_utf8
+from common.progress import ReadProgress
 
 
 class Command(BaseCommand):
@@ -24,9 +26,11 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: no such file")
         fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
-            with file.open(encoding="utf-8", newline="") as stream:
+            with file.open(encoding="utf-8", newline="") as opened, \
+                    ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
                 summary = judgment_import.judgments_import(
-                    rows=long_format.read_rows(stream, fmt=fmt), study_slug=study, by=None, typed=fmt == "jsonl"
+                    rows=long_format.read_rows(cast("IO[str]", stream), fmt=fmt), study_slug=study, by=None,
+                    typed=fmt == "jsonl",
                 )
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error

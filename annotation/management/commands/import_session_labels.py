@@ -1,10 +1,12 @@
 from pathlib import Path
+from typing import IO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import session_labels
 from annotation.models import Study
 from common.errors import RowErrors, not_utf8
+from common.progress import ReadProgress
 
 
 class Command(BaseCommand):
@@ -31,9 +33,11 @@ class Command(BaseCommand):
             raise CommandError(f"no study {study!r}")
         fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
-            with file.open(encoding="utf-8-sig", newline="") as stream:
+            with file.open(encoding="utf-8-sig", newline="") as opened, \
+                    ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
                 summary = session_labels.session_labels_import(
-                    study=found, rows=session_labels.read_file_rows(stream, fmt=fmt), by=None, numbered=True,
+                    study=found, rows=session_labels.read_file_rows(cast("IO[str]", stream), fmt=fmt), by=None,
+                    numbered=True,
                     typed=fmt == "jsonl", skip_judgments=skip_judgments,
                 )
         except UnicodeDecodeError as error:

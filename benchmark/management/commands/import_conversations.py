@@ -4,6 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import services
 from common.errors import RowError, RowErrors, not_utf8
+from common.progress import ReadProgress
 
 
 class Command(BaseCommand):
@@ -18,8 +19,9 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            with file.open(encoding="utf-8") as stream:
-                rows = list(services.read_jsonl(stream))
+            with file.open(encoding="utf-8") as stream, \
+                    ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
+                rows = list(services.read_jsonl(shown))
             if not rows:
                 raise RowErrors([RowError(1, "file", "no conversations: the file is empty")])
             summary = services.conversations_import(rows=rows)

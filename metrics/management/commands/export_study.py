@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
+from common.progress import WriteProgress
 from metrics.study_archive import study_export
 
 
@@ -44,8 +45,9 @@ class Command(BaseCommand):
         started = time.monotonic()
         try:
             opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(partial, "wt", encoding="utf-8", newline="\n") as stream:
-                counts = study_export(study=found, out=stream)
+            with opener(partial, "wt", encoding="utf-8", newline="\n") as stream, \
+                    WriteProgress(stream, desc=f"exporting {study}", unit="record") as shown:
+                counts = study_export(study=found, out=shown)  # type: ignore[arg-type]
             os.replace(partial, path)
         except OSError as error:
             partial.unlink(missing_ok=True)

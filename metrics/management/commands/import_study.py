@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.progress import ReadProgress
 from metrics.study_archive import ArchiveError, study_import
 
 
@@ -25,9 +26,10 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: no such file")
         started = time.monotonic()
         try:
-            with file.open("rb") as raw:
-                compressed = raw.read(2) == b"\x1f\x8b"
-                raw.seek(0)
+            with file.open("rb") as opened, \
+                    ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as raw:
+                compressed = opened.read(2) == b"\x1f\x8b"
+                opened.seek(0)
                 binary = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
                 with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as lines:
                     study = study_import(lines=lines, as_slug=as_slug, by=None)

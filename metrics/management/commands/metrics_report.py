@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
+from common.progress import fraction_bar
 from metrics import runs
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.report_warnings import section_warnings
@@ -27,7 +28,8 @@ class Command(BaseCommand):
         problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
         if problems:
             raise CommandError("; ".join(f"--{name} {message}" for name, message in problems.items()))
-        report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k)
+        with fraction_bar(f"report of {study}") as progress:
+            report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k, progress=progress)
         document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
         self.stdout.write(document)
         for message in section_warnings(report):  # an empty section the study coded for: said, beside the JSON
