@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, Self
 
 from tqdm import tqdm
 
@@ -52,66 +52,60 @@ def stages(desc: str, names: list[str]) -> Iterator[Callable[[str], None]]:
         yield start
 
 
-class ReadProgress:
+class _Shown:
+    """A stream that moves a bar as it is used; everything else is the stream's own."""
+
+    def __init__(self, stream: IO[Any], shown_bar: tqdm) -> None:
+        self._stream = stream
+        self._bar = shown_bar
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class ReadProgress(_Shown):
     """A file read with a bar of how much of it has been read (characters of a text file against its size in bytes:
     close enough for a bar, and no encoding of every line)."""
 
     def __init__(self, stream: IO[Any], *, desc: str, size: int) -> None:
-        self._stream = stream
-        self._bar = bar(desc=desc, total=size, unit="B", unit_scale=True)
+        super().__init__(stream, bar(desc=desc, total=size, unit="B", unit_scale=True))
 
     def read(self, *args: Any) -> Any:
         data = self._stream.read(*args)
-        self._tick(data)
+        self._bar.update(len(data))
         return data
 
     def read1(self, *args: Any) -> Any:
         data = self._stream.read1(*args)  # type: ignore[attr-defined]  # a buffered binary file's
-        self._tick(data)
+        self._bar.update(len(data))
         return data
 
     def readline(self, *args: Any) -> Any:
         line = self._stream.readline(*args)
-        self._tick(line)
+        self._bar.update(len(line))
         return line
 
     def __iter__(self) -> Iterator[Any]:
         for line in self._stream:
-            self._tick(line)
+            self._bar.update(len(line))
             yield line
 
-    def _tick(self, data: Any) -> None:
-        self._bar.update(len(data))
-
-    def close(self) -> None:
+    def close(self) -> None:  # a reader wrapped around it (gzip, TextIOWrapper) closes it: the bar, not the file
         self._bar.close()
 
-    def __enter__(self) -> ReadProgress:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self._bar.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-class WriteProgress:
+class WriteProgress(_Shown):
     """A text stream written with a bar counting the lines written (of ``total`` when known)."""
 
     def __init__(self, stream: IO[str], *, desc: str, total: int | None = None, unit: str = "line") -> None:
-        self._stream = stream
-        self._bar = bar(desc=desc, total=total, unit=unit, unit_scale=True)
+        super().__init__(stream, bar(desc=desc, total=total, unit=unit, unit_scale=True))
 
     def write(self, text: str) -> int:
         self._bar.update(text.count("\n"))
         return self._stream.write(text)
-
-    def __enter__(self) -> WriteProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._bar.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
