@@ -309,9 +309,49 @@ class Assignment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["round", "coder", "turn"], name="assignment_unique_turn"),
         ]
+        # The turn page's previous and next item: one index probe each, however long the queue.
+        indexes = [models.Index(fields=["round", "coder", "position"], name="assignment_queue_position_idx")]
 
     def __str__(self) -> str:
         return f"{self.coder} #{self.position} in {self.round}"
+
+
+class QueueProgress(models.Model):
+    """How many items a coder has in a round and how many are completed: kept by PostgreSQL triggers on
+    ``annotation_assignment`` (migration 0017) in the transaction of every insert, update or delete of an
+    assignment, whatever code path makes it. A row exists while the coder has assignments in the round. Never
+    written by the application."""
+
+    # DO_NOTHING: the triggers remove a row with the coder's last assignment in the round, which Django deletes
+    # before the round (the foreign keys are checked at commit).
+    round = models.ForeignKey(Round, on_delete=models.DO_NOTHING, related_name="+")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
+    total = models.PositiveIntegerField()
+    done = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "coder"], name="queue_progress_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.done}/{self.total} of coder {self.coder_id} in round {self.round_id}"
+
+
+class ConversationProgress(models.Model):
+    """``QueueProgress`` per conversation (the conversation of each assignment's turn), by the same triggers."""
+
+    round = models.ForeignKey(Round, on_delete=models.DO_NOTHING, related_name="+")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.DO_NOTHING, related_name="+")
+    total = models.PositiveIntegerField()
+    done = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "coder", "conversation"],
+                                               name="conversation_progress_unique")]
+
+    def __str__(self) -> str:
+        return (f"{self.done}/{self.total} of coder {self.coder_id} in round {self.round_id}, "
+                f"conversation {self.conversation_id}")
 
 
 class Judgment(models.Model):
