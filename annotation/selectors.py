@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
@@ -301,6 +302,19 @@ def response_handle(*, study: Study, coder_id: int, turn_id: int, response_id: i
     migration 0016, which stores the key salted_hmac derived) gives the handles it gave before."""
     digest = hmac.new(_blinding_key(study), f"{coder_id}:{turn_id}:{response_id}".encode(), hashlib.sha256)
     return digest.hexdigest()[:RESPONSE_HANDLE_LENGTH]
+
+
+# The salt the handles were keyed with from SECRET_KEY before studies had keys of their own (migration 0016).
+_SITE_KEY_SALT = b"annotation.response-handle"
+
+
+def blinding_key_from_site_key(*, study: Study) -> bool:
+    """Whether the study's blinding key is still the one migration 0016 derived from SECRET_KEY (or from a key in
+    SECRET_KEY_FALLBACKS): anyone who knows or guesses that secret can compute it, so the settings page asks an admin
+    to rotate it between rounds."""
+    secrets = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    return any(constant_time_compare(study.blinding_key, hashlib.sha256(_SITE_KEY_SALT + secret.encode()).hexdigest())
+               for secret in secrets)
 
 
 def _blinding_key(study: Study) -> bytes:

@@ -340,12 +340,16 @@ def study_settings(request: AuthedRequest, slug: str) -> HttpResponse:
             changed = services.study_settings_update(study=study, by=request.user, **form.cleaned_data)
         except ValidationError as error:  # another admin changed the same setting meanwhile
             _say(request, error)
-            return render(request, "annotation/study_form.html", {"form": form, "study": study})
+            return render(request, "annotation/study_form.html", _settings_page(form, study))
         labels = [str(form.fields[name].label) for name in changed]
         messages.success(request, f"Settings of {study.slug} saved; changed: {', '.join(labels)}." if changed
                          else f"Settings of {study.slug}: nothing changed.")
         return redirect("study-dashboard", slug=slug)
-    return render(request, "annotation/study_form.html", {"form": form, "study": study})
+    return render(request, "annotation/study_form.html", _settings_page(form, study))
+
+
+def _settings_page(form: StudySettingsForm, study: Study) -> dict[str, Any]:
+    return {"form": form, "study": study, "key_from_site_key": selectors.blinding_key_from_site_key(study=study)}
 
 
 @login_required

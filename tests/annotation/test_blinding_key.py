@@ -245,6 +245,26 @@ def test_the_settings_page_rotates_between_rounds_and_says_why_not_during_one(cl
     assert client.get(reverse("study-blinding-rotate", args=["keyed"])).status_code == 405
 
 
+def test_the_settings_page_asks_to_rotate_a_key_still_derived_from_secret_key(client, coded, admin_user):
+    client.force_login(admin_user)
+    settings_url = reverse("study-settings", args=["keyed"])
+    assert b'id="blinding-key-derived"' not in client.get(settings_url).content, "a random key needs no rotation"
+    site_key = "the-site-secret-key-before-the-upgrade-" + "k7" * 10
+    with override_settings(SECRET_KEY=site_key):
+        migration_0016.forward(django_apps, None)
+        client.force_login(admin_user)  # a session is signed with SECRET_KEY
+        assert b'id="blinding-key-derived"' in client.get(settings_url).content
+    with override_settings(SECRET_KEY="a-newer-site-key-" + "z9" * 30, SECRET_KEY_FALLBACKS=[site_key]):
+        client.force_login(admin_user)
+        assert b'id="blinding-key-derived"' in client.get(settings_url).content, "derived from a fallback key too"
+    close(coded)
+    client.force_login(admin_user)
+    client.post(reverse("study-blinding-rotate", args=["keyed"]))
+    with override_settings(SECRET_KEY=site_key):
+        client.force_login(admin_user)
+        assert b'id="blinding-key-derived"' not in client.get(settings_url).content
+
+
 # --- study archives: the key goes with the study ----------------------------------------------------------------
 
 
