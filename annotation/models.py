@@ -316,42 +316,44 @@ class Assignment(models.Model):
         return f"{self.coder} #{self.position} in {self.round}"
 
 
-class QueueProgress(models.Model):
-    """How many items a coder has in a round and how many are completed: kept by PostgreSQL triggers on
+class _Progress(models.Model):
+    """A coder's count of items in a round and of those completed, kept by PostgreSQL triggers on
     ``annotation_assignment`` (migration 0017) in the transaction of every insert, update or delete of an
-    assignment, whatever code path makes it. A row exists while the coder has assignments in the round. Never
-    written by the application."""
+    assignment, whatever code path makes it. A row exists while it counts at least one assignment. Never written by
+    the application."""
 
-    # DO_NOTHING: the triggers remove a row with the coder's last assignment in the round, which Django deletes
-    # before the round (the foreign keys are checked at commit).
+    # DO_NOTHING: the triggers remove a row with the coder's last assignment it counts, which Django deletes before
+    # the round (the foreign keys are checked at commit).
     round = models.ForeignKey(Round, on_delete=models.DO_NOTHING, related_name="+")
     coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
     total = models.PositiveIntegerField()
     done = models.PositiveIntegerField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["round", "coder"], name="queue_progress_unique")]
+        abstract = True
 
     def __str__(self) -> str:
         return f"{self.done}/{self.total} of coder {self.coder_id} in round {self.round_id}"
 
 
-class ConversationProgress(models.Model):
-    """``QueueProgress`` per conversation (the conversation of each assignment's turn), by the same triggers."""
+class QueueProgress(_Progress):
+    """The coder's whole queue in the round."""
 
-    round = models.ForeignKey(Round, on_delete=models.DO_NOTHING, related_name="+")
-    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, related_name="+")
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "coder"], name="queue_progress_unique")]
+
+
+class ConversationProgress(_Progress):
+    """The part of the coder's queue in one conversation (the conversation of each assignment's turn)."""
+
     conversation = models.ForeignKey(Conversation, on_delete=models.DO_NOTHING, related_name="+")
-    total = models.PositiveIntegerField()
-    done = models.PositiveIntegerField()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["round", "coder", "conversation"],
                                                name="conversation_progress_unique")]
 
     def __str__(self) -> str:
-        return (f"{self.done}/{self.total} of coder {self.coder_id} in round {self.round_id}, "
-                f"conversation {self.conversation_id}")
+        return f"{super().__str__()}, conversation {self.conversation_id}"
 
 
 class Judgment(models.Model):
