@@ -35,11 +35,16 @@ FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
 
 def render(chart: Chart, fmt: str) -> bytes:
     """The chart as an SVG or PNG file (``fmt`` one of FORMATS)."""
-    figure = draw(chart)
+    return save(draw(chart), fmt)
+
+
+def save(figure: Figure, fmt: str) -> bytes:
+    """A drawn figure as an SVG or PNG file. The figure's constrained layout already fits every label, legend and
+    (wrapped) title inside it, so it is drawn once: ``bbox_inches="tight"`` would draw it twice to measure it."""
     out = io.BytesIO()
     # No creation date in the metadata: the same chart of the same run is the same file.
     metadata = {"Date": None} if fmt == "svg" else {}
-    figure.savefig(out, format=fmt, bbox_inches="tight", dpi=150, metadata=metadata)
+    figure.savefig(out, format=fmt, dpi=150, metadata=metadata)
     return out.getvalue()
 
 
@@ -56,7 +61,7 @@ def _defined(value: object) -> TypeGuard[float]:
 def _figure(width: float, height: float, title: str) -> tuple[Figure, Axes]:
     figure = Figure(figsize=(width, height), layout="constrained")
     axes = figure.subplots()
-    axes.set_title(title, loc="left", fontsize=11)
+    axes.set_title(title, loc="left", fontsize=11, wrap=True)  # a long title takes two lines, never the cut edge
     return figure, axes
 
 

@@ -10,7 +10,6 @@ a table.
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -256,9 +255,7 @@ def render(chart: Chart, fmt: str) -> bytes:
             axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # the legend shows it too
     else:
         return figures.render(chart, fmt)
-    out = io.BytesIO()
-    figure.savefig(out, format=fmt, bbox_inches="tight", dpi=150, metadata={"Date": None} if fmt == "svg" else {})
-    return out.getvalue()
+    return figures.save(figure, fmt)
 
 
 def _scatter(chart: Chart) -> Any:

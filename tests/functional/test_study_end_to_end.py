@@ -3,9 +3,10 @@ account, through the pages only (no Django admin, no shell), an admin creates a 
 creates three reviewers and two experts (who set their own passwords), runs calibration round 1 with the gold
 consensus, feedback and a workshop, has the experts code a reserved gold pool (calibration round 2; a second
 calibration round of everyone is tests/calibration/), selects the panel, assigns and opens the main round; the
-reviewers code it — one of them badly enough to raise the check-item alert — and the admin closes it. Every page
-visited (of the turns, the first of each queue) is saved as a screenshot in
-``test-artifacts/end-to-end/``."""
+reviewers code it — one of them badly enough to raise the check-item alert — and the admin closes it. Each kind of
+page, the first time it is visited (so of the turns, the first one coded), is saved as a screenshot in
+``test-artifacts/end-to-end/`` (one per kind, not per person or round: the same page again costs time and shows
+nothing new)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ PASSWORD = "a-long-Passphrase-42"  # noqa: S105 - set by each person on their on
 
 
 def conversations() -> str:
-    """Sixteen single-turn conversations in two datasets and three topics, each answered by both models."""
+    """Ten single-turn conversations in two datasets and three topics, each answered by both models: two for each
+    calibration round, the rest for the main round (three or more turns a reviewer, with a check item)."""
     rows = []
-    for n in range(16):
+    for n in range(10):
         rows.append({"dataset": "CounselChat" if n % 2 else "PAIR", "conversation_id": f"c{n:02d}", "kind": "single",
                      "topic": ["Anxiety", "Sleep", "Grief and Loss"][n % 3], "complexity": "low",
                      "turns": [{"index": 1, "client": f"I have been struggling with this for weeks ({n}).",
@@ -44,15 +46,20 @@ def conversations() -> str:
 
 
 class Visit:
-    """The browser, with a numbered screenshot of every page it lands on."""
+    """The browser, with a numbered screenshot of each kind of page it lands on (the first of its kind)."""
 
     def __init__(self, page, base: str):
         self.page, self.base, self.count = page, base, 0
+        self.shown: set[str] = set()
         SHOTS.mkdir(parents=True, exist_ok=True)
         for old in SHOTS.glob("*.png"):
             old.unlink()
 
     def shot(self, name: str) -> None:
+        kind = re.sub(r"-?\d+|-(" + "|".join(["ada", *REVIEWERS, *EXPERTS]) + r")\b", "", name)
+        if kind in self.shown:
+            return
+        self.shown.add(kind)
         self.count += 1
         self.page.screenshot(path=str(SHOTS / f"{self.count:03d}-{name}.png"), full_page=True)
 
@@ -85,7 +92,7 @@ def code_queue(visit: Visit, value_for) -> int:
     """From the home page, code every turn of the first round listed as a practised reviewer does, by keyboard
     alone: focus on the first attribute, then for each its score's digit (``value_for(code)``; "top" is the top of
     its scale) and ArrowDown; then Complete turn (confirming its warnings), until the queue is done. Returns how
-    many turns. The first turn of each queue is saved as a screenshot (mouse coding is tests/functional/)."""
+    many turns. The first turn coded is saved as a screenshot (mouse coding is tests/functional/)."""
     page = visit.page
     page.locator("a.resume").first.click()
     page.wait_for_url(re.compile(r"/turns/\d+/$"))
@@ -166,7 +173,7 @@ def test_an_admin_runs_a_whole_study_from_the_pages(browser_page, live_server, w
     upload.write_text(conversations())
     page.set_input_files("input[type=file]", str(upload))
     visit.submit(page.locator("main form button[type=submit]"), "study-data")
-    assert "16 conversations, 16 turns and 32 responses imported" in visit.said()
+    assert "10 conversations, 10 turns and 20 responses imported" in visit.said()
 
     # --- people: accounts with one-time links, then study roles ----------------------------------------------
     links = {}

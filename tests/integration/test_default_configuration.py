@@ -2,9 +2,10 @@
 embedded PostgreSQL and in-process tasks), in a var/ of its own (CAB_VAR_DIR). It serves the demo; the CARE and
 LongCounsel-8 demos load beside it; every dashboard page and download of the three demo studies answers 200 after a
 metric run of each (tests/reports/pages.py, run by `manage.py shell` in the same configuration, so the sweep goes
-through the same settings, database and in-process tasks; it is the demos' only sweep: tests/reports/test_every_page.py
-sweeps a synthetic study); the database guards (triggers) are there; and when the
-server is stopped no PostgreSQL is left running."""
+through the same settings, database and in-process tasks; it is the demos' only sweep. The pages every study has are
+swept unfiltered here: their filter views are the same code for every study and tests/reports/test_every_page.py
+sweeps them all on a synthetic study; the CARE and LongCounsel-8 pages keep every filter view); the database guards
+(triggers) are there; and when the server is stopped no PostgreSQL is left running."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ failures, counts, linked_only = [], {}, {}
 for slug in os.environ["SWEEP_STUDIES"].split(","):
     study = Study.objects.get(slug=slug)
     run = pages.run_metrics(study)
-    urls = pages.report_urls(study)
+    urls = pages.report_urls(study, common_filters=False)
     counts[slug] = len(urls)
     fetched = []
     failures += [str(failure) for failure in pages.fetch_all(pages.staff_client("demo-researcher"), urls,

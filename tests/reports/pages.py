@@ -149,14 +149,15 @@ def filter_views(page: charts.Page, report: dict) -> list[dict[str, str]]:
     return views
 
 
-def _report_page_urls(study: Study, page: charts.Page, run: MetricRun | None, report: dict | None) -> list[str]:
+def _report_page_urls(study: Study, page: charts.Page, run: MetricRun | None, report: dict | None, *,
+                      filtered: bool = True) -> list[str]:
     slug = study.slug
     run_query = {"run": run.pk} if run is not None else {}
     if report is None:
         return [_url("reports-page", [slug, page.slug], run_query)]
     found = []
     blocks = charts.page_blocks(page, report, charts.Filters())  # their names, whatever the filters
-    for view in filter_views(page, report):
+    for view in filter_views(page, report) if filtered else [{}]:
         query = {**run_query, **view}
         found.append(_url("reports-page", [slug, page.slug], query))
         # A figure's PNG is its SVG's drawing saved in another format: drawn for the unfiltered view only.
@@ -203,15 +204,19 @@ def _export_urls(study: Study, run: MetricRun | None) -> list[str]:
     return found
 
 
-def report_urls(study: Study) -> list[str]:
-    """Every dashboard page and download of the study, for its newest succeeded metric run (module docstring)."""
+def report_urls(study: Study, *, common_filters: bool = True) -> list[str]:
+    """Every dashboard page and download of the study, for its newest succeeded metric run (module docstring).
+    Without ``common_filters``, the pages every study has (``charts.PAGES``) are listed unfiltered only: their
+    filters are the same code for every study, swept on the synthetic study (tests/reports/test_every_page.py); a
+    kind's own page (CARE, LongCounsel-8) keeps every filter view."""
     run, report = selectors.report_of(study=study, run_id=None)
     found = [reverse("reports", args=[study.slug]), reverse("reports-runs", args=[study.slug])]
     for page in care_views.nav_pages(study):
         if page is lc8_charts.LC8_PAGE:
             found += _lc8_urls(study, run, report)
         else:
-            found += _report_page_urls(study, page, run, report)
+            common = page in charts.PAGES.values()
+            found += _report_page_urls(study, page, run, report, filtered=common_filters or not common)
     found += _export_urls(study, run)
     return list(dict.fromkeys(found))
 

@@ -280,3 +280,49 @@ def test_experts_table_shows_each_experts_agreement_with_the_consensus_in_the_ch
     assert table.rows[1][table.columns.index("bias")] == -0.1
     assert charts.experts_table(shaped, Filters(round="calibration-1")).rows == [
         ["eve", "calibration-1", 0.7, 0.8, None, None, None, None, 12]]
+
+
+def _drawn_inside(chart) -> tuple[bool, object]:
+    """Whether everything the chart draws (titles, tick labels, legends, colour bars) lies on its canvas: files are
+    saved without a second, measuring draw (``bbox_inches="tight"``), so nothing may rely on it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from reports import figures
+
+    figure = figures.draw(chart)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    box = figure.get_tightbbox(canvas.get_renderer())  # inches
+    slack = 0.02
+    inside = (box.x0 >= -slack and box.y0 >= -slack and box.x1 <= figure.get_figwidth() + slack
+              and box.y1 <= figure.get_figheight() + slack)
+    return inside, box
+
+
+def _long_named(shaped: dict) -> dict:
+    """The report with long model names, so titles, tick labels and legends are as wide as real ones get."""
+    names = {"GPT": "gpt-4o-2024-08-06 (OpenAI, temperature 0.7)", "Claude": "claude-3-5-sonnet-20241022 (Anthropic)",
+             "Qwen": "Qwen2.5-72B-Instruct (served locally, 8-bit)"}
+    import json
+
+    text = json.dumps(shaped)
+    for short, long in names.items():
+        text = text.replace(f'"{short}"', json.dumps(long))
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("page", list(charts.PAGES.values()), ids=lambda p: p.slug)
+def test_every_chart_is_drawn_inside_its_canvas(page):
+    for shaped in (report(), _long_named(report()), {}):
+        for block in charts.page_blocks(page, shaped, Filters()):
+            if isinstance(block, charts.Chart):
+                inside, box = _drawn_inside(block)
+                assert inside, f"{block.name} draws outside its canvas: {box}"
+
+
+def test_a_long_title_is_wrapped_not_cut():
+    chart = charts.Chart("long", "A title far longer than the figure is wide, as a filtered page's title can be: "
+                         "it names the round, the model and the dataset", "bars",
+                         {"categories": ["a"], "series": {"s": [0.5]}}, [], [])
+    inside, box = _drawn_inside(chart)
+    assert inside, box
