@@ -1,4 +1,5 @@
-"""Session-rated studies (SPEC-LC8): a rater's unit of work is a whole counseling session, not a turn.
+"""Session-rated studies (docs/lc8-rating.md#rating-sessions): a rater's unit of work is a whole counseling session, not
+a turn.
 
 A session's assignment is keyed by the session's first turn (an ``Assignment`` needs a turn); the turn page of
 that assignment shows the LC8 session page (``annotation.lc8_selectors``). ``session_queue`` fixes the order in

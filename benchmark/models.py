@@ -59,7 +59,7 @@ class Conversation(models.Model):
     class Kind(models.TextChoices):
         SINGLE = "single", "Single-turn"
         MULTI = "multi", "Multi-turn"
-        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, SPEC-LC8)"
+        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, LongCounsel-8)"
 
     class Complexity(models.TextChoices):
         HIGH = "high", "High"
@@ -97,7 +97,7 @@ class Conversation(models.Model):
 
 
 class Session(models.Model):
-    """One chat session of a longitudinal history (SPEC-CARE): the history's turns are split into sessions.
+    """One chat session of a longitudinal history (docs/care-data.md): the history's turns are split into sessions.
 
     A conversation without sessions (every CAB conversation) is one implicit session: its turns have no session,
     so nothing that reads turns changes. Sessions exist only for conversations imported in the ``sessions`` form.
