@@ -73,7 +73,8 @@ class Conversation(models.Model):
     complexity = models.CharField(max_length=10, choices=Complexity.choices, null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
     is_synthetic = models.BooleanField(default=False)
-    # benchmark sits below annotation, so the owner is named lazily (ARCHITECTURE: a model points upward only so).
+    # benchmark sits below annotation, so the owner is named lazily (docs/architecture.md#layers: a model points
+    # upward only so).
     study = models.ForeignKey(
         "annotation.Study", on_delete=models.SET_NULL, null=True, blank=True, related_name="owned_conversations",
         help_text="The study whose ingestion first wrote it: only that study's ingestion may change it. Empty for "

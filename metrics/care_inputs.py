@@ -5,7 +5,7 @@ Seven queries whatever the study's size (study members, attributes, sessions, tu
 the coders' names, only when some coder is no longer a member), each a ``values_list`` of a few columns: no Python
 object per model row, no query per row.
 
-Choices (also in docs/metrics.md, "care"):
+Choices (also in docs/metrics.md#choices, item 18):
 
 - The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
   ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
