@@ -148,7 +148,8 @@ class _SecondsForCoders(serializers.DateTimeField):
 
 
 class JudgmentOut(serializers.Serializer):
-    """One judgment in the SPEC §6 long format, plus ids for staff and the response's handle.
+    """One judgment in the long format (docs/reference.md#long-format-of-judgments), plus ids for staff and the
+    response's handle.
 
     Reviewers and experts never see a judgment's or a response's id: both follow the order things were created in,
     which is the model-slot order of each turn. They see the response's handle instead, the name it has on their
@@ -163,7 +164,7 @@ class JudgmentOut(serializers.Serializer):
     conversation_id = serializers.CharField(source="conversation.external_id")
     turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
     session_index = serializers.SerializerMethodField(
-        help_text="the session of a longitudinal history (SPEC-CARE, SPEC-LC8) the judgment is on, or its turn is "
+        help_text="the session of a longitudinal history (CARE, LongCounsel-8) the judgment is on, or its turn is "
                   "in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a "
                   "study whose session order is blinded")
     model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
@@ -233,7 +234,7 @@ class JudgmentImportOut(serializers.Serializer):
     session_labels_unchanged = serializers.IntegerField()
 
 
-# --- session labels (SPEC-LC8): methods' predictions per seed and the reference labels ---------------------------
+# --- session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels -----------
 
 
 class ReferenceIn(serializers.Serializer):

@@ -236,8 +236,8 @@ class JudgmentListApi(generics.ListAPIView):
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
-        # A rater of a study whose session order is blinded (SPEC-LC8) is never told which session of a trajectory
-        # a judgment is on, as on the session page.
+        # A rater of a study whose session order is blinded (docs/lc8-rating.md#rating-sessions) is never told which
+        # session of a trajectory a judgment is on, as on the session page.
         sessions_blinded = not self.staff and self.study.session_order == Study.SessionOrder.BLINDED
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
                 "staff": self.staff, "sessions_blinded": sessions_blinded}
@@ -255,7 +255,7 @@ class JudgmentImportApi(APIView):
         request={"text/csv": OpenApiTypes.STR, "application/x-ndjson": OpenApiTypes.STR},
         parameters=[IDEMPOTENCY_HEADER],
         responses={200: JudgmentImportOut, **error_responses(400, 404, 413, 415, 422)},
-        summary="Import judgments (SPEC §6 long format, CSV or JSON Lines) into a study, all or nothing",
+        summary="Import judgments (the long format, CSV or JSON Lines) into a study, all or nothing",
     )
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -310,8 +310,9 @@ class MethodListApi(APIView):
 
 
 class ReferenceListApi(APIView):
-    """A study's reference coders (SPEC-LC8): whose session labels every rater and method is measured against
-    (e.g. the controlled PHQ-8 state), registered here before their labels arrive (``session-labels/``)."""
+    """A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels every rater
+    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their labels arrive
+    (``session-labels/``)."""
 
     required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
@@ -359,8 +360,9 @@ class _RowsJSONParser(BoundedJSONParser):
 
 
 class SessionLabelApi(generics.ListAPIView):
-    """Session labels (SPEC-LC8): methods' predictions per seed and the reference labels. POST imports them in
-    the long format (all or nothing, idempotent; ``annotation.session_labels``); GET lists them (staff)."""
+    """Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels. POST
+    imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET lists them
+    (staff)."""
 
     required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
@@ -441,7 +443,7 @@ class JudgmentExportApi(_AnyAccept, APIView):
     staff_only = True
 
     @extend_schema(
-        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="SPEC §6 long format"),
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the long format of judgments"),
                    (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
         summary="Download all of a study's judgments (admins and researchers), streamed",
     )

@@ -68,8 +68,8 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
 
 
 def _main_round_opened(*, study: Study, main: Round, coders: list[User], admin: User) -> None:
-    """Open the main round (the judge's labels go into it too) and give the human coders the turns SPEC-CARE codes:
-    those of the first crisis session and after, in order."""
+    """Open the main round (the judge's labels go into it too) and give the human coders the turns a CARE study
+    codes: those of the first crisis session and after, in order (docs/care-data.md#the-codings-of-care-v1)."""
     first = (Session.objects.filter(conversation__study=study, kind__in=CHECKLIST_SESSION_KINDS)
              .order_by("index").values_list("index", flat=True).first())
     turns = list(Turn.objects.filter(conversation__study=study, session__index__gte=first or 1)

@@ -1,4 +1,4 @@
-"""Reads for coding longitudinal histories (SPEC-CARE) on the turn page: the history as coders read it (earlier
+"""Reads for coding longitudinal histories (docs/care-data.md) on the turn page: the history as coders read it (earlier
 sessions folded away, the current episode highlighted), the session checklist at the end of a crisis or callback
 session, and the judge's labels where the study shows them to its coders.
 

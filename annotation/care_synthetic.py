@@ -64,7 +64,7 @@ def _records(slug: str, histories: tuple[CareHistory, ...]) -> list[dict]:
 
 def _label_rows(*, slug: str, coder: str, role: str, coding: CareCoding,
                 histories: tuple[CareHistory, ...]) -> Iterator[dict]:
-    """One coder's labels as long-format rows (SPEC §6 with session_index; nominal codes by their value labels)."""
+    """One coder's labels as long-format rows (with session_index; nominal codes by their value labels)."""
     session_of = {(h.conversation, t): s.index for h in histories for s in h.sessions for t in s.turns}
     model_of = {h.conversation: h.model for h in histories}
     base = {"study": slug, "round": "main", "reviewer": coder, "is_gold": False, "role": role, "dataset": DATASET,

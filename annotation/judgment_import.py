@@ -1,4 +1,5 @@
-"""Import judgments in the SPEC §6 long format (CSV or JSON Lines), all or nothing.
+"""Import judgments in the long format (docs/reference.md#long-format-of-judgments; CSV or JSON Lines), all or
+nothing.
 
 Three passes over the rows, then one write: the columns of each row are read (format errors), the units they name
 are resolved against the database in a few set-based queries, and every judgment is checked by the same
@@ -80,7 +81,7 @@ class _Row:
     instance_count: int | None
     spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
     role: str | None = None  # as given; None when the file leaves it out
-    session_index: int | None = None  # longitudinal studies (SPEC-CARE); None when the file leaves it out
+    session_index: int | None = None  # longitudinal studies; None when the file leaves it out
     conversation_id: int = 0
     turn_id: int | None = 0
     response_id: int | None = None

@@ -1,10 +1,11 @@
-"""Session-rated studies (SPEC-LC8): a rater's unit of work is a whole counseling session, not a turn.
+"""Session-rated studies (docs/lc8-rating.md#rating-sessions): a rater's unit of work is a whole counseling session, not
+a turn.
 
 A session's assignment is keyed by the session's first turn (an ``Assignment`` needs a turn); the turn page of
 that assignment shows the LC8 session page (``annotation.lc8_selectors``). ``session_queue`` fixes the order in
 which a rater meets the sessions: trajectory by trajectory (``in_order``) or one seeded shuffle of all sessions
 (``blinded``) in which two sessions of one trajectory are never adjacent where that can be avoided.
-See docs/lc8-rating.md, "Rating sessions".
+See docs/lc8-rating.md#rating-sessions.
 """
 
 from __future__ import annotations

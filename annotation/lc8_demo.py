@@ -41,7 +41,7 @@ DESCRIPTION = (
 )
 
 # Each trajectory's reference PHQ-8 item scores per session (8 items, 0-3), chosen by hand; the total is their sum.
-# SPEC-LC8's rule on the totals gives the type in the comment.
+# The trajectory-type rule on the totals (docs/lc8-metrics.md#definitions) gives the type in the comment.
 TRAJECTORIES: tuple[tuple[tuple[int, ...], ...], ...] = (
     # improving: 18, 15, 12, 9, 6
     ((3, 3, 2, 3, 2, 2, 2, 1), (2, 3, 2, 2, 2, 2, 1, 1), (2, 2, 2, 2, 1, 1, 1, 1), (1, 2, 1, 1, 1, 1, 1, 1),

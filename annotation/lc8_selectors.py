@@ -1,5 +1,5 @@
-"""Reads for rating a session of a session-rated study (SPEC-LC8, schema with an ``lc8`` block): the session page
-that the turn page of a session's assignment becomes (see docs/lc8-rating.md, "Rating sessions").
+"""Reads for rating a session of a session-rated study (LongCounsel-8, a schema with an ``lc8`` block): the session page
+that the turn page of a session's assignment becomes (see docs/lc8-rating.md#rating-sessions).
 
 The page shows the session's transcript, the items of ``lc8.items`` (required: they decide completion), the derived
 total ``lc8.total`` (computed on the page, never a judgment), the optional groups ``lc8.optional_groups`` folded

@@ -49,8 +49,8 @@ SCHEMA = "lc8-v1"
 DATASET = "LC8-synthetic"
 SLOT = "Counselor"
 TYPES = ("improving", "worsening", "fluctuating", "stable")
-# Shares of the drawn shapes (the reference type is what the SPEC's rule says of the drawn series, which a noisy
-# series can change).
+# Shares of the drawn shapes (the reference type is what the trajectory-type rule, docs/lc8-metrics.md#definitions,
+# says of the drawn series, which a noisy series can change).
 TYPE_SHARES = (0.35, 0.2, 0.2, 0.25)
 
 
@@ -95,7 +95,8 @@ def lc8_attributes(schema: Schema) -> tuple[list[AttributeDefinition], Attribute
 
 
 def trajectory_types(totals: np.ndarray, *, large: int = 5) -> np.ndarray:
-    """SPEC-LC8's ordered rule per row of ``totals`` (n × S): index into ``TYPES``."""
+    """The ordered trajectory-type rule (docs/lc8-metrics.md#definitions) per row of ``totals`` (n × S): index into
+    ``TYPES``."""
     delta = totals[:, -1] - totals[:, 0]
     spread = totals.max(axis=1) - totals.min(axis=1)
     return np.where(delta <= -large, 0, np.where(delta >= large, 1, np.where(spread >= large, 2, 3)))

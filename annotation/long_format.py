@@ -1,6 +1,6 @@
-"""The SPEC §6 long format of judgments, in one place: its columns, reading a file (CSV or JSON Lines) into rows,
-and writing a study's judgments. Every export (downloads, API, ``export_judgments``) and every import
-(``import_judgments``, API) goes through here, so a file we write always reads back exactly.
+"""The long format of judgments (docs/reference.md#long-format-of-judgments), in one place: its columns, reading a file
+(CSV or JSON Lines) into rows, and writing a study's judgments. Every export (downloads, API, ``export_judgments``) and
+every import (``import_judgments``, API) goes through here, so a file we write always reads back exactly.
 
 CSV cells are written by ``common.cells`` (formula neutralisation) and read back with ``unneutralise``.
 """
@@ -26,9 +26,9 @@ from common.rounds import round_name
 
 COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
            "attribute", "score", "instance_count", "spans", "role")
-# SPEC §6's optional columns: a file may leave them out altogether (from the CSV header as from a JSON row).
+# The optional columns: a file may leave them out altogether (from the CSV header as from a JSON row).
 OMITTABLE_COLUMNS = ("role",)
-# Longitudinal studies (SPEC-CARE): the session of a row. Read when a file has it; written, after the columns
+# Longitudinal studies (CARE, LC8): the session of a row. Read when a file has it; written, after the columns
 # above, only for a study whose schema codes sessions (so every other study's files stay exactly as they were).
 SESSION_INDEX = "session_index"
 # Keys a JSON row may leave out (an absent model, instance count or spans is an empty one).
@@ -41,7 +41,7 @@ ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
 METHOD_ROLE = StudyMember.Role.METHOD.value
 DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
 GOLD_ROLE = StudyMember.Role.EXPERT.value
-# Session labels (SPEC-LC8, ``annotation.session_labels``): a method's run seed, empty for everyone else. Written
+# Session labels (LC8, ``annotation.session_labels``): a method's run seed, empty for everyone else. Written
 # only for a session-rated study (a schema with an ``lc8`` block), after session_index.
 SEED = "seed"
 FORMATS = ("csv", "jsonl")
@@ -121,7 +121,7 @@ def is_longitudinal(study: Study) -> bool:
 
 
 def has_session_labels(study: Study) -> bool:
-    """Whether the study's schema is session-rated (an ``lc8`` block, SPEC-LC8): its files carry the session labels
+    """Whether the study's schema is session-rated (an ``lc8`` block, LC8): its files carry the session labels
     (methods' predictions per seed, reference labels) after the judgments, and a ``seed`` column."""
     return isinstance(study.schema.definition.get("lc8"), dict)
 
@@ -256,9 +256,10 @@ def _tuples(batch: list[tuple]) -> Iterator[tuple]:
 
 
 def session_label_rows(*, study: Study) -> Iterator[dict]:
-    """The study's session labels as long-format rows (SPEC-LC8), streamed from one query: no round, turn or model;
-    ``score`` the float as stored, ``role`` method or reference, ``reviewer`` the coder's name, ``seed`` the
-    method's run seed (null for none) and ``session_index``. ``annotation.session_labels`` reads them back."""
+    """The study's session labels as long-format rows (docs/lc8.md#long-format-exports), streamed from one query: no
+    round, turn or model; ``score`` the float as stored, ``role`` method or reference, ``reviewer`` the coder's name,
+    ``seed`` the method's run seed (null for none) and ``session_index``. ``annotation.session_labels`` reads them
+    back."""
     for (coder, role, seed, dataset, conversation, session, code, value) in (
         SessionLabel.objects.filter(study=study)
         .order_by("coder__role", "coder__user__username", "seed", "session__conversation__dataset__name",

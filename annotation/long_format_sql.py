@@ -1,4 +1,4 @@
-"""The judgments of the SPEC §6 long format written line by line by PostgreSQL: how every export writes them.
+"""The judgments of the long format written line by line by PostgreSQL: how every export writes them.
 
 The Python writer (``annotation.long_format`` reads the rows and ``common.cells`` writes them) defines the file; at
 ten times paper scale (seven million judgments) its formatting was the export's bottleneck, three times what

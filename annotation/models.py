@@ -41,7 +41,7 @@ class AttributeDefinition(models.Model):
         SESSION = "session", "Once per session (of a longitudinal history)"
 
     class ItemType(models.TextChoices):
-        """A session checklist item's type (SPEC-CARE): what its presence or absence says about the session."""
+        """A session checklist item's type (CARE): what its presence or absence says about the session."""
 
         PRODUCTIVE = "productive", "Productive"
         UNPRODUCTIVE = "unproductive", "Unproductive"
@@ -69,7 +69,7 @@ class AttributeDefinition(models.Model):
     risk = models.JSONField(null=True, blank=True, help_text="Risk encoding: scale value -> risk in [0, 1].")
     has_instance_count = models.BooleanField(default=False)
     counts_toward_uiri = models.BooleanField(default=False)
-    # Session checklist items (SPEC-CARE): blank / empty for every other attribute.
+    # Session checklist items (docs/care-data.md#the-codings-of-care-v1): blank / empty for every other attribute.
     item_type = models.CharField(max_length=12, choices=ItemType.choices, blank=True,
                                  help_text="Checklist items only: productive, unproductive or required.")
     crisis_types = models.JSONField(default=list, blank=True,
@@ -155,7 +155,7 @@ class Study(models.Model):
     )
     reference_labels = models.CharField(
         max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
-        help_text="Whether human coders see the reference labels (SPEC-LC8: blinded unless the study says).",
+        help_text="Whether human coders see the reference labels (LongCounsel-8: blinded unless the study says).",
     )
 
     class SessionHistory(models.TextChoices):
@@ -451,7 +451,8 @@ class Judgment(models.Model):
 
 
 class SessionLabel(models.Model):
-    """A value given to one attribute of one session by a coder that is not a person (SPEC-LC8): a method's
+    """A value given to one attribute of one session by a coder that is not a person (docs/lc8.md#session-labels): a
+    method's
     prediction (role ``method``; per seed, e.g. a per-session PHQ-8 total as a float) or the study's reference
     labels (role ``reference``, e.g. the controlled PHQ-8 state). Stored exactly as sent: never rounded or clipped,
     which is why these are not judgments (a judgment's score is an integer on the attribute's scale). People's

@@ -29,7 +29,7 @@ def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T |
     return []
 
 
-CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # SPEC-CARE: the sessions whose checklist is coded
+CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # CARE: the sessions whose checklist is coded
 
 
 def session_items(attributes: Sequence[AttributeDefinition], *, kind: str,

@@ -13,7 +13,7 @@ from typing import Any
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 UNITS = ("turn", "response", "conversation", "session")
 LEVELS = ("nominal", "ordinal", "interval")
-# Session checklist items (SPEC-CARE): their types and the crisis types they may apply to.
+# Session checklist items (docs/care-data.md#the-codings-of-care-v1): their types, and the crisis types they apply to.
 ITEM_TYPES = ("productive", "unproductive", "required")
 CRISIS_TYPES = ("SI", "self-harm", "anxiety")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -277,7 +277,7 @@ def _checklist(checklist: Any, *, unit: str, lo: int, hi: int, where: str,
     return str(item_type or ""), list(crisis_types or [])
 
 
-# The roles a CARE schema's ``care`` block gives attributes (SPEC-CARE), so that no code names an attribute code.
+# The roles a CARE schema's ``care`` block gives attributes (docs/care.md), so that no code names an attribute code.
 CARE_ROLES = {
     "crisis": "turn", "marker": "turn", "request": "turn", "ambiguous": "turn", "sudden": "turn", "hold": "turn",
     "reactance": "turn", "strategy": "response", "horizon": "response", "safety_critical": "response",
@@ -314,10 +314,10 @@ def _care_problems(care: Any, attributes: dict[str, AttributeSpecDoc]) -> list[s
 
 def _lc8_problems(lc8: Any, attributes: dict[str, AttributeSpecDoc],  # noqa: C901 - one linear pass
                   group_units: dict[str, str]) -> list[str]:
-    """The optional ``lc8`` block (SPEC-LC8): the PHQ items, their total and which attributes are derived (never
-    typed by a rater), each an attribute of this schema coded once per session; the optional groups, groups of
-    this schema; the tracking rules (sessions per trajectory, a large change, the screening cut-off, the severe
-    tail) as numbers."""
+    """The optional ``lc8`` block (docs/lc8.md#schema-lc8-v1): the PHQ items, their total and which attributes are
+    derived (never typed by a rater), each an attribute of this schema coded once per session; the optional groups,
+    groups of this schema; the tracking rules (sessions per trajectory, a large change, the screening cut-off, the
+    severe tail) as numbers."""
     if lc8 is None:
         return []
     if not isinstance(lc8, dict):

@@ -127,7 +127,7 @@ class TurnView:
     conversation_done: int
     previous_position: int | None
     next_position: int | None
-    # A longitudinal history (SPEC-CARE), on the turn that ends a crisis or callback session: its checklist.
+    # A longitudinal history (CARE), on the turn that ends a crisis or callback session: its checklist.
     checklist_session: Session | None = None
     session_forms: list[tuple[AttributeGroup, list[AttrForm]]] = field(default_factory=list)
 
@@ -577,7 +577,7 @@ def turn_progress(*, assignment: Assignment, conversation_id: int) -> dict[str, 
 def _session_forms(*, round: Round, user: User, turn: Turn, attributes: list[AttributeDefinition],
                    schema: Schema) -> dict:
     """The session checklist's forms of a turn page (``care_selectors.session_checklist``; for a session-rated
-    study, SPEC-LC8, the items of its session: ``lc8_selectors.session_checklist``); nothing, and no query, for a
+    study, LC8, the items of its session: ``lc8_selectors.session_checklist``); nothing, and no query, for a
     turn without sessions."""
     if turn.session_id is None:
         return {}
@@ -761,7 +761,7 @@ def conversations_of_study(*, study: Study, among: Sequence[int] | None = None) 
     """The conversations that belong to the study, whoever first ingested them: the README's rule ("Study isolation
     and frozen text") — those its ingestion first wrote (``Conversation.study``) and every one it uses: with a turn
     in one of its rounds (an item or an assignment), judged in one of its rounds — and those with a session it
-    labelled (``SessionLabel``, SPEC-LC8's methods and references).
+    labelled (``SessionLabel``: LC8's methods and references).
 
     Every section of the study's report takes its material from here (``metrics.selectors.report_inputs``, the
     ``care`` section's histories, the ``lc8`` section's trajectories), so material loaded by ``import_conversations``

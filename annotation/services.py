@@ -261,7 +261,7 @@ def judgment_save(
     session: Session | None = None,
 ) -> Judgment:
     """Create or update one of the coder's own judgments (and replace its spans when given). The unit is the
-    turn, the response, the ``session`` of a longitudinal history (SPEC-CARE: no turn) or the conversation.
+    turn, the response, the ``session`` of a longitudinal history (no turn) or the conversation.
 
     ``expected_version`` is the version the editor last saw: a save against an older version is refused so a
     judgment edited in two tabs is never silently overwritten. The round is re-read under a row lock, so a save

@@ -1,5 +1,5 @@
-"""Session labels (SPEC-LC8): methods' per-session predictions (per seed) and the reference labels, imported in
-the long format, all or nothing, idempotent, exactly as sent.
+"""Session labels (docs/lc8.md#session-labels): methods' per-session predictions (per seed) and the reference labels,
+imported in the long format, all or nothing, idempotent, exactly as sent.
 
 A row names a session (``dataset``, ``conversation_id``, ``session_index``), a session attribute of the study's
 schema (``attribute``), a value (``score``), the coder (``reviewer``, its ``role``: ``method`` or ``reference``)

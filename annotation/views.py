@@ -122,7 +122,7 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         note_url = reverse("turn-note", args=[round_id, position])
     except NoReverseMatch:  # the comment and flags endpoint is optional for the page
         note_url = ""
-    # A session-rated study (SPEC-LC8): the assignment's unit is the turn's session, rated on its own page.
+    # A session-rated study (LC8): the assignment's unit is the turn's session, rated on its own page.
     session_page = lc8_selectors.session_page(view=view, user=request.user)
     if session_page is not None:
         return render(request, "annotation/lc8.html", {
@@ -132,7 +132,7 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
         # One source of truth for the instance-count bound: the page checks what the server's rule checks.
         "max_instance_count": rules.MAX_INSTANCE_COUNT,
-        # A longitudinal history (SPEC-CARE): its sessions, and the judge's labels where the study shows them.
+        # A longitudinal history (CARE): its sessions, and the judge's labels where the study shows them.
         "care": care_selectors.care_history(view=view, user=request.user),
     })
 

@@ -1,5 +1,6 @@
 """The real Appendix D examples (five models' responses to CounselChat, PAIR, CARE-Bench and HOPE
-conversations), turned into SPEC §6 conversation records for the demo study."""
+conversations), turned into conversation records (docs/reference.md#conversations-json-lines) for the
+demo study."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ class Conversation(models.Model):
     class Kind(models.TextChoices):
         SINGLE = "single", "Single-turn"
         MULTI = "multi", "Multi-turn"
-        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, SPEC-LC8)"
+        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, LongCounsel-8)"
 
     class Complexity(models.TextChoices):
         HIGH = "high", "High"
@@ -73,7 +73,8 @@ class Conversation(models.Model):
     complexity = models.CharField(max_length=10, choices=Complexity.choices, null=True, blank=True)
     title = models.CharField(max_length=200, blank=True)
     is_synthetic = models.BooleanField(default=False)
-    # benchmark sits below annotation, so the owner is named lazily (ARCHITECTURE: a model points upward only so).
+    # benchmark sits below annotation, so the owner is named lazily (docs/architecture.md#layers: a model points
+    # upward only so).
     study = models.ForeignKey(
         "annotation.Study", on_delete=models.SET_NULL, null=True, blank=True, related_name="owned_conversations",
         help_text="The study whose ingestion first wrote it: only that study's ingestion may change it. Empty for "
@@ -97,7 +98,7 @@ class Conversation(models.Model):
 
 
 class Session(models.Model):
-    """One chat session of a longitudinal history (SPEC-CARE): the history's turns are split into sessions.
+    """One chat session of a longitudinal history (docs/care-data.md): the history's turns are split into sessions.
 
     A conversation without sessions (every CAB conversation) is one implicit session: its turns have no session,
     so nothing that reads turns changes. Sessions exist only for conversations imported in the ``sessions`` form.

@@ -272,7 +272,7 @@ def _claim(conversation_ids: set[int], study: StudyRef | None) -> None:
             Conversation.objects.filter(any_of("pk", chunk), study__isnull=True).update(study_id=study.pk)
 
 
-# --- conversations (SPEC §6 records) ------------------------------------------------------------------------------
+# --- conversations (docs/reference.md#conversations-json-lines) ----------------------------------------------------
 
 
 @dataclass
@@ -397,9 +397,9 @@ def conversations_import(
     *, rows: Iterable[tuple[int, Any]], by: User | None = None, is_synthetic: bool = False,
     study: StudyRef | None = None,
 ) -> ImportSummary:
-    """Import conversations (SPEC §6) through ``study`` (None: an import without a study). Raises RowErrors,
-    having written nothing, when any row is wrong, and MaterialConflict when the only problems are changes this
-    import may not make.
+    """Import conversations (docs/reference.md#conversations-json-lines) through ``study`` (None: an import without a
+    study). Raises RowErrors, having written nothing, when any row is wrong, and MaterialConflict when the only problems
+    are changes this import may not make.
 
     New conversations belong to ``study``. Existing ones are updated to the file's content, except material
     another study owns or uses (or, without a study, any study's material) and text reviewers coded against

@@ -1,4 +1,4 @@
-"""Longitudinal histories (SPEC-CARE): conversations made of sessions, in the ``sessions`` form of the
+"""Longitudinal histories (docs/care-data.md): conversations made of sessions, in the ``sessions`` form of the
 conversations JSON Lines, and their ingestion.
 
 A record gives ``sessions`` (``{"index", "kind", "crisis_type", "turns": [...]}``) instead of ``turns``; each
@@ -79,7 +79,7 @@ class HistoryIn(ConversationIn):
 
 
 def _trajectory_problems(attrs: dict) -> None:
-    """A longitudinal conversation (SPEC-LC8: one client's counseling sessions): every session is a counseling
+    """A longitudinal conversation (LongCounsel-8: one client's counseling sessions): every session is a counseling
     session, with no crisis type, and the conversation has no complexity (like any multi-turn one)."""
     for position, session in enumerate(attrs["sessions"]):
         if session["kind"] != Session.Kind.COUNSELING:

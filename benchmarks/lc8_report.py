@@ -10,9 +10,9 @@ trajectories × 5 sessions (38,745 sessions), a reference coder (8 items and the
 seeds of float totals (465,000 predictions) and 2 raters who code the items of the first 100 trajectories; --short
 is --scale 0.05. Figures:
 - the build (generator) time, printed;
-- the full section, ``metrics.lc8_inputs.lc8_section(study, seed=0, resamples=2000)`` (SPEC-LC8's 2,000
-  trajectory bootstrap resamples), next to one plain ``SELECT`` of the same label rows (the least any loader must
-  do) — target: seconds at paper scale;
+- the full section, ``metrics.lc8_inputs.lc8_section(study, seed=0, resamples=2000)`` (the benchmark's 2,000
+  trajectory bootstrap resamples, docs/lc8-metrics.md#definitions), next to one plain ``SELECT`` of the same label
+  rows (the least any loader must do) — target: seconds at paper scale;
 - load (``lc8_inputs``: a few queries into numpy) next to that plain ``SELECT``;
 - compute (``metrics.core.lc8.lc8_report``) next to the naive loops of ``metrics.core.lc8_naive`` (point
   estimates, plus intervals measured at a small B and extrapolated linearly to --resamples), whose point

@@ -495,8 +495,8 @@ def panel_ranking(*, study: Study) -> dict:
 
 def panel_top(*, ranking: dict, k: int) -> list[str]:
     """The top k of the report's ranking that can be retained: the study's reviewers the report ranks with fewer
-    than k others scoring higher (ties at the boundary are all in; SPEC §4, as ``suggested_panel`` and the
-    bootstrap's top-k shares count it)."""
+    than k others scoring higher (ties at the boundary are all in: docs/metrics.md#panel-selection, as
+    ``suggested_panel`` and the bootstrap's top-k shares count it)."""
     return [row["reviewer"] for row in ranking["rows"]
             if row["member"] and row["rank"] is not None and row["rank"] <= k]
 

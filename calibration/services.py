@@ -440,8 +440,8 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
 
     rng = np.random.default_rng(seed)
     turns = selectors.calibration_candidates(study=study)
-    # A session-rated study (SPEC-LC8): the units are sessions, keyed by their first turns; a trajectory's sessions
-    # stay with one rater, balanced by sessions, queued by lc8_assign.session_queue.
+    # A session-rated study (docs/lc8-rating.md#rating-sessions): the units are sessions, keyed by their first turns; a
+    # trajectory's sessions stay with one rater, balanced by sessions, queued by lc8_assign.session_queue.
     session_rated = lc8_assign.is_session_rated(study.schema)
     if session_rated and check_items:
         raise ValidationError("check items are gold conversations of turns: a session-rated study has none")

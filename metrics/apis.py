@@ -76,7 +76,8 @@ class MetricRunResultApi(APIView):
     required_scopes = READ
     staff_only = True
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="the SPEC §7 report"),
+    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT,
+                                                   description="the metrics report (docs/metrics.md#report-keys)"),
                               **error_responses(404, 409)},
                    summary="The result of a succeeded run (409 while it is queued, running or failed)")
     def get(self, request, run_id: int):
@@ -129,7 +130,7 @@ class ReportExportApi(_Download):
     @extend_schema(parameters=[RUN_PARAMETER],
                    responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT),
                               **error_responses(400, 404)},
-                   summary="Download the metrics report (SPEC §7) of a succeeded run")
+                   summary="Download the metrics report of a succeeded run")
     def get(self, request, slug: str):
         study = study_for(request, slug)
         return report_download(study, _succeeded_run(request, study))

@@ -1,11 +1,11 @@
-"""Load a CARE study (a schema with a ``care`` block, SPEC-CARE) into the pure core's input types
+"""Load a CARE study (a schema with a ``care`` block, docs/care.md) into the pure core's input types
 (``metrics.core.care_metrics``: CareHistory, CareCoding, ChecklistItem, CareParams), and the report's ``care`` section.
 
 Seven queries whatever the study's size (study members, attributes, sessions, turns, response slots, judgments, and
 the coders' names, only when some coder is no longer a member), each a ``values_list`` of a few columns: no Python
 object per model row, no query per row.
 
-Choices (also in docs/metrics.md, "care"):
+Choices (also in docs/metrics.md#choices, item 18):
 
 - The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
   ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
@@ -20,7 +20,7 @@ Choices (also in docs/metrics.md, "care"):
   loader); else the first expert (by username) with codings; else the first human coder with codings; else the
   first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``).
 - The coders compared for validation are every non-gold coder (humans and methods) with codings, the reference coder
-  included when it is one of them (judge vs each human and human vs human are the pairs SPEC-CARE asks for).
+  included when it is one of them (judge vs each human and human vs human are the pairs docs/care.md#metrics asks for).
 - A coder's codes come from every round of the study; a unit coded twice (two rounds) keeps the later judgment.
 - Nominal scores become their scale labels; the marker's labels map onto the engine's states through the ``care``
   block's ``states`` (by position); flags are 0/1. Roles (marker, hold, strategy, …) are looked up through the

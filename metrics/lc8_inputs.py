@@ -1,4 +1,4 @@
-"""Load a LongCounsel-8 study (a schema with an ``lc8`` block, SPEC-LC8) into the pure core's arrays
+"""Load a LongCounsel-8 study (a schema with an ``lc8`` block, docs/lc8-metrics.md) into the pure core's arrays
 (``metrics.core.lc8``: Lc8Study, CoderLabels, Lc8Rules) and the report's ``lc8`` section.
 
 Five queries whatever the study's size (members, attributes, sessions, the reference and method members' session
@@ -34,7 +34,7 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   None): the sum of the items when all are coded, and the items themselves. A session coded twice (two rounds)
   keeps the later judgment. A typed total is never read (the total is derived). Judgments of method members are
   not read (a method's LC8 predictions are its session labels). Names are usernames, as in ``care_inputs``.
-- The bootstrap's B is the run's ``bootstrap`` parameter (SPEC-LC8 asks for 2,000; run with ``bootstrap=2000`` for
+- The bootstrap's B is the run's ``bootstrap`` parameter (the benchmark asks for 2,000; run with ``bootstrap=2000`` for
   the paper's setting); the seed is the run's.
 """
 

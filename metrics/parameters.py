@@ -10,7 +10,7 @@ BOOTSTRAP_MIN, BOOTSTRAP_MAX = 1, 100_000
 DEFAULT_SEED = 0
 DEFAULT_BOOTSTRAP = 1000
 TOP_K_MIN, TOP_K_MAX = 1, 50
-DEFAULT_TOP_K = 6  # SPEC §4: the admin retains the top k of the last calibration round
+DEFAULT_TOP_K = 6  # docs/metrics.md#panel-selection: the admin retains the top k of the last calibration round
 
 
 @dataclass(frozen=True)
@@ -33,5 +33,5 @@ class RunParameters:
     @property
     def stability_ks(self) -> tuple[int, ...]:
         """The k of the bootstrap selection-stability shares: the panel size and the two below it (4, 5, 6 by
-        default, as SPEC §4 reports)."""
+        default, as docs/metrics.md#bootstrap-selection-stability reports)."""
         return tuple(k for k in (self.top_k - 2, self.top_k - 1, self.top_k) if k >= 1)

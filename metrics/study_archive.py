@@ -104,14 +104,14 @@ RELATIONS: dict[type[models.Model], set[str]] = {
     StudyMember: {"study", "user"},
     Dataset: set(),
     Conversation: {"dataset", "study"},
-    Session: {"conversation"},  # nested in its conversation's record (longitudinal histories, SPEC-CARE)
+    Session: {"conversation"},  # nested in its conversation's record (longitudinal histories)
     Turn: {"conversation", "session"},
     ModelResponse: {"turn"},
     Round: {"study"},
     RoundItem: {"round", "turn"},
     Assignment: {"round", "coder", "turn"},
     Judgment: {"round", "coder", "attribute", "conversation", "turn", "response", "session", "agreed_by"},
-    SessionLabel: {"study", "coder", "session", "attribute"},  # SPEC-LC8: coder by username, session by its key
+    SessionLabel: {"study", "coder", "session", "attribute"},  # coder by username, session by its key
     Span: {"judgment", "subcategory"},
     JudgmentRevision: {"judgment", "changed_by"},
     WorkshopNote: {"round", "attribute", "turn", "response", "written_by"},
@@ -246,7 +246,7 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
          "turn": ("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index")}))
 
     yield from (("judgment", record) for record in _judgment_records(study))
-    # Methods' predictions per seed and the reference labels (SPEC-LC8): each value as the float it is stored as
+    # Methods' predictions per seed and the reference labels (LC8): each value as the float it is stored as
     # (JSON writes a float's shortest exact form, so it reads back bit for bit).
     yield from (("session_label", record) for record in _rows(
         SessionLabel.objects.filter(study=study).order_by(
@@ -352,7 +352,7 @@ def _judgment_records(study: Study) -> Iterator[dict[str, Any]]:
             rows.iterator(chunk_size=CHUNK):
         yield {"round": round_name(kind, number), "coder": coder, "is_gold": is_gold, "attribute": code,
                "conversation": [dataset, external_id], "turn": turn, "response": response,
-               **({"session": session} if session is not None else {}),  # a session's code (SPEC-CARE)
+               **({"session": session} if session is not None else {}),  # a session's code
                **dict(zip(plain, values, strict=True)),
                "agreed_by": [username for username, in agreed.of(pk)],
                "spans": [list(span) for span in spans.of(pk)],
@@ -799,7 +799,7 @@ class _Importer:
         return spans
 
     def _session_labels(self, batch: list[Record]) -> None:
-        """Methods' predictions and reference labels (SPEC-LC8), checked as ``annotation.session_labels`` checks
+        """Methods' predictions and reference labels (LC8), checked as ``annotation.session_labels`` checks
         them (a method's value any finite number, as it is; a reference label a whole number on the scale)."""
 
         def build(record: dict[str, Any]) -> SessionLabel:

@@ -20,7 +20,7 @@ from metrics import selectors as metrics_selectors
 from metrics import services
 from metrics.forms import MetricRunForm
 
-# The per-model tables SPEC §7 names; a report may hold more, which the API lists by name.
+# The per-model tables docs/metrics.md#report-keys names; a report may hold more, which the API lists by name.
 INDEX_TABLES = ("ari", "flags", "attribute_risk", "fingerprint")
 
 
@@ -43,7 +43,7 @@ def exports_page(request: HttpRequest) -> HttpResponse:
     for study in studies:
         run_id, tables = runs.get(study.pk, (None, []))
         # Only the tables the report holds (a calibration-only, CARE or LC8 report has no per-model table): the
-        # SPEC's four first, in their order, then any other the report has.
+        # four of docs/metrics.md#report-keys first, in their order, then any other the report has.
         shown = [t for t in INDEX_TABLES if t in tables] + sorted(t for t in tables if t not in INDEX_TABLES)
         rows.append({"study": study, "run_id": run_id, "index_tables": shown})
     return render(request, "exports/index.html", {"rows": rows, "roles": user_roles(user=request.user)})

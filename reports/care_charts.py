@@ -1,4 +1,4 @@
-"""The CARE dashboard page (SPEC-CARE "Metrics"): its figures and tables, built from the report's ``care`` section
+"""The CARE dashboard page (docs/care.md#metrics): its figures and tables, built from the report's ``care`` section
 with the same ``Table``/``Chart`` blocks as every other report page (so each has its CSV, and each chart its SVG
 and PNG, through the same download view). Plain Python over the report dict, like ``reports.charts``.
 

@@ -1,6 +1,6 @@
-"""Every figure and table of the researcher dashboards, built from a stored metrics report (SPEC §7) and the
-page's filters. Plain Python over the report dict: no Django, no drawing (``reports.figures`` draws a Chart),
-so each figure's numbers, the table on the page and its CSV download come from one function.
+"""Every figure and table of the researcher dashboards, built from a stored metrics report (docs/metrics.md#report-keys)
+and the page's filters. Plain Python over the report dict: no Django, no drawing (``reports.figures`` draws a Chart), so
+each figure's numbers, the table on the page and its CSV download come from one function.
 
 A page is a list of blocks; a block is a ``Table`` (shown as HTML) or a ``Chart`` (shown as a picture); both
 carry the rows behind them, which is what the CSV download serves.

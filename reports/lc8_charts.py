@@ -1,6 +1,6 @@
-"""The LongCounsel-8 dashboard page (SPEC-LC8 "Metrics"): its tables and figures, built from the report's ``lc8``
-section with the same ``Table``/``Chart`` blocks as every other report page (each has its CSV, each chart its SVG
-and PNG). Plain Python over the report dict, like ``reports.charts``; ``render`` draws (matplotlib, loaded only
+"""The LongCounsel-8 dashboard page (docs/lc8-metrics.md#definitions): its tables and figures, built from the report's
+``lc8`` section with the same ``Table``/``Chart`` blocks as every other report page (each has its CSV, each chart its
+SVG and PNG). Plain Python over the report dict, like ``reports.charts``; ``render`` draws (matplotlib, loaded only
 there), adding the one kind of chart the other pages do not need: a labelled scatter with intervals on both axes.
 
 The per-trajectory plot is the one block not read from the report: the view loads that ONE trajectory's stored

@@ -172,7 +172,8 @@ def drive(
 OVER_128_KIB = "x" * (128 * 1024 + 1)
 JSON_HOSTILE = [2**31, -(2**31) - 1, 10**20, -1, 0, 1.5, 1e308, None, True, "", "a\x00b", "\x00", [], {}, [[[[]]]],
                 {"a": {"b": {}}}]
-# Where a conversation record (SPEC §6) can be made wrong: a path of keys and list indexes.
+# Where a conversation record (docs/reference.md#conversations-json-lines) can be made wrong: a path of keys and list
+# indexes.
 RECORD_PATHS = [("dataset",), ("conversation_id",), ("kind",), ("topic",), ("complexity",), ("title",), ("turns",),
                 ("turns", 0, "index"), ("turns", 0, "client"), ("turns", 0, "therapist_reference"),
                 ("turns", 0, "responses"), ("turns", 0, "responses", 0, "model"),

@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
                     ("shown", "Shown: human coders see a method's labels, to confirm or correct"),
                 ],
                 default="blinded",
-                help_text="Whether human coders see the reference labels (SPEC-LC8: blinded unless the study says).",
+                help_text="Whether human coders see the reference labels (LongCounsel-8: blinded unless the study says).",
                 max_length=10,
             ),
         ),

@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
                 choices=[
                     ("single", "Single-turn"),
                     ("multi", "Multi-turn"),
-                    ("longitudinal", "Longitudinal (a trajectory of counseling sessions, SPEC-LC8)"),
+                    ("longitudinal", "Longitudinal (a trajectory of counseling sessions, LongCounsel-8)"),
                 ],
                 max_length=12,
             ),

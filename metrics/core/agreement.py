@@ -1,8 +1,9 @@
-"""Score agreement between coders (SPEC §4): exact/bucketed agreement, pairwise agreement, bias, plurality.
+"""Score agreement between coders (docs/metrics.md#reliability-calibration-rounds): exact/bucketed agreement, pairwise
+agreement, bias, plurality.
 
-Inputs are integer code arrays where MISSING marks "this coder did not score this item"; a pair of codes
-counts only where both sides scored (SPEC: "items where both the reviewer and gold have a score").
-Codes are whatever the caller compares: scale indices for exact agreement, bucket indices for bucketed.
+Inputs are integer code arrays where MISSING marks "this coder did not score this item"; a pair of codes counts only
+where both sides scored (docs/metrics.md#items-and-reviewers: an item is valid where both the reviewer and gold scored
+it). Codes are whatever the caller compares: scale indices for exact agreement, bucket indices for bucketed.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def mean_difference(x: np.ndarray, y: np.ndarray) -> float | None:
 def gold_in_plurality(gold: np.ndarray, reviewers: np.ndarray) -> float | None:
     """Share of items whose gold code is among the most frequent reviewer codes (ties included).
 
-    Items count when gold scored them and at least one reviewer did (SPEC §4). Counting by bincount over
-    (item, code) avoids a Python loop over items.
+    Items count when gold scored them and at least one reviewer did (docs/metrics.md#gold-within-plurality). Counting by
+    bincount over (item, code) avoids a Python loop over items.
     """
     gold = np.asarray(gold, dtype=np.int64)
     reviewers = np.asarray(reviewers, dtype=np.int64).reshape(len(gold), -1)

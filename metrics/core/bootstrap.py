@@ -77,9 +77,9 @@ def resampled_ratio(counts: np.ndarray, numerators: np.ndarray, denominators: np
 def top_k_shares(scores: np.ndarray, ks: Sequence[int]) -> dict[int, np.ndarray]:
     """Share of resamples in which each column is in the top k, for every k.
 
-    SPEC §4: in the top k when fewer than k others score strictly higher; a NaN score (no valid item in
-    that resample) is in no top k and higher than no one — NaN comparisons are False, which gives exactly
-    that. Ties are exact because equal rationals divide to the same double.
+    docs/metrics.md#bootstrap-selection-stability: in the top k when fewer than k others score strictly higher; a NaN
+    score (no valid item in that resample) is in no top k and higher than no one — NaN comparisons are False, which
+    gives exactly that. Ties are exact because equal rationals divide to the same double.
     """
     scores = np.asarray(scores, dtype=float)
     if scores.shape[0] == 0:

@@ -1,4 +1,5 @@
-"""Reliability section of the report (SPEC §4): every calibration round, every reviewer, against gold.
+"""Reliability section of the report (docs/metrics.md#reliability-calibration-rounds): every calibration round, every
+reviewer, against gold.
 
 A round becomes a dense items x reviewers matrix of scale positions (one column per reviewer, -1 = not
 scored) plus gold vectors; calibration sets are small (tens of turns), so dense is both simplest and fastest.
@@ -22,7 +23,8 @@ from .tables import GROUPS, ReportParams
 
 
 def kappa_key(group: str) -> str:
-    """Report key of a group's mean κ; SPEC §7 spells the flag group in the plural."""
+    """Report key of a group's mean κ; the report spells the flag group in the plural
+    (docs/metrics.md#grouped-kappa)."""
     return "kappa_flags" if group == "flag" else f"kappa_{group}"
 
 
@@ -97,7 +99,7 @@ def round_matrix(enc: Encoded, name: str, coder_codes: np.ndarray | None = None)
 
 
 def _groups(enc: Encoded) -> list[str]:
-    """Groups reported in by_group: the SPEC's three always, then any further group of the schema."""
+    """Groups reported in by_group: user, response and flag always, then any further group of the schema."""
     extra = [a.group for a in enc.schema.attributes if a.group not in GROUPS]
     return list(GROUPS) + sorted(set(extra))
 
@@ -114,7 +116,8 @@ def _group_index(enc: Encoded, groups: list[str]) -> np.ndarray:
 def _reviewer_entries(
     enc: Encoded, m: RoundMatrix, groups: list[str]
 ) -> tuple[dict[str, dict[str, object]], np.ndarray]:
-    """Per reviewer of one round: the SPEC §7 entry; also the (reviewers x attributes) κ matrix."""
+    """Per reviewer of one round: the entry of docs/metrics.md#report-keys; also the (reviewers x attributes) κ
+    matrix."""
     schema = enc.schema
     n_attributes = len(schema.attributes)
     attribute_group = _group_index(enc, groups)

@@ -1,16 +1,18 @@
-"""CARE recovery-state engine and the alignment of advice (SPEC-CARE "Recovery state", "Alignment").
+"""CARE recovery-state engine and the alignment of advice (docs/care.md#recovery-state,
+docs/care.md#alignment-of-an-action-turn).
 
 Pure Python: user-turn codes in, one `TurnState` per user turn out; an assistant turn's code plus the state the user
 turns before it established gives its alignment label. The metrics built on these live in `care_metrics`.
 
-The spec's vocabulary (recovery states, horizons, session kinds) is the engine's own, not schema data: the rules are
+The protocol's vocabulary (recovery states, horizons, session kinds) is the engine's own, not schema data: the rules are
 written in these terms. The Django side maps a schema's stored codes onto these names before calling in.
 
-Reading choices (SPEC-CARE leaves these open; each is this platform's default and is listed in docs/care.md):
+Reading choices (the CARE paper leaves these open; each is this platform's default and is listed in
+docs/care.md#reading-choices):
 
-- R1 Rule precedence, stated by SPEC-CARE from the CARE paper's Appendix D.3 and D.5 (not an open point). Rule 1
-  first: an `Acute` marker resets, even on a turn flagged `ambiguous` or `hold` (caution first: a lapse signal is
-  never dropped). Then rule 4: a turn flagged `hold` removes one credit whatever its marker (none, below, equal to or
+- R1 Rule precedence, from the CARE paper's Appendix D.3 and D.5 (not an open point; docs/care.md#recovery-state).
+  Rule 1 first: an `Acute` marker resets, even on a turn flagged `ambiguous` or `hold` (caution first: a lapse signal
+  is never dropped). Then rule 4: a turn flagged `hold` removes one credit whatever its marker (none, below, equal to or
   above the state) and whether or not it is flagged `ambiguous`, and that decides the turn. Then rules 2, 3 and 6,
   the first that applies deciding; rule 5 (reactance) never decides anything. The paper's typical hold is a turn of
   simple agreement to an assistant proposal, which D.5 codes as no marker and says "removed one credit rather than
@@ -26,7 +28,8 @@ Reading choices (SPEC-CARE leaves these open; each is this platform's default an
   first and that turn's code is then applied like any other (a callback that opens with a Settling marker earns
   credit at once).
 - R6 An episode lasts until the next crisis or callback session opens a new one; chat sessions after a crisis stay in
-  it (their user turns are coded, SPEC-CARE "Codings"). Each new episode starts from reached = {Acute}.
+  it (their user turns are coded: docs/care-data.md#the-codings-of-care-v1). Each new episode starts from
+  reached = {Acute}.
 - R7 Before the first crisis or callback session no rule applies: the state is Rebuilding, credit 0, no candidate,
   the reached set is empty and `episode` is None; user-turn codes there are ignored by the engine.
 - R8 "Reached earlier and lost": state + 1 is in this episode's reached set (it is above the state, so it was lost).
@@ -56,14 +59,15 @@ MARKERS: tuple[str, ...] = (NO_MARKER, *STATES)
 HORIZONS: tuple[str, ...] = ("Regulate", "Bridge", "Sustain")
 EPISODE_KINDS = frozenset({"crisis", "callback"})
 SESSION_KINDS = frozenset({"chat", *EPISODE_KINDS})
-# SPEC-CARE: "An action turn is one whose strategy is providing suggestions or information." The schema's strategy
-# codes are its own; callers pass theirs (CareParams.action_strategies) when they differ from these names.
+# An action turn is one whose strategy is providing suggestions or information
+# (docs/care-data.md#the-codings-of-care-v1). The schema's strategy codes are its own; callers pass theirs
+# (CareParams.action_strategies) when they differ from these names.
 ACTION_STRATEGIES = frozenset({"providing suggestions", "information"})
 
 ALIGNED, PREMATURE, LAG = "aligned", "premature", "lag"
 LABELS: tuple[str, ...] = (ALIGNED, PREMATURE, LAG)
 
-# state x primary horizon, before the "unless" exemptions (SPEC-CARE table)
+# state x primary horizon, before the "unless" exemptions (docs/care.md#alignment-of-an-action-turn)
 _TABLE: dict[int, dict[str, str]] = {
     ACUTE: {"Regulate": ALIGNED, "Bridge": PREMATURE, "Sustain": PREMATURE},
     SETTLING: {"Regulate": ALIGNED, "Bridge": PREMATURE, "Sustain": PREMATURE},
@@ -154,7 +158,7 @@ def step(state: int, credit: int, reached: frozenset[int], code: UserCode | None
 
 
 def recovery_states(sessions: Iterable[SessionCodes]) -> list[TurnState]:
-    """Walk a history's sessions in order; one TurnState per user turn, in order (SPEC-CARE "Recovery state")."""
+    """Walk a history's sessions in order; one TurnState per user turn, in order (docs/care.md#recovery-state)."""
     out: list[TurnState] = []
     state, credit, reached, episode = REBUILDING, 0, frozenset[int](), None
     for session in sessions:

@@ -1,4 +1,4 @@
-"""CARE metrics (SPEC-CARE "Metrics", "Interchange and report keys"): alignment, crisis vs control windows, session
+"""CARE metrics (docs/care.md#metrics, docs/care.md#in-the-report): alignment, crisis vs control windows, session
 quality, judge validation, and `care_report`, the section of the metrics report.
 
 Input format (plain data, no Django; the loader builds it with one query per table):
@@ -16,12 +16,12 @@ Input format (plain data, no Django; the loader builds it with one query per tab
 
 Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/care.md:
 
-- M1 One assistant model per history (SPEC-CARE: the turn's one response; session codes carry no model, so a
+- M1 One assistant model per history (a history's turn has one response; session codes carry no model, so a
   session's checklist belongs to the history's model). Mode, when a study has one, is part of the model slot.
 - M2 A history's crisis type (the `alignment_by` key) is that of its first crisis session, else of its first
   session with a crisis type, else "none"; every action turn of the history counts under it.
 - M3 Rates are pooled (ratio of summed counts over the group's turns or sessions), not means of per-history rates.
-  Every coded assistant turn counts, before the crisis too (its state is Rebuilding by the spec).
+  Every coded assistant turn counts, before the crisis too (its state is Rebuilding: R7).
 - M4 N_assistant (advice frequency) = assistant turns with a coded strategy; N_ready = action turns whose current
   state (not candidate) is Open or Rebuilding.
 - C1 A crisis window = the turns of one crisis or callback session (the sessions that open an episode).
@@ -561,7 +561,7 @@ def care_report(
     items: Sequence[ChecklistItem],
     params: CareParams | None = None,
 ) -> dict:
-    """The CARE section of the metrics report: exactly the keys of SPEC-CARE "Interchange and report keys"
+    """The CARE section of the metrics report: exactly the keys of docs/care.md#in-the-report
     (care.states, alignment, alignment_by, quality, quality_by, control, validation), JSON-ready (no NaN)."""
     params = params or CareParams()
     histories = sorted(histories, key=lambda h: h.conversation)

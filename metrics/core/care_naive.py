@@ -1,4 +1,4 @@
-"""Slow reference for the CARE section: plain loops over turns, written again from SPEC-CARE, for the tests only.
+"""Slow reference for the CARE section: plain loops over turns, written again from docs/care.md, for the tests only.
 
 Deliberately different from `care` / `care_metrics`: states are names compared through a rank dict, the rules are
 one if/elif chain over a flat list of turns, control windows are found by trying every start, the rank-biserial r
@@ -25,7 +25,7 @@ NAME = {v: k for k, v in RANK.items()}
 
 
 def _naive_rule(state: str, credit: int, reached: list[str], code: UserCode) -> tuple[str, int]:
-    """The rules as one if/elif chain over names, in the spec's precedence (rule 1, rule 4, then 2, 3, 6; R1);
+    """The rules as one if/elif chain over names, in the stated precedence (rule 1, rule 4, then 2, 3, 6; R1);
     `reached` grows in place when a new state is reached. A marker that was not coded is the marker none."""
     marker = "none" if code.marker is None else code.marker
     if marker == "Acute":

@@ -16,10 +16,11 @@ from .tables import Categorical
 def factorize(values: Sequence[Any] | np.ndarray | Categorical) -> tuple[list[str], np.ndarray]:
     """Codes of string-like keys, numbered in sorted order of the keys.
 
-    Hashing (set + a C-level map over a dict lookup) instead of np.unique: sorting 10^5-10^6 Python strings
-    is several times slower, while the distinct keys (coders, models, conversations) are few and cheap to
-    sort. None becomes "" so that a null model and an empty model are one key (SPEC §6 accepts both). A
-    Categorical column is renumbered with integer operations only (no Python object per row).
+    Hashing (set + a C-level map over a dict lookup) instead of np.unique: sorting 10^5-10^6 Python strings is several
+    times slower, while the distinct keys (coders, models, conversations) are few and cheap to sort. None becomes "" so
+    that a null model and an empty model are one key (the long format accepts both:
+    docs/reference.md#long-format-of-judgments). A Categorical column is renumbered with integer operations only (no
+    Python object per row).
     """
     if isinstance(values, Categorical):
         return _factorize_categorical(values)

@@ -1,4 +1,5 @@
-"""Input→response coupling (SPEC §5): Spearman ρ per cell, Benjamini–Hochberg q over the defined cells."""
+"""Input→response coupling (docs/metrics.md#input-response-coupling): Spearman ρ per cell, Benjamini–Hochberg q over the
+defined cells."""
 
 from __future__ import annotations
 
@@ -72,10 +73,10 @@ def coupling_table(
 ) -> dict[str, dict[str, dict[str, object]]]:
     """Every (input, output) cell over the same responses: {input: {output: {rho, p, q, significant, n}}}.
 
-    One BH family per table (per model and per coding: raw or risk-recoded), as SPEC §5 asks.
-    Significant when |ρ| >= min_abs_rho and q < max_q; None for an undefined cell.
-    When every variable is observed on the same rows (the usual case) all cells come from one scipy call;
-    otherwise each cell uses its own pairwise-complete rows.
+    One BH family per table (per model and per coding: raw or risk-recoded), as docs/metrics.md#input-response-coupling
+    says. Significant when |ρ| >= min_abs_rho and q < max_q; None for an undefined cell. When every variable is observed
+    on the same rows (the usual case) all cells come from one scipy call; otherwise each cell uses its own
+    pairwise-complete rows.
     """
     names_in, names_out = list(inputs), list(outputs)
     columns = [np.asarray(inputs[k], dtype=float) for k in names_in] + [

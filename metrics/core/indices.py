@@ -1,9 +1,10 @@
-"""Analysis indices of the main annotation (SPEC §5): UIRI, flag burden, risks, D/E/R/F clusters and ARI,
-fingerprints, coupling, trajectories and span evidence, plus bootstrap CIs for the per-model ARI table.
+"""Analysis indices of the main annotation (docs/metrics.md#analysis-indices-main-round): UIRI, flag burden, risks,
+D/E/R/F clusters and ARI, fingerprints, coupling, trajectories and span evidence, plus bootstrap CIs for the per-model
+ARI table.
 
-Multi-coder rule (SPEC §5): a unit's value of any quantity is the mean of the per-coder values of that
-quantity. So UIRI and cluster scores are computed per (coder, unit) first and only then averaged over the
-coders of the unit; a model's figure is the mean over its responses where the quantity is defined.
+Multi-coder rule (docs/metrics.md#several-coders-on-one-unit): a unit's value of any quantity is the mean of the
+per-coder values of that quantity. So UIRI and cluster scores are computed per (coder, unit) first and only then
+averaged over the coders of the unit; a model's figure is the mean over its responses where the quantity is defined.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Chance-corrected reliability: quadratic weighted Cohen's κ (reviewer vs gold) and Krippendorff's α (panel).
 
-`quadratic_kappa` is scikit-learn's value with the SPEC's null rule; `kappa_from_confusion` is the same
-statistic computed from bincount confusion matrices for many (reviewer, attribute, resample) cells at once,
-which is what makes κ affordable inside the bootstrap. The tests hold the two to 1e-12 of each other.
+`quadratic_kappa` is scikit-learn's value with the null rule of docs/metrics.md#quadratic-weighted-kappa;
+`kappa_from_confusion` is the same statistic computed from bincount confusion matrices for many (reviewer, attribute,
+resample) cells at once, which is what makes κ affordable inside the bootstrap. The tests hold the two to 1e-12 of each
+other.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score
 
 LANDIS_KOCH = (
-    # (upper bound inclusive, band); κ < 0 is "Poor" (SPEC §4)
+    # (upper bound inclusive, band); κ < 0 is "Poor" (docs/metrics.md#landis-koch-bands)
     (0.20, "Slight"),
     (0.40, "Fair"),
     (0.60, "Moderate"),
@@ -27,7 +28,8 @@ LANDIS_KOCH = (
 
 
 def quadratic_kappa(y1: Sequence[int], y2: Sequence[int], labels: Sequence[int]) -> float | None:
-    """scikit-learn's quadratic weighted κ over the full scale; None where SPEC §4 calls it undefined.
+    """scikit-learn's quadratic weighted κ over the full scale; None where docs/metrics.md#quadratic-weighted-kappa
+    calls it undefined.
 
     Undefined = no unit, or zero expected disagreement (both sides one and the same constant value).
     Both sides constant at different values is 0, as scikit-learn computes it.
@@ -84,7 +86,7 @@ def kappa_from_confusion(confusion: np.ndarray, nominal: np.ndarray | None = Non
 
 
 def landis_koch_band(kappa: float | None) -> str | None:
-    """Landis–Koch label with the SPEC's boundaries: κ < 0 Poor; [0, .20] Slight; (.20, .40] Fair; ..."""
+    """Landis–Koch label (docs/metrics.md#landis-koch-bands): κ < 0 Poor; [0, .20] Slight; (.20, .40] Fair; ..."""
     if kappa is None or not math.isfinite(kappa):
         return None
     if kappa < 0:

@@ -1,6 +1,6 @@
-"""LongCounsel-8 tracking metrics (SPEC-LC8 "Metrics"): current and change MAE, direction accuracy, trajectory
-types, trend agreement, label fidelity, per seed then the mean over seeds, with paired trajectory-bootstrap CIs, and
-the method ranking with its change-MAE-versus-direction rank reversals.
+"""LongCounsel-8 tracking metrics (docs/lc8-metrics.md#definitions): current and change MAE, direction accuracy,
+trajectory types, trend agreement, label fidelity, per seed then the mean over seeds, with paired trajectory-bootstrap
+CIs, and the method ranking with its change-MAE-versus-direction rank reversals.
 
 Pure numpy/scipy: arrays in, plain JSON-ready data out. Rows are trajectories, columns sessions 1..S; NaN marks a
 missing value. The Django side loads `SessionLabel` rows into these arrays. Every reading choice is listed in
@@ -386,7 +386,7 @@ def _ranking(coders: dict[str, dict], methods: tuple[str, ...]) -> dict[str, lis
 
 
 def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict:
-    """The SPEC-LC8 report section (JSON-ready: floats, None where undefined, lists):
+    """The report's ``lc8`` section, JSON-ready (floats, None where undefined, lists; docs/lc8-metrics.md#output):
 
     {"coders": {CODER: {current_mae, change_mae, direction_accuracy, trend_agreement, n_trajectories,
                         n_large_changes, mae_by_type: {TYPE: mae}, ci: {current_mae|change_mae|direction_accuracy:

@@ -1,4 +1,4 @@
-"""The one entry point the Django side calls: plain tables in, one JSON-ready dict out (SPEC §7).
+"""The one entry point the Django side calls: plain tables in, one JSON-ready dict out (docs/metrics.md#report-keys).
 
 Sections are always present: with no calibration round or no main round they are empty ({} / None / []),
 never missing, so a consumer can index the report without guarding every key.
@@ -117,7 +117,7 @@ def build_report(
     params: ReportParams = ReportParams(),  # noqa: B008 - frozen dataclass, safe as a default
     progress: Progress | None = None,
 ) -> dict:
-    """Compute every SPEC §4/§5 quantity; deterministic for a given `params.seed`.
+    """Compute every quantity of docs/metrics.md; deterministic for a given `params.seed`.
 
     Raises ValueError for input the schema cannot describe (bad spec, unequal columns, bad parameters);
     rows it merely cannot use (unknown attribute, off-scale score, re-coded duplicates) are dropped and

@@ -1,4 +1,4 @@
-"""Span evidence (SPEC §5) and span agreement with gold (character-overlap F1 per subcategory).
+"""Span evidence (docs/metrics.md#span-evidence) and span agreement with gold (character-overlap F1 per subcategory).
 
 Offsets are character positions into the response text, end exclusive. A coder's spans of one subcategory
 on one response are merged first, so overlapping highlights by the same coder are not counted twice in F1.
@@ -76,8 +76,9 @@ def span_evidence(
     """(models x subcategories) mean spans per response n(c) and mean highlighted tokens per response tok(c).
 
     A response's value is the mean over the coders who coded it, a coder without spans counting 0
-    (SPEC §5: the unit's value is the mean of per-reviewer values), so each span weighs 1 / coders(response).
-    Means run over the model's coded responses. Unknown text (NaN tokens) makes tok(c) NaN for that cell.
+    (docs/metrics.md#several-coders-on-one-unit: the unit's value is the mean of per-reviewer values), so each span
+    weighs 1 / coders(response). Means run over the model's coded responses. Unknown text (NaN tokens) makes tok(c) NaN
+    for that cell.
     """
     response_coders = np.asarray(response_coders, dtype=float)
     response_model = np.asarray(response_model, dtype=np.int64)

@@ -388,8 +388,8 @@ _DOWN = {0: 1.0, 1: 0.5, 2: 0.0}  # (2 - x) / 2
 _UP = {0: 0.0, 1: 0.5, 2: 1.0}  # x / 2
 _BINARY = {0: 0.0, 1: 1.0}  # x
 
-# SPEC §3's default schema `cab-v1`, as data, for synthetic studies and tests. No metric reads it: the
-# computation only ever sees the AttributeSpecs it is given.
+# The default schema `cab-v1` (docs/schema.md#the-default-schema-cab-v1), as data, for synthetic studies and tests. No
+# metric reads it: the computation only ever sees the AttributeSpecs it is given.
 DEFAULT_SCHEMA: tuple[AttributeSpec, ...] = (
     _spec("U1", "user", None, 2, None, None),
     _spec("U2", "user", None, 2, (1, 2), None),

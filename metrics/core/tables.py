@@ -126,7 +126,7 @@ class SpanTable:
 class ReportParams:
     """Every study-level choice the report depends on; echoed in the report so a figure can be re-derived.
 
-    The fields after `panel` are the SPEC's defaults that the SPEC says must stay configurable.
+    The fields after `panel` are the protocol's defaults, which stay configurable (docs/metrics.md).
     """
 
     seed: int = 0
@@ -138,7 +138,7 @@ class ReportParams:
     # panel); the calibration section reports them apart.
     experts: tuple[str, ...] = ()
     panel: tuple[str, ...] | None = None
-    panel_size: int = 6  # SPEC §4: the admin retains the top k of the last calibration round
+    panel_size: int = 6  # docs/metrics.md#panel-selection: the admin retains the top k of the last calibration round
     ci_resample: str = "conversation"  # main-round CIs resample "conversation"s or "turn"s
     uiri_bands: tuple[float, float] = (0.30, 0.60)
     coupling_min_abs_rho: float = 0.20

@@ -1,4 +1,5 @@
-"""Multi-turn trajectories (SPEC §5): per-conversation open/peak/mean/Δ/σ/OLS slope of a signal M(t).
+"""Multi-turn trajectories (docs/metrics.md#multi-turn-trajectories): per-conversation open/peak/mean/Δ/σ/OLS slope of a
+signal M(t).
 
 All series of all signals are processed together with grouped reductions (sort once, reduceat/bincount), so
 the cost does not grow with a Python loop over conversations x signals.

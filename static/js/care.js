@@ -1,6 +1,7 @@
-// Longitudinal histories (SPEC-CARE) on the turn page: when the study shows the judge's labels to its coders, each
-// labelled attribute gets the judge's value beside it and a "Confirm" button that chooses the same value, saved
-// through the page's own save queue (turn.js, which has built the forms by now: both scripts are deferred, in order).
+// Longitudinal histories (docs/care-data.md) on the turn page: when the study shows the judge's labels to its
+// coders, each labelled attribute gets the judge's value beside it and a "Confirm" button that chooses the same
+// value, saved through the page's own save queue (turn.js, which has built the forms by now: both scripts are
+// deferred, in order).
 (function () {
   "use strict";
 

@@ -1,6 +1,6 @@
-// The session page of a session-rated study (SPEC-LC8): the derived total, the sum of the items, kept current as
-// the items change ("–" until every item has a value). It is never sent: turn.js (deferred before this script, so
-// the item forms exist by now) saves the items alone.
+// The session page of a session-rated study (docs/lc8-rating.md): the derived total, the sum of the items, kept
+// current as the items change ("–" until every item has a value). It is never sent: turn.js (deferred before this
+// script, so the item forms exist by now) saves the items alone.
 (function () {
   "use strict";
 

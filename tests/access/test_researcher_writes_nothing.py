@@ -6,10 +6,10 @@ URLs come from the resolver itself, so a page added later is swept too; path par
 of a seeded study (its rounds, members, alerts, turns, runs, another account and its token, and a row of every
 model the Django admin shows), so a refusal is the permission check's and not a missing object's.
 
-The researcher's own housekeeping is the exception, each with what it may change: signing in and out, their
-password, their own API tokens, and starting a metric run (the overview's button and the API's, SPEC §1:
-"dashboards, metric reports, CSV/JSON exports" — a run is how a report is made; it changes only the run table and
-the audit trail).
+The researcher's own housekeeping is the exception, each with what it may change: signing in and out, their password,
+their own API tokens, and starting a metric run (the overview's button and the API's, docs/reference.md#roles: a
+researcher reads dashboards, metric reports and exports, and a run is how a report is made; it changes only the run
+table and the audit trail).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Coding a longitudinal history (SPEC-CARE) on the turn page: the history as coders read it, the user turn, the
-assistant reply and the session checklist saved through the ordinary autosave (session judgments with their
-history), refusals in the rules' words, and the judge's labels shown or blinded per study."""
+"""Coding a longitudinal history (docs/care-data.md#coding-a-history-the-turn-page) on the turn page: the history as
+coders read it, the user turn, the assistant reply and the session checklist saved through the ordinary autosave
+(session judgments with their history), refusals in the rules' words, and the judge's labels shown or blinded per
+study."""
 
 from __future__ import annotations
 

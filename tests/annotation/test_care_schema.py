@@ -1,7 +1,7 @@
-"""Schema ``care-v1`` and what it needs (SPEC-CARE "Codings"): nominal scales and 0/1 flags in the schema document,
-the ``session`` unit, checklist items edited by admins before a study opens, the judgment rules for nominal values
-and session units, CARE labels in the long format (session_index, value labels, methods), blinding of human coders
-to a method's labels, the CARE demo and the synthetic CARE generator."""
+"""Schema ``care-v1`` and what it needs (docs/care-data.md#the-codings-of-care-v1): nominal scales and 0/1 flags in the
+schema document, the ``session`` unit, checklist items edited by admins before a study opens, the judgment rules for
+nominal values and session units, CARE labels in the long format (session_index, value labels, methods), blinding of
+human coders to a method's labels, the CARE demo and the synthetic CARE generator."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The judgments list API gives each judgment's ``session_index`` as the exports do (annotation.long_format): the
 session a session-level judgment is on, or the one its turn is in; null for a judgment not on a session, and for a
-rater of a study whose session order is blinded (SPEC-LC8: nothing tells a rater which session of a trajectory it
-is). On the demo studies: the CARE demo's judge labels, the LC8 demo's rater, the Appendix D demo."""
+rater of a study whose session order is blinded (docs/lc8-rating.md#rating-sessions: nothing tells a rater which
+session of a trajectory it is). On the demo studies: the CARE demo's judge labels, the LC8 demo's rater, the Appendix D
+demo."""
 
 from __future__ import annotations
 

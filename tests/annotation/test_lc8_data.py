@@ -1,4 +1,4 @@
-"""The LC8 data layer (SPEC-LC8, issue 16): ``lc8-v1`` installed by its migration and its ``lc8`` block validated;
+"""The LC8 data layer (docs/lc8.md, issue 16): ``lc8-v1`` installed by its migration and its ``lc8`` block validated;
 the derived total refused as a judgment; session labels (methods' predictions per seed, reference labels) imported
 all or nothing, idempotently and exactly as sent; reference labels blinded to human coders; session labels in the
 long-format exports and back; the study settings."""

@@ -1,4 +1,4 @@
-"""The LC8 session page (SPEC-LC8, docs/lc8-rating.md "Rating sessions"): the turn page of a session-rated study's
+"""The LC8 session page (docs/lc8-rating.md#rating-sessions): the turn page of a session-rated study's
 assignment shows the session's transcript and its PHQ items; earlier sessions, the session's place and the stored
 reference labels and predictions appear only where the study shows them; completion needs the eight items; the
 page's autosave writes session judgments."""

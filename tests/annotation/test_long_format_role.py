@@ -1,5 +1,6 @@
-"""The long format's ``role`` column (SPEC §6): written by every export from the coder's membership of the study,
-read by the importer (optional, ``reviewer`` by default; gold rows are the experts'), and round-tripped."""
+"""The long format's ``role`` column (docs/reference.md#long-format-of-judgments): written by every export from the
+coder's membership of the study, read by the importer (optional, ``reviewer`` by default; gold rows are the experts'),
+and round-tripped."""
 
 from __future__ import annotations
 

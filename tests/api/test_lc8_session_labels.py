@@ -1,7 +1,7 @@
-"""Session labels over the REST API (SPEC-LC8, issue 16 item 3): reference coders registered at ``references/``,
-methods at ``methods/``; ``POST session-labels/`` ingests many methods' predictions for several seeds in one bulk,
-idempotent, all-or-nothing request, stored exactly; ``GET`` lists them for staff, filtered by coder, seed and
-role; reviewers are refused."""
+"""Session labels over the REST API (docs/lc8.md#session-labels, issue 16 item 3): reference coders registered at
+``references/``, methods at ``methods/``; ``POST session-labels/`` ingests many methods' predictions for several seeds
+in one bulk, idempotent, all-or-nothing request, stored exactly; ``GET`` lists them for staff, filtered by coder, seed
+and role; reviewers are refused."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queues of a session-rated study (SPEC-LC8, docs/lc8-rating.md "Rating sessions"): ``session_queue`` in order and
+"""Queues of a session-rated study (docs/lc8-rating.md#rating-sessions): ``session_queue`` in order and
 blinded, ``session_assignments_create`` and ``main_round_assign`` giving whole trajectories to one rater."""
 
 from __future__ import annotations

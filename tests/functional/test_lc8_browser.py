@@ -1,4 +1,4 @@
-"""Rating a LongCounsel-8 session in real headless Chromium (SPEC-LC8, docs/lc8-rating.md "Rating sessions"): the
+"""Rating a LongCounsel-8 session in real headless Chromium (docs/lc8-rating.md#rating-sessions): the
 eight PHQ items by mouse and by keyboard, the derived total updating as they change, everything there after a reload
 and in the database as session judgments (the total never one); no console error, no CSP violation, no serious
 accessibility violation."""

@@ -1,5 +1,6 @@
-"""Metric runs (metrics/runs.py) and the ``metrics_report`` command: the report has every SPEC key, is the same for
-the same seed and after an export → import; a run is computed once, a redelivery is a no-op."""
+"""Metric runs (metrics/runs.py) and the ``metrics_report`` command: the report has every key of
+docs/metrics.md#report-keys, is the same for the same seed and after an export → import; a run is computed once, a
+redelivery is a no-op."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from metrics import runs, services
 from tests import scenarios
 from tests.factories import JudgmentFactory, RoundFactory, StudyFactory
 
-SPEC_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
-                            "n_items"}
+REPORT_REVIEWER_ROUND_KEYS = {"exact", "bucketed", "by_group", "kappa_user", "kappa_response", "kappa_flags", "bias",
+                              "n_items"}
 
 
 def report_of(slug: str, *extra: str) -> dict:
@@ -32,7 +33,7 @@ def assert_spec_keys(report: dict, *, models: list[str]) -> None:
         for name, entry in rounds.items():
             if name == "delta_pp":
                 continue
-            assert set(entry) >= SPEC_REVIEWER_ROUND_KEYS, (reviewer, name)
+            assert set(entry) >= REPORT_REVIEWER_ROUND_KEYS, (reviewer, name)
             assert set(entry["by_group"]) >= {"user", "response", "flag"}
     for name in calibration["pairwise"]:
         assert all(a < b for a, b in (pair.split("|") for pair in calibration["pairwise"][name]))

@@ -5,9 +5,9 @@ read back as HTML: every cell of every table, and every number in the titles, ca
 be the value at the report key it stands for, formatted as the page formats it. The figures are pictures of the
 rows their CSV download serves, so every CSV row is checked the same way (at full precision).
 
-Where each number comes from is written out here, key by key, from the report's shape (SPEC §7 and
-docs/metrics.md), not by calling the page's own catalogue (reports/charts.py): a block that read the wrong key,
-dropped a row or showed a row the filters exclude fails. The last tests show the check can fail.
+Where each number comes from is written out here, key by key, from the report's shape (docs/metrics.md#report-keys), not
+by calling the page's own catalogue (reports/charts.py): a block that read the wrong key, dropped a row or showed a row
+the filters exclude fails. The last tests show the check can fail.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ from common import progress
 
 class Command(BaseCommand):
     help = (
-        "Write a study's judgments in the SPEC §6 long format (CSV or JSON Lines) to standard output: the same "
-        "file as the download, so it re-imports exactly with import_judgments."
+        "Write a study's judgments in the long format (CSV or JSON Lines; docs/reference.md) to standard output: the "
+        "same file as the download, so it re-imports exactly with import_judgments."
     )
 
     def add_arguments(self, parser):

@@ -10,9 +10,9 @@ from common.progress import ReadProgress
 
 class Command(BaseCommand):
     help = (
-        "Import judgments in the SPEC §6 long format (CSV or JSON Lines) into a study, all or nothing. A missing "
-        "study is created with schema cab-v1 together with the rounds and reviewer accounts the file names. The "
-        "session labels of an LC8 export (role method or reference, no round) are imported with the judgments."
+        "Import judgments in the long format (CSV or JSON Lines; docs/reference.md) into a study, all or nothing. A "
+        "missing study is created with schema cab-v1 together with the rounds and reviewer accounts the file names. "
+        "The session labels of an LC8 export (role method or reference, no round) are imported with the judgments."
     )
 
     def add_arguments(self, parser):

@@ -8,9 +8,10 @@ from common.progress import ReadProgress
 
 
 class Command(BaseCommand):
-    help = ("Import conversations in the SPEC §6 JSON Lines format (all or nothing; re-importing changes nothing). "
-            "An import without a study: it adds conversations, turns and responses, but changes no material a study "
-            "owns or uses (change that through the study's API or upload page) and no text reviewers coded against.")
+    help = ("Import conversations in the JSON Lines format of docs/reference.md (all or nothing; re-importing changes "
+            "nothing). An import without a study: it adds conversations, turns and responses, but changes no material "
+            "a study owns or uses (change that through the study's API or upload page) and no text reviewers coded "
+            "against.")
 
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path, help="JSON Lines file, one conversation per line")

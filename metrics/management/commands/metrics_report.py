@@ -10,8 +10,8 @@ from metrics.report_warnings import section_warnings
 
 
 class Command(BaseCommand):
-    help = ("Print the SPEC §7 metrics report of a study as one JSON document. A section that is empty although the "
-            "study has judgments or session labels for it is named on stderr (the report's warnings).")
+    help = ("Print the metrics report (docs/metrics.md) of a study as one JSON document. A section that is empty "
+            "although the study has judgments or session labels for it is named on stderr (the report's warnings).")
 
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True, help="study slug")

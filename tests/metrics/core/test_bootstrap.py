@@ -1,4 +1,5 @@
-"""The vectorised bootstrap is the naive resampling loop, exactly; top-k follows the SPEC's tie rule."""
+"""The vectorised bootstrap is the naive resampling loop, exactly; top-k follows the tie rule of
+docs/metrics.md#bootstrap-selection-stability."""
 
 from __future__ import annotations
 

@@ -50,10 +50,10 @@ from metrics.core.care_metrics import (
 from metrics.core.care_naive import naive_care_report, naive_states
 from metrics.core.care_synthetic import synthetic_care_study
 
-A, S, O, R = "Acute", "Settling", "Open", "Rebuilding"  # noqa: E741 - the spec's initials
+A, S, O, R = "Acute", "Settling", "Open", "Rebuilding"  # noqa: E741 - the states' initials
 
 
-def U(marker: str | None = None, **flags: Any) -> UserCode:  # noqa: N802 - reads like the spec's notation
+def U(marker: str | None = None, **flags: Any) -> UserCode:  # noqa: N802 - reads like docs/care.md's notation
     return UserCode(marker=marker, **flags)
 
 

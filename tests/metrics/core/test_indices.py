@@ -1,4 +1,5 @@
-"""A main round small enough to work out by hand (SPEC §5), including two coders on some units.
+"""A main round small enough to work out by hand (docs/metrics.md#analysis-indices-main-round), including two coders on
+some units.
 
 Schema: UA (user 0-2, UIRI), UB (user 0/1, UIRI), RA (response 0-2, cluster D, risk (2-x)/2),
 RX (response 0-2, no cluster, risk 1 if x > 0 — non-linear, so mean-of-risks differs from risk-of-mean),

@@ -1,8 +1,8 @@
-"""LongCounsel-8 metrics on hand-worked trajectories (SPEC-LC8 "Metrics"): trajectory types at every boundary,
-current and change MAE, direction accuracy (|change| >= 5, a predicted change of 0 counts wrong), MAE by type,
+"""LongCounsel-8 metrics on hand-worked trajectories (docs/lc8-metrics.md#definitions): trajectory types at every
+boundary, current and change MAE, direction accuracy (|change| >= 5, a predicted change of 0 counts wrong), MAE by type,
 trend agreement, per seed then the mean, label fidelity (a method's items included, with the sessions each figure
-covers), the method ranking with its change-MAE-versus-direction reversals, and input errors. Each expected value
-is worked out in the comment beside it; the rules are the defaults (5 sessions, large change 5, screening >= 10,
+covers), the method ranking with its change-MAE-versus-direction reversals, and input errors. Each expected value is
+worked out in the comment beside it; the rules are the defaults (5 sessions, large change 5, screening >= 10,
 severe > 15).
 """
 

@@ -1,4 +1,5 @@
-"""build_report as a whole: the SPEC §7 contract, parity with the naive loops, edge cases, bad input, properties."""
+"""build_report as a whole: the contract of docs/metrics.md#report-keys, parity with the naive loops, edge cases, bad
+input, properties."""
 
 from __future__ import annotations
 
