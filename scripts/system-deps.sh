@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Install the system packages the test suite drives for real: Redis and Chromium (for Playwright). PostgreSQL needs
-# none: it comes from a pip wheel (cab.embedded_db). Does nothing when they are already there; needs root (or sudo)
-# otherwise.
+# Install the system packages the test suite drives for real: Redis, Chromium (for Playwright) and docker-compose
+# (Debian's; `docker-compose config` checks the compose file with no Docker engine). PostgreSQL needs none: it comes
+# from a pip wheel (cab.embedded_db). Does nothing when they are already there; needs root (or sudo) otherwise.
 set -euo pipefail
 missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium fonts-dejavu-core)
+command -v docker-compose >/dev/null || missing+=(docker-compose)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "system-deps: installing ${missing[*]} …"
 sudo=""

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from django.conf import settings
 
 from cab.version import VERSION
@@ -98,3 +101,29 @@ def test_one_version_string_for_the_package_and_the_api():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert VERSION == declared == settings.SPECTACULAR_SETTINGS["VERSION"]
     assert f"## {declared} " in (ROOT / "CHANGELOG.md").read_text(), "CHANGELOG.md lists the current version"
+
+
+def _compose_config(path: Path, **env: str) -> subprocess.CompletedProcess:
+    """``docker-compose config`` (Debian's docker-compose, installed by scripts/system-deps.sh): it reads the file
+    as Compose does, checks it against the Compose schema and fills in the variables, with no Docker engine."""
+    assert shutil.which("docker-compose"), "docker-compose is missing: scripts/system-deps.sh installs it"
+    clean = {key: value for key, value in os.environ.items() if key not in {"SECRET_KEY", "ALLOWED_HOSTS"}}
+    return subprocess.run(["docker-compose", "-f", str(path), "--project-directory", str(ROOT), "config"],
+                          capture_output=True, text=True, env=clean | env, timeout=60)
+
+
+def test_docker_compose_config_accepts_the_compose_file():
+    accepted = _compose_config(ROOT / "docker-compose.yml", SECRET_KEY="a-key-for-the-check")
+    assert accepted.returncode == 0, accepted.stderr
+    services = yaml.safe_load(accepted.stdout)["services"]
+    assert {"web", "worker", "db", "redis"} <= set(services)
+    assert services["web"]["environment"]["SECRET_KEY"] == "a-key-for-the-check"
+    assert services["db"]["image"].startswith("postgres:"), "compose runs the oldest PostgreSQL the product supports"
+
+
+def test_docker_compose_config_refuses_a_missing_secret_key_and_a_broken_file(tmp_path):
+    refused = _compose_config(ROOT / "docker-compose.yml")
+    assert refused.returncode != 0 and "set SECRET_KEY" in refused.stderr
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text((ROOT / "docker-compose.yml").read_text().replace("services:", "servces:", 1))
+    assert _compose_config(broken, SECRET_KEY="x").returncode != 0
