@@ -307,7 +307,7 @@ class QueuePage:
     start: int  # the position the page was asked to start from (0: the queue's start)
     previous: int | None  # where the page before this one starts; None on the first page
     next: int | None  # where the page after this one starts; None on the last page
-    last: int | None  # where the queue's last page starts; None when the queue fits on one page
+    last: int | None  # where the queue's last page (its last QUEUE_PAGE items) starts; None for a shorter queue
 
 
 def coder_queue_page(*, round_id: int, user: User, start: int = 0) -> QueuePage | None:
