@@ -321,6 +321,12 @@ class MemberForm(forms.Form):
         return user
 
 
+class QueuePageForm(forms.Form):
+    """Where a page of the coder's queue starts (a position; the queue's start when absent or not a position)."""
+
+    start = forms.IntegerField(min_value=0, max_value=_INT32, required=False)
+
+
 class StudyDataFilter(forms.Form):
     dataset = forms.CharField(max_length=100, required=False)
     kind = forms.ChoiceField(choices=[("", "any"), ("single", "single-turn"), ("multi", "multi-turn")],

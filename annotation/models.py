@@ -309,8 +309,15 @@ class Assignment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["round", "coder", "turn"], name="assignment_unique_turn"),
         ]
-        # The turn page's previous and next item: one index probe each, however long the queue.
-        indexes = [models.Index(fields=["round", "coder", "position"], name="assignment_queue_position_idx")]
+        indexes = [
+            # The turn page's previous and next item, a page of the queue: one index probe each, however long the
+            # queue.
+            models.Index(fields=["round", "coder", "position"], name="assignment_queue_position_idx"),
+            # Where to resume (the first item not completed): one probe, however many items before it are done; the
+            # index above would walk past every completed one.
+            models.Index(fields=["round", "coder", "position"], condition=Q(completed_at__isnull=True),
+                         name="assignment_queue_undone_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.coder} #{self.position} in {self.round}"

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import CharField, Count, Exists, Min, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models import CharField, Count, Exists, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
 from django.db.models.functions import MD5, Cast, Coalesce, Concat
 from django.utils.crypto import constant_time_compare
 
@@ -226,29 +226,44 @@ def _coder_assignment_statement(*, page: bool) -> tuple[str, list[tuple[ModelCol
 
 
 def coder_rounds(*, user: User) -> list[dict]:
-    """Open rounds in which the user has assignments, with progress and where to resume."""
+    """Open rounds in which the user has assignments (in the studies they are still a member of), with progress and
+    where to resume. Read from the queue counters (``QueueProgress``, one row per round and coder) and one index
+    probe per round for the resume position: the page costs the same however long the queues are."""
     rows = (
-        coder_assignments(user=user).filter(round__status=Round.Status.OPEN)
-        .values("round_id", "round__study_id", "round__study__name", "round__kind", "round__number")
-        .annotate(
-            total=Count("id"),
-            done=Count("id", filter=Q(completed_at__isnull=False)),
-            resume=Min("position", filter=Q(completed_at__isnull=True)),
-            first=Min("position"),
-        )
+        QueueProgress.objects.filter(coder=user, round__status=Round.Status.OPEN)
+        .filter(Exists(StudyMember.objects.filter(study_id=OuterRef("round__study_id"), user=user)))
+        .values("round_id", "round__study_id", "round__study__name", "round__kind", "round__number", "total", "done")
+        .annotate(resume=_resume_position())
         .order_by("round__study__name", "round__kind", "round__number")
     )
-    return [
-        row | {"name": round_name(row["round__kind"], row["round__number"]), "resume": row["resume"] or row["first"]}
-        for row in rows
-    ]
+    return [row | {"name": round_name(row["round__kind"], row["round__number"])} for row in rows]
+
+
+def _queue_of_outer_row() -> QuerySet[Assignment]:
+    """The assignments of the round and coder of the row a subquery is part of, by position (the (round, coder,
+    position) indexes serve it)."""
+    return Assignment.objects.filter(round_id=OuterRef("round_id"), coder_id=OuterRef("coder_id")).order_by("position")
+
+
+def _position(rows: QuerySet[Assignment], at: int = 0) -> Subquery:
+    """The position of the ``at``-th of ``rows`` (in their order): an index probe that reads ``at`` + 1 entries."""
+    return Subquery(rows.values("position")[at:at + 1])
+
+
+def _resume_position() -> Coalesce:
+    """Where the coder resumes: the first item not completed, else (all done) the first item. One probe of the
+    partial index of items not completed: the (round, coder, position) index would walk past every completed one."""
+    mine = _queue_of_outer_row()
+    return Coalesce(_position(mine.filter(completed_at__isnull=True)), _position(mine))
 
 
 def coder_feedback_rounds(*, user: User) -> list[Round]:
-    """Closed calibration rounds the user coded in: each has a feedback page."""
+    """Closed calibration rounds the user coded in: each has a feedback page. "Coded in" is a probe of the queue
+    counters per round, not a join with every assignment the coder has."""
+    coded = QueueProgress.objects.filter(round_id=OuterRef("pk"), coder=user)
     return list(
-        Round.objects.filter(kind=Round.Kind.CALIBRATION, status=Round.Status.CLOSED, assignments__coder=user)
-        .select_related("study").distinct().order_by("study__name", "number")
+        Round.objects.filter(Exists(coded), kind=Round.Kind.CALIBRATION, status=Round.Status.CLOSED)
+        .select_related("study").order_by("study__name", "number")
     )
 
 
@@ -276,12 +291,56 @@ def expert_studies(*, user: User, rounds: list[dict]) -> list[ExpertStudy]:
                         consensus_rounds=closed[s.pk]) for s in studies]
 
 
-def coder_queue(*, round: Round, user: User) -> list[Assignment]:
-    return list(
-        coder_assignments(user=user).filter(round=round)
-        .select_related("turn__conversation__dataset")
-        .order_by("position")
+QUEUE_PAGE = 100
+
+
+@dataclass
+class QueuePage:
+    """One page of a coder's queue in a round: up to ``QUEUE_PAGE`` items from a position on, with the whole
+    queue's progress and the positions the page links to."""
+
+    round: Round
+    total: int
+    done: int
+    resume: int  # the first item not completed; the first item when every one is
+    assignments: list[Assignment]  # this page's, by position
+    start: int  # the position the page was asked to start from (0: the queue's start)
+    previous: int | None  # where the page before this one starts; None on the first page
+    next: int | None  # where the page after this one starts; None on the last page
+    last: int | None  # where the queue's last page (its last QUEUE_PAGE items) starts; None for a shorter queue
+
+
+def coder_queue_page(*, round_id: int, user: User, start: int = 0) -> QueuePage | None:
+    """The page of the coder's queue that starts at the first item at or after position ``start`` (keyset paging:
+    positions have gaps, and an OFFSET would read every item before the page). None when the user has no item in
+    the round or is no longer a member of its study.
+
+    Two queries whatever the queue's length: the round with its counters (``QueueProgress``) and the probes of the
+    (round, coder, position) indexes for where to resume and where the previous and last pages start (each reads at
+    most ``QUEUE_PAGE`` index entries); then the page's items with their turns, one more than the page holds to
+    know whether another page follows."""
+    mine = _queue_of_outer_row()
+    before = mine.filter(position__lt=start)
+    progress = (
+        QueueProgress.objects.filter(round_id=round_id, coder=user)
+        .filter(Exists(StudyMember.objects.filter(study_id=OuterRef("round__study_id"), user=user)))
+        .select_related("round__study")
+        .annotate(resume=_resume_position(),
+                  # The QUEUE_PAGE items before ``start``; fewer when the first page is shorter than a page.
+                  previous=Coalesce(_position(before.order_by("-position"), QUEUE_PAGE - 1), _position(before)),
+                  last=_position(mine.order_by("-position"), QUEUE_PAGE - 1))
+        .first()
     )
+    if progress is None:
+        return None
+    items = list(
+        Assignment.objects.filter(round_id=round_id, coder=user, position__gte=start)
+        .select_related("turn__conversation__dataset").order_by("position")[:QUEUE_PAGE + 1]
+    )
+    resume, previous, last = (getattr(progress, name) for name in ("resume", "previous", "last"))
+    return QueuePage(round=progress.round, total=progress.total, done=progress.done, resume=resume,
+                     assignments=items[:QUEUE_PAGE], start=start, previous=previous,
+                     next=items[QUEUE_PAGE].position if len(items) > QUEUE_PAGE else None, last=last)
 
 
 # Blinding. Response ids follow ingestion order, and ingestion follows the model slots, so a reviewer who could see

@@ -91,13 +91,14 @@ def judgment_count(study) -> int:
 
 def test_home_and_queue_pages_need_a_fixed_number_of_queries_at_any_size(client, data, django_assert_num_queries):
     client.force_login(data["reviewer"])
-    # user, roles three times, open rounds with progress, expert memberships, feedback rounds, studies, their
-    # rounds (and the session)
+    # user, roles three times, open rounds with progress (the queue counters), expert memberships, feedback rounds,
+    # studies, their rounds (and the session)
     with django_assert_num_queries(10):
         home = client.get(reverse("home"))
     assert home.status_code == 200
     assert home.content.count(b"/feedback/") == SIZES[data["size"]]["rounds"]
-    # user, round, the reviewer's assignments with their turns (and the session)
+    # user, the round with the queue's counters, a page of the reviewer's assignments with their turns (and the
+    # session); tests/annotation/test_reviewer_pages_cost.py measures it at two queue lengths
     with django_assert_num_queries(4):
         queue = client.get(reverse("queue", args=[data["main"].pk]))
     assert queue.status_code == 200
