@@ -10,6 +10,10 @@ COPY requirements/base.lock ./requirements/
 RUN pip install --no-cache-dir --require-hashes -r requirements/base.lock
 # The code, installed once (in place: the package's metadata, e.g. its version, without a second copy).
 COPY . .
+# The commit the image is built from, which every metrics report states (there is no .git in the image):
+# docker build --build-arg CAB_COMMIT=$(git rev-parse HEAD) .
+ARG CAB_COMMIT=""
+ENV CAB_COMMIT=$CAB_COMMIT
 RUN pip install --no-cache-dir --no-deps -e . \
     && DJANGO_ENV=production ALLOWED_HOSTS=build REDIS_URL=redis://build:6379/0 \
        DATABASE_URL=postgres://build@build:5432/build \

@@ -17,9 +17,11 @@ from typing import overload
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from cab.version import VERSION
+from cab.version import COMMIT, VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# What every metrics report says produced it (docs/metrics.md#provenance): the package version and its commit.
+CAB_VERSION, CAB_COMMIT = VERSION, COMMIT
 log = logging.getLogger("cab.settings")
 
 

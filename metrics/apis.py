@@ -109,10 +109,22 @@ def _succeeded_run(request, study: Study):
 
 
 def report_download(study: Study, run) -> HttpResponse:
+    """The run's report as a file, led by the run it came from (docs/metrics.md#provenance): the stored report says
+    what was read and by which software; the file adds which run, when, and what asked for it."""
+    document = {"run": run_provenance(run), **run.result}
     return HttpResponse(
-        json.dumps(run.result, ensure_ascii=False, indent=1), content_type="application/json",
+        json.dumps(document, ensure_ascii=False, indent=1), content_type="application/json",
         headers={"Content-Disposition": f'attachment; filename="{study.slug}-report-run{run.pk}.json"'},
     )
+
+
+def run_provenance(run) -> dict:
+    """Which run a report file is: its id, trigger, parameters and times (ISO 8601, UTC)."""
+    def when(moment):
+        return moment.isoformat() if moment else None
+
+    return {"id": run.pk, "trigger": run.trigger, "parameters": run.parameters, "requested_at": when(run.created_at),
+            "started_at": when(run.started_at), "finished_at": when(run.finished_at)}
 
 
 def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse:

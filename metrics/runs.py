@@ -80,6 +80,7 @@ def report_prepare(
     )
     prepared.report["study"] = {"slug": study.slug, "schema": study.schema.slug,
                                 "schema_version": study.schema.version}
+    prepared.report["software"] = {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
     # judgments without a score are read by no figure: counted as read and left out, so judgments = used + dropped
     unscored = selectors.unscored_judgments(study=study)
     counted = prepared.report["input"]

@@ -16,6 +16,7 @@ from .calibration import calibration_section
 from .common import to_jsonable
 from .encode import encode
 from .indices import indices_section
+from .provenance import fingerprint
 from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
 
 __all__ = ["AttributeSpec", "JudgmentTable", "PreparedReport", "ReportParams", "SpanTable", "build_report",
@@ -88,6 +89,7 @@ def report_prepare(
             for a in enc.schema.attributes
         ],
         "input": {
+            "fingerprint": fingerprint(judgments, spans),  # docs/metrics.md#provenance
             "judgments": len(judgments),
             "used": len(enc.judgments),
             "dropped": enc.dropped,

@@ -79,7 +79,15 @@ def test_report_json_download(researcher, as_token, succeeded_run):
     response = as_token(researcher).get("/api/v1/studies/cab-demo/exports/report.json")
     assert response.status_code == 200
     assert response["Content-Disposition"] == f'attachment; filename="cab-demo-report-run{succeeded_run.pk}.json"'
-    assert json.loads(response.content) == succeeded_run.result
+    downloaded = json.loads(response.content)
+    assert list(downloaded)[0] == "run", "the file starts with the run it came from"
+    succeeded_run.refresh_from_db()
+    assert downloaded.pop("run") == {"id": succeeded_run.pk, "trigger": succeeded_run.trigger,
+                                     "parameters": succeeded_run.parameters,
+                                     "requested_at": succeeded_run.created_at.isoformat(),
+                                     "started_at": succeeded_run.started_at and succeeded_run.started_at.isoformat(),
+                                     "finished_at": succeeded_run.finished_at.isoformat()}
+    assert downloaded == succeeded_run.result
 
 
 def test_per_model_index_table_as_csv(researcher, as_token, succeeded_run):

@@ -32,7 +32,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 def report(models: list[str], run: int) -> dict:
     return {
         "version": 1,
-        "run": run,
+        "marker": run,
         "indices": {
             "uiri": {"mean": 0.4},
             "flags": {m: {"F1": 0.1 * i, "F2": 0.05} for i, m in enumerate(models)},
@@ -119,7 +119,12 @@ def test_report_json_downloads_need_a_fixed_number_of_queries_at_any_size(client
     # user, roles twice, study, its newest succeeded run (and the session)
     with django_assert_num_queries(6):
         page = body(client.get(reverse("export-report", args=[SLUG])))
-    assert json.loads(page) == newest.result
+    downloaded = json.loads(page)
+    assert downloaded.pop("run") == {"id": newest.pk, "trigger": newest.trigger, "parameters": newest.parameters,
+                                     "requested_at": newest.created_at.isoformat(),
+                                     "started_at": newest.started_at and newest.started_at.isoformat(),
+                                     "finished_at": newest.finished_at and newest.finished_at.isoformat()}
+    assert downloaded == newest.result
     api = token_client(researcher_user)
     # token, roles twice, study, its newest succeeded run
     with django_assert_num_queries(5):

@@ -74,7 +74,7 @@ class ReportBody(HTMLParser):
             self._depth += 1
         elif tag == "section" and "block" in (a.get("class") or ""):
             self._section = self.sections.setdefault(a.get("id") or "", Section())
-        elif tag == "p" and a.get("class") == "muted small" and self._section is None:
+        elif tag == "p" and "run-line" in (a.get("class") or "").split() and self._section is None:
             self._run_line = True
         elif tag == "thead":
             self._in_head = True
@@ -470,6 +470,10 @@ def mismatches(client: Any, study: Study, page: str, view: View, report: dict, r
     if line is None or line.groups() != (str(parameters["bootstrap"]), str(parameters["seed"]),
                                          str(parameters["panel_size"])):
         found.append(f"{page} {view}: run line {body.run_line!r} is not B, seed, k of the report {parameters}")
+    read = report.get("input", {})
+    if read and (f"{read['judgments']} judgments read" not in body.run_line
+                 or read["fingerprint"][:19] not in body.run_line):
+        found.append(f"{page} {view}: run line {body.run_line!r} does not say the report's input {read}")
     for name, block in PAGES[page].items():
         section = body.sections.pop(name, None)
         where = f"{page} {view} {name}"
