@@ -222,6 +222,16 @@ class MethodOut(serializers.Serializer):
     prompt_id = serializers.CharField(source="method_prompt_id")
 
 
+class JudgmentsFileIn(serializers.Serializer):
+    """A long-format file as a form upload (``multipart/form-data``), for clients that send files so."""
+
+    file = serializers.FileField(help_text="judgments in the long format (docs/reference.md#long-format-of-judgments), "
+                                           "CSV or JSON Lines, UTF-8")
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
+                                     help_text="default: by the file's name (.csv, .jsonl or .ndjson), else by its "
+                                               "part's Content-Type (text/csv, application/x-ndjson)")
+
+
 class JudgmentImportOut(serializers.Serializer):
     study_created = serializers.BooleanField()
     rounds_created = serializers.ListField(child=serializers.CharField())

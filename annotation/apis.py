@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiRequest, OpenApiResponse, extend_schema
 from rest_framework import exceptions, generics
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -33,6 +33,7 @@ from annotation.api_serializers import (
     JudgmentFilterIn,
     JudgmentImportOut,
     JudgmentOut,
+    JudgmentsFileIn,
     MethodIn,
     MethodOut,
     ReferenceIn,
@@ -60,16 +61,26 @@ from api.parsers import (
     RawJSONLinesAltParser,
     RawJSONLinesParser,
     RawTextParser,
+    RawUploadParser,
     bulk_body,
     read_body,
 )
 from api.permissions import token_allows_study
 from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, request_fingerprint, request_user
 from benchmark import services as benchmark_services
-from benchmark.api_serializers import ConversationsIngestOut, ResponseItemIn, ResponsesIngestOut
-from benchmark.serializers import ConversationIn
+from benchmark.api_serializers import (
+    CONVERSATIONS_IN,
+    ConversationsIngestOut,
+    ItemsFileIn,
+    ResponseItemIn,
+    ResponsesIngestOut,
+)
 
 READ = {"GET": ApiToken.Scope.READ}
+# What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
+# part's Content-Type: api.parsers.upload_format), or items (JSON Lines or a JSON array: its first character says).
+_LONG_FORMAT_FILE = {"file": {"contentType": "text/csv, application/x-ndjson, application/jsonl"}}
+_ITEMS_FILE = {"file": {"contentType": "application/x-ndjson, application/jsonl, application/json"}}
 
 
 def study_for(request: Request, slug: str) -> Study:
@@ -118,7 +129,7 @@ class StudyListApi(APIView):
         return Response(StudyOut(listed, many=True, context={"blinded": _blinded_studies(request, listed)}).data)
 
     @extend_schema(
-        request=StudyIn, responses={201: StudyOut, **error_responses(400, 409, 413)},
+        request=StudyIn, responses={201: StudyOut, **error_responses(409)},
         summary="Create a study in set-up (admins): the New study form's fields, checks and messages",
         description=(
             "The same form, service and audit event as the admin's *New study* page and `manage.py create_study`. "
@@ -248,14 +259,21 @@ class JudgmentImportApi(APIView):
 
     required_scopes = {"POST": ApiToken.Scope.IMPORT}
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
-    parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser]
+    parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser, RawUploadParser]
     error_row_key = "line"
 
     @extend_schema(
-        request={"text/csv": OpenApiTypes.STR, "application/x-ndjson": OpenApiTypes.STR},
+        # The file as the body itself (text/csv, application/x-ndjson, application/jsonl) is read too, and said in
+        # the description only: generators skip an operation whose body is of a type they do not know.
+        request={"multipart/form-data": OpenApiRequest(JudgmentsFileIn, encoding=_LONG_FORMAT_FILE)},
         parameters=[IDEMPOTENCY_HEADER],
-        responses={200: JudgmentImportOut, **error_responses(400, 404, 413, 415, 422)},
+        responses={200: JudgmentImportOut, **error_responses(404, 422)},
         summary="Import judgments (the long format, CSV or JSON Lines) into a study, all or nothing",
+        description=(
+            "The file as a form upload (`multipart/form-data`: the part `file`, and `format` unless the file's name "
+            "says it), or as the body itself with `Content-Type: text/csv` or `application/x-ndjson` "
+            "(`application/jsonl`). Any wrong row → 400 listing every problem (line, field, message), nothing "
+            "written."),
     )
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -294,7 +312,7 @@ class MethodListApi(APIView):
         members = study.members.filter(role=StudyMember.Role.METHOD).select_related("user").order_by("user__username")
         return Response(MethodOut(members, many=True).data)
 
-    @extend_schema(request=MethodIn, responses={200: MethodOut, **error_responses(400, 404)},
+    @extend_schema(request=MethodIn, responses={200: MethodOut, **error_responses(404)},
                    summary="Register a method (an automated coder such as an LLM judge) in a study (idempotent)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -326,7 +344,7 @@ class ReferenceListApi(APIView):
                    .order_by("user__username"))
         return Response(ReferenceOut(members, many=True).data)
 
-    @extend_schema(request=ReferenceIn, responses={200: ReferenceOut, **error_responses(400, 404)},
+    @extend_schema(request=ReferenceIn, responses={200: ReferenceOut, **error_responses(404)},
                    summary="Register a reference coder (the source of a study's reference labels) (idempotent)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -396,7 +414,7 @@ class SessionLabelApi(generics.ListAPIView):
 
     @extend_schema(
         request=SessionLabelsIn, parameters=[IDEMPOTENCY_HEADER],
-        responses={200: SessionLabelImportOut, **error_responses(400, 404, 413, 415, 422)},
+        responses={200: SessionLabelImportOut, **error_responses(404, 422)},
         summary="Import session labels (methods' predictions per seed, reference labels), all or nothing",
         description=(
             f"Up to {MAX_ITEMS:,} rows a request, `{{\"rows\": [...]}}`, each a long-format row naming a session "
@@ -426,6 +444,8 @@ class SessionLabelApi(generics.ListAPIView):
 
 class _AnyAccept(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
+
+    answers_any_accept = True  # never a 406 (api.openapi)
 
     def perform_content_negotiation(self, request, force=False):
         return super().perform_content_negotiation(request, force=True)
@@ -458,9 +478,11 @@ class JudgmentExportApi(_AnyAccept, APIView):
 
 INGEST_PERMS = ("benchmark.add_conversation", "benchmark.change_conversation", "benchmark.add_modelresponse",
                 "benchmark.change_modelresponse")
-_ERRORS = error_responses(400, 404, 409, 413, 415, 422)
+_ERRORS = error_responses(404, 409, 422)
 _DESCRIPTION = (
-    f"Up to {MAX_ITEMS:,} items per request as a JSON array, or as JSON Lines (`application/x-ndjson`). "
+    f"Up to {MAX_ITEMS:,} items per request: a JSON array (`application/json`), a file of JSON Lines or a JSON array "
+    "as a form upload (`multipart/form-data`, the part `file`), or JSON Lines as the body itself "
+    "(`Content-Type: application/x-ndjson` or `application/jsonl`). "
     "Validated as a whole: any wrong item → 400 listing every problem (index, field, message) and nothing is "
     "written. A change to material of another study (a conversation another study ingested first, or has in a "
     "round or judged) → 409 naming the conversation, nothing written. New text for what reviewers coded against "
@@ -488,8 +510,13 @@ class _IngestApi(APIView):
         return _replayable(request, body, call)
 
 
+def _ingest_request(items) -> dict:
+    # JSON Lines as the body itself is read too, and said in the description only (see JudgmentImportApi).
+    return {"application/json": items, "multipart/form-data": OpenApiRequest(ItemsFileIn, encoding=_ITEMS_FILE)}
+
+
 class ConversationIngestApi(_IngestApi):
-    @extend_schema(request=ConversationIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request=_ingest_request(CONVERSATIONS_IN), parameters=[IDEMPOTENCY_HEADER],
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
@@ -497,7 +524,7 @@ class ConversationIngestApi(_IngestApi):
 
 
 class ResponseIngestApi(_IngestApi):
-    @extend_schema(request=ResponseItemIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request=_ingest_request(ResponseItemIn(many=True)), parameters=[IDEMPOTENCY_HEADER],
                    responses={200: ResponsesIngestOut, **_ERRORS},
                    summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
                    description=_DESCRIPTION)

@@ -3,7 +3,25 @@ a request); these serializers document them and shape the answers."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
+
+from benchmark.models import Conversation
+from benchmark.sessions import HistoryIn, TurnsIn
+
+CONVERSATION_KINDS = Conversation.Kind.values  # the schema's ConversationKindEnum (SPECTACULAR_SETTINGS)
+
+# A conversation is one of two shapes: its turns, or (a longitudinal history: CARE, LongCounsel-8) its sessions with
+# their turns (benchmark.sessions.conversation_serializer picks by the key ``sessions``).
+CONVERSATIONS_IN = PolymorphicProxySerializer(component_name="Conversation", serializers=[TurnsIn, HistoryIn],
+                                              resource_type_field_name=None, many=True)
+
+
+class ItemsFileIn(serializers.Serializer):
+    """The items as a file, for clients that send files as a form upload (``multipart/form-data``)."""
+
+    file = serializers.FileField(help_text="UTF-8 JSON Lines, one item a line (blank lines skipped), or a JSON array "
+                                           "of items")
 
 
 class ResponseItemIn(serializers.Serializer):

@@ -36,7 +36,7 @@ class MetricRunListApi(APIView):
         study = study_for(request, slug)
         return Response(MetricRunOut(selectors.metric_runs_for(study=study)[:100], many=True).data)
 
-    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(400, 404, 413, 415)},
+    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(404)},
                    summary="Start a metric run (computed by a worker; poll it)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -90,6 +90,8 @@ class MetricRunResultApi(APIView):
 
 class _Download(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
+
+    answers_any_accept = True  # never a 406 (api.openapi)
 
     required_scopes = READ
     staff_only = True
