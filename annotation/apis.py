@@ -19,7 +19,7 @@ from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiRequest, OpenApiResponse, extend_schema
-from rest_framework import exceptions, generics
+from rest_framework import exceptions, generics, serializers
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -56,6 +56,7 @@ from api.parsers import (
     BULK_PARSERS,
     MAX_ITEMS,
     BoundedJSONParser,
+    BulkUploadParser,
     PayloadTooLarge,
     RawBody,
     RawJSONLinesAltParser,
@@ -70,9 +71,13 @@ from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, req
 from benchmark import services as benchmark_services
 from benchmark.api_serializers import (
     CONVERSATIONS_IN,
+    ConversationFilterIn,
+    ConversationOut,
     ConversationsIngestOut,
     ItemsFileIn,
+    ResponseFilterIn,
     ResponseItemIn,
+    ResponseItemOut,
     ResponsesIngestOut,
 )
 
@@ -478,11 +483,11 @@ class JudgmentExportApi(_AnyAccept, APIView):
 
 INGEST_PERMS = ("benchmark.add_conversation", "benchmark.change_conversation", "benchmark.add_modelresponse",
                 "benchmark.change_modelresponse")
+READ_MATERIAL_PERMS = ("benchmark.view_conversation", "benchmark.view_turn", "benchmark.view_modelresponse")
 _ERRORS = error_responses(404, 409, 422)
 _DESCRIPTION = (
-    f"Up to {MAX_ITEMS:,} items per request: a JSON array (`application/json`), a file of JSON Lines or a JSON array "
-    "as a form upload (`multipart/form-data`, the part `file`), or JSON Lines as the body itself "
-    "(`Content-Type: application/x-ndjson` or `application/jsonl`). "
+    f"Up to {MAX_ITEMS:,} items per request: a JSON array (`application/json`), or JSON Lines as the body "
+    "(`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path + `upload/`). "
     "Validated as a whole: any wrong item → 400 listing every problem (index, field, message) and nothing is "
     "written. A change to material of another study (a conversation another study ingested first, or has in a "
     "round or judged) → 409 naming the conversation, nothing written. New text for what reviewers coded against "
@@ -493,40 +498,122 @@ _DESCRIPTION = (
 )
 
 
-class _IngestApi(APIView):
-    required_scopes = {"POST": ApiToken.Scope.INGEST}
-    required_perms = {"POST": INGEST_PERMS}
+def _ingest(request: Request, slug: str, service, output) -> Response:
+    study = study_for(request, slug)
+    body = bulk_body(request)
+
+    def call():
+        summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
+        return 200, output(summary.as_dict()).data
+
+    return _replayable(request, body, call)
+
+
+class _IngestApi(generics.ListAPIView):
+    """POST ingests a study's material; GET reads it back with its texts (admins and researchers: reviewers and
+    experts read the texts they code on their turn pages, blinded as the study says, never through the API)."""
+
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.INGEST}
+    # Reading the texts takes the view permissions of the material, which admins' and researchers' roles carry.
+    required_perms = {"GET": READ_MATERIAL_PERMS, "POST": INGEST_PERMS}
     parser_classes = BULK_PARSERS
     error_row_key = "index"
+    filters_class: type[serializers.Serializer]
 
-    def ingest(self, request, slug: str, service, output) -> Response:
-        study = study_for(request, slug)
-        body = bulk_body(request)
-
-        def call():
-            summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
-            return 200, output(summary.as_dict()).data
-
-        return _replayable(request, body, call)
+    def filters(self) -> tuple[Study, dict]:
+        study = study_for(self.request, self.kwargs["slug"])
+        given = self.filters_class(data=query_filters(self.request))
+        given.is_valid(raise_exception=True)
+        return study, dict(given.validated_data)
 
 
-def _ingest_request(items) -> dict:
-    # JSON Lines as the body itself is read too, and said in the description only (see JudgmentImportApi).
-    return {"application/json": items, "multipart/form-data": OpenApiRequest(ItemsFileIn, encoding=_ITEMS_FILE)}
+class _UploadApi(APIView):
+    """The same ingestion, of a file sent as a form upload: an operation of its own, because generated clients
+    cannot choose between a JSON array body and another one on one operation (openapi-python-client 0.29 builds
+    ``isinstance(body, list[…])``, which raises)."""
+
+    required_scopes = {"POST": ApiToken.Scope.INGEST}
+    required_perms = {"POST": INGEST_PERMS}
+    parser_classes = [BulkUploadParser]
+    error_row_key = "index"
+
+
+_UPLOAD_REQUEST = {"multipart/form-data": OpenApiRequest(ItemsFileIn, encoding=_ITEMS_FILE)}
+_UPLOAD_DESCRIPTION = (
+    "The items as a file, sent as a form upload (`multipart/form-data`, the part `file`): JSON Lines, one item a "
+    "line, or a JSON array. Everything else is as for the JSON body of this path without `upload/`.")
+
+
+class _ConversationPagination(IdCursorPagination):
+    page_size = 100  # a conversation comes with every text of it
+    max_page_size = 1000
 
 
 class ConversationIngestApi(_IngestApi):
-    @extend_schema(request=_ingest_request(CONVERSATIONS_IN), parameters=[IDEMPOTENCY_HEADER],
+    serializer_class = ConversationOut
+    pagination_class = _ConversationPagination
+    filters_class = ConversationFilterIn
+
+    @extend_schema(parameters=[ConversationFilterIn],
+                   responses={200: ConversationOut(many=True), **error_responses(400, 404)},
+                   summary="A study's conversations with their turns' and responses' texts, cursor-paginated",
+                   description="The study's conversations: those it ingested first and those it has in a round, "
+                               "judged or labelled; the responses of its model slots. `?dataset=&conversation_id=` "
+                               "names one.")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study, given = self.filters()
+        return selectors.conversations_with_texts(study=study, **given)
+
+    # JSON Lines as the body itself is read too, and said in the description only: a generated client would drop
+    # that body (a type it does not know) or fail on two (see _UploadApi).
+    @extend_schema(request={"application/json": CONVERSATIONS_IN}, parameters=[IDEMPOTENCY_HEADER],
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return self.ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+
+
+class ConversationUploadApi(_UploadApi):
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=[IDEMPOTENCY_HEADER],
+                   responses={200: ConversationsIngestOut, **_ERRORS},
+                   summary="Ingest conversations from a file (JSON Lines or a JSON array) sent as a form upload",
+                   description=_UPLOAD_DESCRIPTION)
+    def post(self, request, slug: str):
+        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
 
 
 class ResponseIngestApi(_IngestApi):
-    @extend_schema(request=_ingest_request(ResponseItemIn(many=True)), parameters=[IDEMPOTENCY_HEADER],
+    serializer_class = ResponseItemOut
+    pagination_class = IdCursorPagination
+    filters_class = ResponseFilterIn
+
+    @extend_schema(parameters=[ResponseFilterIn],
+                   responses={200: ResponseItemOut(many=True), **error_responses(400, 404)},
+                   summary="A study's model responses with their texts, filterable, cursor-paginated",
+                   description="The responses of the study's conversations (as `GET …/conversations/`) under its "
+                               "model slots, in the shape they are ingested in.")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study, given = self.filters()
+        return selectors.responses_with_texts(study=study, **given)
+
+    @extend_schema(request={"application/json": ResponseItemIn(many=True)}, parameters=[IDEMPOTENCY_HEADER],
                    responses={200: ResponsesIngestOut, **_ERRORS},
                    summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
                    description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return self.ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+
+
+class ResponseUploadApi(_UploadApi):
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=[IDEMPOTENCY_HEADER],
+                   responses={200: ResponsesIngestOut, **_ERRORS},
+                   summary="Ingest model responses from a file (JSON Lines or a JSON array) sent as a form upload",
+                   description=_UPLOAD_DESCRIPTION)
+    def post(self, request, slug: str):
+        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)

@@ -52,12 +52,14 @@ def exception_handler(exc, context):
 def field_messages(detail: object, where: str = "") -> dict[str, list[str]]:
     """``fields`` of an error answer: always {field: [message, …]}, whatever shape the error came in (a message, a
     list of them, a dict of either, nested serializers' errors), so a client reads it one way. A nested field is
-    named by its path (``turns[0].index``, as the ingestion's item errors name it); an error of no field is
-    ``detail``."""
+    named by its path (``turns[0].index``, ``model_slots[1]``, as the ingestion's item errors name it); an error of
+    no field is ``detail``."""
     if isinstance(detail, dict):
         found: dict[str, list[str]] = {}
         for name, value in detail.items():
-            found.update(field_messages(value, f"{where}.{name}" if where else str(name)))
+            # a list field's errors are keyed by the item's position: model_slots[0]
+            path = f"{where}[{name}]" if isinstance(name, int) else f"{where}.{name}" if where else str(name)
+            found.update(field_messages(value, path))
         return found
     if isinstance(detail, list) and any(isinstance(value, (dict, list)) for value in detail):
         # A list serializer's errors: one entry per item, empty for the items that were right.

@@ -318,7 +318,7 @@ class BulkUploadParser(parsers.BaseParser):
         return _array_items(content) if is_array else _lines_items(content)
 
 
-BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser, BulkUploadParser]
+BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser]
 
 
 def _bulk(items: Sequence[Any], content: bytes) -> BulkBody:

@@ -307,8 +307,9 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    # "kind" names several choice sets (a conversation's, a session's, a round's): the conversation's by its name.
-    "ENUM_NAME_OVERRIDES": {"ConversationKindEnum": "benchmark.api_serializers.CONVERSATION_KINDS"},
+    # "kind" names several choice sets (a conversation's, a session's, a round's): each its own enum by name.
+    "ENUM_NAME_OVERRIDES": {"ConversationKindEnum": "benchmark.api_serializers.CONVERSATION_KINDS",
+                            "SessionKindEnum": "benchmark.api_serializers.SESSION_KINDS"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.openapi.exact_path_parameters",

@@ -18,7 +18,7 @@ from api.models import ApiToken
 from api.permissions import token_allows_study
 from common.cells import csv_stream
 from metrics import selectors, services
-from metrics.api_serializers import MetricRunIn, MetricRunOut
+from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut
 
 READ = {"GET": ApiToken.Scope.READ}
 RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
@@ -76,7 +76,7 @@ class MetricRunResultApi(APIView):
     required_scopes = READ
     staff_only = True
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT,
+    @extend_schema(responses={200: OpenApiResponse(MetricReportOut,
                                                    description="the metrics report (docs/metrics.md#report-keys)"),
                               **error_responses(404, 409)},
                    summary="The result of a succeeded run (409 while it is queued, running or failed)")
@@ -130,7 +130,7 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
 
 class ReportExportApi(_Download):
     @extend_schema(parameters=[RUN_PARAMETER],
-                   responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT),
+                   responses={(200, "application/json"): OpenApiResponse(MetricReportOut),
                               **error_responses(400, 404)},
                    summary="Download the metrics report of a succeeded run")
     def get(self, request, slug: str):
