@@ -471,6 +471,7 @@ class JudgmentExportApi(_AnyAccept, APIView):
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the long format of judgments"),
                    (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
         summary="Download all of a study's judgments (admins and researchers), streamed",
+        operation_id="studies_exports_judgments_retrieve",  # drf-spectacular's would be "…judgments._retrieve"
     )
     def get(self, request, slug: str, fmt: str):
         return judgments_download(study_for(request, slug), fmt)
