@@ -44,6 +44,8 @@ class StudyIn(serializers.Serializer):
     Only JSON types are checked here; what a value may be is the form's rule, refused in the form's words. A
     setting left out has the form's default."""
 
+    refuses_unknown_fields = True  # validate names each unknown field (the schema says so: api.openapi)
+
     slug = _text("letters, digits, - and _, at most 80 characters; not `new`; unused", required=True)
     name = _text("default: the slug")
     description = _text("default: empty")

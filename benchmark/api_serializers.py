@@ -27,6 +27,8 @@ class ItemsFileIn(serializers.Serializer):
 
 
 class ResponseItemIn(serializers.Serializer):
+    refuses_unknown_fields = True  # the ingestion names each unknown field as an item's error (the schema says so)
+
     dataset = serializers.CharField(max_length=100)
     conversation_id = serializers.CharField(max_length=200)
     turn_index = serializers.IntegerField(min_value=1, max_value=2**31 - 1)

@@ -108,6 +108,7 @@ def test_the_generated_client_has_every_operation_of_the_schema(generated, clien
     assert modules == operations
 
 
+@pytest.mark.slow(20)
 def test_a_generated_client_ingests_codes_runs_the_metrics_and_exports(generated, live_server, eager_worker):
     admin = user_ensure(username="client-admin", role=roles.ADMIN)
     StudyFactory(slug=SLUG)
