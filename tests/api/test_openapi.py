@@ -31,6 +31,66 @@ def test_schema_is_public_openapi_3_with_bearer_auth(client):
     assert "/api/v1/studies/{slug}/responses/" in schema["paths"]
 
 
+def _schema(client) -> dict:
+    return client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+
+def test_every_operation_says_its_scope_and_its_errors_with_their_headers(client):
+    schema = _schema(client)
+    error = {"$ref": "#/components/schemas/ErrorOut"}
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            where = f"{method.upper()} {path}"
+            scope = operation["x-required-scope"]
+            assert scope in {"read", "ingest", "import", "metrics", "setup"}, where
+            assert (scope == "read") == (method == "get"), where
+            assert f"**Needs** a token with the `{scope}` scope" in operation["description"], where
+            answers = operation["responses"]
+            expected = {"401", "403", "429"} | ({"400", "413", "415"} if method == "post" else set())
+            assert expected <= set(answers), where
+            assert ("406" in answers) != ("/exports/" in path), where  # a download answers any Accept
+            assert ("404" in answers) == ("{" in path), where
+            for code, answer in answers.items():
+                if code >= "400":
+                    assert answer["content"]["application/json"]["schema"] == error, (where, code)
+            assert "Retry-After" in answers["429"]["headers"], where
+            assert answers["401"]["headers"]["WWW-Authenticate"]["required"] is True, where
+    fields = schema["components"]["schemas"]["ErrorOut"]["properties"]["fields"]
+    assert fields["additionalProperties"] == {"type": "array", "items": {"type": "string"}}
+
+
+def test_a_conversation_is_its_turns_or_its_sessions_and_says_when_complexity_is_required(client):
+    components = _schema(client)["components"]["schemas"]
+    forms = [{"$ref": f"#/components/schemas/Conversation{form}Request"} for form in ("Turns", "Sessions")]
+    assert components["ConversationRequest"] == {"oneOf": forms}
+    turns, sessions = components["ConversationTurnsRequest"], components["ConversationSessionsRequest"]
+    assert "turns" in turns["required"] and "sessions" not in turns["properties"]
+    assert "sessions" in sessions["required"] and "turns" not in sessions["properties"]
+    assert "required for a single-turn conversation" in turns["properties"]["complexity"]["description"]
+    assert sessions["properties"]["sessions"]["minItems"] == 1
+    assert "required for a crisis session" in components["SessionInRequest"]["properties"]["crisis_type"][
+        "description"]
+
+
+def test_files_are_form_uploads_and_the_report_is_typed(client):
+    schema = _schema(client)
+    for path in ("/api/v1/studies/{slug}/judgments/import/", "/api/v1/studies/{slug}/conversations/upload/",
+                 "/api/v1/studies/{slug}/responses/upload/"):
+        body = schema["paths"][path]["post"]["requestBody"]["content"]
+        assert list(body) == ["multipart/form-data"], path
+        component = body["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[1]
+        file = schema["components"]["schemas"][component]["properties"]["file"]
+        assert (file["type"], file["format"]) == ("string", "binary"), path
+    for path in ("/api/v1/studies/{slug}/conversations/", "/api/v1/studies/{slug}/responses/"):
+        assert list(schema["paths"][path]["post"]["requestBody"]["content"]) == ["application/json"]
+        assert "application/x-ndjson" in schema["paths"][path]["post"]["description"]  # read, said in words
+    report = schema["components"]["schemas"]["MetricReportOut"]
+    assert set(report["required"]) == {"version", "parameters", "attributes", "input", "calibration", "indices"}
+    assert {"study", "warnings", "care", "lc8"} <= set(report["properties"])
+    result = schema["paths"]["/api/v1/metric-runs/{run_id}/result/"]["get"]["responses"]["200"]
+    assert result["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/MetricReportOut"}
+
+
 @pytest.fixture
 def wsgi_app():
     # The app runs in-process on the test's connection; like Django's test client, keep the start and end of each
