@@ -301,7 +301,7 @@ class BulkJSONLinesAltParser(BulkJSONLinesParser):
     media_type = "application/jsonl"
 
 
-_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+_FIRST_CHARACTER = re.compile(rb"[^ \t\r\n]")  # past JSON's spaces
 
 
 class BulkUploadParser(parsers.BaseParser):
@@ -313,9 +313,8 @@ class BulkUploadParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_upload(stream, media_type, parser_context).content
-        start = _LEADING_SPACE.match(content)
-        is_array = content[start.end() if start else 0:][:1] == b"["
-        return _array_items(content) if is_array else _lines_items(content)
+        first = _FIRST_CHARACTER.search(content)
+        return _array_items(content) if first is not None and first.group() == b"[" else _lines_items(content)
 
 
 BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser]
