@@ -51,6 +51,7 @@ from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
+from api.openapi import ATTACHMENT_HEADER, LOCATION_HEADER
 from api.pagination import IdCursorPagination
 from api.parsers import (
     BULK_PARSERS,
@@ -67,7 +68,7 @@ from api.parsers import (
     read_body,
 )
 from api.permissions import token_allows_study
-from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, request_fingerprint, request_user
+from api.requests import IDEMPOTENCY_HEADERS, idempotency_key, query_filters, request_fingerprint, request_user
 from benchmark import services as benchmark_services
 from benchmark.api_serializers import (
     CONVERSATIONS_IN,
@@ -134,7 +135,7 @@ class StudyListApi(APIView):
         return Response(StudyOut(listed, many=True, context={"blinded": _blinded_studies(request, listed)}).data)
 
     @extend_schema(
-        request=StudyIn, responses={201: StudyOut, **error_responses(409)},
+        request=StudyIn, responses={201: StudyOut, **error_responses(409)}, parameters=[LOCATION_HEADER],
         summary="Create a study in set-up (admins): the New study form's fields, checks and messages",
         description=(
             "The same form, service and audit event as the admin's *New study* page and `manage.py create_study`. "
@@ -271,7 +272,7 @@ class JudgmentImportApi(APIView):
         # The file as the body itself (text/csv, application/x-ndjson, application/jsonl) is read too, and said in
         # the description only: generators skip an operation whose body is of a type they do not know.
         request={"multipart/form-data": OpenApiRequest(JudgmentsFileIn, encoding=_LONG_FORMAT_FILE)},
-        parameters=[IDEMPOTENCY_HEADER],
+        parameters=IDEMPOTENCY_HEADERS,
         responses={200: JudgmentImportOut, **error_responses(404, 422)},
         summary="Import judgments (the long format, CSV or JSON Lines) into a study, all or nothing",
         description=(
@@ -418,7 +419,7 @@ class SessionLabelApi(generics.ListAPIView):
         return labels
 
     @extend_schema(
-        request=SessionLabelsIn, parameters=[IDEMPOTENCY_HEADER],
+        request=SessionLabelsIn, parameters=IDEMPOTENCY_HEADERS,
         responses={200: SessionLabelImportOut, **error_responses(404, 422)},
         summary="Import session labels (methods' predictions per seed, reference labels), all or nothing",
         description=(
@@ -472,6 +473,7 @@ class JudgmentExportApi(_AnyAccept, APIView):
                    (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
         summary="Download all of a study's judgments (admins and researchers), streamed",
         operation_id="studies_exports_judgments_retrieve",  # drf-spectacular's would be "…judgments._retrieve"
+        parameters=[ATTACHMENT_HEADER],
     )
     def get(self, request, slug: str, fmt: str):
         return judgments_download(study_for(request, slug), fmt)
@@ -570,7 +572,7 @@ class ConversationIngestApi(_IngestApi):
 
     # JSON Lines as the body itself is read too, and said in the description only: a generated client would drop
     # that body (a type it does not know) or fail on two (see _UploadApi).
-    @extend_schema(request={"application/json": CONVERSATIONS_IN}, parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request={"application/json": CONVERSATIONS_IN}, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
@@ -578,7 +580,7 @@ class ConversationIngestApi(_IngestApi):
 
 
 class ConversationUploadApi(_UploadApi):
-    @extend_schema(request=_UPLOAD_REQUEST, parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations from a file (JSON Lines or a JSON array) sent as a form upload",
                    description=_UPLOAD_DESCRIPTION)
@@ -603,7 +605,7 @@ class ResponseIngestApi(_IngestApi):
         study, given = self.filters()
         return selectors.responses_with_texts(study=study, **given)
 
-    @extend_schema(request={"application/json": ResponseItemIn(many=True)}, parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request={"application/json": ResponseItemIn(many=True)}, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ResponsesIngestOut, **_ERRORS},
                    summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
                    description=_DESCRIPTION)
@@ -612,7 +614,7 @@ class ResponseIngestApi(_IngestApi):
 
 
 class ResponseUploadApi(_UploadApi):
-    @extend_schema(request=_UPLOAD_REQUEST, parameters=[IDEMPOTENCY_HEADER],
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ResponsesIngestOut, **_ERRORS},
                    summary="Ingest model responses from a file (JSON Lines or a JSON array) sent as a form upload",
                    description=_UPLOAD_DESCRIPTION)

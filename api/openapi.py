@@ -47,6 +47,12 @@ ERROR_HEADERS = [
                      description="seconds to wait before the next request is accepted"),
 ]
 
+# Headers of particular answers, which operations name in their extend_schema parameters.
+LOCATION_HEADER = OpenApiParameter("Location", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[201],
+                                   required=True, description="the path of what was created (/api/v1/…)")
+ATTACHMENT_HEADER = OpenApiParameter("Content-Disposition", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+                                     required=True, description='a download: `attachment; filename="…"`')
+
 ERROR_DESCRIPTIONS = {
     "400": "a malformed parameter or body (`fields`), or wrong items (`errors`, `error_count`); nothing was written",
     "401": "no token, or one that is unknown, revoked or expired, or whose account is disabled (`detail` says which)",

@@ -15,6 +15,7 @@ from annotation.apis import study_for
 from annotation.models import Study
 from api.errors import error_responses
 from api.models import ApiToken
+from api.openapi import ATTACHMENT_HEADER
 from api.permissions import token_allows_study
 from common.cells import csv_stream
 from metrics import selectors, services
@@ -129,7 +130,7 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
 
 
 class ReportExportApi(_Download):
-    @extend_schema(parameters=[RUN_PARAMETER],
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
                    responses={(200, "application/json"): OpenApiResponse(MetricReportOut),
                               **error_responses(400, 404)},
                    summary="Download the metrics report of a succeeded run",
@@ -140,7 +141,7 @@ class ReportExportApi(_Download):
 
 
 class IndexTableExportApi(_Download):
-    @extend_schema(parameters=[RUN_PARAMETER],
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
                    responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="one row per model"),
                               **error_responses(400, 404)},
                    summary="Download one per-model index table (flags, ari, attribute_risk, fingerprint …) as CSV",
