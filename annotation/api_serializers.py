@@ -44,6 +44,8 @@ class StudyIn(serializers.Serializer):
     Only JSON types are checked here; what a value may be is the form's rule, refused in the form's words. A
     setting left out has the form's default."""
 
+    refuses_unknown_fields = True  # validate names each unknown field (the schema says so: api.openapi)
+
     slug = _text("letters, digits, - and _, at most 80 characters; not `new`; unused", required=True)
     name = _text("default: the slug")
     description = _text("default: empty")
@@ -220,6 +222,16 @@ class MethodOut(serializers.Serializer):
     name = serializers.CharField(source="user.username")
     version = serializers.CharField(source="method_version")
     prompt_id = serializers.CharField(source="method_prompt_id")
+
+
+class JudgmentsFileIn(serializers.Serializer):
+    """A long-format file as a form upload (``multipart/form-data``), for clients that send files so."""
+
+    file = serializers.FileField(help_text="judgments in the long format (docs/reference.md#long-format-of-judgments), "
+                                           "CSV or JSON Lines, UTF-8")
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
+                                     help_text="default: by the file's name (.csv, .jsonl or .ndjson), else by its "
+                                               "part's Content-Type (text/csv, application/x-ndjson)")
 
 
 class JudgmentImportOut(serializers.Serializer):

@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import exceptions, generics
+from drf_spectacular.utils import OpenApiRequest, OpenApiResponse, extend_schema
+from rest_framework import exceptions, generics, serializers
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -33,6 +33,7 @@ from annotation.api_serializers import (
     JudgmentFilterIn,
     JudgmentImportOut,
     JudgmentOut,
+    JudgmentsFileIn,
     MethodIn,
     MethodOut,
     ReferenceIn,
@@ -50,26 +51,42 @@ from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
+from api.openapi import ATTACHMENT_HEADER, LOCATION_HEADER
 from api.pagination import IdCursorPagination
 from api.parsers import (
     BULK_PARSERS,
     MAX_ITEMS,
     BoundedJSONParser,
+    BulkUploadParser,
     PayloadTooLarge,
     RawBody,
     RawJSONLinesAltParser,
     RawJSONLinesParser,
     RawTextParser,
+    RawUploadParser,
     bulk_body,
     read_body,
 )
 from api.permissions import token_allows_study
-from api.requests import IDEMPOTENCY_HEADER, idempotency_key, query_filters, request_fingerprint, request_user
+from api.requests import IDEMPOTENCY_HEADERS, idempotency_key, query_filters, request_fingerprint, request_user
 from benchmark import services as benchmark_services
-from benchmark.api_serializers import ConversationsIngestOut, ResponseItemIn, ResponsesIngestOut
-from benchmark.serializers import ConversationIn
+from benchmark.api_serializers import (
+    CONVERSATIONS_IN,
+    ConversationFilterIn,
+    ConversationOut,
+    ConversationsIngestOut,
+    ItemsFileIn,
+    ResponseFilterIn,
+    ResponseItemIn,
+    ResponseItemOut,
+    ResponsesIngestOut,
+)
 
 READ = {"GET": ApiToken.Scope.READ}
+# What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
+# part's Content-Type: api.parsers.upload_format), or items (JSON Lines or a JSON array: its first character says).
+_LONG_FORMAT_FILE = {"file": {"contentType": "text/csv, application/x-ndjson, application/jsonl"}}
+_ITEMS_FILE = {"file": {"contentType": "application/x-ndjson, application/jsonl, application/json"}}
 
 
 def study_for(request: Request, slug: str) -> Study:
@@ -118,7 +135,7 @@ class StudyListApi(APIView):
         return Response(StudyOut(listed, many=True, context={"blinded": _blinded_studies(request, listed)}).data)
 
     @extend_schema(
-        request=StudyIn, responses={201: StudyOut, **error_responses(400, 409, 413)},
+        request=StudyIn, responses={201: StudyOut, **error_responses(409)}, parameters=[LOCATION_HEADER],
         summary="Create a study in set-up (admins): the New study form's fields, checks and messages",
         description=(
             "The same form, service and audit event as the admin's *New study* page and `manage.py create_study`. "
@@ -248,14 +265,21 @@ class JudgmentImportApi(APIView):
 
     required_scopes = {"POST": ApiToken.Scope.IMPORT}
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
-    parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser]
+    parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser, RawUploadParser]
     error_row_key = "line"
 
     @extend_schema(
-        request={"text/csv": OpenApiTypes.STR, "application/x-ndjson": OpenApiTypes.STR},
-        parameters=[IDEMPOTENCY_HEADER],
-        responses={200: JudgmentImportOut, **error_responses(400, 404, 413, 415, 422)},
+        # The file as the body itself (text/csv, application/x-ndjson, application/jsonl) is read too, and said in
+        # the description only: generators skip an operation whose body is of a type they do not know.
+        request={"multipart/form-data": OpenApiRequest(JudgmentsFileIn, encoding=_LONG_FORMAT_FILE)},
+        parameters=IDEMPOTENCY_HEADERS,
+        responses={200: JudgmentImportOut, **error_responses(404, 422)},
         summary="Import judgments (the long format, CSV or JSON Lines) into a study, all or nothing",
+        description=(
+            "The file as a form upload (`multipart/form-data`: the part `file`, and `format` unless the file's name "
+            "says it), or as the body itself with `Content-Type: text/csv` or `application/x-ndjson` "
+            "(`application/jsonl`). Any wrong row → 400 listing every problem (line, field, message), nothing "
+            "written."),
     )
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -294,7 +318,7 @@ class MethodListApi(APIView):
         members = study.members.filter(role=StudyMember.Role.METHOD).select_related("user").order_by("user__username")
         return Response(MethodOut(members, many=True).data)
 
-    @extend_schema(request=MethodIn, responses={200: MethodOut, **error_responses(400, 404)},
+    @extend_schema(request=MethodIn, responses={200: MethodOut, **error_responses(404)},
                    summary="Register a method (an automated coder such as an LLM judge) in a study (idempotent)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -326,7 +350,7 @@ class ReferenceListApi(APIView):
                    .order_by("user__username"))
         return Response(ReferenceOut(members, many=True).data)
 
-    @extend_schema(request=ReferenceIn, responses={200: ReferenceOut, **error_responses(400, 404)},
+    @extend_schema(request=ReferenceIn, responses={200: ReferenceOut, **error_responses(404)},
                    summary="Register a reference coder (the source of a study's reference labels) (idempotent)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -395,8 +419,8 @@ class SessionLabelApi(generics.ListAPIView):
         return labels
 
     @extend_schema(
-        request=SessionLabelsIn, parameters=[IDEMPOTENCY_HEADER],
-        responses={200: SessionLabelImportOut, **error_responses(400, 404, 413, 415, 422)},
+        request=SessionLabelsIn, parameters=IDEMPOTENCY_HEADERS,
+        responses={200: SessionLabelImportOut, **error_responses(404, 422)},
         summary="Import session labels (methods' predictions per seed, reference labels), all or nothing",
         description=(
             f"Up to {MAX_ITEMS:,} rows a request, `{{\"rows\": [...]}}`, each a long-format row naming a session "
@@ -427,6 +451,8 @@ class SessionLabelApi(generics.ListAPIView):
 class _AnyAccept(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
 
+    answers_any_accept = True  # never a 406 (api.openapi)
+
     def perform_content_negotiation(self, request, force=False):
         return super().perform_content_negotiation(request, force=True)
 
@@ -446,6 +472,8 @@ class JudgmentExportApi(_AnyAccept, APIView):
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the long format of judgments"),
                    (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
         summary="Download all of a study's judgments (admins and researchers), streamed",
+        operation_id="studies_exports_judgments_retrieve",  # drf-spectacular's would be "…judgments._retrieve"
+        parameters=[ATTACHMENT_HEADER],
     )
     def get(self, request, slug: str, fmt: str):
         return judgments_download(study_for(request, slug), fmt)
@@ -458,9 +486,11 @@ class JudgmentExportApi(_AnyAccept, APIView):
 
 INGEST_PERMS = ("benchmark.add_conversation", "benchmark.change_conversation", "benchmark.add_modelresponse",
                 "benchmark.change_modelresponse")
-_ERRORS = error_responses(400, 404, 409, 413, 415, 422)
+READ_MATERIAL_PERMS = ("benchmark.view_conversation", "benchmark.view_turn", "benchmark.view_modelresponse")
+_ERRORS = error_responses(404, 409, 422)
 _DESCRIPTION = (
-    f"Up to {MAX_ITEMS:,} items per request as a JSON array, or as JSON Lines (`application/x-ndjson`). "
+    f"Up to {MAX_ITEMS:,} items per request: a JSON array (`application/json`), or JSON Lines as the body "
+    "(`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path + `upload/`). "
     "Validated as a whole: any wrong item → 400 listing every problem (index, field, message) and nothing is "
     "written. A change to material of another study (a conversation another study ingested first, or has in a "
     "round or judged) → 409 naming the conversation, nothing written. New text for what reviewers coded against "
@@ -471,35 +501,122 @@ _DESCRIPTION = (
 )
 
 
-class _IngestApi(APIView):
-    required_scopes = {"POST": ApiToken.Scope.INGEST}
-    required_perms = {"POST": INGEST_PERMS}
+def _ingest(request: Request, slug: str, service, output) -> Response:
+    study = study_for(request, slug)
+    body = bulk_body(request)
+
+    def call():
+        summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
+        return 200, output(summary.as_dict()).data
+
+    return _replayable(request, body, call)
+
+
+class _IngestApi(generics.ListAPIView):
+    """POST ingests a study's material; GET reads it back with its texts (admins and researchers: reviewers and
+    experts read the texts they code on their turn pages, blinded as the study says, never through the API)."""
+
+    required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.INGEST}
+    # Reading the texts takes the view permissions of the material, which admins' and researchers' roles carry.
+    required_perms = {"GET": READ_MATERIAL_PERMS, "POST": INGEST_PERMS}
     parser_classes = BULK_PARSERS
     error_row_key = "index"
+    filters_class: type[serializers.Serializer]
 
-    def ingest(self, request, slug: str, service, output) -> Response:
-        study = study_for(request, slug)
-        body = bulk_body(request)
+    def filters(self) -> tuple[Study, dict]:
+        study = study_for(self.request, self.kwargs["slug"])
+        given = self.filters_class(data=query_filters(self.request))
+        given.is_valid(raise_exception=True)
+        return study, dict(given.validated_data)
 
-        def call():
-            summary = service(items=body.items, study=study, model_slots=study.model_slots, by=request.user)
-            return 200, output(summary.as_dict()).data
 
-        return _replayable(request, body, call)
+class _UploadApi(APIView):
+    """The same ingestion, of a file sent as a form upload: an operation of its own, because generated clients
+    cannot choose between a JSON array body and another one on one operation (openapi-python-client 0.29 builds
+    ``isinstance(body, list[…])``, which raises)."""
+
+    required_scopes = {"POST": ApiToken.Scope.INGEST}
+    required_perms = {"POST": INGEST_PERMS}
+    parser_classes = [BulkUploadParser]
+    error_row_key = "index"
+
+
+_UPLOAD_REQUEST = {"multipart/form-data": OpenApiRequest(ItemsFileIn, encoding=_ITEMS_FILE)}
+_UPLOAD_DESCRIPTION = (
+    "The items as a file, sent as a form upload (`multipart/form-data`, the part `file`): JSON Lines, one item a "
+    "line, or a JSON array. Everything else is as for the JSON body of this path without `upload/`.")
+
+
+class _ConversationPagination(IdCursorPagination):
+    page_size = 100  # a conversation comes with every text of it
+    max_page_size = 1000
 
 
 class ConversationIngestApi(_IngestApi):
-    @extend_schema(request=ConversationIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+    serializer_class = ConversationOut
+    pagination_class = _ConversationPagination
+    filters_class = ConversationFilterIn
+
+    @extend_schema(parameters=[ConversationFilterIn],
+                   responses={200: ConversationOut(many=True), **error_responses(400, 404)},
+                   summary="A study's conversations with their turns' and responses' texts, cursor-paginated",
+                   description="The study's conversations: those it ingested first and those it has in a round, "
+                               "judged or labelled; the responses of its model slots. `?dataset=&conversation_id=` "
+                               "names one.")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study, given = self.filters()
+        return selectors.conversations_with_texts(study=study, **given)
+
+    # JSON Lines as the body itself is read too, and said in the description only: a generated client would drop
+    # that body (a type it does not know) or fail on two (see _UploadApi).
+    @extend_schema(request={"application/json": CONVERSATIONS_IN}, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return self.ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+
+
+class ConversationUploadApi(_UploadApi):
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=IDEMPOTENCY_HEADERS,
+                   responses={200: ConversationsIngestOut, **_ERRORS},
+                   summary="Ingest conversations from a file (JSON Lines or a JSON array) sent as a form upload",
+                   description=_UPLOAD_DESCRIPTION)
+    def post(self, request, slug: str):
+        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
 
 
 class ResponseIngestApi(_IngestApi):
-    @extend_schema(request=ResponseItemIn(many=True), parameters=[IDEMPOTENCY_HEADER],
+    serializer_class = ResponseItemOut
+    pagination_class = IdCursorPagination
+    filters_class = ResponseFilterIn
+
+    @extend_schema(parameters=[ResponseFilterIn],
+                   responses={200: ResponseItemOut(many=True), **error_responses(400, 404)},
+                   summary="A study's model responses with their texts, filterable, cursor-paginated",
+                   description="The responses of the study's conversations (as `GET …/conversations/`) under its "
+                               "model slots, in the shape they are ingested in.")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study, given = self.filters()
+        return selectors.responses_with_texts(study=study, **given)
+
+    @extend_schema(request={"application/json": ResponseItemIn(many=True)}, parameters=IDEMPOTENCY_HEADERS,
                    responses={200: ResponsesIngestOut, **_ERRORS},
                    summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
                    description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return self.ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+
+
+class ResponseUploadApi(_UploadApi):
+    @extend_schema(request=_UPLOAD_REQUEST, parameters=IDEMPOTENCY_HEADERS,
+                   responses={200: ResponsesIngestOut, **_ERRORS},
+                   summary="Ingest model responses from a file (JSON Lines or a JSON array) sent as a form upload",
+                   description=_UPLOAD_DESCRIPTION)
+    def post(self, request, slug: str):
+        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)

@@ -849,6 +849,47 @@ def conversations_of_study(*, study: Study, among: Sequence[int] | None = None) 
         Conversation.objects.filter(any_of("pk", among)).filter(belongs))
 
 
+# --- a study's material with its texts, for the API (admins and researchers) -----------------------------------
+
+
+def _study_responses(study: Study) -> QuerySet[ModelResponse]:
+    """Responses under the study's model slots (all of them when it names none), as the study data page shows."""
+    responses = ModelResponse.objects.all()
+    return responses.filter(model_slot__in=study.model_slots) if study.model_slots else responses
+
+
+def conversations_with_texts(*, study: Study, dataset: str | None = None, conversation_id: str | None = None,
+                             kind: str | None = None) -> QuerySet[Conversation]:
+    """The study's conversations (``conversations_of_study``: the README's rule of which material is a study's) with
+    their sessions, turns and the responses of its model slots, in a fixed number of queries a page."""
+    conversations = conversations_of_study(study=study).select_related("dataset")
+    if dataset is not None:
+        conversations = conversations.filter(dataset__name=dataset)
+    if conversation_id is not None:
+        conversations = conversations.filter(external_id=conversation_id)
+    if kind is not None:
+        conversations = conversations.filter(kind=kind)
+    turns = Turn.objects.order_by("index").select_related("session").prefetch_related(
+        Prefetch("responses", queryset=_study_responses(study).order_by("model_slot")))
+    return conversations.prefetch_related(Prefetch("sessions", queryset=Session.objects.order_by("index")),
+                                          Prefetch("turns", queryset=turns))
+
+
+def responses_with_texts(*, study: Study, dataset: str | None = None, conversation_id: str | None = None,
+                         turn_index: int | None = None, model: str | None = None) -> QuerySet[ModelResponse]:
+    """The responses of the study's conversations under its model slots, each with what names it."""
+    responses = _study_responses(study).filter(turn__conversation__in=conversations_of_study(study=study))
+    if dataset is not None:
+        responses = responses.filter(turn__conversation__dataset__name=dataset)
+    if conversation_id is not None:
+        responses = responses.filter(turn__conversation__external_id=conversation_id)
+    if turn_index is not None:
+        responses = responses.filter(turn__index=turn_index)
+    if model is not None:
+        responses = responses.filter(model_slot=model)
+    return responses.select_related("turn__conversation__dataset")
+
+
 # --- a study's material, for its admins ----------------------------------------------------------------------
 
 STUDY_DATA_PAGE = 25

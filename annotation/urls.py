@@ -40,7 +40,11 @@ urlpatterns = [
     re_path(rf"^api/v1/studies/{SLUG}/session-labels/$", apis.SessionLabelApi.as_view(), name="api-session-labels"),
     re_path(rf"^api/v1/studies/{SLUG}/conversations/$", apis.ConversationIngestApi.as_view(),
             name="api-conversations"),
+    re_path(rf"^api/v1/studies/{SLUG}/conversations/upload/$", apis.ConversationUploadApi.as_view(),
+            name="api-conversations-upload"),
     re_path(rf"^api/v1/studies/{SLUG}/responses/$", apis.ResponseIngestApi.as_view(), name="api-responses"),
+    re_path(rf"^api/v1/studies/{SLUG}/responses/upload/$", apis.ResponseUploadApi.as_view(),
+            name="api-responses-upload"),
     re_path(rf"^api/v1/studies/{SLUG}/exports/judgments\.(?P<fmt>csv|jsonl)$", apis.JudgmentExportApi.as_view(),
             name="api-export-judgments"),
 ]

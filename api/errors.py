@@ -38,16 +38,38 @@ def exception_handler(exc, context):
         return Response({"detail": "This Idempotency-Key was already used for a different request; use a new key "
                                    "for new content."}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
     if isinstance(exc, DjangoValidationError):
-        messages = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        messages = field_messages(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
         return Response({"detail": "; ".join(exc.messages), "fields": messages}, status=status.HTTP_400_BAD_REQUEST)
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(exc, exceptions.ValidationError):
         # One error shape everywhere: {"detail": …} first, the per-field messages beside it.
-        fields = exc.detail if isinstance(exc.detail, dict) else {"detail": exc.detail}
+        fields = field_messages(exc.detail)
         response.data = {"detail": "Invalid input: " + "; ".join(
-            f"{name}: {' '.join(str(m) for m in (msgs if isinstance(msgs, list) else [msgs]))}"
-            for name, msgs in fields.items()), "fields": fields}
+            f"{name}: {' '.join(msgs)}" for name, msgs in fields.items()), "fields": fields}
     return response
+
+
+def field_messages(detail: object, where: str = "") -> dict[str, list[str]]:
+    """``fields`` of an error answer: always {field: [message, …]}, whatever shape the error came in (a message, a
+    list of them, a dict of either, nested serializers' errors), so a client reads it one way. A nested field is
+    named by its path (``turns[0].index``, ``model_slots[1]``, as the ingestion's item errors name it); an error of
+    no field is ``detail``."""
+    if isinstance(detail, dict):
+        found: dict[str, list[str]] = {}
+        for name, value in detail.items():
+            # a list field's errors are keyed by the item's position: model_slots[0]
+            path = f"{where}[{name}]" if isinstance(name, int) else f"{where}.{name}" if where else str(name)
+            found.update(field_messages(value, path))
+        return found
+    if isinstance(detail, list) and any(isinstance(value, (dict, list)) for value in detail):
+        # A list serializer's errors: one entry per item, empty for the items that were right.
+        found = {}
+        for position, value in enumerate(detail):
+            if value:
+                found.update(field_messages(value, f"{where}[{position}]"))
+        return found
+    messages = detail if isinstance(detail, list) else [detail]
+    return {where or "detail": [str(message) for message in messages]}
 
 
 # --- the shape of every error answer, for the OpenAPI schema -----------------------------------------------
@@ -65,7 +87,9 @@ class ErrorOut(serializers.Serializer):
     # declared fields out of the class body.
     detail = serializers.CharField()
     fields = serializers.DictField(  # type: ignore[assignment]
-        required=False, help_text="field -> messages, for a malformed parameter or body"
+        child=serializers.ListField(child=serializers.CharField()), required=False,
+        help_text="field -> its messages (always a list), for a malformed parameter or body; a nested field is "
+                  "named by its path (turns[0].index), an error of no one field is under detail"
     )
     error_count = serializers.IntegerField(required=False)
     errors = ItemErrorOut(  # type: ignore[assignment]
@@ -74,10 +98,10 @@ class ErrorOut(serializers.Serializer):
 
 
 
-
 def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
-    """The documented error answers of an operation (401 and 403 always: every operation needs a login)."""
-    return dict.fromkeys(sorted({401, 403, *codes}), ErrorOut)
+    """The error answers particular to an operation (404 for what its path names, 409, 422…); those every operation
+    can give (401, 403, 406, 429, and 400, 413 and 415 with a body) are added to each by ``api.openapi.Schema``."""
+    return dict.fromkeys(sorted(codes), ErrorOut)
 
 
 @csrf_exempt  # nothing happens here; without this a POST would get the HTML CSRF page instead of the JSON 404

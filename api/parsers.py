@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,6 +20,8 @@ from typing import Any, overload
 
 import msgspec
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from rest_framework import exceptions, parsers, status
 
 from common.errors import RowError
@@ -60,9 +63,9 @@ def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 64 * 1024 * 1024
 
 
-def read_body(stream, parser_context: dict | None) -> bytes:
-    """The whole body, refusing with 413 before reading when the declared length is over the limit (Django's own
-    check would answer 400, and only after buffering)."""
+def declared_length_check(parser_context: dict | None) -> None:
+    """413 when the declared length is over the limit, before anything is read (Django's own check would answer
+    400, and only after buffering)."""
     request = (parser_context or {}).get("request")
     meta = request.META if request is not None else {}
     try:
@@ -75,6 +78,12 @@ def read_body(stream, parser_context: dict | None) -> bytes:
             f"The body is {length:,} bytes; at most {limit:,} bytes are accepted per request. Send fewer items "
             "per request."
         )
+
+
+def read_body(stream, parser_context: dict | None) -> bytes:
+    """The whole body, refusing with 413 before reading when the declared length is over the limit."""
+    declared_length_check(parser_context)
+    limit = body_limit()
     content = stream.read(limit + 1) if stream is not None else b""
     if len(content) > limit:
         raise PayloadTooLarge(f"The body is over {limit:,} bytes, the limit per request.")
@@ -255,19 +264,27 @@ def _line_spans(content: bytes) -> list[tuple[int, int]]:
     return spans
 
 
+def _array_items(content: bytes) -> BulkBody:
+    _utf8_check(content)
+    try:
+        spans = _SPLIT(content)
+    except _NOT_DECODED:
+        return _bulk(_json_array(content), content)  # json's answer: the body's 400, or its items
+    return _bulk(LazyItems(content, spans, lines=False), content)
+
+
+def _lines_items(content: bytes) -> BulkBody:
+    _utf8_check(content)
+    return _bulk(LazyItems(content, _line_spans(content), lines=True), content)
+
+
 class BulkJSONParser(parsers.BaseParser):
     """A JSON array of items."""
 
     media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        content = read_body(stream, parser_context)
-        _utf8_check(content)
-        try:
-            spans = _SPLIT(content)
-        except _NOT_DECODED:
-            return _bulk(_json_array(content), content)  # json's answer: the body's 400, or its items
-        return _bulk(LazyItems(content, spans, lines=False), content)
+        return _array_items(read_body(stream, parser_context))
 
 
 class BulkJSONLinesParser(parsers.BaseParser):
@@ -277,13 +294,27 @@ class BulkJSONLinesParser(parsers.BaseParser):
     media_type = "application/x-ndjson"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        content = read_body(stream, parser_context)
-        _utf8_check(content)
-        return _bulk(LazyItems(content, _line_spans(content), lines=True), content)
+        return _lines_items(read_body(stream, parser_context))
 
 
 class BulkJSONLinesAltParser(BulkJSONLinesParser):
     media_type = "application/jsonl"
+
+
+_FIRST_CHARACTER = re.compile(rb"[^ \t\r\n]")  # past JSON's spaces
+
+
+class BulkUploadParser(parsers.BaseParser):
+    """A file of items uploaded as a form (``multipart/form-data``, the part ``file``), for clients that send files
+    that way (generated ones do): JSON Lines, or a JSON array. An item is an object, so a file whose first character
+    past spaces is ``[`` is an array and any other is JSON Lines."""
+
+    media_type = "multipart/form-data"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        content = read_upload(stream, media_type, parser_context).content
+        first = _FIRST_CHARACTER.search(content)
+        return _array_items(content) if first is not None and first.group() == b"[" else _lines_items(content)
 
 
 BULK_PARSERS = [BulkJSONParser, BulkJSONLinesParser, BulkJSONLinesAltParser]
@@ -311,6 +342,80 @@ class RawJSONLinesParser(RawTextParser):
 
 class RawJSONLinesAltParser(RawTextParser):
     media_type = "application/jsonl"
+
+
+# --- a file uploaded as a form (multipart/form-data) ------------------------------------------------------------
+
+
+@dataclass
+class Upload:
+    """The part ``file`` of a form upload, read within the size limit, and the form's other fields."""
+
+    content: bytes
+    file_name: str
+    content_type: str
+    fields: dict[str, str]
+
+
+def read_upload(stream, media_type: str | None, parser_context: dict | None) -> Upload:
+    """The form's one ``file`` part. The declared length is checked before anything is read (413, as for any body);
+    Django's multipart parser then streams the file to its upload handlers (memory, or a temporary file past
+    FILE_UPLOAD_MAX_MEMORY_SIZE), and every refusal of the form is a 400 or 413 in the API's error shape."""
+    request = (parser_context or {})["request"]
+    declared_length_check(parser_context)
+    meta = request.META.copy()
+    meta["CONTENT_TYPE"] = media_type
+    try:
+        fields, files = MultiPartParser(meta, stream, request.upload_handlers,
+                                        (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)).parse()
+    except RequestDataTooBig as error:
+        raise PayloadTooLarge(f"The form is over the size limit: {error}") from error
+    except (MultiPartParserError, SuspiciousOperation) as error:
+        raise exceptions.ParseError(f"Not a readable form upload: {error}") from error
+    uploads = files.getlist("file")
+    if len(uploads) != 1:
+        raise exceptions.ParseError('Send the file as the form\'s one part named "file" (multipart/form-data).')
+    upload = uploads[0]
+    try:
+        content = upload.read(body_limit() + 1)
+    finally:
+        upload.close()  # a temporary file goes now, not when the request is collected
+    if len(content) > body_limit():
+        raise PayloadTooLarge(f"The file is over {body_limit():,} bytes, the limit per request.")
+    return Upload(content=content, file_name=upload.name or "", content_type=upload.content_type or "",
+                  fields={name: fields.get(name, "") for name in fields})
+
+
+# A file's format by the form's ``format`` field, its name's extension, or its part's Content-Type, in that order.
+RAW_FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
+_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_CONTENT_TYPES = {"text/csv": "csv", "application/x-ndjson": "jsonl", "application/jsonl": "jsonl"}
+
+
+def upload_format(upload: Upload) -> str:
+    """``csv`` or ``jsonl``: what the importer reads the uploaded file as."""
+    given = upload.fields.get("format")
+    if given is not None:
+        if given not in RAW_FORMATS:
+            raise exceptions.ValidationError({"format": f"csv or jsonl, not {given[:20]!r}"})
+        return given
+    extension = "." + upload.file_name.rsplit(".", 1)[-1].lower() if "." in upload.file_name else ""
+    found = _EXTENSIONS.get(extension) or _CONTENT_TYPES.get(upload.content_type.split(";")[0].strip().lower())
+    if found is None:
+        raise exceptions.ValidationError({"format": "say csv or jsonl (the form's field format, or the file's name "
+                                                    "ending in .csv or .jsonl)"})
+    return found
+
+
+class RawUploadParser(parsers.BaseParser):
+    """A file uploaded as a form (``multipart/form-data``, the part ``file``), kept as bytes for the importer, with
+    its format (``upload_format``) as the media type it would have been sent with as the body."""
+
+    media_type = "multipart/form-data"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        upload = read_upload(stream, media_type, parser_context)
+        return RawBody(content=upload.content, media_type=RAW_FORMATS[upload_format(upload)])
 
 
 def bulk_body(request) -> BulkBody:

@@ -20,6 +20,11 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
     description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body gets "
                 "the first answer again (header Idempotent-Replayed: true); the same key with another body is 422.",
 )
+REPLAYED_HEADER = OpenApiParameter(
+    "Idempotent-Replayed", {"type": "string", "enum": ["true"]}, OpenApiParameter.HEADER, response=[200],
+    description="present when this answer is the first answer to the request's Idempotency-Key, replayed",
+)
+IDEMPOTENCY_HEADERS = [IDEMPOTENCY_HEADER, REPLAYED_HEADER]  # the request's header, and the answer's
 
 
 def request_user(request: Request) -> User:

@@ -25,12 +25,15 @@ class ResponseIn(serializers.Serializer):
 
 
 class TurnIn(serializers.Serializer):
-    index = serializers.IntegerField(min_value=1)
-    client = Text(trim_whitespace=False)
+    index = serializers.IntegerField(min_value=1, help_text="1-based, through the whole conversation: 1, 2, … in "
+                                                           "order (across the sessions of a history)")
+    client = Text(trim_whitespace=False, help_text="what the client says; stored exactly as sent")
     therapist_reference = Text(
-        trim_whitespace=False, allow_blank=True, allow_null=True, required=False, default=""
+        trim_whitespace=False, allow_blank=True, allow_null=True, required=False, default="",
+        help_text="a human therapist's reply, when the dataset has one (null or empty: none)",
     )
-    responses = ResponseIn(many=True, required=False, default=list)
+    responses = ResponseIn(many=True, required=False, default=list,
+                           help_text="the models' responses to this turn, one per model slot of the study")
 
     def validate(self, attrs):
         models = [response["model"] for response in attrs["responses"]]
@@ -42,15 +45,23 @@ class TurnIn(serializers.Serializer):
 
 
 class ConversationIn(serializers.Serializer):
-    dataset = Text(max_length=100)
-    conversation_id = Text(max_length=200)
-    kind = serializers.ChoiceField(choices=Conversation.Kind.values)
+    """A conversation record in the ``turns`` form (docs/reference.md#conversations-json-lines)."""
+
+    dataset = Text(max_length=100, help_text="the source corpus, e.g. CounselChat (created on first use)")
+    conversation_id = Text(max_length=200, help_text="the conversation's id in its dataset")
+    kind = serializers.ChoiceField(
+        choices=Conversation.Kind.values,
+        help_text="single: exactly one turn, and a complexity; multi: several turns (the turns form) or a history "
+                  "of chat, crisis and callback sessions (the sessions form); longitudinal: a LongCounsel-8 "
+                  "trajectory of counseling sessions, in the sessions form only")
     topic = serializers.ChoiceField(choices=TOPICS)
     complexity = serializers.ChoiceField(
-        choices=Conversation.Complexity.values, allow_null=True, required=False, default=None
+        choices=Conversation.Complexity.values, allow_null=True, required=False, default=None,
+        help_text="required for a single-turn conversation (kind single); must be null or left out for multi and "
+                  "longitudinal ones (their complexity is their number of turns)",
     )
     title = Text(max_length=200, allow_blank=True, required=False, default="")
-    turns = TurnIn(many=True, allow_empty=False)
+    turns = TurnIn(many=True, allow_empty=False, help_text="indices 1, 2, … in order; exactly one for kind single")
 
     def validate(self, attrs):
         indices = [turn["index"] for turn in attrs["turns"]]

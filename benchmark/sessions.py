@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from benchmark.models import Conversation, Dataset, Session, Turn
@@ -25,11 +26,17 @@ from common.errors import RowError
 
 
 class SessionIn(serializers.Serializer):
-    index = serializers.IntegerField(min_value=1)
-    kind = serializers.ChoiceField(choices=Session.Kind.values)
-    crisis_type = serializers.ChoiceField(choices=Session.CrisisType.values, allow_null=True, required=False,
-                                          default=None)
-    turns = TurnIn(many=True, allow_empty=False)
+    index = serializers.IntegerField(min_value=1, help_text="1-based position in the history: 1, 2, … in order")
+    kind = serializers.ChoiceField(
+        choices=Session.Kind.values,
+        help_text="chat, crisis or callback in a multi-turn history (CARE); counseling, and only counseling, in a "
+                  "longitudinal trajectory (LongCounsel-8)")
+    crisis_type = serializers.ChoiceField(
+        choices=Session.CrisisType.values, allow_null=True, required=False, default=None,
+        help_text="required for a crisis session; the crisis a callback returns to (optional); null for chat and "
+                  "counseling sessions")
+    turns = TurnIn(many=True, allow_empty=False,
+                   help_text="this session's turns; their indices run through the whole history")
 
     def validate(self, attrs):
         if attrs["kind"] == Session.Kind.CRISIS and attrs.get("crisis_type") is None:
@@ -40,12 +47,14 @@ class SessionIn(serializers.Serializer):
         return attrs
 
 
+@extend_schema_serializer(component_name="ConversationSessions")
 class HistoryIn(ConversationIn):
     """A conversation in the ``sessions`` form: validated data as for ``ConversationIn`` (``turns`` is the history's
     turns in order) plus ``sessions``: ``[{"index", "kind", "crisis_type", "turn_indices"}]``."""
 
     turns = None  # type: ignore[assignment]  # given inside the sessions; filled in by validate
-    sessions = SessionIn(many=True, allow_empty=False)
+    sessions = SessionIn(many=True, allow_empty=False,
+                         help_text="the history's sessions, indices 1, 2, … in order (instead of turns: never both)")
 
     def validate(self, attrs):
         if "turns" in self.initial_data:
@@ -92,6 +101,7 @@ def _trajectory_problems(attrs: dict) -> None:
         raise serializers.ValidationError({"complexity": "must be null for a longitudinal trajectory"})
 
 
+@extend_schema_serializer(component_name="ConversationTurns")
 class TurnsIn(ConversationIn):
     """A conversation in the ``turns`` form: as ``ConversationIn``, but a longitudinal trajectory must come in the
     ``sessions`` form (its sessions are what is rated)."""

@@ -38,22 +38,11 @@ def main() -> int:
 
     from access import roles
     from access.services import user_ensure
-    from api import services as api_services
-    from benchmark import services as benchmark_services
-    from benchmark.demo import demo_records
-    from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
+    from tests.api.fuzz import fuzz, fuzz_material, steer_to
 
     admin = user_ensure(username="fuzz-admin", role=roles.ADMIN)
-    study = StudyFactory(slug="cab-demo")
-    benchmark_services.conversations_import(rows=enumerate(demo_records()))
-    RoundFactory(study=study, kind="calibration", number=1)
-    run = MetricRunFactory(study=study, status="succeeded", result={"indices": {"ari": {"GPT": {"ARI": 0.1}}}})
-    _, token = api_services.api_token_create(user=admin, name="fuzz", by=None,
-                                             scopes=["ingest", "import", "read", "metrics"])
-
-    from tests.api.fuzz import fuzz, steer_to
-
-    report = fuzz(get_wsgi_application(), token=token, examples=args.examples, steer=steer_to(run.pk),
+    run_id, token = fuzz_material(admin)
+    report = fuzz(get_wsgi_application(), token=token, examples=args.examples, steer=steer_to(run_id),
                   derandomize=args.seeded)
     print(f"{report.cases} requests to {report.operations} operations in {report.seconds:.0f} s "
           f"({args.examples} per operation and mode, {'seeded' if args.seeded else 'random'})")

@@ -298,7 +298,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.AnonymousRate", "api.throttling.AccountRate"],
     "DEFAULT_THROTTLE_RATES": {"anonymous": env("API_RATE_ANONYMOUS", "60/min"),
                                "account": env("API_RATE_ACCOUNT", "6000/min")},
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus every operation's error answers, token scope and roles (api/openapi.py).
+    "DEFAULT_SCHEMA_CLASS": "api.openapi.Schema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Cognitive Atrophy Bench API",
@@ -308,6 +309,9 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # "kind" names several choice sets (a conversation's, a session's, a round's): each its own enum by name.
+    "ENUM_NAME_OVERRIDES": {"ConversationKindEnum": "benchmark.api_serializers.CONVERSATION_KINDS",
+                            "SessionKindEnum": "benchmark.api_serializers.SESSION_KINDS"},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.openapi.exact_path_parameters",

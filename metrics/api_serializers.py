@@ -38,3 +38,58 @@ class MetricRunOut(serializers.Serializer):
 
     def get_error(self, run: MetricRun) -> str:
         return run.error.splitlines()[0] if run.error else ""
+
+
+# --- the metrics report (docs/metrics.md#report-keys), for the OpenAPI schema: its top-level keys typed, the sections
+# as objects whose keys are documented there (they follow the study's rounds, reviewers, models and attributes).
+
+
+class ReportAttributeOut(serializers.Serializer):
+    code = serializers.CharField()
+    group = serializers.CharField(help_text="user, response or flag")
+    cluster = serializers.CharField(allow_null=True, help_text="D, E, R or F for a risk attribute; null otherwise")
+    scale = serializers.ListField(child=serializers.IntegerField())
+    level = serializers.CharField(help_text="nominal, ordinal, interval or ratio")
+    unit = serializers.CharField(help_text="turn, response or conversation")
+    uiri = serializers.BooleanField(help_text="counted in UIRI")
+    risk = serializers.BooleanField(help_text="has a risk encoding")
+
+
+class ReportInputOut(serializers.Serializer):
+    judgments = serializers.IntegerField(help_text="judgments read: used + every dropped count")
+    used = serializers.IntegerField()
+    dropped = serializers.DictField(child=serializers.IntegerField(), help_text="reason -> judgments left out")
+    rounds = serializers.ListField(child=serializers.CharField())
+
+
+class ReportStudyOut(serializers.Serializer):
+    slug = serializers.CharField()
+    schema = serializers.CharField()
+    schema_version = serializers.IntegerField()
+
+
+class ReportWarningOut(serializers.Serializer):
+    section = serializers.CharField(help_text="main, care or lc8")
+    message = serializers.CharField()
+
+
+class MetricReportOut(serializers.Serializer):
+    """The metrics report of a run (docs/metrics.md#report-keys). The keys below always exist (a section with
+    nothing to compute is empty, never missing; ``study`` and ``warnings`` are missing only from reports computed
+    before they were added); more may be added."""
+
+    version = serializers.IntegerField(help_text="the report format's version")
+    parameters = serializers.DictField(help_text="the run's parameters (seed, bootstrap, top_k, …), so a figure can "
+                                                 "be derived again")
+    attributes = ReportAttributeOut(many=True, help_text="the schema's attributes, in schema order")
+    input = ReportInputOut(help_text="what was read and what was left out, and why")
+    calibration = serializers.DictField(help_text="reliability of the calibration rounds: reviewers, pairwise, "
+                                                  "gold_in_plurality, bootstrap, kappa_by_attribute, alpha, …")
+    indices = serializers.DictField(help_text="main-round indices: uiri, flags, ari, attribute_risk, fingerprint, "
+                                              "coupling, trajectories, spans, …")
+    study = ReportStudyOut(required=False)
+    warnings = ReportWarningOut(many=True, required=False,
+                                help_text="each section that is empty although the study has judgments or labels "
+                                          "for it")
+    care = serializers.DictField(required=False, help_text="a CARE study's section (docs/care.md)")
+    lc8 = serializers.DictField(required=False, help_text="a LongCounsel-8 study's section (docs/lc8-metrics.md)")

@@ -15,10 +15,11 @@ from annotation.apis import study_for
 from annotation.models import Study
 from api.errors import error_responses
 from api.models import ApiToken
+from api.openapi import ATTACHMENT_HEADER
 from api.permissions import token_allows_study
 from common.cells import csv_stream
 from metrics import selectors, services
-from metrics.api_serializers import MetricRunIn, MetricRunOut
+from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut
 
 READ = {"GET": ApiToken.Scope.READ}
 RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
@@ -36,7 +37,7 @@ class MetricRunListApi(APIView):
         study = study_for(request, slug)
         return Response(MetricRunOut(selectors.metric_runs_for(study=study)[:100], many=True).data)
 
-    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(400, 404, 413, 415)},
+    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(404)},
                    summary="Start a metric run (computed by a worker; poll it)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
@@ -76,7 +77,7 @@ class MetricRunResultApi(APIView):
     required_scopes = READ
     staff_only = True
 
-    @extend_schema(responses={200: OpenApiResponse(OpenApiTypes.OBJECT,
+    @extend_schema(responses={200: OpenApiResponse(MetricReportOut,
                                                    description="the metrics report (docs/metrics.md#report-keys)"),
                               **error_responses(404, 409)},
                    summary="The result of a succeeded run (409 while it is queued, running or failed)")
@@ -90,6 +91,8 @@ class MetricRunResultApi(APIView):
 
 class _Download(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
+
+    answers_any_accept = True  # never a 406 (api.openapi)
 
     required_scopes = READ
     staff_only = True
@@ -139,20 +142,22 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
 
 
 class ReportExportApi(_Download):
-    @extend_schema(parameters=[RUN_PARAMETER],
-                   responses={(200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT),
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
+                   responses={(200, "application/json"): OpenApiResponse(MetricReportOut),
                               **error_responses(400, 404)},
-                   summary="Download the metrics report of a succeeded run")
+                   summary="Download the metrics report of a succeeded run",
+                   operation_id="studies_exports_report_retrieve")  # not drf-spectacular's "…report.json_retrieve"
     def get(self, request, slug: str):
         study = study_for(request, slug)
         return report_download(study, _succeeded_run(request, study))
 
 
 class IndexTableExportApi(_Download):
-    @extend_schema(parameters=[RUN_PARAMETER],
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
                    responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="one row per model"),
                               **error_responses(400, 404)},
-                   summary="Download one per-model index table (flags, ari, attribute_risk, fingerprint …) as CSV")
+                   summary="Download one per-model index table (flags, ari, attribute_risk, fingerprint …) as CSV",
+                   operation_id="studies_exports_indices_retrieve")  # not drf-spectacular's "…indices_.csv_retrieve"
     def get(self, request, slug: str, table: str):
         study = study_for(request, slug)
         return index_table_download(study, _succeeded_run(request, study), table)

@@ -8,7 +8,10 @@ under pytest 9, so the operations are driven through its Python API with Hypothe
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,10 +39,12 @@ def fuzz(
     *,
     token: str,
     examples: int,
+    fewer: dict[str, int] | None = None,
     steer: Callable[[schemathesis.Case], None] = lambda case: None,
     derandomize: bool = True,
 ) -> FuzzReport:
-    """``examples`` requests per operation and generation mode; ``steer`` may point a case at real objects."""
+    """``examples`` requests per operation and generation mode (``fewer``: fewer for the operations it names, by
+    label); ``steer`` may point a case at real objects."""
     # Hypothesis would print every failing example as it shrinks; the report lists them instead.
     schema = schemathesis.openapi.from_wsgi("/api/schema/", app)
     report = FuzzReport()
@@ -48,8 +53,8 @@ def fuzz(
 
     def run(label: str, strategy) -> None:
         @given(case=strategy)
-        @settings(max_examples=examples, deadline=None, derandomize=derandomize, database=None,
-                  suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
+        @settings(max_examples=(fewer or {}).get(label, examples), deadline=None, derandomize=derandomize,
+                  database=None, suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
         def check(case):
             steer(case)
             report.cases += 1
@@ -76,23 +81,158 @@ def fuzz(
     return report
 
 
+# --- the material the fuzz drives, and steering generated cases at it ---------------------------------------------
+
+SLUG = "cab-demo"
+SLOTS = ("GPT", "Claude", "Gemini", "Llama", "Qwen")  # the study's model slots (tests.factories.StudyFactory)
+CODED_SLOT = "Qwen"  # judgments imported by the fuzz are on these responses; the responses it sends, on the others
+
+
+def fuzz_material(admin) -> tuple[int, str]:
+    """``cab-demo`` with the demo conversations, an open calibration round and a succeeded metric run whose result is
+    a real report (the study's own, with one per-model table to download); and an admin's token with every scope.
+    Returns (the run's id, the token)."""
+    from api import services as api_services
+    from benchmark import services as benchmark_services
+    from benchmark.demo import demo_records
+    from metrics.runs import report_build
+    from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
+
+    study = StudyFactory(slug=SLUG, model_slots=list(SLOTS))
+    benchmark_services.conversations_import(rows=enumerate(demo_records()))
+    RoundFactory(study=study, kind="calibration", number=1)
+    result = report_build(study=study, seed=0, bootstrap=1)
+    result["indices"]["ari"] = {"GPT": {"ARI": 0.1}}
+    run = MetricRunFactory(study=study, status="succeeded", result=result)
+    _, token = api_services.api_token_create(user=admin, name="fuzz", by=None,
+                                             scopes=["ingest", "import", "read", "metrics", "setup"])
+    return run.pk, token
+
+
+def _response_slots() -> list[tuple[str, str, int, str]]:
+    """(dataset, conversation_id, turn_index, model) of every demo response."""
+    from tests.factories import response_items
+
+    return [(r["dataset"], r["conversation_id"], r["turn_index"], r["model"]) for r in response_items()]
+
+
+def _text(value: object) -> str:
+    """A generated file's bytes as text, to send as a text: whatever schemathesis made, in a valid item."""
+    raw = value if isinstance(value, bytes) else str(value).encode()
+    return raw.decode("utf-8", "replace").replace("\x00", "") or "x"
+
+
+def _turn(turn: dict, index: int) -> None:
+    turn["index"] = index
+    responses = turn.get("responses") if isinstance(turn.get("responses"), list) else []
+    turn["responses"] = [{**response, "model": slot} for response, slot in zip(responses, SLOTS, strict=False)]
+
+
+def _conversation(item: dict, name: str) -> None:
+    """A generated conversation made consistent (kind, complexity, indices, model slots), its texts kept."""
+    item.update(dataset="Fuzz", conversation_id=name)
+    if isinstance(item.get("sessions"), list):
+        item.update(kind="multi", complexity=None)
+        turns = itertools.count(1)
+        for index, session in enumerate(item["sessions"], start=1):
+            session.update(index=index, kind="chat", crisis_type=None)
+            for turn in session.get("turns") or []:
+                _turn(turn, next(turns))
+        return
+    turns = item.get("turns") if isinstance(item.get("turns"), list) else []
+    item.update(kind="single" if len(turns) == 1 else "multi", complexity="low" if len(turns) == 1 else None)
+    for index, turn in enumerate(turns, start=1):
+        _turn(turn, index)
+
+
+def _conversations(body: object, n: int) -> object:
+    for position, item in enumerate(body if isinstance(body, list) else []):
+        if isinstance(item, dict):
+            _conversation(item, f"fuzz-{n}-{position}")
+    return body
+
+
+def _responses(body: object, n: int) -> object:
+    """Generated responses pointed at distinct demo turns and slots (not the coded ones), their texts kept."""
+    if not isinstance(body, list):
+        return body
+    slots = [slot for slot in _response_slots() if slot[3] != CODED_SLOT]
+    del body[len(slots):]
+    for item, (dataset, conversation, turn, model) in zip(body, slots[n % len(slots):] + slots, strict=False):
+        if isinstance(item, dict):
+            item.update(dataset=dataset, conversation_id=conversation, turn_index=turn, model=model)
+    return body
+
+
+def _conversations_file(body: object, n: int) -> object:
+    if not isinstance(body, dict) or "file" not in body:
+        return body
+    record = {"turns": [{"client": _text(body["file"]), "responses": [{"text": _text(body["file"])[::-1]}]}],
+              "topic": "Anxiety"}
+    _conversation(record, f"fuzz-file-{n}")
+    return {**body, "file": json.dumps(record) + "\n"}
+
+
+def _responses_file(body: object, n: int) -> object:
+    if not isinstance(body, dict) or "file" not in body:
+        return body
+    items = _responses([{"text": _text(body["file"]), "model_version": f"fuzz-{n}"}], n)
+    return {**body, "file": "".join(json.dumps(item) + "\n" for item in items)}
+
+
+def _judgments_file(body: object, n: int) -> object:
+    """A long-format CSV of a new coder's codes of the coded slot's responses (a new account each time)."""
+    from annotation.long_format import COLUMNS
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for dataset, conversation, turn, model in _response_slots():
+        if model == CODED_SLOT:
+            writer.writerow([SLUG, "calibration-1", f"fuzz-coder-{n}", "false", dataset, conversation, turn, model,
+                             "AUR", n % 3, "", "", "reviewer"])
+    return {"file": out.getvalue(), "format": "csv"}
+
+
+def _new_study(body: object, n: int) -> object:
+    """Most valid bodies name an installed schema, a fresh slug and a model slot, so that some are created and the
+    form's other checks are reached."""
+    if isinstance(body, dict) and {"slug", "schema"} <= set(body):
+        body.update({"slug": f"fuzz-{n}", "schema": "cab-v1", "model_slots": ["GPT"]})
+    return body
+
+
+# A valid body of each writing operation, made from the generated one, so that the writes are reached (a generated
+# body is mostly refused for what the schema cannot say: a turn that does not exist, a kind without its complexity).
+BODY_STEERS: dict[str, Callable[[object, int], object]] = {
+    "/api/v1/studies/": _new_study,
+    "/api/v1/studies/{slug}/conversations/": _conversations,
+    "/api/v1/studies/{slug}/conversations/upload/": _conversations_file,
+    "/api/v1/studies/{slug}/responses/": _responses,
+    "/api/v1/studies/{slug}/responses/upload/": _responses_file,
+    "/api/v1/studies/{slug}/judgments/import/": _judgments_file,
+}
+
+
 def steer_to(run_id: int) -> Callable[[schemathesis.Case], None]:
-    """A ``steer`` that points most valid cases' path parameters at the given run and the ``cab-demo`` study."""
+    """A ``steer`` that points three valid cases in four at the given run and the ``cab-demo`` study and its
+    material, the rest left as generated."""
     counter = itertools.count()
 
     def steer(case) -> None:
         # Most generated slugs and ids name nothing; point three valid cases in four at real objects, to reach
         # deeper code. (A path generated to be invalid stays as it is: it must be refused.)
-        parameters = case.path_parameters or {}
         n = next(counter)
-        if n % 4 and not case.meta.is_negative_at(ParameterLocation.PATH):
-            real = {"slug": "cab-demo", "run_id": run_id, "round_name": "calibration-1", "table": "ari"}
+        if not n % 4:
+            return
+        parameters = case.path_parameters or {}
+        if not case.meta.is_negative_at(ParameterLocation.PATH):
+            real = {"slug": SLUG, "run_id": run_id, "round_name": "calibration-1", "table": "ari"}
             parameters.update({name: value for name, value in real.items() if name in parameters})
-        # A new study (POST /studies/): most valid bodies name an installed schema, a fresh slug and a model slot,
-        # so that some are created and the form's other checks are reached.
-        body = case.body
-        if isinstance(body, dict) and {"slug", "schema"} <= set(body) and n % 4 \
-                and not case.meta.is_negative_at(ParameterLocation.BODY):
-            body.update({"slug": f"fuzz-{n}", "schema": "cab-v1", "model_slots": ["GPT"]})
+        body_steer = BODY_STEERS.get(case.operation.path) if case.method.upper() == "POST" else None
+        # Only a case valid throughout gets a valid body: a negative case must stay one (its one invalid part may
+        # not even be sent: an empty Idempotency-Key is no header at all), so its body stays as generated.
+        if body_steer is not None and not case.meta.generation.mode.is_negative:
+            case.body = body_steer(case.body, n)
 
     return steer

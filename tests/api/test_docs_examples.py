@@ -1,20 +1,38 @@
-"""The Python examples in docs/api.md run as written, against a live server."""
+"""The Python and curl examples in docs/api.md run as written, against a live server."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from benchmark.models import ModelResponse
-from tests.factories import StudyFactory
+from annotation.models import Judgment, Study
+from benchmark.models import Conversation, ModelResponse
+from tests.factories import (
+    JudgmentFactory,
+    RoundFactory,
+    StudyFactory,
+    conversations_without_responses,
+    jsonl,
+    response_items,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
 def examples() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    """The Python examples but the generated client's (its calls are tests/api/test_generated_client.py's)."""
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return [block for block in blocks if "cab_api_client" not in block]
+
+
+def curl_examples() -> list[str]:
+    return [block for block in re.findall(r"```sh\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+            if "curl " in block]
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -35,3 +53,36 @@ def test_the_ingestion_and_export_examples_run_as_written(live_server, admin_use
     assert out.count("'created': 20") == 2 and out.count("first answer to this Idempotency-Key, replayed") == 1
     assert (tmp_path / "demo-judgments.csv").read_text().startswith("study,round,reviewer,is_gold,")
     assert "0 main-round judgments of GPT responses" in out
+
+
+def _coded(study_slug: str, reviewer) -> int:
+    """Judgments of the ingested responses, for the export and import examples to carry; how many."""
+    round_ = RoundFactory(study=Study.objects.get(slug=study_slug), kind="calibration", number=1, status="open")
+    for number, response in enumerate(ModelResponse.objects.order_by("pk")):
+        JudgmentFactory(round=round_, coder=reviewer, response=response, score=number % 3)
+    return Judgment.objects.count()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_curl_examples_run_as_written(live_server, admin_user, reviewer, token_for, tmp_path):
+    StudyFactory(slug="demo")
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()), encoding="utf-8")
+    (tmp_path / "responses.jsonl").write_text(jsonl(response_items()), encoding="utf-8")
+    env = {**os.environ, "CAB_URL": live_server.url, "CAB_STUDY": "demo",
+           "CAB_TOKEN": token_for(admin_user, scopes=["ingest", "import", "read"])}
+    ingest, read_back, export, import_ = curl_examples()
+    said = []
+    for block in (ingest, read_back, None, export, import_):
+        if block is None:
+            coded = _coded("demo", reviewer)  # the study codes its material: what the export and import carry
+            continue
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"{block}\n{done.stdout}\n{done.stderr}"
+        said += [json.loads(line) for line in done.stdout.replace("}{", "}\n{").splitlines() if line.strip()]
+    assert Conversation.objects.count() == 4 and ModelResponse.objects.count() == len(response_items())
+    assert said[0]["conversations_created"] == 4 and said[1]["created"] == len(response_items())
+    assert said[2]["results"][0]["conversation_id"] == "appendix-d-1" and said[3]["results"][0]["model"] == "GPT"
+    assert len(said[4]["results"]) == 0  # the judgments page: none in the main round
+    assert (tmp_path / "demo-judgments.csv").read_text().count("\n") == coded + 1
+    assert [answer["judgments_unchanged"] for answer in said[5:]] == [coded, coded]  # as the body, as a form
