@@ -60,6 +60,22 @@ class ReportInputOut(serializers.Serializer):
     used = serializers.IntegerField()
     dropped = serializers.DictField(child=serializers.IntegerField(), help_text="reason -> judgments left out")
     rounds = serializers.ListField(child=serializers.CharField())
+    fingerprint = serializers.CharField(required=False, help_text="sha256:… of the judgment and span rows read "
+                                        "(docs/metrics.md#provenance); missing from reports computed before it")
+
+
+class ReportSoftwareOut(serializers.Serializer):
+    version = serializers.CharField(help_text="the package version that computed the report")
+    commit = serializers.CharField(help_text="its commit (40 hex digits), or empty where unknown")
+
+
+class ReportRunOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    trigger = serializers.CharField()
+    parameters = serializers.DictField()
+    requested_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
 
 
 class ReportStudyOut(serializers.Serializer):
@@ -93,3 +109,11 @@ class MetricReportOut(serializers.Serializer):
                                           "for it")
     care = serializers.DictField(required=False, help_text="a CARE study's section (docs/care.md)")
     lc8 = serializers.DictField(required=False, help_text="a LongCounsel-8 study's section (docs/lc8-metrics.md)")
+    software = ReportSoftwareOut(required=False, help_text="what computed the report (docs/metrics.md#provenance); "
+                                                           "missing from reports computed before it")
+
+
+class ReportFileOut(MetricReportOut):
+    """The report.json download: the report, led by the run it came from (docs/metrics.md#provenance)."""
+
+    run = ReportRunOut(help_text="the run: id, trigger, parameters and times (ISO 8601, UTC)")

@@ -19,7 +19,7 @@ from api.openapi import ATTACHMENT_HEADER
 from api.permissions import token_allows_study
 from common.cells import csv_stream
 from metrics import selectors, services
-from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut
+from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
 
 READ = {"GET": ApiToken.Scope.READ}
 RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
@@ -143,7 +143,7 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
 
 class ReportExportApi(_Download):
     @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
-                   responses={(200, "application/json"): OpenApiResponse(MetricReportOut),
+                   responses={(200, "application/json"): OpenApiResponse(ReportFileOut),
                               **error_responses(400, 404)},
                    summary="Download the metrics report of a succeeded run",
                    operation_id="studies_exports_report_retrieve")  # not drf-spectacular's "…report.json_retrieve"
