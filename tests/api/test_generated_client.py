@@ -64,13 +64,13 @@ def generated(live_server, tmp_path_factory) -> Iterator[SimpleNamespace]:
 
 
 @pytest.fixture
-def eager_worker():
+def eager_worker(settings):
     """Metric runs computed in the server's own thread as the embedded configuration computes them (a worker
-    process would cost this test its start-up)."""
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
+    process would cost this test its start-up). Through Django's settings, which the Celery app reads: setting
+    ``app.conf`` itself would leave an override behind that later tests' settings cannot change."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    assert celery_app.conf.task_always_eager is True
     yield
-    celery_app.conf.task_always_eager = before
 
 
 def history() -> dict:
