@@ -15,7 +15,8 @@ from functools import cached_property
 from typing import Protocol
 
 from django.core.exceptions import ValidationError
-from django.http import StreamingHttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiRequest, OpenApiResponse, extend_schema
@@ -51,7 +52,7 @@ from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
-from api.openapi import ATTACHMENT_HEADER, LOCATION_HEADER
+from api.openapi import LOCATION_HEADER, RANGE_HEADERS
 from api.pagination import IdCursorPagination
 from api.parsers import (
     BULK_PARSERS,
@@ -81,6 +82,7 @@ from benchmark.api_serializers import (
     ResponseItemOut,
     ResponsesIngestOut,
 )
+from common import downloads
 
 READ = {"GET": ApiToken.Scope.READ}
 # What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
@@ -457,11 +459,13 @@ class _AnyAccept(APIView):
         return super().perform_content_negotiation(request, force=True)
 
 
-def judgments_download(study: Study, fmt: str) -> StreamingHttpResponse:
-    return StreamingHttpResponse(
-        long_format.WRITERS[fmt](study=study), content_type=long_format.CONTENT_TYPES[fmt],
-        headers={"Content-Disposition": f'attachment; filename="{study.slug}-judgments.{fmt}"'},
-    )
+def judgments_download(request: HttpRequest, study: Study, fmt: str) -> HttpResponseBase:
+    """The file is written whole to a temporary file first (memory stays flat), so that it has a length, an ETag
+    and byte ranges: an interrupted download resumes where it stopped (docs/api.md#resuming-a-download), and a
+    line that cannot be made is an error answer instead of a cut file."""
+    spooled = downloads.Spooled(long_format.WRITERS[fmt](study=study))
+    return downloads.resumable(request, spooled, content_type=long_format.CONTENT_TYPES[fmt],
+                               filename=f"{study.slug}-judgments.{fmt}")
 
 
 class JudgmentExportApi(_AnyAccept, APIView):
@@ -470,13 +474,18 @@ class JudgmentExportApi(_AnyAccept, APIView):
 
     @extend_schema(
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the long format of judgments"),
-                   (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR), **error_responses(404)},
-        summary="Download all of a study's judgments (admins and researchers), streamed",
+                   (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
+                   (206, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="the bytes of the Range asked for"),
+                   (206, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR),
+                   **error_responses(404, 416)},
+        summary="Download all of a study's judgments (admins and researchers); resumable",
+        description="The whole file with its length and ETag; a `Range` (with `If-Range`: the ETag) resumes an "
+                    "interrupted download (docs/api.md#resuming-a-download).",
         operation_id="studies_exports_judgments_retrieve",  # drf-spectacular's would be "…judgments._retrieve"
-        parameters=[ATTACHMENT_HEADER],
+        parameters=RANGE_HEADERS,
     )
     def get(self, request, slug: str, fmt: str):
-        return judgments_download(study_for(request, slug), fmt)
+        return judgments_download(request, study_for(request, slug), fmt)
 
 
 # --- bulk ingestion of a study's material (conversations, model responses) --------------------------------------

@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
@@ -284,13 +285,13 @@ def schema_spans_css(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttpResponse:
+def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> HttpResponseBase:
     """A study's judgments in the long format, for admins and researchers (the exports page links here)."""
     require_staff(request.user)
     study = selectors.studies_for_exports(user=request.user).filter(slug=slug).first()
     if study is None:
         raise Http404(f"no study {slug!r}")
-    return judgments_download(study, fmt)
+    return judgments_download(request, study, fmt)
 
 
 @login_required

@@ -52,6 +52,25 @@ LOCATION_HEADER = OpenApiParameter("Location", OpenApiTypes.STR, OpenApiParamete
                                    required=True, description="the path of what was created (/api/v1/…)")
 ATTACHMENT_HEADER = OpenApiParameter("Content-Disposition", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
                                      required=True, description='a download: `attachment; filename="…"`')
+# A download that can be resumed (common.downloads): the request's Range and If-Range, the answer's ETag, length and
+# range (docs/api.md#resuming-a-download).
+RANGE_HEADERS = [
+    # Any value: a form this does not answer (several ranges, another unit) gets the whole file, as HTTP says.
+    OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                     description="one byte range, `bytes=N-`, `bytes=N-M` or `bytes=-S`: the answer is 206 with those "
+                                 "bytes (any other form gets the whole file)"),
+    OpenApiParameter("If-Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                     description="the ETag of the file a client began: the range is sent only if the file is still "
+                                 "that one, else the whole file (200)"),
+    OpenApiParameter("ETag", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206], required=True,
+                     description='the file\'s SHA-256, `"sha256-<hex>"`: the same bytes, the same ETag'),
+    OpenApiParameter("Accept-Ranges", {"type": "string", "enum": ["bytes"]}, OpenApiParameter.HEADER,
+                     response=[200, 206], required=True, description="byte ranges are answered"),
+    OpenApiParameter("Content-Range", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[206, 416],
+                     required=True, description="`bytes FIRST-LAST/SIZE` (206); `bytes */SIZE` (416)"),
+    OpenApiParameter("Content-Disposition", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206],
+                     required=True, description='a download: `attachment; filename="…"`'),
+]
 
 ERROR_DESCRIPTIONS = {
     "400": "a malformed parameter or body (`fields`), or wrong items (`errors`, `error_count`); nothing was written",
@@ -62,6 +81,7 @@ ERROR_DESCRIPTIONS = {
     "409": "a conflict with what is stored (`detail`, and `errors` item by item); nothing was written",
     "413": "the body is over the size limit, or has too many items",
     "415": "a Content-Type this operation does not read",
+    "416": "the Range asked for lies outside the file (`Content-Range: bytes */SIZE` says its length)",
     "422": "this Idempotency-Key was already used for a request with another body",
     "429": "over the rate limit of the token or account (or of the address, without one): wait `Retry-After` seconds",
 }

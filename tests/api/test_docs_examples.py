@@ -6,12 +6,15 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from annotation import long_format
 from annotation.models import Judgment, Study
 from benchmark.models import Conversation, ModelResponse
+from tests.api.test_generated_client import judgments_csv
 from tests.factories import (
     JudgmentFactory,
     RoundFactory,
@@ -28,6 +31,13 @@ def examples() -> list[str]:
     """The Python examples but the generated client's (its calls are tests/api/test_generated_client.py's)."""
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     return [block for block in blocks if "cab_api_client" not in block]
+
+
+def cli_example() -> str:
+    """The CLI's example, but its first line (which sets CAB_URL and CAB_STUDY for a reader's own server)."""
+    block = next(block for block in re.findall(r"```sh\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+                 if "cab studies" in block)
+    return "\n".join(line for line in block.splitlines() if not line.startswith("export "))
 
 
 def curl_examples() -> list[str]:
@@ -70,7 +80,7 @@ def test_the_curl_examples_run_as_written(live_server, admin_user, reviewer, tok
     (tmp_path / "responses.jsonl").write_text(jsonl(response_items()), encoding="utf-8")
     env = {**os.environ, "CAB_URL": live_server.url, "CAB_STUDY": "demo",
            "CAB_TOKEN": token_for(admin_user, scopes=["ingest", "import", "read"])}
-    ingest, read_back, export, import_ = curl_examples()
+    ingest, read_back, export, import_ = curl_examples()[:4]
     said = []
     for block in (ingest, read_back, None, export, import_):
         if block is None:
@@ -86,3 +96,32 @@ def test_the_curl_examples_run_as_written(live_server, admin_user, reviewer, tok
     assert len(said[4]["results"]) == 0  # the judgments page: none in the main round
     assert (tmp_path / "demo-judgments.csv").read_text().count("\n") == coded + 1
     assert [answer["judgments_unchanged"] for answer in said[5:]] == [coded, coded]  # as the body, as a form
+
+
+@pytest.mark.slow(15)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_cli_example_and_its_curl_twin_run_as_written(live_server, admin_user, token_for, tmp_path, settings):
+    """The researcher CLI's example (the installed ``cab``) and the same steps with curl, each on a study of its own:
+    ingest, import, a metric run, the judgments and the report downloaded."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # the run is computed in the live server's thread
+    content, rows = judgments_csv()
+    token = token_for(admin_user, scopes=["ingest", "import", "read", "metrics"])
+    for name, block in (("cli", cli_example()), ("curl", curl_examples()[4])):
+        slug, folder = f"demo-{name}", tmp_path / name
+        folder.mkdir()
+        StudyFactory(slug=slug)
+        (folder / "conversations.jsonl").write_text(jsonl(conversations_without_responses()), encoding="utf-8")
+        (folder / "responses.jsonl").write_text(jsonl(response_items()), encoding="utf-8")
+        (folder / "judgments.csv").write_bytes(content.replace(b"\ncab-demo,", f"\n{slug},".encode()))
+        env = {**os.environ, "CAB_URL": live_server.url, "CAB_STUDY": slug, "CAB_TOKEN": token, "CAB_PROGRESS": "0",
+               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=folder, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, f"{name}\n{block}\n{done.stdout}\n{done.stderr}"
+        study = Study.objects.get(slug=slug)
+        assert Judgment.objects.filter(round__study=study).count() == rows, name
+        exported = "".join(long_format.WRITERS["csv"](study=study)).encode()
+        assert (folder / "demo-judgments.csv").read_bytes() == exported, name
+        report = json.loads((folder / "demo-report.json").read_text())
+        assert (report["study"]["slug"], report["input"]["judgments"], report["run"]["parameters"]["bootstrap"]) == (
+            slug, rows, 200), name

@@ -18,6 +18,7 @@ import pytest
 from openapi_python_client import generate
 from openapi_python_client.config import Config, ConfigFile, MetaType
 
+import cab_cli
 from access import roles
 from access.services import user_ensure
 from annotation.long_format import COLUMNS
@@ -106,6 +107,20 @@ def test_the_generated_client_has_every_operation_of_the_schema(generated, clien
     operations = {op["operationId"] for path in schema["paths"].values() for op in path.values()}
     modules = {module.stem for module in generated.folder.glob("api/*/*.py") if module.stem != "__init__"}
     assert modules == operations
+
+
+def test_the_cli_s_committed_client_is_what_the_live_schema_generates(generated):
+    """The researcher CLI is built on a client generated once and committed (cab_cli/api_client): it must be what
+    the live schema generates now, or the CLI would speak to an API that is no longer there."""
+    committed = Path(cab_cli.__file__).parent / "api_client"
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*")
+                if path.is_file() and "__pycache__" not in path.parts}
+
+    now, kept = files(generated.folder), files(committed)
+    differing = sorted(name for name in now.keys() | kept.keys() if now.get(name) != kept.get(name))
+    assert not differing, f"run scripts/generate-client: cab_cli/api_client differs in {differing[:10]}"
 
 
 @pytest.mark.slow(20)

@@ -88,9 +88,9 @@ def exported(study, demo_conversations, reviewer):
 
 
 def _export(study, fmt) -> bytes:
-    from annotation.apis import judgments_download
+    from annotation import long_format
 
-    return b"".join(judgments_download(study, fmt).streaming_content)
+    return "".join(long_format.WRITERS[fmt](study=study)).encode()
 
 
 @pytest.mark.parametrize(("fmt", "name", "content_type", "fields"), [

@@ -1,0 +1,336 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.error_out import ErrorOut
+from ...models.response_item_in_request import ResponseItemInRequest
+from ...models.responses_ingest_out import ResponsesIngestOut
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    slug: str,
+    *,
+    body: list[ResponseItemInRequest],
+    idempotency_key: str | Unset = UNSET,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/studies/{slug}/responses/".format(slug=quote(str(slug), safe=""),),
+    }
+
+    _kwargs["json"] = []
+    for body_item_data in body:
+        body_item = body_item_data.to_dict()
+        _kwargs["json"].append(body_item)
+
+
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorOut | ResponsesIngestOut | None:
+    if response.status_code == 200:
+        response_200 = ResponsesIngestOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 406:
+        response_406 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_406
+
+    if response.status_code == 409:
+        response_409 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ErrorOut | ResponsesIngestOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    body: list[ResponseItemInRequest],
+    idempotency_key: str | Unset = UNSET,
+
+) -> Response[ErrorOut | ResponsesIngestOut]:
+    """ Ingest model responses, each addressed by dataset, conversation, turn and model
+
+     Up to 50,000 items per request: a JSON array (`application/json`), or JSON Lines as the body
+    (`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path +
+    `upload/`). Validated as a whole: any wrong item → 400 listing every problem (index, field, message)
+    and nothing is written. A change to material of another study (a conversation another study ingested
+    first, or has in a round or judged) → 409 naming the conversation, nothing written. New text for
+    what reviewers coded against (a response that has judgments or is in an open round; a turn, or a
+    later turn of its conversation, that has judgments or is in an open round; the fields of a
+    conversation that has either) → 409 listing the items, nothing written. Resending identical content
+    writes nothing and counts the items as unchanged. A body over the size limit → 413.
+
+    **Needs** a token with the `ingest` scope (a token limited to one study reaches that study only), or
+    a signed-in session; admins only.
+
+    Args:
+        slug (str):
+        idempotency_key (str | Unset):
+        body (list[ResponseItemInRequest]):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorOut | ResponsesIngestOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        slug=slug,
+body=body,
+idempotency_key=idempotency_key,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    body: list[ResponseItemInRequest],
+    idempotency_key: str | Unset = UNSET,
+
+) -> ErrorOut | ResponsesIngestOut | None:
+    """ Ingest model responses, each addressed by dataset, conversation, turn and model
+
+     Up to 50,000 items per request: a JSON array (`application/json`), or JSON Lines as the body
+    (`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path +
+    `upload/`). Validated as a whole: any wrong item → 400 listing every problem (index, field, message)
+    and nothing is written. A change to material of another study (a conversation another study ingested
+    first, or has in a round or judged) → 409 naming the conversation, nothing written. New text for
+    what reviewers coded against (a response that has judgments or is in an open round; a turn, or a
+    later turn of its conversation, that has judgments or is in an open round; the fields of a
+    conversation that has either) → 409 listing the items, nothing written. Resending identical content
+    writes nothing and counts the items as unchanged. A body over the size limit → 413.
+
+    **Needs** a token with the `ingest` scope (a token limited to one study reaches that study only), or
+    a signed-in session; admins only.
+
+    Args:
+        slug (str):
+        idempotency_key (str | Unset):
+        body (list[ResponseItemInRequest]):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorOut | ResponsesIngestOut
+     """
+
+
+    return sync_detailed(
+        slug=slug,
+client=client,
+body=body,
+idempotency_key=idempotency_key,
+
+    ).parsed
+
+async def asyncio_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    body: list[ResponseItemInRequest],
+    idempotency_key: str | Unset = UNSET,
+
+) -> Response[ErrorOut | ResponsesIngestOut]:
+    """ Ingest model responses, each addressed by dataset, conversation, turn and model
+
+     Up to 50,000 items per request: a JSON array (`application/json`), or JSON Lines as the body
+    (`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path +
+    `upload/`). Validated as a whole: any wrong item → 400 listing every problem (index, field, message)
+    and nothing is written. A change to material of another study (a conversation another study ingested
+    first, or has in a round or judged) → 409 naming the conversation, nothing written. New text for
+    what reviewers coded against (a response that has judgments or is in an open round; a turn, or a
+    later turn of its conversation, that has judgments or is in an open round; the fields of a
+    conversation that has either) → 409 listing the items, nothing written. Resending identical content
+    writes nothing and counts the items as unchanged. A body over the size limit → 413.
+
+    **Needs** a token with the `ingest` scope (a token limited to one study reaches that study only), or
+    a signed-in session; admins only.
+
+    Args:
+        slug (str):
+        idempotency_key (str | Unset):
+        body (list[ResponseItemInRequest]):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorOut | ResponsesIngestOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        slug=slug,
+body=body,
+idempotency_key=idempotency_key,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    body: list[ResponseItemInRequest],
+    idempotency_key: str | Unset = UNSET,
+
+) -> ErrorOut | ResponsesIngestOut | None:
+    """ Ingest model responses, each addressed by dataset, conversation, turn and model
+
+     Up to 50,000 items per request: a JSON array (`application/json`), or JSON Lines as the body
+    (`Content-Type: application/x-ndjson` or `application/jsonl`; a file as a form upload: this path +
+    `upload/`). Validated as a whole: any wrong item → 400 listing every problem (index, field, message)
+    and nothing is written. A change to material of another study (a conversation another study ingested
+    first, or has in a round or judged) → 409 naming the conversation, nothing written. New text for
+    what reviewers coded against (a response that has judgments or is in an open round; a turn, or a
+    later turn of its conversation, that has judgments or is in an open round; the fields of a
+    conversation that has either) → 409 listing the items, nothing written. Resending identical content
+    writes nothing and counts the items as unchanged. A body over the size limit → 413.
+
+    **Needs** a token with the `ingest` scope (a token limited to one study reaches that study only), or
+    a signed-in session; admins only.
+
+    Args:
+        slug (str):
+        idempotency_key (str | Unset):
+        body (list[ResponseItemInRequest]):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorOut | ResponsesIngestOut
+     """
+
+
+    return (await asyncio_detailed(
+        slug=slug,
+client=client,
+body=body,
+idempotency_key=idempotency_key,
+
+    )).parsed

@@ -1,0 +1,337 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.error_out import ErrorOut
+from ...models.paginated_session_label_out_list import PaginatedSessionLabelOutList
+from ...models.studies_session_labels_list_role import StudiesSessionLabelsListRole
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    slug: str,
+    *,
+    coder: str | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    role: StudiesSessionLabelsListRole | Unset = UNSET,
+    seed: int | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["coder"] = coder
+
+    params["cursor"] = cursor
+
+    params["page_size"] = page_size
+
+    json_role: str | Unset = UNSET
+    if not isinstance(role, Unset):
+        json_role = role.value
+
+    params["role"] = json_role
+
+    params["seed"] = seed
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/studies/{slug}/session-labels/".format(slug=quote(str(slug), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorOut | PaginatedSessionLabelOutList | None:
+    if response.status_code == 200:
+        response_200 = PaginatedSessionLabelOutList.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 406:
+        response_406 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_406
+
+    if response.status_code == 429:
+        response_429 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ErrorOut | PaginatedSessionLabelOutList]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    coder: str | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    role: StudiesSessionLabelsListRole | Unset = UNSET,
+    seed: int | Unset = UNSET,
+
+) -> Response[ErrorOut | PaginatedSessionLabelOutList]:
+    """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
+
+     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
+    POST
+    imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
+    lists them
+    (staff).
+
+    **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
+    signed-in session; admins and researchers only.
+
+    Args:
+        slug (str):
+        coder (str | Unset):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        role (StudiesSessionLabelsListRole | Unset):
+        seed (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorOut | PaginatedSessionLabelOutList]
+     """
+
+
+    kwargs = _get_kwargs(
+        slug=slug,
+coder=coder,
+cursor=cursor,
+page_size=page_size,
+role=role,
+seed=seed,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    coder: str | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    role: StudiesSessionLabelsListRole | Unset = UNSET,
+    seed: int | Unset = UNSET,
+
+) -> ErrorOut | PaginatedSessionLabelOutList | None:
+    """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
+
+     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
+    POST
+    imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
+    lists them
+    (staff).
+
+    **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
+    signed-in session; admins and researchers only.
+
+    Args:
+        slug (str):
+        coder (str | Unset):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        role (StudiesSessionLabelsListRole | Unset):
+        seed (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorOut | PaginatedSessionLabelOutList
+     """
+
+
+    return sync_detailed(
+        slug=slug,
+client=client,
+coder=coder,
+cursor=cursor,
+page_size=page_size,
+role=role,
+seed=seed,
+
+    ).parsed
+
+async def asyncio_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    coder: str | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    role: StudiesSessionLabelsListRole | Unset = UNSET,
+    seed: int | Unset = UNSET,
+
+) -> Response[ErrorOut | PaginatedSessionLabelOutList]:
+    """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
+
+     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
+    POST
+    imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
+    lists them
+    (staff).
+
+    **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
+    signed-in session; admins and researchers only.
+
+    Args:
+        slug (str):
+        coder (str | Unset):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        role (StudiesSessionLabelsListRole | Unset):
+        seed (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorOut | PaginatedSessionLabelOutList]
+     """
+
+
+    kwargs = _get_kwargs(
+        slug=slug,
+coder=coder,
+cursor=cursor,
+page_size=page_size,
+role=role,
+seed=seed,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    coder: str | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    role: StudiesSessionLabelsListRole | Unset = UNSET,
+    seed: int | Unset = UNSET,
+
+) -> ErrorOut | PaginatedSessionLabelOutList | None:
+    """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
+
+     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
+    POST
+    imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
+    lists them
+    (staff).
+
+    **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
+    signed-in session; admins and researchers only.
+
+    Args:
+        slug (str):
+        coder (str | Unset):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        role (StudiesSessionLabelsListRole | Unset):
+        seed (int | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorOut | PaginatedSessionLabelOutList
+     """
+
+
+    return (await asyncio_detailed(
+        slug=slug,
+client=client,
+coder=coder,
+cursor=cursor,
+page_size=page_size,
+role=role,
+seed=seed,
+
+    )).parsed

@@ -1,0 +1,121 @@
+"""Downloading a file that may be large over a connection that may break: written to ``NAME.part`` beside the
+target, with the server's ETag in ``NAME.part.etag``; an interrupted download (a dropped connection now, or an
+earlier run of the command) asks only for the bytes it misses (``Range``) and gets them only if the file on the
+server is still the one it began (``If-Range``: the server sends the whole file again otherwise). The finished
+file's SHA-256 is checked against the ETag before it takes the target's name (docs/api.md#resuming-a-download).
+
+Downloads stream into the file: memory stays flat at any size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from common import progress
+
+_pause = time.sleep  # between attempts (a test makes it instant)
+_ETAG = re.compile(r'^"sha256-([0-9a-f]{64})"$')
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
+
+
+class DownloadError(RuntimeError):
+    """The server refused the download, or what came is not the file it described."""
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    path: Path
+    size: int
+    resumed_from: int  # bytes already there when the last request began (0: the whole file came in one go)
+    attempts: int
+
+
+def _paths(target: Path) -> tuple[Path, Path]:
+    return target.with_name(target.name + ".part"), target.with_name(target.name + ".part.etag")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _refusal(answer: httpx.Response) -> DownloadError:
+    answer.read()
+    try:
+        detail = answer.json().get("detail", "")
+    except ValueError:
+        detail = answer.text[:200]
+    return DownloadError(f"HTTP {answer.status_code}: {detail}".rstrip(": "))
+
+
+def _finish(part: Path, tag: Path, target: Path, etag: str) -> int:
+    expected = _ETAG.match(etag)
+    if expected and _sha256(part) != expected[1]:
+        part.unlink()
+        tag.unlink(missing_ok=True)
+        raise DownloadError("the downloaded file does not match the server's checksum; it was removed: run the "
+                            "command again")
+    part.replace(target)
+    tag.unlink(missing_ok=True)
+    return target.stat().st_size
+
+
+def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, desc: str = "") -> Downloaded:
+    """``url`` into ``target``, resuming a ``.part`` left beside it; a dropped connection is resumed up to
+    ``retries`` times (waiting 1, 2, 4… s) before the error is raised (the ``.part`` stays for the next run)."""
+    part, tag = _paths(target)
+    attempt = 0
+    while True:
+        attempt += 1
+        have = part.stat().st_size if part.exists() and tag.exists() else 0
+        headers = {"Range": f"bytes={have}-", "If-Range": tag.read_text().strip()} if have else {}
+        try:
+            with http.stream("GET", url, headers=headers) as answer:
+                if answer.status_code == 416 and have:
+                    # Nothing left to send: the part is whole (it was not renamed yet) or it is not this file.
+                    etag = answer.headers.get("ETag", "")
+                    if etag == tag.read_text().strip():
+                        size = _finish(part, tag, target, etag)
+                        return Downloaded(target, size, have, attempt)
+                    part.unlink()
+                    continue
+                if answer.status_code not in (200, 206):
+                    raise _refusal(answer)
+                etag = answer.headers.get("ETag", "")
+                if answer.status_code == 206:
+                    span = _CONTENT_RANGE.match(answer.headers.get("Content-Range", ""))
+                    if span is None or int(span[1]) != have:
+                        raise DownloadError("the server sent another range than the one asked for")
+                    total, mode = int(span[3]), "ab"
+                else:
+                    if have:
+                        print(f"{target.name}: the file changed on the server since the download began; starting "
+                              "again", file=sys.stderr)
+                    total, mode, have = int(answer.headers.get("Content-Length", 0)) or 0, "wb", 0
+                tag.write_text(etag + "\n")
+                with part.open(mode) as out, progress.bar(desc=desc or target.name, total=total or None, unit="B",
+                                                         unit_scale=True) as bar:
+                    bar.update(have)
+                    for chunk in answer.iter_bytes():  # as it arrives: a drop loses nothing received
+                        out.write(chunk)
+                        bar.update(len(chunk))
+            if total and part.stat().st_size != total:
+                raise httpx.ReadError(f"the connection closed after {part.stat().st_size:,} of {total:,} bytes")
+            size = _finish(part, tag, target, etag)
+            return Downloaded(target, size, have, attempt)
+        except httpx.TransportError as problem:
+            if attempt > retries:
+                raise DownloadError(f"{problem}; the part downloaded so far is kept in {part.name}: run the "
+                                    "command again to resume") from problem
+            print(f"{target.name}: {problem}; resuming (attempt {attempt + 1})", file=sys.stderr)
+            _pause(min(2 ** (attempt - 1), 30))

@@ -1,0 +1,331 @@
+"""``cab``: the researcher's command line, on the typed client generated from the API's schema (cab_cli.api_client).
+
+    export CAB_URL=https://cab.example.org CAB_TOKEN=…  CAB_STUDY=my-study
+    cab studies
+    cab ingest conversations conversations.jsonl
+    cab ingest responses responses.jsonl
+    cab import judgments.csv
+    cab run --bootstrap 1000            # start a metric run and wait for it
+    cab download judgments -o judgments.csv
+    cab download report -o report.json
+
+The token comes from ``CAB_TOKEN`` (never from the command line, where other users of the machine could read it
+in the process list), the server from ``CAB_URL``, the study from ``--study`` or ``CAB_STUDY``. Progress goes to
+standard error on a terminal only; results to standard output. Exit status: 0 done, 1 the server refused (its
+error is printed: which item or line, which field, why), 2 a usage error. docs/api.md#the-researcher-cli.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+
+from cab_cli.api_client import AuthenticatedClient
+from cab_cli.api_client.api.metric_runs import metric_runs_retrieve
+from cab_cli.api_client.api.studies import (
+    studies_conversations_upload_create,
+    studies_judgments_import_create,
+    studies_list,
+    studies_metric_runs_create,
+    studies_responses_upload_create,
+)
+from cab_cli.api_client.models import (
+    ErrorOut,
+    FormatEnum,
+    ItemErrorOut,
+    ItemsFileInRequest,
+    JudgmentsFileInRequest,
+    MetricRunInRequest,
+    MetricRunOut,
+    MetricRunOutStatusEnum,
+)
+from cab_cli.api_client.types import File, Response, Unset
+from cab_cli.download import DownloadError, download
+from common import progress
+
+# A file of more items than this, or more bytes, is sent in parts (each part all or nothing): the server takes up
+# to 50,000 items and 64 MiB a request; smaller parts keep each transaction and each answer short.
+PART_ITEMS = 10_000
+PART_BYTES = 16 * 1024 * 1024
+ERRORS_SHOWN = 20
+
+
+class Refused(Exception):
+    """The server said no: its error answer, made readable."""
+
+
+class Usage(Exception):
+    pass
+
+
+def _client() -> AuthenticatedClient:
+    token = os.environ.get("CAB_TOKEN", "").strip()
+    if not token:
+        raise Usage("set CAB_TOKEN to an API token (made on the server's API tokens page)")
+    url = os.environ.get("CAB_URL", "http://127.0.0.1:8000").rstrip("/")
+    return AuthenticatedClient(base_url=url, token=token, timeout=httpx.Timeout(600, connect=15))
+
+
+def _study(args: argparse.Namespace) -> str:
+    study = args.study or os.environ.get("CAB_STUDY", "")
+    if not study:
+        raise Usage("name the study: --study SLUG, or set CAB_STUDY")
+    return study
+
+
+def _error_text(status: int, error: ErrorOut | None, content: bytes, *, lines: list[int] | None = None) -> str:
+    """The server's error answer as lines a person can act on; ``lines``: the file line of each item of the part
+    that was sent, so an item's error names the line of the user's file."""
+    if error is None:
+        return f"HTTP {status}: {content[:300].decode(errors='replace')}"
+    out = [f"HTTP {status}: {error.detail}"]
+    if not isinstance(error.fields, Unset) and error.fields:
+        out += [f"  {field}: {'; '.join(messages)}" for field, messages in error.fields.to_dict().items()]
+    if isinstance(error.errors, list) and error.errors:
+        for item in error.errors[:ERRORS_SHOWN]:
+            out.append(f"  {_where(item, lines)}: {item.field}: {item.message}")
+        count = error.error_count if isinstance(error.error_count, int) else len(error.errors)
+        if count > ERRORS_SHOWN:
+            out.append(f"  … and {count - ERRORS_SHOWN:,} more")
+    return "\n".join(out)
+
+
+def _where(item: ItemErrorOut, lines: list[int] | None) -> str:
+    if isinstance(item.line, int):
+        return f"line {item.line}"
+    if isinstance(item.index, int):
+        if lines is not None and 0 <= item.index < len(lines):
+            return f"line {lines[item.index]}"
+        return f"item {item.index}"
+    return "file"
+
+
+def _ok(answer: Response[Any], *, lines: list[int] | None = None) -> Any:
+    if 200 <= answer.status_code < 300 and not isinstance(answer.parsed, ErrorOut) and answer.parsed is not None:
+        return answer.parsed
+    parsed = answer.parsed if isinstance(answer.parsed, ErrorOut) else None
+    raise Refused(_error_text(int(answer.status_code), parsed, answer.content, lines=lines))
+
+
+# --- studies ------------------------------------------------------------------------------------------------------
+
+def cmd_studies(args: argparse.Namespace) -> None:
+    for study in _ok(studies_list.sync_detailed(client=_client())):
+        print(f"{study.slug}\t{study.status.value}\t{study.schema} v{study.schema_version}\t{study.name}")
+
+
+# --- ingest -------------------------------------------------------------------------------------------------------
+
+def _records(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The file's items with their line numbers: JSON Lines (blank lines skipped), or one JSON array (each element
+    then on "line" 1, its position in the array given instead by the server's index)."""
+    data = path.read_bytes()
+    if data.lstrip()[:1] == b"[":
+        try:
+            items = json.loads(data)
+        except ValueError as problem:
+            raise Usage(f"{path}: not valid JSON: {problem}") from problem
+        for item in items:
+            yield 1, json.dumps(item, ensure_ascii=False).encode()
+        return
+    for number, line in enumerate(data.splitlines(), start=1):
+        if line.strip():
+            yield number, line.strip()
+
+
+def _parts(path: Path) -> Iterator[tuple[bytes, list[int]]]:
+    part: list[bytes] = []
+    lines: list[int] = []
+    size = 0
+    for number, record in _records(path):
+        if part and (len(part) >= PART_ITEMS or size + len(record) + 1 > PART_BYTES):
+            yield b"\n".join(part) + b"\n", lines
+            part, lines, size = [], [], 0
+        part.append(record)
+        lines.append(number)
+        size += len(record) + 1
+    if part:
+        yield b"\n".join(part) + b"\n", lines
+
+
+def _key(kind: str, study: str, body: bytes) -> str:
+    """The same part of the same file to the same study is the same request: a resend after a lost answer gets the
+    first answer again instead of being applied twice (the server's Idempotency-Key)."""
+    return f"cab-cli-{kind}-" + hashlib.sha256(study.encode() + b"\0" + body).hexdigest()[:48]
+
+
+def cmd_ingest(args: argparse.Namespace) -> None:
+    client, study, path = _client(), _study(args), Path(args.file)
+    operation = {"conversations": studies_conversations_upload_create,
+                 "responses": studies_responses_upload_create}[args.what]
+    totals: dict[str, int] = {}
+    parts = list(_parts(path))
+    if not parts:
+        raise Usage(f"{path}: no items")
+    items = sum(len(lines) for _, lines in parts)
+    with progress.bar(desc=f"ingest {args.what}", total=items, unit="item") as bar:
+        for number, (body, lines) in enumerate(parts, start=1):
+            upload = ItemsFileInRequest(file=File(payload=io.BytesIO(body), file_name=f"{path.stem}.jsonl",
+                                                  mime_type="application/x-ndjson"))
+            try:
+                summary = _ok(operation.sync_detailed(study, client=client, body=upload,
+                                                      idempotency_key=_key(args.what, study, body)), lines=lines)
+            except Refused as refused:
+                done = {1: "", 2: f"part 1 of {len(parts)} was written; "}.get(
+                    number, f"parts 1–{number - 1} of {len(parts)} were written; ")
+                raise Refused(f"{refused}\n{done}part {number} (lines {lines[0]}–{lines[-1]}) and after were not; "
+                              "fix the file and send it again (what was written counts as unchanged)") from None
+            for name, value in summary.to_dict().items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    totals[name] = totals.get(name, 0) + value
+            bar.update(len(lines))
+    print(json.dumps({"file": str(path), "items": items, "parts": len(parts), **totals}))
+
+
+# --- import judgments ---------------------------------------------------------------------------------------------
+
+def cmd_import(args: argparse.Namespace) -> None:
+    client, study, path = _client(), _study(args), Path(args.file)
+    body = path.read_bytes()
+    fmt = FormatEnum.CSV if path.suffix.lower() == ".csv" else FormatEnum.JSONL
+    upload = JudgmentsFileInRequest(file=File(payload=io.BytesIO(body), file_name=path.name), format_=fmt)
+    summary = _ok(studies_judgments_import_create.sync_detailed(study, client=client, body=upload,
+                                                                idempotency_key=_key("import", study, body)))
+    print(json.dumps({"file": str(path), **summary.to_dict()}))
+
+
+# --- metric runs --------------------------------------------------------------------------------------------------
+
+FINAL = {MetricRunOutStatusEnum.SUCCEEDED, MetricRunOutStatusEnum.FAILED}
+
+
+def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, every: float) -> MetricRunOut:
+    deadline = time.monotonic() + timeout
+    with progress.fraction_bar(f"metric run {run.id}") as report:
+        while run.status not in FINAL:
+            if time.monotonic() > deadline:
+                raise Refused(f"metric run {run.id} is still {run.status.value} after {timeout:g} s (it goes on; "
+                              f"wait again with: cab wait {run.id})")
+            time.sleep(every)
+            run = _ok(metric_runs_retrieve.sync_detailed(run.id, client=client))
+            report(run.progress, run.progress_message)
+    return run
+
+
+def _run_line(run: MetricRunOut) -> str:
+    return json.dumps({"run": run.id, "study": run.study, "status": run.status.value,
+                       "parameters": run.parameters.to_dict(), "error": run.error or None})
+
+
+def _finished(run: MetricRunOut) -> None:
+    print(_run_line(run))
+    if run.status == MetricRunOutStatusEnum.FAILED:
+        raise Refused(f"metric run {run.id} failed: {run.error}")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    client, study = _client(), _study(args)
+    parameters = {name: value for name, value in (("seed", args.seed), ("bootstrap", args.bootstrap),
+                                                   ("top_k", args.top_k)) if value is not None}
+    run = _ok(studies_metric_runs_create.sync_detailed(study, client=client,
+                                                       body=MetricRunInRequest.from_dict(parameters)))
+    if args.no_wait:
+        print(_run_line(run))
+        return
+    _finished(_wait(client, run, timeout=args.timeout, every=args.every))
+
+
+def cmd_wait(args: argparse.Namespace) -> None:
+    client = _client()
+    run = _ok(metric_runs_retrieve.sync_detailed(args.run, client=client))
+    _finished(_wait(client, run, timeout=args.timeout, every=args.every))
+
+
+# --- downloads ----------------------------------------------------------------------------------------------------
+
+def cmd_download(args: argparse.Namespace) -> None:
+    client, study = _client(), _study(args)
+    if args.what == "judgments":
+        url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
+    else:
+        url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"
+        if args.run is not None:
+            url += f"?run={args.run}"
+    target = Path(args.output or name)
+    try:
+        done = download(client.get_httpx_client(), url, target, retries=args.retries, desc=f"{args.what}")
+    except DownloadError as problem:
+        raise Refused(f"{target}: {problem}") from None
+    print(json.dumps({"file": str(done.path), "bytes": done.size, "resumed_from": done.resumed_from}))
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="cab", description="The CAB researcher's command line (CAB_URL, CAB_TOKEN, "
+                                  "CAB_STUDY from the environment; docs/api.md#the-researcher-cli).")
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Any, text: str, *, study: bool = True) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=text, description=text)
+        if study:
+            sub.add_argument("--study", help="the study's slug (default: CAB_STUDY)")
+        sub.set_defaults(handler=handler)
+        return sub
+
+    command("studies", cmd_studies, "list the studies your token can see", study=False)
+    ingest = command("ingest", cmd_ingest, "ingest conversations or model responses from a JSON Lines file (or a "
+                     "JSON array), in parts of up to 10,000 items; a resend writes nothing twice")
+    ingest.add_argument("what", choices=["conversations", "responses"])
+    ingest.add_argument("file")
+    imported = command("import", cmd_import, "import judgments in the long format (.csv, or .jsonl), all or nothing")
+    imported.add_argument("file")
+    for name, handler, text in (("run", cmd_run, "start a metric run and wait for it"),
+                                ("wait", cmd_wait, "wait for a metric run to finish")):
+        sub = command(name, handler, text, study=name == "run")
+        if name == "run":
+            sub.add_argument("--seed", type=int)
+            sub.add_argument("--bootstrap", type=int, help="bootstrap resamples (server default 1000)")
+            sub.add_argument("--top-k", type=int, help="panel size k")
+            sub.add_argument("--no-wait", action="store_true", help="start it and return")
+        else:
+            sub.add_argument("run", type=int)
+        sub.add_argument("--timeout", type=float, default=3600, help="seconds to wait at most (default 3600)")
+        sub.add_argument("--every", type=float, default=1.0, help="seconds between polls (default 1)")
+    downloads = command("download", cmd_download, "download a study's judgments (resumable) or metrics report")
+    downloads.add_argument("what", choices=["judgments", "report"])
+    downloads.add_argument("-o", "--output", help="the file to write (default: STUDY-judgments.FORMAT, …)")
+    downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format")
+    downloads.add_argument("--run", type=int, help="report: this run's (default: the newest succeeded)")
+    downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection this often")
+    return top
+
+
+def fail(message: str, status: int) -> NoReturn:
+    print(f"cab: {message}", file=sys.stderr)
+    raise SystemExit(status)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except Usage as problem:
+        fail(str(problem), 2)
+    except Refused as problem:
+        fail(str(problem), 1)
+    except httpx.TransportError as problem:
+        fail(f"cannot reach {os.environ.get('CAB_URL', 'http://127.0.0.1:8000')}: {problem}", 1)
+    except OSError as problem:
+        fail(str(problem), 2)
+    return 0

@@ -1,0 +1,261 @@
+"""Issue 33 item 2: the researcher CLI ``cab`` against a live server with a real token — ingest in parts (a resend
+writes nothing twice; a wrong line is named by its line in the user's file), import, a metric run waited for,
+downloads that resume (after a connection cut by a real proxy, from a ``.part`` of an earlier run, and from scratch
+when the file changed on the server), a corrupt part refused, and the installed console script itself."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from access import roles
+from access.services import user_ensure
+from annotation import long_format
+from annotation.models import Judgment, Study
+from api import services as api_services
+from benchmark.models import ModelResponse
+from cab_cli import main as cli
+from tests.api.test_generated_client import judgments_csv
+from tests.factories import StudyFactory, conversations_without_responses, jsonl, response_items
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+SLUG = "cab-demo"
+
+
+@pytest.fixture
+def cab(live_server, monkeypatch, capsys, tmp_path):
+    """Runs ``cab ARGS`` in this process as a researcher's shell would (CAB_URL, CAB_TOKEN, CAB_STUDY set) and gives
+    (exit status, standard output, standard error)."""
+    admin = user_ensure(username="cli-admin", role=roles.ADMIN)
+    StudyFactory(slug=SLUG)
+    _, token = api_services.api_token_create(user=admin, name="cli", by=None,
+                                             scopes=["ingest", "import", "read", "metrics"])
+    monkeypatch.setenv("CAB_URL", live_server.url)
+    monkeypatch.setenv("CAB_TOKEN", token)
+    monkeypatch.setenv("CAB_STUDY", SLUG)
+    monkeypatch.setenv("CAB_PROGRESS", "0")
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            status = cli.main(list(args))
+        except SystemExit as stop:
+            status = int(stop.code or 0)
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    run.token = token
+    run.url = live_server.url
+    return run
+
+
+@pytest.fixture
+def eager(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+def export(fmt: str = "csv") -> bytes:
+    return "".join(long_format.WRITERS[fmt](study=Study.objects.get(slug=SLUG))).encode()
+
+
+def coded_study(cab, tmp_path: Path) -> int:
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    (tmp_path / "responses.jsonl").write_text(jsonl(response_items()))
+    content, rows = judgments_csv()
+    (tmp_path / "judgments.csv").write_bytes(content)
+    for args in (("ingest", "conversations", "conversations.jsonl"), ("ingest", "responses", "responses.jsonl"),
+                 ("import", "judgments.csv")):
+        status, out, err = cab(*args)
+        assert status == 0, err
+    return rows
+
+
+def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eager):
+    monkeypatch.setattr(cli, "PART_ITEMS", 4)  # the demo's responses go in several parts
+    conversations, responses = conversations_without_responses(), response_items()
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations))
+    (tmp_path / "responses.jsonl").write_text("\n" + jsonl(responses))  # a blank first line: line numbers shift
+
+    status, out, err = cab("ingest", "conversations", "conversations.jsonl")
+    assert status == 0, err
+    summary = json.loads(out)
+    assert (summary["items"], summary["conversations_created"]) == (len(conversations), len(conversations))
+    status, out, err = cab("ingest", "responses", "responses.jsonl")
+    assert status == 0, err
+    summary = json.loads(out)
+    assert summary["parts"] == -(-len(responses) // 4) and summary["created"] == len(responses)
+    assert ModelResponse.objects.count() == len(responses)
+
+    # Sent again: the same parts with the same keys get their first answers back, and nothing is written twice.
+    status, out, err = cab("ingest", "responses", "responses.jsonl")
+    assert status == 0, err
+    assert ModelResponse.objects.count() == len(responses)
+
+    content, rows = judgments_csv()
+    (tmp_path / "judgments.csv").write_bytes(content)
+    status, out, err = cab("import", "judgments.csv")
+    assert status == 0, err
+    assert json.loads(out)["judgments_created"] == rows == Judgment.objects.count()
+
+    status, out, err = cab("run", "--bootstrap", "20", "--seed", "3")
+    assert status == 0, err
+    run = json.loads(out)
+    assert (run["status"], run["parameters"]["bootstrap"], run["parameters"]["seed"]) == ("succeeded", 20, 3)
+    status, out, err = cab("download", "report", "-o", "report.json")
+    assert status == 0, err
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["run"]["id"] == run["run"] and report["input"]["judgments"] == rows
+
+    for fmt in ("csv", "jsonl"):
+        status, out, err = cab("download", "judgments", "--format", fmt)
+        assert status == 0, err
+        done = json.loads(out)
+        assert (tmp_path / f"{SLUG}-judgments.{fmt}").read_bytes() == export(fmt)
+        assert done["resumed_from"] == 0 and not list(tmp_path.glob("*.part*"))
+
+
+def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "PART_ITEMS", 3)
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    assert cab("ingest", "conversations", "conversations.jsonl")[0] == 0
+    responses = response_items()[:7]
+    responses[4] = {**responses[4], "turn_index": 999}
+    (tmp_path / "responses.jsonl").write_text(jsonl(responses))
+    status, out, err = cab("ingest", "responses", "responses.jsonl")
+    assert status == 1 and out == ""
+    line = next(line for line in err.splitlines() if line.strip().startswith("line 5:"))
+    assert "turn_index" in line
+    assert "part 1 of 3 was written; part 2 (lines 4–6) and after were not" in err
+    assert ModelResponse.objects.count() == 3  # part 1 only: part 2 was refused whole, part 3 never sent
+
+
+def test_usage_errors_name_what_is_missing(cab, monkeypatch, tmp_path):
+    monkeypatch.delenv("CAB_STUDY")
+    status, _, err = cab("download", "judgments")
+    assert status == 2 and "--study SLUG, or set CAB_STUDY" in err
+    monkeypatch.delenv("CAB_TOKEN")
+    status, _, err = cab("studies")
+    assert status == 2 and "set CAB_TOKEN" in err
+    monkeypatch.setenv("CAB_TOKEN", "not-a-token")
+    status, _, err = cab("studies")
+    assert status == 1 and "HTTP 401" in err
+
+
+class CuttingProxy:
+    """A TCP proxy in front of the live server that cuts its first connection after ``cut`` bytes of the answer,
+    as a dropped connection would; every later connection is passed through whole."""
+
+    def __init__(self, upstream: str, cut: int) -> None:
+        host, port = upstream.removeprefix("http://").split(":")
+        self.upstream, self.cut, self.connections = (host, int(port)), cut, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                downstream, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            limit = self.cut if self.connections == 1 else None
+            upstream = socket.create_connection(self.upstream)
+            threading.Thread(target=self.pump, args=(downstream, upstream, None), daemon=True).start()
+            threading.Thread(target=self.pump, args=(upstream, downstream, limit), daemon=True).start()
+
+    @staticmethod
+    def pump(source: socket.socket, target: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while block := source.recv(4096):
+                if limit is not None and sent + len(block) >= limit:
+                    target.sendall(block[:limit - sent])
+                    break
+                target.sendall(block)
+                sent += len(block)
+        except OSError:
+            pass
+        for side in (source, target):
+            with contextlib.suppress(OSError):
+                side.shutdown(socket.SHUT_RDWR)
+            side.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_download_resumes_after_a_dropped_connection_and_across_runs(cab, tmp_path, monkeypatch):
+    coded_study(cab, tmp_path)
+    whole = export("jsonl")
+    assert len(whole) > 4000
+    etag = f'"sha256-{hashlib.sha256(whole).hexdigest()}"'
+
+    # The connection drops after about 3 kB: the command resumes with a range and the file is whole.
+    proxy = CuttingProxy(cab.url, cut=3000)
+    monkeypatch.setenv("CAB_URL", proxy.url)
+    monkeypatch.setattr("cab_cli.download._pause", lambda seconds: None)
+    try:
+        status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "cut.jsonl")
+    finally:
+        proxy.close()
+    assert status == 0, err
+    done = json.loads(out)
+    assert "resuming (attempt 2)" in err and 0 < done["resumed_from"] < 3000
+    assert (tmp_path / "cut.jsonl").read_bytes() == whole and proxy.connections == 2
+    monkeypatch.setenv("CAB_URL", cab.url)
+
+    # An earlier run left a part: only the rest is asked for.
+    (tmp_path / "again.jsonl.part").write_bytes(whole[:1234])
+    (tmp_path / "again.jsonl.part.etag").write_text(etag + "\n")
+    status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "again.jsonl")
+    assert status == 0, err
+    assert json.loads(out)["resumed_from"] == 1234 and (tmp_path / "again.jsonl").read_bytes() == whole
+
+    # The file changed on the server since that part was written: the whole new file comes instead.
+    (tmp_path / "old.jsonl.part").write_bytes(whole[:1234])
+    (tmp_path / "old.jsonl.part.etag").write_text('"sha256-' + "0" * 64 + '"\n')
+    status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "old.jsonl")
+    assert status == 0, err
+    assert "changed on the server" in err and json.loads(out)["resumed_from"] == 0
+    assert (tmp_path / "old.jsonl").read_bytes() == whole
+
+    # A part whose bytes are not the file's (the same ETag): the checksum refuses the result, nothing is left.
+    (tmp_path / "bad.jsonl.part").write_bytes(b"x" * 1234)
+    (tmp_path / "bad.jsonl.part.etag").write_text(etag + "\n")
+    status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "bad.jsonl")
+    assert status == 1 and "does not match the server's checksum" in err
+    assert not any((tmp_path / name).exists() for name in ("bad.jsonl", "bad.jsonl.part", "bad.jsonl.part.etag"))
+
+    # A part that is already whole (the earlier run stopped before renaming it): finished without a byte sent.
+    (tmp_path / "whole.jsonl.part").write_bytes(whole)
+    (tmp_path / "whole.jsonl.part.etag").write_text(etag + "\n")
+    status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "whole.jsonl")
+    assert status == 0, err
+    assert (tmp_path / "whole.jsonl").read_bytes() == whole
+
+
+@pytest.mark.slow(10)
+def test_the_installed_console_script_runs_a_metric_run_and_waits(cab, tmp_path, eager):
+    """``cab`` as installed by the project (pyproject [project.scripts]), in its own process."""
+    coded_study(cab, tmp_path)
+    script = Path(sys.executable).with_name("cab")
+    assert script.exists(), "the project's install makes the console script (scripts/bootstrap.sh)"
+    env = {**os.environ, "CAB_URL": cab.url, "CAB_TOKEN": cab.token, "CAB_STUDY": SLUG, "CAB_PROGRESS": "0"}
+    listed = subprocess.run([script, "studies"], env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert listed.stdout.split("\t")[0] == SLUG
+    started = subprocess.run([script, "run", "--bootstrap", "10"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert started.returncode == 0, started.stderr
+    assert json.loads(started.stdout)["status"] == "succeeded"
