@@ -14,15 +14,17 @@ scale and span first so that an error names the archive's line instead of a trig
 judgment revisions of its own (the archived history is the history); it is one ``study.import`` audit event.
 
 Format (``VERSION`` 1): JSON Lines, UTF-8, gzip-compressed when the file name ends in ``.gz``. Line 1 is the
-header ``{"type": "archive", "format": FORMAT, "version": 1, "study": slug}``; then one record per line, types in
-the order of ``ORDER``; the last line is ``{"type": "end", "records": {type: count}}``, so a truncated file is
-refused. Records name things by natural keys only: usernames, the schema slug and attribute codes, dataset name +
-conversation external id (+ turn index, + model slot; + session index for a session label), round names
-(``calibration-N``, ``main``), subcategory slugs. A judgment's line carries its spans, the experts who agreed to
-it (gold) and its revisions. Every other
-column is written under its model field's name, so a field added to one of these models is archived without a
-change here (a test checks that every model and relation is covered). The file is a function of the study
-alone: no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
+header ``{"type": "archive", "format": FORMAT, "version": 1, "study": slug, "software": {"version", "commit"}}`` (the
+installation that wrote it: docs/metrics.md#provenance); then one record per line, types in the order of ``ORDER``;
+the last line is ``{"type": "end", "records": {type: count}, "sha256": hex}``, so a truncated file is refused, and
+so is one whose lines before the end record are not the bytes that were written (their SHA-256; an archive without
+``sha256``, written before it was added, is read as before). Records name things by natural keys only: usernames,
+the schema slug and attribute codes, dataset name + conversation external id (+ turn index, + model slot; + session
+index for a session label), round names (``calibration-N``, ``main``), subcategory slugs. A judgment's line carries
+its spans, the experts who agreed to it (gold) and its revisions. Every other column is written under its model
+field's name, so a field added to one of these models is archived without a change here (a test checks that every
+model and relation is covered). The file is a function of the study and of the software version that writes it:
+no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
 
 The study record carries the study's blinding key (``Study.blinding_key``), deliberately: it is the study's state,
 and a file that names every response's model is no less secret than the key. Handles are made of the key and
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -54,6 +57,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Any, TypeVar
 
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, models, transaction
@@ -175,17 +179,22 @@ def study_export(*, study: Study, out: IO[str]) -> Counter[str]:
     """Write the study's archive to ``out`` record by record (constant memory but for the conversations' and
     users' ids). Returns the number of records of each type."""
     counts: Counter[str] = Counter()
+    digest = hashlib.sha256()
 
     def emit(kind: str, record: dict[str, Any]) -> None:
         counts[kind] += 1
-        out.write(_dumps({"type": kind, **record}))
-        out.write("\n")
+        line = _dumps({"type": kind, **record}) + "\n"
+        digest.update(line.encode())
+        out.write(line)
 
     with _snapshot():
-        emit("archive", {"format": FORMAT, "version": VERSION, "study": study.slug})
+        emit("archive", {"format": FORMAT, "version": VERSION, "study": study.slug,
+                         "software": {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}})
         for kind, record in _export_records(study):
             emit(kind, record)
-        emit("end", {"records": {kind: counts[kind] for kind in ORDER if kind in counts and kind != "archive"}})
+        records = {kind: counts[kind] for kind in ORDER if kind in counts and kind != "archive"}
+        out.write(_dumps({"type": "end", "records": records, "sha256": digest.hexdigest()}) + "\n")
+    counts["end"] += 1
     return counts
 
 
@@ -416,13 +425,29 @@ def _stored_timestamps() -> Iterator[None]:
             field.auto_now, field.auto_now_add = auto_now, auto_now_add  # type: ignore[attr-defined]
 
 
+class _Checksum:
+    """The SHA-256 of an archive's lines but its last, as they are read: what its end record's ``sha256`` says of
+    the lines before it. The line being read is held back until the next one comes, so when the end record is read
+    the digest covers exactly the lines before it."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+
+    def through(self, lines: Iterable[str]) -> Iterator[str]:
+        pending = b""
+        for line in lines:
+            self.digest.update(pending)
+            pending = (line if line.endswith("\n") else line + "\n").encode()
+            yield line
+
+
 def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User | None = None) -> Study:
     """Import an archive (its lines, as read from the file), all or nothing: any problem raises ArchiveError naming
     the line, and nothing is written. Records the import in the audit trail."""
     importer = _Importer(as_slug=as_slug)
     with transaction.atomic():
         with _stored_timestamps():
-            importer.run(read_records(lines))
+            importer.run(read_records(importer.checksum.through(lines)))
         study = importer.study
         audit_record(by=by, action="study.import", study=study, target=f"study:{study.slug}",
                      archived_as=importer.archived_slug, records=dict(importer.counts),
@@ -444,6 +469,7 @@ class _Importer:
         self.as_slug = as_slug
         self.archived_slug = ""
         self.counts: Counter[str] = Counter()
+        self.checksum = _Checksum()
         self._study: Study | None = None
         self.schema: Schema | None = None
         self.users: dict[str, User] = {}
@@ -520,6 +546,10 @@ class _Importer:
         found = {kind: self.counts[kind] for kind in ORDER if self.counts[kind]}
         if expected != found:
             raise ArchiveError(f"line {number}: the end record counts {expected}, the archive holds {found}")
+        stated = record.get("sha256")
+        if stated is not None and stated != self.checksum.digest.hexdigest():
+            raise ArchiveError(f"line {number}: the lines before the end record do not have the SHA-256 it states: "
+                               "the archive was changed or damaged after it was written")
 
     # --- references ---
 

@@ -5,6 +5,7 @@ every bad archive is refused with a CommandError naming the line, and leaves the
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 from datetime import UTC, datetime
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -117,14 +119,21 @@ def truncate_everything_archived() -> None:
 
 
 def without_the_import_event(text: str) -> list[str]:
-    """The archive's lines without the audit event of the import itself and with the end record's count of audit
-    events taken back by one."""
+    """The archive's lines without the audit event of the import itself, with the end record's count of audit
+    events taken back by one and its checksum made again over the lines that are left."""
     lines = text.splitlines()
     imported = json.loads(lines[-2])
     assert imported["type"] == "audit_event" and imported["action"] == "study.import" and imported["actor"] is None
     end = json.loads(lines[-1])
     end["records"]["audit_event"] -= 1
-    return [*lines[:-2], study_archive._dumps(end)]
+    return checksummed([*lines[:-2], study_archive._dumps(end)])
+
+
+def checksummed(lines: list[str]) -> list[str]:
+    """The lines with the end record's checksum made again over the lines before it (after a test changed them)."""
+    end = json.loads(lines[-1])
+    end["sha256"] = hashlib.sha256("".join(line + "\n" for line in lines[:-1]).encode()).hexdigest()
+    return [*lines[:-1], study_archive._dumps(end)]
 
 
 # --- the round trip ------------------------------------------------------------------------------------------------
@@ -181,7 +190,7 @@ def test_a_study_imports_beside_itself_under_another_slug(rich_study, tmp_path):
     study_record = next(r for r in renamed if r["type"] == "study")
     assert study_record["slug"] == "demo-copy"
     renamed[0]["study"] = study_record["slug"] = "demo"
-    assert [study_archive._dumps(r) for r in renamed] == first.splitlines()
+    assert checksummed([study_archive._dumps(r) for r in renamed]) == first.splitlines()
     # The material is shared, not copied; the people are the same accounts.
     after = table_counts()
     for model in (Conversation, Turn, ModelResponse):
@@ -334,3 +343,28 @@ def test_an_export_takes_a_fixed_number_of_queries(rich_study, django_assert_num
     four streams, and assignments, session labels, alerts, runs and audit events one each, sessions one more."""
     with django_assert_num_queries(42):
         export("demo")
+
+
+def test_an_archive_changed_after_it_was_written_is_refused_by_its_checksum(tmp_path):
+    """The end record states the SHA-256 of the lines before it; one changed character (here a score, which every
+    other check would accept) is refused, naming the end line, and nothing is imported. Without the checksum (an
+    archive written before it was added) the same file imports."""
+    call_command("generate_synthetic", "--conversations", "3", "--reviewers", "2", "--calibration-turns", "1",
+                 "--slug", "sum", stdout=io.StringIO())
+    lines = export("sum").splitlines()
+    header = json.loads(lines[0])
+    assert header["software"] == {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
+    number = next(n for n, line in enumerate(lines) if '"type":"judgment"' in line and '"score":1' in line)
+    changed = [*lines[:number], lines[number].replace('"score":1', '"score":2', 1), *lines[number + 1:]]
+    path = tmp_path / "changed.jsonl"
+    path.write_text("\n".join(changed) + "\n", encoding="utf-8")
+    before = Study.objects.count()
+    with pytest.raises(CommandError, match=rf"line {len(lines)}: the lines before the end record do not have the "
+                                           "SHA-256 it states"):
+        call_command("import_study", str(path), "--as", "sum-changed", stdout=io.StringIO())
+    assert Study.objects.count() == before
+    end = json.loads(changed[-1])
+    del end["sha256"]
+    path.write_text("\n".join([*changed[:-1], study_archive._dumps(end)]) + "\n", encoding="utf-8")
+    call_command("import_study", str(path), "--as", "sum-changed", stdout=io.StringIO())
+    assert Study.objects.filter(slug="sum-changed").exists()

@@ -14,6 +14,7 @@ from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from metrics import study_archive
 from tests.annotation.test_lc8_round_trip import judgment_rows, label_rows, lc8_full_study
 from tests.metrics.test_study_archive import (
+    checksummed,
     edited,
     export,
     records,
@@ -69,7 +70,7 @@ def test_an_lc8_study_round_trips_with_its_session_labels_exactly(tmp_path):
     study_copy = next(r for r in second if r["type"] == "study")
     assert second[0]["study"] == study_copy["slug"] == "lc8-copy"
     second[0]["study"] = study_copy["slug"] = study.slug
-    assert [study_archive._dumps(r) for r in second] == first.splitlines()
+    assert checksummed([study_archive._dumps(r) for r in second]) == first.splitlines()
 
 
 def off_scale_reference(record: dict, *, dry: bool) -> bool:
