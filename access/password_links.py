@@ -1,18 +1,21 @@
 """The one-time set-password links an admin has issued, kept beside their accounts on the people page until used or
 expired (README, "Using it"; docs/reference.md#one-time-set-password-links).
 
-A link is Django's password-reset token: nothing stores it, it is an HMAC of the account's state (its password
-hash, last sign-in, e-mail) keyed by ``SECRET_KEY`` and stamped with the time it was made, so setting the password
-(or issuing a newer link, which resets the password) spends it, and ``PASSWORD_RESET_TIMEOUT`` ends it. To show a
-link again the admin's own session keeps only the account's id and the link's time stamp, never the token: the
-link is made again from them, the same bytes, and is shown while ``check_token`` still accepts it. So a copy of the
-sessions table gives nobody a working link, another admin never sees the links this one issued, and a link that
-was used, superseded or expired disappears from the page by itself. Once the admin's session ends the page no
-longer shows the link (it stays valid until used or expired; a new one can be issued).
+A link is Django's password-reset token. Nothing stores it: it is an HMAC, keyed by ``SECRET_KEY``, of the
+account's state (its password hash, last sign-in, e-mail) and the time it was made, so setting the password (or
+issuing a newer link, which resets the password) spends it, and ``PASSWORD_RESET_TIMEOUT`` ends it. To show a link
+again, the admin's own session keeps the account's id, the link's time stamp and the SHA-256 of the token, never
+the token. The link is made again from the time stamp and the account's current state, and shown only while that
+gives the very same token (its digest matches) and ``check_token`` still accepts it: made again from an account
+whose password has since been set, the token would be a new, working one, and the digest is what keeps a spent link
+from coming back. So a copy of the sessions table gives nobody a working link, another admin never sees the links
+this one issued, and a link that was used, superseded or expired leaves the page by itself. Once the admin's
+session ends the page no longer shows it (it stays valid until used or expired; a new one can be issued).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,10 +26,11 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator, default_toke
 from django.contrib.sessions.backends.base import SessionBase
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 from django.utils.encoding import force_bytes
 from django.utils.http import base36_to_int, urlsafe_base64_encode
 
-SESSION_KEY = "password_links"  # {account id: [token time stamp, issued at (epoch seconds)]}
+SESSION_KEY = "password_links"  # {account id: [token time stamp, issued at (epoch seconds), SHA-256 of the token]}
 
 
 class _Links(PasswordResetTokenGenerator):
@@ -51,11 +55,15 @@ def _path(user: User, token: str) -> str:
 
 
 def password_link_remember(*, session: SessionBase, user: User, path: str) -> None:
-    """Keep the link just issued for ``user`` on the admin's people page (its id and time stamp, not the token)."""
+    """Keep the link just issued for ``user`` on the admin's people page (not the token: see the module)."""
     token = path.rstrip("/").rsplit("/", 1)[-1]
     pending = dict(session.get(SESSION_KEY, {}))
-    pending[str(user.pk)] = [base36_to_int(token.split("-", 1)[0]), int(time.time())]
+    pending[str(user.pk)] = [base36_to_int(token.split("-", 1)[0]), int(time.time()), _digest(token)]
     session[SESSION_KEY] = pending
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def password_links_pending(*, session: SessionBase, users: list[User]) -> dict[int, PendingLink]:
@@ -65,13 +73,14 @@ def password_links_pending(*, session: SessionBase, users: list[User]) -> dict[i
         return {}
     by_id = {str(user.pk): user for user in users}
     shown, kept = {}, {}
-    for user_id, (stamp, issued) in pending.items():
+    for user_id, entry in pending.items():
         user = by_id.get(user_id)
-        if user is None:
+        if user is None or not (isinstance(entry, list) and len(entry) == 3):
             continue
+        stamp, issued, digest = entry
         token = _links.token_at(user, stamp)
-        if default_token_generator.check_token(user, token):
-            kept[user_id] = [stamp, issued]
+        if constant_time_compare(_digest(token), digest) and default_token_generator.check_token(user, token):
+            kept[user_id] = [stamp, issued, digest]
             shown[user.pk] = PendingLink(
                 path=_path(user, token),
                 expires=timezone.now() + timedelta(seconds=issued + settings.PASSWORD_RESET_TIMEOUT - time.time()),
