@@ -42,7 +42,7 @@ from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study,
 from annotation.services import StaleJudgmentError
 from benchmark import services as benchmark_services
 from benchmark.models import TOPICS, Conversation
-from benchmark.serializers import conversation_example
+from benchmark.serializers import ConversationIn, conversation_example
 from common.errors import RowErrors
 from common.outage import RETRY_AFTER_SECONDS, unreachable
 
@@ -392,7 +392,9 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
             return redirect("study-data", slug=slug)
     return render(request, "annotation/upload.html", {
         "study": study, "form": form, "errors": errors,
-        "topics": TOPICS, "kinds": Conversation.Kind.choices, "complexities": Conversation.Complexity.values,
+        "topics": TOPICS, "kinds": Conversation.Kind.values, "complexities": Conversation.Complexity.values,
+        "kind_help": ConversationIn().fields["kind"].help_text,
+        "complexity_help": ConversationIn().fields["complexity"].help_text,
         "example": conversation_example(model_slots=study.model_slots),
     })
 
