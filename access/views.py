@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from access import forms, services
+from access import forms, password_links, services
 from access.checks import require_study_admin, user_roles
 from access.requests import AuthedRequest
 from common.errors import RowErrors
@@ -32,17 +32,23 @@ def admin_only(view: View) -> View:
     return wrapper
 
 
-def _link_message(request: HttpRequest, username: str, path: str) -> None:
-    messages.success(request, f"Send {username} this one-time link to set a password: "
-                              f"{request.build_absolute_uri(path)}")
+def _link_kept(request: HttpRequest, users: list[Any], paths: list[str]) -> None:
+    """Keep the links just issued beside their accounts on this admin's people page (access.password_links)."""
+    for user, path in zip(users, paths, strict=True):
+        password_links.password_link_remember(session=request.session, user=user, path=path)
+    names = ", ".join(user.get_username() for user in users)
+    messages.success(request, f"One-time set-password link for {names}: beside the account below until it is used "
+                              "or expires. Copy it and send it to them.")
 
 
 @admin_only
 @require_GET
 def people(request: AuthedRequest) -> HttpResponse:
     accounts = list(get_user_model().objects.prefetch_related("groups").order_by("username"))
+    links = {pk: (request.build_absolute_uri(link.path), link.expires) for pk, link in
+             password_links.password_links_pending(session=request.session, users=accounts).items()}
     return render(request, "access/people.html", {
-        "accounts": [(a, [g.name for g in a.groups.all()]) for a in accounts],
+        "accounts": [(a, [g.name for g in a.groups.all()], links.get(a.pk)) for a in accounts],
         "form": forms.AccountForm(), "csv_form": forms.AccountsCsvForm(), "roles": user_roles(user=request.user),
     })
 
@@ -61,7 +67,7 @@ def account_create(request: AuthedRequest) -> HttpResponse:
         for message in error.messages:
             messages.error(request, message)
         return redirect("people")
-    _link_message(request, user.get_username(), services.password_link(user=user))
+    _link_kept(request, [user], [services.password_link(user=user)])
     return redirect("people")
 
 
@@ -78,8 +84,7 @@ def accounts_upload(request: AuthedRequest) -> HttpResponse:
     except RowErrors as error:
         messages.error(request, error.summary())
         return redirect("people")
-    for user in users:
-        _link_message(request, user.get_username(), services.password_link(user=user))
+    _link_kept(request, users, [services.password_link(user=user) for user in users])
     return redirect("people")
 
 
@@ -122,5 +127,5 @@ def account_active(request: AuthedRequest, user_id: int) -> HttpResponse:
 @require_POST
 def account_password_link(request: AuthedRequest, user_id: int) -> HttpResponse:
     user = _account(user_id)
-    _link_message(request, user.get_username(), services.password_link_issue(user=user, by=request.user))
+    _link_kept(request, [user], [services.password_link_issue(user=user, by=request.user)])
     return redirect("people")

@@ -19,6 +19,7 @@ from django.db.models import CharField, Count, Exists, Model, OuterRef, Prefetch
 from django.db.models.functions import MD5, Cast, Coalesce, Concat
 from django.utils.crypto import constant_time_compare
 
+from access import roles
 from access.checks import user_sees_all_studies
 from annotation import care_selectors, lc8_assign, lc8_selectors, rules
 from annotation.models import (
@@ -945,3 +946,23 @@ def item_history(*, round: Round, turn: Turn) -> QuerySet[JudgmentRevision]:
         .select_related("changed_by", "judgment__coder", "judgment__attribute", "judgment__response")
         .order_by("-at", "-id")
     )
+
+
+def member_candidates(*, study: Study) -> list[tuple[str, str]]:
+    """The accounts the study page offers to add as members: active accounts in the reviewer or expert role that
+    are not members yet, as (username, role), by username. One query."""
+    rows = (User.objects.filter(is_active=True, groups__name__in=[roles.REVIEWER, roles.EXPERT])
+            .exclude(study_memberships__study=study)
+            .order_by("username", "groups__name").values_list("username", "groups__name"))
+    return list(dict(rows).items())
+
+
+def study_state_said(*, study: Study) -> str:
+    """What a study holds now, in a sentence: its material, its judgments and its rounds' states (what ``load_demo``
+    says of a demo study it finds already loaded, rather than repeat what it first made). Three queries."""
+    conversations = conversations_of_study(study=study).count()
+    counts = Judgment.objects.filter(round__study=study).aggregate(total=Count("pk"), gold=Count("pk", filter=Q(
+        is_gold=True)))
+    rounds = [f"{r.name} {r.get_status_display().lower()}" for r in study.rounds.order_by("kind", "number")]
+    return (f"{conversations} conversation{'' if conversations == 1 else 's'} in use, {counts['total']} judgments "
+            f"({counts['gold']} gold); rounds: {', '.join(rounds) or 'none'}")

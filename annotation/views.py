@@ -42,6 +42,8 @@ from annotation.forms import (
 from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study, StudyMember
 from annotation.services import StaleJudgmentError
 from benchmark import services as benchmark_services
+from benchmark.models import TOPICS, Conversation
+from benchmark.serializers import ConversationIn, conversation_example
 from common.errors import RowErrors
 from common.outage import RETRY_AFTER_SECONDS, unreachable
 
@@ -389,7 +391,13 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
                                       f"{summary.conversations_unchanged} unchanged, "
                                       f"{summary.conversations_updated} updated.")
             return redirect("study-data", slug=slug)
-    return render(request, "annotation/upload.html", {"study": study, "form": form, "errors": errors})
+    return render(request, "annotation/upload.html", {
+        "study": study, "form": form, "errors": errors,
+        "topics": TOPICS, "kinds": Conversation.Kind.values, "complexities": Conversation.Complexity.values,
+        "kind_help": ConversationIn().fields["kind"].help_text,
+        "complexity_help": ConversationIn().fields["complexity"].help_text,
+        "example": conversation_example(model_slots=study.model_slots),
+    })
 
 
 @login_required

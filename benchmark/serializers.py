@@ -3,6 +3,8 @@ consistency only; what the data means for the database is decided in ``benchmark
 
 from __future__ import annotations
 
+import json
+
 from rest_framework import serializers
 
 from benchmark.models import TOPICS, Conversation
@@ -15,6 +17,18 @@ class Text(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class Choice(serializers.ChoiceField):
+    """A choice whose refusal names the allowed values, so a file's author can fix the line without the manual."""
+
+    default_error_messages = {"invalid_choice": "{input} is not a valid choice; allowed: {allowed}."}
+
+    def fail(self, key, **kwargs):
+        if key == "invalid_choice":
+            kwargs["input"] = json.dumps(kwargs["input"], ensure_ascii=False)[:200]
+            kwargs["allowed"] = ", ".join(json.dumps(value, ensure_ascii=False) for value in self.choices)
+        super().fail(key, **kwargs)
 
 
 class ResponseIn(serializers.Serializer):
@@ -49,13 +63,13 @@ class ConversationIn(serializers.Serializer):
 
     dataset = Text(max_length=100, help_text="the source corpus, e.g. CounselChat (created on first use)")
     conversation_id = Text(max_length=200, help_text="the conversation's id in its dataset")
-    kind = serializers.ChoiceField(
+    kind = Choice(
         choices=Conversation.Kind.values,
         help_text="single: exactly one turn, and a complexity; multi: several turns (the turns form) or a history "
                   "of chat, crisis and callback sessions (the sessions form); longitudinal: a LongCounsel-8 "
                   "trajectory of counseling sessions, in the sessions form only")
-    topic = serializers.ChoiceField(choices=TOPICS)
-    complexity = serializers.ChoiceField(
+    topic = Choice(choices=TOPICS)
+    complexity = Choice(
         choices=Conversation.Complexity.values, allow_null=True, required=False, default=None,
         help_text="required for a single-turn conversation (kind single); must be null or left out for multi and "
                   "longitudinal ones (their complexity is their number of turns)",
@@ -79,3 +93,16 @@ class ConversationIn(serializers.Serializer):
             if attrs.get("complexity") is None:
                 raise serializers.ValidationError({"complexity": "required for single-turn conversations"})
         return attrs
+
+
+def conversation_example(*, model_slots: list[str]) -> str:
+    """One line of a conversations file in the ``turns`` form, with a response under each of the given model slots:
+    the record the upload page shows (docs/reference.md#conversations-json-lines)."""
+    record = {
+        "dataset": "CounselChat", "conversation_id": "example-1", "kind": Conversation.Kind.SINGLE, "topic": TOPICS[1],
+        "complexity": Conversation.Complexity.LOW, "title": "",
+        "turns": [{"index": 1, "client": "I can't sleep before exams. What should I do?", "therapist_reference": "",
+                   "responses": [{"model": slot, "model_version": "", "text": f"{slot}'s reply."}
+                                 for slot in model_slots or ["GPT"]]}],
+    }
+    return json.dumps(record, ensure_ascii=False)

@@ -21,17 +21,17 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from benchmark.models import Conversation, Dataset, Session, Turn
-from benchmark.serializers import ConversationIn, TurnIn
+from benchmark.serializers import Choice, ConversationIn, TurnIn
 from common.errors import RowError
 
 
 class SessionIn(serializers.Serializer):
     index = serializers.IntegerField(min_value=1, help_text="1-based position in the history: 1, 2, … in order")
-    kind = serializers.ChoiceField(
+    kind = Choice(
         choices=Session.Kind.values,
         help_text="chat, crisis or callback in a multi-turn history (CARE); counseling, and only counseling, in a "
                   "longitudinal trajectory (LongCounsel-8)")
-    crisis_type = serializers.ChoiceField(
+    crisis_type = Choice(
         choices=Session.CrisisType.values, allow_null=True, required=False, default=None,
         help_text="required for a crisis session; the crisis a callback returns to (optional); null for chat and "
                   "counseling sessions")

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from access.checks import is_study_admin
 from annotation import rules
@@ -37,18 +37,23 @@ from metrics.models import MetricRun
 from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
 
 
-def calibration_candidates(*, study: Study) -> list[Turn]:
-    """Turns with responses of the study's models that no other round of the study uses."""
+def _candidate_turns(*, study: Study) -> QuerySet[Turn]:
     used = RoundItem.objects.filter(round__study=study).values("turn_id")
     responses = ModelResponse.objects.all()
     if study.model_slots:
         responses = responses.filter(model_slot__in=study.model_slots)
-    return list(
-        Turn.objects.filter(pk__in=responses.values("turn_id"))
-        .exclude(pk__in=used)
-        .select_related("conversation__dataset")
-        .order_by("pk")
-    )
+    return Turn.objects.filter(pk__in=responses.values("turn_id")).exclude(pk__in=used)
+
+
+def calibration_candidates(*, study: Study) -> list[Turn]:
+    """Turns with responses of the study's models that no other round of the study uses."""
+    return list(_candidate_turns(study=study).select_related("conversation__dataset").order_by("pk"))
+
+
+def calibration_candidates_count(*, study: Study) -> int:
+    """How many turns a calibration set of the study may be drawn from (``calibration_candidates``), in one query:
+    the study page offers at most that many."""
+    return _candidate_turns(study=study).count()
 
 
 @dataclass

@@ -48,8 +48,11 @@ def _study_locked(study: Study) -> None:
         raise ValidationError(f"study {study.slug} is archived: its rounds no longer change")
 
 
+SAMPLE_SIZE = 10  # a calibration set's size when none is given (the study page offers fewer when fewer are left)
+
+
 @transaction.atomic
-def calibration_set_sample(*, round: Round, by: User, n: int = 10, seed: int = 0) -> list[Turn]:
+def calibration_set_sample(*, round: Round, by: User, n: int = SAMPLE_SIZE, seed: int = 0) -> list[Turn]:
     """Draw n turns, stratified across (dataset, single/multi-turn) in proportion to their size (largest
     remainder; every stratum gets one when n allows), then fix them in a seeded order."""
     require_study_admin(by)

@@ -90,8 +90,13 @@ def study_dashboard(request: AuthedRequest, slug: str) -> HttpResponse:
                   .annotate(n_assignments=Count("assignments")).order_by("kind", "number"))
     for round_ in rounds:
         round_.reopen_rule = services.REOPEN_RULE[round_.kind]  # type: ignore[attr-defined]
+    # Only a draft calibration round draws a set: the count is read for it alone.
+    available = (selectors.calibration_candidates_count(study=study)
+                 if any(r.kind == Round.Kind.CALIBRATION and r.status == Round.Status.DRAFT for r in rounds) else None)
     return render(request, "calibration/study.html", {
         "study": study, "rounds": rounds,
+        "available": available, "sample_size": min(services.SAMPLE_SIZE, available or 0),
+        "member_candidates": annotation_selectors.member_candidates(study=study),
         "members": study.members.select_related("user").order_by("role", "alias", "user__username"),
         "alerts": ReviewerAlert.objects.filter(study=study, resolved_at__isnull=True).select_related("reviewer"),
         "next_calibration": max([r.number for r in rounds if r.kind == Round.Kind.CALIBRATION], default=0) + 1,

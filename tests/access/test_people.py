@@ -4,11 +4,14 @@ deactivation; everyone else gets 403."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from django.urls import reverse
 
+from access.services import user_ensure
 from audit.models import AuditEvent
 from tests.conftest import sign_in
 
@@ -17,9 +20,16 @@ User = get_user_model()
 
 
 def _link(page: str) -> str:
-    match = re.search(r"http://testserver(/reset/[^/]+/[^/ ]+/)", page)
+    match = re.search(r"http://testserver(/reset/[^/]+/[^/ \"]+/)", page)
     assert match, page
     return match.group(1)
+
+
+def _links_shown(client) -> dict[str, str]:
+    """The set-password links beside their accounts on the people page, by username."""
+    page = client.get(reverse("people")).content.decode()
+    return dict(re.findall(r"One-time set-password link for ([\w.@+-]+)\s*<input type=\"text\" readonly "
+                           r"value=\"http://testserver(/reset/[^\"]+)\"", page))
 
 
 def test_an_account_made_by_an_admin_sets_its_own_password_once(client, admin_user):
@@ -55,8 +65,47 @@ def test_a_csv_of_accounts_is_all_or_nothing_with_line_numbers(client, admin_use
     good = b"username,email,role\nann,ann@x.org,reviewer\neve,eve@x.org,expert\n"
     page = client.post(reverse("accounts-upload"), {"file": SimpleUploadedFile("p.csv", good)},
                        follow=True).content.decode()
-    assert page.count("/reset/") == 2
+    assert page.count("/reset/") == 2 and set(_links_shown(client)) == {"ann", "eve"}
     assert User.objects.get(username="eve").groups.get().name == "expert"
+
+
+def test_a_link_stays_beside_its_account_until_used_and_names_the_account(client, admin_user):
+    client.force_login(admin_user)
+    for name in ("rita", "sam"):
+        client.post(reverse("account-create"), {"username": name, "email": f"{name}@example.org", "role": "reviewer"})
+    shown = _links_shown(client)
+    assert set(shown) == {"rita", "sam"}
+    assert _links_shown(client) == shown, "the same link on every visit, not a new one"
+    # the admin's session holds the account and the link's time stamp, never the token
+    stored = str(client.session["password_links"])
+    assert all(link.rstrip("/").rsplit("/", 1)[-1] not in stored for link in shown.values())
+    # someone else (another admin, any other session) is never shown them
+    other = Client()
+    other.force_login(user_ensure(username="other-admin", role="admin"))
+    assert _links_shown(other) == {}
+
+    visitor = Client()
+    form = visitor.get(shown["rita"], follow=True)
+    assert "Account: <strong>rita</strong>" in form.content.decode()
+    visitor.post(form.redirect_chain[-1][0], {"new_password1": "a-long-Passphrase-42",
+                                             "new_password2": "a-long-Passphrase-42"})
+    assert User.objects.get(username="rita").has_usable_password()
+    assert _links_shown(client) == {"sam": shown["sam"]}, "a used link is no longer shown"
+
+
+def test_a_new_link_replaces_the_old_one_and_an_expired_one_is_not_shown(client, admin_user, reviewer, settings):
+    client.force_login(admin_user)
+    client.post(reverse("account-password-link", args=[reviewer.pk]))
+    first = _links_shown(client)["reviewer"]
+    time.sleep(1)  # a token is stamped to the second
+    client.post(reverse("account-password-link", args=[reviewer.pk]))
+    second = _links_shown(client)["reviewer"]
+    assert second != first
+    assert b"has been used or has expired" in Client().get(first, follow=True).content
+    settings.PASSWORD_RESET_TIMEOUT = 0
+    time.sleep(1)
+    assert _links_shown(client) == {}
+    assert "password_links" in client.session and client.session["password_links"] == {}
 
 
 def test_deactivating_stops_sign_in_and_keeps_the_account(client, admin_user, reviewer):

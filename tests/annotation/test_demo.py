@@ -39,6 +39,24 @@ def test_load_demo_loads_the_real_examples_with_one_account_per_role(capsys):
     assert set(reviewer.groups.values_list("name", flat=True)) == {"reviewer"}
 
 
+def test_load_demo_again_says_what_the_demo_holds_now_not_that_it_was_created(capsys):
+    call_command("load_demo", "--url", "http://127.0.0.1:8123/")
+    first = capsys.readouterr().out
+    assert "Demo study 'Demo: Appendix D examples' created: 4 conversations, 20 model responses." in first
+    assert "calibration-1 is open" in first and "Open http://127.0.0.1:8123/ (the study: /studies/demo/" in first
+    # the admin takes the demo further: the round closes and gold is recorded (as the walk-through does)
+    study = Study.objects.get(slug="demo")
+    calibration = study.rounds.get(kind="calibration", number=1)
+    Round.objects.filter(pk=calibration.pk).update(status="closed")
+    judgments = Judgment.objects.filter(round=calibration).count()
+    call_command("load_demo")
+    again = capsys.readouterr().out
+    assert "created" not in again and "calibration-1 is open" not in again
+    assert ("Demo study 'Demo: Appendix D examples' already present, left as it is: 2 conversations in use, "
+            f"{judgments} judgments (0 gold); rounds: calibration-1 closed.") in again
+    assert "Open http://127.0.0.1:8000/" in again  # runserver's address when none is given
+
+
 def test_load_demo_twice_changes_nothing():
     call_command("load_demo", "--quiet")
     first = snapshot()

@@ -34,10 +34,13 @@ def _reference_totals(study: Study) -> np.ndarray:
 
 def test_load_demo_lc8_twice_changes_nothing(capsys):
     call_command("load_demo", "--lc8")
-    assert "lc8-demo" in capsys.readouterr().out
+    assert "LC8 demo study 'lc8-demo' (/studies/lc8-demo/) created: eight SYNTHETIC" in capsys.readouterr().out
     first = snapshot()
-    call_command("load_demo", "--lc8", "--quiet")
+    call_command("load_demo", "--lc8")
     assert snapshot() == first
+    said = capsys.readouterr().out
+    assert "LC8 demo study 'lc8-demo' (/studies/lc8-demo/) already present, left as it is: " in said
+    assert "created" not in said
 
 
 def test_the_lc8_demo_is_labelled_synthetic_and_shaped_as_asked():

@@ -260,7 +260,7 @@ def test_the_queue_page_shows_a_page_at_a_time_from_a_position(client, built, ro
     assert shown_positions(client.get(url, {"start": "soon"})) == shown_positions(first)
 
 
-def test_a_short_queue_is_one_page_and_a_finished_one_resumes_at_its_start(client, built, round_):
+def test_a_short_queue_is_one_page_and_a_finished_one_is_reviewed_from_its_start(client, built, round_):
     user = signed_in(client, built, SHORT)
     url = reverse("queue", args=[round_.pk])
     answer = client.get(url)
@@ -270,8 +270,12 @@ def test_a_short_queue_is_one_page_and_a_finished_one_resumes_at_its_start(clien
     finished = client.get(url)
     assert (finished.context["page"].done, finished.context["page"].resume) == (SHORT, position(0))
     assert "Resume at" not in finished.content.decode()
+    assert f'href="/rounds/{round_.pk}/turns/{position(0)}/">Review from #{position(0)}</a>' in \
+        finished.content.decode()
+    # a finished queue is offered for review, not "Resume" (nothing is left to resume)
     home = client.get(reverse("home")).content.decode()
-    assert f'href="/rounds/{round_.pk}/turns/{position(0)}/">Resume</a>' in home
+    assert f'href="/rounds/{round_.pk}/turns/{position(0)}/">Review</a>' in home
+    assert ">Resume</a>" not in home
 
 
 def test_the_home_page_resumes_at_the_first_item_still_to_do(client, built, round_):

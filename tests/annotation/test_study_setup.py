@@ -3,15 +3,18 @@ written), see its data, add and remove members, archive it."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils.html import escape
 
 from annotation.models import Study, StudyMember
 from benchmark.demo import demo_records
-from benchmark.models import Conversation
+from benchmark.models import TOPICS, Conversation
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +65,34 @@ def test_an_upload_with_errors_lists_them_by_line_and_writes_nothing(client, stu
     assert not Conversation.objects.exists()
 
 
+def test_the_upload_page_lists_the_allowed_values_and_an_example_record_that_imports(client, study):
+    page = client.get(reverse("conversations-upload", args=["pilot"])).content.decode()
+    for value in (*TOPICS, "single", "multi", "longitudinal", "high", "medium", "low", "GPT", "Claude"):
+        assert f"<code>{escape(value)}</code>" in page, value
+    example = re.search(r'<pre class="example-record">(.*?)</pre>', page, re.S).group(1)
+    record = json.loads(html.unescape(example))
+    assert [r["model"] for r in record["turns"][0]["responses"]] == ["GPT", "Claude"]
+    # the example is a record the page accepts as it is
+    done = client.post(reverse("conversations-upload", args=["pilot"]),
+                       {"file": SimpleUploadedFile("c.jsonl", html.unescape(example).encode())}, follow=True)
+    assert "1 conversations, 1 turns and 2 responses imported" in done.content.decode()
+    assert Conversation.objects.get().topic == record["topic"]
+
+
+@pytest.mark.parametrize(("field", "value", "allowed"), [
+    ("topic", "Astrology", '"Depression", "Anxiety", "Counseling Fundamentals"'),
+    ("kind", "sideways", '"single", "multi", "longitudinal"'),
+    ("complexity", "extreme", '"high", "medium", "low"'),
+])
+def test_a_refused_value_is_named_with_the_allowed_ones_and_nothing_is_written(client, study, field, value, allowed):
+    records = _two_model_records()
+    records[2][field] = value
+    page = client.post(reverse("conversations-upload", args=["pilot"]), {"file": _jsonl(records)}).content.decode()
+    assert "Nothing was imported" in page
+    assert escape(f'line 3: {field}: "{value}" is not a valid choice; allowed: {allowed}') in page
+    assert not Conversation.objects.exists()
+
+
 def test_an_upload_imports_and_the_data_page_shows_it(client, study):
     page = client.post(reverse("conversations-upload", args=["pilot"]), {"file": _jsonl(_two_model_records())},
                        follow=True).content.decode()
@@ -83,6 +114,35 @@ def test_members_are_added_with_aliases_and_removed(client, study, reviewer, oth
     page = client.post(reverse("member-add", args=["pilot"]), {"username": "ghost", "role": "reviewer"},
                        follow=True).content.decode()
     assert "no account &#x27;ghost&#x27;" in page
+
+
+def test_adding_a_member_offers_the_reviewer_and_expert_accounts_not_in_the_study(client, study, reviewer,
+                                                                                   other_reviewer, expert, researcher):
+    client.post(reverse("member-add", args=["pilot"]), {"username": reviewer.username, "role": "reviewer"})
+    page = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
+    assert 'list="known-accounts"' in page
+    offered = re.search(r'<datalist id="known-accounts">(.*?)</datalist>', page, re.S).group(1)
+    assert re.findall(r'<option value="([^"]+)">(\w+)</option>', offered) == [("expert", "expert"),
+                                                                              ("other-reviewer", "reviewer")]
+    other_reviewer.is_active = False
+    other_reviewer.save()
+    page = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
+    assert "other-reviewer" not in re.search(r'<datalist id="known-accounts">(.*?)</datalist>', page, re.S).group(1)
+
+
+def test_build_set_shows_the_turns_available_and_defaults_to_what_fits(client, study):
+    client.post(reverse("conversations-upload", args=["pilot"]), {"file": _jsonl(_two_model_records())})
+    client.post(reverse("round-create", args=["pilot"]), {"number": 1})
+    page = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
+    # four turns have responses of the study's models (the multi-turn conversation's context turn has none)
+    assert '<input type="number" name="n" value="4" min="1" max="4" class="small"> turns</label>' in page
+    assert "of 4 available" in page
+    round_ = study.rounds.get(kind="calibration", number=1)
+    client.post(reverse("round-sample", args=["pilot", round_.pk]), {"n": 4, "seed": 0})
+    assert round_.items.count() == 4
+    client.post(reverse("round-create", args=["pilot"]), {"number": 2})
+    page = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
+    assert "No turn is available for a set" in page and 'name="n"' not in page
 
 
 def test_a_study_is_archived_only_with_no_round_open(client, study):

@@ -81,7 +81,7 @@ def test_reimporting_the_same_file_changes_nothing(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("bad", "expected"), [
-    ({"topic": "Astrology"}, "line 2: topic: \"Astrology\" is not a valid choice."),
+    ({"topic": "Astrology"}, 'line 2: topic: "Astrology" is not a valid choice; allowed: "Depression", "Anxiety",'),
     ({"kind": "multi"}, "line 2: complexity: must be null for multi-turn conversations"),
     ({"complexity": None}, "line 2: complexity: required for single-turn conversations"),
     ({"turns": []}, "line 2: turns: This list may not be empty."),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from django.utils.html import escape
 
 from access import roles
 from access.services import user_ensure
@@ -73,9 +74,9 @@ def admin(db, built):
     return get_user_model().objects.get(pk=built["admin"])
 
 
-def test_study_dashboard_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
+def test_study_dashboard_needs_13_queries_at_any_size(client, admin, data, django_assert_num_queries):
     client.force_login(admin)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(13):  # … one of them lists the accounts the People form offers
         response = client.get(reverse("study-dashboard", args=[SLUG]))
     assert response.status_code == 200
     page = response.content.decode()
@@ -91,6 +92,9 @@ def test_consensus_page_needs_12_queries_at_any_size(client, admin, data, django
     assert response.status_code == 200
     experts = StudyMember.objects.filter(study=data["study"], role="expert").values_list("user__username", flat=True)
     assert all(name.encode() in response.content for name in experts)
+    # each attribute by its name beside its code
+    for item, _ in response.context["rows"]:
+        assert f'">{item.attribute.code} · {escape(item.attribute.name)}'.encode() in response.content
 
 
 def test_workshop_page_needs_13_queries_at_any_size(client, admin, data, django_assert_num_queries):
@@ -102,6 +106,10 @@ def test_workshop_page_needs_13_queries_at_any_size(client, admin, data, django_
     assert b"items with gold match" in response.content
     assert b'class="seg hl hl-' in response.content  # the reviewers' spans are overlaid
     assert b'class="reviewer-notes"' in response.content
+    item = response.context["page"][0]
+    assert f'<strong title="{escape(item.attribute.definition)}">{item.attribute.code} · {escape(item.attribute.name)}'\
+        '</strong>'.encode() in response.content
+    assert f'>{item.attribute.code} · {escape(item.attribute.name)}</option>'.encode() in response.content
 
 
 def test_workshop_page_with_model_names_needs_12_queries_at_any_size(client, admin, data, django_assert_num_queries):
@@ -137,6 +145,11 @@ def test_feedback_page_needs_10_queries_at_any_size(client, data, django_assert_
         response = client.get(reverse("feedback", args=[data["first"].pk]))
     assert response.status_code == 200
     assert b"Agreement with gold over" in response.content
+    # each difference names its conversation, as the reviewer's queue does
+    for difference in response.context["page"]:
+        conversation = difference["turn"].conversation
+        assert (f"<td>{conversation.dataset.name}/{escape(conversation.external_id)} turn {difference['turn'].index}"
+                .encode() in response.content)
 
 
 def test_panel_page_needs_7_queries_at_any_size(client, admin, data, django_assert_num_queries):

@@ -353,7 +353,9 @@ def test_feedback_shows_the_reviewers_own_and_the_expert_panels_highlights_and_n
             f'{escape(text[2:4])}</span><span class="mark-expert" title="an expert: {sub.name}">{escape(text[4:8])}'
             f"</span>{escape(text[8:])}</blockquote>") in page, "the other reviewer's span [10, 14) is not shown"
     assert "underlined</span> passages are your highlights" in page and "boxed</span> passages" in page
-    assert f"{d['turn'].conversation.dataset.name} turn {d['turn'].index}, {d['label']}" in page
+    conversation = d["turn"].conversation
+    named = f"{conversation.dataset.name}/{escape(conversation.external_id)} turn {d['turn'].index}, {d['label']}"
+    assert named in page, "each difference names its conversation"
     assert "syn-r02" not in page and "syn-e1" not in page, "nobody else is named"
 
 

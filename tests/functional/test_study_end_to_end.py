@@ -14,6 +14,7 @@ import json
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from access import roles
 from access.services import user_ensure
@@ -176,16 +177,31 @@ def test_an_admin_runs_a_whole_study_from_the_pages(browser_page, live_server, w
     assert "10 conversations, 10 turns and 20 responses imported" in visit.said()
 
     # --- people: accounts with one-time links, then study roles ----------------------------------------------
-    links = {}
     for name in REVIEWERS + EXPERTS:
         visit.go("/people/", "people")
         page.fill("section.card input[name=username]", name)
         page.fill("section.card input[name=email]", f"{name}@example.org")
         page.select_option("section.card select[name=role]", "reviewer" if name in REVIEWERS else "expert")
         visit.submit(page.locator("section.card button", has_text="Create account"), f"account-{name}")
-        links[name] = re.search(r"https?://\S+/reset/\S+/", visit.said()).group(0)
+        assert f"One-time set-password link for {name}: beside the account below" in visit.said()
+    # every link stays beside its account until it is used, and Copy puts it on the clipboard
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    visit.go("/people/", "people-links")
+    links = {}
     for name in REVIEWERS + EXPERTS:
+        field = page.locator(f"#password-link-{get_user_model().objects.get(username=name).pk}")
+        row = page.locator("tr.password-link", has=field)
+        links[name] = row.locator("input").input_value()
+        assert re.fullmatch(re.escape(live_server.url) + r"/reset/[^/]+/[^/]+/", links[name]), links[name]
+        row.locator("button.copy").click()
+        row.locator(".copy-state", has_text="Copied").wait_for()
+        assert page.evaluate("navigator.clipboard.readText()") == links[name]
+    for number, name in enumerate(REVIEWERS + EXPERTS):
         visit.go("/studies/e2e/", "study")
+        # the account field offers the reviewer and expert accounts not in the study yet
+        offered = page.eval_on_selector("form[action$='/members/add'] input[name=username]",
+                                        "input => Array.from(input.list.options).map(option => option.value)")
+        assert offered == sorted((REVIEWERS + EXPERTS)[number:]), offered
         page.fill("form[action$='/members/add'] input[name=username]", name)
         page.select_option("form[action$='/members/add'] select[name=role]",
                            "reviewer" if name in REVIEWERS else "expert")
@@ -195,6 +211,7 @@ def test_an_admin_runs_a_whole_study_from_the_pages(browser_page, live_server, w
         page.context.clear_cookies()
         page.goto(link)
         visit.shot(f"set-password-{name}")
+        assert f"Account: {name}." in page.inner_text("main")
         page.fill("input[name=new_password1]", PASSWORD)
         page.fill("input[name=new_password2]", PASSWORD)
         visit.submit(page.locator("main button[type=submit]"), f"password-set-{name}")

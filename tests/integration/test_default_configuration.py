@@ -1,5 +1,6 @@
 """What a newcomer runs: the README's run command on the default configuration (no DATABASE_URL, no REDIS_URL: the
-embedded PostgreSQL and in-process tasks), in a var/ of its own (CAB_VAR_DIR). It serves the demo; the CARE and
+embedded PostgreSQL and in-process tasks), in a var/ of its own (CAB_VAR_DIR). It serves the demo and prints its URL
+(HOST/PORT), and a second load says what the demo holds rather than create it; the CARE and
 LongCounsel-8 demos load beside it; every dashboard page and download of the three demo studies answers 200 after a
 metric run of each (tests/reports/pages.py, run by `manage.py shell` in the same configuration, so the sweep goes
 through the same settings, database and in-process tasks; it is the demos' only sweep. The pages every study has are
@@ -89,8 +90,19 @@ def test_the_run_command_serves_every_demo_dashboard_on_the_default_configuratio
         status, body = _get(f"{base}/login/")
         assert status == 200 and b"<form" in body
 
+        # it printed where it serves, the address HOST/PORT name, and that it created the demo
+        said = (tmp_path / "run.log").read_text()
+        assert f"Serving {base}/ (HOST=127.0.0.1, PORT={default_env['PORT']}; Ctrl+C stops it)" in said, said[-4000:]
+        assert f"Open {base}/ (the study: /studies/demo/" in said and "Open http://127.0.0.1:8000/" not in said
+        assert "Demo study 'Demo: Appendix D examples' created: 4 conversations, 20 model responses." in said
+
         loaded = _manage(default_env, "load_demo", "--care", "--lc8")
         assert loaded.returncode == 0, loaded.stderr[-4000:]
+        # loaded again (as a restart does), the demo is said as it is, not created again
+        assert ("Demo study 'Demo: Appendix D examples' already present, left as it is: 2 conversations in use, "
+                in loaded.stdout), loaded.stdout
+        assert "Demo study 'Demo: Appendix D examples' created" not in loaded.stdout
+        assert "CARE demo study 'care-demo' (/studies/care-demo/) created" in loaded.stdout
         swept = _manage(default_env | {"SWEEP_STUDIES": "demo,care-demo,lc8-demo"}, "shell", "-c", SWEEP,
                         timeout=1200)
         assert swept.returncode == 0, swept.stderr[-4000:]

@@ -3,7 +3,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from access import roles
-from annotation import demo, lc8_demo
+from annotation import care_demo, demo, lc8_demo, selectors
+from annotation.models import Study
 
 
 class Command(BaseCommand):
@@ -12,6 +13,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--quiet", action="store_true", help="Do not print the logins.")
+        parser.add_argument("--url", default="http://127.0.0.1:8000/",
+                            help="Where the product is served, for the closing line (scripts/run passes the address "
+                                 "it serves; default %(default)s, runserver's).")
         parser.add_argument("--care", action="store_true",
                             help="Also load the CARE demo study (care-demo: one synthetic history of sessions on "
                                  "care-v1, with an illustrative LLM judge's labels).")
@@ -20,7 +24,11 @@ class Command(BaseCommand):
                                  "five counseling sessions on lc8-v1, reference PHQ-8 labels and two illustrative "
                                  "methods' predictions).")
 
-    def handle(self, *args, quiet: bool, care: bool = False, lc8: bool = False, **options):
+    def handle(self, *args, quiet: bool, care: bool = False, lc8: bool = False,
+               url: str = "http://127.0.0.1:8000/", **options):
+        # A demo study found loaded is left as it is (its admin may have taken it further): say what it holds now.
+        present = set(Study.objects.filter(slug__in=[demo.DEMO_STUDY, care_demo.CARE_DEMO_STUDY,
+                                                     lc8_demo.LC8_DEMO_STUDY]).values_list("slug", flat=True))
         with transaction.atomic():  # all or nothing
             result = demo.demo_load(care=care)
             if lc8:
@@ -30,26 +38,39 @@ class Command(BaseCommand):
                                        expert=users[roles.EXPERT])
         if quiet:
             return
-        self.stdout.write(self.style.SUCCESS(
-            f"Demo study '{result.study.name}': {result.conversations} conversations, {result.responses} model "
-            "responses."
-        ))
-        self.stdout.write(
-            "calibration-1 is open, coded by the illustrative panel (demo-panel-1…3, generated codings) and "
-            "demo-expert; gold, closing, the panel and the main round are left to demo-admin: follow the README, "
-            "'Walk-through on the demo study'."
-        )
+        if demo.DEMO_STUDY in present:
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo study '{result.study.name}' already present, left as it is: "
+                f"{selectors.study_state_said(study=result.study)}."
+            ))
+            self.stdout.write("To start the walk-through again, stop the server, delete var/postgres and run "
+                              "./scripts/run (README, 'Walk-through on the demo study').")
+        else:
+            self.stdout.write(self.style.SUCCESS(
+                f"Demo study '{result.study.name}' created: {result.conversations} conversations, {result.responses} "
+                "model responses."
+            ))
+            self.stdout.write(
+                "calibration-1 is open, coded by the illustrative panel (demo-panel-1…3, generated codings) and "
+                "demo-expert; gold, closing, the panel and the main round are left to demo-admin: follow the README, "
+                "'Walk-through on the demo study'."
+            )
         if care:
-            self.stdout.write("CARE demo study 'care-demo' (/studies/care-demo/): one SYNTHETIC history of five "
-                              "sessions (a crisis and a callback) on care-v1, with the labels of demo-care-judge (a "
-                              "method).")
+            self._said(care_demo.CARE_DEMO_STUDY, present, "one SYNTHETIC history of five sessions (a crisis and a "
+                       "callback) on care-v1, with the labels of demo-care-judge (a method).", label="CARE")
         if lc8:
-            self.stdout.write(f"LC8 demo study '{lc8_demo.LC8_DEMO_STUDY}' (/studies/{lc8_demo.LC8_DEMO_STUDY}/): "
-                              "eight SYNTHETIC trajectories of five counseling sessions on lc8-v1 with reference "
-                              "PHQ-8 labels and two illustrative methods; demo-reviewer and demo-expert have the "
-                              "sessions to rate.")
+            self._said(lc8_demo.LC8_DEMO_STUDY, present, "eight SYNTHETIC trajectories of five counseling sessions on "
+                       "lc8-v1 with reference PHQ-8 labels and two illustrative methods; demo-reviewer and demo-expert "
+                       "have the sessions to rate.", label="LC8")
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")
-        self.stdout.write(f"Open http://127.0.0.1:8000/ (the study: /studies/{result.study.slug}/; the Django admin: "
-                          "/admin/)")
+        self.stdout.write(f"Open {url} (the study: /studies/{result.study.slug}/; the Django admin: /admin/)")
+
+    def _said(self, slug: str, present: set[str], created: str, *, label: str) -> None:
+        if slug in present:
+            state = selectors.study_state_said(study=Study.objects.get(slug=slug))
+            self.stdout.write(f"{label} demo study '{slug}' (/studies/{slug}/) already present, left as it is: "
+                              f"{state}.")
+        else:
+            self.stdout.write(f"{label} demo study '{slug}' (/studies/{slug}/) created: {created}")
