@@ -12,7 +12,7 @@ from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 
-from annotation.models import Assignment, Round, Span, Study
+from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
@@ -69,8 +69,21 @@ def study_progress(*, study: Study) -> list[RoundProgress]:
 def recent_runs(*, study: Study) -> list[MetricRun]:
     """The study's newest runs, each with its report's ``warnings`` (a few words, read in the same query; the
     report itself stays in the database)."""
-    return list(metrics_selectors.metric_runs_for(study=study).annotate(warnings=KeyTransform("warnings", "result"))
-                .order_by("-created_at", "-pk")[:RUNS_SHOWN])
+    return list(metrics_selectors.metric_runs_for(study=study).annotate(
+        warnings=KeyTransform("warnings", "result"), report_input=KeyTransform("input", "result"),
+        report_software=KeyTransform("software", "result")).order_by("-created_at", "-pk")[:RUNS_SHOWN])
+
+
+def run_line_report(run: MetricRun | None) -> dict[str, Any]:
+    """What a page's run line reads of a run of ``recent_runs`` (its report's input and software), without the
+    report."""
+    if run is None:
+        return {}
+    return {"input": getattr(run, "report_input", None), "software": getattr(run, "report_software", None)}
+
+
+# The report's sections, all a page that shows only the run line leaves in the database.
+SECTIONS_UNREAD = (("calibration",), ("indices",), ("attributes",), ("care",), ("lc8",), ("parameters",))
 
 
 def runs_active(runs: list[MetricRun]) -> bool:
@@ -157,3 +170,26 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
             response=response, n_coders=len({coder for _, _, coder in found}),
             segments=[(piece, len(set(coders))) for piece, coders in text_segments(response.text, found)]))
     return total, examples
+
+
+@dataclass(frozen=True)
+class CodeNames:
+    """The names of a study's own codes, for the dashboards' headers and legends (reports.labels)."""
+
+    clusters: dict[str, str]
+    attributes: dict[str, str]
+
+    @property
+    def all(self) -> dict[str, str]:
+        return {**self.attributes, **self.clusters}
+
+
+def code_names(*, study: Study) -> CodeNames:
+    """The study's schema's cluster names (from its definition, loaded with the study) and attribute names (one
+    query), in schema order."""
+    definition = study.schema.definition or {}
+    clusters = {str(c["code"]): str(c.get("name") or c["code"]) for c in definition.get("clusters") or []
+                if isinstance(c, dict) and c.get("code")}
+    attributes = dict(AttributeDefinition.objects.filter(schema_id=study.schema_id).order_by("position")
+                      .values_list("code", "name"))
+    return CodeNames(clusters=clusters, attributes=attributes)
