@@ -88,6 +88,10 @@ TERMS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+# Columns whose values are a study's codes (an attribute or cluster): a cell shows the code's name, the code in
+# its title.
+CODE_COLUMNS = frozenset({"field", "signal", "attribute", "cluster", "flag"})
+
 # Landis–Koch bands as the report names them (docs/metrics.md#landis-koch-bands).
 BANDS = ("Poor", "Slight", "Fair", "Moderate", "Substantial", "Almost perfect")
 
@@ -112,6 +116,7 @@ class Cell:
     mark: str = ""
     interval: tuple[Any, Any] | None = None  # (low, high) when the column has an interval
     band: str | None = None  # the κ's Landis–Koch band when the column is a κ with one
+    name: str | None = None  # the code's name when the value is a study's code with one
 
 
 def column_label(key: str, names: Mapping[str, str] | None = None) -> str:
@@ -144,7 +149,8 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
                 names: Mapping[str, str] | None = None) -> tuple[list[Header], list[list[Cell]]]:
     """A table as a page shows it: a value and its interval columns (``X``, ``X_ci_low``, ``X_ci_high`` or
     ``X_low``, ``X_high``) as one column "0.450 [0.410–0.480]"; a κ and its band (``kappa_G``, ``band_G``) as one
-    column "0.452 Moderate"; every header a human name, with the keys it shows (``Header.keys``)."""
+    column "0.452 Moderate"; every header a human name, with the keys it shows (``Header.keys``); a study's code
+    in a code column (``CODE_COLUMNS``) with its name (``Cell.name``)."""
     used: set[int] = set()
     plan: list[tuple[int, tuple[int, int] | None, int | None]] = []
     for i in range(len(columns)):
@@ -156,8 +162,10 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
                       (columns[i], *(columns[j] for j in interval or ()), *((columns[band],) if band is not None
                                                                             else ())))
                for i, interval, band in plan]
+    names = names or {}
     shown = [[Cell(row[i], marks.get((r, i), ""), (row[interval[0]], row[interval[1]]) if interval else None,
-                   (row[band] or "") if band is not None else None)
+                   (row[band] or "") if band is not None else None,
+                   names.get(row[i]) if columns[i] in CODE_COLUMNS and isinstance(row[i], str) else None)
               for i, interval, band in plan] for r, row in enumerate(rows)]
     return headers, shown
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, JSONObject
 
 from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse
@@ -70,16 +70,10 @@ def recent_runs(*, study: Study) -> list[MetricRun]:
     """The study's newest runs, each with its report's ``warnings`` (a few words, read in the same query; the
     report itself stays in the database)."""
     return list(metrics_selectors.metric_runs_for(study=study).annotate(
-        warnings=KeyTransform("warnings", "result"), report_input=KeyTransform("input", "result"),
-        report_software=KeyTransform("software", "result")).order_by("-created_at", "-pk")[:RUNS_SHOWN])
-
-
-def run_line_report(run: MetricRun | None) -> dict[str, Any]:
-    """What a page's run line reads of a run of ``recent_runs`` (its report's input and software), without the
-    report."""
-    if run is None:
-        return {}
-    return {"input": getattr(run, "report_input", None), "software": getattr(run, "report_software", None)}
+        warnings=KeyTransform("warnings", "result"),
+        # What the run line reads (its input and software), as ``report_of``'s ``report`` without the rest.
+        report=JSONObject(input=KeyTransform("input", "result"), software=KeyTransform("software", "result")),
+    ).order_by("-created_at", "-pk")[:RUNS_SHOWN])
 
 
 # The report's sections, all a page that shows only the run line leaves in the database.

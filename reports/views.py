@@ -68,7 +68,6 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "reports/overview.html", {
         "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
-        "run_report": selectors.run_line_report(warned_run),
         "may_start": request.user.has_perm("metrics.add_metricrun"),
         "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
                      "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX, "seed_max": SEED_MAX},
@@ -84,7 +83,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
     warned_run, warnings = selectors.newest_warnings(recent)
     return render(request, "reports/overview.html#runs", {
         "study": study, "runs": recent, "runs_active": selectors.runs_active(recent), "warned_run": warned_run,
-        "warnings": warnings, "run_report": selectors.run_line_report(warned_run)})
+        "warnings": warnings})
 
 
 def _report(
