@@ -88,6 +88,12 @@ TERMS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+# Codes of the report itself that appear as values of a code column (a study's codes are named by its schema).
+VALUE_NAMES: dict[str, str] = {
+    "marker_direction": "Marker direction (below, at or above the reference state)",
+    "UIRI": "User input risk index", "ARI": "Atrophy risk index",
+}
+
 # Columns whose values are a study's codes (an attribute or cluster): a cell shows the code's name, the code in
 # its title.
 CODE_COLUMNS = frozenset({"field", "signal", "attribute", "cluster", "flag"})
@@ -162,7 +168,7 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
                       (columns[i], *(columns[j] for j in interval or ()), *((columns[band],) if band is not None
                                                                             else ())))
                for i, interval, band in plan]
-    names = names or {}
+    names = {**VALUE_NAMES, **(names or {})}
     shown = [[Cell(row[i], marks.get((r, i), ""), (row[interval[0]], row[interval[1]]) if interval else None,
                    (row[band] or "") if band is not None else None,
                    names.get(row[i]) if columns[i] in CODE_COLUMNS and isinstance(row[i], str) else None)
