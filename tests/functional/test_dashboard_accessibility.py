@@ -15,6 +15,7 @@ from access.services import user_ensure
 from annotation.care_demo import care_demo_load
 from metrics import runs as metric_runs
 from metrics import services as metric_services
+from reports import charts
 from tests import scenarios
 from tests.browser import ARTIFACTS, login
 from tests.functional.test_turn_workspace import axe_violations
@@ -97,9 +98,12 @@ def test_every_dashboard_page_of_each_kind_of_study_passes_axe(browser_page, liv
                 problems.append(f"{where}: no legend")
             if kind in SCREENSHOTS and (study is cab or kind == "reports-page:care"):
                 page.screenshot(path=str(ARTIFACTS / SCREENSHOTS[kind]), full_page=True)
-    # Each kind of study's own page was among them, and the CAB study's six report pages.
-    assert {"syn reports-page:reliability", "syn reports-page:risk", f"{studies[1].slug} reports-page:care",
-            f"{studies[1].slug} reports-care-timeline", "lc8-test reports-lc8", "syn reports-span-examples"} <= set(walked), walked
+    # Every report page of each study, each kind's own page, the drill-down and a CARE timeline were among them.
+    care, lc8 = studies[1].slug, studies[2].slug
+    expected = {f"{study.slug} reports-page:{slug}" for study in studies for slug in charts.PAGES}
+    expected |= {f"{care} reports-page:care", f"{care} reports-care-timeline", f"{lc8} reports-lc8",
+                 "syn reports-span-examples", "syn reports", "syn panel"}
+    assert expected <= set(walked), sorted(expected - set(walked))
     assert found == {}, found
     assert problems == [], problems
     assert not page.console_errors, page.console_errors
