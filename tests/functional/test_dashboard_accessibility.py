@@ -97,6 +97,10 @@ def test_every_dashboard_page_of_each_kind_of_study_passes_axe(browser_page, liv
             if kind.startswith(("reports-page:", "reports-lc8")) and not state["legend"]:
                 problems.append(f"{where}: no legend")
             if kind in SCREENSHOTS and (study is cab or kind == "reports-page:care"):
+                images = page.locator("img.chart")  # drawn lazily: in view, so that the record shows them
+                for i in range(images.count()):
+                    images.nth(i).scroll_into_view_if_needed()
+                page.wait_for_load_state("networkidle")
                 page.screenshot(path=str(ARTIFACTS / SCREENSHOTS[kind]), full_page=True)
     # Every report page of each study, each kind's own page, the drill-down and a CARE timeline were among them.
     care, lc8 = studies[1].slug, studies[2].slug
