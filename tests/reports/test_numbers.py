@@ -440,13 +440,17 @@ def prose_numbers(report: dict, page: str, name: str, view: View) -> list[str]:
     """The numbers a block's title and caption show, from the report (those of a block with rows only)."""
     calibration, indices = report.get("calibration") or {}, report["indices"]
     if name == "stability":
-        return [str(calibration["bootstrap"]["resamples"])]
+        n = len({r for shares in calibration["bootstrap"]["top_k"].values() for r in shares})
+        all_in = [int(k) for k in calibration["bootstrap"]["top_k"] if int(k) >= n]
+        return [str(calibration["bootstrap"]["resamples"]), *([str(n), str(min(all_in))] if all_in else [])]
     if name == "panel":
         experts = {r: (v or {}).get("pairwise_mean") or {} for r, v in calibration["experts"].items()}
         means = calibration["pairwise_mean"]
         two = [f"{v:.2f}" if v is not None else "n/a" for r in sorted(set(means) | set(experts))
                for v in (at(means, r, "bucketed"), at(experts, r, "bucketed"))]
-        return [str(calibration["panel_ranking"]["panel_size"]), *(v for v in two if v != "n/a")]
+        size, ranked = calibration["panel_ranking"]["panel_size"], len(calibration["panel_ranking"]["ranking"])
+        top = [str(size)] if size <= ranked else [str(ranked), str(ranked), str(size)]  # "top 3 of 3: k = 6 capped"
+        return [*top, *(v for v in two if v != "n/a")]
     if name == "uiri":
         thresholds = indices["uiri"]["thresholds"]
         return [str(thresholds["medium"]), str(thresholds["high"]), str(thresholds["high"])]
