@@ -96,7 +96,7 @@ VALUE_NAMES: dict[str, str] = {
 
 # Columns whose values are a study's codes (an attribute or cluster): a cell shows the code's name, the code in
 # its title.
-CODE_COLUMNS = frozenset({"field", "signal", "attribute", "cluster", "flag"})
+CODE_COLUMNS = frozenset({"field", "signal", "attribute", "cluster", "flag", "crisis_type"})
 
 # Landis–Koch bands as the report names them (docs/metrics.md#landis-koch-bands).
 BANDS = ("Poor", "Slight", "Fair", "Moderate", "Substantial", "Almost perfect")
@@ -179,12 +179,15 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
 @dataclass(frozen=True)
 class Legend:
     codes: list[tuple[str, str]]  # the study's clusters: (code, name)
+    values: list[tuple[str, str]]  # a CARE study's crisis types: (code, meaning)
     attributes: list[tuple[str, str]]  # the study's attributes: (code, name)
     terms: tuple[tuple[str, str], ...]
 
 
-def legend(kind: str, clusters: Mapping[str, str], attributes: Mapping[str, str]) -> Legend:
-    """What a page's codes mean: the study's clusters and attributes (from its schema) and the report's fixed
-    terms for this kind of page (``main``, ``care`` or ``lc8``)."""
+def legend(kind: str, clusters: Mapping[str, str], attributes: Mapping[str, str],
+           crisis_types: Mapping[str, str] | None = None) -> Legend:
+    """What a page's codes mean: the study's clusters, attributes and (CARE page) crisis types, from its schema, and
+    the report's fixed terms for this kind of page (``main``, ``care`` or ``lc8``)."""
     return Legend(codes=list(clusters.items()) if kind == "main" else [],
+                  values=list((crisis_types or {}).items()) if kind == "care" else [],
                   attributes=list(attributes.items()), terms=TERMS.get(kind, ()))

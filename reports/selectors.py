@@ -168,22 +168,32 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
 
 @dataclass(frozen=True)
 class CodeNames:
-    """The names of a study's own codes, for the dashboards' headers and legends (reports.labels)."""
+    """The names of a study's own codes, for the dashboards' headers, code cells and legends (reports.labels)."""
 
     clusters: dict[str, str]
     attributes: dict[str, str]
+    crisis_types: dict[str, str]  # a CARE study's crisis types (its crisis attribute's values): their meaning
 
     @property
     def all(self) -> dict[str, str]:
-        return {**self.attributes, **self.clusters}
+        return {**self.crisis_types, **self.attributes, **self.clusters}
 
 
 def code_names(*, study: Study) -> CodeNames:
-    """The study's schema's cluster names (from its definition, loaded with the study) and attribute names (one
-    query), in schema order."""
+    """The study's schema's cluster names (from its definition, loaded with the study), attribute names and, for a
+    CARE schema, the meaning of each crisis type (its crisis attribute's anchors), in schema order: one query."""
     definition = study.schema.definition or {}
     clusters = {str(c["code"]): str(c.get("name") or c["code"]) for c in definition.get("clusters") or []
                 if isinstance(c, dict) and c.get("code")}
-    attributes = dict(AttributeDefinition.objects.filter(schema_id=study.schema_id).order_by("position")
-                      .values_list("code", "name"))
-    return CodeNames(clusters=clusters, attributes=attributes)
+    crisis = (definition.get("care") or {}).get("crisis") if isinstance(definition.get("care"), dict) else None
+    attributes, crisis_types = {}, {}
+    for code, name, anchors, labels in (AttributeDefinition.objects.filter(schema_id=study.schema_id)
+                                        .order_by("position").values_list("code", "name", "anchors", "scale_labels")):
+        attributes[code] = name
+        if code == crisis and isinstance(anchors, dict):
+            labels = labels if isinstance(labels, dict) else {}
+            for value, meaning in anchors.items():
+                label = str(labels.get(str(value), value))
+                if label != "none" and meaning:
+                    crisis_types[label] = str(meaning).rstrip(".")
+    return CodeNames(clusters=clusters, attributes=attributes, crisis_types=crisis_types)

@@ -49,7 +49,8 @@ def names_context(study: Study, kind: str) -> dict[str, Any]:
     """What every dashboard page needs to name the study's codes: ``code_names`` for the table headers and the
     ``legend`` of its kind of page (``main``, ``care`` or ``lc8``: reports.labels)."""
     names = selectors.code_names(study=study)
-    return {"code_names": names.all, "legend": labels.legend(kind, names.clusters, names.attributes)}
+    return {"code_names": names.all, "legend": labels.legend(kind, names.clusters, names.attributes,
+                                                                   names.crisis_types)}
 
 
 def _page(slug: str, study: Study) -> charts.Page:

@@ -51,5 +51,6 @@ def test_the_legend_spells_out_the_schemas_clusters_on_the_main_pages_only():
     main = labels.legend("main", {"D": "Directiveness"}, {"U1": "Typicality"})
     assert main.codes == [("D", "Directiveness")] and main.attributes == [("U1", "Typicality")]
     assert "ARI" in dict(main.terms) and "UIRI" in dict(main.terms)
-    care = labels.legend("care", {"D": "Directiveness"}, {})
+    care = labels.legend("care", {"D": "Directiveness"}, {}, {"SI": "Suicidal thoughts"})
+    assert main.values == [] and care.values == [("SI", "Suicidal thoughts")]
     assert care.codes == [] and {"AR", "PR", "LR", "ProdR", "UnprodR", "OmitR"} <= set(dict(care.terms))
