@@ -61,6 +61,23 @@ PAGE_CHECKS = """() => ({
 })"""
 
 
+def page_problems(where: str, kind: str, state: dict) -> list[str]:
+    """What a page lacks: its run line (a dashboard page), human headers with their report keys, focusable
+    labelled table regions, a legend (a report page)."""
+    problems = []
+    if kind not in ("exports", "panel") and state["runLine"] != 1:
+        problems.append(f"{where}: {state['runLine']} run lines")
+    for text, key, title in state["headers"]:
+        if not key or key not in title or "_" in text:
+            problems.append(f"{where}: header {text!r} (key {key!r}, title {title!r})")
+    for tabindex, role, label in state["regions"]:
+        if (tabindex, role) != (0, "region") or not label:
+            problems.append(f"{where}: a table region {(tabindex, role, label)}")
+    if kind.startswith(("reports-page:", "reports-lc8")) and not state["legend"]:
+        problems.append(f"{where}: no legend")
+    return problems
+
+
 @pytest.mark.slow(60)
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -83,19 +100,7 @@ def test_every_dashboard_page_of_each_kind_of_study_passes_axe(browser_page, liv
             violations = axe_violations(page, live_server)
             if violations:
                 found[f"{study.slug} {kind} {url}"] = violations
-            state = page.evaluate(PAGE_CHECKS)
-            where = f"{study.slug} {kind}"
-            dashboard = kind not in ("exports", "panel")
-            if dashboard and state["runLine"] != 1:
-                problems.append(f"{where}: {state['runLine']} run lines")
-            for text, key, title in state["headers"]:
-                if not key or key not in title or text == key and "_" in key:
-                    problems.append(f"{where}: header {text!r} (key {key!r}, title {title!r})")
-            for tabindex, role, label in state["regions"]:
-                if (tabindex, role) != (0, "region") or not label:
-                    problems.append(f"{where}: a table region {(tabindex, role, label)}")
-            if kind.startswith(("reports-page:", "reports-lc8")) and not state["legend"]:
-                problems.append(f"{where}: no legend")
+            problems += page_problems(f"{study.slug} {kind}", kind, page.evaluate(PAGE_CHECKS))
             if kind in SCREENSHOTS and (study is cab or kind == "reports-page:care"):
                 images = page.locator("img.chart")  # drawn lazily: in view, so that the record shows them
                 for i in range(images.count()):
