@@ -385,14 +385,24 @@ def panel(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     ranking = selectors.panel_ranking(study=study)
     query = forms.PanelViewForm(request.GET)
-    k = (query.cleaned_data["k"] if query.is_valid() else None) or ranking["panel_size"] or _default_panel_size()
+    asked = (query.cleaned_data["k"] if query.is_valid() else None) or ranking["panel_size"] or _default_panel_size()
+    # A top k of at least as many reviewers as the report ranks is all of them: k is capped there, and top-k shares
+    # for such k (1.00 for everyone) are not shown (docs/metrics.md#panel-selection).
+    ranked = sum(1 for row in ranking["rows"] if row["ranked"])
+    k = min(asked, ranked) if ranked else asked
     top = selectors.panel_top(ranking=ranking, k=k)
+    shown_ks = [key for key in ranking["ks"] if int(key) < ranked]
     # Tick the retained panel once chosen; until then suggest the top k.
     chosen = any(row["retained"] for row in ranking["rows"] if row["member"])
     for row in ranking["rows"]:
         row["top"] = row["reviewer"] in top
         row["preselect"] = row["member"] and (row["retained"] is True if chosen else row["top"])
-    return render(request, "calibration/panel.html", {"study": study, "ranking": ranking, "k": k, "top": top})
+        row["top_k_shown"] = [(key, row["top_k"].get(key)) for key in shown_ks]
+    return render(request, "calibration/panel.html", {
+        "study": study, "ranking": ranking, "k": k, "asked": asked, "ranked": ranked, "top": top,
+        "shown_ks": shown_ks, "hidden_ks": [key for key in ranking["ks"] if key not in shown_ks],
+        "suggested_k": min(ranking["panel_size"], ranked) if ranking["panel_size"] and ranked else
+        ranking["panel_size"]})
 
 
 @admin_only

@@ -101,5 +101,6 @@ def history_timeline(request: HttpRequest, slug: str, conversation: str) -> Http
     sessions, reference_name = _timeline(study, conversation, stored, reference)
     return render(request, "reports/care_timeline.html", {
         "study": study, "pages": nav_pages(study), "conversation": conversation, "sessions": sessions,
-        "run": run if stored else None, "reference": reference_name,
+        "run": run if stored else None, "reference": reference_name, "line_run": run,
+        "query": request.GET.urlencode(),
     })

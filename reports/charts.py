@@ -209,13 +209,16 @@ def stability_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
     intervals = {f"top {k}": [_wilson(top_k[k].get(n), resamples) for n in names] for k in ks}
     rows = [[n, k, top_k[k].get(n), *(_wilson(top_k[k].get(n), resamples) or (None, None))]
             for k in ks for n in names]
+    all_in = [int(k) for k in ks if int(k) >= len(names)]
+    note = (f" With {len(names)} reviewers, every one is in any top {min(all_in)} or more: those shares say "
+            "nothing (docs/metrics.md#panel-selection)." if names and all_in else "")
     return Chart("stability", f"Panel selection stability ({resamples} bootstrap resamples of "
                               f"{bootstrap.get('round') or 'the last calibration round'})", "bars",
                  {"categories": names, "series": series, "intervals": intervals, "ylabel": "share of resamples",
                   "ylim": (0, 1.05)},
                  ["reviewer", "k", "share", "ci_low", "ci_high"], rows,
                  caption="Share of resamples of the round's turns in which the reviewer ranks in the top k; "
-                         "whiskers: 95 % Wilson interval of that share.",
+                         "whiskers: 95 % Wilson interval of that share." + note,
                  alt=f"Grouped bars of top-k shares for {len(names)} reviewers.")
 
 
@@ -276,8 +279,12 @@ def panel_table(report: Mapping[str, Any], filters: Filters) -> Table:
     caption = "; ".join(
         f"{r}: reviewers' pairwise mean {_fmt((pairwise.get(r) or {}).get('bucketed'))}, expert panel's "
         f"{_fmt((experts.get(r) or {}).get('bucketed'))}" for r in sorted(set(pairwise) | set(experts)))
+    size = ranking.get("panel_size")
+    ranked = len(ranking.get("ranking") or [])
+    top = f"top {min(size, ranked)} of {ranked}: k = {size} capped" if size and ranked and size > ranked else \
+        f"top {size or '–'}"
     return Table("panel", f"Panel ranking on {calibration.get('last_round') or 'the last calibration round'} "
-                          f"(top {ranking.get('panel_size') or '–'})",
+                          f"({top})",
                  ["rank", "reviewer", "bucketed", "in_top_k", "retained_on_panel"], rows,
                  caption=(caption + ". " if caption else "") + "Retained: the panel the admin kept when this run was "
                                                                "computed (main-round figures use only its codings).")

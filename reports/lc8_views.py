@@ -27,6 +27,7 @@ from metrics.models import MetricRun
 from metrics.report_warnings import LC8, section_warnings
 from metrics.views import staff_study_or_404
 from reports import care_views, charts, lc8_charts, selectors
+from reports.views import names_context
 
 MAX_OPTIONS = 1000  # more trajectories than this: the trajectory is typed, not chosen from a list
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's figures never change (the trajectory plot is not cached)
@@ -132,7 +133,7 @@ def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
         "blocks": lc8_charts.report_blocks(report) if section and not section.get("unavailable") else [],
         "reversals": lc8_charts.reversal_sentences(report or {}),
         "trajectory_blocks": trajectory_blocks, "trajectory_missing": trajectory_missing,
-        "typed_trajectory": state["trajectories"] > MAX_OPTIONS,
+        "typed_trajectory": state["trajectories"] > MAX_OPTIONS, **names_context(study, "lc8"),
     }
     template = "reports/lc8.html#body" if request.htmx else "reports/lc8.html"  # type: ignore[attr-defined]
     return render(request, template, context)

@@ -10,9 +10,9 @@ from typing import Any
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, JSONObject
 
-from annotation.models import Assignment, Round, Span, Study
+from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
@@ -69,8 +69,15 @@ def study_progress(*, study: Study) -> list[RoundProgress]:
 def recent_runs(*, study: Study) -> list[MetricRun]:
     """The study's newest runs, each with its report's ``warnings`` (a few words, read in the same query; the
     report itself stays in the database)."""
-    return list(metrics_selectors.metric_runs_for(study=study).annotate(warnings=KeyTransform("warnings", "result"))
-                .order_by("-created_at", "-pk")[:RUNS_SHOWN])
+    return list(metrics_selectors.metric_runs_for(study=study).annotate(
+        warnings=KeyTransform("warnings", "result"),
+        # What the run line reads (its input and software), as ``report_of``'s ``report`` without the rest.
+        report=JSONObject(input=KeyTransform("input", "result"), software=KeyTransform("software", "result")),
+    ).order_by("-created_at", "-pk")[:RUNS_SHOWN])
+
+
+# The report's sections, all a page that shows only the run line leaves in the database.
+SECTIONS_UNREAD = (("calibration",), ("indices",), ("attributes",), ("care",), ("lc8",), ("parameters",))
 
 
 def runs_active(runs: list[MetricRun]) -> bool:
@@ -157,3 +164,36 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
             response=response, n_coders=len({coder for _, _, coder in found}),
             segments=[(piece, len(set(coders))) for piece, coders in text_segments(response.text, found)]))
     return total, examples
+
+
+@dataclass(frozen=True)
+class CodeNames:
+    """The names of a study's own codes, for the dashboards' headers, code cells and legends (reports.labels)."""
+
+    clusters: dict[str, str]
+    attributes: dict[str, str]
+    crisis_types: dict[str, str]  # a CARE study's crisis types (its crisis attribute's values): their meaning
+
+    @property
+    def all(self) -> dict[str, str]:
+        return {**self.crisis_types, **self.attributes, **self.clusters}
+
+
+def code_names(*, study: Study) -> CodeNames:
+    """The study's schema's cluster names (from its definition, loaded with the study), attribute names and, for a
+    CARE schema, the meaning of each crisis type (its crisis attribute's anchors), in schema order: one query."""
+    definition = study.schema.definition or {}
+    clusters = {str(c["code"]): str(c.get("name") or c["code"]) for c in definition.get("clusters") or []
+                if isinstance(c, dict) and c.get("code")}
+    crisis = (definition.get("care") or {}).get("crisis") if isinstance(definition.get("care"), dict) else None
+    attributes, crisis_types = {}, {}
+    for code, name, anchors, labels in (AttributeDefinition.objects.filter(schema_id=study.schema_id)
+                                        .order_by("position").values_list("code", "name", "anchors", "scale_labels")):
+        attributes[code] = name
+        if code == crisis and isinstance(anchors, dict):
+            labels = labels if isinstance(labels, dict) else {}
+            for value, meaning in anchors.items():
+                label = str(labels.get(str(value), value))
+                if label != "none" and meaning:
+                    crisis_types[label] = str(meaning).rstrip(".")
+    return CodeNames(clusters=clusters, attributes=attributes, crisis_types=crisis_types)

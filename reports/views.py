@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
@@ -19,7 +20,7 @@ from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
 from metrics.report_warnings import CARE, MAIN, section_warnings
 from metrics.views import staff_study_or_404 as _study
-from reports import care_charts, care_views, charts, selectors
+from reports import care_charts, care_views, charts, labels, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
@@ -42,6 +43,14 @@ def report_paths_unread(report_page: charts.Page, query: Mapping[str, str]) -> l
         paths += [(*section, split) for split, name in (("by_dataset", "dataset"), ("by_kind", "kind"))
                   if not query.get(name)]
     return paths
+
+
+def names_context(study: Study, kind: str) -> dict[str, Any]:
+    """What every dashboard page needs to name the study's codes: ``code_names`` for the table headers and the
+    ``legend`` of its kind of page (``main``, ``care`` or ``lc8``: reports.labels)."""
+    names = selectors.code_names(study=study)
+    return {"code_names": names.all, "legend": labels.legend(kind, names.clusters, names.attributes,
+                                                                   names.crisis_types)}
 
 
 def _page(slug: str, study: Study) -> charts.Page:
@@ -117,6 +126,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
         "span_filters": urlencode({name: value for name, value in (("dataset", filters.dataset),
                                                                    ("kind", filters.kind)) if value}),
     }
+    context |= names_context(study, "care" if report_page is care_charts.CARE_PAGE else "main")
     context |= care_views.page_context(report_page, report)  # nothing but on the CARE page
     name = str(context.pop("template", "reports/page.html"))
     template = f"{name}#body" if request.htmx else name  # type: ignore[attr-defined]
@@ -167,6 +177,9 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("choose a model and a subcategory")
     if kind not in ("", "single", "multi"):
         raise Http404("kind must be single or multi")
+    run_id = request.GET.get("run", "")
+    line_run, _ = selectors.report_of(study=study, run_id=int(run_id) if run_id.isdigit() else None,
+                                      without=selectors.SECTIONS_UNREAD)
     total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory, dataset=dataset,
                                               kind=kind)
     back = {name: value for name, value in (("run", request.GET.get("run", "")), ("model", model),
@@ -174,5 +187,5 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "reports/span_examples.html", {
         "study": study, "pages": care_views.nav_pages(study), "model": model, "subcategory": subcategory,
         "dataset": dataset, "kind": kind, "total": total, "examples": examples, "run": request.GET.get("run", ""),
-        "back": urlencode(back),
+        "back": urlencode(back), "line_run": line_run, "query": request.GET.urlencode(),
     })

@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 
+from reports import labels
+
 register = template.Library()
 
 
@@ -30,3 +32,23 @@ def duration(seconds: Any) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{secs} s"
+
+
+@register.simple_tag
+def shown_table(block: Any, names: Any = None) -> dict[str, Any]:
+    """A table block as the page shows it (reports.labels.shown_table): human headers with their report keys,
+    intervals and κ bands beside their values."""
+    headers, rows = labels.shown_table(block.columns, block.rows, block.marks, names or {})
+    return {"headers": headers, "rows": rows}
+
+
+@register.filter
+def code_label(code: Any, names: Any) -> str:
+    """A study's code as a cell shows it: its schema name, or the code itself when it has none."""
+    return str((names or {}).get(code) or code)
+
+
+@register.filter
+def cell_or_na(value: Any) -> str:
+    """An interval's end: as ``cell``, or n/a when undefined."""
+    return "n/a" if value is None else cell(value)

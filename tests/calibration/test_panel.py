@@ -6,6 +6,7 @@ figures of the report the exports page serves, and says what a change does befor
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.template.defaultfilters import floatformat
@@ -243,9 +244,35 @@ def test_the_page_shows_the_figures_of_the_report_the_exports_page_serves(client
     assert ranking["suggested"] == cal["panel_ranking"]["suggested_panel"]
     assert calibration_selectors.panel_top(ranking=ranking, k=cal["panel_ranking"]["panel_size"]) == \
         cal["panel_ranking"]["suggested_panel"], "the page's top k is the report's suggested panel"
-    assert page.context["k"] == cal["panel_ranking"]["panel_size"]
+    # The run's panel size is 6 and the report ranks 3 reviewers: the page's top k is all three, and says so.
+    size = cal["panel_ranking"]["panel_size"]
+    assert (size, len(ranked)) == (6, 3)
+    assert page.context["k"] == 3
     html = page.content.decode()
+    assert "k = 6 is capped at 3: the report ranks 3 reviewers" in html
+    assert "The report suggests the top 3:" in html and "The report suggests the top 6" not in html
     assert f"Figures of metrics run {ranking['run'].pk}" in html
     assert f"over {cal['bootstrap']['resamples']} bootstrap resamples" in html
+    # Top-4/5/6 shares of 3 reviewers are 1.00 for everyone: not shown, and the page says why.
+    assert sorted(cal["bootstrap"]["top_k"], key=int) == ["4", "5", "6"]
+    assert page.context["shown_ks"] == []
+    assert "Top-4 / 5 / 6 shares are not shown: with 3 ranked reviewers" in html
     for row in ranked:
         assert f"<td>{floatformat(row['bucketed'], '-3')} <span" in html
+        # A band beside each of the three κ values, the report's band of each.
+        cells = re.search(rf'data-reviewer="{row["reviewer"]}">.*?<td class="kappas">(.*?)</td>', html, re.S)
+        assert cells is not None, row["reviewer"]
+        bands = re.findall(r'<span class="muted small">([^<]*)</span>', cells.group(1))
+        entry = cal["reviewers"][row["reviewer"]][last]
+        assert bands == [entry["kappa_bands"].get(key) or "no band"
+                         for key in ("kappa_user", "kappa_response", "kappa_flags")], row["reviewer"]
+
+
+def test_a_top_k_below_the_number_of_reviewers_is_kept_and_its_shares_shown(client, protocol):
+    client.force_login(protocol.admin)
+    page = client.get(reverse("panel", args=[protocol.study.slug]), {"k": 2})
+    assert page.context["k"] == 2
+    html = page.content.decode()
+    assert "is capped at" not in html
+    assert "Top-2 share" not in html  # the report's bootstrap counted tops 4, 5 and 6 only
+    assert 'id="hidden-shares"' in html

@@ -82,7 +82,14 @@ def test_the_page_shows_the_reports_numbers(client, care, researcher):
                   "care-control", "care-validation"):
         assert f'id="{block}"' in page, block
     table = page[page.index('id="care-alignment-by-crisis"'):page.index('id="care-quality"')]
-    assert "<td>0.667</td>" in table and "<td>0.333</td>" in table and "<td>SI</td>" in table
+    # The crisis type is named by the schema's crisis attribute (its anchor), the code in the cell's title.
+    assert "<td>0.667</td>" in table and "<td>0.333</td>" in table
+    assert '<td><span class="code-name" data-code="SI" title="Code SI">Suicidal thoughts, plans or intent</span></td>' \
+        in table
+    assert '<th scope="col" data-key="AR" title="Report key AR">Aligned rate (AR)</th>' in table
+    legend = page[page.index('id="legend"'):page.index("</details>", page.index('id="legend"'))]
+    assert "<dt>SI</dt><dd>crisis type: Suicidal thoughts, plans or intent</dd>" in legend
+    assert "<dt>ProdR</dt>" in legend
     quality = page[page.index('id="care-quality-by-crisis"'):page.index('id="care-control"')]
     assert "<td>1.000</td>" in quality and "<td>0.500</td>" in quality
     assert f'href="{reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])}' in page

@@ -326,3 +326,17 @@ def test_a_long_title_is_wrapped_not_cut():
                          {"categories": ["a"], "series": {"s": [0.5]}}, [], [])
     inside, box = _drawn_inside(chart)
     assert inside, box
+
+
+def test_a_top_k_of_every_reviewer_or_more_is_said_to_say_nothing_and_the_panel_title_is_capped():
+    three = {"calibration": {"last_round": "calibration-2", "bootstrap": {"resamples": 50, "top_k": {
+        k: {"ann": 1.0, "bob": 1.0, "cyd": 1.0} for k in ("2", "3", "4")}},
+        "panel_ranking": {"panel_size": 6, "ranking": [{"rank": i + 1, "reviewer": n, "bucketed": 0.9 - i / 10}
+                                                         for i, n in enumerate(("ann", "bob", "cyd"))]}}}
+    caption = charts.stability_chart(three, Filters()).caption
+    assert "With 3 reviewers, every one is in any top 3 or more" in caption
+    assert charts.panel_table(three, Filters()).title == "Panel ranking on calibration-2 (top 3 of 3: k = 6 capped)"
+    seven = charts.panel_table({"calibration": {"panel_ranking": {"panel_size": 6, "ranking": [
+        {"rank": i, "reviewer": str(i)} for i in range(1, 8)]}}}, Filters())
+    assert seven.title.endswith("(top 6)")
+    assert "every one is in" not in charts.stability_chart(report(), Filters()).caption

@@ -93,8 +93,10 @@ def test_every_number_shown_is_the_reports(client, section, researcher):
     for row in rows:
         entry = coders[row[0]]
         expected = [row[0], section["roles"][row[0]]]
-        for key in ("current_mae", "change_mae", "direction_accuracy"):
-            expected += [_shown(entry[key]), *(_shown(v) for v in entry["ci"][key])]
+        for key in ("current_mae", "change_mae", "direction_accuracy"):  # a value and its interval in one cell
+            low, high = entry["ci"][key]
+            expected.append(_shown(entry[key]) + (f" [{_shown(low)}–{_shown(high)}]"
+                                                  if entry[key] is not None and (low, high) != (None, None) else ""))
         expected += [_shown(entry[k]) for k in ("trend_agreement", "n_trajectories", "n_large_changes", "n_seeds")]
         assert row == expected, row[0]
     for row in _table(page, "lc8-mae-by-type"):

@@ -54,6 +54,8 @@ class ReportBody(HTMLParser):
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
+        self._code_depth = 0  # inside a code's name (a cell's text is its code, data-code)
+        self._header_key: str | None = None
         self.sections: dict[str, Section] = {}
         self.run_line = ""
         self._in_body = False
@@ -80,8 +82,17 @@ class ReportBody(HTMLParser):
             self._in_head = True
         elif tag == "tr" and self._section is not None and not self._in_head:
             self._row = []
+        elif tag == "th" and self._in_head and self._section is not None:
+            # A header shows a human name; the report key it stands for is its data-key (reports/labels.py).
+            self._cell = []
+            self._header_key = a.get("data-key")
         elif tag in ("td", "th") and self._section is not None:
             self._cell = []
+        elif tag == "span" and self._cell is not None and "data-code" in a:
+            self._cell.append(a["data-code"] or "")
+            self._code_depth = 1
+        elif tag == "span" and self._code_depth:
+            self._code_depth += 1
 
     def handle_endtag(self, tag: str) -> None:
         if not self._in_body:
@@ -95,10 +106,13 @@ class ReportBody(HTMLParser):
             self._run_line = False
         elif tag == "thead":
             self._in_head = False
+        elif tag == "span" and self._code_depth:
+            self._code_depth -= 1
         elif tag in ("td", "th") and self._cell is not None and self._section is not None:
             text = " ".join("".join(self._cell).split())
             if self._in_head:
-                self._section.columns.append(text)
+                self._section.columns.append(self._header_key or text)
+                self._header_key = None
             elif self._row is not None:
                 self._row.append(text)
             self._cell = None
@@ -108,6 +122,8 @@ class ReportBody(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if not self._in_body:
+            return
+        if self._code_depth:
             return
         if self._cell is not None:
             self._cell.append(data)
@@ -144,6 +160,9 @@ def in_csv(value: Any) -> str:
 
 
 MARK = re.compile(r"^(?P<value>.*?)(?: (?P<mark>[▲▼]) (?:highest|lowest))?$")
+# A value with its interval in one cell, "0.450 [0.410–0.480]"; a κ with its band, "0.452 Moderate".
+INTERVAL = re.compile(r"^(?P<value>\S+)(?: \[(?P<low>[^–\]]+)–(?P<high>[^\]]+)\])?$")
+BAND = re.compile(r"^(?P<value>\S+)(?: (?P<band>.+))?$")
 
 
 # --- where each number comes from: the report keys, block by block ----------------------------------------------
@@ -381,17 +400,23 @@ class Block:
     rows: Callable[[dict, View], Rows]
     table: bool = False  # shown as an HTML table (else a figure: its numbers are checked in its CSV)
     marked: tuple[str, ...] = ()  # columns whose highest and lowest values carry ▲ and ▼
+    # Shown in the cell of another column: a value's interval ends (low, high), a κ's band.
+    intervals: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    bands: Mapping[str, str] = field(default_factory=dict)
 
 
 PAGES: dict[str, dict[str, Block]] = {
-    "reliability": {"reviewers": Block(2, reviewers_rows, table=True), "agreement": Block(2, agreement_rows),
+    "reliability": {"reviewers": Block(2, reviewers_rows, table=True,
+                                       bands={f"kappa_{g}": f"band_{g}" for g in ("user", "response", "flags")}),
+                    "agreement": Block(2, agreement_rows),
                     "kappa": Block(2, kappa_rows), "pairwise": Block(2, pairwise_rows),
                     "stability": Block(2, stability_rows), "alpha": Block(1, alpha_rows),
                     "experts": Block(2, experts_rows, table=True),
                     "panel": Block(2, panel_rows, table=True)},
     "user-input": {"uiri": Block(2, uiri_rows), "uiri-means": Block(1, uiri_means_rows, table=True),
                    "user-scores": Block(2, user_scores_rows)},
-    "risk": {"ari-table": Block(1, ari_table_rows, table=True, marked=("D", "E", "R", "F", "ARI")),
+    "risk": {"ari-table": Block(1, ari_table_rows, table=True, marked=("D", "E", "R", "F", "ARI"),
+                                intervals={c: (f"{c}_ci_low", f"{c}_ci_high") for c in ("D", "E", "R", "F", "ARI")}),
              "ari": Block(2, ari_rows),
              "fingerprint": Block(2, fingerprint_rows), "flags": Block(2, flags_rows)},
     "coupling": {"coupling": Block(4, coupling_rows)},
@@ -415,13 +440,17 @@ def prose_numbers(report: dict, page: str, name: str, view: View) -> list[str]:
     """The numbers a block's title and caption show, from the report (those of a block with rows only)."""
     calibration, indices = report.get("calibration") or {}, report["indices"]
     if name == "stability":
-        return [str(calibration["bootstrap"]["resamples"])]
+        n = len({r for shares in calibration["bootstrap"]["top_k"].values() for r in shares})
+        all_in = [int(k) for k in calibration["bootstrap"]["top_k"] if int(k) >= n]
+        return [str(calibration["bootstrap"]["resamples"]), *([str(n), str(min(all_in))] if all_in else [])]
     if name == "panel":
         experts = {r: (v or {}).get("pairwise_mean") or {} for r, v in calibration["experts"].items()}
         means = calibration["pairwise_mean"]
         two = [f"{v:.2f}" if v is not None else "n/a" for r in sorted(set(means) | set(experts))
                for v in (at(means, r, "bucketed"), at(experts, r, "bucketed"))]
-        return [str(calibration["panel_ranking"]["panel_size"]), *(v for v in two if v != "n/a")]
+        size, ranked = calibration["panel_ranking"]["panel_size"], len(calibration["panel_ranking"]["ranking"])
+        top = [str(size)] if size <= ranked else [str(ranked), str(ranked), str(size)]  # "top 3 of 3: k = 6 capped"
+        return [*top, *(v for v in two if v != "n/a")]
     if name == "uiri":
         thresholds = indices["uiri"]["thresholds"]
         return [str(thresholds["medium"]), str(thresholds["high"]), str(thresholds["high"])]
@@ -513,10 +542,11 @@ def _table_mismatches(where: str, section: Section, block: Block, expected: Rows
             assert parts is not None
             if parts["mark"]:
                 marked.setdefault(column, {}).setdefault(parts["mark"], []).append(key)
-            if parts["value"] != shown(expected[key][column]):
-                found.append(f"{where}: {key} {column} shows {parts['value']!r}, the report has "
-                             f"{expected[key][column]!r}")
+            found += _cell_mismatches(f"{where}: {key}", column, parts["value"], expected[key], block)
     found += [f"{where}: row {key} of the report is missing" for key in set(expected) - seen]
+    merged = {k for pair in block.intervals.values() for k in pair} | set(block.bands.values())
+    for column in sorted({c for row in expected.values() for c in row} - set(value_columns) - merged):
+        found.append(f"{where}: column {column} of the report is not shown")
     # ▲ / ▼ sit on the highest and lowest value of their column (ties included), read from the report; a column
     # with fewer than two distinct values has neither.
     for column in set(marked) | set(block.marked):
@@ -527,6 +557,28 @@ def _table_mismatches(where: str, section: Section, block: Block, expected: Rows
             if sorted(marked.get(column, {}).get(mark, [])) != want:
                 found.append(f"{where}: {mark} in {column} on {marked.get(column, {}).get(mark)}, expected on {want}")
     return found
+
+
+def _cell_mismatches(where: str, column: str, text: str, expected: Mapping[str, Any], block: Block) -> list[str]:
+    """A cell's text against the report: its value, and the interval or band the cell shows beside it."""
+    value = expected[column]
+    if column in block.intervals:
+        low, high = (expected[k] for k in block.intervals[column])
+        parts = INTERVAL.match(text)
+        want = shown(value) + (f" [{shown(low)}–{shown(high)}]" if value is not None and (low, high) != (None, None)
+                               else "")
+        if parts is None or text != want:
+            return [f"{where} {column} shows {text!r}, the report has {value!r} [{low!r}, {high!r}]"]
+        return []
+    if column in block.bands:
+        band = expected[block.bands[column]]
+        want = shown(value) + (f" {band}" if value is not None and band else "")
+        if BAND.match(text) is None or text != want:
+            return [f"{where} {column} shows {text!r}, the report has {value!r} ({band!r})"]
+        return []
+    if text != shown(value):
+        return [f"{where} {column} shows {text!r}, the report has {value!r}"]
+    return []
 
 
 def _csv_mismatches(where: str, client: Any, study: Study, page: str, name: str, query: dict, block: Block,

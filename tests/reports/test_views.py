@@ -242,7 +242,7 @@ def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_nu
     # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2)
     with django_assert_num_queries(10):
         client.get(reverse("reports", args=["syn"]))
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):  # … and the schema's attribute names (headers and legend)
         client.get(reverse("reports-page", args=["syn", "reliability"]))
     with django_assert_num_queries(7):
         client.get(reverse("reports-file", args=["syn", "risk", "ari", "csv"]))
@@ -261,8 +261,8 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
     url = reverse("reports-span-examples", args=["syn"])
     assert f'href="{url}?model={model}&amp;subcategory={sub}' in spans_page
     client.get(url, {"model": model, "subcategory": sub})
-    with django_assert_num_queries(9):  # session, user, roles ×2, study, count, chosen ids, spans,
-        # responses
+    with django_assert_num_queries(10):  # session, user, roles ×2, study, the run (its run line), count, chosen
+        # ids, spans, responses
         page = client.get(url, {"model": model, "subcategory": sub}).content.decode()
     expected = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
                                    judgment__is_gold=False, judgment__response__model_slot=model,
@@ -302,7 +302,7 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
                                  judgment__response__turn__conversation__kind="multi")
     assert 0 < responses(in_multi) < responses(everywhere)
     client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"})
-    with django_assert_num_queries(9):  # the filters join inside the same three queries
+    with django_assert_num_queries(10):  # the filters join inside the same three queries (and the run line's run)
         page = client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"}
                           ).content.decode()
     assert f"{responses(in_multi)} main-round response" in page and f"in {MULTI} to multi-turn" in page
