@@ -567,6 +567,7 @@ def main() -> int:
     with gunicorn(workers=args.workers, timeout=120, app=BARE_APP) as (base, master):
         print(f"gunicorn: {args.workers} sync workers; load average {loadavg()}", flush=True)
         for size in sizes:
+            began = time.monotonic()
             clients = [Browser(c, signed_in(base, c), ids[c.username], base) for c in coders[size]]
             mixed(clients, visits=args.warmup, saves=args.saves)
             samples = mixed(clients, visits=args.cycles, saves=args.saves)
@@ -575,7 +576,8 @@ def main() -> int:
                            for what in ("turn view", "autosave", "health check", "bare SELECT 1")}
             failed += len(samples.errors) + sum(int(c["errors"]) for c in costs[size].values())
             health = phases[size]["health check"]
-            print(f"\nqueue of {size:,}, {len(clients)} reviewers back to back (load average {loadavg()})")
+            print(f"\nqueue of {size:,}, {len(clients)} reviewers back to back, {time.monotonic() - began:.0f} s "
+                  f"(load average {loadavg()})")
             print(f"  {'request':<24} {'n':>6} {'p50 ms':>8} {'p95 ms':>8} {'p95/healthz':>12} {'CPU ms':>8} "
                   f"{'CPU/healthz':>12}")
             for name, f in phases[size].items():
