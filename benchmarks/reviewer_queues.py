@@ -16,8 +16,9 @@ What it does, against the (throwaway) database it is given:
    round (the round's first S turns, positions 1..S, the first half completed), written in bulk
    (``bulk_create``: PostgreSQL's statement triggers keep the queue counters, migration 0017), every reviewer
    signed in with a session made here;
-3. counts in-process the SQL statements of a health check, a turn view, an autosave that creates a judgment and
-   one that updates it, for the probe of each S (BEGIN/COMMIT not counted): they must not grow with S;
+3. counts in-process the SQL statements of a health check, an autosave that creates a judgment, one that updates
+   it and the turn view with those judgments, for the probe of each S (BEGIN/COMMIT not counted): they must not
+   grow with S;
 4. serves the project with gunicorn (the product's ``gunicorn.conf.py``, sync workers, 2 x cores + 1 by default,
    DEBUG off, persistent connections) plus the bare path;
 5. for each S, the reviewers of S, back to back (no think time), each repeating a visit: health check, bare
