@@ -49,9 +49,20 @@ def studies_visible_to(*, user: User) -> QuerySet[Study]:
     studies = Study.objects.select_related("schema").prefetch_related("rounds")
     if not user_sees_all_studies(user=user):
         studies = studies.filter(members__user=user)
-    return studies.annotate(conversation_count=Count("rounds__items__turn__conversation", distinct=True)).order_by(
-        "slug"
-    )
+    return studies.order_by("slug")
+
+
+def home_studies(*, user: User) -> tuple[QuerySet[Study], bool]:
+    """The home page's list of studies, and whether it shows how many conversations each study's rounds hold. That
+    count goes over every round item of the study: researchers' information (admins and researchers), which a
+    researcher-only figure may aggregate for; a reviewer's home page, which must cost the same however large the
+    study (issue 34, docs/benchmarks.md#issue-34-reviewer-pages-whose-cost-does-not-grow-with-the-study), lists
+    its studies without it."""
+    staff = user_sees_all_studies(user=user)
+    studies = Study.objects.select_related("schema").prefetch_related("rounds").order_by("slug")
+    if not staff:
+        return studies.filter(members__user=user), False
+    return studies.annotate(conversation_count=Count("rounds__items__turn__conversation", distinct=True)), True
 
 
 def schema_get(*, slug: str) -> Schema:
@@ -725,16 +736,16 @@ def judgments_visible_to(
 
 
 def rounds_progress(*, user: User, study: Study) -> list[dict]:
-    """Each round of the study with its item count and assignment progress, per coder; coders see their own."""
+    """Each round of the study with its item count and assignment progress, per coder; coders see their own. The
+    progress is read from the queue counters (``QueueProgress``, one row per round and coder): a coder's call costs
+    the same however long their queues are; the item count is counted on the round items' (round, position) index."""
     rounds = list(study.rounds.annotate(n_items=Count("items")).order_by("kind", "number"))
-    assignments = Assignment.objects.filter(round__study=study)
+    queues = QueueProgress.objects.filter(round__study=study)
     if not user_sees_all_studies(user=user):
-        assignments = assignments.filter(coder=user)
+        queues = queues.filter(coder=user)
     per_coder: dict[int, list[dict]] = {}
     for round_id, username, assigned, completed in (
-        assignments.values_list("round_id", "coder__username")
-        .annotate(assigned=Count("id"), completed=Count("id", filter=Q(completed_at__isnull=False)))
-        .order_by("round_id", "coder__username")
+        queues.values_list("round_id", "coder__username", "total", "done").order_by("round_id", "coder__username")
     ):
         per_coder.setdefault(round_id, []).append(
             {"reviewer": username, "assigned": assigned, "completed": completed}

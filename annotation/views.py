@@ -57,11 +57,13 @@ def home(request: AuthedRequest) -> HttpResponse:
     rounds = selectors.coder_rounds(user=request.user)
     experts = selectors.expert_studies(user=request.user, rounds=rounds)
     expert_of = {e.study.pk for e in experts}
+    studies, counts_conversations = selectors.home_studies(user=request.user)
     return render(
         request,
         "home.html",
         {
-            "studies": selectors.studies_visible_to(user=request.user),
+            "studies": studies,
+            "counts_conversations": counts_conversations,
             "rounds": [r for r in rounds if r["round__study_id"] not in expert_of],
             "feedback_rounds": [r for r in selectors.coder_feedback_rounds(user=request.user)
                                 if r.study_id not in expert_of],

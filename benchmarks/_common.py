@@ -30,6 +30,10 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
+# The project plus the benchmarks' bare ``SELECT 1`` request (never served by the product).
+BARE_APP = "benchmarks.bare_wsgi:application"
+BARE_PATH = "/bench/select-1"
+
 FIGURE_KEYS = ("figure", "value", "unit", "baseline", "baseline_value", "target", "met")
 
 
@@ -127,14 +131,16 @@ def server_env(extra: dict | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def gunicorn(*, workers: int = 1, timeout: int = 900, env: dict | None = None) -> Iterator[tuple[str, int]]:
+def gunicorn(*, workers: int = 1, timeout: int = 900, env: dict | None = None,
+             app: str = "cab.wsgi:application") -> Iterator[tuple[str, int]]:
     """The project on gunicorn (sync workers, DEBUG off) on a free loopback port: yields (base URL, master pid)
-    once the health check answers; stops it afterwards."""
+    once the health check answers; stops it afterwards. ``app``: the WSGI application (``BARE_APP`` adds the bare
+    ``SELECT 1`` path of ``benchmarks/bare_wsgi.py`` to the project's)."""
     import requests
 
     port = free_port()
     server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "cab.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers",
+        [str(ROOT / ".venv/bin/gunicorn"), app, "--bind", f"127.0.0.1:{port}", "--workers",
          str(workers), "--timeout", str(timeout), "--log-level", "warning"],
         cwd=ROOT, env=server_env(env),
     )

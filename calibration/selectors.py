@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 
 from access.checks import is_study_admin
 from annotation import rules
@@ -21,6 +21,7 @@ from annotation.models import (
     AttributeDefinition,
     Judgment,
     JudgmentRevision,
+    QueueProgress,
     Round,
     RoundItem,
     Span,
@@ -313,14 +314,11 @@ def time_on_task(*, study: Study) -> list[dict]:
 
 
 def unfinished_coders(*, round: Round) -> list[tuple[str, int, int]]:
-    """(username, turns done, turns assigned) of every coder with turns still to do in the round."""
-    rows = (
-        Assignment.objects.filter(round=round)
-        .values("coder__username")
-        .annotate(total=Count("id"), done=Count("id", filter=Q(completed_at__isnull=False)))
-        .order_by("coder__username")
-    )
-    return [(row["coder__username"], row["done"], row["total"]) for row in rows if row["done"] < row["total"]]
+    """(username, turns done, turns assigned) of every coder with turns still to do in the round, from the queue
+    counters (``QueueProgress``), not a count over the round's assignments."""
+    rows = (QueueProgress.objects.filter(round=round, done__lt=F("total"))
+            .values_list("coder__username", "done", "total").order_by("coder__username"))
+    return [(username, done, total) for username, done, total in rows]
 
 
 @dataclass
@@ -562,8 +560,8 @@ def panel_change(*, study: Study, ranking: dict, usernames: Sequence[str], k: in
     was = {row["reviewer"]: row["retained"] for row in ranking["rows"] if row["member"]}
     k = k or len(retain)
     main = Round.objects.filter(study=study, kind=Round.Kind.MAIN).order_by("number").first()
-    queues = list(Assignment.objects.filter(round=main).values("coder__username").annotate(n=Count("id"))
-                  .order_by("coder__username").values_list("coder__username", "n")) if main is not None else []
+    queues = list(QueueProgress.objects.filter(round=main).order_by("coder__username")
+                  .values_list("coder__username", "total")) if main is not None else []
     return PanelChange(
         retain=sorted(retain),
         becomes_retained=sorted(name for name, before in was.items() if name in retain and before is not True),

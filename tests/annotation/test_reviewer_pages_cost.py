@@ -1,6 +1,7 @@
 """What the reviewer's pages cost does not depend on the length of their queue (issue 34): the turn page, an
-autosave, the home page and the queue page each take the same number of statements for a queue of 10 and a queue
-of 300, and no statement scans the queue. The queue page is paged by position, links to where to resume, and its
+autosave, the home page, the queue page and the API's rounds with the coder's progress each take the same number
+of statements for a queue of 10 and a queue of 300, and no statement scans the queue; a reviewer's home page counts
+no conversation of the study. The queue page is paged by position, links to where to resume, and its
 progress is the whole queue's.
 
 Every statement a page sends is explained (``EXPLAIN (FORMAT JSON)``) and fails the test when its plan reads
@@ -51,6 +52,9 @@ AUTOSAVE_QUERIES = 8
 HOME_QUERIES = 10
 # Session, user, the round with the queue's counters and the page links, the page's items with their turns.
 QUEUE_QUERIES = 4
+# The study list of the API's rounds (a coder's own progress): session, user, roles (who may see the study), the
+# study, roles again (whose progress), the study's rounds with their item counts, the coder's queue counters.
+ROUNDS_API_QUERIES = 7
 
 
 def position(index: int) -> int:
@@ -97,7 +101,8 @@ def built(shared_state):
             # The build's deferred foreign-key checks, made once here: left pending, they would be made again at the
             # end of every test (Django checks the constraints then, in the test's savepoint), a second each.
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE; SET CONSTRAINTS ALL DEFERRED")
-        yield {"round": open_.pk, "reviewers": {size: user.pk for size, user in reviewers.items()}}
+        yield {"round": open_.pk, "study": study.slug,
+               "reviewers": {size: user.pk for size, user in reviewers.items()}}
 
 
 @pytest.fixture
@@ -147,8 +152,15 @@ def queue_page(client, round_: Round, size: int) -> Request:
     return lambda: client.get(url, {"start": str(position(size // 2))})
 
 
+def rounds_api(client, round_: Round, size: int) -> Request:
+    """The API's rounds of the study with the coder's own progress (``rounds_progress``)."""
+    url = reverse("api-rounds", args=[round_.study.slug])
+    return lambda: client.get(url)
+
+
 PAGES = {"turn": (turn_page, TURN_PAGE_QUERIES), "autosave": (autosave, AUTOSAVE_QUERIES),
-         "home": (home_page, HOME_QUERIES), "queue": (queue_page, QUEUE_QUERIES)}
+         "home": (home_page, HOME_QUERIES), "queue": (queue_page, QUEUE_QUERIES),
+         "rounds API": (rounds_api, ROUNDS_API_QUERIES)}
 
 
 def measured(client, round_: Round, size: int, page: str) -> list[str]:
@@ -210,7 +222,9 @@ def rows_read(node: dict) -> int:
 # pages start read up to a page of index entries each; every other page reads a handful of rows. The queue page is
 # measured with pages of 20 so that a page's reads stay far from the queue's 300.
 PAGE_FOR_COST = 20
-READ_BOUND = {"turn": 10, "autosave": 10, "home": 10, "queue": 3 * (PAGE_FOR_COST + 1)}
+READ_BOUND = {"turn": 10, "autosave": 10, "home": 10, "queue": 3 * (PAGE_FOR_COST + 1), "rounds API": 0}
+# The pages that read assignments or judgments at all (by index); the rounds API reads only the queue counters.
+READS_THE_QUEUE = {"turn", "autosave", "home", "queue"}
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -218,7 +232,8 @@ def test_no_statement_of_a_page_scans_the_queue(client, built, round_, page, mon
     monkeypatch.setattr(selectors, "QUEUE_PAGE", PAGE_FOR_COST)
     signed_in(client, built, LONG)
     statements = [s for s in measured(client, round_, LONG, page) if not s.startswith(("SAVEPOINT", "RELEASE"))]
-    assert any(table in s for s in statements for table in BIG_TABLES), "the page reads the queue or judgments"
+    reads = any(table in s for s in statements for table in BIG_TABLES)
+    assert reads == (page in READS_THE_QUEUE), "the page reads the queue or judgments where it must, and only there"
     for sql in statements:
         assert not scans_the_queue(plan(sql)), (scans_the_queue(plan(sql)), sql)
         if sql.lstrip().upper().startswith("SELECT"):  # only reads are run; writes are explained only
@@ -287,3 +302,37 @@ def test_the_home_page_resumes_at_the_first_item_still_to_do(client, built, roun
     assert (row["total"], row["done"], row["resume"]) == (counters.total, counters.done, position(3))
     assert (counters.total, counters.done) == (LONG, DONE[LONG] - 1)
     assert f'href="/rounds/{round_.pk}/turns/{position(3)}/">Resume</a>' in client.get(reverse("home")).content.decode()
+
+
+# --- the home page's list of studies ---------------------------------------------------------------------------
+
+
+def test_a_reviewers_home_page_counts_no_conversations_of_the_study(client, built, round_):
+    """How many conversations a study's rounds hold is counted over every round item of the study: researchers'
+    information. A reviewer's home page lists their studies without it, and none of its statements reads the
+    round items."""
+    signed_in(client, built, LONG)
+    statements = measured(client, round_, LONG, "home")
+    assert not [sql for sql in statements if "annotation_rounditem" in sql]
+    answer = client.get(reverse("home")).content.decode()
+    assert round_.study.name in answer and "<th>Conversations</th>" not in answer
+
+
+def test_a_researchers_home_page_still_counts_the_conversations_of_each_study(client, built, round_):
+    client.force_login(user_ensure(username="cost-researcher", role=roles.RESEARCHER))
+    answer = client.get(reverse("home"))
+    assert "<th>Conversations</th>" in answer.content.decode()
+    listed = {study.slug: study.conversation_count for study in answer.context["studies"]}
+    assert listed[built["study"]] == 0  # no round of the study holds an item
+
+
+# --- progress for the API and the round's page, from the counters ------------------------------------------------
+
+
+def test_the_rounds_api_gives_a_coder_their_own_progress_from_the_counters(client, built, round_):
+    user = signed_in(client, built, LONG)
+    rows = {row["name"]: row for row in client.get(reverse("api-rounds", args=[built["study"]])).json()}
+    counters = QueueProgress.objects.get(round=round_, coder=user)
+    assert rows[round_.name]["progress"] == [{"reviewer": user.username, "assigned": counters.total,
+                                              "completed": counters.done}]
+    assert (rows[round_.name]["assigned"], rows[round_.name]["completed"]) == (LONG, DONE[LONG])

@@ -1,9 +1,10 @@
 """The short benchmark run (./scripts/bench --short: the benchmarks of issue 14 at a tiny scale, each on its own
 throwaway PostgreSQL and Redis) prints the one table with every figure row. In the suite it runs the three whose
 figures this project owns in full or that load no server of their own (ingest, exports, lc8: about 30 s); the
-other three (reviewers, metrics, dashboards: about 65 s alone, twice that beside the suite) are run whole by
+others (reviewers, queues, metrics, dashboards: about 100 s alone, twice that beside the suite) are run whole by
 `./scripts/bench --short` before every benchmark report (docs/benchmarks.md), and here each must accept the options
-the short run passes it. No timing is asserted: at this size and on a shared machine the verdicts mean nothing."""
+the short run passes it; the reviewer-queues benchmark's coding of a turn page is checked against the real page.
+No timing is asserted: at this size and on a shared machine the verdicts mean nothing."""
 
 from __future__ import annotations
 
@@ -73,3 +74,41 @@ def test_a_miss_says_by_how_much():
     assert bench.verdict(row | {"value": 0.7, "unit": "s", "target": "< 0.5 s"}) == "MISSED by 0.2 s, 40%"
     assert bench.verdict(row | {"met": True}) == "met"
     assert bench.verdict(row | {"target": ""}) == "–"
+
+
+@pytest.mark.django_db
+def test_the_queue_benchmark_codes_a_turn_as_the_page_does(client):
+    """The reviewer-queues benchmark (issue 34) reads the real turn page and codes it in the page's order: a unit's
+    first save creates its judgment, a unit with spans is highlighted (a draft) before it is scored, a second look
+    updates the first unit, and the turn then completes and moves the queue counters. Should the page's markup
+    change under the benchmark, this fails rather than the benchmark measuring refusals."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Judgment, QueueProgress
+    from benchmarks import reviewer_queues
+
+    _, probes = reviewer_queues.setup([4], 1, 0.001)
+    probe = probes[4]
+    assert (probe.size, probe.position) == (4, 3)  # the first half completed: the reviewer resumes at the third
+    user = get_user_model().objects.get(username=probe.username)
+    client.force_login(user)
+    turn_url = f"/rounds/{probe.round_id}/turns/{probe.position}/"
+    probe.forms = reviewer_queues.page_forms(client.get(turn_url).content.decode())
+    assert probe.forms and all(form["scale"] and form["version"] == 0 for form in probe.forms)
+    assert any(form["sub"] for form in probe.forms), "some unit of the page takes spans"
+    sent = []
+    while (data := reviewer_queues.next_save(probe)) is not None:
+        answer = client.post(f"{turn_url}save", data, headers={"HX-Request": "true"})
+        assert answer.status_code == 200 and b'data-state="saved"' in answer.content, (data, answer.content[:300])
+        reviewer_queues.answered(probe, data, answer.content.decode())
+        sent.append((data["form_id"], data["score"] != ""))
+    spanned = [form["form_id"] for form in probe.forms if form["sub"]]
+    for form_id in spanned:  # highlighted first, then scored
+        assert [scored for sent_id, scored in sent if sent_id == form_id] == [False, True], form_id
+    assert [form_id for form_id, _ in sent[:-1] if form_id not in spanned] == \
+        [form["form_id"] for form in probe.forms if not form["sub"]], "the page's order"
+    assert sent[-1] == (probe.forms[0]["form_id"], True)  # the second look: an update
+    assert Judgment.objects.filter(coder=user).count() == len(probe.forms)
+    done = client.post(f"{turn_url}complete", {"confirm": "1"}, headers={"HX-Request": "true"})
+    assert done.status_code == 204 and done["HX-Redirect"] == f"/rounds/{probe.round_id}/turns/4/"
+    assert QueueProgress.objects.get(round_id=probe.round_id, coder=user).done == 3
