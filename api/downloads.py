@@ -37,12 +37,11 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
             raise Unsatisfiable
         return max(size - length, 0), size - 1
     start = int(first)
-    end = int(last) if last else size - 1
-    if end < start:
+    if last and int(last) < start:
         return None  # not a valid range: ignored
     if start >= size:
         raise Unsatisfiable
-    return start, min(end, size - 1)
+    return start, min(int(last) if last else size - 1, size - 1)
 
 
 def _slice(path: Path, start: int, length: int) -> Iterator[bytes]:

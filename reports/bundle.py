@@ -148,8 +148,10 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
                                "The gold rows of judgments.csv alone (is_gold true): the gold panel's consensus.")
     judged_slots = {str(model) for model in judgments.model.tolist() if model}
     for path, (header, rows, fields, description) in _material(study, judged_slots).items():
-        entries[path] = "".join(csv_stream(header, rows)).encode("utf-8")
-        tables[path] = (header, fields, description)
+        text = "".join(csv_stream(header, rows))
+        if text.count("\n") > 1:  # a table without rows is left out (a header alone loads nowhere as a table)
+            entries[path] = text.encode("utf-8")
+            tables[path] = (header, fields, description)
 
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
@@ -159,6 +161,8 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     blocks = _blocks(study, report)
     figures = _figures(blocks)
     for page, block in blocks:
+        if not block.rows:  # nothing to show, as on the page: no table, no figure
+            continue
         path = f"tables/{page.slug}/{block.name}.csv"
         entries[path] = "".join(csv_stream(block.columns, block.rows)).encode("utf-8")
         tables[path] = (list(block.columns), _block_fields(block),
@@ -337,10 +341,12 @@ def _blocks(study: Study, report: Mapping[str, Any]) -> list[tuple[charts.Page, 
 def _figures(blocks: list[tuple[charts.Page, charts.Block]]) -> dict[str, bytes]:
     import matplotlib
 
+    from reports import figures as _drawing  # noqa: F401 - its settings first: the context below restores them
+
     figures: dict[str, bytes] = {}
     with matplotlib.rc_context({"svg.hashsalt": SVG_SALT}):
         for page, block in blocks:
-            if isinstance(block, charts.Chart):
+            if isinstance(block, charts.Chart) and block.rows:
                 for fmt in ("svg", "png"):
                     figures[f"figures/{page.slug}/{block.name}.{fmt}"] = lc8_charts.render(block, fmt)
     return figures
