@@ -14,6 +14,9 @@ from metrics.apis import Download, run_for
 from reports import bundle
 
 ZIP = "application/zip"
+# The same bytes, for generators that know no zip type (openapi-python-client reads application/octet-stream as a
+# file): a response may list both, and the server sends application/zip.
+OCTETS = "application/octet-stream"
 RANGE = OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
                          description="one byte range, to resume a download: `bytes=N-`, `bytes=N-M` or `bytes=-N` "
                                      "(the last N bytes); anything else is ignored and the whole file sent")
@@ -35,7 +38,9 @@ class MetricRunBundleApi(Download):
         parameters=[RANGE, IF_RANGE, ATTACHMENT_HEADER, PARTIAL_ATTACHMENT, ETAG, ACCEPT_RANGES, CONTENT_RANGE],
         responses={
             (200, ZIP): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),
+            (200, OCTETS): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),
             (206, ZIP): OpenApiResponse(OpenApiTypes.BINARY, description="the bytes of the range asked for"),
+            (206, OCTETS): OpenApiResponse(OpenApiTypes.BINARY, description="the bytes of the range asked for"),
             **error_responses(404, 409, 416),
         },
         summary="Download the study bundle of a succeeded run: data, gold, report, figures, tables, datapackage.json",

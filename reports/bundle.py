@@ -39,8 +39,6 @@ from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from metrics import care_inputs, selectors
 from metrics.apis import run_provenance
-from metrics.core import recompute as core_bundle
-from metrics.core.provenance import fingerprint
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
 from reports import care_charts, charts, lc8_charts
@@ -123,6 +121,11 @@ def bundle_file(*, run: MetricRun) -> BundleFile:
 
 def bundle_write(*, run: MetricRun, out: Any) -> None:
     """Write the run's bundle to the seekable binary stream ``out``."""
+    # the computation core (numpy) loads only in the processes that build a bundle: the web workers' URL conf
+    # imports this module (tests/cab/test_urls.py)
+    from metrics.core import recompute as core_bundle
+    from metrics.core.provenance import fingerprint
+
     study = Study.objects.select_related("schema").get(pk=run.study_id)
     report = run.result
     if not isinstance(report, dict):
@@ -143,9 +146,11 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     tables[core_bundle.JUDGMENTS_FILE] = (list(columns), _judgment_fields(columns),
                                           "Every scored judgment of the study's rounds in the long format "
                                           "(docs/reference.md#long-format-of-judgments): the rows the run read.")
-    entries["data/gold.csv"] = _gold_only(judgments_csv)
-    tables["data/gold.csv"] = (list(columns), _judgment_fields(columns),
-                               "The gold rows of judgments.csv alone (is_gold true): the gold panel's consensus.")
+    gold = _gold_only(judgments_csv)
+    if gold.count(b"\n") > 1:  # a study without gold has no gold.csv
+        entries["data/gold.csv"] = gold
+        tables["data/gold.csv"] = (list(columns), _judgment_fields(columns),
+                                   "The gold rows of judgments.csv alone (is_gold true): the gold panel's consensus.")
     judged_slots = {str(model) for model in judgments.model.tolist() if model}
     for path, (header, rows, fields, description) in _material(study, judged_slots).items():
         text = "".join(csv_stream(header, rows))
@@ -197,6 +202,8 @@ def _gold_only(judgments_csv: str) -> bytes:
 
 
 def _run_file(study: Study, run: MetricRun, report: Mapping[str, Any], provenance: dict) -> dict[str, Any]:
+    from metrics.core import recompute as core_bundle
+
     """What the recompute reads beside the data: the run and its software, the report's parameters, the schema's
     attributes as the core takes them, the subcategories in schema order, and the judgments without a score (not
     in the long format, counted by the report)."""
