@@ -72,11 +72,11 @@ def ranged_file(request: HttpRequest, path: Path, *, etag: str, content_type: st
         return JsonResponse({"detail": f"The range {wanted!r} is outside the file, which has {size} bytes."},
                             status=416, headers={"Content-Range": f"bytes */{size}", **headers})
     if chosen is None:
-        response = FileResponse(path.open("rb"), content_type=content_type)
+        whole = FileResponse(path.open("rb"), content_type=content_type)
         for name, value in headers.items():
-            response[name] = value
-        response["Content-Length"] = str(size)
-        return response
+            whole[name] = value
+        whole["Content-Length"] = str(size)
+        return whole
     start, end = chosen
     response = StreamingHttpResponse(_slice(path, start, end - start + 1), status=206, content_type=content_type,
                                      headers={**headers, "Content-Range": f"bytes {start}-{end}/{size}",

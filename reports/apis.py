@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.http import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.downloads import ranged_file
@@ -49,7 +51,7 @@ class MetricRunBundleApi(Download):
                     "has not succeeded, or whose study's judgments changed since it read them (start a new run).",
         operation_id="metric_runs_bundle_retrieve",  # not drf-spectacular's "…bundle.zip_retrieve"
     )
-    def get(self, request, run_id: int):
+    def get(self, request: Request, run_id: int) -> HttpResponseBase:
         run = run_for(request, run_id, with_result=True)
         try:
             built = bundle.bundle_file(run=run)

@@ -248,10 +248,10 @@ def _material(study: Study, judged_slots: set[str]) -> dict[str, tuple[list[str]
              .values_list("conversation__dataset__name", "conversation__external_id", "index", "session__index",
                           "client_text", "therapist_reference"))
     slots = sorted(set(study.model_slots or ()) | judged_slots)
-    responses = ModelResponse.objects.filter(turn__conversation__in=mine.values("pk"))
+    of_study = ModelResponse.objects.filter(turn__conversation__in=mine.values("pk"))
     if study.model_slots:
-        responses = responses.filter(model_slot__in=slots)
-    responses = (responses.order_by("turn__conversation__dataset__name", "turn__conversation__external_id",
+        of_study = of_study.filter(model_slot__in=slots)
+    responses = (of_study.order_by("turn__conversation__dataset__name", "turn__conversation__external_id",
                                     "turn__index", "model_slot")
                  .values_list("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index",
                               "model_slot", "model_version", "text"))

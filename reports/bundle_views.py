@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
@@ -17,7 +17,7 @@ from reports import bundle
 
 @login_required
 @require_GET
-def run_bundle(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
+def run_bundle(request: HttpRequest, slug: str, run_id: int) -> HttpResponseBase:
     study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study, run_id=run_id)
     if run is None:

@@ -206,14 +206,14 @@ def recompute(bundle: Bundle) -> str:
     # what the server hands the core beside the judgments: the kinds of the judged conversations, the texts of the
     # responses with spans (token counts)
     judged = set(zip(judgments.dataset.tolist(), judgments.conversation.tolist(), strict=True))
-    kinds = {}
+    kinds: dict[tuple[str, str], str] = {}
     for _, row in _csv_rows(bundle.conversations_csv, CONVERSATIONS_FILE, ("dataset", "conversation_id", "kind")):
-        key = (unneutralise(row["dataset"]), unneutralise(row["conversation_id"]))
-        if key in judged:
-            kinds[key] = row["kind"]
+        conversation = (unneutralise(row["dataset"]), unneutralise(row["conversation_id"]))
+        if conversation in judged:
+            kinds[conversation] = row["kind"]
     with_spans = set(zip(spans.dataset.tolist(), spans.conversation.tolist(), spans.turn.tolist(),
                          spans.model.tolist(), strict=True))
-    texts = {}
+    texts: dict[tuple[str, str, int, str], str] = {}
     for line, row in _csv_rows(bundle.responses_csv, RESPONSES_FILE,
                                ("dataset", "conversation_id", "turn_index", "model", "text")):
         key = (unneutralise(row["dataset"]), unneutralise(row["conversation_id"]),

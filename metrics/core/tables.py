@@ -174,7 +174,9 @@ class ReportParams:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown report parameters: {', '.join(unknown)}")
-        return cls(**{name: tuple(value) if isinstance(value, list) else value for name, value in values.items()})
+        given: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                                 for name, value in values.items()}
+        return cls(**given)
 
 
 def check_columns(table: JudgmentTable | SpanTable, name: str) -> None:

@@ -2,7 +2,7 @@ import shutil
 import time
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from metrics import selectors
@@ -17,12 +17,12 @@ class Command(BaseCommand):
         "unless --run names another."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="study slug")
         parser.add_argument("output", help="the zip file to write")
         parser.add_argument("--run", type=int, default=None, help="a succeeded run of the study (default: the newest)")
 
-    def handle(self, *args, study: str, output: str, run: int | None, **options):
+    def handle(self, *args: object, study: str, output: str, run: int | None, **options: object) -> None:
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
