@@ -328,6 +328,7 @@ def test_the_exports_page_links_the_bundle_and_the_browser_download_is_the_same_
     client.force_login(researcher)
     link = f"/studies/{study.slug}/reports/runs/{run.pk}/bundle.zip"
     assert link in client.get("/exports/").content.decode()
+    assert link in client.get(f"/studies/{study.slug}/reports/").content.decode()
     download = client.get(link)
     assert download.status_code == 200 and _body(download) == data
     assert client.get(link, HTTP_RANGE="bytes=0-99").status_code == 206
