@@ -21,8 +21,10 @@ import csv
 import hashlib
 import io
 import json
+import logging
 import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +45,7 @@ from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
 from reports import care_charts, charts, lc8_charts
 
+log = logging.getLogger(__name__)
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry: no build time in the bytes
 SVG_SALT = "cab-study-bundle"  # matplotlib's SVG ids come from uuid4 unless salted
 
@@ -126,6 +129,14 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     from metrics.core import recompute as core_bundle
     from metrics.core.provenance import fingerprint
 
+    phases: dict[str, float] = {}  # wall seconds of each step, logged when the bundle is written (numbers only)
+    clock = [time.perf_counter()]
+
+    def lap(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = now - clock[0]
+        clock[0] = now
+
     study = Study.objects.select_related("schema").get(pk=run.study_id)
     report = run.result
     if not isinstance(report, dict):
@@ -141,6 +152,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
         raise BundleRefusedError(
             f"The judgments of study {study.slug} changed since run {run.pk} read them (its input fingerprint "
             f"{stored[:19]}…, now {now[:19]}…): start a new metric run, and download its bundle.")
+    lap("judgments")
     columns = long_format.columns_for(study)
     entries[core_bundle.JUDGMENTS_FILE] = judgments_csv.encode("utf-8")
     tables[core_bundle.JUDGMENTS_FILE] = (list(columns), _judgment_fields(columns),
@@ -158,6 +170,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             entries[path] = text.encode("utf-8")
             tables[path] = (header, fields, description)
 
+    lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
     entries[core_bundle.REPORT_FILE] = report_text.encode("utf-8")
@@ -165,6 +178,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
 
     blocks = _blocks(study, report)
     figures = _figures(blocks)
+    lap("figures")
     for page, block in blocks:
         if not block.rows:  # nothing to show, as on the page: no table, no figure
             continue
@@ -176,6 +190,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     entries["report.html"] = _html(study, run, provenance, report, blocks, figures).encode("utf-8")
     entries["README.md"] = _readme(study, run).encode("utf-8")
     entries["datapackage.json"] = _json(_datapackage(study, run, entries, tables))
+    lap("tables and pages")
 
     with zipfile.ZipFile(out, "w") as archive:
         for name in sorted(entries):
@@ -183,6 +198,9 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_STORED if name.endswith(".png") else zipfile.ZIP_DEFLATED
             archive.writestr(info, entries[name], compresslevel=6)
+    lap("zip")
+    log.info("bundle of run %s: %s; total %.1f s", run.pk,
+             ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()), sum(phases.values()))
 
 
 def _json(value: Any) -> bytes:
@@ -430,7 +448,6 @@ def _datapackage(study: Study, run: MetricRun, entries: Mapping[str, bytes],
                        "table, and what recomputing the report needs. CSV text cells a spreadsheet would run as a "
                        "formula (beginning with =, +, -, @, a tab or a carriage return) carry one leading ' (and a "
                        "cell beginning with ' one more).",
-        "version": str(run.pk),
         "created": provenance_time(run),
         "resources": resources,
     }
