@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 os.environ.setdefault("DEBUG", "0")
-os.environ.setdefault("LOG_LEVEL", "WARNING")
+os.environ.setdefault("LOG_LEVEL", "INFO")  # the run's and the bundle's phases
 
 from _common import django_setup, require_postgres, scaled  # noqa: E402
 
@@ -37,6 +37,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--keep", type=Path, default=None, help="copy the bundle here (to recompute it again)")
     args = parser.parse_args()
     require_postgres("bundle")
     django_setup()
@@ -86,6 +87,8 @@ def main() -> int:
         print(f"recompute (a fresh process, no Django): {seconds:.1f} s wall; it said: {done.stderr.strip()}")
         identical = done.returncode == 0 and out.read_bytes() == report
         print(f"report.json byte for byte: {'yes' if identical else 'NO'}")
+        if args.keep is not None:
+            args.keep.write_bytes(built.path.read_bytes())
     print(f"machine: {os.cpu_count()} CPUs, load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0 if identical else 1
 

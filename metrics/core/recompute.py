@@ -32,7 +32,7 @@ import numpy as np
 
 from common.cells import unneutralise
 
-from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
+from .tables import AttributeSpec, Categorical, JudgmentTable, ReportParams, SpanTable
 
 FORMAT = "cab-study-bundle"
 VERSION = 1
@@ -44,8 +44,6 @@ CONVERSATIONS_FILE = "data/conversations.csv"
 # The kinds whose whole report the recompute writes; a CARE or LC8 bundle's sections come from loaders that still
 # need the database (metrics.care_inputs, metrics.lc8_inputs): docs/bundle.md#what-each-kind-gets.
 RECOMPUTABLE_KINDS = ("default",)
-# Long-format columns the main report reads (the rest: study, instance_count, role, session_index, seed).
-_TEXT_COLUMNS = ("round", "reviewer", "dataset", "conversation_id", "model", "attribute", "spans")
 
 
 class BundleError(ValueError):
@@ -121,53 +119,80 @@ def _int(cell: str, name: str, line: int, column: str) -> int:
         raise BundleError(f"{name} line {line}: {column} {cell!r} is not a whole number") from error
 
 
+class _Codes:
+    """A text column as integer codes into its distinct values, in order of first appearance: the ``Categorical`` a
+    database hands the core (its integer paths, not a Python string per row), shared by the judgments and spans."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        code = self.index.get(value)
+        if code is None:
+            code = self.index[value] = len(self.index)
+        return code
+
+    def column(self, codes: list[int]) -> Categorical:
+        return Categorical(np.array(codes, dtype=np.int64), list(self.index))
+
+
+_KEY_TEXT = (("round", "round"), ("coder", "reviewer"), ("dataset", "dataset"), ("conversation", "conversation_id"),
+             ("model", "model"), ("attribute", "attribute"))
+
+
 def bundle_tables(judgments_csv: str) -> tuple[JudgmentTable, SpanTable]:
     """The scored judgments of a long-format CSV and their spans, as the core's tables (the rows the server's run
     read: docs/metrics.md#provenance). A row without a round (an LC8 study's session label) is not a judgment."""
-    judgment: dict[str, list[Any]] = {key: [] for key in JudgmentTable.__dataclass_fields__}
-    span: dict[str, list[Any]] = {key: [] for key in SpanTable.__dataclass_fields__}
+    reader = csv.reader(io.StringIO(judgments_csv, newline=""))
+    header = next(reader, [])
     required = ("round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model", "attribute",
                 "score", "spans")
-    for line, row in _csv_rows(judgments_csv, JUDGMENTS_FILE, required):
-        cells = {column: unneutralise(row[column] or "") for column in _TEXT_COLUMNS}
-        if not cells["round"]:
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise BundleError(f"{JUDGMENTS_FILE}: no column {', '.join(missing)}")
+    at = {column: header.index(column) for column in required}
+    texts = [(name, at[column], _Codes()) for name, column in _KEY_TEXT]
+    round_at, gold_at, turn_at, score_at, spans_at = (at[c] for c in ("round", "is_gold", "turn_index", "score",
+                                                                      "spans"))
+    keys: dict[str, list[int]] = {name: [] for name, _, _ in texts}
+    gold, turn, score = [], [], []
+    span_rows: list[int] = []  # the judgment row of each span
+    start, end, subcategory, subcategories = [], [], [], _Codes()
+    for row in reader:
+        line = reader.line_num
+        if len(row) != len(header):
+            raise BundleError(f"{JUDGMENTS_FILE} line {line}: {len(row)} cells, the header has {len(header)}")
+        if not row[round_at]:
             continue
-        if row["is_gold"] not in ("true", "false"):
+        if row[gold_at] not in ("true", "false"):
             raise BundleError(f"{JUDGMENTS_FILE} line {line}: is_gold must be true or false")
-        key = {"round": cells["round"], "coder": cells["reviewer"], "is_gold": row["is_gold"] == "true",
-               "dataset": cells["dataset"], "conversation": cells["conversation_id"],
-               "turn": _int(row["turn_index"], JUDGMENTS_FILE, line, "turn_index") if row["turn_index"] else 0,
-               "model": cells["model"], "attribute": cells["attribute"]}
-        for name, value in key.items():
-            judgment[name].append(value)
-        judgment["score"].append(_int(row["score"], JUDGMENTS_FILE, line, "score"))
-        if cells["spans"]:
-            _spans(cells["spans"], key, span, line)
-
-    def columns(values: dict[str, list[Any]], ints: tuple[str, ...]) -> dict[str, np.ndarray]:
-        out = {}
-        for name, column in values.items():
-            if name == "is_gold":
-                out[name] = np.array(column, dtype=bool)
-            elif name in ints:
-                out[name] = np.array(column, dtype=np.int64)
-            else:
-                out[name] = np.array(column, dtype=object)
-        return out
-
-    return (JudgmentTable(**columns(judgment, ("turn", "score"))),
-            SpanTable(**columns(span, ("turn", "start", "end"))))
+        for name, position, codes in texts:
+            keys[name].append(codes.code(unneutralise(row[position])))
+        gold.append(row[gold_at] == "true")
+        turn.append(_int(row[turn_at], JUDGMENTS_FILE, line, "turn_index") if row[turn_at] else 0)
+        score.append(_int(row[score_at], JUDGMENTS_FILE, line, "score"))
+        if row[spans_at]:
+            for one_start, one_end, slug in _spans(unneutralise(row[spans_at]), line):
+                span_rows.append(len(score) - 1)
+                start.append(one_start)
+                end.append(one_end)
+                subcategory.append(subcategories.code(slug))
+    judgment_columns: dict[str, Any] = {name: codes.column(keys[name]) for name, _, codes in texts}
+    judgments = JudgmentTable(**judgment_columns, is_gold=np.array(gold, dtype=bool),
+                              turn=np.array(turn, dtype=np.int64), score=np.array(score, dtype=np.int64))
+    rows = np.array(span_rows, dtype=np.int64)
+    span_columns: dict[str, Any] = {name: Categorical(np.asarray(column.codes)[rows], column.categories)
+                                    for name, column in judgment_columns.items()}
+    spans = SpanTable(**span_columns, is_gold=judgments.is_gold[rows], turn=judgments.turn[rows],
+                      start=np.array(start, dtype=np.int64), end=np.array(end, dtype=np.int64),
+                      subcategory=subcategories.column(subcategory))
+    return judgments, spans
 
 
-def _spans(cell: str, key: Mapping[str, Any], span: dict[str, list[Any]], line: int) -> None:
-    """A row's spans cell (a JSON list of {start, end, subcategory}) as span rows with the judgment's key."""
+def _spans(cell: str, line: int) -> list[tuple[int, int, str]]:
+    """A row's spans cell (a JSON list of {start, end, subcategory}) as (start, end, subcategory)."""
     try:
-        for one in json.loads(cell):
-            for name, value in key.items():
-                span[name].append(value)
-            span["start"].append(int(one["start"]))
-            span["end"].append(int(one["end"]))
-            span["subcategory"].append(str(one["subcategory"]))
+        return [(int(one["start"]), int(one["end"]), str(one["subcategory"])) for one in json.loads(cell)]
     except (ValueError, TypeError, KeyError) as error:
         raise BundleError(f"{JUDGMENTS_FILE} line {line}: spans is not a list of {{start, end, subcategory}} "
                           f"({error})") from error
