@@ -23,7 +23,7 @@ import json
 import sys
 import time
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,25 +119,27 @@ def _int(cell: str, name: str, line: int, column: str) -> int:
         raise BundleError(f"{name} line {line}: {column} {cell!r} is not a whole number") from error
 
 
-class _Codes:
-    """A text column as integer codes into its distinct values, in order of first appearance: the ``Categorical`` a
-    database hands the core (its integer paths, not a Python string per row), shared by the judgments and spans."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-
-    def code(self, value: str) -> int:
-        code = self.index.get(value)
-        if code is None:
-            code = self.index[value] = len(self.index)
-        return code
-
-    def column(self, codes: list[int]) -> Categorical:
-        return Categorical(np.array(codes, dtype=np.int64), list(self.index))
-
-
 _KEY_TEXT = (("round", "round"), ("coder", "reviewer"), ("dataset", "dataset"), ("conversation", "conversation_id"),
              ("model", "model"), ("attribute", "attribute"))
+
+
+def _categorical(cells: Sequence[str], *, written: bool = True) -> Categorical:
+    """A text column as integer codes into its distinct cells (first appearance first), each distinct cell read back
+    as written (``unneutralise``; ``written`` false: values that were no CSV cells): the ``Categorical`` a database
+    hands the core, whose integer paths it then takes instead of a Python string per row."""
+    index: dict[str, int] = {}
+    codes = [index.setdefault(cell, len(index)) for cell in cells]
+    return Categorical(np.array(codes, dtype=np.int64), [unneutralise(cell) if written else cell for cell in index])
+
+
+def _whole_numbers(cells: Sequence[str], lines: Sequence[int], column: str, *, empty: int | None = None) -> np.ndarray:
+    try:
+        return np.array([int(cell) if cell or empty is None else empty for cell in cells], dtype=np.int64)
+    except ValueError:
+        for cell, line in zip(cells, lines, strict=True):
+            if cell or empty is None:
+                _int(cell, JUDGMENTS_FILE, line, column)
+        raise
 
 
 def bundle_tables(judgments_csv: str) -> tuple[JudgmentTable, SpanTable]:
@@ -151,41 +153,39 @@ def bundle_tables(judgments_csv: str) -> tuple[JudgmentTable, SpanTable]:
     if missing:
         raise BundleError(f"{JUDGMENTS_FILE}: no column {', '.join(missing)}")
     at = {column: header.index(column) for column in required}
-    texts = [(name, at[column], _Codes()) for name, column in _KEY_TEXT]
-    round_at, gold_at, turn_at, score_at, spans_at = (at[c] for c in ("round", "is_gold", "turn_index", "score",
-                                                                      "spans"))
-    keys: dict[str, list[int]] = {name: [] for name, _, _ in texts}
-    gold, turn, score = [], [], []
-    span_rows: list[int] = []  # the judgment row of each span
-    start, end, subcategory, subcategories = [], [], [], _Codes()
+    rows, lines = [], []
     for row in reader:
-        line = reader.line_num
         if len(row) != len(header):
-            raise BundleError(f"{JUDGMENTS_FILE} line {line}: {len(row)} cells, the header has {len(header)}")
-        if not row[round_at]:
-            continue
-        if row[gold_at] not in ("true", "false"):
-            raise BundleError(f"{JUDGMENTS_FILE} line {line}: is_gold must be true or false")
-        for name, position, codes in texts:
-            keys[name].append(codes.code(unneutralise(row[position])))
-        gold.append(row[gold_at] == "true")
-        turn.append(_int(row[turn_at], JUDGMENTS_FILE, line, "turn_index") if row[turn_at] else 0)
-        score.append(_int(row[score_at], JUDGMENTS_FILE, line, "score"))
-        if row[spans_at]:
-            for one_start, one_end, slug in _spans(unneutralise(row[spans_at]), line):
-                span_rows.append(len(score) - 1)
+            raise BundleError(f"{JUDGMENTS_FILE} line {reader.line_num}: {len(row)} cells, the header has "
+                              f"{len(header)}")
+        if row[at["round"]]:
+            rows.append(row)
+            lines.append(reader.line_num)
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(header)
+    gold_cells = columns[at["is_gold"]]
+    if not set(gold_cells) <= {"true", "false"}:
+        line = next(n for cell, n in zip(gold_cells, lines, strict=True) if cell not in ("true", "false"))
+        raise BundleError(f"{JUDGMENTS_FILE} line {line}: is_gold must be true or false")
+    keys: dict[str, Any] = {name: _categorical(columns[at[column]]) for name, column in _KEY_TEXT}
+    judgments = JudgmentTable(
+        **keys, is_gold=np.array([cell == "true" for cell in gold_cells], dtype=bool),
+        turn=_whole_numbers(columns[at["turn_index"]], lines, "turn_index", empty=0),
+        score=_whole_numbers(columns[at["score"]], lines, "score"))
+
+    span_rows, start, end, slugs = [], [], [], []
+    for position, cell in enumerate(columns[at["spans"]]):
+        if cell:
+            for one_start, one_end, slug in _spans(unneutralise(cell), lines[position]):
+                span_rows.append(position)
                 start.append(one_start)
                 end.append(one_end)
-                subcategory.append(subcategories.code(slug))
-    judgment_columns: dict[str, Any] = {name: codes.column(keys[name]) for name, _, codes in texts}
-    judgments = JudgmentTable(**judgment_columns, is_gold=np.array(gold, dtype=bool),
-                              turn=np.array(turn, dtype=np.int64), score=np.array(score, dtype=np.int64))
-    rows = np.array(span_rows, dtype=np.int64)
-    span_columns: dict[str, Any] = {name: Categorical(np.asarray(column.codes)[rows], column.categories)
-                                    for name, column in judgment_columns.items()}
-    spans = SpanTable(**span_columns, is_gold=judgments.is_gold[rows], turn=judgments.turn[rows],
-                      start=np.array(start, dtype=np.int64), end=np.array(end, dtype=np.int64),
-                      subcategory=subcategories.column(subcategory))
+                slugs.append(slug)
+    picked = np.array(span_rows, dtype=np.int64)
+    spans = SpanTable(
+        **{name: Categorical(np.asarray(column.codes)[picked], column.categories) for name, column in keys.items()},
+        is_gold=judgments.is_gold[picked], turn=judgments.turn[picked], start=np.array(start, dtype=np.int64),
+        end=np.array(end, dtype=np.int64),
+        subcategory=_categorical(slugs, written=False))  # JSON inside the (read back) cell
     return judgments, spans
 
 
