@@ -350,3 +350,19 @@ def test_export_bundle_writes_the_runs_bundle(built, tmp_path):
         call_command("export_bundle", study.slug, str(out), "--run", "999999")
     with pytest.raises(CommandError, match="no study with slug 'nope'"):
         call_command("export_bundle", "nope", str(out))
+
+
+def test_the_schema_documents_the_bundle_download_with_its_ranges(client):
+    schema = client.get("/api/schema/?format=json").json()
+    operation = schema["paths"]["/api/v1/metric-runs/{run_id}/bundle.zip"]["get"]
+    assert operation["operationId"] == "metric_runs_bundle_retrieve" and operation["x-required-scope"] == "read"
+    assert "admins and researchers only" in operation["description"]
+    answers = operation["responses"]
+    assert {"200", "206", "401", "403", "404", "409", "416", "429"} <= set(answers)
+    for code in ("200", "206"):
+        assert set(answers[code]["content"]) == {"application/zip", "application/octet-stream"}
+        assert answers[code]["content"]["application/zip"]["schema"] == {"type": "string", "format": "binary"}
+        assert {"ETag", "Accept-Ranges", "Content-Disposition"} <= set(answers[code]["headers"])
+    assert "Content-Range" in answers["206"]["headers"] and "Content-Range" in answers["416"]["headers"]
+    headers = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+    assert headers == {"Range", "If-Range"}
