@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from django.http import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.downloads import ranged_file
 from api.errors import error_responses
-from api.openapi import ATTACHMENT_HEADER
+from api.openapi import RANGE_HEADERS
 from metrics.apis import Download, run_for
 from reports import bundle
 
@@ -19,25 +18,11 @@ ZIP = "application/zip"
 # The same bytes, for generators that know no zip type (openapi-python-client reads application/octet-stream as a
 # file): a response may list both, and the server sends application/zip.
 OCTETS = "application/octet-stream"
-RANGE = OpenApiParameter("Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                         description="one byte range, to resume a download: `bytes=N-`, `bytes=N-M` or `bytes=-N` "
-                                     "(the last N bytes); anything else is ignored and the whole file sent")
-IF_RANGE = OpenApiParameter("If-Range", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                            description="the ETag of the copy being resumed: the range is sent only while the file "
-                                        "is still that one, else the whole file (200)")
-ETAG = OpenApiParameter("ETag", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206], required=True,
-                        description="strong: the SHA-256 of the zip, in quotes; the same run gives the same bytes")
-ACCEPT_RANGES = OpenApiParameter("Accept-Ranges", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206],
-                                 required=True, description="`bytes`")
-CONTENT_RANGE = OpenApiParameter("Content-Range", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[206, 416],
-                                 required=True, description="`bytes FIRST-LAST/SIZE` (206), `bytes */SIZE` (416)")
-PARTIAL_ATTACHMENT = OpenApiParameter("Content-Disposition", OpenApiTypes.STR, OpenApiParameter.HEADER,
-                                      response=[206], required=True, description='`attachment; filename="…"`')
 
 
 class MetricRunBundleApi(Download):
     @extend_schema(
-        parameters=[RANGE, IF_RANGE, ATTACHMENT_HEADER, PARTIAL_ATTACHMENT, ETAG, ACCEPT_RANGES, CONTENT_RANGE],
+        parameters=RANGE_HEADERS,
         responses={
             (200, ZIP): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),
             (200, OCTETS): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),
@@ -57,6 +42,4 @@ class MetricRunBundleApi(Download):
             built = bundle.bundle_file(run=run)
         except bundle.BundleRefusedError as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
-        if not built.path.is_file():  # pragma: no cover - removed between the build and now
-            raise exceptions.NotFound("The bundle went away while it was being sent: ask again.")
-        return ranged_file(request, built.path, etag=built.etag, content_type=ZIP, filename=bundle.bundle_name(run))
+        return bundle.bundle_download(request, run, built)

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 
 from annotation import long_format
@@ -39,6 +41,7 @@ from annotation.models import Study
 from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
+from common.downloads import Spooled, resumable
 from metrics import care_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
@@ -60,9 +63,6 @@ class BundleFile:
     sha256: str
     size: int
 
-    @property
-    def etag(self) -> str:
-        return f'"{self.sha256}"'
 
 
 def kind_of(study: Study) -> str:
@@ -78,6 +78,12 @@ def kind_of(study: Study) -> str:
 
 def bundle_name(run: MetricRun) -> str:
     return f"{run.study.slug}-run{run.pk}-bundle.zip"
+
+
+def bundle_download(request: HttpRequest, run: MetricRun, built: BundleFile) -> HttpResponseBase:
+    """The kept bundle as a download that can be resumed (``common.downloads``: its ETag is the zip's SHA-256)."""
+    kept = Spooled.kept(built.path.open("rb"), size=built.size, sha256=built.sha256)
+    return resumable(request, kept, content_type="application/zip", filename=bundle_name(run))
 
 
 # --- the cached file ---------------------------------------------------------------------------------------------

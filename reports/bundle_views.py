@@ -9,7 +9,6 @@ from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from api.downloads import ranged_file
 from metrics import selectors as metrics_selectors
 from metrics.views import staff_study_or_404
 from reports import bundle
@@ -27,5 +26,4 @@ def run_bundle(request: HttpRequest, slug: str, run_id: int) -> HttpResponseBase
     except bundle.BundleRefusedError as error:
         messages.error(request, f"No bundle: {error}")
         return redirect("exports")
-    return ranged_file(request, built.path, etag=built.etag, content_type="application/zip",
-                      filename=bundle.bundle_name(run))
+    return bundle.bundle_download(request, run, built)
