@@ -392,7 +392,11 @@ def _html(study: Study, run: MetricRun, provenance: dict, report: Mapping[str, A
         svg = figures.get(f"figures/{page.slug}/{block.name}.svg")
         pages[-1]["blocks"].append({"block": block, "svg": _inline_svg(svg) if svg else "",
                                     "csv": f"tables/{page.slug}/{block.name}.csv"})
+    from reports.views import names_context  # the pages' names of the study's codes and their legend
+
+    kind = kind_of(study)
     return render_to_string("reports/bundle_report.html", {
+        **names_context(study, {"care": "care", "lc8": "lc8"}.get(kind, "main")),
         "study": study, "run": provenance, "report": report, "pages": pages,
         "software": report.get("software", {}), "input": report.get("input", {}),
         "warnings": [w.get("message", "") for w in report.get("warnings") or [] if isinstance(w, dict)],

@@ -107,6 +107,7 @@ def test_the_bundle_holds_the_data_the_report_its_figures_and_tables(built, rese
     for title in ("Reliability", "User input", "Atrophy risk", "Coupling", "Trajectories", "Span evidence"):
         assert f">{title}</h2>" in html
     assert html.count("<svg") == len(svgs) and "@media print" in html
+    assert "What the codes on this page mean" in html and 'data-key="exact"' in html  # the pages' names and keys
     # a table without rows is left out: a study without histories has no sessions.csv
     assert "data/sessions.csv" not in files
     assert all(len(csv_rows(files[name])) > 0 for name in files if name.endswith(".csv"))
