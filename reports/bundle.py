@@ -64,7 +64,6 @@ class BundleFile:
     size: int
 
 
-
 def kind_of(study: Study) -> str:
     """``default``, ``care`` or ``lc8``: the study's kind, from its schema's blocks
     (docs/architecture.md#study-kinds)."""
@@ -119,8 +118,9 @@ def bundle_file(*, run: MetricRun) -> BundleFile:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    facts_temporary = facts_path.with_suffix(".json.part")
-    facts_temporary.write_text(json.dumps({"sha256": digest, "size": size}))
+    handle, facts_temporary = tempfile.mkstemp(dir=folder, prefix=stem.name, suffix=".json.part")
+    with os.fdopen(handle, "w") as facts_out:
+        facts_out.write(json.dumps({"sha256": digest, "size": size}))
     os.replace(facts_temporary, facts_path)
     return BundleFile(zip_path, digest, size)
 
