@@ -269,6 +269,9 @@ METRIC_RUN_RECOVER_SECONDS = float(env("METRIC_RUN_RECOVER_SECONDS", "30"))
 # a run that was only waiting is a no-op).
 METRIC_RUN_RESEND_SECONDS = float(env("METRIC_RUN_RESEND_SECONDS", "300"))
 METRIC_RUN_MAX_ATTEMPTS = int(env("METRIC_RUN_MAX_ATTEMPTS", "3"))
+# Study bundles (docs/bundle.md): each run's zip is built once, on its first download, and kept here (a few MB at
+# paper scale; a file that is deleted is built again, to the same bytes).
+BUNDLE_DIR = Path(env("CAB_BUNDLE_DIR", str(VAR_DIR / "bundles")))
 # A run whose bootstrap is at least this large (resamples x clusters x cells) shares its chunks with other workers
 # (metrics.scaleout); up to METRIC_RUN_SPLIT_HELPERS helper tasks are sent; a chunk claimed by a helper that gives
 # no result within METRIC_RUN_CHUNK_CLAIM_SECONDS is computed by the run's own worker.

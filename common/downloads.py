@@ -40,6 +40,14 @@ class Spooled:
         self.size = self.file.tell()
         self.etag = f'"sha256-{digest.hexdigest()}"'
 
+    @classmethod
+    def kept(cls, file: IO[bytes], *, size: int, sha256: str) -> Spooled:
+        """A file written before whose SHA-256 is known (a study bundle kept on disk: docs/bundle.md), opened for
+        reading; the response closes it."""
+        spooled = cls.__new__(cls)  # nothing to spool
+        spooled.file, spooled.size, spooled.etag = file, size, f'"sha256-{sha256}"'
+        return spooled
+
 
 class Unsatisfiable(ValueError):
     """The range lies outside the file (416)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -20,6 +18,7 @@ from api.permissions import token_allows_study
 from common.cells import csv_stream
 from metrics import selectors, services
 from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
+from metrics.core.report_file import report_file_text
 
 READ = {"GET": ApiToken.Scope.READ}
 RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
@@ -48,11 +47,14 @@ class MetricRunListApi(APIView):
         return Response(MetricRunOut(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-def _run_for(request, run_id: int):
+def run_for(request, run_id: int, *, with_result: bool = False):
+    """The run, when the caller may see its study (404 otherwise; 403 for a token limited to another study)."""
     run = selectors.metric_run_get(run_id=run_id)
     if run is None or not _study_visible(request, run.study):
         raise exceptions.NotFound(f"No metric run {run_id} that you can see.")
     token_allows_study(request, run.study)
+    if with_result:
+        run.refresh_from_db(fields=["result"])
     return run
 
 
@@ -70,7 +72,7 @@ class MetricRunApi(APIView):
 
     @extend_schema(responses={200: MetricRunOut, **error_responses(404)}, summary="Status and progress of a run")
     def get(self, request, run_id: int):
-        return Response(MetricRunOut(_run_for(request, run_id)).data)
+        return Response(MetricRunOut(run_for(request, run_id)).data)
 
 
 class MetricRunResultApi(APIView):
@@ -82,14 +84,14 @@ class MetricRunResultApi(APIView):
                               **error_responses(404, 409)},
                    summary="The result of a succeeded run (409 while it is queued, running or failed)")
     def get(self, request, run_id: int):
-        run = _run_for(request, run_id)
+        run = run_for(request, run_id)
         if run.status != run.Status.SUCCEEDED:
             return Response({"detail": f"Run {run.pk} is {run.status}; it has no result."},
                             status=status.HTTP_409_CONFLICT)
         return Response(selectors.metric_run_result(run_id=run.pk))
 
 
-class _Download(APIView):
+class Download(APIView):
     """Downloads answer in their own format whatever the Accept header says (errors are still JSON)."""
 
     answers_any_accept = True  # never a 406 (api.openapi)
@@ -114,9 +116,8 @@ def _succeeded_run(request, study: Study):
 def report_download(study: Study, run) -> HttpResponse:
     """The run's report as a file, led by the run it came from (docs/metrics.md#provenance): the stored report says
     what was read and by which software; the file adds which run, when, and what asked for it."""
-    document = {"run": run_provenance(run), **run.result}
     return HttpResponse(
-        json.dumps(document, ensure_ascii=False, indent=1), content_type="application/json",
+        report_file_text(run_provenance(run), run.result), content_type="application/json",
         headers={"Content-Disposition": f'attachment; filename="{study.slug}-report-run{run.pk}.json"'},
     )
 
@@ -141,7 +142,7 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
     )
 
 
-class ReportExportApi(_Download):
+class ReportExportApi(Download):
     @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
                    responses={(200, "application/json"): OpenApiResponse(ReportFileOut),
                               **error_responses(400, 404)},
@@ -152,7 +153,7 @@ class ReportExportApi(_Download):
         return report_download(study, _succeeded_run(request, study))
 
 
-class IndexTableExportApi(_Download):
+class IndexTableExportApi(Download):
     @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
                    responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="one row per model"),
                               **error_responses(400, 404)},

@@ -16,15 +16,20 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency, untyped
 
 from annotation.models import Study
 from metrics import care_inputs, lc8_inputs, scaleout, selectors
-from metrics.core.report import INDEXED, PreparedReport, ReportParams, report_finish
+from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
+    INDEXED,
+    PreparedReport,
+    ReportParams,
+    report_complete,
+    report_finish,
+    single_blas_thread,
+)
 from metrics.core.report import report_prepare as core_report_prepare
 from metrics.models import MetricRun
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
-from metrics.report_warnings import report_warnings
 
 log = logging.getLogger(__name__)
 PROGRESS_WRITES_PER_SECOND = 4
@@ -39,17 +44,6 @@ def _scaled(progress: Callable[[float, str], None] | None, low: float, high: flo
         if progress is not None:
             progress(low + (high - low) * fraction, message)
     return scaled
-
-
-def single_blas_thread() -> None:
-    """Run this process's BLAS (numpy's matrix products: the bootstrap's draw counts x cell sums) on one thread
-    from now on. The product's last bit depends on how many threads OpenBLAS splits it across (one per core by
-    default), so without this a report would differ in the last digit between machines, and a chunk computed by
-    a helper on another machine would differ from the run's own; one thread is also faster here, where the
-    worker shares its cores with PostgreSQL (the threads spin-wait). Every path that computes a report or a
-    bootstrap chunk calls it first (``report_prepare``, ``scaleout.help_with``); only Celery workers and
-    commands import this module."""
-    threadpool_limits(limits=1, user_api="blas")
 
 
 def report_prepare(
@@ -78,22 +72,12 @@ def report_prepare(
         params=params,
         progress=_scaled(progress, LOADED, LOADED + (STORED - LOADED) * INDEXED),
     )
-    prepared.report["study"] = {"slug": study.slug, "schema": study.schema.slug,
-                                "schema_version": study.schema.version}
-    prepared.report["software"] = {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
-    # judgments without a score are read by no figure: counted as read and left out, so judgments = used + dropped
-    unscored = selectors.unscored_judgments(study=study)
-    counted = prepared.report["input"]
-    counted["judgments"] += unscored
-    counted["dropped"] = {"unscored": unscored, **counted["dropped"]}
+    study_block = {"slug": study.slug, "schema": study.schema.slug, "schema_version": study.schema.version}
     care = care_inputs.care_section(study=study, seed=seed, resamples=bootstrap)  # None unless a CARE study
-    if care is not None:
-        prepared.report["care"] = care
     lc8 = lc8_inputs.lc8_section(study=study, seed=seed, resamples=bootstrap)  # None unless an LC8 study
-    if lc8 is not None:
-        prepared.report["lc8"] = lc8
-    # the sections empty although the study coded or labelled something for them (metrics_report and pages say so)
-    prepared.report["warnings"] = report_warnings(prepared.report)
+    report_complete(prepared.report, study=study_block,
+                    software={"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT},
+                    unscored=selectors.unscored_judgments(study=study), sections={"care": care, "lc8": lc8})
     return prepared
 
 

@@ -64,6 +64,14 @@ def attribute_specs(*, study: Study) -> list[AttributeSpec]:
     return specs
 
 
+def subcategory_attributes(*, study: Study) -> dict[str, str]:
+    """Span subcategory slug -> its attribute's code, in schema order (span ratios read "second : first" of each
+    attribute's pair): what the report reads, and what a study bundle carries for its recompute."""
+    return dict(
+        study.schema.subcategories.order_by("attribute__position", "position").values_list("slug", "attribute__code")
+    )
+
+
 def int_columns(columns: Sequence[tuple[str, str]], source: str) -> list[np.ndarray]:
     """``SELECT <expression>, ... <source>`` for never-null integer expressions and their PostgreSQL
     ``int2``/``int4``/``int8`` types, as int64 arrays, in the rows' order.
@@ -354,9 +362,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
                model_categories[int(model[j])])] = text
     kinds = {(d, e): k for _, d, e, k in conversation_rows}
     # Schema order matters: span ratios read "second : first" of each attribute's pair.
-    subcategory_attribute = dict(
-        study.schema.subcategories.order_by("attribute__position", "position").values_list("slug", "attribute__code")
-    )
+    subcategory_attribute = subcategory_attributes(study=study)
     retained = tuple(
         sorted(
             StudyMember.objects.filter(study=study, retained=True).values_list("user__username", flat=True)

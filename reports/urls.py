@@ -1,6 +1,6 @@
 from django.urls import path, re_path
 
-from reports import care_views, lc8_views, views
+from reports import apis, bundle_views, care_views, lc8_views, views
 
 SLUG = r"(?P<slug>[-a-zA-Z0-9_]+)"
 PAGE = r"(?P<page>[a-z][a-z0-9-]{0,30})"  # digits: the lc8 page
@@ -9,6 +9,8 @@ BLOCK = r"(?P<name>[a-z][a-z0-9-]{0,40})"
 urlpatterns = [
     path("studies/<slug:slug>/reports/", views.overview, name="reports"),
     path("studies/<slug:slug>/reports/runs", views.runs, name="reports-runs"),
+    path("studies/<slug:slug>/reports/runs/<int:run_id>/bundle.zip", bundle_views.run_bundle, name="reports-bundle"),
+    path("api/v1/metric-runs/<int:run_id>/bundle.zip", apis.MetricRunBundleApi.as_view(), name="api-metric-run-bundle"),
     path("studies/<slug:slug>/reports/spans/examples/", views.span_examples, name="reports-span-examples"),
     path("studies/<slug:slug>/reports/care/timeline/<str:conversation>/", care_views.history_timeline,
          name="reports-care-timeline"),

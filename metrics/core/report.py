@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency, untyped
 
 from .bootstrap import Bootstrap
 from .calibration import calibration_section
@@ -17,16 +18,28 @@ from .common import to_jsonable
 from .encode import encode
 from .indices import indices_section
 from .provenance import fingerprint
+from .report_warnings import report_warnings
 from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
 
 __all__ = ["AttributeSpec", "JudgmentTable", "PreparedReport", "ReportParams", "SpanTable", "build_report",
-           "report_finish", "report_prepare"]
+           "report_complete", "report_finish", "report_prepare", "single_blas_thread"]
 
 REPORT_VERSION = 1
 Progress = Callable[[float, str], None]
 
 # Share of the report's time each stage takes (for progress; measured at paper scale, B = 1,000).
 ENCODED, CALIBRATED, INDEXED = 0.15, 0.3, 0.75
+
+
+def single_blas_thread() -> None:
+    """Run this process's BLAS (numpy's matrix products: the bootstrap's draw counts x cell sums) on one thread
+    from now on. The product's last bit depends on how many threads OpenBLAS splits it across (one per core by
+    default), so without this a report would differ in the last digit between machines, and a chunk computed by
+    a helper on another machine would differ from the run's own; one thread is also faster here, where the
+    worker shares its cores with PostgreSQL (the threads spin-wait). Every path that computes a report or a
+    bootstrap chunk calls it first (``metrics.runs.report_prepare``, ``metrics.scaleout.help_with``, the recompute
+    of a study bundle); only Celery workers, commands and the recompute import the modules that call it."""
+    threadpool_limits(limits=1, user_api="blas")
 
 
 @dataclass(eq=False)
@@ -100,6 +113,28 @@ def report_prepare(
     }
     step(INDEXED, f"bootstrap: {boot.chunks} chunks of up to {boot.resamples} resamples")
     return PreparedReport(report, boot)
+
+
+def report_complete(
+    report: dict, *, study: Mapping[str, object], software: Mapping[str, object], unscored: int,
+    sections: Mapping[str, dict | None] | None = None,
+) -> None:
+    """What a study's report holds beyond the core's figures, added in place: the study (slug, schema, version),
+    the software that computed it (docs/metrics.md#provenance), the judgments without a score (read by no figure:
+    counted as read and left out, so ``input.judgments`` = used + dropped), the sections of the study's kind
+    (``care``, ``lc8``; None: not this kind) and the ``warnings``. One home for the server's run
+    (``metrics.runs.report_prepare``) and the recompute of a study bundle (``metrics.core.recompute``), so the two
+    write the same report."""
+    report["study"] = dict(study)
+    report["software"] = dict(software)
+    counted = report["input"]
+    counted["judgments"] += unscored
+    counted["dropped"] = {"unscored": unscored, **counted["dropped"]}
+    for name, section in (sections or {}).items():
+        if section is not None:
+            report[name] = section
+    # the sections empty although the study coded or labelled something for them (metrics_report and pages say so)
+    report["warnings"] = report_warnings(report)
 
 
 def report_finish(prepared: PreparedReport, chunks: Sequence[Sequence[np.ndarray]]) -> dict:

@@ -166,6 +166,18 @@ class ReportParams:
     def as_dict(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> ReportParams:
+        """The parameters a report echoes (``as_dict`` as JSON gives them back: lists for tuples), as parameters
+        again; a key this version does not know is refused by name, a missing one takes its default."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown report parameters: {', '.join(unknown)}")
+        given: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                                 for name, value in values.items()}
+        return cls(**given)
+
 
 def check_columns(table: JudgmentTable | SpanTable, name: str) -> None:
     """Columns of unequal length would silently misalign every key; say which one is off."""

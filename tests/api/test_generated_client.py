@@ -10,6 +10,7 @@ import csv
 import importlib
 import io
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -124,7 +125,9 @@ def test_the_cli_s_committed_client_is_what_the_live_schema_generates(generated)
 
 
 @pytest.mark.slow(20)
-def test_a_generated_client_ingests_codes_runs_the_metrics_and_exports(generated, live_server, eager_worker):
+def test_a_generated_client_ingests_codes_runs_the_metrics_and_exports(generated, live_server, eager_worker, settings,
+                                                                       tmp_path):
+    settings.BUNDLE_DIR = str(tmp_path / "bundles")
     admin = user_ensure(username="client-admin", role=roles.ADMIN)
     StudyFactory(slug=SLUG)
     _, token = api_services.api_token_create(user=admin, name="generated client", by=None,
@@ -180,6 +183,15 @@ def test_a_generated_client_ingests_codes_runs_the_metrics_and_exports(generated
     assert (report.version, report.study.slug, report.input_.judgments) == (1, SLUG, rows)
     assert {a.code for a in report.attributes} >= {"AUR", "TD"}
     assert "ari" in report.indices.additional_properties
+
+    # The run's study bundle: a file, whole or a range of it (docs/bundle.md).
+    bundle = generated.operation("metric_runs", "metric_runs_bundle_retrieve")
+    whole = bundle.sync(run.id, client=client)
+    assert isinstance(whole, file), whole
+    data = whole.payload.read()
+    assert "report.json" in zipfile.ZipFile(io.BytesIO(data)).namelist()
+    part = bundle.sync_detailed(run.id, client=client, range_="bytes=10-29")
+    assert part.status_code == 206 and part.content == data[10:30]
 
     # Export: the judgments come back as they went in.
     exported = studies("studies_exports_judgments_retrieve").sync(SLUG, "csv", client=client)
