@@ -7,6 +7,7 @@
     cab import judgments.csv
     cab run --bootstrap 1000            # start a metric run and wait for it
     cab download judgments -o judgments.csv
+    cab download bundle                 # the newest succeeded run's study bundle (docs/bundle.md)
     cab download report -o report.json
 
 The token comes from ``CAB_TOKEN`` (never from the command line, where other users of the machine could read it
@@ -37,6 +38,7 @@ from cab_cli.api_client.api.studies import (
     studies_judgments_import_create,
     studies_list,
     studies_metric_runs_create,
+    studies_metric_runs_list,
     studies_responses_upload_create,
 )
 from cab_cli.api_client.models import (
@@ -253,10 +255,21 @@ def cmd_wait(args: argparse.Namespace) -> None:
 
 # --- downloads ----------------------------------------------------------------------------------------------------
 
+def _newest_succeeded(client: AuthenticatedClient, study: str) -> int:
+    runs = _ok(studies_metric_runs_list.sync_detailed(study, client=client))  # newest first
+    for run in runs:
+        if run.status == MetricRunOutStatusEnum.SUCCEEDED:
+            return int(run.id)
+    raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
+
+
 def cmd_download(args: argparse.Namespace) -> None:
     client, study = _client(), _study(args)
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
+    elif args.what == "bundle":
+        run = args.run if args.run is not None else _newest_succeeded(client, study)
+        url, name = f"/api/v1/metric-runs/{run}/bundle.zip", f"{study}-run-{run}-bundle.zip"
     else:
         url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"
         if args.run is not None:
@@ -302,11 +315,13 @@ def parser() -> argparse.ArgumentParser:
             sub.add_argument("run", type=int)
         sub.add_argument("--timeout", type=float, default=3600, help="seconds to wait at most (default 3600)")
         sub.add_argument("--every", type=float, default=1.0, help="seconds between polls (default 1)")
-    downloads = command("download", cmd_download, "download a study's judgments (resumable) or metrics report")
-    downloads.add_argument("what", choices=["judgments", "report"])
-    downloads.add_argument("-o", "--output", help="the file to write (default: STUDY-judgments.FORMAT, …)")
+    downloads = command("download", cmd_download, "download a study's judgments or a run's study bundle (both "
+                        "resumable), or its metrics report")
+    downloads.add_argument("what", choices=["judgments", "bundle", "report"])
+    downloads.add_argument("-o", "--output", help="the file to write (default: STUDY-judgments.FORMAT, "
+                           "STUDY-run-N-bundle.zip, STUDY-report.json)")
     downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format")
-    downloads.add_argument("--run", type=int, help="report: this run's (default: the newest succeeded)")
+    downloads.add_argument("--run", type=int, help="bundle, report: this run's (default: the newest succeeded)")
     downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection this often")
     return top
 

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,10 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
     assert status == 0, err
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["run"]["id"] == run["run"] and report["input"]["judgments"] == rows
+    status, out, err = cab("download", "bundle")  # the newest succeeded run's
+    assert status == 0, err
+    with zipfile.ZipFile(tmp_path / f"{SLUG}-run-{run['run']}-bundle.zip") as bundle:
+        assert bundle.read("report.json") == (tmp_path / "report.json").read_bytes()
 
     for fmt in ("csv", "jsonl"):
         status, out, err = cab("download", "judgments", "--format", fmt)

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,8 @@ def test_the_cli_example_and_its_curl_twin_run_as_written(live_server, admin_use
         assert Judgment.objects.filter(round__study=study).count() == rows, name
         exported = "".join(long_format.WRITERS["csv"](study=study)).encode()
         assert (folder / "demo-judgments.csv").read_bytes() == exported, name
+        with zipfile.ZipFile(folder / "demo-bundle.zip") as bundle:
+            assert bundle.read("report.json") == (folder / "demo-report.json").read_bytes(), name
         report = json.loads((folder / "demo-report.json").read_text())
         assert (report["study"]["slug"], report["input"]["judgments"], report["run"]["parameters"]["bootstrap"]) == (
             slug, rows, 200), name
