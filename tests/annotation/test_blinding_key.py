@@ -34,6 +34,7 @@ from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from tests import form_fuzz
 from tests.factories import RoundFactory, StudyMemberFactory
+from tests.metrics.test_study_archive import checksummed
 from tests.scenarios import MODELS, as_true, code_round
 
 pytestmark = pytest.mark.django_db
@@ -279,7 +280,7 @@ def with_study_record(lines: list[str], change) -> list[str]:
     for record in records:
         if record["type"] == "study":
             change(record)
-    return [json.dumps(record) for record in records]
+    return checksummed([json.dumps(record) for record in records])  # the archive's checksum made again
 
 
 def test_an_archive_carries_the_key_and_an_older_one_gets_a_new_key(coded, reviewer, tmp_path):

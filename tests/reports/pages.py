@@ -32,6 +32,7 @@ import io
 import json
 import time
 import traceback
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -58,7 +59,7 @@ from reports.forms import FilterForm
 BODY_SHOWN = 300
 # What a URL's extension says its answer is (anything else is an HTML page).
 TYPES = {"csv": "text/csv", "svg": "image/svg+xml", "png": "image/png", "json": "application/json",
-         "jsonl": "application/x-ndjson"}
+         "jsonl": "application/x-ndjson", "zip": "application/zip"}
 CHART_FORMATS, TABLE_FORMATS = ("svg", "png", "csv"), ("csv",)
 # The views that answer an htmx request (``HX-Request``) with the partial their filter form swaps in, and the one
 # that is always a partial (the overview polls the runs table).
@@ -93,7 +94,8 @@ def _walk(patterns: Iterable, namespace: str = "") -> Iterator[tuple[str, URLPat
 def dashboard_url_names() -> set[str]:
     """The URL names the sweep must reach: every pattern of ``reports.urls``, and every pattern of the project
     named ``export…`` (the exports page and its downloads)."""
-    names = {entry.name for _, entry in _walk(report_urlconf.urlpatterns)}
+    # API operations among them (the bundle's) are swept by the API's own tests (tests/api/test_openapi.py).
+    names = {entry.name for _, entry in _walk(report_urlconf.urlpatterns) if not entry.name.startswith("api-")}
     names |= {entry.name for namespace, entry in _walk(get_resolver().url_patterns)
               if not namespace and entry.name and entry.name.startswith("export")}
     return names
@@ -199,6 +201,7 @@ def _export_urls(study: Study, run: MetricRun | None) -> list[str]:
               for fmt in ("csv", "jsonl")]
     if run is not None:
         found.append(reverse("export-report", args=[slug]))
+        found.append(reverse("reports-bundle", args=[slug, run.pk]))  # the study bundle (docs/bundle.md)
         found += [reverse("export-index-table", args=[slug, table])
                   for table in metrics_selectors.index_tables(result=run.result)]
     return found
@@ -275,9 +278,9 @@ def _problem(url: str, response, body: bytes, *, partial: bool) -> str:
         return f"content type {content_type!r}, expected {expected!r}"
     if not body.strip():
         return "empty body"
-    if extension == "png" and not body.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "not a PNG"
-    text = body.decode("utf-8", errors="replace") if extension != "png" else ""
+    if extension in ("png", "zip"):
+        return _binary_problem(extension, body)
+    text = body.decode("utf-8", errors="replace")
     if extension == "svg" and "<svg" not in text:
         return "no <svg> element"
     if extension == "json":
@@ -296,6 +299,13 @@ def _problem(url: str, response, body: bytes, *, partial: bool) -> str:
     if expected == "text/html" and not partial and "</html>" not in text:
         return "not a whole HTML page"
     return ""
+
+
+def _binary_problem(extension: str, body: bytes) -> str:
+    if extension == "png":
+        return "" if body.startswith(b"\x89PNG\r\n\x1a\n") else "not a PNG"
+    with zipfile.ZipFile(io.BytesIO(body)) as bundle:  # the study bundle: whole, with its report
+        return "" if "report.json" in bundle.namelist() and bundle.testzip() is None else "not a whole bundle"
 
 
 def fetch(client: Client, url: str, *, partial: bool = False) -> tuple[Failure | None, str]:
