@@ -343,7 +343,7 @@ X_FRAME_OPTIONS = "DENY"
 # Redis outage signs nobody out and keeps no signed-out session alive (a cache in front would have to be told of a
 # sign-out made while it was unreachable). They end after SESSION_IDLE_MINUTES without a request and with the
 # browser; requests renew them at most once a minute (access/sessions.py), not with a save on every request.
-SESSION_ENGINE = "django.contrib.sessions.backends.db"
+SESSION_ENGINE = "access.sessions"  # Django's database sessions, read by one plain statement
 SESSION_COOKIE_AGE = int(env("SESSION_IDLE_MINUTES", "120")) * 60
 SESSION_RENEW_SECONDS = 60
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True
