@@ -81,12 +81,29 @@ class AttributeGroup:
     attributes: list[AttributeDefinition]
 
 
+@dataclass(frozen=True, slots=True)
+class JudgmentShown:
+    """What the turn page shows of one of the coder's judgments: its form's data. Plain values, not a model instance
+    each: a page has 80 of them, and building the instances cost more CPU than reading the rows (issue 34)."""
+
+    pk: int
+    attribute_id: int
+    response_id: int | None
+    score: int | None
+    instance_count: int | None
+    version: int
+
+    @property
+    def id(self) -> int:
+        return self.pk
+
+
 @dataclass
 class AttrForm:
     """One autosaving form on the turn page: an attribute on the turn or on one response."""
 
     attribute: AttributeDefinition
-    judgment: Judgment | None
+    judgment: Judgment | JudgmentShown | None
     form_id: str
     response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
     label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
@@ -102,7 +119,7 @@ class ResponseCard:
     response: ModelResponse
     handle: str
     label: str
-    judgments: dict[str, Judgment]
+    judgments: dict[str, JudgmentShown]
     groups: list[tuple[AttributeGroup, list[AttrForm]]]
 
     @property
@@ -127,7 +144,7 @@ class TurnView:
     earlier_turns: list[Turn]
     turn_groups: list[AttributeGroup]
     response_groups: list[AttributeGroup]
-    turn_judgments: dict[str, Judgment]
+    turn_judgments: dict[str, JudgmentShown]
     turn_forms: list[tuple[AttributeGroup, list[AttrForm]]]
     cards: list[ResponseCard]
     subcategories: list[SpanSubcategory]
@@ -555,7 +572,7 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     page = _turn_page_rows(assignment=assignment, study=study, turn=turn)
     earlier, responses, judgments, spans = page.earlier, page.responses, page.judgments, page.spans
     codes = {a.pk: a.code for a in attributes}
-    judged: dict[int | None, dict[str, Judgment]] = defaultdict(dict)
+    judged: dict[int | None, dict[str, JudgmentShown]] = defaultdict(dict)
     for j in judgments:
         if j.attribute_id in codes:
             judged[j.response_id][codes[j.attribute_id]] = j
@@ -567,13 +584,16 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
 
+    # The units each attribute is coded on in this turn, by response id (None: the turn), asked once per attribute.
+    units = {a.code: {None if u is None else u.pk for u in rules.units_of(a, ordered)} for a in attributes}
+
     def forms(group: AttributeGroup, response: ModelResponse | None) -> list[AttrForm]:
         key = response.pk if response is not None else None
         handle = handles[key] if key is not None else None
         prefix = f"r{handle}" if handle is not None else "t"
         made = []
         for a in group.attributes:
-            if response not in rules.units_of(a, ordered):
+            if key not in units[a.code]:
                 continue
             judgment = judged[key].get(a.code)
             made.append(AttrForm(a, judgment, f"{prefix}-{a.code}", handle, labels.get(key, ""),
@@ -615,7 +635,7 @@ class _TurnPageRows:
     progress: dict[str, Any]
     earlier: list[Turn]
     responses: list[ModelResponse]
-    judgments: list[Judgment]
+    judgments: list[JudgmentShown]
     spans: dict[int, list[str]]
 
 
@@ -629,7 +649,7 @@ class _TurnPageRows:
 # what this one reads with the querysets it replaced.
 _TURN_FIELDS = ("id", "conversation_id", "session_id", "index", "client_text", "therapist_reference")
 _RESPONSE_FIELDS = ("id", "turn_id", "model_slot", "model_version", "text", "created_at", "updated_at")
-_JUDGMENT_FIELDS = ("id", "attribute_id", "response_id", "score", "instance_count", "version")
+_JUDGMENT_FIELDS = ("id", "attribute_id", "response_id", "score", "instance_count", "version")  # JudgmentShown's
 _turn_page_statement: list[str] = []
 
 
@@ -706,7 +726,7 @@ def _turn_page_rows(*, assignment: Assignment, study: Study, turn: Turn) -> _Tur
                   "conversation_done": conversation_done, "previous": previous, "next": following},
         earlier=_instances(Turn, _TURN_FIELDS, earlier),
         responses=_instances(ModelResponse, _RESPONSE_FIELDS, responses),
-        judgments=_instances(Judgment, _JUDGMENT_FIELDS, [j[:-1] for j in judged or ()]),
+        judgments=[JudgmentShown(*j[:-1]) for j in judged or ()],
         spans=spans)
 
 
