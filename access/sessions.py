@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends import db
 from django.contrib.sessions.models import Session
@@ -23,6 +24,8 @@ from django.db import connections, router
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+
+from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND
 
 RENEWED = "_renewed_at"
 
@@ -52,7 +55,15 @@ class IdleSessionMiddleware:
 
 class SessionStore(db.SessionStore):
     """Django's database session store; a session is read by one statement of plain SQL: the same row, under the
-    same condition (its key, not expired), as ``Session.objects.get(session_key=…, expire_date__gt=now)``."""
+    same condition (its key, not expired), as ``Session.objects.get(session_key=…, expire_date__gt=now)``. A session
+    signed in through Django's ModelBackend before ``access.backends.UserBackend`` replaced it is read as
+    UserBackend's (the same rules), so nobody is signed out by the change."""
+
+    def load(self) -> dict[str, Any]:
+        data = super().load()
+        if data.get(BACKEND_SESSION_KEY) == DJANGO_MODEL_BACKEND:
+            data[BACKEND_SESSION_KEY] = USER_BACKEND
+        return data
 
     def _get_session_from_db(self) -> Session | None:
         alias = router.db_for_read(Session)

@@ -194,7 +194,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one address
 # the pair is locked out for LOGIN_LOCKOUT_MINUTES (a styled 429 page), whatever the password; a right password
 # resets the count. Keyed on username and address together, so a stranger cannot lock a colleague out from afar.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# access.backends.UserBackend: Django's ModelBackend with the signed-in user read by one plain statement.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "access.backends.UserBackend"]
 AXES_FAILURE_LIMIT = int(env("LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = float(env("LOGIN_LOCKOUT_MINUTES", "15")) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
