@@ -27,7 +27,7 @@ def _user_statement() -> tuple[str, ModelColumns]:
         model = get_user_model()
         columns = ModelColumns.of(model, "u")
         table = connection.ops.quote_name(model._meta.db_table)
-        pk = connection.ops.quote_name(str(model._meta.pk.column))  # type: ignore[union-attr]
+        pk = connection.ops.quote_name(str(model._meta.pk.column))
         _statement.append((f"SELECT {columns.select()} FROM {table} u WHERE u.{pk} = %s", columns))  # noqa: S608  # nosec B608 - names from the model
     return _statement[0]
 
@@ -35,11 +35,11 @@ def _user_statement() -> tuple[str, ModelColumns]:
 class UserBackend(ModelBackend):
     def get_user(self, user_id: Any) -> Any:
         sql, columns = _user_statement()
-        pk = get_user_model()._meta.pk.to_python(user_id)  # type: ignore[union-attr]  # as get(pk=…) converts it
+        pk = get_user_model()._meta.pk.to_python(user_id)  # as get(pk=…) converts it
         with connection.cursor() as cursor:
             cursor.execute(sql, [pk])
             row = cursor.fetchone()
         if row is None:
             return None
         user = columns.instance(row)
-        return user if self.user_can_authenticate(user) else None
+        return user if self.user_can_authenticate(user) else None  # type: ignore[arg-type]  # the user model's

@@ -662,7 +662,8 @@ def _turn_page_sql() -> str:
         return quote(model._meta.db_table)
 
     def columns(model: type[Model], alias: str, names: tuple[str, ...]) -> str:
-        return ", ".join(f"{alias}.{quote(str(model._meta.get_field(n).column))}" for n in names)
+        return ", ".join(f"{alias}.{quote(str(model._meta.get_field(n).column))}"  # type: ignore[union-attr]
+                         for n in names)
 
     mine = "round_id = %(round)s AND {0}.coder_id = %(coder)s"
     queue, conversation, assignments = table(QueueProgress), table(ConversationProgress), table(Assignment)
