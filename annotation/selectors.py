@@ -87,6 +87,7 @@ class JudgmentShown:
     each: a page has 80 of them, and building the instances cost more CPU than reading the rows (issue 34)."""
 
     pk: int
+    coder_id: int  # always the page's coder: the statement reads no one else's (tests/calibration/test_selectors.py)
     attribute_id: int
     response_id: int | None
     score: int | None
@@ -649,7 +650,8 @@ class _TurnPageRows:
 # what this one reads with the querysets it replaced.
 _TURN_FIELDS = ("id", "conversation_id", "session_id", "index", "client_text", "therapist_reference")
 _RESPONSE_FIELDS = ("id", "turn_id", "model_slot", "model_version", "text", "created_at", "updated_at")
-_JUDGMENT_FIELDS = ("id", "attribute_id", "response_id", "score", "instance_count", "version")  # JudgmentShown's
+# JudgmentShown's fields, in its order.
+_JUDGMENT_FIELDS = ("id", "coder_id", "attribute_id", "response_id", "score", "instance_count", "version")
 _turn_page_statement: list[str] = []
 
 

@@ -93,7 +93,7 @@ def test_the_pages_one_statement_reads_what_the_querysets_it_replaced_read(demo,
     responses = selectors.study_responses(study=study, turn_ids=[turn.pk])[turn.pk]
     assert [fields(r) for r in rows.responses] == [fields(r) for r in responses] and len(responses) == 5
     judgments = Judgment.objects.filter(round=demo, coder=reviewer, is_gold=False, turn=turn)
-    shown = ("pk", "attribute_id", "response_id", "score", "instance_count", "version")
+    shown = ("pk", "coder_id", "attribute_id", "response_id", "score", "instance_count", "version")
     assert sorted(tuple(getattr(j, f) for f in shown) for j in rows.judgments) == sorted(
         tuple(getattr(j, f) for f in shown) for j in judgments) and len(rows.judgments) == 80
     spans: dict[int, list[str]] = {}
