@@ -81,12 +81,30 @@ class AttributeGroup:
     attributes: list[AttributeDefinition]
 
 
+@dataclass(frozen=True, slots=True)
+class JudgmentShown:
+    """What the turn page shows of one of the coder's judgments: its form's data. Plain values, not a model instance
+    each: a page has 80 of them, and building the instances cost more CPU than reading the rows (issue 34)."""
+
+    pk: int
+    coder_id: int  # always the page's coder: the statement reads no one else's (tests/calibration/test_selectors.py)
+    attribute_id: int
+    response_id: int | None
+    score: int | None
+    instance_count: int | None
+    version: int
+
+    @property
+    def id(self) -> int:
+        return self.pk
+
+
 @dataclass
 class AttrForm:
     """One autosaving form on the turn page: an attribute on the turn or on one response."""
 
     attribute: AttributeDefinition
-    judgment: Judgment | None
+    judgment: Judgment | JudgmentShown | None
     form_id: str
     response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
     label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
@@ -102,7 +120,7 @@ class ResponseCard:
     response: ModelResponse
     handle: str
     label: str
-    judgments: dict[str, Judgment]
+    judgments: dict[str, JudgmentShown]
     groups: list[tuple[AttributeGroup, list[AttrForm]]]
 
     @property
@@ -127,7 +145,7 @@ class TurnView:
     earlier_turns: list[Turn]
     turn_groups: list[AttributeGroup]
     response_groups: list[AttributeGroup]
-    turn_judgments: dict[str, Judgment]
+    turn_judgments: dict[str, JudgmentShown]
     turn_forms: list[tuple[AttributeGroup, list[AttrForm]]]
     cards: list[ResponseCard]
     subcategories: list[SpanSubcategory]
@@ -552,23 +570,10 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     turn = assignment.turn
     schema = schema_attributes(study=study)
     attributes = [a for a in schema.attributes if a.unit != AttributeDefinition.Unit.CONVERSATION]
-    earlier = list(Turn.objects.filter(conversation_id=turn.conversation_id, index__lt=turn.index).order_by("index"))
-    responses = study_responses(study=study, turn_ids=[turn.pk])[turn.pk]
-    judgments = list(
-        Judgment.objects.filter(round=round_, coder=user, is_gold=False, turn=turn)
-        .only("id", "attribute_id", "response_id", "score", "instance_count", "version")
-    )
-    # The spans as the page sends them, in one query of plain values (no model instance per span).
-    spans: dict[int, list[str]] = defaultdict(list)
-    if judgments:
-        for judgment_id, start, end, slug in (
-            Span.objects.filter(judgment__round=round_, judgment__coder=user, judgment__is_gold=False,
-                                judgment__turn=turn)
-            .order_by("judgment_id", "start", "end").values_list("judgment_id", "start", "end", "subcategory__slug")
-        ):
-            spans[judgment_id].append(f"{start} {end} {slug}")
+    page = _turn_page_rows(assignment=assignment, study=study, turn=turn)
+    earlier, responses, judgments, spans = page.earlier, page.responses, page.judgments, page.spans
     codes = {a.pk: a.code for a in attributes}
-    judged: dict[int | None, dict[str, Judgment]] = defaultdict(dict)
+    judged: dict[int | None, dict[str, JudgmentShown]] = defaultdict(dict)
     for j in judgments:
         if j.attribute_id in codes:
             judged[j.response_id][codes[j.attribute_id]] = j
@@ -580,13 +585,16 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
     response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
 
+    # The units each attribute is coded on in this turn, by response id (None: the turn), asked once per attribute.
+    units = {a.code: {None if u is None else u.pk for u in rules.units_of(a, ordered)} for a in attributes}
+
     def forms(group: AttributeGroup, response: ModelResponse | None) -> list[AttrForm]:
         key = response.pk if response is not None else None
         handle = handles[key] if key is not None else None
         prefix = f"r{handle}" if handle is not None else "t"
         made = []
         for a in group.attributes:
-            if response not in rules.units_of(a, ordered):
+            if key not in units[a.code]:
                 continue
             judgment = judged[key].get(a.code)
             made.append(AttrForm(a, judgment, f"{prefix}-{a.code}", handle, labels.get(key, ""),
@@ -598,7 +606,7 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
                      groups=[(g, forms(g, r)) for g in response_groups])
         for r in ordered
     ]
-    progress = turn_progress(assignment=assignment, conversation_id=turn.conversation_id)
+    progress = page.progress
     return TurnView(
         assignment=assignment,
         round=round_,
@@ -621,6 +629,108 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
         next_position=progress["next"],
         **_session_forms(round=round_, user=user, turn=turn, attributes=attributes, schema=study.schema),
     )
+
+
+@dataclass
+class _TurnPageRows:
+    progress: dict[str, Any]
+    earlier: list[Turn]
+    responses: list[ModelResponse]
+    judgments: list[JudgmentShown]
+    spans: dict[int, list[str]]
+
+
+# The turn page's reads after its assignment, in one statement written here (built once per process): the coder's
+# progress (the counters PostgreSQL keeps and one probe each of the (round, coder, position) index for the previous
+# and next items, as ``turn_progress``), the earlier turns of the conversation, the turn's responses that the study
+# codes (``study_responses``), the coder's judgments of the turn with their spans. Each list comes back as one JSON
+# array (an ARRAY of its rows, probed by index: no aggregate over the judgments, which
+# tests/annotation/test_reviewer_pages_cost.py refuses). Five statements, each compiled by the ORM on every page,
+# took more CPU than everything else the page did (issue 34); tests/annotation/test_views_turn_page.py compares
+# what this one reads with the querysets it replaced.
+_TURN_FIELDS = ("id", "conversation_id", "session_id", "index", "client_text", "therapist_reference")
+_RESPONSE_FIELDS = ("id", "turn_id", "model_slot", "model_version", "text", "created_at", "updated_at")
+# JudgmentShown's fields, in its order.
+_JUDGMENT_FIELDS = ("id", "coder_id", "attribute_id", "response_id", "score", "instance_count", "version")
+_turn_page_statement: list[str] = []
+
+
+def _turn_page_sql() -> str:
+    if _turn_page_statement:
+        return _turn_page_statement[0]
+    quote = connection.ops.quote_name
+
+    def table(model: type[Model]) -> str:
+        return quote(model._meta.db_table)
+
+    def columns(model: type[Model], alias: str, names: tuple[str, ...]) -> str:
+        return ", ".join(f"{alias}.{quote(str(model._meta.get_field(n).column))}"  # type: ignore[union-attr]
+                         for n in names)
+
+    mine = "round_id = %(round)s AND {0}.coder_id = %(coder)s"
+    queue, conversation, assignments = table(QueueProgress), table(ConversationProgress), table(Assignment)
+    sql = f"""SELECT
+        COALESCE((SELECT q.total FROM {queue} q WHERE q.{mine.format("q")}), 0),
+        COALESCE((SELECT q.done FROM {queue} q WHERE q.{mine.format("q")}), 0),
+        COALESCE((SELECT c.total FROM {conversation} c WHERE c.{mine.format("c")}
+                  AND c.conversation_id = %(conversation)s), 0),
+        COALESCE((SELECT c.done FROM {conversation} c WHERE c.{mine.format("c")}
+                  AND c.conversation_id = %(conversation)s), 0),
+        (SELECT n.position FROM {assignments} n WHERE n.{mine.format("n")} AND n.position < %(position)s
+         ORDER BY n.position DESC LIMIT 1),
+        (SELECT n.position FROM {assignments} n WHERE n.{mine.format("n")} AND n.position > %(position)s
+         ORDER BY n.position LIMIT 1),
+        to_json(ARRAY(SELECT json_build_array({columns(Turn, "e", _TURN_FIELDS)}) FROM {table(Turn)} e
+                      WHERE e.conversation_id = %(conversation)s AND e.{quote("index")} < %(index)s
+                      ORDER BY e.{quote("index")})),
+        to_json(ARRAY(SELECT json_build_array({columns(ModelResponse, "r", _RESPONSE_FIELDS)})
+                      FROM {table(ModelResponse)} r WHERE r.turn_id = %(turn)s
+                      AND (NOT %(some_slots)s OR r.model_slot = ANY(%(slots)s)) ORDER BY r.model_slot)),
+        to_json(ARRAY(SELECT json_build_array({columns(Judgment, "j", _JUDGMENT_FIELDS)},
+                (SELECT string_agg(concat_ws(' ', sp.start, sp.{quote("end")}, sc.slug), ','
+                                   ORDER BY sp.start, sp.{quote("end")})
+                 FROM {table(Span)} sp JOIN {table(SpanSubcategory)} sc ON sc.id = sp.subcategory_id
+                 WHERE sp.judgment_id = j.id))
+                      FROM {table(Judgment)} j WHERE j.{mine.format("j")} AND NOT j.is_gold AND j.turn_id = %(turn)s))
+    """  # noqa: S608  # nosec B608 - names from the models, values bound
+    _turn_page_statement.append(sql)
+    return sql
+
+
+def _instances(model: type[Model], names: tuple[str, ...], rows: list[list[Any]] | None) -> list[Any]:
+    """Model instances from JSON arrays of ``names``' values, each converted as the field reads it (a timestamp
+    comes as text)."""
+    fields = [model._meta.get_field(n) for n in names]
+    attnames = [str(f.attname) for f in fields]  # type: ignore[union-attr]
+    text_of = [i for i, f in enumerate(fields) if f.get_internal_type() in {"DateTimeField", "DateField"}]
+    made = []
+    for row in rows or ():
+        for i in text_of:
+            if row[i] is not None:
+                row[i] = fields[i].to_python(row[i])  # type: ignore[union-attr]
+        made.append(model.from_db(connection.alias, attnames, row))
+    return made
+
+
+def _turn_page_rows(*, assignment: Assignment, study: Study, turn: Turn) -> _TurnPageRows:
+    with connection.cursor() as cursor:
+        cursor.execute(_turn_page_sql(), {
+            "round": assignment.round_id, "coder": assignment.coder_id, "position": assignment.position,
+            "conversation": turn.conversation_id, "index": turn.index, "turn": turn.pk,
+            "some_slots": bool(study.model_slots), "slots": list(study.model_slots or [])})
+        row = cursor.fetchone()
+    total, done, conversation_total, conversation_done, previous, following, earlier, responses, judged = row
+    spans: dict[int, list[str]] = defaultdict(list)
+    for judgment in judged or ():
+        if judgment[-1]:
+            spans[judgment[0]] = judgment[-1].split(",")
+    return _TurnPageRows(
+        progress={"total": total, "done": done, "conversation_total": conversation_total,
+                  "conversation_done": conversation_done, "previous": previous, "next": following},
+        earlier=_instances(Turn, _TURN_FIELDS, earlier),
+        responses=_instances(ModelResponse, _RESPONSE_FIELDS, responses),
+        judgments=[JudgmentShown(*j[:-1]) for j in judged or ()],
+        spans=spans)
 
 
 def turn_progress(*, assignment: Assignment, conversation_id: int) -> dict[str, Any]:

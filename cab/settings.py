@@ -194,7 +194,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sign-in throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one username from one address
 # the pair is locked out for LOGIN_LOCKOUT_MINUTES (a styled 429 page), whatever the password; a right password
 # resets the count. Keyed on username and address together, so a stranger cannot lock a colleague out from afar.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# access.backends.UserBackend: Django's ModelBackend with the signed-in user read by one plain statement.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "access.backends.UserBackend"]
 AXES_FAILURE_LIMIT = int(env("LOGIN_FAILURE_LIMIT", "10"))
 AXES_COOLOFF_TIME = float(env("LOGIN_LOCKOUT_MINUTES", "15")) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -346,7 +347,7 @@ X_FRAME_OPTIONS = "DENY"
 # Redis outage signs nobody out and keeps no signed-out session alive (a cache in front would have to be told of a
 # sign-out made while it was unreachable). They end after SESSION_IDLE_MINUTES without a request and with the
 # browser; requests renew them at most once a minute (access/sessions.py), not with a save on every request.
-SESSION_ENGINE = "django.contrib.sessions.backends.db"
+SESSION_ENGINE = "access.sessions"  # Django's database sessions, read by one plain statement
 SESSION_COOKIE_AGE = int(env("SESSION_IDLE_MINUTES", "120")) * 60
 SESSION_RENEW_SECONDS = 60
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True

@@ -193,7 +193,8 @@
   }
 
   function bodyOf(form) {
-    const data = new FormData();
+    // URL-encoded, not multipart: the server reads such a body for a fraction of a multipart one's CPU.
+    const data = new URLSearchParams();
     if (form === note) {
       data.append("comment", form.elements.comment.value);
       form.querySelectorAll('input[name="flags"]:checked').forEach(function (box) { data.append("flags", box.value); });

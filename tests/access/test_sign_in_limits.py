@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import socket
 from datetime import timedelta
+from importlib import import_module
 
 import pytest
 from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore as DatabaseStore
 from django.contrib.sessions.models import Session
 from django.core.cache import cache
 from django.test import override_settings
@@ -78,7 +80,8 @@ def _expired(key: str) -> None:
 def test_sessions_live_in_the_database_whatever_redis(client, reviewer):
     """Sessions are rows of the database (not Redis, even where Redis is configured), so a Redis outage signs nobody
     out and cannot keep a signed-out session alive (tests/integration/test_outage.py stops Redis for real)."""
-    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.db"
+    engine = import_module(settings.SESSION_ENGINE).SessionStore  # access.sessions: one plain read
+    assert issubclass(engine, DatabaseStore) and engine.get_model_class() is Session
     assert sign_in(client, "reviewer", PASSWORD)
     key = client.session.session_key
     assert Session.objects.get(session_key=key).get_decoded()["_auth_user_id"] == str(reviewer.pk)

@@ -19,10 +19,11 @@ pytestmark = pytest.mark.django_db
 JUDGE = "demo-care-judge"
 # Turns of the demo history: 5–8 the crisis session (3), 9–10 a chat (4), 11–13 the callback (5).
 CRISIS_END, CALLBACK_START = 8, 11
-# The CAB turn page's queries, plus for a history: its sessions, the replies of its earlier turns, and whether the
-# user may see the judges' labels; at the end of a crisis or callback session also the session with its last turn
-# and the coder's checklist judgments.
-CARE_PAGE_QUERIES = 8 + 3
+# The CAB turn page's 4 queries (tests/annotation/test_views_turn_page.py), plus for a history: the turn's session
+# with its last turn, its sessions, the replies of its earlier turns, and whether the user may see the judges'
+# labels (11 before the turn page read its rows in one statement: 7 for a page without judgments, then 4); at the end
+# of a crisis or callback session also the session with its last turn and the coder's checklist judgments.
+CARE_PAGE_QUERIES = 4 + 4
 CHECKLIST_QUERIES = 2
 
 

@@ -40,9 +40,9 @@ DONE = {SHORT: 7, LONG: 200}  # completed from the start of the queue, as a revi
 BACKGROUND_CODERS = 60  # other queues of LONG items in the same round, half of each completed and judged
 BIG_TABLES = {"annotation_assignment", "annotation_judgment"}
 
-# Session, user, assignment, earlier turns, responses, judgments, spans, progress (the schema is kept per process
-# after the first page; tests/annotation/test_views_turn_page.py).
-TURN_PAGE_QUERIES = 8
+# Session, user, assignment, and one statement for the rest: progress, earlier turns, responses, judgments with
+# their spans (the schema is kept per process after the first page; tests/annotation/test_views_turn_page.py).
+TURN_PAGE_QUERIES = 4
 # Session, user, assignment; the round (shared lock) with the judgment (row lock); whether a reopening locked the
 # item (a calibration round); the update with its history row; and SAVEPOINT / RELEASE, the service's transaction
 # inside the test's. U1 has no span subcategories, so its spans are not read.

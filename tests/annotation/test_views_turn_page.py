@@ -15,16 +15,16 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation import selectors, services
-from annotation.models import Assignment, Judgment, JudgmentRevision, Round
-from benchmark.models import ModelResponse
+from annotation.models import Assignment, Judgment, JudgmentRevision, Round, Span
+from benchmark.models import ModelResponse, Turn
 from tests.annotation.test_views import fill_turn, login
 
 pytestmark = pytest.mark.django_db
 
-# Session, user, assignment, earlier turns, responses, judgments, spans, progress; the
-# first page of a study's schema in a process also reads its attributes and subcategories (kept per process once
-# the schema is frozen).
-TURN_PAGE_QUERIES = 8
+# Session, user, assignment, the page's rows (progress, earlier turns, responses, judgments with their spans: one
+# statement, ``selectors._turn_page_rows``); the first page of a study's schema in a process also reads its
+# attributes and subcategories (kept per process once the schema is frozen).
+TURN_PAGE_QUERIES = 4
 SCHEMA_QUERIES = 2
 MAX_RAW_BYTES = 60_000
 MAX_GZIP_BYTES = 15_000
@@ -66,6 +66,42 @@ def test_a_filled_turn_page_is_light_and_needs_a_fixed_number_of_queries(client,
     # Each attribute's definition and anchors once on the page, not once per form.
     definition = escape(demo.study.schema.attributes.get(code="AUR").definition).encode()
     assert page.content.count(definition) == 1
+
+
+def fields(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields
+            if f.attname not in instance.get_deferred_fields()}
+
+
+@pytest.mark.parametrize("position", [1, 2])
+def test_the_pages_one_statement_reads_what_the_querysets_it_replaced_read(demo, position):
+    """Position 2 is turn 2 of a multi-turn conversation: it has an earlier turn. The panel's and the expert's
+    judgments of the same turn, and gold, are not the reviewer's; the demo study codes five of the turn's model
+    slots."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    fill_turn(demo, reviewer, position)
+    assignment = Assignment.objects.select_related("round__study", "turn").get(round=demo, coder=reviewer,
+                                                                               position=position)
+    turn, study = assignment.turn, assignment.round.study
+    # A gold value recorded by the reviewer themself is still not one of their judgments.
+    services.gold_save(round=demo, by=reviewer, attribute=study.schema.attributes.get(code="U1"), turn=turn,
+                       response=None, score=2)
+    rows = selectors._turn_page_rows(assignment=assignment, study=study, turn=turn)
+
+    earlier = list(Turn.objects.filter(conversation_id=turn.conversation_id, index__lt=turn.index).order_by("index"))
+    assert [fields(t) for t in rows.earlier] == [fields(t) for t in earlier] and (position == 1) == (not earlier)
+    responses = selectors.study_responses(study=study, turn_ids=[turn.pk])[turn.pk]
+    assert [fields(r) for r in rows.responses] == [fields(r) for r in responses] and len(responses) == 5
+    judgments = Judgment.objects.filter(round=demo, coder=reviewer, is_gold=False, turn=turn)
+    shown = ("pk", "coder_id", "attribute_id", "response_id", "score", "instance_count", "version")
+    assert sorted(tuple(getattr(j, f) for f in shown) for j in rows.judgments) == sorted(
+        tuple(getattr(j, f) for f in shown) for j in judgments) and len(rows.judgments) == 80
+    spans: dict[int, list[str]] = {}
+    for judgment_id, start, end, slug in Span.objects.filter(judgment__in=judgments).order_by(
+            "judgment_id", "start", "end").values_list("judgment_id", "start", "end", "subcategory__slug"):
+        spans.setdefault(judgment_id, []).append(f"{start} {end} {slug}")
+    assert dict(rows.spans) == spans and all(len(s) == 2 for s in spans.values())
+    assert rows.progress == selectors.turn_progress(assignment=assignment, conversation_id=turn.conversation_id)
 
 
 def test_pages_are_sent_compressed_to_browsers_that_accept_it(client, demo):

@@ -1,0 +1,69 @@
+"""``access.sessions.SessionStore``: Django's database sessions, read by one plain statement; it loads what Django's
+own store loads, and nothing for an expired or unknown key. ``access.backends.UserBackend``: the signed-in user read
+by one plain statement, as the ORM reads it, with ModelBackend's rules; sessions made through ModelBackend stay
+signed in."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore as DjangoStore
+from django.contrib.sessions.models import Session
+from django.urls import reverse
+from django.utils import timezone
+
+from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
+from access.sessions import SessionStore
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_site_reads_its_sessions_through_this_store():
+    assert settings.SESSION_ENGINE == "access.sessions"
+
+
+def test_a_session_loads_what_djangos_store_loads():
+    saved = SessionStore()
+    saved.update({"_auth_user_id": "7", "answer": [1, "two"]})
+    saved.create()
+    mine, django = SessionStore(saved.session_key), DjangoStore(saved.session_key)
+    assert mine.load() == django.load() == {"_auth_user_id": "7", "answer": [1, "two"]}
+    assert mine.session_key == saved.session_key
+
+
+def test_an_expired_or_unknown_session_loads_nothing_and_forgets_its_key():
+    saved = SessionStore()
+    saved["answer"] = 42
+    saved.create()
+    Session.objects.filter(session_key=saved.session_key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    for key in (saved.session_key, "x" * 32):
+        store = SessionStore(key)
+        assert store.load() == {} == DjangoStore(key).load()
+        assert store.session_key is None
+
+
+def test_the_signed_in_user_is_read_as_the_orm_reads_it(reviewer):
+    backend = UserBackend()
+    found = backend.get_user(str(reviewer.pk))  # the session keeps the id as text
+    expected = get_user_model().objects.get(pk=reviewer.pk)
+    assert type(found) is type(expected)
+    assert {f.attname: getattr(found, f.attname) for f in expected._meta.concrete_fields} == {
+        f.attname: getattr(expected, f.attname) for f in expected._meta.concrete_fields}
+    assert found._state.adding is False
+    assert backend.get_user(str(reviewer.pk + 10_000)) is None
+    get_user_model().objects.filter(pk=reviewer.pk).update(is_active=False)
+    assert backend.get_user(str(reviewer.pk)) is None, "an inactive user is refused, as ModelBackend refuses them"
+
+
+def test_a_session_signed_in_through_djangos_model_backend_stays_signed_in(client, reviewer):
+    assert settings.AUTHENTICATION_BACKENDS[-1] == USER_BACKEND
+    client.force_login(reviewer, backend=DJANGO_MODEL_BACKEND)  # as sessions made before UserBackend were
+    answer = client.get(reverse("home"))
+    assert answer.status_code == 200 and answer.context["user"] == reviewer
+    # A password changed elsewhere still ends the session (Django's session hash, checked after the backend).
+    reviewer.set_password("changed-elsewhere-42")
+    reviewer.save()
+    assert client.get(reverse("home")).status_code == 302
