@@ -155,7 +155,7 @@ def _histories(
                                   .order_by("turn__conversation_id", "model_slot")):
         model_of.setdefault(conversation_id, slot)
     return conversation_name, session_index, turn_index, [
-        CareSessionRow(dataset, name, model_of.get(conversation_id, ""), index, kind, crisis_type,
+        CareSessionRow(dataset, name, model_of.get(conversation_id, ""), index, kind, crisis_type or None,
                        tuple(session_turns.get(pk, ())))
         for pk, conversation_id, dataset, name, index, kind, crisis_type in session_rows]
 
@@ -179,13 +179,10 @@ def members_names(user_ids: set[int]) -> list[tuple[int, str]]:
 def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, reference: str | None = None) -> dict | None:
     """The report's ``care`` section of a CARE study (None for any other study): ``care_report`` of the loaded
     inputs, plus ``reference`` (whose codings the states, alignment and quality come from) and ``input`` (the
-    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``)."""
+    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``). The study
+    bundle's recompute computes it from the same rows (``metrics.core.care_rows.care_section_from_rows``)."""
     if not is_care_study(study):
         return None
-    from metrics.core.care_metrics import care_report
+    from metrics.core.care_rows import care_section_from_rows
 
-    inputs = care_inputs(study=study, reference=reference, seed=seed, resamples=resamples)
-    section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
-    section["reference"] = inputs.reference_name
-    section["input"] = inputs.input
-    return section
+    return care_section_from_rows(care_rows(study=study), reference=reference, seed=seed, resamples=resamples)

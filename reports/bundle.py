@@ -176,11 +176,20 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             entries[path] = text.encode("utf-8")
             tables[path] = (header, fields, description)
 
+    kind_blocks: dict[str, Any] = {}
+    if kind_of(study) == "care":  # the rows its section read: written even without rows (the recompute reads them)
+        from metrics.core.care_rows import care_run_block, care_tables
+
+        rows = care_inputs.care_rows(study=study)
+        kind_blocks["care"] = care_run_block(rows)
+        for path, (header, body) in care_tables(rows).items():
+            entries[path] = "".join(csv_stream(header, body)).encode("utf-8")
+            tables[path] = (list(header), _care_fields(header), CARE_DESCRIPTIONS[path])
     lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
     entries[core_bundle.REPORT_FILE] = report_text.encode("utf-8")
-    entries[core_bundle.RUN_FILE] = _json(_run_file(study, run, report, provenance))
+    entries[core_bundle.RUN_FILE] = _json(_run_file(study, run, report, provenance) | kind_blocks)
 
     blocks = _blocks(study, report)
     figures = _figures(blocks)
@@ -332,6 +341,36 @@ def _judgment_fields(columns: Sequence[str]) -> list[Field]:
         "role": ("string", "reviewer, expert, method or reference"),
         "session_index": ("integer", "the session of a longitudinal history's row; empty otherwise"),
         "seed": ("integer", "the run of a method's session label (LC8); empty otherwise"),
+    }
+    return [_field(name, *described[name]) for name in columns]
+
+
+CARE_DESCRIPTIONS = {
+    "data/care_sessions.csv": "The CARE section's histories (the study's conversations with sessions), one row per "
+                              "session: what its recompute reads (docs/bundle.md#what-each-kind-gets).",
+    "data/care_judgments.csv": "Every judgment of the study's rounds as the CARE section reads it, in judgment order "
+                               "(a later one replaces an earlier one of the same unit and coder), unscored ones "
+                               "too (counted as left out).",
+}
+
+
+def _care_fields(columns: Sequence[str]) -> list[Field]:
+    described = {
+        "dataset": ("string", "the dataset by name"),
+        "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a "
+                                      "conversation without sessions (not a history)"),
+        "model": ("string", "the history's model slot (the first in name order of its responses)"),
+        "session_index": ("integer", "the session's position in the history, from 1; in care_judgments.csv the "
+                                     "session of a session-level code, empty otherwise"),
+        "kind": ("string", "chat, crisis, callback or counseling"),
+        "crisis_type": ("string", "the session's crisis type; empty when none"),
+        "turns": ("string", "the indexes of the session's turns, space-separated, in order"),
+        "coder": ("string", "the coder's username (a gold row: who recorded it)"),
+        "is_gold": ("boolean", "true for the gold panel's consensus"),
+        "attribute": ("string", "the attribute's code in the study's schema"),
+        "turn_index": ("integer", "the turn of a turn- or response-level code; empty otherwise"),
+        "on_response": ("boolean", "true for a code of a model response"),
+        "score": ("integer", "the score on the attribute's scale; empty when not scored yet"),
     }
     return [_field(name, *described[name]) for name in columns]
 

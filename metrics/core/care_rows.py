@@ -9,10 +9,14 @@ The choices (which judgments count, the reference coding, roles through the ``ca
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from common.cells import unneutralise
 
 from .care import NO_MARKER, STATES, AssistantCode, UserCode
 from .care_metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
@@ -26,6 +30,13 @@ REFERENCE_ROLES = ("expert", "reviewer", "method")
 V = TypeVar("V")
 # Why a judgment of the study is left out of the care section (``care.input.dropped``), in this order.
 DROPPED = ("unscored", "not_a_history", "no_role", "wrong_unit", "recoded")
+# The rows in a study bundle (docs/bundle.md#what-each-kind-gets): two CSVs, and the block, the attributes and the
+# members in run.json's "care".
+SESSIONS_FILE = "data/care_sessions.csv"
+JUDGMENTS_FILE = "data/care_judgments.csv"
+SESSIONS_COLUMNS = ("dataset", "conversation_id", "model", "session_index", "kind", "crisis_type", "turns")
+JUDGMENTS_COLUMNS = ("coder", "is_gold", "attribute", "conversation_id", "turn_index", "on_response",
+                     "session_index", "score")
 
 
 @dataclass(frozen=True)
@@ -170,6 +181,19 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
     )
 
 
+def care_section_from_rows(rows: CareRows, *, reference: str | None = None, seed: int = 0,
+                           resamples: int = 1000) -> dict[str, Any]:
+    """The report's ``care`` section of the rows: ``care_report`` of their inputs, plus ``reference`` (whose codings
+    the states, alignment and quality come from) and ``input`` (``CareInputs.input``)."""
+    from .care_metrics import care_report
+
+    inputs = care_inputs_from_rows(rows, reference=reference, seed=seed, resamples=resamples)
+    section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
+    section["reference"] = inputs.reference_name
+    section["input"] = inputs.input
+    return section
+
+
 def _later(codes: dict[str, V], name: str, value: V, dropped: dict[str, int]) -> None:
     """Set a unit's code; a unit coded twice (two rounds) keeps the later judgment, the earlier counted as recoded."""
     if name in codes:
@@ -208,3 +232,81 @@ def _reference_name(codings: Mapping[str, CareCoding], members: Sequence[tuple[s
         if by_role[role]:
             return sorted(by_role[role])[0]
     return sorted(codings)[0] if codings else ""
+
+
+# --- the rows in a study bundle ------------------------------------------------------------------------------------
+
+
+def care_tables(rows: CareRows) -> dict[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]:
+    """The rows' two CSVs (path -> (header, rows)), as the bundle writes them (``common.cells.csv_stream``)."""
+    return {
+        SESSIONS_FILE: (SESSIONS_COLUMNS, ((r.dataset, r.conversation, r.model, r.index, r.kind, r.crisis_type,
+                                            " ".join(str(t) for t in r.turns)) for r in rows.sessions)),
+        JUDGMENTS_FILE: (JUDGMENTS_COLUMNS, ((r.coder, r.is_gold, r.attribute, r.conversation, r.turn, r.on_response,
+                                              r.session, r.score) for r in rows.judgments)),
+    }
+
+
+def care_run_block(rows: CareRows) -> dict[str, Any]:
+    """run.json's ``care``: the block, the attributes as the section reads them, and the members."""
+    return {"block": dict(rows.block),
+            "attributes": [{"code": a.code, "unit": a.unit, "labels": dict(a.labels), "item_type": a.item_type,
+                            "crisis_types": list(a.crisis_types)} for a in rows.attributes],
+            "members": [list(member) for member in rows.members]}
+
+
+def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_csv: str) -> CareRows:
+    """The rows from a bundle's run.json ``care`` and its two CSVs (``care_tables``); ValueError names what is
+    wrong and where."""
+    try:
+        attributes = [CareAttribute(str(a["code"]), str(a["unit"]), {str(k): str(v) for k, v in a["labels"].items()},
+                                    str(a["item_type"]), tuple(str(t) for t in a["crisis_types"]))
+                      for a in run_block["attributes"]]
+        members = [(str(name), str(role)) for name, role in run_block["members"]]
+        block = dict(run_block["block"])
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"run.json: care is not a block, attributes and members ({error!r})") from error
+    sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
+                               number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
+                               tuple(_whole(t, SESSIONS_FILE, line, "turns") for t in r["turns"].split()))
+                for line, r in _rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
+    judgments = [CareJudgmentRow(text(r, "coder"), _flag(r, "is_gold", line), text(r, "attribute"),
+                                 text(r, "conversation_id") or None, optional(r, "turn_index", line),
+                                 _flag(r, "on_response", line), optional(r, "session_index", line),
+                                 optional(r, "score", line))
+                 for line, r in _rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
+    return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments)
+
+
+def text(row: Mapping[str, str], column: str) -> str:
+    return unneutralise(row[column])
+
+
+def number(row: Mapping[str, str], column: str, line: tuple[str, int]) -> int:
+    return _whole(row[column], *line, column)
+
+
+def optional(row: Mapping[str, str], column: str, line: tuple[str, int]) -> int | None:
+    return _whole(row[column], *line, column) if row[column] else None
+
+
+def _flag(row: Mapping[str, str], column: str, line: tuple[str, int]) -> bool:
+    if row[column] not in ("true", "false"):
+        raise ValueError(f"{line[0]} line {line[1]}: {column} must be true or false")
+    return row[column] == "true"
+
+
+def _whole(cell: str, name: str, line: int, column: str) -> int:
+    try:
+        return int(cell)
+    except ValueError as error:
+        raise ValueError(f"{name} line {line}: {column} {cell!r} is not a whole number") from error
+
+
+def _rows(csv_text: str, name: str, required: Sequence[str]) -> Iterable[tuple[tuple[str, int], dict[str, str]]]:
+    reader = csv.DictReader(io.StringIO(csv_text, newline=""))
+    missing = [column for column in required if column not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{name}: no column {', '.join(missing)}")
+    for row in reader:
+        yield (name, reader.line_num), row

@@ -41,9 +41,12 @@ REPORT_FILE = "report.json"
 JUDGMENTS_FILE = "data/judgments.csv"
 RESPONSES_FILE = "data/responses.csv"
 CONVERSATIONS_FILE = "data/conversations.csv"
-# The kinds whose whole report the recompute writes; a CARE or LC8 bundle's sections come from loaders that still
-# need the database (metrics.care_inputs, metrics.lc8_inputs): docs/bundle.md#what-each-kind-gets.
-RECOMPUTABLE_KINDS = ("default",)
+# The rows each kind's section reads, beside the judgments (docs/bundle.md#what-each-kind-gets).
+CARE_FILES = ("data/care_sessions.csv", "data/care_judgments.csv")  # metrics.core.care_rows
+KIND_FILES = {"care": CARE_FILES}
+# The kinds whose whole report the recompute writes; an LC8 bundle's section comes from a loader that still needs
+# the database (metrics.lc8_inputs): docs/bundle.md#what-each-kind-gets.
+RECOMPUTABLE_KINDS = ("default", "care")
 
 
 class BundleError(ValueError):
@@ -59,6 +62,7 @@ class Bundle:
     responses_csv: str
     conversations_csv: str
     report_text: str | None  # the bundle's report.json, to compare with
+    kind_files: Mapping[str, str] | None = None  # the kind's own rows (KIND_FILES), by path
 
 
 def _members(path: Path) -> Mapping[str, bytes] | Path:
@@ -67,7 +71,8 @@ def _members(path: Path) -> Mapping[str, bytes] | Path:
     try:
         with zipfile.ZipFile(path) as archive:
             return {name: archive.read(name) for name in archive.namelist()
-                    if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE)}
+                    if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE,
+                                *CARE_FILES)}
     except (zipfile.BadZipFile, OSError) as error:
         raise BundleError(f"{path}: not a readable zip file ({error})") from error
 
@@ -99,8 +104,10 @@ def bundle_open(path: Path) -> Bundle:
         raise BundleError(f"{path}: {RUN_FILE} does not describe a {FORMAT}")
     if run_file.get("version") != VERSION:
         raise BundleError(f"{path}: bundle version {run_file.get('version')!r}; this code reads version {VERSION}")
+    kind = (run_file.get("study") or {}).get("kind")
     return Bundle(run_file, text(JUDGMENTS_FILE) or "", text(RESPONSES_FILE) or "", text(CONVERSATIONS_FILE) or "",
-                  text(REPORT_FILE, required=False))
+                  text(REPORT_FILE, required=False),
+                  {name: text(name) or "" for name in KIND_FILES.get(kind, ())} if isinstance(kind, str) else None)
 
 
 def _csv_rows(text: str, name: str, required: Iterable[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -250,12 +257,28 @@ def recompute(bundle: Bundle) -> str:
     prepared = report_prepare(attributes=_attributes(run_file), judgments=judgments, spans=spans,
                               response_texts=texts, conversation_kinds=kinds,
                               subcategory_attribute=subcategory_attribute, params=params)
-    report_complete(prepared.report, study=study, software=software, unscored=unscored)
+    report_complete(prepared.report, study=study, software=software, unscored=unscored,
+                    sections=_sections(kind, bundle, params))
     boot = prepared.bootstrap
     report = report_finish(prepared, [boot.chunk_samples(chunk) for chunk in range(boot.chunks)])
     from .report_file import report_file_text
 
     return report_file_text(run, report)
+
+
+def _sections(kind: str, bundle: Bundle, params: ReportParams) -> dict[str, dict | None]:
+    """The sections of the study's kind, computed from its rows as the server's run computes them from the
+    database (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples)."""
+    if kind != "care":
+        return {"care": None, "lc8": None}
+    from .care_rows import care_rows_read, care_section_from_rows
+
+    files = bundle.kind_files or {}
+    try:
+        rows = care_rows_read(bundle.run_file["care"], files.get(CARE_FILES[0], ""), files.get(CARE_FILES[1], ""))
+    except (KeyError, ValueError) as error:
+        raise BundleError(f"the care section's rows: {error}") from error
+    return {"care": care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap), "lc8": None}
 
 
 def main(argv: list[str] | None = None) -> int:

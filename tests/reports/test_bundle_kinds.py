@@ -1,11 +1,15 @@
 """The study bundles of CARE and LongCounsel-8 studies (docs/bundle.md#what-each-kind-gets): the histories' sessions,
-the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format; their recompute says it
-cannot write their section yet instead of writing another report."""
+the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format, the rows the CARE
+section reads; a CARE bundle's recompute (without Django) writes its report.json byte for byte, an LC8 bundle's says
+it cannot write its section yet instead of writing another report."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -18,6 +22,7 @@ from annotation.lc8_demo import lc8_demo_load
 from metrics import runs, services
 from metrics.core import recompute
 from reports import bundle
+from tests.reports.test_bundle import ROOT, WITHOUT_DJANGO
 
 pytestmark = pytest.mark.django_db
 
@@ -44,10 +49,61 @@ def _bundled(study) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
+def _recompute_without_django(files: dict[str, bytes], tmp_path) -> tuple[subprocess.CompletedProcess, bytes]:
+    path = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    out = tmp_path / "recomputed.json"
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DJANGO, str(path), "-o", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, env=environment, timeout=600, check=False)
+    return done, out.read_bytes() if out.is_file() else b""
+
+
+def test_a_care_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(tmp_path):
+    care_demo_load(**_people())
+    from annotation.models import Study
+
+    files = _bundled(Study.objects.get(slug="care-demo"))
+    report = json.loads(files["report.json"])
+    assert report["care"]["input"]["used"] > 0  # the section has something to recompute
+    assert json.loads(files["run.json"])["care"]["block"]
+    assert files["data/care_judgments.csv"].count(b"\n") > 1
+    package = {r["path"]: r for r in json.loads(files["datapackage.json"])["resources"]}
+    for path in ("data/care_sessions.csv", "data/care_judgments.csv"):
+        header = files[path].decode().splitlines()[0].split(",")
+        assert [f["name"] for f in package[path]["schema"]["fields"]] == header
+    done, recomputed = _recompute_without_django(files, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert recomputed == files["report.json"]
+
+    # the section is computed from the bundle's rows: without its judgments, another report (it can fail)
+    header = files["data/care_judgments.csv"].split(b"\n")[0] + b"\n"
+    done, recomputed = _recompute_without_django({**files, "data/care_judgments.csv": header}, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(recomputed)["care"]["input"]["judgments"] == 0
+
+
 @pytest.mark.parametrize(("load", "slug", "page"), [(care_demo_load, "care-demo", "care"),
                                                     (lc8_demo_load, "lc8-demo", "lc8")])
-def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page_and_its_recompute_says_why_not(
-        load, slug, page, tmp_path, capsys):
+def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page(load, slug, page):
+    load(**_people())
+    from annotation.models import Study
+
+    files = _bundled(Study.objects.get(slug=slug))
+    assert json.loads(files["run.json"])["study"]["kind"] == page
+    assert files["data/sessions.csv"].count(b"\n") > 1
+    assert any(name.startswith(f"tables/{page}/") for name in files), sorted(files)
+    report = json.loads(files["report.json"])
+    assert page in report
+    assert "session_index" in files["data/judgments.csv"].decode().splitlines()[0]
+    package = json.loads(files["datapackage.json"])
+    assert {r["path"] for r in package["resources"]} == set(files) - {"datapackage.json"}
+
+
+@pytest.mark.parametrize(("load", "slug", "page"), [(lc8_demo_load, "lc8-demo", "lc8")])
+def test_an_lc8_bundles_recompute_says_why_not(load, slug, page, tmp_path, capsys):
     load(**_people())
     from annotation.models import Study
 
