@@ -42,7 +42,7 @@ from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from common.downloads import Spooled, resumable
-from metrics import care_inputs, selectors
+from metrics import care_inputs, lc8_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
@@ -176,15 +176,10 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             entries[path] = text.encode("utf-8")
             tables[path] = (header, fields, description)
 
-    kind_blocks: dict[str, Any] = {}
-    if kind_of(study) == "care":  # the rows its section read: written even without rows (the recompute reads them)
-        from metrics.core.care_rows import care_run_block, care_tables
-
-        rows = care_inputs.care_rows(study=study)
-        kind_blocks["care"] = care_run_block(rows)
-        for path, (header, body) in care_tables(rows).items():
-            entries[path] = "".join(csv_stream(header, body)).encode("utf-8")
-            tables[path] = (list(header), _care_fields(header), CARE_DESCRIPTIONS[path])
+    kind_blocks, kind_tables = _kind_rows(study)
+    for path, (header, body) in kind_tables.items():  # written even without rows: the recompute reads them
+        entries[path] = "".join(csv_stream(header, body)).encode("utf-8")
+        tables[path] = (list(header), _kind_fields(header), KIND_DESCRIPTIONS[path])
     lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
@@ -216,6 +211,23 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     lap("zip")
     log.info("bundle of run %s: %s; total %.1f s", run.pk,
              ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()), sum(phases.values()))
+
+
+def _kind_rows(study: Study) -> tuple[dict[str, Any], dict[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]]:
+    """The rows a CARE or LC8 study's section read (run.json's block of the kind, and its CSVs), for the recompute
+    (docs/bundle.md#what-each-kind-gets); nothing for a study of the default kind."""
+    kind = kind_of(study)
+    if kind == "care":
+        from metrics.core.care_rows import care_run_block, care_tables
+
+        rows = care_inputs.care_rows(study=study)
+        return {"care": care_run_block(rows)}, care_tables(rows)
+    if kind == "lc8":
+        from metrics.core.lc8_rows import lc8_run_block, lc8_tables
+
+        lc8 = lc8_inputs.lc8_rows(study=study)
+        return {"lc8": lc8_run_block(lc8)}, lc8_tables(lc8)
+    return {}, {}
 
 
 def _json(value: Any) -> bytes:
@@ -345,16 +357,24 @@ def _judgment_fields(columns: Sequence[str]) -> list[Field]:
     return [_field(name, *described[name]) for name in columns]
 
 
-CARE_DESCRIPTIONS = {
+KIND_DESCRIPTIONS = {
     "data/care_sessions.csv": "The CARE section's histories (the study's conversations with sessions), one row per "
                               "session: what its recompute reads (docs/bundle.md#what-each-kind-gets).",
     "data/care_judgments.csv": "Every judgment of the study's rounds as the CARE section reads it, in judgment order "
                                "(a later one replaces an earlier one of the same unit and coder), unscored ones "
                                "too (counted as left out).",
+    "data/lc8_sessions.csv": "The LongCounsel-8 section's sessions: those of the study's longitudinal conversations, "
+                             "in trajectory order; lc8_labels.csv and lc8_judgments.csv point to them by row.",
+    "data/lc8_labels.csv": "Every session label of the study as the LongCounsel-8 section reads it (the same labels "
+                           "as the judgments' rows without a round, in the section's terms).",
+    "data/lc8_judgments.csv": "Every judgment of the study's rounds as the LongCounsel-8 section reads it, in judgment "
+                              "order (a later one replaces an earlier one of the same session and item), unscored "
+                              "ones too (counted as left out).",
 }
 
 
-def _care_fields(columns: Sequence[str]) -> list[Field]:
+def _kind_fields(columns: Sequence[str]) -> list[Field]:
+    """The columns of the CARE and LC8 sections' rows (KIND_DESCRIPTIONS)."""
     described = {
         "dataset": ("string", "the dataset by name"),
         "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a "
@@ -367,10 +387,15 @@ def _care_fields(columns: Sequence[str]) -> list[Field]:
         "turns": ("string", "the indexes of the session's turns, space-separated, in order"),
         "coder": ("string", "the coder's username (a gold row: who recorded it)"),
         "is_gold": ("boolean", "true for the gold panel's consensus"),
-        "attribute": ("string", "the attribute's code in the study's schema"),
+        "attribute": ("string", "the attribute's code in the study's schema (in the lc8 files: an item or the "
+                                "total; empty for any other)"),
         "turn_index": ("integer", "the turn of a turn- or response-level code; empty otherwise"),
         "on_response": ("boolean", "true for a code of a model response"),
-        "score": ("integer", "the score on the attribute's scale; empty when not scored yet"),
+        "score": ("number", "the score on the attribute's scale; empty when not scored yet"),
+        "seed": ("integer", "the run of a method's label; empty when none"),
+        "session": ("integer", "the session: its row of lc8_sessions.csv, from 1; 0 for a session of no trajectory; "
+                               "empty when the judgment is on no session"),
+        "value": ("number", "the label's value (Python's repr of the binary64: read back exactly)"),
     }
     return [_field(name, *described[name]) for name in columns]
 

@@ -43,10 +43,10 @@ RESPONSES_FILE = "data/responses.csv"
 CONVERSATIONS_FILE = "data/conversations.csv"
 # The rows each kind's section reads, beside the judgments (docs/bundle.md#what-each-kind-gets).
 CARE_FILES = ("data/care_sessions.csv", "data/care_judgments.csv")  # metrics.core.care_rows
-KIND_FILES = {"care": CARE_FILES}
-# The kinds whose whole report the recompute writes; an LC8 bundle's section comes from a loader that still needs
-# the database (metrics.lc8_inputs): docs/bundle.md#what-each-kind-gets.
-RECOMPUTABLE_KINDS = ("default", "care")
+LC8_FILES = ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")  # metrics.core.lc8_rows
+KIND_FILES = {"care": CARE_FILES, "lc8": LC8_FILES}
+# The kinds whose whole report the recompute writes (every kind the server has).
+RECOMPUTABLE_KINDS = ("default", "care", "lc8")
 
 
 class BundleError(ValueError):
@@ -72,7 +72,7 @@ def _members(path: Path) -> Mapping[str, bytes] | Path:
         with zipfile.ZipFile(path) as archive:
             return {name: archive.read(name) for name in archive.namelist()
                     if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE,
-                                *CARE_FILES)}
+                                *CARE_FILES, *LC8_FILES)}
     except (zipfile.BadZipFile, OSError) as error:
         raise BundleError(f"{path}: not a readable zip file ({error})") from error
 
@@ -267,18 +267,26 @@ def recompute(bundle: Bundle) -> str:
 
 
 def _sections(kind: str, bundle: Bundle, params: ReportParams) -> dict[str, dict | None]:
-    """The sections of the study's kind, computed from its rows as the server's run computes them from the
-    database (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples)."""
-    if kind != "care":
-        return {"care": None, "lc8": None}
-    from .care_rows import care_rows_read, care_section_from_rows
-
+    """The section of the study's kind, computed from its rows as the server's run computes it from the database
+    (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no reference named)."""
     files = bundle.kind_files or {}
+    sections: dict[str, dict | None] = {"care": None, "lc8": None}
     try:
-        rows = care_rows_read(bundle.run_file["care"], files.get(CARE_FILES[0], ""), files.get(CARE_FILES[1], ""))
-    except (KeyError, ValueError) as error:
-        raise BundleError(f"the care section's rows: {error}") from error
-    return {"care": care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap), "lc8": None}
+        if kind == "care":
+            from .care_rows import care_rows_read, care_section_from_rows
+
+            rows = care_rows_read(bundle.run_file["care"], *(files.get(name, "") for name in CARE_FILES))
+            sections["care"] = care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap)
+        elif kind == "lc8":
+            from .lc8_rows import lc8_rows_read, lc8_section_from_rows
+
+            lc8 = lc8_rows_read(bundle.run_file["lc8"], *(files.get(name, "") for name in LC8_FILES))
+            sections["lc8"] = lc8_section_from_rows(lc8, seed=params.seed, resamples=params.bootstrap)
+    except KeyError as error:
+        raise BundleError(f"{RUN_FILE}: no {kind} block ({error!r})") from error
+    except ValueError as error:  # the rows' reader names the file and line
+        raise BundleError(f"the {kind} section's rows: {error}") from error
+    return sections
 
 
 def main(argv: list[str] | None = None) -> int:

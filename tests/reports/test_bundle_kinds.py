@@ -1,7 +1,6 @@
 """The study bundles of CARE and LongCounsel-8 studies (docs/bundle.md#what-each-kind-gets): the histories' sessions,
-the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format, the rows the CARE
-section reads; a CARE bundle's recompute (without Django) writes its report.json byte for byte, an LC8 bundle's says
-it cannot write its section yet instead of writing another report."""
+the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format, and the rows each
+kind's section reads, from which the recompute (without Django) writes the bundle's report.json byte for byte."""
 
 from __future__ import annotations
 
@@ -61,28 +60,38 @@ def _recompute_without_django(files: dict[str, bytes], tmp_path) -> tuple[subpro
     return done, out.read_bytes() if out.is_file() else b""
 
 
-def test_a_care_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(tmp_path):
-    care_demo_load(**_people())
+KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
+              "lc8": ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")}
+
+
+@pytest.mark.parametrize(("load", "slug", "kind", "rows", "used"), [
+    (care_demo_load, "care-demo", "care", "data/care_judgments.csv", "used"),
+    (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used")])
+def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(
+        load, slug, kind, rows, used, tmp_path):
+    load(**_people())
     from annotation.models import Study
 
-    files = _bundled(Study.objects.get(slug="care-demo"))
+    files = _bundled(Study.objects.get(slug=slug))
     report = json.loads(files["report.json"])
-    assert report["care"]["input"]["used"] > 0  # the section has something to recompute
-    assert json.loads(files["run.json"])["care"]["block"]
-    assert files["data/care_judgments.csv"].count(b"\n") > 1
+    assert "unavailable" not in report[kind]
+    assert report[kind]["input"][used] > 0  # the section has something to recompute
+    assert json.loads(files["run.json"])[kind]["block"]
     package = {r["path"]: r for r in json.loads(files["datapackage.json"])["resources"]}
-    for path in ("data/care_sessions.csv", "data/care_judgments.csv"):
+    for path in KIND_FILES[kind]:
         header = files[path].decode().splitlines()[0].split(",")
         assert [f["name"] for f in package[path]["schema"]["fields"]] == header
+        assert all(f["description"] for f in package[path]["schema"]["fields"])
     done, recomputed = _recompute_without_django(files, tmp_path)
     assert done.returncode == 0, done.stderr
+    assert "byte for byte the bundle's report.json" in done.stderr
     assert recomputed == files["report.json"]
 
-    # the section is computed from the bundle's rows: without its judgments, another report (it can fail)
-    header = files["data/care_judgments.csv"].split(b"\n")[0] + b"\n"
-    done, recomputed = _recompute_without_django({**files, "data/care_judgments.csv": header}, tmp_path)
+    # the section is computed from the bundle's rows: without them, another report (the test can fail)
+    header = files[rows].split(b"\n")[0] + b"\n"
+    done, recomputed = _recompute_without_django({**files, rows: header}, tmp_path)
     assert done.returncode == 1, done.stderr
-    assert json.loads(recomputed)["care"]["input"]["judgments"] == 0
+    assert json.loads(recomputed)[kind] != report[kind]
 
 
 @pytest.mark.parametrize(("load", "slug", "page"), [(care_demo_load, "care-demo", "care"),
@@ -102,23 +111,15 @@ def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page(load, slug, page):
     assert {r["path"] for r in package["resources"]} == set(files) - {"datapackage.json"}
 
 
-@pytest.mark.parametrize(("load", "slug", "page"), [(lc8_demo_load, "lc8-demo", "lc8")])
-def test_an_lc8_bundles_recompute_says_why_not(load, slug, page, tmp_path, capsys):
-    load(**_people())
+def test_a_bundle_without_its_kinds_rows_is_refused_with_the_reason(tmp_path, capsys):
+    lc8_demo_load(**_people())
     from annotation.models import Study
 
-    files = _bundled(Study.objects.get(slug=slug))
-    assert json.loads(files["run.json"])["study"]["kind"] == page
-    assert files["data/sessions.csv"].count(b"\n") > 1
-    assert any(name.startswith(f"tables/{page}/") for name in files), sorted(files)
-    report = json.loads(files["report.json"])
-    assert page in report
-    assert "session_index" in files["data/judgments.csv"].decode().splitlines()[0]
-    package = json.loads(files["datapackage.json"])
-    assert {r["path"] for r in package["resources"]} == set(files) - {"datapackage.json"}
+    files = _bundled(Study.objects.get(slug="lc8-demo"))
+    del files["data/lc8_labels.csv"]
     path = tmp_path / "bundle.zip"
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in files.items():
             archive.writestr(name, data)
     assert recompute.main([str(path), "-o", str(tmp_path / "out.json")]) == 2
-    assert f"a {page} study's bundle cannot be recomputed yet" in capsys.readouterr().err
+    assert "the bundle has no data/lc8_labels.csv" in capsys.readouterr().err
