@@ -40,6 +40,7 @@ from common.lookups import any_of
 
 if TYPE_CHECKING:
     from metrics.core.care_rows import CareInputs, CareRows, CareSessionRow
+    from metrics.core.provenance import KindRows
     from metrics.core.report import AttributeSpec
 
 # The core (numpy, scipy, scikit-learn) is imported inside the loaders: web workers import this module for
@@ -179,10 +180,18 @@ def members_names(user_ids: set[int]) -> list[tuple[int, str]]:
 def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, reference: str | None = None) -> dict | None:
     """The report's ``care`` section of a CARE study (None for any other study): ``care_report`` of the loaded
     inputs, plus ``reference`` (whose codings the states, alignment and quality come from) and ``input`` (the
-    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``). The study
-    bundle's recompute computes it from the same rows (``metrics.core.care_rows.care_section_from_rows``)."""
+    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``)."""
+    found = care_section_and_rows(study=study, seed=seed, resamples=resamples, reference=reference)
+    return None if found is None else found[0]
+
+
+def care_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 1000,
+                          reference: str | None = None) -> tuple[dict, KindRows] | None:
+    """``care_section`` and the rows it read as the input fingerprint covers them (``care_kind_rows``): the
+    study bundle's recompute computes both from the same rows (``metrics.core.care_rows``)."""
     if not is_care_study(study):
         return None
-    from metrics.core.care_rows import care_section_from_rows
+    from metrics.core.care_rows import care_kind_rows, care_section_from_rows
 
-    return care_section_from_rows(care_rows(study=study), reference=reference, seed=seed, resamples=resamples)
+    rows = care_rows(study=study)
+    return care_section_from_rows(rows, reference=reference, seed=seed, resamples=resamples), care_kind_rows(rows)

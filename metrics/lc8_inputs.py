@@ -51,6 +51,7 @@ from metrics.care_inputs import members_names
 
 if TYPE_CHECKING:
     from metrics.core.lc8_rows import Lc8Inputs, Lc8Rows
+    from metrics.core.provenance import KindRows
 
 # numpy and the core are imported inside the loaders: web workers import this module for ``is_lc8_study`` (the
 # report navigation) and must not load the science stack with it (tests/cab/test_urls.py). What the rows become (the
@@ -187,13 +188,22 @@ def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference
     A study that cannot be measured (no reference coder or trajectory yet, or a session beyond the block's
     sessions) gets ``{"unavailable": why, "input": …}``, and the rest of the report is computed as usual.
     ``input`` (``Lc8Inputs.input``) counts the trajectories, the labels and judgments read and used, and what was
-    left out by reason (when unavailable: every label and judgment, under ``unavailable``). The study bundle's
-    recompute computes it from the same rows (``metrics.core.lc8_rows.lc8_section_from_rows``)."""
+    left out by reason (when unavailable: every label and judgment, under ``unavailable``)."""
+    found = lc8_section_and_rows(study=study, seed=seed, resamples=resamples, reference=reference)
+    return None if found is None else found[0]
+
+
+def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
+                         reference: str | None = None) -> tuple[dict, KindRows] | None:
+    """``lc8_section`` and the rows it read as the input fingerprint covers them (``lc8_kind_rows``): the study
+    bundle's recompute computes both from the same rows (``metrics.core.lc8_rows``)."""
     if not is_lc8_study(study):
         return None
-    from metrics.core.lc8_rows import lc8_section_from_rows
+    from metrics.core.lc8_rows import lc8_kind_rows, lc8_section_from_rows
 
-    return lc8_section_from_rows(lc8_rows(study=study), seed=seed, resamples=resamples, reference=reference)
+    rows = lc8_rows(study=study)
+    return (lc8_section_from_rows(rows, seed=seed, resamples=resamples, reference=reference),
+            lc8_kind_rows(rows))
 
 
 def trajectory_names(*, study: Study) -> list[str]:

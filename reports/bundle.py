@@ -26,10 +26,10 @@ import os
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -47,6 +47,9 @@ from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
 from reports import care_charts, charts, lc8_charts
+
+if TYPE_CHECKING:
+    from metrics.core.provenance import KindRows
 
 log = logging.getLogger(__name__)
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry: no build time in the bytes
@@ -133,7 +136,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     # the computation core (numpy) loads only in the processes that build a bundle: the web workers' URL conf
     # imports this module (tests/cab/test_urls.py)
     from metrics.core import recompute as core_bundle
-    from metrics.core.provenance import fingerprint
+    from metrics.core.provenance import fingerprint, fingerprint_rows
 
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the bundle is written (numbers only)
     clock = [time.perf_counter()]
@@ -152,7 +155,8 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
 
     judgments_csv = "".join(long_format.judgments_csv(study=study))
     judgments, spans = core_bundle.bundle_tables(judgments_csv)
-    now = fingerprint(judgments, spans)
+    kind_rows = _kind_rows(study)  # a CARE or LC8 section's rows: the fingerprint covers them too
+    now = fingerprint_rows(fingerprint(judgments, spans), kind_rows() if kind_rows else None)
     stored = report["input"]["fingerprint"]
     if now != stored:
         raise BundleRefusedError(
@@ -176,7 +180,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             entries[path] = text.encode("utf-8")
             tables[path] = (header, fields, description)
 
-    kind_blocks, kind_tables = _kind_rows(study)
+    kind_blocks, kind_tables = kind_rows() if kind_rows else ({}, {})
     for path, (header, body) in kind_tables.items():  # written even without rows: the recompute reads them
         entries[path] = "".join(csv_stream(header, body)).encode("utf-8")
         tables[path] = (list(header), _kind_fields(header), KIND_DESCRIPTIONS[path])
@@ -213,21 +217,22 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
              ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()), sum(phases.values()))
 
 
-def _kind_rows(study: Study) -> tuple[dict[str, Any], dict[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]]:
-    """The rows a CARE or LC8 study's section read (run.json's block of the kind, and its CSVs), for the recompute
-    (docs/bundle.md#what-each-kind-gets); nothing for a study of the default kind."""
+def _kind_rows(study: Study) -> Callable[[], KindRows] | None:
+    """The rows a CARE or LC8 study's section reads (run.json's block of the kind, and its CSVs: a new iteration at
+    each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a study of the
+    default kind."""
     kind = kind_of(study)
     if kind == "care":
-        from metrics.core.care_rows import care_run_block, care_tables
+        from metrics.core.care_rows import care_kind_rows
 
         rows = care_inputs.care_rows(study=study)
-        return {"care": care_run_block(rows)}, care_tables(rows)
+        return lambda: care_kind_rows(rows)
     if kind == "lc8":
-        from metrics.core.lc8_rows import lc8_run_block, lc8_tables
+        from metrics.core.lc8_rows import lc8_kind_rows
 
         lc8 = lc8_inputs.lc8_rows(study=study)
-        return {"lc8": lc8_run_block(lc8)}, lc8_tables(lc8)
-    return {}, {}
+        return lambda: lc8_kind_rows(lc8)
+    return None
 
 
 def _json(value: Any) -> bytes:

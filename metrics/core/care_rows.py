@@ -247,6 +247,12 @@ def care_tables(rows: CareRows) -> dict[str, tuple[Sequence[str], Iterable[Seque
     }
 
 
+def care_kind_rows(rows: CareRows) -> tuple[dict[str, Any], dict[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]]:
+    """What a bundle holds of the rows and the input fingerprint covers (``provenance.fingerprint_rows``): run.json's
+    ``care`` and the two CSVs."""
+    return {"care": care_run_block(rows)}, care_tables(rows)
+
+
 def care_run_block(rows: CareRows) -> dict[str, Any]:
     """run.json's ``care``: the block, the attributes as the section reads them, and the members."""
     return {"block": dict(rows.block),

@@ -46,7 +46,7 @@ class Lc8Unavailable(ValueError):
 class Lc8Rows:
     """``sessions``: the sessions of the study's longitudinal conversations, (dataset, conversation id, index), in
     conversation order then index. Labels (one array each, a row per session label of the study): ``label_coder``
-    indexes ``members`` (-1: not a reference or method member), ``label_seed`` (None as -1 with ``label_seedless``),
+    indexes ``members`` (-1: none of them), ``label_seed`` (None as 0 with ``label_seedless``),
     ``label_session`` indexes ``sessions`` (-1: a session of no trajectory), ``label_attribute`` indexes
     ``block["items"]`` then the total (-1: neither), ``label_value``. ``judgments``, in judgment order: (coder name,
     gold, session (None: not on a session; -1: of no trajectory; else an index of ``sessions``), item column (-1: not
@@ -64,7 +64,7 @@ class Lc8Rows:
     label_session: np.ndarray
     label_attribute: np.ndarray
     label_value: np.ndarray
-    judgments: Sequence[tuple[str, bool, int | None, int, float | None]]
+    judgments: Sequence[tuple[str, bool, int | None, int, int | None]]
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def _people_labels(rows: Lc8Rows, grid: _Grid, items: int, counts: Counts) -> di
     """name -> items (n, S, K) of every person with non-gold session judgments on the items (methods' judgments
     left out): the later judgment of a session kept."""
     methods = {name for name, role in rows.members if role == METHOD}
-    latest: dict[tuple[str, int, int], float] = {}  # in judgment order: a later one replaces an earlier one
+    latest: dict[tuple[str, int, int], int] = {}  # in judgment order: a later one replaces an earlier one
     for coder, is_gold, session, column, score in rows.judgments:
         counts.judgments += 1
         if score is None:
@@ -313,6 +313,12 @@ def lc8_tables(rows: Lc8Rows) -> dict[str, tuple[Sequence[str], Iterable[Sequenc
     }
 
 
+def lc8_kind_rows(rows: Lc8Rows) -> tuple[dict[str, Any], dict[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]]:
+    """What a bundle holds of the rows and the input fingerprint covers (``provenance.fingerprint_rows``): run.json's
+    ``lc8`` and the three CSVs."""
+    return {"lc8": lc8_run_block(rows)}, lc8_tables(rows)
+
+
 def lc8_run_block(rows: Lc8Rows) -> dict[str, Any]:
     """run.json's ``lc8``: the block, the study's and schema's slugs, which item and total codes are attributes of
     the schema, and the members (username, role) by username."""
@@ -339,18 +345,18 @@ def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: s
     for line, r in _rows(labels_csv, LABELS_FILE, LABELS_COLUMNS):
         coder.append(member.get(unneutralise(r["coder"]), -1) if r["coder"] else -1)
         seedless.append(not r["seed"])
-        seed.append(_number(r["seed"], line, "seed") if r["seed"] else -1)
+        seed.append(_number(r["seed"], line, "seed") if r["seed"] else 0)  # as the server's COALESCE(seed, 0)
         session.append(_number(r["session"], line, "session") - 1)
         attribute.append(column.get(unneutralise(r["attribute"]), -1) if r["attribute"] else -1)
         value.append(_real(r["value"], line, "value"))
-    judgments: list[tuple[str, bool, int | None, int, float | None]] = []
+    judgments: list[tuple[str, bool, int | None, int, int | None]] = []
     for line, r in _rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS):
         if r["is_gold"] not in ("true", "false"):
             raise ValueError(f"{JUDGMENTS_FILE} line {line[1]}: is_gold must be true or false")
         judgments.append((unneutralise(r["coder"]), r["is_gold"] == "true",
                           _number(r["session"], line, "session") - 1 if r["session"] else None,
                           column.get(unneutralise(r["attribute"]), -1) if r["attribute"] else -1,
-                          _real(r["score"], line, "score") if r["score"] else None))
+                          _number(r["score"], line, "score") if r["score"] else None))
     return Lc8Rows(block=block, study=study, schema=schema, codes=codes, members=members, sessions=sessions,
                    label_coder=np.array(coder, dtype=np.int64), label_seed=np.array(seed, dtype=np.int64),
                    label_seedless=np.array(seedless, dtype=bool), label_session=np.array(session, dtype=np.int64),

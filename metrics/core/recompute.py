@@ -32,6 +32,7 @@ import numpy as np
 
 from common.cells import unneutralise
 
+from .provenance import KindRows
 from .tables import AttributeSpec, Categorical, JudgmentTable, ReportParams, SpanTable
 
 FORMAT = "cab-study-bundle"
@@ -257,8 +258,9 @@ def recompute(bundle: Bundle) -> str:
     prepared = report_prepare(attributes=_attributes(run_file), judgments=judgments, spans=spans,
                               response_texts=texts, conversation_kinds=kinds,
                               subcategory_attribute=subcategory_attribute, params=params)
-    report_complete(prepared.report, study=study, software=software, unscored=unscored,
-                    sections=_sections(kind, bundle, params))
+    sections, kind_rows = _sections(kind, bundle, params)
+    report_complete(prepared.report, study=study, software=software, unscored=unscored, sections=sections,
+                    kind_rows=kind_rows)
     boot = prepared.bootstrap
     report = report_finish(prepared, [boot.chunk_samples(chunk) for chunk in range(boot.chunks)])
     from .report_file import report_file_text
@@ -266,27 +268,30 @@ def recompute(bundle: Bundle) -> str:
     return report_file_text(run, report)
 
 
-def _sections(kind: str, bundle: Bundle, params: ReportParams) -> dict[str, dict | None]:
+def _sections(kind: str, bundle: Bundle, params: ReportParams) -> tuple[dict[str, dict | None], KindRows | None]:
     """The section of the study's kind, computed from its rows as the server's run computes it from the database
-    (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no reference named)."""
+    (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no reference named), and the
+    rows as the input fingerprint covers them."""
     files = bundle.kind_files or {}
     sections: dict[str, dict | None] = {"care": None, "lc8": None}
     try:
         if kind == "care":
-            from .care_rows import care_rows_read, care_section_from_rows
+            from .care_rows import care_kind_rows, care_rows_read, care_section_from_rows
 
             rows = care_rows_read(bundle.run_file["care"], *(files.get(name, "") for name in CARE_FILES))
             sections["care"] = care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap)
-        elif kind == "lc8":
-            from .lc8_rows import lc8_rows_read, lc8_section_from_rows
+            return sections, care_kind_rows(rows)
+        if kind == "lc8":
+            from .lc8_rows import lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
 
             lc8 = lc8_rows_read(bundle.run_file["lc8"], *(files.get(name, "") for name in LC8_FILES))
             sections["lc8"] = lc8_section_from_rows(lc8, seed=params.seed, resamples=params.bootstrap)
+            return sections, lc8_kind_rows(lc8)
     except KeyError as error:
         raise BundleError(f"{RUN_FILE}: no {kind} block ({error!r})") from error
     except ValueError as error:  # the rows' reader names the file and line
         raise BundleError(f"the {kind} section's rows: {error}") from error
-    return sections
+    return sections, None
 
 
 def main(argv: list[str] | None = None) -> int:

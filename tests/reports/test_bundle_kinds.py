@@ -123,3 +123,26 @@ def test_a_bundle_without_its_kinds_rows_is_refused_with_the_reason(tmp_path, ca
             archive.writestr(name, data)
     assert recompute.main([str(path), "-o", str(tmp_path / "out.json")]) == 2
     assert "the bundle has no data/lc8_labels.csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("load", "slug"), [(care_demo_load, "care-demo"), (lc8_demo_load, "lc8-demo")])
+def test_a_bundle_is_refused_when_its_sections_rows_changed_since_the_run(load, slug):
+    load(**_people())
+    from annotation.models import SessionLabel, Study
+
+    study = Study.objects.get(slug=slug)
+    run = services.metric_run_request(study=study, by=None, bootstrap=20)
+    runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    bundle.bundle_write(run=run, out=io.BytesIO())  # fresh: written
+    if slug == "lc8-demo":  # a label, which no judgment row of the long format's fingerprint covers
+        label = SessionLabel.objects.filter(study=study).order_by("pk").first()
+        SessionLabel.objects.filter(pk=label.pk).update(value=label.value + 1)
+    else:  # a session's kind, which no judgment row covers
+        from annotation.selectors import conversations_of_study
+        from benchmark.models import Session
+
+        session = Session.objects.filter(conversation__in=conversations_of_study(study=study)).order_by("pk").first()
+        Session.objects.filter(pk=session.pk).update(kind="callback" if session.kind != "callback" else "chat")
+    with pytest.raises(bundle.BundleRefusedError, match="changed since run"):
+        bundle.bundle_write(run=run, out=io.BytesIO())
