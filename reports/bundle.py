@@ -10,8 +10,9 @@ dated 1980-01-01, no creation date in an SVG or PNG, SVG element ids from a fixe
 against a strong ETag. A bundle is built once per run and input fingerprint, under ``settings.BUNDLE_DIR``.
 
 Fresh or refused: the bundle's judgments are read from the database when it is built, so they are checked against
-the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader) must be the
-run's ``input.fingerprint``, or the study's judgments changed since the run and the bundle is refused
+the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader), with a CARE
+or LC8 section's rows (``provenance.fingerprint_rows``), must be the run's ``input.fingerprint``, or the study's
+judgments changed since the run and the bundle is refused
 (``BundleRefusedError``: start a new run).
 """
 
@@ -160,8 +161,8 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     stored = report["input"]["fingerprint"]
     if now != stored:
         raise BundleRefusedError(
-            f"The judgments of study {study.slug} changed since run {run.pk} read them (its input fingerprint "
-            f"{stored[:19]}…, now {now[:19]}…): start a new metric run, and download its bundle.")
+            f"The judgments of study {study.slug} (or its section's rows) changed since run {run.pk} read them (its "
+            f"input fingerprint {stored[:19]}…, now {now[:19]}…): start a new metric run, and download its bundle.")
     lap("judgments")
     columns = long_format.columns_for(study)
     entries[core_bundle.JUDGMENTS_FILE] = judgments_csv.encode("utf-8")
@@ -181,14 +182,14 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             tables[path] = (header, fields, description)
 
     kind_blocks, kind_tables = kind_rows() if kind_rows else ({}, {})
-    for path, (header, body) in kind_tables.items():  # written even without rows: the recompute reads them
-        entries[path] = "".join(csv_stream(header, body)).encode("utf-8")
-        tables[path] = (list(header), _kind_fields(header), KIND_DESCRIPTIONS[path])
+    for path, (kind_header, body) in kind_tables.items():  # written even without rows: the recompute reads them
+        entries[path] = "".join(csv_stream(kind_header, body)).encode("utf-8")
+        tables[path] = (list(kind_header), _kind_fields(kind_header), KIND_DESCRIPTIONS[path])
     lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
     entries[core_bundle.REPORT_FILE] = report_text.encode("utf-8")
-    entries[core_bundle.RUN_FILE] = _json(_run_file(study, run, report, provenance) | kind_blocks)
+    entries[core_bundle.RUN_FILE] = _json({**_run_file(study, run, report, provenance), **kind_blocks})
 
     blocks = _blocks(study, report)
     figures = _figures(blocks)

@@ -274,7 +274,7 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
         raise ValueError(f"run.json: care is not a block, attributes and members ({error!r})") from error
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
-                               tuple(_whole(t, SESSIONS_FILE, line, "turns") for t in r["turns"].split()))
+                               tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
                 for line, r in _rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
     judgments = [CareJudgmentRow(text(r, "coder"), _flag(r, "is_gold", line), text(r, "attribute"),
                                  text(r, "conversation_id") or None, optional(r, "turn_index", line),
@@ -289,11 +289,11 @@ def text(row: Mapping[str, str], column: str) -> str:
 
 
 def number(row: Mapping[str, str], column: str, line: tuple[str, int]) -> int:
-    return _whole(row[column], *line, column)
+    return _whole(row[column], line[0], line[1], column)
 
 
 def optional(row: Mapping[str, str], column: str, line: tuple[str, int]) -> int | None:
-    return _whole(row[column], *line, column) if row[column] else None
+    return _whole(row[column], line[0], line[1], column) if row[column] else None
 
 
 def _flag(row: Mapping[str, str], column: str, line: tuple[str, int]) -> bool:

@@ -113,7 +113,8 @@ class _Grid:
 
 def _grid(rows: Lc8Rows, width: int) -> _Grid:
     index: dict[tuple[str, str], int] = {}
-    names, datasets = [], []
+    names: list[str] = []
+    datasets: list[str] = []
     position = np.zeros((len(rows.sessions), 2), dtype=np.int64)
     for at, (dataset, name, session) in enumerate(rows.sessions):
         if not 1 <= session <= width:
@@ -131,7 +132,7 @@ def _grid(rows: Lc8Rows, width: int) -> _Grid:
                  position, width)
 
 
-def _session_labels(rows: Lc8Rows, grid: _Grid, items: int, total: int | None,
+def _session_labels(rows: Lc8Rows, grid: _Grid, items: int, total: str | None,
                     counts: Counts) -> dict[tuple[int, int | None], tuple[Any, Any, int]]:
     """(member, seed) -> (totals (n, S), items (n, S, K) or None, how many label rows) of the reference and method
     members' labels: the total is the typed one, else the sum of the items when every item is there."""

@@ -3,15 +3,17 @@
     python -m metrics.core.recompute BUNDLE.zip [-o report.json]
 
 reads the bundle's judgments (``data/judgments.csv``, the long format: docs/reference.md#long-format-of-judgments),
-the texts their spans point into (``data/responses.csv``), the conversations' kinds (``data/conversations.csv``)
-and the run's parameters, schema and provenance (``run.json``), computes the report with the core's entry point the
-server's run uses (``report.report_prepare`` → ``report_complete`` → ``report_finish``) and writes ``report.json``
-as the server writes it (``report_file.report_file_text``): for a study of the default kind, byte for byte the
-bundle's own ``report.json``. It then says whether the two are identical (exit status 0) or not (1); a bundle it
-cannot read is exit status 2 with the reason.
+the texts their spans point into (``data/responses.csv``), the conversations' kinds (``data/conversations.csv``),
+the run's parameters, schema and provenance (``run.json``), and for a CARE or LC8 study the rows its section reads
+(``data/care_*.csv``, ``data/lc8_*.csv`` and the kind's block of ``run.json``: ``care_rows``, ``lc8_rows``),
+computes the report with the core's entry point the server's run uses (``report.report_prepare`` →
+``report_complete`` → ``report_finish``) and writes ``report.json`` as the server writes it
+(``report_file.report_file_text``): byte for byte the bundle's own ``report.json``. It then says whether the two are
+identical (exit status 0) or not (1); a bundle it cannot read is exit status 2 with the reason.
 
-The same reading (``bundle_tables``) serves the server when it builds a bundle: the fingerprint of what it wrote must
-be the run's ``input.fingerprint``, or the bundle is refused (the study's judgments changed since the run).
+The same reading (``bundle_tables``) serves the server when it builds a bundle: the fingerprint of what it wrote (with
+a kind's section rows: ``provenance.fingerprint_rows``) must be the run's ``input.fingerprint``, or the bundle is
+refused (the study's judgments changed since the run).
 """
 
 from __future__ import annotations
@@ -224,9 +226,8 @@ def recompute(bundle: Bundle) -> str:
     run_file = bundle.run_file
     kind = run_file.get("study", {}).get("kind")
     if kind not in RECOMPUTABLE_KINDS:
-        raise BundleError(f"a {kind} study's bundle cannot be recomputed yet: its section is loaded from the "
-                          f"database (docs/bundle.md#what-each-kind-gets); this recompute writes the reports of "
-                          f"{', '.join(RECOMPUTABLE_KINDS)} studies")
+        raise BundleError(f"a {kind} study's bundle cannot be recomputed by this code: it writes the reports of "
+                          f"{', '.join(RECOMPUTABLE_KINDS)} studies (docs/bundle.md#what-each-kind-gets)")
     try:
         params = ReportParams.from_dict(run_file["parameters"])
         study = {name: run_file["study"][name] for name in ("slug", "schema", "schema_version")}
