@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
 from annotation.selectors import conversations_of_study
@@ -40,39 +39,21 @@ from benchmark.models import ModelResponse, Session, Turn
 from common.lookups import any_of
 
 if TYPE_CHECKING:
-    from metrics.core.care import UserCode
-    from metrics.core.care_metrics import CareCoding, CareHistory, CareParams, ChecklistItem
+    from metrics.core.care_rows import CareInputs, CareRows, CareSessionRow
+    from metrics.core.provenance import KindRows
     from metrics.core.report import AttributeSpec
 
 # The core (numpy, scipy, scikit-learn) is imported inside the loaders: web workers import this module for
 # ``is_care_study`` (the report navigation) and must not load the science stack with it (tests/cab/test_urls.py).
 
-GOLD = "gold"
-USER_ROLES = ("crisis", "marker", "request", "ambiguous", "sudden", "hold", "reactance")
-ASSISTANT_ROLES = ("strategy", "horizon", "safety_critical")
-V = TypeVar("V")
-# Why a judgment of the study is left out of the care section (``care.input.dropped``), in this order.
-DROPPED = ("unscored", "not_a_history", "no_role", "wrong_unit", "recoded")
 
+def __getattr__(name: str) -> Any:
+    """``DROPPED`` and ``GOLD`` are the core's (``metrics.core.care_rows``), loaded when asked for."""
+    if name in ("DROPPED", "GOLD"):
+        from metrics.core import care_rows
 
-@dataclass(frozen=True)
-class CareInputs:
-    histories: list[CareHistory]
-    reference: CareCoding
-    reference_name: str
-    coders: dict[str, CareCoding]
-    items: list[ChecklistItem]
-    params: CareParams
-    # what the section left out: the judgments read, those used, and the rest by reason (the report's care.input)
-    judgments: int = 0
-    dropped: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def input(self) -> dict[str, Any]:
-        """The report's ``care.input``: histories, judgments read, used, and dropped by reason."""
-        dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
-        return {"histories": len(self.histories), "judgments": self.judgments,
-                "used": self.judgments - sum(dropped.values()), "dropped": dropped}
+        return getattr(care_rows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def care_block(study: Study) -> dict[str, Any] | None:
@@ -92,116 +73,74 @@ def is_care_study(study: Study) -> bool:
     return care_block(study) is not None
 
 
-def _label(attribute: tuple[str, dict[str, str]], score: int) -> str:
-    return attribute[1].get(str(score), str(score))
-
-
 def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, resamples: int = 1000,
                 conversation: str | None = None) -> CareInputs:
     """The study's histories and codings as the core takes them (see the module's choices). ``reference`` names
     the coder whose codings are the reference when the study has no gold codings; ``conversation`` (an external
     id) loads that one history only (the admin timeline)."""
-    from metrics.core.care import STATES, AssistantCode
-    from metrics.core.care_metrics import CareCoding, CareParams, ChecklistItem
+    from metrics.core.care_rows import care_inputs_from_rows
+
+    return care_inputs_from_rows(care_rows(study=study, conversation=conversation), reference=reference, seed=seed,
+                                 resamples=resamples)
+
+
+def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
+    """The rows the care section reads, as plain values (``metrics.core.care_rows.CareRows``): the server's half of
+    ``care_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets)."""
+    from metrics.core.care_rows import CareAttribute, CareJudgmentRow, CareRows
 
     care = care_block(study)
     if care is None:
         raise ValueError(f"study {study.slug} is not a CARE study (its schema has no care block)")
-    states = list(care.get("states") or STATES)
-    params = CareParams(action_strategies=frozenset(care.get("action_strategies") or ()), resamples=resamples,
-                        seed=seed)
-
     members = {user_id: (username, role) for user_id, username, role in StudyMember.objects.filter(study=study)
                .values_list("user_id", "user__username", "role")}
-    attributes: dict[int, tuple[str, dict[str, str]]] = {}
-    items: list[ChecklistItem] = []
+    attributes: dict[int, str] = {}
+    specs = []
     for pk, code, unit, labels, item_type, crisis_types in (
             AttributeDefinition.objects.filter(schema_id=study.schema_id).order_by("position")
             .values_list("pk", "code", "unit", "scale_labels", "item_type", "crisis_types")):
-        attributes[pk] = (code, labels or {})
-        if unit == AttributeDefinition.Unit.SESSION and item_type:
-            items.append(ChecklistItem(code, item_type, frozenset(crisis_types or ())))
-    role_of = {code: role for role, code in care.items() if role in (*USER_ROLES, *ASSISTANT_ROLES)}
-    item_ids = {item.id for item in items}
+        attributes[pk] = code
+        specs.append(CareAttribute(code, str(unit), {str(k): str(v) for k, v in (labels or {}).items()},
+                                   str(item_type or ""), tuple(crisis_types or ())))
 
     one = {"conversation__external_id": conversation} if conversation is not None else {}
-    conversation_name, session_index, turn_index, histories = _histories(study, one)
-
-    # (coder, conversation, turn index) -> {role: label or flag}; (coder, conversation, session index) -> {item: 0/1}
-    user: dict[tuple[str, str, int], dict[str, Any]] = defaultdict(dict)
-    assistant: dict[tuple[str, str, int], dict[str, Any]] = defaultdict(dict)
-    checklists: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
-    coded_by: dict[str, int] = defaultdict(int)
-    dropped: dict[str, int] = defaultdict(int)
+    conversation_name, session_index, turn_index, sessions = _histories(study, one)
     # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted.
-    rows = (Judgment.objects.filter(round__study=study, **one)
-            .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
-                                        "response_id", "session_id", "score"))
-    judged: list[tuple[Any, ...]] = list(rows)
+    judged: list[tuple[Any, ...]] = list(
+        Judgment.objects.filter(round__study=study, **one)
+        .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
+                                    "response_id", "session_id", "score"))
     unknown_coders = {row[0] for row in judged if row[0] not in members}
     names = dict(members_names(unknown_coders))
-    for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged:
-        coder = GOLD if is_gold else (members[coder_id][0] if coder_id in members else names.get(coder_id, ""))
-        code, _labels = attributes.get(attribute_id, ("", {}))
-        conversation = conversation_name.get(conversation_id)
-        role = role_of.get(code)
-        if score is None:  # spans highlighted, no score yet
-            dropped["unscored"] += 1
-            continue
-        if conversation is None:  # a conversation of the study without sessions: not a history
-            dropped["not_a_history"] += 1
-            continue
-        if session_id is not None and turn_id is None and code in item_ids:
-            _later(checklists[(coder, conversation, session_index[session_id])], code, int(score), dropped)
-        elif turn_id is not None and role in USER_ROLES and response_id is None:
-            _later(user[(coder, conversation, turn_index[turn_id])], role,
-                   _value(role, attributes[attribute_id], score), dropped)
-        elif turn_id is not None and role in ASSISTANT_ROLES and response_id is not None:
-            _later(assistant[(coder, conversation, turn_index[turn_id])], role,
-                   _value(role, attributes[attribute_id], score), dropped)
-        else:
-            dropped["no_role" if role is None and code not in item_ids else "wrong_unit"] += 1
-            continue
-        coded_by[coder] += 1
-
-    codings: dict[str, CareCoding] = {}
-    for coder in coded_by:
-        codings[coder] = CareCoding(
-            user={(c, t): _user_code(fields, states) for (who, c, t), fields in user.items() if who == coder},
-            assistant={(c, t): AssistantCode(fields.get("strategy"), fields.get("horizon"),
-                                             bool(fields.get("safety_critical")))
-                       for (who, c, t), fields in assistant.items() if who == coder},
-            checklists={(c, s): found for (who, c, s), found in checklists.items() if who == coder},
-        )
-    reference_name = _reference_name(codings, members, reference)
-    return CareInputs(
-        histories=histories,
-        reference=codings.get(reference_name, CareCoding()),
-        reference_name=reference_name,
-        coders={name: coding for name, coding in sorted(codings.items()) if name != GOLD},
-        items=items,
-        params=params,
-        judgments=len(judged),
-        dropped=dict(dropped),
-    )
+    judgments = [
+        CareJudgmentRow(
+            coder=members[coder_id][0] if coder_id in members else names.get(coder_id, ""), is_gold=bool(is_gold),
+            attribute=attributes.get(attribute_id, ""), conversation=conversation_name.get(conversation_id),
+            turn=turn_index.get(turn_id) if turn_id is not None else None, on_response=response_id is not None,
+            session=session_index.get(session_id) if session_id is not None else None,
+            score=None if score is None else int(score))
+        for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
+    return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
+                    sessions=sessions, judgments=judgments)
 
 
 def _histories(
     study: Study, one: Mapping[str, str],
-) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareHistory]]:
-    """(conversation id -> name, session id -> index, turn id -> index, the histories): three queries. The
-    histories are the conversations of the study (``conversations_of_study``) that have sessions."""
-    from metrics.core.care_metrics import CareHistory, CareSession
+) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow]]:
+    """(conversation id -> name, session id -> index, turn id -> index, the histories' sessions): three queries.
+    The histories are the conversations of the study (``conversations_of_study``) that have sessions."""
+    from metrics.core.care_rows import CareSessionRow
 
     conversation_name: dict[int, str] = {}
-    session_rows: dict[int, list[tuple[int, int, str, str | None]]] = defaultdict(list)
+    session_rows: list[tuple[int, int, str, str, int, str, str | None]] = []
     session_index: dict[int, int] = {}
-    for pk, conversation_id, external_id, index, kind, crisis_type in (
+    for pk, conversation_id, dataset, external_id, index, kind, crisis_type in (
             Session.objects.filter(conversation__in=conversations_of_study(study=study), **one)
             .order_by("conversation__external_id", "index")
-            .values_list("pk", "conversation_id", "conversation__external_id", "index", "kind", "crisis_type")):
+            .values_list("pk", "conversation_id", "conversation__dataset__name", "conversation__external_id",
+                         "index", "kind", "crisis_type")):
         conversation_name[conversation_id] = external_id
-        session_rows[conversation_id].append((pk, index, kind, crisis_type))
+        session_rows.append((pk, conversation_id, dataset, external_id, index, kind, crisis_type))
         session_index[pk] = index
     history_ids = sorted(conversation_name)  # their turns and responses by id: one array parameter each
     turn_index: dict[int, int] = {}
@@ -217,11 +156,9 @@ def _histories(
                                   .order_by("turn__conversation_id", "model_slot")):
         model_of.setdefault(conversation_id, slot)
     return conversation_name, session_index, turn_index, [
-        CareHistory(name, model_of.get(conversation_id, ""), tuple(
-            CareSession(index, kind, crisis_type, tuple(session_turns.get(pk, ())))
-            for pk, index, kind, crisis_type in session_rows[conversation_id]))
-        for conversation_id, name in sorted(conversation_name.items(), key=lambda c: c[1])
-    ]
+        CareSessionRow(dataset, name, model_of.get(conversation_id, ""), index, kind, crisis_type or None,
+                       tuple(session_turns.get(pk, ())))
+        for pk, conversation_id, dataset, name, index, kind, crisis_type in session_rows]
 
 
 def history_texts(*, study: Study, conversation: str) -> dict[int, str]:
@@ -240,58 +177,21 @@ def members_names(user_ids: set[int]) -> list[tuple[int, str]]:
     return list(get_user_model().objects.filter(pk__in=sorted(user_ids)).values_list("pk", "username"))
 
 
-def _later(codes: dict[str, V], name: str, value: V, dropped: dict[str, int]) -> None:
-    """Set a unit's code; a unit coded twice (two rounds) keeps the later judgment, the earlier counted as recoded."""
-    if name in codes:
-        dropped["recoded"] += 1
-    codes[name] = value
-
-
-def _value(role: str, attribute: tuple[str, dict[str, str]], score: int) -> Any:
-    if role in ("ambiguous", "sudden", "hold", "reactance", "safety_critical"):
-        return bool(score)
-    return _label(attribute, score)
-
-
-def _user_code(fields: Mapping[str, Any], states: list[str]) -> UserCode:
-    from metrics.core.care import NO_MARKER, STATES, UserCode
-
-    marker = fields.get("marker")
-    if marker is not None:  # the schema's states, in order, are the engine's
-        marker = STATES[states.index(marker)] if marker in states and states.index(marker) < len(STATES) else NO_MARKER
-    return UserCode(marker=marker, crisis=fields.get("crisis"), ambiguous=bool(fields.get("ambiguous")),
-                    sudden=bool(fields.get("sudden")), hold=bool(fields.get("hold")),
-                    reactance=bool(fields.get("reactance")), request=fields.get("request"))
-
-
-def _reference_name(codings: Mapping[str, CareCoding], members: Mapping[int, tuple[str, str]],
-                    chosen: str | None) -> str:
-    if GOLD in codings:
-        return GOLD
-    if chosen:
-        if chosen not in codings:
-            raise ValueError(f"reference coder {chosen!r} has no CARE codings in this study")
-        return chosen
-    by_role: dict[str, list[str]] = defaultdict(list)
-    for username, role in members.values():
-        if username in codings:
-            by_role[role].append(username)
-    for role in (StudyMember.Role.EXPERT, StudyMember.Role.REVIEWER, StudyMember.Role.METHOD):
-        if by_role[role]:
-            return sorted(by_role[role])[0]
-    return sorted(codings)[0] if codings else ""
-
-
 def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, reference: str | None = None) -> dict | None:
     """The report's ``care`` section of a CARE study (None for any other study): ``care_report`` of the loaded
     inputs, plus ``reference`` (whose codings the states, alignment and quality come from) and ``input`` (the
     histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``)."""
+    found = care_section_and_rows(study=study, seed=seed, resamples=resamples, reference=reference)
+    return None if found is None else found[0]
+
+
+def care_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 1000,
+                          reference: str | None = None) -> tuple[dict, KindRows] | None:
+    """``care_section`` and the rows it read as the input fingerprint covers them (``care_kind_rows``): the
+    study bundle's recompute computes both from the same rows (``metrics.core.care_rows``)."""
     if not is_care_study(study):
         return None
-    from metrics.core.care_metrics import care_report
+    from metrics.core.care_rows import care_kind_rows, care_section_from_rows
 
-    inputs = care_inputs(study=study, reference=reference, seed=seed, resamples=resamples)
-    section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
-    section["reference"] = inputs.reference_name
-    section["input"] = inputs.input
-    return section
+    rows = care_rows(study=study)
+    return care_section_from_rows(rows, reference=reference, seed=seed, resamples=resamples), care_kind_rows(rows)

@@ -73,11 +73,14 @@ def report_prepare(
         progress=_scaled(progress, LOADED, LOADED + (STORED - LOADED) * INDEXED),
     )
     study_block = {"slug": study.slug, "schema": study.schema.slug, "schema_version": study.schema.version}
-    care = care_inputs.care_section(study=study, seed=seed, resamples=bootstrap)  # None unless a CARE study
-    lc8 = lc8_inputs.lc8_section(study=study, seed=seed, resamples=bootstrap)  # None unless an LC8 study
+    # a CARE or LC8 study's section, and the rows it read (the input fingerprint covers them); None: another kind
+    care = care_inputs.care_section_and_rows(study=study, seed=seed, resamples=bootstrap)
+    lc8 = lc8_inputs.lc8_section_and_rows(study=study, seed=seed, resamples=bootstrap)
     report_complete(prepared.report, study=study_block,
                     software={"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT},
-                    unscored=selectors.unscored_judgments(study=study), sections={"care": care, "lc8": lc8})
+                    unscored=selectors.unscored_judgments(study=study),
+                    sections={"care": care and care[0], "lc8": lc8 and lc8[0]},
+                    kind_rows=(care or lc8 or (None, None))[1])
     return prepared
 
 

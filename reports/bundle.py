@@ -10,8 +10,9 @@ dated 1980-01-01, no creation date in an SVG or PNG, SVG element ids from a fixe
 against a strong ETag. A bundle is built once per run and input fingerprint, under ``settings.BUNDLE_DIR``.
 
 Fresh or refused: the bundle's judgments are read from the database when it is built, so they are checked against
-the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader) must be the
-run's ``input.fingerprint``, or the study's judgments changed since the run and the bundle is refused
+the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader), with a CARE
+or LC8 section's rows (``provenance.fingerprint_rows``), must be the run's ``input.fingerprint``, or the study's
+judgments changed since the run and the bundle is refused
 (``BundleRefusedError``: start a new run).
 """
 
@@ -26,10 +27,10 @@ import os
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -42,11 +43,14 @@ from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from common.downloads import Spooled, resumable
-from metrics import care_inputs, selectors
+from metrics import care_inputs, lc8_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
 from reports import care_charts, charts, lc8_charts
+
+if TYPE_CHECKING:
+    from metrics.core.provenance import KindRows
 
 log = logging.getLogger(__name__)
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry: no build time in the bytes
@@ -133,7 +137,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     # the computation core (numpy) loads only in the processes that build a bundle: the web workers' URL conf
     # imports this module (tests/cab/test_urls.py)
     from metrics.core import recompute as core_bundle
-    from metrics.core.provenance import fingerprint
+    from metrics.core.provenance import fingerprint, fingerprint_rows
 
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the bundle is written (numbers only)
     clock = [time.perf_counter()]
@@ -152,12 +156,13 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
 
     judgments_csv = "".join(long_format.judgments_csv(study=study))
     judgments, spans = core_bundle.bundle_tables(judgments_csv)
-    now = fingerprint(judgments, spans)
+    kind_rows = _kind_rows(study)  # a CARE or LC8 section's rows: the fingerprint covers them too
+    now = fingerprint_rows(fingerprint(judgments, spans), kind_rows() if kind_rows else None)
     stored = report["input"]["fingerprint"]
     if now != stored:
         raise BundleRefusedError(
-            f"The judgments of study {study.slug} changed since run {run.pk} read them (its input fingerprint "
-            f"{stored[:19]}…, now {now[:19]}…): start a new metric run, and download its bundle.")
+            f"The judgments of study {study.slug} (or its section's rows) changed since run {run.pk} read them (its "
+            f"input fingerprint {stored[:19]}…, now {now[:19]}…): start a new metric run, and download its bundle.")
     lap("judgments")
     columns = long_format.columns_for(study)
     entries[core_bundle.JUDGMENTS_FILE] = judgments_csv.encode("utf-8")
@@ -176,11 +181,15 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             entries[path] = text.encode("utf-8")
             tables[path] = (header, fields, description)
 
+    kind_blocks, kind_tables = kind_rows() if kind_rows else ({}, {})
+    for path, (kind_header, body) in kind_tables.items():  # written even without rows: the recompute reads them
+        entries[path] = "".join(csv_stream(kind_header, body)).encode("utf-8")
+        tables[path] = (list(kind_header), _kind_fields(kind_header), KIND_DESCRIPTIONS[path])
     lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
     entries[core_bundle.REPORT_FILE] = report_text.encode("utf-8")
-    entries[core_bundle.RUN_FILE] = _json(_run_file(study, run, report, provenance))
+    entries[core_bundle.RUN_FILE] = _json({**_run_file(study, run, report, provenance), **kind_blocks})
 
     blocks = _blocks(study, report)
     figures = _figures(blocks)
@@ -207,6 +216,24 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     lap("zip")
     log.info("bundle of run %s: %s; total %.1f s", run.pk,
              ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()), sum(phases.values()))
+
+
+def _kind_rows(study: Study) -> Callable[[], KindRows] | None:
+    """The rows a CARE or LC8 study's section reads (run.json's block of the kind, and its CSVs: a new iteration at
+    each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a study of the
+    default kind."""
+    kind = kind_of(study)
+    if kind == "care":
+        from metrics.core.care_rows import care_kind_rows
+
+        rows = care_inputs.care_rows(study=study)
+        return lambda: care_kind_rows(rows)
+    if kind == "lc8":
+        from metrics.core.lc8_rows import lc8_kind_rows
+
+        lc8 = lc8_inputs.lc8_rows(study=study)
+        return lambda: lc8_kind_rows(lc8)
+    return None
 
 
 def _json(value: Any) -> bytes:
@@ -332,6 +359,49 @@ def _judgment_fields(columns: Sequence[str]) -> list[Field]:
         "role": ("string", "reviewer, expert, method or reference"),
         "session_index": ("integer", "the session of a longitudinal history's row; empty otherwise"),
         "seed": ("integer", "the run of a method's session label (LC8); empty otherwise"),
+    }
+    return [_field(name, *described[name]) for name in columns]
+
+
+KIND_DESCRIPTIONS = {
+    "data/care_sessions.csv": "The CARE section's histories (the study's conversations with sessions), one row per "
+                              "session: what its recompute reads (docs/bundle.md#what-each-kind-gets).",
+    "data/care_judgments.csv": "Every judgment of the study's rounds as the CARE section reads it, in judgment order "
+                               "(a later one replaces an earlier one of the same unit and coder), unscored ones "
+                               "too (counted as left out).",
+    "data/lc8_sessions.csv": "The LongCounsel-8 section's sessions: those of the study's longitudinal conversations, "
+                             "in trajectory order; lc8_labels.csv and lc8_judgments.csv point to them by row.",
+    "data/lc8_labels.csv": "Every session label of the study as the LongCounsel-8 section reads it (the same labels "
+                           "as the judgments' rows without a round, in the section's terms).",
+    "data/lc8_judgments.csv": "Every judgment of the study's rounds as the LongCounsel-8 section reads it, in judgment "
+                              "order (a later one replaces an earlier one of the same session and item), unscored "
+                              "ones too (counted as left out).",
+}
+
+
+def _kind_fields(columns: Sequence[str]) -> list[Field]:
+    """The columns of the CARE and LC8 sections' rows (KIND_DESCRIPTIONS)."""
+    described = {
+        "dataset": ("string", "the dataset by name"),
+        "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a "
+                                      "conversation without sessions (not a history)"),
+        "model": ("string", "the history's model slot (the first in name order of its responses)"),
+        "session_index": ("integer", "the session's position in the history, from 1; in care_judgments.csv the "
+                                     "session of a session-level code, empty otherwise"),
+        "kind": ("string", "chat, crisis, callback or counseling"),
+        "crisis_type": ("string", "the session's crisis type; empty when none"),
+        "turns": ("string", "the indexes of the session's turns, space-separated, in order"),
+        "coder": ("string", "the coder's username (a gold row: who recorded it)"),
+        "is_gold": ("boolean", "true for the gold panel's consensus"),
+        "attribute": ("string", "the attribute's code in the study's schema (in the lc8 files: an item or the "
+                                "total; empty for any other)"),
+        "turn_index": ("integer", "the turn of a turn- or response-level code; empty otherwise"),
+        "on_response": ("boolean", "true for a code of a model response"),
+        "score": ("number", "the score on the attribute's scale; empty when not scored yet"),
+        "seed": ("integer", "the run of a method's label; empty when none"),
+        "session": ("integer", "the session: its row of lc8_sessions.csv, from 1; 0 for a session of no trajectory; "
+                               "empty when the judgment is on no session"),
+        "value": ("number", "the label's value (Python's repr of the binary64: read back exactly)"),
     }
     return [_field(name, *described[name]) for name in columns]
 

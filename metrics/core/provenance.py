@@ -9,6 +9,10 @@ It hashes what the rows say, not how they were handed over, as the report itself
   (SplitMix64 mixing, vectorised), the row hashes are sorted, and the SHA-256 covers each column's distinct values
   and the sorted row hashes. Sorting 64-bit hashes costs a few tens of milliseconds at paper scale, where sorting
   the rows themselves (``np.lexsort`` over nine columns) took half a second.
+A CARE or LC8 study's section reads more rows than the judgments (its sessions, labels and judgments as the section
+sees them: ``metrics.core.care_rows``, ``metrics.core.lc8_rows``); ``fingerprint_rows`` folds them into the
+fingerprint, in their order (a later judgment replaces an earlier one there), and leaves a study without them (the
+default kind) with the judgments' fingerprint unchanged.
 Written by hand because the fingerprint has to be this exact canonical form, which no library defines for our
 tables; two different inputs get one fingerprint only if their row hashes collide (64 bits a row).
 """
@@ -18,9 +22,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from common.cells import csv_stream
 
 from .tables import Categorical, JudgmentTable, SpanTable
 
@@ -44,6 +51,27 @@ def fingerprint(judgments: JudgmentTable, spans: SpanTable | None = None) -> str
             salt = np.uint64((number + 1) * int(_GOLDEN) % 2**64)  # a different mix for each column
             row_hash = _mix(row_hash ^ (codes + salt))
         digest.update(np.sort(row_hash).astype("<u8").tobytes())
+    return PREFIX + digest.hexdigest()
+
+
+KindRows = tuple[Mapping[str, Any], Mapping[str, tuple[Sequence[str], Iterable[Sequence[Any]]]]]
+
+
+def fingerprint_rows(base: str, rows: KindRows | None) -> str:
+    """``base`` (the judgments' fingerprint) with the rows a kind's section reads: (run.json's blocks of the kind,
+    its tables as path -> (header, rows)), the bytes the study bundle writes for them, tables in path order and rows
+    in their order. ``base`` itself when there are none (a study of the default kind)."""
+    if rows is None or not (rows[0] or rows[1]):
+        return base
+    blocks, tables = rows
+    digest = hashlib.sha256(b"cab-input-rows-v1\n" + base.encode() + b"\n")
+    for name in sorted(blocks):
+        digest.update(json.dumps([name, blocks[name]], ensure_ascii=False, sort_keys=True).encode() + b"\n")
+    for path in sorted(tables):
+        header, body = tables[path]
+        digest.update(f"{path}\n".encode())
+        for chunk in csv_stream(header, body):
+            digest.update(chunk.encode())
     return PREFIX + digest.hexdigest()
 
 

@@ -3,15 +3,17 @@
     python -m metrics.core.recompute BUNDLE.zip [-o report.json]
 
 reads the bundle's judgments (``data/judgments.csv``, the long format: docs/reference.md#long-format-of-judgments),
-the texts their spans point into (``data/responses.csv``), the conversations' kinds (``data/conversations.csv``)
-and the run's parameters, schema and provenance (``run.json``), computes the report with the core's entry point the
-server's run uses (``report.report_prepare`` → ``report_complete`` → ``report_finish``) and writes ``report.json``
-as the server writes it (``report_file.report_file_text``): for a study of the default kind, byte for byte the
-bundle's own ``report.json``. It then says whether the two are identical (exit status 0) or not (1); a bundle it
-cannot read is exit status 2 with the reason.
+the texts their spans point into (``data/responses.csv``), the conversations' kinds (``data/conversations.csv``),
+the run's parameters, schema and provenance (``run.json``), and for a CARE or LC8 study the rows its section reads
+(``data/care_*.csv``, ``data/lc8_*.csv`` and the kind's block of ``run.json``: ``care_rows``, ``lc8_rows``),
+computes the report with the core's entry point the server's run uses (``report.report_prepare`` →
+``report_complete`` → ``report_finish``) and writes ``report.json`` as the server writes it
+(``report_file.report_file_text``): byte for byte the bundle's own ``report.json``. It then says whether the two are
+identical (exit status 0) or not (1); a bundle it cannot read is exit status 2 with the reason.
 
-The same reading (``bundle_tables``) serves the server when it builds a bundle: the fingerprint of what it wrote must
-be the run's ``input.fingerprint``, or the bundle is refused (the study's judgments changed since the run).
+The same reading (``bundle_tables``) serves the server when it builds a bundle: the fingerprint of what it wrote (with
+a kind's section rows: ``provenance.fingerprint_rows``) must be the run's ``input.fingerprint``, or the bundle is
+refused (the study's judgments changed since the run).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from common.cells import unneutralise
 
+from .provenance import KindRows
 from .tables import AttributeSpec, Categorical, JudgmentTable, ReportParams, SpanTable
 
 FORMAT = "cab-study-bundle"
@@ -41,9 +44,12 @@ REPORT_FILE = "report.json"
 JUDGMENTS_FILE = "data/judgments.csv"
 RESPONSES_FILE = "data/responses.csv"
 CONVERSATIONS_FILE = "data/conversations.csv"
-# The kinds whose whole report the recompute writes; a CARE or LC8 bundle's sections come from loaders that still
-# need the database (metrics.care_inputs, metrics.lc8_inputs): docs/bundle.md#what-each-kind-gets.
-RECOMPUTABLE_KINDS = ("default",)
+# The rows each kind's section reads, beside the judgments (docs/bundle.md#what-each-kind-gets).
+CARE_FILES = ("data/care_sessions.csv", "data/care_judgments.csv")  # metrics.core.care_rows
+LC8_FILES = ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")  # metrics.core.lc8_rows
+KIND_FILES = {"care": CARE_FILES, "lc8": LC8_FILES}
+# The kinds whose whole report the recompute writes (every kind the server has).
+RECOMPUTABLE_KINDS = ("default", "care", "lc8")
 
 
 class BundleError(ValueError):
@@ -59,6 +65,7 @@ class Bundle:
     responses_csv: str
     conversations_csv: str
     report_text: str | None  # the bundle's report.json, to compare with
+    kind_files: Mapping[str, str] | None = None  # the kind's own rows (KIND_FILES), by path
 
 
 def _members(path: Path) -> Mapping[str, bytes] | Path:
@@ -67,7 +74,8 @@ def _members(path: Path) -> Mapping[str, bytes] | Path:
     try:
         with zipfile.ZipFile(path) as archive:
             return {name: archive.read(name) for name in archive.namelist()
-                    if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE)}
+                    if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE,
+                                *CARE_FILES, *LC8_FILES)}
     except (zipfile.BadZipFile, OSError) as error:
         raise BundleError(f"{path}: not a readable zip file ({error})") from error
 
@@ -99,8 +107,10 @@ def bundle_open(path: Path) -> Bundle:
         raise BundleError(f"{path}: {RUN_FILE} does not describe a {FORMAT}")
     if run_file.get("version") != VERSION:
         raise BundleError(f"{path}: bundle version {run_file.get('version')!r}; this code reads version {VERSION}")
+    kind = (run_file.get("study") or {}).get("kind")
     return Bundle(run_file, text(JUDGMENTS_FILE) or "", text(RESPONSES_FILE) or "", text(CONVERSATIONS_FILE) or "",
-                  text(REPORT_FILE, required=False))
+                  text(REPORT_FILE, required=False),
+                  {name: text(name) or "" for name in KIND_FILES.get(kind, ())} if isinstance(kind, str) else None)
 
 
 def _csv_rows(text: str, name: str, required: Iterable[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -216,9 +226,8 @@ def recompute(bundle: Bundle) -> str:
     run_file = bundle.run_file
     kind = run_file.get("study", {}).get("kind")
     if kind not in RECOMPUTABLE_KINDS:
-        raise BundleError(f"a {kind} study's bundle cannot be recomputed yet: its section is loaded from the "
-                          f"database (docs/bundle.md#what-each-kind-gets); this recompute writes the reports of "
-                          f"{', '.join(RECOMPUTABLE_KINDS)} studies")
+        raise BundleError(f"a {kind} study's bundle cannot be recomputed by this code: it writes the reports of "
+                          f"{', '.join(RECOMPUTABLE_KINDS)} studies (docs/bundle.md#what-each-kind-gets)")
     try:
         params = ReportParams.from_dict(run_file["parameters"])
         study = {name: run_file["study"][name] for name in ("slug", "schema", "schema_version")}
@@ -250,12 +259,40 @@ def recompute(bundle: Bundle) -> str:
     prepared = report_prepare(attributes=_attributes(run_file), judgments=judgments, spans=spans,
                               response_texts=texts, conversation_kinds=kinds,
                               subcategory_attribute=subcategory_attribute, params=params)
-    report_complete(prepared.report, study=study, software=software, unscored=unscored)
+    sections, kind_rows = _sections(kind, bundle, params)
+    report_complete(prepared.report, study=study, software=software, unscored=unscored, sections=sections,
+                    kind_rows=kind_rows)
     boot = prepared.bootstrap
     report = report_finish(prepared, [boot.chunk_samples(chunk) for chunk in range(boot.chunks)])
     from .report_file import report_file_text
 
     return report_file_text(run, report)
+
+
+def _sections(kind: str, bundle: Bundle, params: ReportParams) -> tuple[dict[str, dict | None], KindRows | None]:
+    """The section of the study's kind, computed from its rows as the server's run computes it from the database
+    (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no reference named), and the
+    rows as the input fingerprint covers them."""
+    files = bundle.kind_files or {}
+    sections: dict[str, dict | None] = {"care": None, "lc8": None}
+    try:
+        if kind == "care":
+            from .care_rows import care_kind_rows, care_rows_read, care_section_from_rows
+
+            rows = care_rows_read(bundle.run_file["care"], *(files.get(name, "") for name in CARE_FILES))
+            sections["care"] = care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap)
+            return sections, care_kind_rows(rows)
+        if kind == "lc8":
+            from .lc8_rows import lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
+
+            lc8 = lc8_rows_read(bundle.run_file["lc8"], *(files.get(name, "") for name in LC8_FILES))
+            sections["lc8"] = lc8_section_from_rows(lc8, seed=params.seed, resamples=params.bootstrap)
+            return sections, lc8_kind_rows(lc8)
+    except KeyError as error:
+        raise BundleError(f"{RUN_FILE}: no {kind} block ({error!r})") from error
+    except ValueError as error:  # the rows' reader names the file and line
+        raise BundleError(f"the {kind} section's rows: {error}") from error
+    return sections, None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from .calibration import calibration_section
 from .common import to_jsonable
 from .encode import encode
 from .indices import indices_section
-from .provenance import fingerprint
+from .provenance import KindRows, fingerprint, fingerprint_rows
 from .report_warnings import report_warnings
 from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
 
@@ -117,7 +117,7 @@ def report_prepare(
 
 def report_complete(
     report: dict, *, study: Mapping[str, object], software: Mapping[str, object], unscored: int,
-    sections: Mapping[str, dict | None] | None = None,
+    sections: Mapping[str, dict | None] | None = None, kind_rows: KindRows | None = None,
 ) -> None:
     """What a study's report holds beyond the core's figures, added in place: the study (slug, schema, version),
     the software that computed it (docs/metrics.md#provenance), the judgments without a score (read by no figure:
@@ -128,6 +128,7 @@ def report_complete(
     report["study"] = dict(study)
     report["software"] = dict(software)
     counted = report["input"]
+    counted["fingerprint"] = fingerprint_rows(counted["fingerprint"], kind_rows)  # the section's rows too
     counted["judgments"] += unscored
     counted["dropped"] = {"unscored": unscored, **counted["dropped"]}
     for name, section in (sections or {}).items():

@@ -59,7 +59,7 @@ def embedded():
 
 @pytest.fixture
 def lc8_bug(monkeypatch):
-    monkeypatch.setattr(lc8_inputs, "lc8_section", _lc8_bug)
+    monkeypatch.setattr(lc8_inputs, "lc8_section_and_rows", _lc8_bug)
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_a_result_that_cannot_be_stored_fails_the_run_saying_so(embedded, monkey
     """A report section holding what JSON cannot hold (a set: a bug) fails when the result is stored, after the
     computation: the run fails with that reason instead of staying running (in embedded mode nobody would ever take
     it over)."""
-    monkeypatch.setattr(lc8_inputs, "lc8_section", lambda **_: {"raters": {"r1", "r2"}})
+    monkeypatch.setattr(lc8_inputs, "lc8_section_and_rows", lambda **_: ({"raters": {"r1", "r2"}}, ({}, {})))
     run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
     assert_failed_as_a_worker_stores_it(run, "TypeError: Object of type set is not JSON serializable")
 
@@ -141,7 +141,7 @@ from metrics import lc8_inputs, selectors, services
 assert settings.CELERY_TASK_ALWAYS_EAGER, "not embedded"
 def lc8_bug(**_):
     raise ValueError({MESSAGE!r})
-lc8_inputs.lc8_section = lc8_bug
+lc8_inputs.lc8_section_and_rows = lc8_bug
 run = services.metric_run_request(study=Study.objects.get(slug="cab-demo"), by=None, trigger="command", bootstrap=20)
 print(selectors.metric_run_said(run=run))
 """

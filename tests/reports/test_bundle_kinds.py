@@ -1,11 +1,14 @@
 """The study bundles of CARE and LongCounsel-8 studies (docs/bundle.md#what-each-kind-gets): the histories' sessions,
-the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format; their recompute says it
-cannot write their section yet instead of writing another report."""
+the kind's own dashboard page drawn and tabulated, the LC8 session labels in the long format, and the rows each
+kind's section reads, from which the recompute (without Django) writes the bundle's report.json byte for byte."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -18,6 +21,7 @@ from annotation.lc8_demo import lc8_demo_load
 from metrics import runs, services
 from metrics.core import recompute
 from reports import bundle
+from tests.reports.test_bundle import ROOT, WITHOUT_DJANGO
 
 pytestmark = pytest.mark.django_db
 
@@ -44,10 +48,55 @@ def _bundled(study) -> dict[str, bytes]:
         return {name: archive.read(name) for name in archive.namelist()}
 
 
+def _recompute_without_django(files: dict[str, bytes], tmp_path) -> tuple[subprocess.CompletedProcess, bytes]:
+    path = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    out = tmp_path / "recomputed.json"
+    environment = {name: value for name, value in os.environ.items() if name != "DJANGO_SETTINGS_MODULE"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_DJANGO, str(path), "-o", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, env=environment, timeout=600, check=False)
+    return done, out.read_bytes() if out.is_file() else b""
+
+
+KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
+              "lc8": ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")}
+
+
+@pytest.mark.parametrize(("load", "slug", "kind", "rows", "used"), [
+    (care_demo_load, "care-demo", "care", "data/care_judgments.csv", "used"),
+    (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used")])
+def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(
+        load, slug, kind, rows, used, tmp_path):
+    load(**_people())
+    from annotation.models import Study
+
+    files = _bundled(Study.objects.get(slug=slug))
+    report = json.loads(files["report.json"])
+    assert "unavailable" not in report[kind]
+    assert report[kind]["input"][used] > 0  # the section has something to recompute
+    assert json.loads(files["run.json"])[kind]["block"]
+    package = {r["path"]: r for r in json.loads(files["datapackage.json"])["resources"]}
+    for path in KIND_FILES[kind]:
+        header = files[path].decode().splitlines()[0].split(",")
+        assert [f["name"] for f in package[path]["schema"]["fields"]] == header
+        assert all(f["description"] for f in package[path]["schema"]["fields"])
+    done, recomputed = _recompute_without_django(files, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "byte for byte the bundle's report.json" in done.stderr
+    assert recomputed == files["report.json"]
+
+    # the section is computed from the bundle's rows: without them, another report (the test can fail)
+    header = files[rows].split(b"\n")[0] + b"\n"
+    done, recomputed = _recompute_without_django({**files, rows: header}, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(recomputed)[kind] != report[kind]
+
+
 @pytest.mark.parametrize(("load", "slug", "page"), [(care_demo_load, "care-demo", "care"),
                                                     (lc8_demo_load, "lc8-demo", "lc8")])
-def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page_and_its_recompute_says_why_not(
-        load, slug, page, tmp_path, capsys):
+def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page(load, slug, page):
     load(**_people())
     from annotation.models import Study
 
@@ -60,9 +109,40 @@ def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page_and_its_recompute_sa
     assert "session_index" in files["data/judgments.csv"].decode().splitlines()[0]
     package = json.loads(files["datapackage.json"])
     assert {r["path"] for r in package["resources"]} == set(files) - {"datapackage.json"}
+
+
+def test_a_bundle_without_its_kinds_rows_is_refused_with_the_reason(tmp_path, capsys):
+    lc8_demo_load(**_people())
+    from annotation.models import Study
+
+    files = _bundled(Study.objects.get(slug="lc8-demo"))
+    del files["data/lc8_labels.csv"]
     path = tmp_path / "bundle.zip"
     with zipfile.ZipFile(path, "w") as archive:
         for name, data in files.items():
             archive.writestr(name, data)
     assert recompute.main([str(path), "-o", str(tmp_path / "out.json")]) == 2
-    assert f"a {page} study's bundle cannot be recomputed yet" in capsys.readouterr().err
+    assert "the bundle has no data/lc8_labels.csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("load", "slug"), [(care_demo_load, "care-demo"), (lc8_demo_load, "lc8-demo")])
+def test_a_bundle_is_refused_when_its_sections_rows_changed_since_the_run(load, slug):
+    load(**_people())
+    from annotation.models import SessionLabel, Study
+
+    study = Study.objects.get(slug=slug)
+    run = services.metric_run_request(study=study, by=None, bootstrap=20)
+    runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    bundle.bundle_write(run=run, out=io.BytesIO())  # fresh: written
+    if slug == "lc8-demo":  # a label, which no judgment row of the long format's fingerprint covers
+        label = SessionLabel.objects.filter(study=study).order_by("pk").first()
+        SessionLabel.objects.filter(pk=label.pk).update(value=label.value + 1)
+    else:  # a session's kind, which no judgment row covers
+        from annotation.selectors import conversations_of_study
+        from benchmark.models import Session
+
+        session = Session.objects.filter(conversation__in=conversations_of_study(study=study)).order_by("pk").first()
+        Session.objects.filter(pk=session.pk).update(kind="callback" if session.kind != "callback" else "chat")
+    with pytest.raises(bundle.BundleRefusedError, match="changed since run"):
+        bundle.bundle_write(run=run, out=io.BytesIO())

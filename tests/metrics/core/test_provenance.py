@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from metrics.core.provenance import fingerprint
-from metrics.core.report import ReportParams, build_report
+from metrics.core.provenance import fingerprint, fingerprint_rows
+from metrics.core.report import ReportParams, build_report, report_complete
 from metrics.core.synthetic import DEFAULT_SCHEMA, DEFAULT_SUBCATEGORIES, generate
 from metrics.core.tables import Categorical
 
@@ -70,3 +70,39 @@ def test_the_report_states_the_fingerprint_of_what_it_read():
                           response_texts=study.response_texts, conversation_kinds=study.conversation_kinds,
                           subcategory_attribute=DEFAULT_SUBCATEGORIES, params=ReportParams(bootstrap=10, seed=1))
     assert report["input"]["fingerprint"] == fingerprint(study.judgments, study.spans)
+
+
+# The fingerprint of ROWS and SPANS as every version since the fingerprint began computes it: a study of the default
+# kind (no CARE or LC8 rows) keeps its fingerprint, so its runs' bundles stay fresh.
+PINNED = "sha256:6bfd433f08af24c3a5281e68e3ea62202b9f8af2ac7b9d6b31aef120a6fe3825"
+
+
+def _lc8_rows(value: str = "3.0", order: int = 1):
+    sessions = [("d", "t1", 1), ("d", "t1", 2)]
+    labels = [("ref", None, 1, "P1", value), ("ref", None, 2, "P1", "4.0")][::order]
+    return ({"lc8": {"block": {"items": ["P1"]}, "members": [["ref", "reference"]]}},
+            {"data/lc8_sessions.csv": (("dataset", "conversation_id", "session_index"), sessions),
+             "data/lc8_labels.csv": (("coder", "seed", "session", "attribute", "value"), labels)})
+
+
+def test_a_study_without_section_rows_keeps_its_fingerprint_bytes():
+    base = fingerprint(judgment_table(ROWS), span_table(SPANS))
+    assert base == PINNED
+    assert fingerprint_rows(base, None) == PINNED
+    assert fingerprint_rows(base, ({}, {})) == PINNED
+    report = {"input": {"fingerprint": base, "judgments": 3, "dropped": {}}}
+    report_complete(report, study={}, software={}, unscored=0, sections={"care": None, "lc8": None})
+    assert report["input"]["fingerprint"] == PINNED
+
+
+def test_the_section_rows_count_their_values_their_order_and_their_block():
+    base = fingerprint(judgment_table(ROWS), span_table(SPANS))
+    with_rows = fingerprint_rows(base, _lc8_rows())
+    assert with_rows.startswith("sha256:") and with_rows != base
+    assert fingerprint_rows(base, _lc8_rows()) == with_rows
+    assert fingerprint_rows(base, _lc8_rows(value="2.0")) != with_rows
+    assert fingerprint_rows(base, _lc8_rows(order=-1)) != with_rows, "a later judgment replaces an earlier one"
+    blocks, tables = _lc8_rows()
+    assert fingerprint_rows(base, ({"lc8": {**blocks["lc8"], "members": [["ref", "method"]]}}, tables)) != with_rows
+    other = fingerprint(judgment_table(ROWS[:2]), span_table(SPANS))
+    assert fingerprint_rows(other, _lc8_rows()) != with_rows

@@ -84,12 +84,30 @@ def test_a_file_that_is_no_zip_is_refused(tmp_path, capsys):
     assert "not a readable zip file" in capsys.readouterr().err
 
 
-def test_a_care_or_lc8_bundle_says_it_cannot_be_recomputed_yet(tmp_path, capsys):
+def test_a_care_or_lc8_bundle_without_its_sections_rows_or_of_an_unknown_kind_is_refused(tmp_path, capsys):
     data = {"data/judgments.csv": "round\r\n", "data/responses.csv": "", "data/conversations.csv": ""}
-    for kind in ("care", "lc8"):
+    for kind, said in (("care", "the bundle has no data/care_sessions.csv"),
+                       ("lc8", "the bundle has no data/lc8_sessions.csv"),
+                       ("other", "a other study's bundle cannot be recomputed")):
         bundle = _zip(tmp_path / f"{kind}.zip", {"run.json": _run_file(study={"kind": kind}), **data})
         assert recompute.main([str(bundle)]) == 2
-        assert f"a {kind} study's bundle cannot be recomputed yet" in capsys.readouterr().err
+        assert said in capsys.readouterr().err
+
+
+def test_a_malformed_row_of_a_sections_rows_is_named_by_its_file_and_line():
+    from metrics.core.care_rows import care_rows_read
+    from metrics.core.lc8_rows import lc8_rows_read
+
+    block = {"block": {}, "attributes": [], "members": []}
+    sessions = "dataset,conversation_id,model,session_index,kind,crisis_type,turns\r\nD,c1,M,one,chat,,1 2\r\n"
+    with pytest.raises(ValueError, match="data/care_sessions.csv line 2: session_index 'one' is not a whole number"):
+        care_rows_read(block, sessions, "coder,is_gold,attribute,conversation_id,turn_index,on_response,"
+                                        "session_index,score\r\n")
+    lc8 = {"block": {"items": ["P1"]}, "study": "s", "schema": "x", "codes": ["P1"], "members": []}
+    with pytest.raises(ValueError, match="data/lc8_labels.csv line 2: value 'high' is not a number"):
+        lc8_rows_read(lc8, "dataset,conversation_id,session_index\r\n",
+                      "coder,seed,session,attribute,value\r\nref,,1,P1,high\r\n",
+                      "coder,is_gold,session,attribute,score\r\n")
 
 
 def test_a_malformed_judgment_row_is_named_by_its_line():
