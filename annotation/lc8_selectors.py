@@ -8,7 +8,8 @@ where ``Study.reference_labels`` / ``Study.method_labels`` show them. With ``Stu
 on the page tells which trajectory or which session of it this is.
 
 Attribute roles come from ``schema.definition["lc8"]`` alone. Like ``care_selectors``, this module builds on plain
-models so that ``annotation.selectors`` may call it (``session_checklist``, for completion).
+models and the page's forms (``annotation.page_forms``) so that ``annotation.selectors`` may call it
+(``session_checklist``, for completion); it never imports ``annotation.selectors`` (docs/architecture.md#no-circles).
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from annotation.care_selectors import SessionChecklist, assistant_replies
 from annotation.lc8_assign import lc8_block
 from annotation.methods import session_labels_visible_to
 from annotation.models import AttributeDefinition, Judgment, Round, Schema, Study, StudyMember
+from annotation.page_forms import AttrForm, attribute_groups
 from benchmark.models import Session, Turn
 
 if TYPE_CHECKING:
-    from annotation.selectors import AttrForm, TurnView
+    from annotation.selectors import TurnView
 
 
 def session_checklist(*, round: Round, user: User, turn: Turn, attributes: list[AttributeDefinition],
@@ -84,8 +86,6 @@ class SessionPage:
 
 def session_page(*, view: TurnView, user: User) -> SessionPage | None:
     """The session page of a session-rated study's assignment; None for any other study (no query then)."""
-    from annotation.selectors import AttrForm, _groups
-
     study = view.study
     block = lc8_block(study.schema)
     if block is None or view.turn.session_id is None:
@@ -107,8 +107,7 @@ def session_page(*, view: TurnView, user: User) -> SessionPage | None:
                                          reply=replies.get(turn.pk, "")))
     items = [f for _, forms in view.session_forms for f in forms]
     schema = view.schema
-    optional = _optional_forms(view=view, user=user, session=session, block=block, attr_form=AttrForm,
-                               groups=_groups)
+    optional = _optional_forms(view=view, user=user, session=session, block=block)
     total = schema.by_code.get(str(block.get("total", "")))
     scores = [f.judgment.score if f.judgment is not None else None for f in items]
     conversation = view.turn.conversation
@@ -124,8 +123,8 @@ def session_page(*, view: TurnView, user: User) -> SessionPage | None:
     )
 
 
-def _optional_forms(*, view: TurnView, user: User, session: Session, block: dict[str, Any], attr_form: Any,
-                    groups: Any) -> list[tuple[str, list[AttrForm]]]:
+def _optional_forms(*, view: TurnView, user: User, session: Session,
+                    block: dict[str, Any]) -> list[tuple[str, list[AttrForm]]]:
     """The forms of ``lc8.optional_groups`` (session attributes not derived), with the coder's judgments."""
     optional_groups = set(block.get("optional_groups", []))
     derived = set(block.get("derived", [])) | {block.get("total")}
@@ -136,8 +135,8 @@ def _optional_forms(*, view: TurnView, user: User, session: Session, block: dict
     judged = {j.attribute_id: j for j in Judgment.objects.filter(
         round=view.round, coder=user, is_gold=False, session=session, attribute__in=attributes)
         .only("id", "attribute_id", "score", "version")}
-    return [(group.name, [attr_form(a, judged.get(a.pk), f"s-{a.code}", None) for a in group.attributes])
-            for group in groups(attributes, view.study.schema)]
+    return [(group.name, [AttrForm(a, judged.get(a.pk), f"s-{a.code}", None) for a in group.attributes])
+            for group in attribute_groups(attributes, view.study.schema)]
 
 
 def _shared_scale(items: list[AttributeDefinition]) -> list[tuple[int, str]]:

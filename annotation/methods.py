@@ -4,7 +4,8 @@ rules and idempotency as people's judgments (``annotation.judgment_import``).
 
 A method is a study member with role ``method`` whose account can never sign in (inactive, no password, no role
 group): its judgments need a coder like anyone's, but nobody works as it. Whether the study's human coders see its
-labels is the study's ``method_labels`` setting; ``method_labels_visible_to`` is the one read that honours it.
+labels is the study's ``method_labels`` setting (``annotation.services.study_method_labels_set``);
+``method_labels_visible_to`` is the one read that honours it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
-from access.checks import require_study_admin, user_sees_all_studies
+from access.checks import user_sees_all_studies
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 
@@ -87,18 +88,6 @@ def reference_register(*, study: Study, name: str, description: str = "", by: Us
     if created or changed:
         audit_record(by=by, action="reference.register", study=study, target=f"user:{name}")
     return member
-
-
-@transaction.atomic
-def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
-    """Blind the study's human coders to the methods' labels, or show them the labels to confirm or correct (the
-    CARE validation protocol). True when the setting changed (recorded)."""
-    from annotation.services import study_settings_update  # one home for a study setting's write and its record
-
-    require_study_admin(by)
-    if value not in Study.MethodLabels.values:
-        raise ValidationError({"method_labels": f"must be one of {', '.join(Study.MethodLabels.values)}"})
-    return bool(study_settings_update(study=study, by=by, method_labels=value))
 
 
 AUTOMATED_ROLES = (StudyMember.Role.METHOD, StudyMember.Role.REFERENCE)  # coders that are not people

@@ -39,6 +39,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
+from annotation.page_forms import AttrForm, AttributeGroup, JudgmentShown, attribute_groups
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from common.lookups import any_of
 from common.rounds import round_name, round_parse
@@ -72,47 +73,6 @@ def schema_get(*, slug: str) -> Schema:
 # --- the reviewer's queue and turn view ----------------------------------------------------------------------
 
 RESPONSE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-@dataclass
-class AttributeGroup:
-    code: str
-    name: str
-    attributes: list[AttributeDefinition]
-
-
-@dataclass(frozen=True, slots=True)
-class JudgmentShown:
-    """What the turn page shows of one of the coder's judgments: its form's data. Plain values, not a model instance
-    each: a page has 80 of them, and building the instances cost more CPU than reading the rows (issue 34)."""
-
-    pk: int
-    coder_id: int  # always the page's coder: the statement reads no one else's (tests/calibration/test_selectors.py)
-    attribute_id: int
-    response_id: int | None
-    score: int | None
-    instance_count: int | None
-    version: int
-
-    @property
-    def id(self) -> int:
-        return self.pk
-
-
-@dataclass
-class AttrForm:
-    """One autosaving form on the turn page: an attribute on the turn or on one response."""
-
-    attribute: AttributeDefinition
-    judgment: Judgment | JudgmentShown | None
-    form_id: str
-    response_handle: str | None  # the response's handle for this reviewer (never its id), None on the turn
-    label: str = ""  # the response's label ("Response A"), empty for the turn's own attributes
-    spans: str = ""  # the judgment's spans as "start end subcategory" joined by commas, in offset order
-
-    @property
-    def scored(self) -> bool:
-        return self.judgment is not None and self.judgment.score is not None
 
 
 @dataclass
@@ -470,15 +430,6 @@ def responses_as_seen(*, study: Study, coder_id: int, turn_id: int,
             for i, r in enumerate(ordered)]
 
 
-def _groups(attributes: list[AttributeDefinition], schema: Schema) -> list[AttributeGroup]:
-    names = {g.get("code"): g.get("name", g.get("code")) for g in schema.definition.get("groups", [])}
-    groups: dict[str, AttributeGroup] = {}
-    for attribute in attributes:
-        groups.setdefault(attribute.group, AttributeGroup(attribute.group, names.get(attribute.group, attribute.group),
-                                                          [])).attributes.append(attribute)
-    return list(groups.values())
-
-
 def study_responses(*, study: Study, turn_ids: Iterable[int]) -> dict[int, list[ModelResponse]]:
     """The responses of each turn that the study codes (its model slots), ordered by model slot."""
     responses = ModelResponse.objects.filter(turn_id__in=list(turn_ids)).order_by("turn_id", "model_slot")
@@ -582,8 +533,9 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     labels: dict[int | None, str] = {r.pk: label for r, label in seen}
     handles = {r.pk: response_handle(study=study, coder_id=user.pk, turn_id=turn.pk, response_id=r.pk)
                for r in ordered}
-    turn_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.TURN], study.schema)
-    response_groups = _groups([a for a in attributes if a.unit == AttributeDefinition.Unit.RESPONSE], study.schema)
+    unit = AttributeDefinition.Unit
+    turn_groups = attribute_groups([a for a in attributes if a.unit == unit.TURN], study.schema)
+    response_groups = attribute_groups([a for a in attributes if a.unit == unit.RESPONSE], study.schema)
 
     # The units each attribute is coded on in this turn, by response id (None: the turn), asked once per attribute.
     units = {a.code: {None if u is None else u.pk for u in rules.units_of(a, ordered)} for a in attributes}
@@ -769,7 +721,7 @@ def _session_forms(*, round: Round, user: User, turn: Turn, attributes: list[Att
         return {}
     return {"checklist_session": checklist.session, "session_forms": [
         (group, [AttrForm(a, checklist.judgments.get(a.code), f"s-{a.code}", None) for a in group.attributes])
-        for group in _groups(checklist.items, schema)]}
+        for group in attribute_groups(checklist.items, schema)]}
 
 
 # --- API reads -----------------------------------------------------------------------------------------------

@@ -132,6 +132,17 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
     return sorted(changed)
 
 
+@transaction.atomic
+def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
+    """Blind the study's human coders to the methods' labels, or show them the labels to confirm or correct (the
+    CARE validation protocol, docs/care-data.md#automated-coders-methods). True when the setting changed
+    (recorded)."""
+    require_study_admin(by)
+    if value not in Study.MethodLabels.values:
+        raise ValidationError({"method_labels": f"must be one of {', '.join(Study.MethodLabels.values)}"})
+    return bool(study_settings_update(study=study, by=by, method_labels=value))
+
+
 def study_settings_shown(*, study: Study) -> dict[str, Any]:
     """The study's settings as a settings page shows them (``study_settings_update(shown=…)``)."""
     return {name: getattr(study, name) for name in STUDY_SETTINGS}

@@ -10,6 +10,7 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import numpy as np
 from django.conf import settings
@@ -108,20 +109,26 @@ def report_build(
     return report_finish(prepared, chunks)
 
 
-def _bootstrap_chunks(prepared: PreparedReport, *, run_id: int,
-                      progress: Callable[[float, str], None]) -> list[list[np.ndarray]]:
-    """Every chunk of the run's bootstrap: here alone, or shared with helper workers when it is large."""
+class SendHelpers(Protocol):
+    """How a split run asks for helpers: send ``count`` helper tasks for the problem published under ``prefix``, and
+    say how many the broker took (``metrics.tasks.metric_run_help_enqueue``, which the run's task passes in)."""
+
+    def __call__(self, prefix: str, *, count: int) -> int: ...
+
+
+def _bootstrap_chunks(prepared: PreparedReport, *, run_id: int, progress: Callable[[float, str], None],
+                      send_helpers: SendHelpers | None) -> list[list[np.ndarray]]:
+    """Every chunk of the run's bootstrap: here alone, or shared with helper workers when it is large and there is
+    a way to send them (``send_helpers``)."""
     boot, chunk_done = prepared.bootstrap, _chunk_progress(progress)
-    if not scaleout.split_wanted(boot):
+    if send_helpers is None or not scaleout.split_wanted(boot):
         chunks = []
         for chunk in range(boot.chunks):
             chunks.append(boot.chunk_samples(chunk))
             chunk_done(chunk + 1, boot.chunks)
         return chunks
-    from metrics.tasks import metric_run_help_enqueue  # the tasks module imports this one
-
     prefix = scaleout.publish(boot, run_id=run_id)
-    helpers = metric_run_help_enqueue(prefix, count=min(settings.METRIC_RUN_SPLIT_HELPERS, boot.chunks - 1))
+    helpers = send_helpers(prefix, count=min(settings.METRIC_RUN_SPLIT_HELPERS, boot.chunks - 1))
     progress(LOADED + (STORED - LOADED) * INDEXED,
              f"bootstrap: {boot.chunks} chunks, shared with {helpers} helper task{'s' if helpers != 1 else ''}")
     return scaleout.compute_shared(boot, prefix, progress=chunk_done)
@@ -161,10 +168,13 @@ class _Heartbeat(threading.Thread):
         self.join(timeout=settings.METRIC_RUN_HEARTBEAT_SECONDS * 2)
 
 
-def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
+def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: SendHelpers | None = None) -> bool:
     """Compute and store one run. Returns False (and does nothing) when the run is finished or another worker is
     computing it. ``heartbeat`` (the worker's task sets it) beats while computing, so a worker that dies
-    mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``)."""
+    mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``). ``send_helpers`` (the
+    worker's task passes it) lets a large bootstrap be shared with helper workers (``metrics.scaleout``); without
+    it the run is computed here alone. This module never imports ``metrics.tasks``, which imports it
+    (docs/architecture.md#no-circles)."""
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the run is stored
     clock, cpu = [time.perf_counter()], time.process_time()
 
@@ -204,7 +214,7 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False) -> bool:
         )
         lap("prepare")
         phases["prepare"] -= phases["load"]
-        chunks = _bootstrap_chunks(prepared, run_id=run_id, progress=progress)
+        chunks = _bootstrap_chunks(prepared, run_id=run_id, progress=progress, send_helpers=send_helpers)
         lap("bootstrap")
         report = report_finish(prepared, chunks)
         del prepared, chunks

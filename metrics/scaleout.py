@@ -26,6 +26,7 @@ import numpy as np
 from django.conf import settings
 
 from metrics.core.bootstrap import Bootstrap, Resampling
+from metrics.core.report import single_blas_thread
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,6 @@ def _claim(client, prefix: str, chunk: int, holder: str) -> bool:  # noqa: ANN00
 
 def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int:
     """A helper's part: claim and compute chunks until none is left; returns how many it computed."""
-    from metrics.runs import single_blas_thread  # runs imports this module
-
     problem = load(prefix)
     if problem is None:
         return 0

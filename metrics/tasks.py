@@ -51,7 +51,7 @@ def metric_run_task(run_id: int) -> bool:
     from metrics import runs
 
     try:
-        return runs.metric_run_execute(run_id=run_id, heartbeat=True)
+        return runs.metric_run_execute(run_id=run_id, heartbeat=True, send_helpers=metric_run_help_enqueue)
     except Exception as error:
         where = traceback.extract_tb(error.__traceback__)[-1]
         failed = MetricRunFailed(f"metric run {run_id}: {type(error).__name__} in {where.name} "

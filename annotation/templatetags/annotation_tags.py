@@ -56,7 +56,7 @@ def _attr_form_html(form) -> str:
 
 @register.simple_tag
 def attr_forms(forms) -> SafeString:
-    """The empty autosaving forms of the turn page (``annotation.selectors.AttrForm``), each with its judgment as
+    """The empty autosaving forms of the turn page (``annotation.page_forms.AttrForm``), each with its judgment as
     data. Built here rather than as a template partial, and a list in one tag rather than a tag in a loop: a page has
     80 of them, and the template engine spent more CPU on them than on everything else the page does (issue 34)."""
     return mark_safe("".join(_attr_form_html(f) for f in forms))  # noqa: S308  # nosec B308 B703 - every value escaped or an int

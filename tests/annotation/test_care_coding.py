@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
-from annotation import methods, rules, selectors, services
+from annotation import rules, selectors, services
 from annotation.models import Assignment, AttributeDefinition, Judgment, JudgmentRevision, Round, Study
 from tests.annotation.test_views import login
 
@@ -206,7 +206,7 @@ def test_a_blinded_coder_gets_nothing_of_the_judge_in_the_page(client, care):
 
 def test_a_coder_of_a_study_that_shows_the_judge_sees_its_labels_to_confirm_or_correct(client, care, admin_user):
     reviewer = get_user_model().objects.get(username="demo-reviewer")
-    methods.study_method_labels_set(study=care.study, value=Study.MethodLabels.SHOWN, by=admin_user)
+    services.study_method_labels_set(study=care.study, value=Study.MethodLabels.SHOWN, by=admin_user)
     Judgment.objects.filter(round=care, coder__username=JUDGE, attribute__code="marker").update(
         note="EVIDENCE-ITEM-7")
     login(client, "demo-reviewer")

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 
-from annotation import checklists, judgment_import, long_format, methods, rules, schema_document
+from annotation import checklists, judgment_import, long_format, methods, rules, schema_document, services
 from annotation.models import AttributeDefinition, Judgment, Schema, Study, StudyMember
 from audit.models import AuditEvent
 from benchmark import services as benchmark_services
@@ -134,8 +134,6 @@ def test_session_units_in_the_rules():
 def draft_schema(admin_user):
     """A copy of care-v1 that no study uses yet."""
     doc = document() | {"slug": "care-draft"}
-    from annotation import services
-
     return services.schema_install(document=doc, by=admin_user)
 
 
@@ -340,7 +338,7 @@ def test_a_blinded_human_never_sees_a_methods_labels(judged, reviewer, other_rev
 
 
 def test_shown_method_labels_reach_the_studys_human_coders_only(judged, reviewer, other_reviewer, admin_user):
-    assert methods.study_method_labels_set(study=judged, value="shown", by=admin_user) is True
+    assert services.study_method_labels_set(study=judged, value="shown", by=admin_user) is True
     turn = Turn.objects.get(index=8)
     shown = methods.method_labels_visible_to(user=reviewer, study=judged, turn_ids=[turn.pk])
     assert {j.attribute.code for j in shown} == {"crisis", "marker", "request", "ambiguous", "sudden", "hold",
@@ -349,11 +347,11 @@ def test_shown_method_labels_reach_the_studys_human_coders_only(judged, reviewer
     sessions = methods.method_labels_visible_to(user=reviewer, study=judged, session_ids=callback)
     assert sessions.count() == 9
     assert not methods.method_labels_visible_to(user=other_reviewer, study=judged).exists(), "not a member"
-    assert methods.study_method_labels_set(study=judged, value="shown", by=admin_user) is False
+    assert services.study_method_labels_set(study=judged, value="shown", by=admin_user) is False
     with pytest.raises(ValidationError):
-        methods.study_method_labels_set(study=judged, value="sometimes", by=admin_user)
+        services.study_method_labels_set(study=judged, value="sometimes", by=admin_user)
     with pytest.raises(PermissionDenied):
-        methods.study_method_labels_set(study=judged, value="blinded", by=reviewer)
+        services.study_method_labels_set(study=judged, value="blinded", by=reviewer)
 
 
 def test_the_judgments_api_never_lists_a_methods_labels_to_a_human(judged, reviewer, as_token):

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from annotation import methods
+from annotation import services
 from annotation.models import Assignment, Judgment, Round, Study
 from tests.browser import ARTIFACTS, login
 from tests.functional.test_turn_page import wait_saved
@@ -25,7 +25,7 @@ def test_a_coder_codes_a_user_turn_a_reply_and_a_session_checklist_of_the_demo_h
     round_ = Round.objects.select_related("study").get(study__slug="care-demo", kind="main")
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     admin = get_user_model().objects.get(username="demo-admin")
-    methods.study_method_labels_set(study=round_.study, value=Study.MethodLabels.SHOWN, by=admin)
+    services.study_method_labels_set(study=round_.study, value=Study.MethodLabels.SHOWN, by=admin)
     judge = dict(Judgment.objects.filter(round=round_, coder__username="demo-care-judge", turn__index=CRISIS_END,
                                          response__isnull=True).values_list("attribute__code", "score"))
     position = Assignment.objects.get(round=round_, coder=reviewer, turn__index=CRISIS_END).position
@@ -83,7 +83,7 @@ def test_a_coder_codes_a_user_turn_a_reply_and_a_session_checklist_of_the_demo_h
     assert session_index == {3}
 
     # Blinded again: nothing of the judge on the page.
-    methods.study_method_labels_set(study=round_.study, value=Study.MethodLabels.BLINDED, by=admin)
+    services.study_method_labels_set(study=round_.study, value=Study.MethodLabels.BLINDED, by=admin)
     page.reload()
     expect(page.locator("#t-marker input[value='2']")).to_be_checked()
     expect(page.locator(".judge-label")).to_have_count(0)
