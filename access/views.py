@@ -15,8 +15,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from access import forms, password_links, services
+from access.authed_request import AuthedRequest
 from access.checks import require_study_admin, user_roles
-from access.requests import AuthedRequest
 from common.errors import RowErrors
 
 View = Callable[..., HttpResponse]

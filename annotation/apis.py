@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.checks import is_study_admin, user_sees_all_studies
-from annotation import judgment_import, long_format, methods, selectors, session_labels
+from annotation import automated_coders, judgment_import, long_format, selectors, session_labels
 from annotation.api_serializers import (
     AssignmentFilterIn,
     AssignmentOut,
@@ -327,9 +327,9 @@ class MethodListApi(APIView):
         given = MethodIn(data=request.data)
         given.is_valid(raise_exception=True)
         try:
-            member = methods.method_register(study=study, name=given.validated_data["name"],
-                                             version=given.validated_data["version"],
-                                             prompt_id=given.validated_data["prompt_id"], by=request.user)
+            member = automated_coders.method_register(study=study, name=given.validated_data["name"],
+                                                      version=given.validated_data["version"],
+                                                      prompt_id=given.validated_data["prompt_id"], by=request.user)
         except ValidationError as error:
             raise exceptions.ValidationError({"name": error.messages}) from error
         return Response(MethodOut(member).data)
@@ -359,8 +359,9 @@ class ReferenceListApi(APIView):
         given = ReferenceIn(data=request.data)
         given.is_valid(raise_exception=True)
         try:
-            member = methods.reference_register(study=study, name=given.validated_data["name"],
-                                                description=given.validated_data["description"], by=request.user)
+            member = automated_coders.reference_register(study=study, name=given.validated_data["name"],
+                                                         description=given.validated_data["description"],
+                                                         by=request.user)
         except ValidationError as error:
             raise exceptions.ValidationError({"name": error.messages}) from error
         return Response(ReferenceOut(member).data)

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from annotation import judgment_import, long_format, methods, services
+from annotation import automated_coders, judgment_import, long_format, services
 from annotation.models import Judgment, Round, Schema, Study, StudyMember
 from annotation.rules import CHECKLIST_SESSION_KINDS
 from benchmark import services as benchmark_services
@@ -56,8 +56,8 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
     if main.status == Round.Status.DRAFT:  # the first load only: afterwards the round is the admin's
         _main_round_opened(study=study, main=main, coders=[reviewer, expert], admin=admin)
-    judge = methods.method_register(study=study, name=CARE_DEMO_JUDGE, version="synthetic-demo-1",
-                                    prompt_id="care-judge-demo", by=admin)
+    judge = automated_coders.method_register(study=study, name=CARE_DEMO_JUDGE, version="synthetic-demo-1",
+                                             prompt_id="care-judge-demo", by=admin)
     labels = Judgment.objects.filter(round__study=study, coder_id=judge.user_id)
     if not labels.exists():  # the first load only (an import that changes nothing would still be an audit event)
         with CARE_DEMO_JUDGE_FILE.open(encoding="utf-8") as stream:

@@ -3,7 +3,7 @@ sessions folded away, the current episode highlighted), the session checklist at
 session, and the judge's labels where the study shows them to its coders.
 
 Nothing here runs for a conversation without sessions (every CAB conversation): the turn page of those costs no
-query more. This module builds on plain models, ``annotation.rules`` and ``annotation.methods`` only, so that
+query more. This module builds on plain models, ``annotation.rules`` and ``annotation.automated_coders`` only, so that
 ``annotation.selectors`` may call it.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import User
 from django.db.models import Max
 
-from annotation import methods, rules
+from annotation import automated_coders, rules
 from annotation.models import AttributeDefinition, Judgment, Round, Study
 from benchmark.models import ModelResponse, Session, Turn
 
@@ -52,7 +52,7 @@ class CareHistory:
     shown: list[HistorySession]  # the current episode, or the current session when no episode has begun
     session: HistorySession  # the current one
     # The judges' labels this coder may see, by the id of the form they sit beside: empty when the study blinds
-    # its coders (``annotation.methods.method_labels_visible_to``).
+    # its coders (``annotation.automated_coders.method_labels_visible_to``).
     judge_labels: dict[str, list[dict[str, Any]]]
 
 
@@ -132,10 +132,10 @@ def assistant_replies(*, study: Study, turn_ids: list[int]) -> dict[int, str]:
 def _judge_labels(*, view: TurnView, user: User) -> dict[str, list[dict[str, Any]]]:
     """The methods' labels on the page's forms, through the one read that honours the study's blinding."""
     handles = {card.response.pk: card.handle for card in view.cards}
-    labels = list(methods.method_labels_visible_to(user=user, study=view.study, turn_ids=[view.turn.pk]))
+    labels = list(automated_coders.method_labels_visible_to(user=user, study=view.study, turn_ids=[view.turn.pk]))
     if view.session_forms and view.checklist_session is not None:
-        labels += methods.method_labels_visible_to(user=user, study=view.study,
-                                                   session_ids=[view.checklist_session.pk])
+        labels += automated_coders.method_labels_visible_to(user=user, study=view.study,
+                                                            session_ids=[view.checklist_session.pk])
     found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for label in labels:
         code = label.attribute.code

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from access import roles
 from access.services import user_ensure
-from annotation import checklists, judgment_import, methods, services
+from annotation import automated_coders, checklists, judgment_import, services
 from annotation.long_format import DEFAULT_ROLE, METHOD_ROLE
 from annotation.models import Schema, Study, StudyMember
 from benchmark import services as benchmark_services
@@ -118,8 +118,8 @@ def care_synthetic_generate(spec: CareSyntheticSpec) -> CareSyntheticResult:
     for name in humans:
         services.study_member_add(study=study, user=user_ensure(username=name, role=roles.REVIEWER),
                                   role=StudyMember.Role.REVIEWER, by=admin)
-    methods.method_register(study=study, name=judge, version=f"synthetic-seed-{spec.seed}",
-                            prompt_id="synthetic", by=admin)
+    automated_coders.method_register(study=study, name=judge, version=f"synthetic-seed-{spec.seed}",
+                                     prompt_id="synthetic", by=admin)
     rows = [r for name, coding in generated.coders.items()
             for r in _label_rows(slug=slug, coder=name, role=METHOD_ROLE if name == judge else DEFAULT_ROLE,
                                  coding=coding, histories=generated.histories)]

@@ -14,7 +14,7 @@ import numpy as np
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from annotation import lc8_assign, methods, services
+from annotation import automated_coders, lc8_assign, services
 from annotation.lc8_synthetic import (
     PROFILES,
     SLOT,
@@ -197,13 +197,13 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
     session_ids = np.array([[by_key[(r["conversation_id"], s["index"])] for s in r["sessions"]] for r in records],
                            dtype=np.int64)
 
-    reference = methods.reference_register(study=study, name=LC8_DEMO_REFERENCE, by=admin)
+    reference = automated_coders.reference_register(study=study, name=LC8_DEMO_REFERENCE, by=admin)
     if not SessionLabel.objects.filter(coder=reference).exists():  # the first load only
         reference_labels_write(study=study, coder=reference, session_ids=session_ids, items=lc8_demo_items(),
                                item_attributes=item_attributes, total=total)
     for (name, seed), values in lc8_demo_predictions().items():
-        member = methods.method_register(study=study, name=name, version="synthetic-demo-1",
-                                         prompt_id=dict(LC8_DEMO_METHODS)[name].name, by=admin)
+        member = automated_coders.method_register(study=study, name=name, version="synthetic-demo-1",
+                                                  prompt_id=dict(LC8_DEMO_METHODS)[name].name, by=admin)
         if not SessionLabel.objects.filter(coder=member, seed=seed).exists():
             session_labels_write(study=study, coder=member, seed=seed, session_ids=session_ids, attribute=total,
                                  values=values)

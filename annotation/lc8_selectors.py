@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
 
+from annotation.automated_coders import session_labels_visible_to
 from annotation.care_selectors import SessionChecklist, assistant_replies
 from annotation.lc8_assign import lc8_block
-from annotation.methods import session_labels_visible_to
 from annotation.models import AttributeDefinition, Judgment, Round, Schema, Study, StudyMember
 from annotation.page_forms import AttrForm, attribute_groups
 from benchmark.models import Session, Turn
@@ -151,8 +151,8 @@ def _shared_scale(items: list[AttributeDefinition]) -> list[tuple[int, str]]:
 
 
 def _labels_shown(*, study: Study, user: User, session: Session, order: list[str]) -> list[ShownLabel]:
-    """The stored session labels this rater may see (``methods.session_labels_visible_to``: the reference coder's
-    under ``reference_labels``, the methods' under ``method_labels``); no query when both are blinded."""
+    """The stored session labels this rater may see (``automated_coders.session_labels_visible_to``: the reference
+    coder's under ``reference_labels``, the methods' under ``method_labels``); no query when both are blinded."""
     if Study.MethodLabels.SHOWN not in (study.reference_labels, study.method_labels):
         return []
     rank = {code: i for i, code in enumerate(order)}

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from access import roles
 from access.services import user_ensure
-from annotation import methods, services
+from annotation import automated_coders, services
 from annotation.lc8_assign import first_turns, lc8_block
 from annotation.models import (
     Assignment,
@@ -365,15 +365,15 @@ def lc8_synthetic_build(spec: Lc8SyntheticSpec) -> Lc8SyntheticResult:
     )
     conversation_ids, session_ids = trajectories_write(study=study, dataset=DATASET, trajectories=_placeholder_texts(
         slug, spec.trajectories, spec.sessions, spec.turns_per_session))
-    reference = methods.reference_register(study=study, name=f"{slug}-reference", by=admin)
+    reference = automated_coders.reference_register(study=study, name=f"{slug}-reference", by=admin)
     n_reference = reference_labels_write(study=study, coder=reference, session_ids=session_ids, items=items,
                                          item_attributes=item_attributes, total=total)
     n_predictions, names = 0, []
     for m in range(spec.methods):
         profile = PROFILES[m % len(PROFILES)]
         name = f"{slug}-m{m + 1}-{profile.name}"
-        member = methods.method_register(study=study, name=name, version="synthetic", prompt_id=profile.name,
-                                         by=admin)
+        member = automated_coders.method_register(study=study, name=name, version="synthetic", prompt_id=profile.name,
+                                                  by=admin)
         names.append(name)
         for seed in range(spec.seeds):
             n_predictions += session_labels_write(study=study, coder=member, seed=seed, session_ids=session_ids,

@@ -37,7 +37,7 @@ OPTIONAL_COLUMNS = ("model", "instance_count", "spans", *OMITTABLE_COLUMNS)
 # (the panel's consensus) is recorded in the experts' name whoever typed it in.
 ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
 # An automated coder (an LLM judge): never counted as a reviewer or an expert. A file may give it only for a
-# method registered in the study (``annotation.methods.method_register``: its version and prompt id are known).
+# method registered in the study (``annotation.automated_coders.method_register``: its version and prompt id are known).
 METHOD_ROLE = StudyMember.Role.METHOD.value
 DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
 GOLD_ROLE = StudyMember.Role.EXPERT.value

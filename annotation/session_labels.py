@@ -4,7 +4,7 @@ imported in the long format, all or nothing, idempotent, exactly as sent.
 A row names a session (``dataset``, ``conversation_id``, ``session_index``), a session attribute of the study's
 schema (``attribute``), a value (``score``), the coder (``reviewer``, its ``role``: ``method`` or ``reference``)
 and, for a method, an optional ``seed``. The coder must be registered in the study first
-(``annotation.methods.method_register`` / ``reference_register``, or ``POST /api/v1/studies/{slug}/methods/``):
+(``annotation.automated_coders.method_register`` / ``reference_register``, or ``POST /api/v1/studies/{slug}/methods/``):
 an unknown name is a row error, never an account made on the fly (a typo would become a new coder).
 
 - A method's value is any finite number, stored as the float it is: never rounded, never clipped to the scale

@@ -22,8 +22,8 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_redis import get_redis_connection
 
+from access.authed_request import AuthedRequest
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
-from access.requests import AuthedRequest
 from annotation import care_selectors, item_export, lc8_selectors, long_format, rules, selectors, services
 from annotation.apis import judgments_download
 from annotation.forms import (

@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from access.authed_request import AuthedRequest
 from access.checks import is_study_admin, token_scopes_allowed, user_sees_all_studies
-from access.requests import AuthedRequest
 from api import forms, services
 from api.models import ApiToken
 

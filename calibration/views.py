@@ -18,8 +18,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from access.authed_request import AuthedRequest
 from access.checks import require_study_admin
-from access.requests import AuthedRequest
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
 from annotation.models import ReviewerAlert, Round, Study, StudyMember

@@ -11,8 +11,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework import exceptions
 
+from access.authed_request import AuthedRequest
 from access.checks import require_staff, user_roles
-from access.requests import AuthedRequest
 from annotation import selectors
 from annotation.models import Study
 from metrics import apis as metrics_apis

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, transaction
 
-from annotation import checklists, judgment_import, long_format, methods, rules, schema_document, services
+from annotation import automated_coders, checklists, judgment_import, long_format, rules, schema_document, services
 from annotation.models import AttributeDefinition, Judgment, Schema, Study, StudyMember
 from audit.models import AuditEvent
 from benchmark import services as benchmark_services
@@ -227,7 +227,8 @@ def errors(study: Study, rows: list[dict]) -> list[tuple[int, str, str]]:
 
 
 def test_a_registered_methods_labels_import_with_session_units_and_value_labels(care_study, admin_user):
-    methods.method_register(study=care_study, name="demo-care-judge", version="v1", prompt_id="p1", by=admin_user)
+    automated_coders.method_register(study=care_study, name="demo-care-judge", version="v1", prompt_id="p1",
+                                     by=admin_user)
     summary = import_rows(care_study, care_demo_rows(), by=admin_user)
     assert summary.judgments_created == 108
     judge = StudyMember.objects.get(study=care_study, user__username="demo-care-judge")
@@ -244,7 +245,7 @@ def test_a_registered_methods_labels_import_with_session_units_and_value_labels(
 
 
 def test_the_export_carries_session_index_and_the_method_role_and_reads_back(care_study, admin_user):
-    methods.method_register(study=care_study, name="demo-care-judge", by=admin_user)
+    automated_coders.method_register(study=care_study, name="demo-care-judge", by=admin_user)
     import_rows(care_study, care_demo_rows(), by=admin_user)
     study = Study.objects.select_related("schema").get(pk=care_study.pk)
     rows = list(long_format.judgment_rows(study=study))
@@ -257,7 +258,7 @@ def test_the_export_carries_session_index_and_the_method_role_and_reads_back(car
     header = next(iter(text.splitlines()))
     assert header.split(",") == [*long_format.COLUMNS, "session_index"]
     copy_study = StudyFactory(slug="care-copy", schema=study.schema, model_slots=["Assistant"])
-    methods.method_register(study=copy_study, name="demo-care-judge", by=admin_user)
+    automated_coders.method_register(study=copy_study, name="demo-care-judge", by=admin_user)
     reread = list(long_format.read_rows(io.StringIO(text.replace("\ncare-demo,", "\ncare-copy,"), newline=""),
                                         fmt="csv"))
     assert judgment_import.judgments_import(rows=reread, study_slug="care-copy", by=admin_user).judgments_created == 108
@@ -293,19 +294,19 @@ def row(**overrides) -> dict:
 ])
 def test_a_wrong_care_label_is_named_by_line_and_field_and_nothing_is_written(care_study, admin_user, bad, field,
                                                                               message):
-    methods.method_register(study=care_study, name="judge", by=admin_user)
+    automated_coders.method_register(study=care_study, name="judge", by=admin_user)
     assert errors(care_study, [row(attribute="crisis", score="SI"), row() | bad]) == [(2, field, message)]
     assert not Judgment.objects.exists()
 
 
 def test_a_second_label_of_one_session_item_is_refused(care_study, admin_user):
-    methods.method_register(study=care_study, name="judge", by=admin_user)
+    automated_coders.method_register(study=care_study, name="judge", by=admin_user)
     item = {"attribute": "ask_safety", "turn_index": None, "score": 1}
     assert [e[1] for e in errors(care_study, [row() | item, row() | item])] == ["attribute"]
 
 
 def test_the_database_refuses_a_session_judgment_with_a_turn(care_study, admin_user):
-    methods.method_register(study=care_study, name="judge", by=admin_user)
+    automated_coders.method_register(study=care_study, name="judge", by=admin_user)
     import_rows(care_study, [row(attribute="ask_safety", turn_index=None, score=1)])
     judgment = Judgment.objects.get()
     with pytest.raises(IntegrityError), transaction.atomic():
@@ -314,39 +315,40 @@ def test_the_database_refuses_a_session_judgment_with_a_turn(care_study, admin_u
 
 def test_a_method_needs_a_name_of_its_own(care_study, admin_user, reviewer):
     with pytest.raises(ValidationError, match="is a person's account"):
-        methods.method_register(study=care_study, name=reviewer.username, by=admin_user)
-    methods.method_register(study=care_study, name="judge", version="1", by=admin_user)
-    methods.method_register(study=care_study, name="judge", version="2", by=admin_user)  # no labels yet: updated
+        automated_coders.method_register(study=care_study, name=reviewer.username, by=admin_user)
+    automated_coders.method_register(study=care_study, name="judge", version="1", by=admin_user)
+    # no labels yet: updated
+    automated_coders.method_register(study=care_study, name="judge", version="2", by=admin_user)
     import_rows(care_study, [row()])
     with pytest.raises(ValidationError, match="register the new version under a new name"):
-        methods.method_register(study=care_study, name="judge", version="3", by=admin_user)
+        automated_coders.method_register(study=care_study, name="judge", version="3", by=admin_user)
 
 
 @pytest.fixture
 def judged(care_study, admin_user, reviewer, other_reviewer):
     StudyMemberFactory(study=care_study, user=reviewer, role="reviewer")
-    methods.method_register(study=care_study, name="demo-care-judge", by=admin_user)
+    automated_coders.method_register(study=care_study, name="demo-care-judge", by=admin_user)
     import_rows(care_study, care_demo_rows(), by=admin_user)
     return care_study
 
 
 def test_a_blinded_human_never_sees_a_methods_labels(judged, reviewer, other_reviewer, admin_user, researcher):
     assert judged.method_labels == Study.MethodLabels.BLINDED, "blinded unless the study says otherwise"
-    assert not methods.method_labels_visible_to(user=reviewer, study=judged).exists()
-    assert methods.method_labels_visible_to(user=admin_user, study=judged).count() == 108
-    assert methods.method_labels_visible_to(user=researcher, study=judged).count() == 108
+    assert not automated_coders.method_labels_visible_to(user=reviewer, study=judged).exists()
+    assert automated_coders.method_labels_visible_to(user=admin_user, study=judged).count() == 108
+    assert automated_coders.method_labels_visible_to(user=researcher, study=judged).count() == 108
 
 
 def test_shown_method_labels_reach_the_studys_human_coders_only(judged, reviewer, other_reviewer, admin_user):
     assert services.study_method_labels_set(study=judged, value="shown", by=admin_user) is True
     turn = Turn.objects.get(index=8)
-    shown = methods.method_labels_visible_to(user=reviewer, study=judged, turn_ids=[turn.pk])
+    shown = automated_coders.method_labels_visible_to(user=reviewer, study=judged, turn_ids=[turn.pk])
     assert {j.attribute.code for j in shown} == {"crisis", "marker", "request", "ambiguous", "sudden", "hold",
                                                  "reactance", "strategy", "horizon", "safety_critical"}
     callback = Session.objects.filter(index=5).values_list("pk", flat=True)
-    sessions = methods.method_labels_visible_to(user=reviewer, study=judged, session_ids=callback)
+    sessions = automated_coders.method_labels_visible_to(user=reviewer, study=judged, session_ids=callback)
     assert sessions.count() == 9
-    assert not methods.method_labels_visible_to(user=other_reviewer, study=judged).exists(), "not a member"
+    assert not automated_coders.method_labels_visible_to(user=other_reviewer, study=judged).exists(), "not a member"
     assert services.study_method_labels_set(study=judged, value="shown", by=admin_user) is False
     with pytest.raises(ValidationError):
         services.study_method_labels_set(study=judged, value="sometimes", by=admin_user)

@@ -13,7 +13,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 
-from annotation import judgment_import, long_format, methods, rules, services, session_labels
+from annotation import automated_coders, judgment_import, long_format, rules, services, session_labels
 from annotation.forms import StudySettingsForm
 from annotation.models import AttributeDefinition, Schema, SessionLabel, Study, StudyMember
 from annotation.schema_document import SchemaDocumentError, load_builtin, parse
@@ -72,9 +72,9 @@ def stored(study) -> dict[tuple, float]:
 @pytest.fixture
 def study():
     study = lc8_study()
-    methods.method_register(study=study, name="m-a", version="1", by=None)
-    methods.method_register(study=study, name="m-b", version="1", by=None)
-    methods.reference_register(study=study, name="controlled", description="controlled PHQ-8 state", by=None)
+    automated_coders.method_register(study=study, name="m-a", version="1", by=None)
+    automated_coders.method_register(study=study, name="m-b", version="1", by=None)
+    automated_coders.reference_register(study=study, name="controlled", description="controlled PHQ-8 state", by=None)
     return study
 
 
@@ -278,28 +278,29 @@ def test_reference_labels_are_blinded_to_human_coders_unless_the_study_shows_the
                           by=None)
     session_ids = list(Session.objects.filter(conversation__external_id="t1").values_list("pk", flat=True))
     assert study.reference_labels == "blinded"
-    assert not methods.reference_labels_visible_to(user=reviewer, study=study, session_ids=session_ids).exists()
+    hidden = automated_coders.reference_labels_visible_to(user=reviewer, study=study, session_ids=session_ids)
+    assert not hidden.exists()
     for staff in (admin_user, researcher):
-        seen = methods.reference_labels_visible_to(user=staff, study=study, session_ids=session_ids)
+        seen = automated_coders.reference_labels_visible_to(user=staff, study=study, session_ids=session_ids)
         assert [(label.coder.user.username, label.value) for label in seen] == [("controlled", 12.0)]
     services.study_settings_update(study=study, by=admin_user, reference_labels="shown")
     study.refresh_from_db()
-    seen = methods.reference_labels_visible_to(user=reviewer, study=study, session_ids=session_ids)
+    seen = automated_coders.reference_labels_visible_to(user=reviewer, study=study, session_ids=session_ids)
     assert [label.value for label in seen] == [12.0], "a method's prediction is never a reference label"
-    assert not methods.reference_labels_visible_to(user=outsider, study=study).exists()
+    assert not automated_coders.reference_labels_visible_to(user=outsider, study=study).exists()
     reference = StudyMember.objects.get(study=study, role="reference").user
-    assert not methods.reference_labels_visible_to(user=reference, study=study).exists()
+    assert not automated_coders.reference_labels_visible_to(user=reference, study=study).exists()
 
 
 def test_a_reference_coder_is_registered_idempotently_and_never_signs_in(study, admin_user):
-    again = methods.reference_register(study=study, name="controlled", description="controlled PHQ-8 state",
-                                       by=admin_user)
+    again = automated_coders.reference_register(study=study, name="controlled", description="controlled PHQ-8 state",
+                                                by=admin_user)
     assert again.role == "reference" and not again.user.is_active and not again.user.has_usable_password()
     assert AuditEvent.objects.filter(action="reference.register").count() == 1
     with pytest.raises(ValidationError, match="m-a is a member of the study as method, not a reference coder"):
-        methods.reference_register(study=study, name="m-a", by=admin_user)
+        automated_coders.reference_register(study=study, name="m-a", by=admin_user)
     with pytest.raises(ValidationError, match="is a person's account"):
-        methods.reference_register(study=study, name=admin_user.username, by=admin_user)
+        automated_coders.reference_register(study=study, name=admin_user.username, by=admin_user)
 
 
 # --- exports ----------------------------------------------------------------------------------------------------
@@ -384,8 +385,9 @@ def test_the_lc8_settings_are_study_settings_and_optional_on_the_form(study, adm
 def test_a_method_with_session_labels_keeps_its_version(study, admin_user):
     session_labels_import(study=study, rows=[row(seed=1)], by=None)
     with pytest.raises(ValidationError, match="method m-a already has labels"):
-        methods.method_register(study=study, name="m-a", version="2", by=admin_user)
-    methods.method_register(study=study, name="m-b", version="2", by=admin_user)  # no labels yet: a new version
+        automated_coders.method_register(study=study, name="m-a", version="2", by=admin_user)
+    # no labels yet: a new version
+    automated_coders.method_register(study=study, name="m-b", version="2", by=admin_user)
     assert StudyMember.objects.get(study=study, user__username="m-b").method_version == "2"
 
 

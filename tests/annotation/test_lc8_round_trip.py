@@ -11,7 +11,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import judgment_import, long_format, methods
+from annotation import automated_coders, judgment_import, long_format
 from annotation.models import Judgment, Schema, SessionLabel, Study
 from annotation.session_labels import session_labels_import
 from common.errors import RowErrors
@@ -27,8 +27,8 @@ RATER = "rater-1"
 
 def coders_register(study: Study) -> None:
     for name in PREDICTIONS:
-        methods.method_register(study=study, name=name, version="2026-11", by=None)
-    methods.reference_register(study=study, name="controlled", description="controlled PHQ-8 state", by=None)
+        automated_coders.method_register(study=study, name=name, version="2026-11", by=None)
+    automated_coders.reference_register(study=study, name="controlled", description="controlled PHQ-8 state", by=None)
 
 
 def judgment_line(study: Study, conversation: str, session: int, attribute: str, score: int) -> dict:

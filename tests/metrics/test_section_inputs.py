@@ -20,7 +20,7 @@ from django.core.management import call_command
 
 from access import roles
 from access.services import user_ensure
-from annotation import judgment_import, long_format, methods, services, session_labels
+from annotation import automated_coders, judgment_import, long_format, services, session_labels
 from annotation.care_demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_SLOT
 from annotation.lc8_demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_records
 from annotation.lc8_synthetic import SLOT as LC8_SLOT
@@ -71,7 +71,7 @@ def _study_made(slug: str, schema: str, slot: str, *, scripted: bool) -> Study:
 
 def _register(study: Study, coders: list[dict], *, scripted: bool) -> None:
     """Each coder ({"method", "version", "prompt_id"} or {"reference"}) registered by ``register_coder`` (scripted)
-    or through ``annotation.methods``."""
+    or through ``annotation.automated_coders``."""
     for coder in coders:
         if scripted:
             kind = ["--method", coder["method"], "--method-version", coder.get("version", ""),
@@ -79,10 +79,10 @@ def _register(study: Study, coders: list[dict], *, scripted: bool) -> None:
                                                                                          coder["reference"]]
             call_command("register_coder", "--study", study.slug, *kind, stdout=io.StringIO())
         elif "method" in coder:
-            methods.method_register(study=study, name=coder["method"], version=coder.get("version", ""),
-                                    prompt_id=coder.get("prompt_id", ""), by=None)
+            automated_coders.method_register(study=study, name=coder["method"], version=coder.get("version", ""),
+                                             prompt_id=coder.get("prompt_id", ""), by=None)
         else:
-            methods.reference_register(study=study, name=coder["reference"], by=None)
+            automated_coders.reference_register(study=study, name=coder["reference"], by=None)
 
 
 CARE_CODERS = [{"method": CARE_DEMO_JUDGE, "version": "v1", "prompt_id": "care-judge"}]

@@ -20,7 +20,7 @@ from django.utils.html import escape
 
 from access import roles
 from access.services import user_ensure
-from annotation import methods, services
+from annotation import automated_coders, services
 from annotation.models import Schema, Study
 from metrics import care_inputs, lc8_inputs
 from metrics import runs as metric_runs
@@ -73,7 +73,7 @@ def flat_studies(shared_state, tmp_path_factory):
 
         lc8 = services.study_create(slug=LC8_SLUG, name="LC8 without trajectories",
                                     schema=Schema.objects.get(slug="lc8-v1"), model_slots=["Counselor"], by=admin)
-        methods.reference_register(study=lc8, name="flat-reference", by=admin)
+        automated_coders.reference_register(study=lc8, name="flat-reference", by=admin)
         call_command("import_conversations", _jsonl(folder / "lc8.jsonl", [{
             "dataset": "LC8-flat", "conversation_id": "not-a-trajectory", "kind": "multi", "topic": "Depression",
             "sessions": [{"index": 1, "kind": "chat", "crisis_type": None, "turns": [{

@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from annotation import methods
+from annotation import automated_coders
 from annotation.models import Study
 
 
@@ -36,13 +36,13 @@ class Command(BaseCommand):
         try:
             with transaction.atomic():
                 if options["method"] is not None:
-                    member = methods.method_register(study=study, name=options["method"],
-                                                     version=options["method_version"],
-                                                     prompt_id=options["prompt_id"], by=None)
+                    member = automated_coders.method_register(study=study, name=options["method"],
+                                                              version=options["method_version"],
+                                                              prompt_id=options["prompt_id"], by=None)
                     kind = "method"
                 else:
-                    member = methods.reference_register(study=study, name=options["reference"],
-                                                        description=options["description"], by=None)
+                    member = automated_coders.reference_register(study=study, name=options["reference"],
+                                                                 description=options["description"], by=None)
                     kind = "reference coder"
         except ValidationError as error:
             flag = "--method" if options["method"] is not None else "--reference"
