@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Study
+from common import provenance
 from common.cells import csv_stream
 from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
@@ -145,20 +146,23 @@ def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) 
     if block is None:
         raise Http404(f"the {report_page.title} page has no figure or table {name!r}")
     filename = f"{study.slug}-{name}-run{run.pk}"
-    if fmt == "csv":
+    said = provenance.run_headers(run, report)  # docs/metrics.md#provenance: CSV, SVG and PNG alike
+    if fmt == "csv":  # a plain CSV (it loads as it is): its name says the run, the headers the rest
         return StreamingHttpResponse(
             csv_stream(block.columns, block.rows), content_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{filename}.csv"'})
+            headers={**said, "Content-Disposition": f'attachment; filename="{filename}.csv"'})
     if not isinstance(block, charts.Chart):
         raise Http404(f"{name!r} is a table: download it as CSV")
-    key = "reports:v1:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}".encode()).hexdigest()
+    # v2: the files say their run in their metadata (common.provenance.figure_metadata)
+    key = "reports:v2:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}".encode()).hexdigest()
     content = cache.get(key)
     if content is None:
         from reports import figures  # matplotlib loads only in the processes that draw
 
-        content = figures.render(block, fmt)
+        metadata = provenance.figure_metadata(provenance.run_facts(run, report), title=block.title, fmt=fmt)
+        content = figures.render(block, fmt, metadata)
         cache.set(key, content, FIGURE_CACHE_SECONDS)
-    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt])
+    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt], headers=said)
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     response["Cache-Control"] = "private, max-age=3600"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 
 import pytest
@@ -312,3 +313,64 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
     expected = responses(everywhere.exclude(judgment__response__turn__conversation__kind="multi"))
     assert f"{expected} main-round response" in single
     assert client.get(url, {"model": "GPT", "subcategory": sub, "kind": "both"}).status_code == 404
+
+
+def _said_by_svg(content: bytes) -> dict[str, str]:
+    """The Dublin Core elements of an SVG's metadata (``dc:title``, ``dc:source`` …), by local name."""
+    from xml.etree import ElementTree
+
+    dc = "{http://purl.org/dc/elements/1.1/}"
+    return {element.tag[len(dc):]: element.text or "" for element in ElementTree.fromstring(content).iter()  # noqa: S314
+            if element.tag.startswith(dc)}
+
+
+def _said_by_png(content: bytes) -> dict[str, str]:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(content)) as image:
+        return dict(image.text)  # type: ignore[attr-defined]
+
+
+def test_every_figure_download_states_its_run_software_parameters_and_input(client, synthetic, researcher):
+    """docs/metrics.md#provenance: the CSV in its name and headers (it stays plain: it loads as it is), the SVG and
+    PNG in their headers and in their own metadata, the same bytes every time."""
+    from django.conf import settings
+
+    from common.provenance import compact
+
+    client.force_login(researcher)
+    run = _run(synthetic)
+    report = run.result
+    expected = {"CAB-Run": str(run.pk), "CAB-Run-Finished": run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "CAB-Parameters": compact(report["parameters"]), "CAB-Software": compact(report["software"]),
+                "CAB-Input-Fingerprint": report["input"]["fingerprint"]}
+    assert report["software"] == {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
+    assert report["input"]["fingerprint"].startswith("sha256:") and report["parameters"]["seed"] is not None
+    for fmt in ("csv", "svg", "png"):
+        response = client.get(reverse("reports-file", args=["syn", "risk", "ari", fmt]), {"download": "1"})
+        assert response.status_code == 200
+        assert {name: response[name] for name in expected} == expected, fmt
+        assert f"run{run.pk}.{fmt}" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(b"".join(client.get(
+        reverse("reports-file", args=["syn", "risk", "ari", "csv"])).streaming_content).decode())))
+    assert rows[0] == ["model", "cluster", "value", "ci_low", "ci_high"]  # no provenance line in the CSV itself
+
+    facts = {"run": run.pk, "finished_at": expected["CAB-Run-Finished"], "parameters": report["parameters"],
+             "software": report["software"], "input_fingerprint": expected["CAB-Input-Fingerprint"]}
+    svg = client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content
+    said = _said_by_svg(svg)
+    assert said["source"] == (f"CAB metric run {run.pk}, finished {expected['CAB-Run-Finished']}, "
+                              f"input {expected['CAB-Input-Fingerprint']}")
+    assert json.loads(said["description"]) == facts and said["title"]
+    assert "date" not in said  # no creation time: the same chart of the same run is the same bytes
+    png = client.get(reverse("reports-file", args=["syn", "risk", "ari", "png"])).content
+    text = _said_by_png(png)
+    assert {name: text[name] for name in expected} == expected
+    assert json.loads(text["Description"]) == facts and text["Source"] == said["source"]
+    assert "Creation Time" not in text
+
+    from django.core.cache import cache
+
+    cache.clear()  # drawn again: the same bytes
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content == svg
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "png"])).content == png
