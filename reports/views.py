@@ -17,8 +17,10 @@ from django.views.decorators.http import require_GET
 from annotation.models import Study
 from common import provenance
 from common.cells import csv_stream
+from metrics import selectors as metrics_selectors
+from metrics.forms import top_k_cap
 from metrics.models import MetricRun
-from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
+from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
 from metrics.report_warnings import CARE, MAIN, section_warnings
 from metrics.views import staff_study_or_404 as _study
 from reports import care_charts, care_views, charts, labels, selectors
@@ -67,12 +69,15 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
     warned_run, warnings = selectors.newest_warnings(runs)
+    reviewers = metrics_selectors.reviewer_count(study=study)  # the cap of the panel size k (metrics.forms)
     return render(request, "reports/overview.html", {
         "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
         "may_start": request.user.has_perm("metrics.add_metricrun"),
-        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
-                     "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX, "seed_max": SEED_MAX},
+        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED,
+                     "top_k": min(DEFAULT_TOP_K, top_k_cap(reviewers)), "top_k_max": top_k_cap(reviewers),
+                     "reviewers": reviewers, "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX,
+                     "seed_max": SEED_MAX},
     })
 
 

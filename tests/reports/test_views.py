@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotation.models import Assignment, Study
+from annotation.models import Assignment, Study, StudyMember
 from metrics import runs as metric_runs
 from metrics.models import MetricRun
 from reports import charts
@@ -240,8 +240,9 @@ def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, r
 def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_num_queries):
     client.force_login(researcher)
     client.get(reverse("reports", args=["syn"]))  # session and roles warmed
-    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2)
-    with django_assert_num_queries(10):
+    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2),
+    # reviewers (the cap of the panel size k)
+    with django_assert_num_queries(11):
         client.get(reverse("reports", args=["syn"]))
     with django_assert_num_queries(8):  # … and the schema's attribute names (headers and legend)
         client.get(reverse("reports-page", args=["syn", "reliability"]))
@@ -374,3 +375,26 @@ def test_every_figure_download_states_its_run_software_parameters_and_input(clie
     cache.clear()  # drawn again: the same bytes
     assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content == svg
     assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "png"])).content == png
+
+
+def test_the_panel_size_k_is_capped_at_the_calibration_reviewers_and_beyond_it_is_refused(client, synthetic,
+                                                                                          researcher):
+    reviewers = StudyMember.objects.filter(study=synthetic, role="reviewer").count()
+    assert 1 < reviewers < 50
+    client.force_login(researcher)
+    page = client.get(reverse("reports", args=["syn"])).content.decode()
+    field = re.search(r'<input type="number" name="top_k"[^>]*>', page)[0]
+    assert f'max="{reviewers}"' in field and 'aria-describedby="top-k-cap"' in field
+    assert f"at most {reviewers}: the study has {reviewers} reviewers" in page
+    before = MetricRun.objects.count()
+    url = reverse("metric-run-start", args=["syn"])
+    for asked in (str(reviewers + 1), "51", "0", "many"):
+        response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": asked}, follow=True)
+        assert response.status_code == 200, asked
+        assert "Not started: top_k" in response.content.decode(), asked
+    response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": str(reviewers + 1)}, follow=True)
+    assert (f"must be at most {reviewers}, the number of the study&#x27;s reviewers (got {reviewers + 1})"
+            in response.content.decode())
+    assert MetricRun.objects.count() == before
+    response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": str(reviewers)}, follow=True)
+    assert MetricRun.objects.count() == before + 1 and response.status_code == 200
