@@ -158,14 +158,17 @@ def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) 
             headers={**said, "Content-Disposition": f'attachment; filename="{filename}.csv"'})
     if not isinstance(block, charts.Chart):
         raise Http404(f"{name!r} is a table: download it as CSV")
-    # v2: the files say their run in their metadata (common.provenance.figure_metadata)
-    key = "reports:v2:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}".encode()).hexdigest()
+    # The codes its page's table names are named in the picture too (reports.labels.chart_named; the CSV keeps
+    # them). v2: the files say their run in their metadata (common.provenance.figure_metadata).
+    names = selectors.code_names(study=study).all
+    key = "reports:v2:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}|{sorted(names.items())}"
+                                         .encode()).hexdigest()
     content = cache.get(key)
     if content is None:
         from reports import figures  # matplotlib loads only in the processes that draw
 
         metadata = provenance.figure_metadata(provenance.run_facts(run, report), title=block.title, fmt=fmt)
-        content = figures.render(block, fmt, metadata)
+        content = figures.render(labels.chart_named(block, names), fmt, metadata)
         cache.set(key, content, FIGURE_CACHE_SECONDS)
     response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt], headers=said)
     if request.GET.get("download"):

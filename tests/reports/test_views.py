@@ -398,3 +398,36 @@ def test_the_panel_size_k_is_capped_at_the_calibration_reviewers_and_beyond_it_i
     assert MetricRun.objects.count() == before
     response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": str(reviewers)}, follow=True)
     assert MetricRun.objects.count() == before + 1 and response.status_code == 200
+
+
+def test_the_pictures_name_the_codes_their_tables_name_and_the_csv_keeps_the_codes(client, synthetic, researcher):
+    """docs/metrics.md#display-names: the ARI chart's clusters, the fingerprint's and the flags' codes are named in
+    the SVG as the page's table names them ("Directiveness (D)"); the CSV keeps the codes."""
+    from reports import selectors as report_selectors
+
+    names = report_selectors.code_names(study=synthetic)
+    client.force_login(researcher)
+    ari = client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content.decode()
+    for code, name in names.clusters.items():
+        assert f"{name} ({code})" in ari
+    assert "Atrophy risk index (ARI)" in ari
+    fingerprint = client.get(reverse("reports-file", args=["syn", "risk", "fingerprint", "svg"])).content.decode()
+    named = [f"{name} ({code})" for code, name in names.attributes.items() if f"{name} ({code})" in fingerprint]
+    assert named, "the fingerprint's attributes are named"
+    rows = list(csv.reader(io.StringIO(b"".join(client.get(
+        reverse("reports-file", args=["syn", "risk", "ari", "csv"])).streaming_content).decode())))
+    assert {row[1] for row in rows[1:]} <= {"D", "E", "R", "F", "ARI"}  # codes, as the report has them
+
+
+def test_chart_named_renames_only_the_parts_its_table_names():
+    from reports.charts import Chart
+    from reports.labels import chart_named
+
+    chart = Chart("ari", "t", "bars", {"categories": ["GPT"], "series": {"D": [0.1], "X": [0.2]},
+                                      "intervals": {"D": [(0.0, 0.2)]}}, ["model", "cluster"], [["GPT", "D"]])
+    named = chart_named(chart, {"D": "Directiveness", "GPT": "not a code here"})
+    assert named.spec["series"] == {"Directiveness (D)": [0.1], "X": [0.2]}
+    assert named.spec["intervals"] == {"Directiveness (D)": [(0.0, 0.2)]} and named.spec["categories"] == ["GPT"]
+    assert named.rows == [["GPT", "D"]] and chart.spec["series"] == {"D": [0.1], "X": [0.2]}  # the CSV's, unchanged
+    other = Chart("pairwise", "t", "heatmap", {"rows": ["D"], "columns": ["D"]}, [], [])
+    assert chart_named(other, {"D": "Directiveness"}) is other
