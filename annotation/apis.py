@@ -52,7 +52,7 @@ from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
-from api.openapi import LOCATION_HEADER, RANGE_HEADERS
+from api.openapi import EXPORT_PROVENANCE_HEADERS, LOCATION_HEADER, RANGE_HEADERS
 from api.pagination import IdCursorPagination
 from api.parsers import (
     BULK_PARSERS,
@@ -82,7 +82,7 @@ from benchmark.api_serializers import (
     ResponseItemOut,
     ResponsesIngestOut,
 )
-from common import downloads
+from common import downloads, provenance
 
 READ = {"GET": ApiToken.Scope.READ}
 # What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
@@ -464,9 +464,10 @@ def judgments_download(request: HttpRequest, study: Study, fmt: str) -> HttpResp
     """The file is written whole to a temporary file first (memory stays flat), so that it has a length, an ETag
     and byte ranges: an interrupted download resumes where it stopped (docs/api.md#resuming-a-download), and a
     line that cannot be made is an error answer instead of a cut file."""
+    exported = provenance.export_headers()  # when the rows were read: before they are written
     spooled = downloads.Spooled(long_format.WRITERS[fmt](study=study))
     return downloads.resumable(request, spooled, content_type=long_format.CONTENT_TYPES[fmt],
-                               filename=f"{study.slug}-judgments.{fmt}")
+                               filename=f"{study.slug}-judgments.{fmt}", provenance=exported)
 
 
 class JudgmentExportApi(_AnyAccept, APIView):
@@ -483,7 +484,7 @@ class JudgmentExportApi(_AnyAccept, APIView):
         description="The whole file with its length and ETag; a `Range` (with `If-Range`: the ETag) resumes an "
                     "interrupted download (docs/api.md#resuming-a-download).",
         operation_id="studies_exports_judgments_retrieve",  # drf-spectacular's would be "…judgments._retrieve"
-        parameters=RANGE_HEADERS,
+        parameters=[*RANGE_HEADERS, *EXPORT_PROVENANCE_HEADERS],
     )
     def get(self, request, slug: str, fmt: str):
         return judgments_download(request, study_for(request, slug), fmt)

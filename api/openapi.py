@@ -14,6 +14,7 @@ from rest_framework import serializers
 from access import roles
 from api.errors import ErrorOut
 from api.permissions import READ_METHODS
+from common import provenance
 from common.rounds import NAME_PATTERN
 
 # A regex route gives drf-spectacular only an unanchored pattern; the schema states exactly what each route accepts.
@@ -70,6 +71,41 @@ RANGE_HEADERS = [
                      required=True, description="`bytes FIRST-LAST/SIZE` (206); `bytes */SIZE` (416)"),
     OpenApiParameter("Content-Disposition", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206],
                      required=True, description='a download: `attachment; filename="…"`'),
+    OpenApiParameter(provenance.REPR_DIGEST, OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 206],
+                     required=True, description="RFC 9530: the SHA-256 of the whole file (the ETag's bytes) as "
+                                                "`sha-256=:<base64>:`, on a part too (docs/metrics.md#provenance)"),
+]
+
+
+def _said(name: str, description: str, *, required: bool = True, responses: tuple[int, ...] = (200,)
+          ) -> OpenApiParameter:
+    return OpenApiParameter(name, OpenApiTypes.STR, OpenApiParameter.HEADER, response=list(responses),
+                            required=required, description=description + " (docs/metrics.md#provenance)")
+
+
+# A file made from a metric run states which (common.provenance.run_headers): the CSVs stay plain, so the headers
+# carry what the file cannot. Software and fingerprint are absent only for a report written before it held them.
+def _run_provenance(responses: tuple[int, ...]) -> list[OpenApiParameter]:
+    return [
+        _said(provenance.RUN, "the id of the metric run the file was made from", responses=responses),
+        _said(provenance.RUN_FINISHED, "when that run finished, ISO 8601 in UTC (`2026-01-02T03:04:05Z`)",
+              required=False, responses=responses),  # absent only for a run that holds no finish time
+        _said(provenance.PARAMETERS, "the report's parameters (seed, bootstrap, panel size …) as compact JSON",
+              responses=responses),
+        _said(provenance.SOFTWARE, 'the software that computed the report, `{"commit":"…","version":"…"}`',
+              required=False, responses=responses),
+        _said(provenance.INPUT_FINGERPRINT, "the report's `input.fingerprint`: `sha256:` and the hash of the "
+                                            "judgment rows it read", required=False, responses=responses),
+    ]
+
+
+RUN_PROVENANCE_HEADERS = _run_provenance((200,))
+RESUMABLE_RUN_PROVENANCE_HEADERS = _run_provenance((200, 206))  # a study bundle: on a part too
+# A file read from the database as it is now (common.provenance.export_headers): the software and the time.
+EXPORT_PROVENANCE_HEADERS = [
+    _said(provenance.SOFTWARE, 'the software that wrote the file, `{"commit":"…","version":"…"}`',
+          responses=(200, 206)),
+    _said(provenance.EXPORTED, "when the rows were read, ISO 8601 in UTC", responses=(200, 206)),
 ]
 
 ERROR_DESCRIPTIONS = {

@@ -4,12 +4,15 @@ earlier run of the command) asks only for the bytes it misses (``Range``) and ge
 server is still the one it began (``If-Range``: the server sends the whole file again otherwise). The finished
 file's SHA-256 is checked against the ETag before it takes the target's name (docs/api.md#resuming-a-download).
 
-Downloads stream into the file: memory stays flat at any size.
+Downloads stream into the file: memory stays flat at any size. What the server says of the file's provenance (its
+``CAB-*`` and ``Repr-Digest`` headers: docs/metrics.md#provenance) comes back with it (``Downloaded.provenance``),
+for ``provenance_write`` to keep beside it as ``NAME.provenance.json``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
 import time
@@ -23,6 +26,9 @@ from common import progress
 _pause = time.sleep  # between attempts (a test makes it instant)
 _ETAG = re.compile(r'^"sha256-([0-9a-f]{64})"$')
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
+# The headers that say where a file came from (the server's common.provenance), in this order in the JSON kept.
+PROVENANCE_HEADERS = ("CAB-Run", "CAB-Run-Finished", "CAB-Parameters", "CAB-Software", "CAB-Input-Fingerprint",
+                      "CAB-Exported", "Repr-Digest")
 
 
 class DownloadError(RuntimeError):
@@ -35,6 +41,23 @@ class Downloaded:
     size: int
     resumed_from: int  # bytes already there when the last request began (0: the whole file came in one go)
     attempts: int
+    provenance: dict[str, str]  # the answer's PROVENANCE_HEADERS it has, by their names
+
+
+def _provenance(answer: httpx.Response) -> dict[str, str]:
+    return {name: answer.headers[name] for name in PROVENANCE_HEADERS if name in answer.headers}
+
+
+def provenance_path(target: Path) -> Path:
+    return target.with_name(target.name + ".provenance.json")
+
+
+def provenance_write(done: Downloaded) -> Path:
+    """``NAME.provenance.json`` beside the file: the provenance headers it came with, as a JSON object (written
+    even when empty, so an older one never describes a newer file)."""
+    path = provenance_path(done.path)
+    path.write_text(json.dumps(done.provenance, indent=1) + "\n", encoding="utf-8")
+    return path
 
 
 def _paths(target: Path) -> tuple[Path, Path]:
@@ -86,12 +109,12 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                     etag = answer.headers.get("ETag", "")
                     if etag == tag.read_text().strip():
                         size = _finish(part, tag, target, etag)
-                        return Downloaded(target, size, have, attempt)
+                        return Downloaded(target, size, have, attempt, _provenance(answer))
                     part.unlink()
                     continue
                 if answer.status_code not in (200, 206):
                     raise _refusal(answer)
-                etag = answer.headers.get("ETag", "")
+                etag, said = answer.headers.get("ETag", ""), _provenance(answer)
                 if answer.status_code == 206:
                     span = _CONTENT_RANGE.match(answer.headers.get("Content-Range", ""))
                     if span is None or int(span[1]) != have:
@@ -112,7 +135,7 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
             if total and part.stat().st_size != total:
                 raise httpx.ReadError(f"the connection closed after {part.stat().st_size:,} of {total:,} bytes")
             size = _finish(part, tag, target, etag)
-            return Downloaded(target, size, have, attempt)
+            return Downloaded(target, size, have, attempt, said)
         except httpx.TransportError as problem:
             if attempt > retries:
                 raise DownloadError(f"{problem}; the part downloaded so far is kept in {part.name}: run the "

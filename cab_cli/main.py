@@ -52,7 +52,7 @@ from cab_cli.api_client.models import (
     MetricRunOutStatusEnum,
 )
 from cab_cli.api_client.types import File, Response, Unset
-from cab_cli.download import DownloadError, download
+from cab_cli.download import DownloadError, download, provenance_write
 from common import progress
 
 # A file of more items than this, or more bytes, is sent in parts (each part all or nothing): the server takes up
@@ -279,7 +279,9 @@ def cmd_download(args: argparse.Namespace) -> None:
         done = download(client.get_httpx_client(), url, target, retries=args.retries, desc=f"{args.what}")
     except DownloadError as problem:
         raise Refused(f"{target}: {problem}") from None
-    print(json.dumps({"file": str(done.path), "bytes": done.size, "resumed_from": done.resumed_from}))
+    kept = provenance_write(done)  # the run, software, parameters, input and digest, beside the file
+    print(json.dumps({"file": str(done.path), "bytes": done.size, "resumed_from": done.resumed_from,
+                      "provenance": str(kept)}))
 
 
 # --- the command line ---------------------------------------------------------------------------------------------

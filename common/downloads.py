@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+
+from common.provenance import REPR_DIGEST, repr_digest
 
 CHUNK = 1 << 16
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -38,14 +40,15 @@ class Spooled:
             self.file.close()
             raise
         self.size = self.file.tell()
-        self.etag = f'"sha256-{digest.hexdigest()}"'
+        self.sha256 = digest.hexdigest()
+        self.etag = f'"sha256-{self.sha256}"'
 
     @classmethod
     def kept(cls, file: IO[bytes], *, size: int, sha256: str) -> Spooled:
         """A file written before whose SHA-256 is known (a study bundle kept on disk: docs/bundle.md), opened for
         reading; the response closes it."""
         spooled = cls.__new__(cls)  # nothing to spool
-        spooled.file, spooled.size, spooled.etag = file, size, f'"sha256-{sha256}"'
+        spooled.file, spooled.size, spooled.sha256, spooled.etag = file, size, sha256, f'"sha256-{sha256}"'
         return spooled
 
 
@@ -87,11 +90,14 @@ def _slice(file: IO[bytes], first: int, length: int) -> Iterator[bytes]:
         file.close()
 
 
-def resumable(request: HttpRequest, spooled: Spooled, *, content_type: str, filename: str) -> HttpResponseBase:
+def resumable(request: HttpRequest, spooled: Spooled, *, content_type: str, filename: str,
+              provenance: Mapping[str, str] | None = None) -> HttpResponseBase:
     """The file whole or the part asked for; ``If-Range`` must equal the ETag (a strong match) for a part, else the
-    whole file is sent again (the file changed since the client began)."""
-    headers = {"Accept-Ranges": "bytes", "ETag": spooled.etag,
-               "Content-Disposition": f'attachment; filename="{filename}"'}
+    whole file is sent again (the file changed since the client began). Every answer (206 and 416 too) carries
+    ``Repr-Digest`` (RFC 9530: the SHA-256 of the whole file, the ETag's bytes, as base64) and the ``provenance``
+    headers (``common.provenance``)."""
+    headers = {"Accept-Ranges": "bytes", "ETag": spooled.etag, REPR_DIGEST: repr_digest(spooled.sha256),
+               **(provenance or {}), "Content-Disposition": f'attachment; filename="{filename}"'}
     size = spooled.size
     condition = request.headers.get("If-Range")
     try:

@@ -13,8 +13,9 @@ from annotation.apis import study_for
 from annotation.models import Study
 from api.errors import error_responses
 from api.models import ApiToken
-from api.openapi import ATTACHMENT_HEADER
+from api.openapi import ATTACHMENT_HEADER, RUN_PROVENANCE_HEADERS
 from api.permissions import token_allows_study
+from common import provenance
 from common.cells import csv_stream
 from metrics import selectors, services
 from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
@@ -118,7 +119,8 @@ def report_download(study: Study, run) -> HttpResponse:
     what was read and by which software; the file adds which run, when, and what asked for it."""
     return HttpResponse(
         report_file_text(run_provenance(run), run.result), content_type="application/json",
-        headers={"Content-Disposition": f'attachment; filename="{study.slug}-report-run{run.pk}.json"'},
+        headers={**provenance.run_headers(run, run.result),
+                 "Content-Disposition": f'attachment; filename="{study.slug}-report-run{run.pk}.json"'},
     )
 
 
@@ -132,18 +134,21 @@ def run_provenance(run) -> dict:
 
 
 def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse:
+    """One per-model table as a plain CSV (it loads as it is): its name says the run, its headers the rest of its
+    provenance (``common.provenance.run_headers``)."""
     tables = selectors.index_tables(result=run.result)
     if table not in tables:
         raise exceptions.NotFound(f"The report has no per-model table {table!r}; it has {', '.join(tables) or 'none'}.")
     header, rows = tables[table]
     return StreamingHttpResponse(
         csv_stream(header, rows), content_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{study.slug}-{table}-run{run.pk}.csv"'},
+        headers={**provenance.run_headers(run, run.result),
+                 "Content-Disposition": f'attachment; filename="{study.slug}-{table}-run{run.pk}.csv"'},
     )
 
 
 class ReportExportApi(Download):
-    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER, *RUN_PROVENANCE_HEADERS],
                    responses={(200, "application/json"): OpenApiResponse(ReportFileOut),
                               **error_responses(400, 404)},
                    summary="Download the metrics report of a succeeded run",
@@ -154,7 +159,7 @@ class ReportExportApi(Download):
 
 
 class IndexTableExportApi(Download):
-    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER],
+    @extend_schema(parameters=[RUN_PARAMETER, ATTACHMENT_HEADER, *RUN_PROVENANCE_HEADERS],
                    responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="one row per model"),
                               **error_responses(400, 404)},
                    summary="Download one per-model index table (flags, ari, attribute_risk, fingerprint …) as CSV",

@@ -498,3 +498,10 @@ def metric_run_said(*, run: MetricRun) -> str:
         return (f"metrics run {run.pk} is waiting: the task broker cannot be reached; it starts by itself when the "
                 "broker is back")
     return f"metrics run {run.pk} was requested"
+
+
+
+def reviewer_count(*, study: Study) -> int:
+    """How many reviewers the study has (members in the reviewer role): the most a panel of the top k can hold, so
+    the cap of a run's panel size k on the reports overview (0: none yet)."""
+    return StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).count()

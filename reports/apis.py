@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.errors import error_responses
-from api.openapi import RANGE_HEADERS
+from api.openapi import RANGE_HEADERS, RESUMABLE_RUN_PROVENANCE_HEADERS
 from metrics.apis import Download, run_for
 from reports import bundle
 
@@ -22,7 +22,7 @@ OCTETS = "application/octet-stream"
 
 class MetricRunBundleApi(Download):
     @extend_schema(
-        parameters=RANGE_HEADERS,
+        parameters=[*RANGE_HEADERS, *RESUMABLE_RUN_PROVENANCE_HEADERS],
         responses={
             (200, ZIP): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),
             (200, OCTETS): OpenApiResponse(OpenApiTypes.BINARY, description="the study bundle (docs/bundle.md)"),

@@ -43,6 +43,7 @@ from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from common.downloads import Spooled, resumable
+from common.provenance import run_headers
 from metrics import care_inputs, lc8_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
@@ -84,9 +85,11 @@ def bundle_name(run: MetricRun) -> str:
 
 
 def bundle_download(request: HttpRequest, run: MetricRun, built: BundleFile) -> HttpResponseBase:
-    """The kept bundle as a download that can be resumed (``common.downloads``: its ETag is the zip's SHA-256)."""
+    """The kept bundle as a download that can be resumed (``common.downloads``: its ETag is the zip's SHA-256), with
+    the run's provenance in its headers too (``common.provenance``)."""
     kept = Spooled.kept(built.path.open("rb"), size=built.size, sha256=built.sha256)
-    return resumable(request, kept, content_type="application/zip", filename=bundle_name(run))
+    return resumable(request, kept, content_type="application/zip", filename=bundle_name(run),
+                     provenance=run_headers(run, run.result))
 
 
 # --- the cached file ---------------------------------------------------------------------------------------------

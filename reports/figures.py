@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
 import matplotlib
@@ -31,20 +31,24 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 HATCHES = ["", "//", "..", "xx", "\\\\", "++", "oo", "--"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 FORMATS = {"svg": "image/svg+xml", "png": "image/png"}
+SVG_SALT = "cab-figure"
 
 
-def render(chart: Chart, fmt: str) -> bytes:
-    """The chart as an SVG or PNG file (``fmt`` one of FORMATS)."""
-    return save(draw(chart), fmt)
+def render(chart: Chart, fmt: str, metadata: Mapping[str, str] | None = None) -> bytes:
+    """The chart as an SVG or PNG file (``fmt`` one of FORMATS), saying ``metadata`` of itself (a download's
+    provenance: ``common.provenance.figure_metadata``)."""
+    return save(draw(chart), fmt, metadata)
 
 
-def save(figure: Figure, fmt: str) -> bytes:
+def save(figure: Figure, fmt: str, metadata: Mapping[str, str] | None = None) -> bytes:
     """A drawn figure as an SVG or PNG file. The figure's constrained layout already fits every label, legend and
     (wrapped) title inside it, so it is drawn once: ``bbox_inches="tight"`` would draw it twice to measure it."""
     out = io.BytesIO()
     # No creation date in the metadata: the same chart of the same run is the same file.
-    metadata = {"Date": None} if fmt == "svg" else {}
-    figure.savefig(out, format=fmt, dpi=150, metadata=metadata)
+    said: dict[str, str | None] = {"Date": None} if fmt == "svg" else {}
+    # and a fixed salt for the SVG's element ids (random by default), unless the caller chose one (reports.bundle)
+    with matplotlib.rc_context({"svg.hashsalt": matplotlib.rcParams["svg.hashsalt"] or SVG_SALT}):
+        figure.savefig(out, format=fmt, dpi=150, metadata={**said, **(metadata or {})})
     return out.getvalue()
 
 

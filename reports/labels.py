@@ -191,3 +191,41 @@ def legend(kind: str, clusters: Mapping[str, str], attributes: Mapping[str, str]
     return Legend(codes=list(clusters.items()) if kind == "main" else [],
                   values=list((crisis_types or {}).items()) if kind == "care" else [],
                   attributes=list(attributes.items()), terms=TERMS.get(kind, ()))
+
+
+# The parts of a chart (``Chart.spec``) that hold codes its page's table names (a ``CODE_COLUMNS`` column): by chart
+# name. The drawn chart names them as the table does; the chart's CSV keeps the codes (``Chart.rows``).
+CHART_CODES: dict[str, tuple[str, ...]] = {
+    "kappa": ("columns",),  # the table's "attribute"
+    "alpha": ("categories",),  # "attribute"
+    "user-scores": ("categories",),  # "attribute"
+    "ari": ("series",),  # "cluster" (D, E, R, F and ARI)
+    "fingerprint": ("columns",),  # "attribute"
+    "flags": ("categories",),  # "flag"
+}
+
+
+def chart_label(code: Any, names: Mapping[str, str]) -> Any:
+    """A code as a drawn chart shows it: its name with the code, "Directiveness (D)"; anything else as it is."""
+    name = names.get(code) if isinstance(code, str) else None
+    return f"{name} ({code})" if name and name != code else code
+
+
+def chart_named(chart: Any, names: Mapping[str, str]) -> Any:
+    """``chart`` (a ``reports.charts.Chart``) with the codes of ``CHART_CODES`` named (``chart_label``) for
+    drawing; a series' intervals follow its renamed series. Other charts come back as they are."""
+    from dataclasses import replace
+
+    parts = CHART_CODES.get(chart.name)
+    if not parts:
+        return chart
+    names = {**VALUE_NAMES, **names}
+    spec = dict(chart.spec)
+    for part in parts:
+        if part == "series":
+            spec["series"] = {chart_label(k, names): v for k, v in (spec.get("series") or {}).items()}
+            if spec.get("intervals"):
+                spec["intervals"] = {chart_label(k, names): v for k, v in spec["intervals"].items()}
+        elif spec.get(part) is not None:
+            spec[part] = [chart_label(code, names) for code in spec[part]]
+    return replace(chart, spec=spec)

@@ -239,8 +239,9 @@ def trajectory_blocks(*, trajectory: str, reference: str, reference_row: Sequenc
 # --- drawing ---------------------------------------------------------------------------------------------------
 
 
-def render(chart: Chart, fmt: str) -> bytes:
-    """The chart as an SVG or PNG file: ``reports.figures`` for its kinds, the scatter drawn here."""
+def render(chart: Chart, fmt: str, metadata: Mapping[str, str] | None = None) -> bytes:
+    """The chart as an SVG or PNG file: ``reports.figures`` for its kinds, the scatter drawn here; ``metadata`` as
+    ``reports.figures.save`` takes it."""
     from reports import figures  # matplotlib loads only in the processes that draw
 
     if chart.kind == "scatter":
@@ -254,8 +255,8 @@ def render(chart: Chart, fmt: str) -> bytes:
             axes.lines[0].set_color("#000000")
             axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # the legend shows it too
     else:
-        return figures.render(chart, fmt)
-    return figures.save(figure, fmt)
+        return figures.render(chart, fmt, metadata)
+    return figures.save(figure, fmt, metadata)
 
 
 def _scatter(chart: Chart) -> Any:

@@ -21,6 +21,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Study
+from common import provenance
 from common.cells import csv_stream
 from metrics import lc8_inputs
 from metrics.models import MetricRun
@@ -165,22 +166,27 @@ def lc8_file(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpRespon
             raise Http404(f"the LongCounsel-8 page has no figure or table {name!r}")
         filename = f"{study.slug}-{name}-run{run.pk}"
     filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in filename)
-    if fmt == "csv":
+    # docs/metrics.md#provenance: a block of the run says the run; the trajectory's, read now, the software and time
+    from_run = run is not None and block.name not in (lc8_charts.TRAJECTORY_CHART, lc8_charts.TRAJECTORY_TABLE)
+    said = provenance.run_headers(run, report) if from_run and run is not None else provenance.export_headers()
+    if fmt == "csv":  # a plain CSV (it loads as it is): its name says the run, the headers the rest
         return StreamingHttpResponse(
             csv_stream(block.columns, block.rows), content_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{filename}.csv"'})
+            headers={**said, "Content-Disposition": f'attachment; filename="{filename}.csv"'})
     if not isinstance(block, charts.Chart):
         raise Http404(f"{name!r} is a table: download it as CSV")
-    if block.name == lc8_charts.TRAJECTORY_CHART or run is None:
+    if not from_run or run is None:
         content, caching = lc8_charts.render(block, fmt), "private, no-cache"
     else:
-        key = "reports:lc8:v1:" + hashlib.sha256(f"{run.pk}|{name}|{fmt}".encode()).hexdigest()
+        # v2: the files say their run in their metadata (common.provenance.figure_metadata)
+        key = "reports:lc8:v2:" + hashlib.sha256(f"{run.pk}|{name}|{fmt}".encode()).hexdigest()
         content = cache.get(key)
         if content is None:
-            content = lc8_charts.render(block, fmt)
+            metadata = provenance.figure_metadata(provenance.run_facts(run, report), title=block.title, fmt=fmt)
+            content = lc8_charts.render(block, fmt, metadata)
             cache.set(key, content, FIGURE_CACHE_SECONDS)
         caching = "private, max-age=3600"
-    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt])
+    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt], headers=said)
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     response["Cache-Control"] = caching

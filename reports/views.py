@@ -15,9 +15,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from annotation.models import Study
+from common import provenance
 from common.cells import csv_stream
+from metrics import selectors as metrics_selectors
+from metrics.forms import top_k_cap
 from metrics.models import MetricRun
-from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, SEED_MAX
+from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
 from metrics.report_warnings import CARE, MAIN, section_warnings
 from metrics.views import staff_study_or_404 as _study
 from reports import care_charts, care_views, charts, labels, selectors
@@ -66,12 +69,15 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
     warned_run, warnings = selectors.newest_warnings(runs)
+    reviewers = metrics_selectors.reviewer_count(study=study)  # the cap of the panel size k (metrics.forms)
     return render(request, "reports/overview.html", {
         "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
         "may_start": request.user.has_perm("metrics.add_metricrun"),
-        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED, "top_k": 6,
-                     "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX, "seed_max": SEED_MAX},
+        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED,
+                     "top_k": min(DEFAULT_TOP_K, top_k_cap(reviewers)), "top_k_max": top_k_cap(reviewers),
+                     "reviewers": reviewers, "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX,
+                     "seed_max": SEED_MAX},
     })
 
 
@@ -145,20 +151,26 @@ def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) 
     if block is None:
         raise Http404(f"the {report_page.title} page has no figure or table {name!r}")
     filename = f"{study.slug}-{name}-run{run.pk}"
-    if fmt == "csv":
+    said = provenance.run_headers(run, report)  # docs/metrics.md#provenance: CSV, SVG and PNG alike
+    if fmt == "csv":  # a plain CSV (it loads as it is): its name says the run, the headers the rest
         return StreamingHttpResponse(
             csv_stream(block.columns, block.rows), content_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{filename}.csv"'})
+            headers={**said, "Content-Disposition": f'attachment; filename="{filename}.csv"'})
     if not isinstance(block, charts.Chart):
         raise Http404(f"{name!r} is a table: download it as CSV")
-    key = "reports:v1:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}".encode()).hexdigest()
+    # The codes its page's table names are named in the picture too (reports.labels.chart_named; the CSV keeps
+    # them). v2: the files say their run in their metadata (common.provenance.figure_metadata).
+    names = selectors.code_names(study=study).all
+    key = "reports:v2:" + hashlib.sha256(f"{run.pk}|{page}|{name}|{fmt}|{filters}|{sorted(names.items())}"
+                                         .encode()).hexdigest()
     content = cache.get(key)
     if content is None:
         from reports import figures  # matplotlib loads only in the processes that draw
 
-        content = figures.render(block, fmt)
+        metadata = provenance.figure_metadata(provenance.run_facts(run, report), title=block.title, fmt=fmt)
+        content = figures.render(labels.chart_named(block, names), fmt, metadata)
         cache.set(key, content, FIGURE_CACHE_SECONDS)
-    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt])
+    response = HttpResponse(content, content_type={"svg": "image/svg+xml", "png": "image/png"}[fmt], headers=said)
     if request.GET.get("download"):
         response["Content-Disposition"] = f'attachment; filename="{filename}.{fmt}"'
     response["Cache-Control"] = "private, max-age=3600"

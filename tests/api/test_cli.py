@@ -5,6 +5,7 @@ when the file changed on the server), a corrupt part refused, and the installed 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -117,10 +118,21 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
     assert status == 0, err
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["run"]["id"] == run["run"] and report["input"]["judgments"] == rows
+    # The provenance headers travel with the file (docs/metrics.md#provenance): FILE.provenance.json beside it.
+    assert json.loads(out)["provenance"] == "report.json.provenance.json"
+    said = json.loads((tmp_path / "report.json.provenance.json").read_text())
+    software = json.dumps(report["software"], sort_keys=True, separators=(",", ":"))
+    assert said == {"CAB-Run": str(run["run"]), "CAB-Run-Finished": report["run"]["finished_at"][:19] + "Z",
+                    "CAB-Parameters": json.dumps(report["parameters"], sort_keys=True, separators=(",", ":")),
+                    "CAB-Software": software, "CAB-Input-Fingerprint": report["input"]["fingerprint"]}
     status, out, err = cab("download", "bundle")  # the newest succeeded run's
     assert status == 0, err
-    with zipfile.ZipFile(tmp_path / f"{SLUG}-run-{run['run']}-bundle.zip") as bundle:
+    bundle_path = tmp_path / f"{SLUG}-run-{run['run']}-bundle.zip"
+    with zipfile.ZipFile(bundle_path) as bundle:
         assert bundle.read("report.json") == (tmp_path / "report.json").read_bytes()
+    bundle_said = json.loads(Path(json.loads(out)["provenance"]).read_text())
+    digest = base64.b64encode(hashlib.sha256(bundle_path.read_bytes()).digest()).decode()
+    assert bundle_said == {**said, "Repr-Digest": f"sha-256=:{digest}:"}
 
     for fmt in ("csv", "jsonl"):
         status, out, err = cab("download", "judgments", "--format", fmt)
@@ -128,6 +140,10 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
         done = json.loads(out)
         assert (tmp_path / f"{SLUG}-judgments.{fmt}").read_bytes() == export(fmt)
         assert done["resumed_from"] == 0 and not list(tmp_path.glob("*.part*"))
+        said = json.loads((tmp_path / f"{SLUG}-judgments.{fmt}.provenance.json").read_text())
+        assert done["provenance"] == f"{SLUG}-judgments.{fmt}.provenance.json"
+        assert set(said) == {"CAB-Software", "CAB-Exported", "Repr-Digest"} and json.loads(said["CAB-Software"])
+        assert said["Repr-Digest"] == f"sha-256=:{base64.b64encode(hashlib.sha256(export(fmt)).digest()).decode()}:"
 
 
 def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monkeypatch):
@@ -249,6 +265,11 @@ def test_a_download_resumes_after_a_dropped_connection_and_across_runs(cab, tmp_
     status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "whole.jsonl")
     assert status == 0, err
     assert (tmp_path / "whole.jsonl").read_bytes() == whole
+    # Resumed or finished without a byte (a 416), the digest of the whole file is kept beside it all the same.
+    digest = f"sha-256=:{base64.b64encode(hashlib.sha256(whole).digest()).decode()}:"
+    for name in ("cut.jsonl", "again.jsonl", "whole.jsonl"):
+        assert json.loads((tmp_path / f"{name}.provenance.json").read_text())["Repr-Digest"] == digest, name
+    assert not (tmp_path / "bad.jsonl.provenance.json").exists()
 
 
 @pytest.mark.slow(10)

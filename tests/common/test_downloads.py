@@ -100,3 +100,26 @@ def test_the_range_header_forms():
             wanted_range(outside, 10)
     with pytest.raises(Unsatisfiable):
         wanted_range("bytes=0-", 0)  # nothing can be sent of an empty file
+
+
+def test_every_answer_states_the_digest_of_the_whole_file_the_software_and_the_export_time(fetch, study):
+    """docs/metrics.md#provenance: ``Repr-Digest`` (RFC 9530) is the SHA-256 of exactly the rows sent, the ETag's
+    bytes in base64, on a part too; ``CAB-Software`` the server's version and commit; ``CAB-Exported`` the time."""
+    import base64
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from django.conf import settings
+
+    whole = "".join(long_format.WRITERS["csv"](study=study)).encode()
+    digest = hashlib.sha256(whole)
+    answer = fetch()
+    assert answer["Repr-Digest"] == f"sha-256=:{base64.b64encode(digest.digest()).decode()}:"
+    assert answer["ETag"] == f'"sha256-{digest.hexdigest()}"'  # the same bytes, hex
+    assert json.loads(answer["CAB-Software"]) == {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
+    exported = datetime.strptime(answer["CAB-Exported"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs(datetime.now(UTC) - exported) < timedelta(minutes=5)
+    part = fetch(Range="bytes=10-19", If_Range=answer["ETag"])
+    assert part.status_code == 206 and part["Repr-Digest"] == answer["Repr-Digest"]  # the whole file's, not the part's
+    assert "CAB-Software" in part and "CAB-Exported" in part
+    assert body(part) == whole[10:20]

@@ -11,6 +11,7 @@ import pytest
 
 from metrics.models import MetricRun
 from tests.factories import MetricRunFactory
+from tests.metrics.conftest import REPORT
 
 pytestmark = pytest.mark.django_db
 
@@ -104,3 +105,49 @@ def test_per_model_index_table_as_csv(researcher, as_token, succeeded_run):
 def test_report_without_a_succeeded_run_is_a_404(researcher, as_token, study):
     MetricRunFactory(study=study, status="failed", error="boom")
     assert as_token(researcher).get("/api/v1/studies/cab-demo/exports/report.json").status_code == 404
+
+
+def test_the_report_and_index_table_downloads_state_their_provenance_in_headers(researcher, as_token, client, study):
+    """docs/metrics.md#provenance: run id, finish time, parameters, software and input fingerprint, the same on the
+    API and on the exports page; the index table stays a plain CSV, its name saying the run."""
+    report = {**REPORT, "parameters": {"seed": 7, "bootstrap": 50, "panel_k": 3},
+              "software": {"version": "9.9.9", "commit": "ab" * 20}, "input": {"fingerprint": "sha256:" + "c" * 64}}
+    run = MetricRunFactory(study=study, status="succeeded", result=report, progress=1.0,
+                           finished_at="2026-01-02T03:04:05.678Z", parameters={"seed": 7, "bootstrap": 50})
+    expected = {"CAB-Run": str(run.pk), "CAB-Run-Finished": "2026-01-02T03:04:05Z",
+                "CAB-Parameters": '{"bootstrap":50,"panel_k":3,"seed":7}',
+                "CAB-Software": '{"commit":"' + "ab" * 20 + '","version":"9.9.9"}',
+                "CAB-Input-Fingerprint": "sha256:" + "c" * 64}
+    client.force_login(researcher)
+    api = as_token(researcher)
+    for response in (api.get("/api/v1/studies/cab-demo/exports/report.json"),
+                     client.get("/exports/cab-demo/report.json"),
+                     api.get("/api/v1/studies/cab-demo/exports/indices/flags.csv"),
+                     client.get("/exports/cab-demo/indices/flags.csv")):
+        assert response.status_code == 200
+        assert {name: response.get(name) for name in expected} == expected
+        assert f"-run{run.pk}." in response["Content-Disposition"]
+    table = client.get("/exports/cab-demo/indices/flags.csv")
+    assert b"".join(table.streaming_content).decode().splitlines()[0] == "model,F1,F2"  # plain: it loads as it is
+
+
+def test_an_old_report_without_software_or_fingerprint_leaves_those_headers_out(researcher, as_token, succeeded_run):
+    response = as_token(researcher).get("/api/v1/studies/cab-demo/exports/indices/flags.csv")
+    assert response["CAB-Run"] == str(succeeded_run.pk)
+    assert "CAB-Software" not in response and "CAB-Input-Fingerprint" not in response
+
+
+def test_the_schema_documents_the_provenance_headers_of_every_download(client):
+    schema = client.get("/api/schema/?format=json").json()
+    run_said = {"CAB-Run", "CAB-Run-Finished", "CAB-Parameters", "CAB-Software", "CAB-Input-Fingerprint"}
+    for path, codes, said in (
+        ("/api/v1/studies/{slug}/exports/report.json", ("200",), run_said),
+        ("/api/v1/studies/{slug}/exports/indices/{table}.csv", ("200",), run_said),
+        ("/api/v1/metric-runs/{run_id}/bundle.zip", ("200", "206"), run_said | {"Repr-Digest"}),
+        ("/api/v1/studies/{slug}/exports/judgments.{fmt}", ("200", "206"),
+         {"CAB-Software", "CAB-Exported", "Repr-Digest"}),
+    ):
+        answers = schema["paths"][path]["get"]["responses"]
+        for code in codes:
+            assert said <= set(answers[code]["headers"]), (path, code)
+            assert all("provenance" in answers[code]["headers"][name]["description"] for name in said)

@@ -363,3 +363,24 @@ def test_the_schema_documents_the_bundle_download_with_its_ranges(client):
     assert "Content-Range" in answers["206"]["headers"] and "Content-Range" in answers["416"]["headers"]
     headers = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
     assert headers == {"Range", "If-Range"}
+
+
+def test_the_bundle_download_states_its_run_and_digest_in_headers_on_the_api_and_the_page(built, client, researcher,
+                                                                                        as_token):
+    """docs/metrics.md#provenance: the bundle says it all inside (run.json, report.json); its answer says it too, so
+    the researcher CLI keeps it beside the file."""
+    import base64
+
+    from common.provenance import compact
+
+    study, run, data = built
+    client.force_login(researcher)
+    expected = {"CAB-Run": str(run.pk), "CAB-Run-Finished": run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "CAB-Parameters": compact(run.result["parameters"]), "CAB-Software": compact(run.result["software"]),
+                "CAB-Input-Fingerprint": run.result["input"]["fingerprint"],
+                "Repr-Digest": f"sha-256=:{base64.b64encode(hashlib.sha256(data).digest()).decode()}:"}
+    for answer in (as_token(researcher).get(f"/api/v1/metric-runs/{run.pk}/bundle.zip"),
+                   client.get(f"/studies/{study.slug}/reports/runs/{run.pk}/bundle.zip"),
+                   client.get(f"/studies/{study.slug}/reports/runs/{run.pk}/bundle.zip", HTTP_RANGE="bytes=0-9")):
+        assert answer.status_code in (200, 206)
+        assert {name: answer.get(name) for name in expected} == expected

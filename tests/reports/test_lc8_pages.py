@@ -228,3 +228,30 @@ def test_a_run_that_could_not_measure_says_why(client, lc8_run_id, researcher):
     assert (f"Run {run.pk} could not measure tracking: the study has no reference coder (a member with role "
             "reference) yet.") in page
     assert 'id="lc8-coders"' not in page
+
+
+def test_the_downloads_state_their_run_and_the_trajectory_its_export(client, lc8_run_id, researcher):
+    """docs/metrics.md#provenance: a block of the run says the run in its headers (CSV, SVG, PNG) and the pictures
+    in their metadata too; the trajectory, read now from the labels, says the software and when it was read."""
+    from PIL import Image
+
+    from common.provenance import compact
+
+    client.force_login(researcher)
+    run = MetricRun.objects.get(pk=lc8_run_id)
+    expected = {"CAB-Run": str(run.pk), "CAB-Run-Finished": run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "CAB-Parameters": compact(run.result["parameters"]), "CAB-Software": compact(run.result["software"]),
+                "CAB-Input-Fingerprint": run.result["input"]["fingerprint"]}
+    for fmt in ("csv", "svg", "png"):
+        response = client.get(reverse("reports-lc8-file", args=[SLUG, "lc8-magnitude-direction", fmt]))
+        assert {name: response[name] for name in expected} == expected, fmt
+    svg = client.get(reverse("reports-lc8-file", args=[SLUG, "lc8-magnitude-direction", "svg"])).content.decode()
+    assert f"<dc:source>CAB metric run {run.pk}, finished {expected['CAB-Run-Finished']}, input " in svg
+    png = client.get(reverse("reports-lc8-file", args=[SLUG, "lc8-magnitude-direction", "png"])).content
+    with Image.open(io.BytesIO(png)) as image:
+        assert image.text["CAB-Run"] == str(run.pk)  # type: ignore[attr-defined]
+        assert image.text["CAB-Input-Fingerprint"] == expected["CAB-Input-Fingerprint"]  # type: ignore[attr-defined]
+    trajectory = client.get(reverse("reports-lc8-file", args=[SLUG, "lc8-trajectory-values", "csv"]),
+                            {"trajectory": "lc8-b"})
+    assert "CAB-Run" not in trajectory and trajectory["CAB-Software"] == expected["CAB-Software"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", trajectory["CAB-Exported"])

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 
 import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
-from annotation.models import Assignment, Study
+from annotation.models import Assignment, Study, StudyMember
 from metrics import runs as metric_runs
 from metrics.models import MetricRun
 from reports import charts
@@ -239,8 +240,9 @@ def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, r
 def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_num_queries):
     client.force_login(researcher)
     client.get(reverse("reports", args=["syn"]))  # session and roles warmed
-    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2)
-    with django_assert_num_queries(10):
+    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2),
+    # reviewers (the cap of the panel size k)
+    with django_assert_num_queries(11):
         client.get(reverse("reports", args=["syn"]))
     with django_assert_num_queries(8):  # … and the schema's attribute names (headers and legend)
         client.get(reverse("reports-page", args=["syn", "reliability"]))
@@ -312,3 +314,120 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
     expected = responses(everywhere.exclude(judgment__response__turn__conversation__kind="multi"))
     assert f"{expected} main-round response" in single
     assert client.get(url, {"model": "GPT", "subcategory": sub, "kind": "both"}).status_code == 404
+
+
+def _said_by_svg(content: bytes) -> dict[str, str]:
+    """The Dublin Core elements of an SVG's metadata (``dc:title``, ``dc:source`` …), by local name."""
+    from xml.etree import ElementTree
+
+    dc = "{http://purl.org/dc/elements/1.1/}"
+    return {element.tag[len(dc):]: element.text or "" for element in ElementTree.fromstring(content).iter()  # noqa: S314
+            if element.tag.startswith(dc)}
+
+
+def _said_by_png(content: bytes) -> dict[str, str]:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(content)) as image:
+        return dict(image.text)  # type: ignore[attr-defined]
+
+
+def test_every_figure_download_states_its_run_software_parameters_and_input(client, synthetic, researcher):
+    """docs/metrics.md#provenance: the CSV in its name and headers (it stays plain: it loads as it is), the SVG and
+    PNG in their headers and in their own metadata, the same bytes every time."""
+    from django.conf import settings
+
+    from common.provenance import compact
+
+    client.force_login(researcher)
+    run = _run(synthetic)
+    report = run.result
+    expected = {"CAB-Run": str(run.pk), "CAB-Run-Finished": run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "CAB-Parameters": compact(report["parameters"]), "CAB-Software": compact(report["software"]),
+                "CAB-Input-Fingerprint": report["input"]["fingerprint"]}
+    assert report["software"] == {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}
+    assert report["input"]["fingerprint"].startswith("sha256:") and report["parameters"]["seed"] is not None
+    for fmt in ("csv", "svg", "png"):
+        response = client.get(reverse("reports-file", args=["syn", "risk", "ari", fmt]), {"download": "1"})
+        assert response.status_code == 200
+        assert {name: response[name] for name in expected} == expected, fmt
+        assert f"run{run.pk}.{fmt}" in response["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(b"".join(client.get(
+        reverse("reports-file", args=["syn", "risk", "ari", "csv"])).streaming_content).decode())))
+    assert rows[0] == ["model", "cluster", "value", "ci_low", "ci_high"]  # no provenance line in the CSV itself
+
+    facts = {"run": run.pk, "finished_at": expected["CAB-Run-Finished"], "parameters": report["parameters"],
+             "software": report["software"], "input_fingerprint": expected["CAB-Input-Fingerprint"]}
+    svg = client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content
+    said = _said_by_svg(svg)
+    assert said["source"] == (f"CAB metric run {run.pk}, finished {expected['CAB-Run-Finished']}, "
+                              f"input {expected['CAB-Input-Fingerprint']}")
+    assert json.loads(said["description"]) == facts and said["title"]
+    assert "date" not in said  # no creation time: the same chart of the same run is the same bytes
+    png = client.get(reverse("reports-file", args=["syn", "risk", "ari", "png"])).content
+    text = _said_by_png(png)
+    assert {name: text[name] for name in expected} == expected
+    assert json.loads(text["Description"]) == facts and text["Source"] == said["source"]
+    assert "Creation Time" not in text
+
+    from django.core.cache import cache
+
+    cache.clear()  # drawn again: the same bytes
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content == svg
+    assert client.get(reverse("reports-file", args=["syn", "risk", "ari", "png"])).content == png
+
+
+def test_the_panel_size_k_is_capped_at_the_calibration_reviewers_and_beyond_it_is_refused(client, synthetic,
+                                                                                          researcher):
+    reviewers = StudyMember.objects.filter(study=synthetic, role="reviewer").count()
+    assert 1 < reviewers < 50
+    client.force_login(researcher)
+    page = client.get(reverse("reports", args=["syn"])).content.decode()
+    field = re.search(r'<input type="number" name="top_k"[^>]*>', page)[0]
+    assert f'max="{reviewers}"' in field and 'aria-describedby="top-k-cap"' in field
+    assert f"at most {reviewers}: the study has {reviewers} reviewers" in page
+    before = MetricRun.objects.count()
+    url = reverse("metric-run-start", args=["syn"])
+    for asked in (str(reviewers + 1), "51", "0", "many"):
+        response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": asked}, follow=True)
+        assert response.status_code == 200, asked
+        assert "Not started: top_k" in response.content.decode(), asked
+    response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": str(reviewers + 1)}, follow=True)
+    assert (f"must be at most {reviewers}, the number of the study&#x27;s reviewers (got {reviewers + 1})"
+            in response.content.decode())
+    assert MetricRun.objects.count() == before
+    response = client.post(url, {"bootstrap": "50", "seed": "3", "top_k": str(reviewers)}, follow=True)
+    assert MetricRun.objects.count() == before + 1 and response.status_code == 200
+
+
+def test_the_pictures_name_the_codes_their_tables_name_and_the_csv_keeps_the_codes(client, synthetic, researcher):
+    """docs/metrics.md#display-names: the ARI chart's clusters, the fingerprint's and the flags' codes are named in
+    the SVG as the page's table names them ("Directiveness (D)"); the CSV keeps the codes."""
+    from reports import selectors as report_selectors
+
+    names = report_selectors.code_names(study=synthetic)
+    client.force_login(researcher)
+    ari = client.get(reverse("reports-file", args=["syn", "risk", "ari", "svg"])).content.decode()
+    for code, name in names.clusters.items():
+        assert f"{name} ({code})" in ari
+    assert "Atrophy risk index (ARI)" in ari
+    fingerprint = client.get(reverse("reports-file", args=["syn", "risk", "fingerprint", "svg"])).content.decode()
+    named = [f"{name} ({code})" for code, name in names.attributes.items() if f"{name} ({code})" in fingerprint]
+    assert named, "the fingerprint's attributes are named"
+    rows = list(csv.reader(io.StringIO(b"".join(client.get(
+        reverse("reports-file", args=["syn", "risk", "ari", "csv"])).streaming_content).decode())))
+    assert {row[1] for row in rows[1:]} <= {"D", "E", "R", "F", "ARI"}  # codes, as the report has them
+
+
+def test_chart_named_renames_only_the_parts_its_table_names():
+    from reports.charts import Chart
+    from reports.labels import chart_named
+
+    chart = Chart("ari", "t", "bars", {"categories": ["GPT"], "series": {"D": [0.1], "X": [0.2]},
+                                      "intervals": {"D": [(0.0, 0.2)]}}, ["model", "cluster"], [["GPT", "D"]])
+    named = chart_named(chart, {"D": "Directiveness", "GPT": "not a code here"})
+    assert named.spec["series"] == {"Directiveness (D)": [0.1], "X": [0.2]}
+    assert named.spec["intervals"] == {"Directiveness (D)": [(0.0, 0.2)]} and named.spec["categories"] == ["GPT"]
+    assert named.rows == [["GPT", "D"]] and chart.spec["series"] == {"D": [0.1], "X": [0.2]}  # the CSV's, unchanged
+    other = Chart("pairwise", "t", "heatmap", {"rows": ["D"], "columns": ["D"]}, [], [])
+    assert chart_named(other, {"D": "Directiveness"}) is other
