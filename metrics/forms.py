@@ -24,9 +24,9 @@ class MetricRunForm(forms.Form):
 
     def clean_top_k(self) -> int:
         k = self.cleaned_data["top_k"]
-        if self.reviewers and k > self.reviewers:
-            raise forms.ValidationError(
-                f"must be at most {self.reviewers}, the number of the study's reviewers (got {k})")
+        problem = parameters.top_k_beyond_reviewers(k, self.reviewers)
+        if problem:
+            raise forms.ValidationError(problem)
         return k
 
 
