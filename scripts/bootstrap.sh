@@ -31,7 +31,7 @@ if [ ! -f "$lock" ]; then
   echo "bootstrap: no lock file $lock (extras: base or test)" >&2
   exit 1
 fi
-hash="$(cat pyproject.toml requirements/*.lock | sha256sum | cut -c1-16)"
+hash="$(cat pyproject.toml requirements/*.lock scripts/bootstrap.sh | sha256sum | cut -c1-16)"
 stamp=".venv/.installed-$hash-${extras:-base}"
 # The base install is part of every install with extras (the test command's satisfies the run command's).
 if [ -z "$extras" ] && compgen -G ".venv/.installed-$hash-*" >/dev/null; then
@@ -41,8 +41,11 @@ if [ ! -f "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into .venv from $lock …"
   # uv (Astral's installer, from PyPI) installs the same locked files about five times faster than pip (54 s to
   # 11 s for the test extras here); where it cannot be had, pip does the same install, checking the same hashes.
+  # Compiled to bytecode as pip does by default (uv does not): where PYTHONDONTWRITEBYTECODE is set, as on our CI
+  # machines, nothing would ever write the .pyc files, and every process would compile what it imports again (the
+  # science stack's imports: 9 s instead of 2.6 s, in each test worker, command, Celery worker and web process).
   if .venv/bin/python -m pip install -q "uv==$UV_VERSION" 2>/dev/null \
-      && .venv/bin/uv pip install -q --python .venv/bin/python --require-hashes -r "$lock" \
+      && .venv/bin/uv pip install -q --python .venv/bin/python --compile-bytecode --require-hashes -r "$lock" \
       && .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .; then
     :
   else
