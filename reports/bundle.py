@@ -43,12 +43,13 @@ from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from common.downloads import Spooled, resumable
-from common.provenance import run_headers
+from common.provenance import figure_metadata, run_facts, run_headers
 from metrics import care_inputs, lc8_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
-from reports import care_charts, charts, lc8_charts
+from reports import care_charts, charts, labels, lc8_charts
+from reports import selectors as report_selectors
 
 if TYPE_CHECKING:
     from metrics.core.provenance import KindRows
@@ -195,7 +196,7 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     entries[core_bundle.RUN_FILE] = _json({**_run_file(study, run, report, provenance), **kind_blocks})
 
     blocks = _blocks(study, report)
-    figures = _figures(blocks)
+    figures = _figures(blocks, names=report_selectors.code_names(study=study).all, facts=run_facts(run, report))
     lap("figures")
     for page, block in blocks:
         if not block.rows:  # nothing to show, as on the page: no table, no figure
@@ -442,7 +443,11 @@ def _blocks(study: Study, report: Mapping[str, Any]) -> list[tuple[charts.Page, 
     return blocks
 
 
-def _figures(blocks: list[tuple[charts.Page, charts.Block]]) -> dict[str, bytes]:
+def _figures(blocks: list[tuple[charts.Page, charts.Block]], *, names: Mapping[str, str],
+             facts: Mapping[str, Any]) -> dict[str, bytes]:
+    """Every chart as SVG and PNG, drawn as the dashboards' downloads draw them: the codes their tables name named
+    (``labels.chart_named``), the run, software and input fingerprint in the files' metadata
+    (docs/metrics.md#provenance)."""
     import matplotlib
 
     from reports import figures as _drawing  # noqa: F401 - its settings first: the context below restores them
@@ -452,7 +457,8 @@ def _figures(blocks: list[tuple[charts.Page, charts.Block]]) -> dict[str, bytes]
         for page, block in blocks:
             if isinstance(block, charts.Chart) and block.rows:
                 for fmt in ("svg", "png"):
-                    figures[f"figures/{page.slug}/{block.name}.{fmt}"] = lc8_charts.render(block, fmt)
+                    figures[f"figures/{page.slug}/{block.name}.{fmt}"] = lc8_charts.render(
+                        labels.chart_named(block, names), fmt, figure_metadata(facts, title=block.title, fmt=fmt))
     return figures
 
 

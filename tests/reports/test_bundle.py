@@ -101,6 +101,11 @@ def test_the_bundle_holds_the_data_the_report_its_figures_and_tables(built, rese
     assert {name.replace(".svg", ".png") for name in svgs} <= set(files)
     assert {name.replace("figures/", "tables/").replace(".svg", ".csv") for name in svgs} <= set(files)
     assert files["figures/reliability/agreement.png"].startswith(b"\x89PNG")
+    # drawn as the dashboard's downloads are: codes named, the run and its input in the file's metadata
+    ari = files["figures/risk/ari.svg"].decode()
+    assert "Directiveness (D)" in ari and f"CAB metric run {run.pk}, finished" in ari
+    assert json.loads(files["report.json"])["input"]["fingerprint"] in ari
+    assert f"CAB metric run {run.pk}".encode() in files["figures/risk/ari.png"]
     # the printable report: every page, the figures inline, print styles, the run
     html = files["report.html"].decode()
     for title in ("Reliability", "User input", "Atrophy risk", "Coupling", "Trajectories", "Span evidence"):
