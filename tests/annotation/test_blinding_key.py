@@ -5,7 +5,7 @@ Every way of creating a study gives it 32 random bytes of its own; two studies n
 differently for the same coder; a study migrated from SECRET_KEY-keyed handles (annotation migration 0016) keeps
 exactly the handles it had; the key is rotated only between rounds (service, command, settings page), recorded
 in the audit trail without the key; and the key appears on no page, export, API answer or audit event (a study
-archive carries it, deliberately: tests/metrics/test_study_archive.py round-trips it)."""
+archive carries it, deliberately: tests/study_archive/test_archive.py round-trips it)."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from tests import form_fuzz
 from tests.factories import RoundFactory, StudyMemberFactory
-from tests.metrics.test_study_archive import checksummed
 from tests.scenarios import MODELS, as_true, code_round
+from tests.study_archive.test_archive import checksummed
 
 pytestmark = pytest.mark.django_db
 

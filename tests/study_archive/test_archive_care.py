@@ -1,5 +1,5 @@
 """A CARE study (histories of sessions, session-level judgments, a method coder) through the study archive
-(metrics/study_archive.py): exported, imported into a fresh installation and exported again, byte for byte."""
+(study_archive/): exported, imported into a fresh installation and exported again, byte for byte."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from access.services import user_ensure
 from annotation.care_demo import care_demo_load
 from annotation.models import Judgment, StudyMember
 from benchmark.models import Session, Turn
-from tests.metrics.test_study_archive import records, truncate_everything_archived, without_the_import_event
+from tests.study_archive.test_archive import records, truncate_everything_archived, without_the_import_event
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

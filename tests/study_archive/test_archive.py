@@ -1,4 +1,4 @@
-"""Study archives (metrics/study_archive.py, commands export_study / import_study): a rich study exported, its
+"""Study archives (study_archive/, commands export_study / import_study): a rich study exported, its
 rows removed, imported and exported again gives the same bytes (and under ``--as`` in the same installation);
 every bad archive is refused with a CommandError naming the line, and leaves the database as it was."""
 
@@ -32,8 +32,8 @@ from annotation.models import (
 from audit.models import AuditEvent
 from benchmark.models import Conversation, ModelResponse, Turn
 from calibration import services as calibration_services
-from metrics import study_archive
 from metrics.models import MetricRun
+from study_archive.records import DERIVED, ORDER, RELATIONS, dumps
 from tests import scenarios
 
 pytestmark = pytest.mark.django_db
@@ -126,14 +126,14 @@ def without_the_import_event(text: str) -> list[str]:
     assert imported["type"] == "audit_event" and imported["action"] == "study.import" and imported["actor"] is None
     end = json.loads(lines[-1])
     end["records"]["audit_event"] -= 1
-    return checksummed([*lines[:-2], study_archive._dumps(end)])
+    return checksummed([*lines[:-2], dumps(end)])
 
 
 def checksummed(lines: list[str]) -> list[str]:
     """The lines with the end record's checksum made again over the lines before it (after a test changed them)."""
     end = json.loads(lines[-1])
     end["sha256"] = hashlib.sha256("".join(line + "\n" for line in lines[:-1]).encode()).hexdigest()
-    return [*lines[:-1], study_archive._dumps(end)]
+    return [*lines[:-1], dumps(end)]
 
 
 # --- the round trip ------------------------------------------------------------------------------------------------
@@ -141,11 +141,11 @@ def checksummed(lines: list[str]) -> list[str]:
 
 def test_every_table_and_column_of_a_study_is_archived():
     """A model or relation added to an archived app must be placed in the archive (or this fails)."""
-    archived = set(study_archive.RELATIONS)
+    archived = set(RELATIONS)
     for model in apps.get_models():
-        if model._meta.app_label in ARCHIVED_APPS and model not in study_archive.DERIVED:
+        if model._meta.app_label in ARCHIVED_APPS and model not in DERIVED:
             assert model in archived, f"{model._meta.label} is not in the study archive"
-    for model, relations in study_archive.RELATIONS.items():
+    for model, relations in RELATIONS.items():
         forward = {field.name for field in model._meta.get_fields()
                    if field.is_relation and not field.auto_created and (field.concrete or field.many_to_many)}
         assert forward == relations, model._meta.label
@@ -154,7 +154,7 @@ def test_every_table_and_column_of_a_study_is_archived():
 def test_an_exported_study_imports_into_a_fresh_installation_losslessly(rich_study, tmp_path):
     first = export("demo")
     kinds = {record["type"] for record in records(first)}
-    assert kinds == set(study_archive.ORDER) - {"session_label"}  # an LC8 study's: test_study_archive_lc8.py
+    assert kinds == set(ORDER) - {"session_label"}  # an LC8 study's: test_archive_lc8.py
     before = table_counts()
     truncate_everything_archived()
     assert not Judgment.objects.exists() and not User.objects.exists()
@@ -190,7 +190,7 @@ def test_a_study_imports_beside_itself_under_another_slug(rich_study, tmp_path):
     study_record = next(r for r in renamed if r["type"] == "study")
     assert study_record["slug"] == "demo-copy"
     renamed[0]["study"] = study_record["slug"] = "demo"
-    assert checksummed([study_archive._dumps(r) for r in renamed]) == first.splitlines()
+    assert checksummed([dumps(r) for r in renamed]) == first.splitlines()
     # The material is shared, not copied; the people are the same accounts.
     after = table_counts()
     for model in (Conversation, Turn, ModelResponse):
@@ -212,7 +212,7 @@ def edited(text: str, kind: str, change, *, which: int = 0) -> tuple[list[str], 
         if record["type"] == kind and change(record, dry=True):
             if seen == which:
                 change(record, dry=False)
-                lines[index] = study_archive._dumps(record)
+                lines[index] = dumps(record)
                 return lines, index + 1
             seen += 1
     raise AssertionError(f"no {kind} record to change")
@@ -365,6 +365,6 @@ def test_an_archive_changed_after_it_was_written_is_refused_by_its_checksum(tmp_
     assert Study.objects.count() == before
     end = json.loads(changed[-1])
     del end["sha256"]
-    path.write_text("\n".join([*changed[:-1], study_archive._dumps(end)]) + "\n", encoding="utf-8")
+    path.write_text("\n".join([*changed[:-1], dumps(end)]) + "\n", encoding="utf-8")
     call_command("import_study", str(path), "--as", "sum-changed", stdout=io.StringIO())
     assert Study.objects.filter(slug="sum-changed").exists()

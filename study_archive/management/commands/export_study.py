@@ -2,12 +2,13 @@ import gzip
 import os
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
 from common.progress import WriteProgress
-from metrics.study_archive import study_export
+from study_archive.exporter import study_export
 
 
 class _Out:
@@ -28,11 +29,11 @@ class Command(BaseCommand):
         "reads in any installation. Gzip-compressed when the file name ends in .gz. No passwords or API tokens."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="study slug")
         parser.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
 
-    def handle(self, *args, study: str, output: str, **options):
+    def handle(self, *args: Any, study: str, output: str, **options: Any) -> None:
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")

@@ -1,10 +1,4 @@
-"""A whole study as one file, to move it between installations: ``study_export`` writes it, ``study_import``
-reads it back, all or nothing (commands ``export_study`` / ``import_study``; README, "Backups and moving a study").
-
-Why here: an archive holds rows of benchmark (the material), annotation (schema, study, members, rounds,
-assignments, judgments with spans, gold agreements and revisions, session labels, workshop notes, alerts),
-metrics (metric runs) and audit (the study's trail). ``metrics`` is the lowest layer that may import all of them;
-``calibration`` above it would also reach the protocol's services, which an archive must never call.
+"""Reading a study archive back (``study_import``), all or nothing (the format: ``study_archive/records.py``).
 
 Why tables and not services: a restore copies rows as they were, every value, version and timestamp (the
 ``auto_now`` ones too), where a service would make new history. It is still an ordinary writer for the database:
@@ -12,30 +6,6 @@ the PostgreSQL triggers check every row, so rows go in the order they accept (sc
 freezes it, responses before judgments, judgments before their spans), and the importer checks every reference,
 scale and span first so that an error names the archive's line instead of a trigger's id. An import writes no
 judgment revisions of its own (the archived history is the history); it is one ``study.import`` audit event.
-
-Format (``VERSION`` 1): JSON Lines, UTF-8, gzip-compressed when the file name ends in ``.gz``. Line 1 is the
-header ``{"type": "archive", "format": FORMAT, "version": 1, "study": slug, "software": {"version", "commit"}}`` (the
-installation that wrote it: docs/metrics.md#provenance); then one record per line, types in the order of ``ORDER``;
-the last line is ``{"type": "end", "records": {type: count}, "sha256": hex}``, so a truncated file is refused, and
-so is one whose lines before the end record are not the bytes that were written (their SHA-256; an archive without
-``sha256``, written before it was added, is read as before). Records name things by natural keys only: usernames,
-the schema slug and attribute codes, dataset name + conversation external id (+ turn index, + model slot; + session
-index for a session label), round names (``calibration-N``, ``main``), subcategory slugs. A judgment's line carries
-its spans, the experts who agreed to it (gold) and its revisions. Every other column is written under its model
-field's name, so a field added to one of these models is archived without a change here (a test checks that every
-model and relation is covered). The file is a function of the study and of the software version that writes it:
-no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
-
-The study record carries the study's blinding key (``Study.blinding_key``), deliberately: it is the study's state,
-and a file that names every response's model is no less secret than the key. Handles are made of the key and
-database ids, so a study restored where its turns, responses and accounts still are keeps its handles; an archive
-written before studies had keys (no ``blinding_key``) imports with a new random one.
-
-Not in an archive: passwords (an account created by an import has no usable password: an admin sends the person
-a password link), API tokens and idempotency records, sessions and sign-in attempts, superuser status. Accounts
-carry their role groups, given to the accounts an import creates (staff status follows the role, as for any
-account); existing accounts are used as they are. Audit events are copied as written: a target or datum that
-named a database id (``metric_run:17``) still names the id in the installation it came from.
 
 Importing: the schema is reused when the target has one with the same slug and the same definition (attributes
 and subcategories included), and refused when it differs. A dataset is reused by name. A conversation that
@@ -46,30 +16,22 @@ it is), and refused otherwise. The study's slug must be free (``as_slug`` import
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
-import itertools
 import json
 import math
-import operator
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
-from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, models, transaction
+from django.db import DatabaseError, models, transaction
 
 from access import roles
 from annotation.models import (
     Assignment,
     AttributeDefinition,
-    ConversationProgress,
     Judgment,
     JudgmentRevision,
-    QueueProgress,
     ReviewerAlert,
     Round,
     RoundItem,
@@ -84,327 +46,20 @@ from annotation.models import (
 from audit.models import AuditEvent
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
-from common.rounds import round_name
 from metrics.models import MetricRun
-
-FORMAT = "cab-study-archive"
-VERSION = 1
-ORDER = ("archive", "user", "schema", "study", "member", "dataset", "conversation", "round", "assignment",
-         "judgment", "session_label", "workshop_note", "alert", "metric_run", "audit_event", "end")
-# Rows per query on export and per INSERT batch on import.
-CHUNK = 2000
-
-# Tables PostgreSQL derives from the archived ones (the queue counters, kept by triggers on the assignments:
-# migration annotation/0017): not archived, rebuilt on import as the assignments are written.
-DERIVED: tuple[type[models.Model], ...] = (QueueProgress, ConversationProgress)
-
-# The relations each archived model has, each written as a natural key (or implied by nesting). A relation added
-# to one of these models must be added here and to the export and import, or the tests fail.
-RELATIONS: dict[type[models.Model], set[str]] = {
-    Schema: set(),
-    AttributeDefinition: {"schema"},
-    SpanSubcategory: {"schema", "attribute"},
-    Study: {"schema"},
-    StudyMember: {"study", "user"},
-    Dataset: set(),
-    Conversation: {"dataset", "study"},
-    Session: {"conversation"},  # nested in its conversation's record (longitudinal histories)
-    Turn: {"conversation", "session"},
-    ModelResponse: {"turn"},
-    Round: {"study"},
-    RoundItem: {"round", "turn"},
-    Assignment: {"round", "coder", "turn"},
-    Judgment: {"round", "coder", "attribute", "conversation", "turn", "response", "session", "agreed_by"},
-    SessionLabel: {"study", "coder", "session", "attribute"},  # coder by username, session by its key
-    Span: {"judgment", "subcategory"},
-    JudgmentRevision: {"judgment", "changed_by"},
-    WorkshopNote: {"round", "attribute", "turn", "response", "written_by"},
-    ReviewerAlert: {"study", "reviewer"},
-    MetricRun: {"study", "requested_by"},
-    AuditEvent: {"actor"},
-}
-# Columns that are not copied: the audit event's study id is the new study's.
-NOT_COPIED: dict[type[models.Model], set[str]] = {AuditEvent: {"study_id"}}
-
-
-class ArchiveError(Exception):
-    """The archive cannot be imported (or the study exported); the message names the line and the record."""
-
-
-@functools.cache
-def columns(model: type[models.Model]) -> list[models.Field]:
-    """The plain columns of an archived model: every concrete field but the primary key and the relations."""
-    skip = NOT_COPIED.get(model, set())
-    return [field for field in model._meta.concrete_fields
-            if not field.is_relation and not field.primary_key and field.attname not in skip]
-
-
-def _names(model: type[models.Model]) -> list[str]:
-    return [field.attname for field in columns(model)]
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    raise TypeError(f"cannot archive a {type(value).__name__}")
-
-
-def _dumps(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_json_default)
-
-
-# --- export --------------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _snapshot() -> Iterator[None]:
-    """One consistent view of the study while people keep working: a read-only REPEATABLE READ transaction (when
-    not already inside a transaction, whose snapshot then applies)."""
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        yield
-
-
-def _ids(*querysets: Any) -> set[int]:
-    found: set[int] = set()
-    for queryset in querysets:
-        found.update(value for value in queryset.order_by().distinct() if value is not None)
-    return found
-
-
-def study_export(*, study: Study, out: IO[str]) -> Counter[str]:
-    """Write the study's archive to ``out`` record by record (constant memory but for the conversations' and
-    users' ids). Returns the number of records of each type."""
-    counts: Counter[str] = Counter()
-    digest = hashlib.sha256()
-
-    def emit(kind: str, record: dict[str, Any]) -> None:
-        counts[kind] += 1
-        line = _dumps({"type": kind, **record}) + "\n"
-        digest.update(line.encode())
-        out.write(line)
-
-    with _snapshot():
-        emit("archive", {"format": FORMAT, "version": VERSION, "study": study.slug,
-                         "software": {"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT}})
-        for kind, record in _export_records(study):
-            emit(kind, record)
-        records = {kind: counts[kind] for kind in ORDER if kind in counts and kind != "archive"}
-        out.write(_dumps({"type": "end", "records": records, "sha256": digest.hexdigest()}) + "\n")
-    counts["end"] += 1
-    return counts
-
-
-def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # noqa: C901 - one pass in ORDER
-    rounds = Round.objects.filter(study=study)
-    judgments = Judgment.objects.filter(round__study=study)
-    agreements = Judgment.agreed_by.through.objects.filter(judgment__round__study=study)
-    revisions = JudgmentRevision.objects.filter(judgment__round__study=study)
-    events = AuditEvent.objects.filter(study_id=study.pk)
-
-    user_ids = _ids(
-        StudyMember.objects.filter(study=study).values_list("user_id", flat=True),
-        Assignment.objects.filter(round__study=study).values_list("coder_id", flat=True),
-        judgments.values_list("coder_id", flat=True),
-        agreements.values_list("user_id", flat=True),
-        revisions.values_list("changed_by_id", flat=True),
-        WorkshopNote.objects.filter(round__study=study).values_list("written_by_id", flat=True),
-        ReviewerAlert.objects.filter(study=study).values_list("reviewer_id", flat=True),
-        MetricRun.objects.filter(study=study).values_list("requested_by_id", flat=True),
-        events.values_list("actor_id", flat=True),
-    )
-    user_roles: dict[int, list[str]] = defaultdict(list)
-    for user_id, group in (User.groups.through.objects.filter(user_id__in=user_ids, group__name__in=roles.ROLES)
-                           .order_by("group__name").values_list("user_id", "group__name")):
-        user_roles[user_id].append(group)
-    for user in User.objects.filter(pk__in=user_ids).order_by("username"):
-        yield "user", {"username": user.username, "first_name": user.first_name, "last_name": user.last_name,
-                       "email": user.email, "roles": user_roles[user.pk]}
-
-    yield "schema", _schema_record(study.schema)
-    yield "study", {"schema": study.schema.slug, **_plain(study)}
-    for member in StudyMember.objects.filter(study=study).select_related("user").order_by("user__username"):
-        yield "member", {"user": member.user.username, **_plain(member)}
-
-    conversation_ids = _ids(
-        Conversation.objects.filter(study=study).values_list("pk", flat=True),
-        judgments.values_list("conversation_id", flat=True),
-        RoundItem.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
-        Assignment.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
-        WorkshopNote.objects.filter(round__study=study).values_list("turn__conversation_id", flat=True),
-        SessionLabel.objects.filter(study=study).values_list("session__conversation_id", flat=True),
-    )
-    for dataset in Dataset.objects.filter(conversations__pk__in=conversation_ids).distinct().order_by("name"):
-        yield "dataset", _plain(dataset)
-    ordered = list(Conversation.objects.filter(pk__in=conversation_ids).order_by("dataset__name", "external_id")
-                   .values_list("pk", flat=True))
-    for start in range(0, len(ordered), CHUNK):
-        yield from (("conversation", record) for record in _conversation_records(ordered[start:start + CHUNK], study))
-
-    for round_ in rounds.order_by("kind", "number"):
-        items = RoundItem.objects.filter(round=round_).order_by("position").values_list(
-            "position", "turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index")
-        yield "round", {**_plain(round_), "items": [list(item) for item in items]}
-
-    yield from (("assignment", record) for record in _rows(
-        Assignment.objects.filter(round__study=study).order_by("pk"), Assignment,
-        {"round": ("round__kind", "round__number"), "coder": ("coder__username",),
-         "turn": ("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index")}))
-
-    yield from (("judgment", record) for record in _judgment_records(study))
-    # Methods' predictions per seed and the reference labels (LC8): each value as the float it is stored as
-    # (JSON writes a float's shortest exact form, so it reads back bit for bit).
-    yield from (("session_label", record) for record in _rows(
-        SessionLabel.objects.filter(study=study).order_by(
-            "coder__user__username", "seed", "session__conversation__dataset__name",
-            "session__conversation__external_id", "session__index", "attribute__position", "attribute__code"),
-        SessionLabel,
-        {"coder": ("coder__user__username",),
-         "session": ("session__conversation__dataset__name", "session__conversation__external_id", "session__index"),
-         "attribute": ("attribute__code",)}))
-
-    yield from (("workshop_note", record) for record in _rows(
-        WorkshopNote.objects.filter(round__study=study).order_by("pk"), WorkshopNote,
-        {"round": ("round__kind", "round__number"), "attribute": ("attribute__code",),
-         "turn": ("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index"),
-         "response": ("response__model_slot",), "written_by": ("written_by__username",)}))
-    yield from (("alert", record) for record in _rows(
-        ReviewerAlert.objects.filter(study=study).order_by("created_at", "pk"), ReviewerAlert,
-        {"reviewer": ("reviewer__username",)}))
-    yield from (("metric_run", record) for record in _rows(
-        MetricRun.objects.filter(study=study).order_by("created_at", "pk"), MetricRun,
-        {"requested_by": ("requested_by__username",)}))
-    yield from (("audit_event", record) for record in _rows(
-        events.order_by("at", "pk"), AuditEvent, {"actor": ("actor__username",)}))
-
-
-def _plain(instance: models.Model) -> dict[str, Any]:
-    return {name: getattr(instance, name) for name in _names(type(instance))}
-
-
-def _schema_record(schema: Schema) -> dict[str, Any]:
-    attributes = [_plain(attribute) for attribute in AttributeDefinition.objects.filter(schema=schema)
-                  .order_by("position", "code")]
-    subcategories = [{"attribute": sub.attribute.code, **_plain(sub)} for sub in SpanSubcategory.objects
-                     .filter(schema=schema).select_related("attribute")
-                     .order_by("attribute__position", "position", "slug")]
-    return {**_plain(schema), "attributes": attributes, "subcategories": subcategories}
-
-
-def _rows(queryset: Any, model: type[models.Model], keys: dict[str, tuple[str, ...]]) -> Iterator[dict[str, Any]]:
-    """The rows as records: each natural key (a round name, a username, a turn's [dataset, id, index]) first, then
-    the plain columns. Streams through a server-side cursor."""
-    names = _names(model)
-    lookups = [lookup for parts in keys.values() for lookup in parts]
-    for values in queryset.values_list(*lookups, *names).iterator(chunk_size=CHUNK):
-        record: dict[str, Any] = {}
-        at = 0
-        for key, parts in keys.items():
-            record[key] = _key(key, values[at:at + len(parts)])
-            at += len(parts)
-        record.update(zip(names, values[at:], strict=True))
-        yield record
-
-
-def _key(key: str, parts: tuple[Any, ...]) -> Any:
-    if key == "round":
-        return round_name(*parts)
-    return parts[0] if len(parts) == 1 else list(parts)
-
-
-def _conversation_records(ids: list[int], study: Study) -> Iterator[dict[str, Any]]:
-    turns: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    responses: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for response in ModelResponse.objects.filter(turn__conversation_id__in=ids).order_by("turn_id", "model_slot"):
-        responses[response.turn_id].append(_plain(response))
-    # A history's sessions (every one, with turns or not: a session label may name it) and each turn's session
-    # index: keys only a history has, so the records of every other conversation stay exactly as they were.
-    sessions: dict[int, dict[int, dict[str, Any]]] = defaultdict(dict)
-    index_of: dict[int, int] = {}
-    for session in Session.objects.filter(conversation_id__in=ids).order_by("conversation_id", "index"):
-        sessions[session.conversation_id][session.index] = _plain(session)
-        index_of[session.pk] = session.index
-    for turn in Turn.objects.filter(conversation_id__in=ids).order_by("conversation_id", "index"):
-        session_key = {} if turn.session_id is None else {"session": index_of[turn.session_id]}
-        turns[turn.conversation_id].append({**_plain(turn), **session_key, "responses": responses[turn.pk]})
-    found = {c.pk: c for c in Conversation.objects.filter(pk__in=ids).select_related("dataset")}
-    for pk in ids:
-        conversation = found[pk]
-        yield {"dataset": conversation.dataset.name, **_plain(conversation),
-               "owned": conversation.study_id == study.pk,
-               **({"sessions": [sessions[pk][i] for i in sorted(sessions[pk])]} if sessions[pk] else {}),
-               "turns": turns[pk]}
-
-
-def _judgment_records(study: Study) -> Iterator[dict[str, Any]]:
-    """Judgments in id order (creation order), each with its spans, the experts who agreed to it and its revisions:
-    four streams in judgment id order, merged here, so the cost is linear in the study's size."""
-    of_study = {"judgment__round__study": study}
-    names = _names(Judgment)
-    lookups = ("pk", "round__kind", "round__number", "coder__username", "is_gold", "attribute__code",
-               "conversation__dataset__name", "conversation__external_id", "turn__index", "response__model_slot",
-               "session__index")
-    plain = [name for name in names if name != "is_gold"]
-    revision_names = _names(JudgmentRevision)
-    spans = _ByJudgment(Span.objects.filter(**of_study)
-                        .order_by("judgment_id", "start", "end", "subcategory__slug", "pk")
-                        .values_list("judgment_id", "start", "end", "subcategory__slug"))
-    agreed = _ByJudgment(Judgment.agreed_by.through.objects.filter(**of_study)
-                         .order_by("judgment_id", "user__username").values_list("judgment_id", "user__username"))
-    history = _ByJudgment(JudgmentRevision.objects.filter(**of_study).order_by("judgment_id", "at", "pk")
-                          .values_list("judgment_id", "changed_by__username", *revision_names))
-    rows = Judgment.objects.filter(round__study=study).order_by("pk").values_list(*lookups, *plain)
-    for pk, kind, number, coder, is_gold, code, dataset, external_id, turn, response, session, *values in \
-            rows.iterator(chunk_size=CHUNK):
-        yield {"round": round_name(kind, number), "coder": coder, "is_gold": is_gold, "attribute": code,
-               "conversation": [dataset, external_id], "turn": turn, "response": response,
-               **({"session": session} if session is not None else {}),  # a session's code
-               **dict(zip(plain, values, strict=True)),
-               "agreed_by": [username for username, in agreed.of(pk)],
-               "spans": [list(span) for span in spans.of(pk)],
-               "revisions": [{"changed_by": changed_by, **dict(zip(revision_names, rest, strict=True))}
-                             for changed_by, *rest in history.of(pk)]}
-
-
-class _ByJudgment:
-    """The rows of a table that points to judgments, read in judgment id order beside the judgments themselves
-    (a server-side cursor each): ``of(pk)`` for ascending ids gives each judgment's rows, without its id."""
-
-    def __init__(self, rows: Any) -> None:
-        self._groups = itertools.groupby(rows.iterator(chunk_size=CHUNK), key=operator.itemgetter(0))
-        self._next = next(self._groups, None)
-
-    def of(self, judgment_id: int) -> list[tuple[Any, ...]]:
-        while self._next is not None and self._next[0] < judgment_id:
-            self._next = next(self._groups, None)
-        if self._next is None or self._next[0] != judgment_id:
-            return []
-        rows = [row[1:] for row in self._next[1]]
-        self._next = next(self._groups, None)
-        return rows
-
-
-# --- import --------------------------------------------------------------------------------------------------------
-
-
-def read_records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, record) for each line; an error names the line."""
-    number = 0
-    try:
-        for number, line in enumerate(lines, start=1):
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise ArchiveError(f"line {number}: not a JSON record ({error})") from error
-            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-                raise ArchiveError(f"line {number}: not an archive record (an object with a 'type')")
-            yield number, record
-    except (EOFError, OSError, UnicodeDecodeError) as error:
-        # gzip raises EOFError on a cut file and OSError (BadGzipFile) on a damaged one.
-        raise ArchiveError(f"after line {number}: the file cannot be read ({error}); is it truncated?") from error
+from study_archive.records import (
+    CHUNK,
+    FORMAT,
+    ORDER,
+    RELATIONS,
+    VERSION,
+    ArchiveError,
+    Checksum,
+    columns,
+    dumps,
+    read_records,
+    schema_record,
+)
 
 
 @contextlib.contextmanager
@@ -424,21 +79,6 @@ def _stored_timestamps() -> Iterator[None]:
         for field, auto_now, auto_now_add in saved:
             field.auto_now, field.auto_now_add = auto_now, auto_now_add  # type: ignore[attr-defined]
 
-
-class _Checksum:
-    """The SHA-256 of an archive's lines but its last, as they are read: what its end record's ``sha256`` says of
-    the lines before it. The line being read is held back until the next one comes, so when the end record is read
-    the digest covers exactly the lines before it."""
-
-    def __init__(self) -> None:
-        self.digest = hashlib.sha256()
-
-    def through(self, lines: Iterable[str]) -> Iterator[str]:
-        pending = b""
-        for line in lines:
-            self.digest.update(pending)
-            pending = (line if line.endswith("\n") else line + "\n").encode()
-            yield line
 
 
 def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User | None = None) -> Study:
@@ -469,7 +109,7 @@ class _Importer:
         self.as_slug = as_slug
         self.archived_slug = ""
         self.counts: Counter[str] = Counter()
-        self.checksum = _Checksum()
+        self.checksum = Checksum()
         self._study: Study | None = None
         self.schema: Schema | None = None
         self.users: dict[str, User] = {}
@@ -611,7 +251,7 @@ class _Importer:
         record = batch[0][1]
         existing = Schema.objects.filter(slug=record["slug"]).first()
         if existing is not None:
-            mine = _schema_record(existing)
+            mine = schema_record(existing)
             if _without_created(mine) != _without_created(record):
                 raise ValueError(f"schema {record['slug']!r} exists in this installation with another definition; "
                                  "import the study into an installation without it, or rename one of them")
@@ -938,8 +578,4 @@ def _message(error: BaseException) -> str:
 
 def _without_created(record: dict[str, Any]) -> dict[str, Any]:
     """A schema record as JSON gives it back, without its creation time (which differs between installations)."""
-    return {key: value for key, value in json.loads(_dumps(record)).items() if key not in ("type", "created_at")}
-
-
-
-
+    return {key: value for key, value in json.loads(dumps(record)).items() if key not in ("type", "created_at")}

@@ -2,11 +2,13 @@ import gzip
 import io
 import time
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.progress import ReadProgress
-from metrics.study_archive import ArchiveError, study_import
+from study_archive.importer import study_import
+from study_archive.records import ArchiveError
 
 
 class Command(BaseCommand):
@@ -16,12 +18,12 @@ class Command(BaseCommand):
         "slug must be free (--as imports under another one)."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", type=Path)
         parser.add_argument("--as", dest="as_slug", default=None, metavar="NEW_SLUG",
                             help="import the study under this slug instead of the archived one")
 
-    def handle(self, *args, file: Path, as_slug: str | None, **options):
+    def handle(self, *args: Any, file: Path, as_slug: str | None, **options: Any) -> None:
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         started = time.monotonic()

@@ -1,5 +1,5 @@
 """An LC8 study (five-session trajectories, reference labels, two methods x two seeds, a human rater's session
-judgments) through the study archive (metrics/study_archive.py): exported, imported under another slug, the same
+judgments) through the study archive (study_archive/): exported, imported under another slug, the same
 rows with the same values bit for bit, and exported again byte for byte; a bad session label is refused by line."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
-from metrics import study_archive
+from study_archive.records import dumps
 from tests.annotation.test_lc8_round_trip import judgment_rows, label_rows, lc8_full_study
-from tests.metrics.test_study_archive import (
+from tests.study_archive.test_archive import (
     checksummed,
     edited,
     export,
@@ -70,7 +70,7 @@ def test_an_lc8_study_round_trips_with_its_session_labels_exactly(tmp_path):
     study_copy = next(r for r in second if r["type"] == "study")
     assert second[0]["study"] == study_copy["slug"] == "lc8-copy"
     second[0]["study"] = study_copy["slug"] = study.slug
-    assert checksummed([study_archive._dumps(r) for r in second]) == first.splitlines()
+    assert checksummed([dumps(r) for r in second]) == first.splitlines()
 
 
 def off_scale_reference(record: dict, *, dry: bool) -> bool:
@@ -129,7 +129,7 @@ def test_a_second_label_for_the_same_key_is_refused_by_the_database_naming_the_l
     lines.insert(at, lines[at])
     end = json.loads(lines[-1])
     end["records"]["session_label"] += 1
-    lines[-1] = study_archive._dumps(end)
+    lines[-1] = dumps(end)
     with pytest.raises(CommandError, match=rf"lines {at + 1}–\d+ \(session_label\): refused by the database"):
         call_command("import_study", str(write(tmp_path, lines)), "--as", "copy", stdout=io.StringIO())
     assert not Study.objects.filter(slug="copy").exists()
