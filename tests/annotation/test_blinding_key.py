@@ -29,7 +29,7 @@ from annotation import services
 from annotation.models import Assignment, Judgment, Round, RoundItem, Schema, Study
 from annotation.selectors import response_by_handle, response_handle, turn_view
 from audit.models import AuditEvent
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from tests import form_fuzz
@@ -58,7 +58,7 @@ def handles_on_page(client, round_: Round, position: int) -> list[str]:
 def coded(admin_user, reviewer, expert):
     """The study ``keyed`` on the demo conversations: a calibration round of all four turns coded by the reviewer
     (open), the reviewer and the expert members."""
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     study = services.study_create(slug="keyed", name="Keyed", schema=Schema.objects.get(slug="cab-v1"),
                                   model_slots=list(MODELS), by=admin_user)
     for user, role in ((reviewer, "reviewer"), (expert, "expert")):

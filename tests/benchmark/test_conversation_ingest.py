@@ -1,7 +1,8 @@
-"""Importing conversations (benchmark/services.py, ``import_conversations``): verbatim text, idempotent re-imports,
-every bad row named by line and field with nothing written; study isolation (no study's material changes through
-another study, nor through the command, which has none) and frozen text (what reviewers coded against never
-changes). The database's side of the freeze is in test_models.py."""
+"""Importing conversations (benchmark/conversation_ingest.py, ``import_conversations``): verbatim text, idempotent
+re-imports, every bad row named by line and field with nothing written; study isolation (no study's material
+changes through another study, nor through the command, which has none) and frozen text (what reviewers coded
+against never changes), benchmark/material_rules.py, through every ingestion path. The database's side of the
+freeze is in test_models.py."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark import services
+from benchmark import conversation_ingest, material_rules, response_ingest
 from benchmark.models import Conversation, ModelResponse, Turn
+from common.errors import RowErrors
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
@@ -137,7 +139,7 @@ def test_the_command_cannot_change_material_a_study_judged_and_nothing_changes(t
 
 def test_the_command_cannot_change_material_ingested_through_a_study(tmp_path):
     study = StudyFactory()
-    services.conversations_ingest(items=[record()], study=study)
+    conversation_ingest.conversations_ingest(items=[record()], study=study)
     before = material()
     with pytest.raises(CommandError, match="CounselChat/c1 belongs to a study"):
         call_command("import_conversations", str(write(tmp_path, record(title="Renamed by the command"))))
@@ -161,25 +163,25 @@ def multi(conversation_id="m1", **overrides):
 
 def test_a_study_owns_what_it_creates_and_claims_what_it_changes_first():
     study, other = StudyFactory(), StudyFactory()
-    services.conversations_import(rows=enumerate([record("library")], start=1))
-    services.conversations_ingest(items=[record("mine")], study=study)
+    conversation_ingest.conversations_import(rows=enumerate([record("library")], start=1))
+    conversation_ingest.conversations_ingest(items=[record("mine")], study=study)
     assert dict(Conversation.objects.values_list("external_id", "study")) == {"library": None, "mine": study.pk}
-    services.conversations_ingest(items=[record("library", title="Named")], study=other)
+    conversation_ingest.conversations_ingest(items=[record("library", title="Named")], study=other)
     assert Conversation.objects.get(external_id="library").study == other
 
 
 def test_a_study_cannot_change_another_studys_material_through_any_service(tmp_path):
     owner, other = StudyFactory(), StudyFactory()
-    services.conversations_ingest(items=[record()], study=owner)
+    conversation_ingest.conversations_ingest(items=[record()], study=owner)
     changed = record(title="Renamed")
     lines = write(tmp_path, changed).read_text(encoding="utf-8").splitlines(keepends=True)
     response = {"dataset": "CounselChat", "conversation_id": "c1", "turn_index": 1, "model": "GPT", "text": "New."}
     before = material()
-    for attempt in (lambda: services.conversations_ingest(items=[changed], study=other),
-                    lambda: services.conversations_upload(stream=lines, study=other),
-                    lambda: services.conversations_upload(stream=lines),
-                    lambda: services.responses_ingest(items=[response], study=other)):
-        with pytest.raises(services.MaterialConflict) as caught:
+    for attempt in (lambda: conversation_ingest.conversations_ingest(items=[changed], study=other),
+                    lambda: conversation_ingest.conversations_upload(stream=lines, study=other),
+                    lambda: conversation_ingest.conversations_upload(stream=lines),
+                    lambda: response_ingest.responses_ingest(items=[response], study=other)):
+        with pytest.raises(material_rules.MaterialConflict) as caught:
             attempt()
         assert [(e.field, e.message.split(" belongs to")[0]) for e in caught.value.errors] == [
             ("conversation_id", "CounselChat/c1")]
@@ -188,44 +190,44 @@ def test_a_study_cannot_change_another_studys_material_through_any_service(tmp_p
 
 def test_used_material_is_frozen_for_every_other_study_whoever_owns_it():
     owner, user = StudyFactory(), StudyFactory()
-    services.conversations_ingest(items=[record()], study=owner)
+    conversation_ingest.conversations_ingest(items=[record()], study=owner)
     RoundItemFactory(round=RoundFactory(study=user, status="draft"), turn=Turn.objects.get())
     for study in (owner, None):
-        with pytest.raises(services.MaterialConflict, match="belongs to"):
-            services.conversations_import(rows=enumerate([record(title="Renamed")], start=1), study=study)
+        with pytest.raises(material_rules.MaterialConflict, match="belongs to"):
+            conversation_ingest.conversations_import(rows=enumerate([record(title="Renamed")], start=1), study=study)
     assert Conversation.objects.get().title == ""
 
 
 @pytest.mark.parametrize(("judged_index", "frozen"), [(1, [1]), (2, [1, 2]), (3, [1, 2, 3])])
 def test_a_judged_turn_and_the_earlier_turns_it_shows_are_frozen(judged_index, frozen):
     study = StudyFactory()
-    services.conversations_ingest(items=[multi()], study=study)
+    conversation_ingest.conversations_ingest(items=[multi()], study=study)
     JudgmentFactory(round=RoundFactory(study=study, status="closed"), response=None, attribute=attribute("U1"),
                     turn=Turn.objects.get(index=judged_index))
     changed = multi()
     for turn in changed["turns"]:
         turn["client"] += " (edited)"
-    with pytest.raises(services.MaterialConflict) as caught:
-        services.conversations_ingest(items=[changed], study=study)
+    with pytest.raises(material_rules.MaterialConflict) as caught:
+        conversation_ingest.conversations_ingest(items=[changed], study=study)
     assert [e.field for e in caught.value.errors] == [f"turns[{i - 1}].client" for i in frozen]
     for turn in changed["turns"]:
         turn["client"] = turn["client"] if turn["index"] > judged_index else turn["client"].removesuffix(" (edited)")
-    services.conversations_ingest(items=[changed], study=study)  # later turns nobody coded may still change
+    conversation_ingest.conversations_ingest(items=[changed], study=study)  # later turns nobody coded may still change
     assert list(Turn.objects.order_by("index").values_list("client_text", flat=True)) == [
         f"client {i}" + ("" if i <= judged_index else " (edited)") for i in (1, 2, 3)]
 
 
 def test_turns_in_an_open_round_are_frozen_with_the_earlier_turns_and_the_conversation():
     study = StudyFactory()
-    services.conversations_ingest(items=[multi()], study=study)
+    conversation_ingest.conversations_ingest(items=[multi()], study=study)
     round_ = RoundFactory(study=study, status="open")
     AssignmentFactory(round=round_, turn=Turn.objects.get(index=2))
     changed = multi(topic="Grief and Loss")
     changed["turns"][0]["client"] = "edited"
     changed["turns"][2]["client"] = "edited"
     changed["turns"][1]["responses"][0]["text"] = "edited"
-    with pytest.raises(services.MaterialConflict) as caught:
-        services.conversations_ingest(items=[changed], study=study)
+    with pytest.raises(material_rules.MaterialConflict) as caught:
+        conversation_ingest.conversations_ingest(items=[changed], study=study)
     assert [(e.field, e.message) for e in caught.value.errors] == [
         ("topic", "CounselChat/m1 is in an open round; its topic cannot change"),
         ("turns[0].client", "turn 1 of CounselChat/m1 is in an open round (itself, or as context of a later turn); "
@@ -235,17 +237,17 @@ def test_turns_in_an_open_round_are_frozen_with_the_earlier_turns_and_the_conver
     ]
     round_.status = "closed"
     round_.save()
-    services.conversations_ingest(items=[changed], study=study)
+    conversation_ingest.conversations_ingest(items=[changed], study=study)
     assert Conversation.objects.get().topic == "Grief and Loss"
 
 
 def test_a_new_model_version_of_a_judged_response_is_not_a_text_change():
     study = StudyFactory()
-    services.conversations_ingest(items=[record()], study=study)
+    conversation_ingest.conversations_ingest(items=[record()], study=study)
     JudgmentFactory(round=RoundFactory(study=study), response=ModelResponse.objects.get(model_slot="GPT"))
     changed = record()
     changed["turns"][0]["responses"][0]["model_version"] = "gpt-x-2"
-    assert services.conversations_ingest(items=[changed], study=study).responses_updated == 1
+    assert conversation_ingest.conversations_ingest(items=[changed], study=study).responses_updated == 1
 
 
 def test_missing_file_and_non_utf8_are_clear_errors(tmp_path):
@@ -271,33 +273,35 @@ def response_item(turn_index=1, model="GPT", text="A reply.", **overrides):
                                   "  spaces kept  ", "😊 naïve — ça", "\\", "\t", "'=SUM(A1)", "{\"json\": [1]}"])
 def test_ingested_response_text_is_stored_exactly_as_sent(text):
     study = StudyFactory(model_slots=["GPT", "Claude", "Gemini"])
-    services.conversations_ingest(items=[record(turns=[{"index": 1, "client": "Hi.", "responses": []}])],
-                                  study=study)
-    summary = services.responses_ingest(items=[response_item(text=text), response_item(model="Claude", text="x")],
-                                        study=study, model_slots=study.model_slots)
+    conversation_ingest.conversations_ingest(items=[record(turns=[{"index": 1, "client": "Hi.", "responses": []}])],
+                                             study=study)
+    summary = response_ingest.responses_ingest(
+        items=[response_item(text=text), response_item(model="Claude", text="x")], study=study,
+        model_slots=study.model_slots)
     assert (summary.created, summary.unchanged) == (2, 0)
     stored = ModelResponse.objects.get(model_slot="GPT")
     assert (stored.text, stored.model_version, stored.created_at is not None) == (text, "v1", True)
-    again = services.responses_ingest(items=[response_item(text=text)], study=study, model_slots=study.model_slots)
+    again = response_ingest.responses_ingest(items=[response_item(text=text)], study=study,
+                                             model_slots=study.model_slots)
     assert (again.created, again.unchanged) == (0, 1)
 
 
 def test_items_off_the_fast_path_are_cleaned_and_checked_the_same_way():
     study = StudyFactory(model_slots=["GPT", "Claude", "Gemini"])
     turns = [{"index": 1, "client": "Hi.", "responses": []}, {"index": 2, "client": "More.", "responses": []}]
-    services.conversations_ingest(items=[record(kind="multi", complexity=None, turns=turns)], study=study)
+    conversation_ingest.conversations_ingest(items=[record(kind="multi", complexity=None, turns=turns)], study=study)
     items = [response_item(turn_index="2", model=" GPT "),  # a number as text, padding: the careful path
              response_item(model="Claude", dataset=" CounselChat ", model_version=" v2 "),
              {k: v for k, v in response_item(model="Gemini").items() if k != "model_version"}]
-    summary = services.responses_ingest(items=items, study=study, model_slots=study.model_slots)
+    summary = response_ingest.responses_ingest(items=items, study=study, model_slots=study.model_slots)
     assert summary.created == 3
     assert set(ModelResponse.objects.values_list("turn__index", "model_slot", "model_version")) == {
         (2, "GPT", "v1"), (1, "Claude", "v2"), (1, "Gemini", "")}
     bad = [response_item(model="Llama"), response_item(text=""), response_item(turn_index=True),
            response_item(text="nul\x00"), response_item(extra=1), response_item(model="Claude"),
            response_item(model="Claude")]
-    with pytest.raises(services.RowErrors) as caught:
-        services.responses_ingest(items=bad, study=study, model_slots=study.model_slots)
+    with pytest.raises(RowErrors) as caught:
+        response_ingest.responses_ingest(items=bad, study=study, model_slots=study.model_slots)
     assert [(e.row, e.field) for e in caught.value.errors] == [
         (0, "model"), (1, "text"), (2, "turn_index"), (3, "text"), (4, "extra"), (6, "model")]
     assert "already appears as item 5" in caught.value.errors[-1].message
