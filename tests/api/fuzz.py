@@ -1,4 +1,4 @@
-"""Shared by the schema fuzz test and ``benchmarks/api_fuzz.py``: drive every operation of the live OpenAPI
+"""Shared by the schema fuzz test and ``perf/api_fuzz.py``: drive every operation of the live OpenAPI
 schema with schemathesis-generated requests (valid and invalid), in-process through the WSGI app, and collect
 every 5xx or schema violation.
 

@@ -7,8 +7,8 @@ value, the baseline measured in the same run, their ratio, the target, met or mi
     ./scripts/bench --short            # CI size (scale 0.02, few requests): checks that every figure is produced
     ./scripts/bench --only ingest,exports
 
-Each benchmark (benchmarks/<name>.py) builds its own synthetic study at the scale and prints, with ``--json``,
-one JSON object per figure and line at the end (benchmarks/_common.py). Its whole output goes to
+Each benchmark (perf/<name>.py) builds its own synthetic study at the scale and prints, with ``--json``,
+one JSON object per figure and line at the end (perf/_common.py). Its whole output goes to
 var/bench/<name>.log. The table goes to the terminal and, with the date, the exact command, the machine (cores,
 memory, load) and the commit, to --output (docs/benchmarks.md; var/bench/short.md for --short). A short run's
 verdicts are printed but mean nothing (tiny data, no timing assertions). Exit status 1 when a benchmark failed or
@@ -193,10 +193,10 @@ def main() -> int:
     rows: list[tuple[str, dict]] = []
     problems: list[str] = []
     for name, script, extra in chosen:
-        argv = command_for(ROOT / "benchmarks" / script, scale=scale, short=args.short, extra=extra)
+        argv = command_for(ROOT / "perf" / script, scale=scale, short=args.short, extra=extra)
         if argv is None:
-            problems.append(f"{name}: benchmarks/{script} has no --json output yet")
-            print(f"bench: {name}: skipped, benchmarks/{script} has no --json", flush=True)
+            problems.append(f"{name}: perf/{script} has no --json output yet")
+            print(f"bench: {name}: skipped, perf/{script} has no --json", flush=True)
             continue
         print(f"bench: {name}: {shlex.join(argv[3:])}  (log: var/bench/{name}.log)", flush=True)
         code, figures, seconds = run(name, argv, logs / f"{name}.log")

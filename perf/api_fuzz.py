@@ -1,7 +1,7 @@
 """A long schemathesis run against the live API schema: many more generated requests per operation than the test
 suite's, with fresh randomness each run. Against a throwaway database only (it writes whatever it generates):
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/api_fuzz.py --examples 200
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/api_fuzz.py --examples 200
 
 Exits non-zero when any answer was a 5xx or strayed from the schema, and lists them.
 """

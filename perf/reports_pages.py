@@ -6,7 +6,7 @@ the same stack as the baseline of the same run. Target (issue 13): every page un
 The report is the paper-scale synthetic study's (1,576 conversations, 42,230 responses, 688k judgments; computed
 by the metrics core at B = 200, the size of the report does not depend on B) stored as a succeeded metric run.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/reports_pages.py [--scale 1] [--json]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/reports_pages.py [--scale 1] [--json]
 It migrates and fills the database it is given: never point it at a database you care about. --scale multiplies
 the study's conversations (1 = paper scale); --runs (or RUNS) sets the requests per page.
 """
@@ -42,9 +42,9 @@ def summary(samples: list[float]) -> tuple[float, float]:
 
 
 def paper_scale_report(scale: float) -> dict:
-    from benchmarks.metrics_core import PAPER_SCALE
     from metrics.core.report import ReportParams, build_report
     from metrics.core.synthetic import DEFAULT_SCHEMA, DEFAULT_SUBCATEGORIES, generate
+    from perf.metrics_core import PAPER_SCALE
 
     sized = dict(PAPER_SCALE)
     for name in ("single_turn_conversations", "multi_turn_conversations"):

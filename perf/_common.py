@@ -31,7 +31,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 # The project plus the benchmarks' bare ``SELECT 1`` request (never served by the product).
-BARE_APP = "benchmarks.bare_wsgi:application"
+BARE_APP = "perf.bare_wsgi:application"
 BARE_PATH = "/bench/select-1"
 
 FIGURE_KEYS = ("figure", "value", "unit", "baseline", "baseline_value", "target", "met")
@@ -135,7 +135,7 @@ def gunicorn(*, workers: int = 1, timeout: int = 900, env: dict | None = None,
              app: str = "cab.wsgi:application") -> Iterator[tuple[str, int]]:
     """The project on gunicorn (sync workers, DEBUG off) on a free loopback port: yields (base URL, master pid)
     once the health check answers; stops it afterwards. ``app``: the WSGI application (``BARE_APP`` adds the bare
-    ``SELECT 1`` path of ``benchmarks/bare_wsgi.py`` to the project's)."""
+    ``SELECT 1`` path of ``perf/bare_wsgi.py`` to the project's)."""
     import requests
 
     port = free_port()

@@ -4,7 +4,7 @@ second, web CPU and SQL statements per save, the web workers' memory and longest
 the health check measured the same way in the same run (the baseline: the same stack, network, session and
 database round trip, with no page behind it).
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/concurrent_reviewers.py \
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/concurrent_reviewers.py \
         --reviewers 1,8,32 [--json] [--think 0.3]
 
 What it does, against the (throwaway) database it is given:
@@ -24,7 +24,7 @@ What it does, against the (throwaway) database it is given:
    between requests) at the largest N;
 5. prints a table per phase and the targets of issue 14 (turn view and autosave p95 < 50 ms with 8 reviewers,
    >= 400 saves/s, < 4 ms web CPU and <= 7 SQL statements per save, no GC pause > 20 ms, web workers < 100 MiB);
-   ``--json``: then one JSON object per figure and line (``benchmarks/_common.py``, read by ``scripts/bench``).
+   ``--json``: then one JSON object per figure and line (``perf/_common.py``, read by ``scripts/bench``).
 
 Latency is measured by the client (request sent to body read), so it includes the loopback network, gunicorn's
 queueing and gzip; the client, gunicorn and PostgreSQL share this machine's cores. It migrates and fills the

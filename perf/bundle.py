@@ -3,9 +3,9 @@
 recompute without Django (``python -m metrics.core.recompute``, a fresh process), whose report.json must be the
 bundle's byte for byte (the script exits 1 when it is not).
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/bundle.py [--scale 1] [--resamples 1000]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/bundle.py [--scale 1] [--resamples 1000]
 
-Scale 1 is paper scale (the study of benchmarks/metrics_worker.py: 1,576 conversations, 42,230 responses, about
+Scale 1 is paper scale (the study of perf/metrics_worker.py: 1,576 conversations, 42,230 responses, about
 690,000 judgments). It migrates and fills the database it is given: never point it at a database you care about.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "perf"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 os.environ.setdefault("DEBUG", "0")
 os.environ.setdefault("LOG_LEVEL", "INFO")  # the run's and the bundle's phases

@@ -4,7 +4,7 @@ change (score and spans alternate), p50/p95 and saves per second; the long-forma
 synthetic study's export into a new study, rows per second; and how many history rows each wrote.
 
 Run against PostgreSQL, e.g. with throwaway servers:
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/judgment_history.py
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/judgment_history.py
 It migrates and fills the database it is given: never point it at a database you care about.
 SAVES (default 400) and CONVERSATIONS (synthetic study exported then imported, default 40) size the runs.
 """

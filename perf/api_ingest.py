@@ -1,7 +1,7 @@
 """Ingest the reference study's 42,230 model responses through the REST API, against PostgreSQL, and compare with
 one request per response.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/api_ingest.py [--scale 1] [--json]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/api_ingest.py [--scale 1] [--json]
 
 What it does, against the (throwaway) database it is given:
 1. migrates, creates an admin with a study-scoped ingestion token and a study with five model slots;

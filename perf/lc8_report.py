@@ -2,7 +2,7 @@
 """The LongCounsel-8 report section at the paper's scale: 7,749 trajectories × 5 sessions, load and compute
 apart, with same-run baselines.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/lc8_report.py [--short] [--scale 1]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/lc8_report.py [--short] [--scale 1]
         [--resamples 2000] [--methods 4] [--seeds 3] [--raters 2] [--naive-resamples 10] [--json]
 
 The study (``annotation.lc8_synthetic``, what ``generate_lc8_synthetic`` builds): --scale 1 is 7,749

@@ -3,7 +3,7 @@
 baselines: the ORM row loader the project used before (one Python tuple per judgment), a single worker next to
 two, and the naive pure-Python loops.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/metrics_worker.py [--scale 1] [--workers 1|2]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/metrics_worker.py [--scale 1] [--workers 1|2]
         [--resamples 1000] [--runs 3] [--naive | --no-naive] [--json]
 
 Study at --scale 1 (paper scale): 1,576 conversations, 42,230 responses coded once in the main round (about

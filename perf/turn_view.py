@@ -12,8 +12,8 @@ the turn view and 2x for the autosave. Being process CPU time interleaved in one
 machine far better than wall times do; run it a few times and take the median.
 
 Run against PostgreSQL, e.g. with throwaway servers:
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/turn_view.py [--runs 100] [--profile 40]
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/turn_view.py --cpu-ratio 2000
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/turn_view.py [--runs 100] [--profile 40]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/turn_view.py --cpu-ratio 2000
 It migrates and fills the database it is given: never point it at a database you care about. The network,
 gunicorn and concurrency are ``concurrent_reviewers.py``'s business; this one is for finding where a request's
 own time goes.

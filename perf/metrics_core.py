@@ -1,6 +1,6 @@
 """Time the metrics core on a synthetic study at the reference study's scale, against the naive loops.
 
-    .venv/bin/python benchmarks/metrics_core.py [--scale 1] [--resamples 1000] [--no-naive] [--json]
+    .venv/bin/python perf/metrics_core.py [--scale 1] [--resamples 1000] [--no-naive] [--json]
 
 --scale multiplies the conversations and turns (10: 15,760 conversations, 422,300 responses, about 6.9 million
 judgments); no database: this is the computation alone, with this process's peak RSS.

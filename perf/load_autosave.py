@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Many reviewers autosaving at once, with double submits and stale edits: no judgment may be lost or duplicated.
 
-    .venv/bin/python benchmarks/load_autosave.py            # 50 reviewers for 60 s
-    .venv/bin/python benchmarks/load_autosave.py --short    # 5 reviewers for 5 s (CI: tests/integration)
+    .venv/bin/python perf/load_autosave.py            # 50 reviewers for 60 s
+    .venv/bin/python perf/load_autosave.py --short    # 5 reviewers for 5 s (CI: tests/integration)
 
 What it does:
 1. starts a throwaway PostgreSQL and Redis (scripts/testenv.py; the DATABASE_URL of the calling shell is never

@@ -4,7 +4,7 @@ the study is exported, its rows removed (TRUNCATE), imported into the emptied in
 the two archives must be equal but for the import's own audit event.
 
 Run against PostgreSQL, e.g. with throwaway servers:
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/study_archive.py
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/study_archive.py
 CONVERSATIONS (default 1000) sets the size. It migrates, fills and empties the database it is given: never point
 it at a database you care about.
 """

@@ -2,7 +2,7 @@
 """All of a study's judgments streamed as CSV and JSON Lines through the API, on gunicorn + PostgreSQL, next to a
 plain PostgreSQL COPY of the same rows (the export's own query, read to the end by this client) in the same run.
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/exports.py [--scale 1] [--json]
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/exports.py [--scale 1] [--json]
 
 What it does, against the (throwaway) database it is given:
 1. migrates and generates two synthetic studies: the large one at --scale (1 = paper scale: 1,576 conversations,

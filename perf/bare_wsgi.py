@@ -2,7 +2,7 @@
 ``SELECT 1`` on the worker's database connection, without Django's request handling (no URL resolver, middleware,
 session or template). It is the floor under every page: gunicorn, HTTP on loopback and one database round trip.
 
-Served only by a benchmark that asks for it (``benchmarks/_common.py``: ``gunicorn(app=BARE_APP)``); the product's
+Served only by a benchmark that asks for it (``perf/_common.py``: ``gunicorn(app=BARE_APP)``); the product's
 URLs (``cab/urls.py``) and its WSGI entry point (``cab.wsgi``) never include it, so no deployment serves it.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from django.db import connection
 
-from benchmarks._common import BARE_PATH
 from cab.wsgi import application as cab_application
+from perf._common import BARE_PATH
 
 _BODY = b"1"
 

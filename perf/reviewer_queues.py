@@ -2,10 +2,10 @@
 """Reviewers working through long queues of a paper-scale study (issue 34): the turn view and the autosave with
 queues of 100, 1,400 and 14,000 assignments per reviewer, 8 reviewers back to back, next to three baselines
 measured by the same clients in the same run: ``/healthz`` (Django's stack and one ``SELECT 1``), a bare request
-(gunicorn and one ``SELECT 1``, no Django request handling: ``benchmarks/bare_wsgi.py``, served only here) and a
+(gunicorn and one ``SELECT 1``, no Django request handling: ``perf/bare_wsgi.py``, served only here) and a
 PostgreSQL ``COPY`` of the rows the turn page shows (the database alone handing over the page's data).
 
-    .venv/bin/python scripts/testenv.py -- .venv/bin/python benchmarks/reviewer_queues.py \\
+    .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/reviewer_queues.py \\
         --queues 100,1400,14000 [--reviewers 8] [--json]
 
 What it does, against the (throwaway) database it is given:
@@ -28,7 +28,7 @@ What it does, against the (throwaway) database it is given:
    a second look at its first unit (an update) and completes the turn, and the next visit opens the next item.
    Then ``--seconds`` of each request alone from the same clients (turn view, autosave, health check, bare), the
    web workers' CPU time per request read from /proc;
-6. prints a table per S and, with ``--json``, the figures for ``scripts/bench`` (``benchmarks/_common.py``):
+6. prints a table per S and, with ``--json``, the figures for ``scripts/bench`` (``perf/_common.py``):
    p50/p95 as ratios against the health check's, web CPU per request against the health check's, the statement
    counts of each S against those of the shortest queue. Targets (issue 34): turn view and autosave p95 within 3x
    of the health check's; web CPU per turn view within 3x, per autosave within 2x; statements flat.
