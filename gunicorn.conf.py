@@ -13,7 +13,7 @@ command-line options given with it win.
   often as Python would have (after ``FULL_AFTER`` collections of the middle generation). Young and middle
   collections stay automatic.
 - ``CAB_GC_STATS=<directory>``: each worker writes there, when it stops, its collections' count, total and longest
-  pause during requests and its longest full collection between them (``benchmarks/concurrent_reviewers.py``).
+  pause during requests and its longest full collection between them (``perf/concurrent_reviewers.py``).
 """
 
 from __future__ import annotations

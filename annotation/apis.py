@@ -70,7 +70,7 @@ from api.parsers import (
 )
 from api.permissions import token_allows_study
 from api.requests import IDEMPOTENCY_HEADERS, idempotency_key, query_filters, request_fingerprint, request_user
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest, response_ingest
 from benchmark.api_serializers import (
     CONVERSATIONS_IN,
     ConversationFilterIn,
@@ -587,7 +587,7 @@ class ConversationIngestApi(_IngestApi):
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, conversation_ingest.conversations_ingest, ConversationsIngestOut)
 
 
 class ConversationUploadApi(_UploadApi):
@@ -596,7 +596,7 @@ class ConversationUploadApi(_UploadApi):
                    summary="Ingest conversations from a file (JSON Lines or a JSON array) sent as a form upload",
                    description=_UPLOAD_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, benchmark_services.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, conversation_ingest.conversations_ingest, ConversationsIngestOut)
 
 
 class ResponseIngestApi(_IngestApi):
@@ -621,7 +621,7 @@ class ResponseIngestApi(_IngestApi):
                    summary="Ingest model responses, each addressed by dataset, conversation, turn and model",
                    description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+        return _ingest(request, slug, response_ingest.responses_ingest, ResponsesIngestOut)
 
 
 class ResponseUploadApi(_UploadApi):
@@ -630,4 +630,4 @@ class ResponseUploadApi(_UploadApi):
                    summary="Ingest model responses from a file (JSON Lines or a JSON array) sent as a form upload",
                    description=_UPLOAD_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, benchmark_services.responses_ingest, ResponsesIngestOut)
+        return _ingest(request, slug, response_ingest.responses_ingest, ResponsesIngestOut)

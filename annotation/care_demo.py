@@ -18,7 +18,7 @@ from django.db import transaction
 from annotation import automated_coders, judgment_import, long_format, services
 from annotation.models import Judgment, Round, Schema, Study, StudyMember
 from annotation.rules import CHECKLIST_SESSION_KINDS
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import Session, Turn
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
@@ -49,8 +49,8 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
                                       schema=Schema.objects.get(slug="care-v1"), model_slots=[CARE_DEMO_SLOT],
                                       by=admin, is_synthetic=True, description=DESCRIPTION)
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        rows = list(benchmark_services.read_jsonl(stream))
-    benchmark_services.conversations_import(rows=rows, study=study, is_synthetic=True, by=admin)
+        rows = list(conversation_ingest.read_jsonl(stream))
+    conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True, by=admin)
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
     services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)

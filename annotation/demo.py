@@ -27,8 +27,8 @@ from access.services import user_ensure
 from annotation import care_demo, services
 from annotation.models import Assignment, Round, Schema, Study, StudyMember
 from annotation.synthetic import Codings, TurnUnits, codings_generate
+from benchmark import conversation_ingest
 from benchmark import demo as benchmark_demo
-from benchmark import services as benchmark_services
 from benchmark.models import ModelResponse, Turn
 
 DEMO_STUDY = "demo"
@@ -70,7 +70,7 @@ def demo_load(*, care: bool = False) -> DemoResult:
     if getattr(settings, "PRODUCTION", False):
         raise ImproperlyConfigured("the demo (with its printed passwords) is not loaded in production")
     records = benchmark_demo.demo_records()
-    benchmark_services.conversations_import(rows=enumerate(records, start=1))
+    conversation_ingest.conversations_import(rows=enumerate(records, start=1))
     users = {role: user_ensure(username=name, role=role, password=DEMO_PASSWORD)
              for role, name in DEMO_USERS.items()}
     admin = users[roles.ADMIN]

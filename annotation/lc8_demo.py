@@ -25,7 +25,7 @@ from annotation.lc8_synthetic import (
     session_labels_write,
 )
 from annotation.models import Round, SessionLabel, Study, StudyMember
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import Session
 
 LC8_DEMO_STUDY = "lc8-demo"
@@ -187,8 +187,8 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
                                       schema=schema, model_slots=[SLOT], by=admin, is_synthetic=True,
                                       description=DESCRIPTION)
     records = lc8_demo_records()
-    benchmark_services.conversations_import(rows=list(enumerate(records, start=1)), study=study, is_synthetic=True,
-                                            by=admin)
+    conversation_ingest.conversations_import(rows=list(enumerate(records, start=1)), study=study, is_synthetic=True,
+                                             by=admin)
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
     services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)
     item_attributes, total = lc8_attributes(study.schema)

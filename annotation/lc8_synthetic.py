@@ -1,5 +1,5 @@
 """Synthetic LongCounsel-8 studies at any size (``generate_lc8_synthetic``), clearly labelled as such, for demos,
-load tests and the LC8 benchmark (``benchmarks/lc8_report.py``).
+load tests and the LC8 benchmark (``perf/lc8_report.py``).
 
 A trajectory is one fictional client's ``S`` counseling sessions (placeholder turns marked [SYNTHETIC]). Its
 reference PHQ-8 state is drawn per session from one of four shapes — improving, worsening, fluctuating, stable —

@@ -390,7 +390,7 @@ def response_by_handle(*, study: Study, coder_id: int, turn: Turn, handle: str) 
 
 
 # The responses of a turn, kept per process for the autosave, which resolves a handle on every save. A response's
-# text cannot change while its turn is in an open round or judged (benchmark.services, "frozen material"), and a
+# text cannot change while its turn is in an open round or judged (benchmark.material_rules, "frozen text"), and a
 # save is refused outside an open round, so what is kept is what the save checks spans against; a response added
 # meanwhile is looked up in the database on a miss, and the time limit bounds the rest. PostgreSQL's triggers check
 # span offsets against the stored text again.

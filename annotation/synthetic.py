@@ -37,7 +37,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import TOPICS, ModelResponse, Turn
 
 WORD = re.compile(r"\S+")
@@ -328,7 +328,7 @@ def synthetic_generate(spec: SyntheticSpec, *,  # noqa: C901 - one generation pi
         raise ValueError(f"study {slug!r} exists already; choose another --slug or --seed")
     progress("conversations")
     records = _records(spec, slug, rng)
-    benchmark_services.conversations_import(rows=enumerate(records, start=1), is_synthetic=True)
+    conversation_ingest.conversations_import(rows=enumerate(records, start=1), is_synthetic=True)
 
     progress("study and accounts")
     admin = user_ensure(username=f"{slug}-admin", role=roles.ADMIN)

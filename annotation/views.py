@@ -41,7 +41,7 @@ from annotation.forms import (
 )
 from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study, StudyMember
 from annotation.services import StaleJudgmentError
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import TOPICS, Conversation
 from benchmark.serializers import ConversationIn, conversation_example
 from common.errors import RowErrors
@@ -383,8 +383,8 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     errors: list[str] = []
     if request.method == "POST" and form.is_valid():
         try:
-            summary = benchmark_services.conversations_upload(stream=form.cleaned_data["file"], study=study,
-                                                              model_slots=study.model_slots, by=request.user)
+            summary = conversation_ingest.conversations_upload(stream=form.cleaned_data["file"], study=study,
+                                                               model_slots=study.model_slots, by=request.user)
         except RowErrors as error:
             errors = error.summary(limit=200).splitlines()
         else:

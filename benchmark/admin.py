@@ -1,5 +1,5 @@
 """The benchmark material in the Django admin, read-only: what reviewers code comes in through ingestion, which
-checks study isolation and frozen text (benchmark/services.py); the admin would bypass both."""
+checks study isolation and frozen text (benchmark/material_rules.py); the admin would bypass both."""
 
 from django.contrib import admin
 

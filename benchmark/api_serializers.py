@@ -1,4 +1,4 @@
-"""Shapes of the ingestion API. The items are validated by the services (by hand, for speed at 10,000+ items
+"""Shapes of the ingestion API. The items are validated by the ingestion modules (by hand, for speed at 10,000+ items
 a request); these serializers document them and shape the answers."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ never changes through another study's ingestion, nor through an import without a
 What reviewers coded against is frozen: a response's text once it has judgments or its turn is in an open round;
 a turn's client text and therapist reference once it, or a later turn that shows it as context, has judgments or
 is in an open round; a conversation's kind, topic, complexity, title, dataset and id once any of it is coded. The
-services check all of this first, for a clear message; PostgreSQL triggers are the backstop for every other path
-(annotation migration 0002 for judged responses, benchmark migration 0002 for the rest). See README, "Study
-isolation and frozen text".
+ingestions check all of this first (benchmark/material_rules.py), for a clear message; PostgreSQL triggers are the
+backstop for every other path (annotation migration 0002 for judged responses, benchmark migration 0002 for the
+rest). See README, "Study isolation and frozen text".
 """
 
 from __future__ import annotations

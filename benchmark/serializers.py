@@ -1,5 +1,5 @@
 """Input shapes of the interchange formats (docs/reference.md#interchange-formats). They validate shape and internal
-consistency only; what the data means for the database is decided in ``benchmark.services``."""
+consistency only; what the data means for the database is decided in ``benchmark.conversation_ingest``."""
 
 from __future__ import annotations
 

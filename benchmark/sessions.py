@@ -3,9 +3,9 @@ conversations JSON Lines, and their ingestion.
 
 A record gives ``sessions`` (``{"index", "kind", "crisis_type", "turns": [...]}``) instead of ``turns``; each
 session's turns have the usual turn shape (``index`` within the whole history, ``client``, ``responses`` — the
-assistant's reply under its model slot). The conversations importer (``benchmark.services``) reads such a record
-as the history's turns, flattened in order, plus the sessions they belong to, and calls the three hooks here:
-``conversation_serializer`` (the shape), ``sessions_changes`` (what would change in stored sessions: errors and
+assistant's reply under its model slot). The conversations importer (``benchmark.conversation_ingest``) reads such
+a record as the history's turns, flattened in order, plus the sessions they belong to, and calls the three hooks
+here: ``conversation_serializer`` (the shape), ``sessions_changes`` (what would change in stored sessions: errors and
 edits for the freeze and study isolation checks) and ``sessions_write`` (after the turns are written). A record in
 the ``turns`` form is exactly what it was: its conversation has no sessions (one implicit session) and none of this
 reads a row of it.

@@ -111,6 +111,7 @@ INSTALLED_APPS = [
     "annotation",
     "metrics",
     "reports",
+    "study_archive",
     "calibration",
     "axes",
     "cab.apps.ProjectConfig",  # manage.py embedded_postgres

@@ -17,7 +17,7 @@ from access import roles
 from access.checks import token_scopes_allowed
 from access.services import user_ensure
 from api import services as api_services
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from tests.factories import StudyFactory, StudyMemberFactory, conversations_without_responses
 
@@ -225,7 +225,7 @@ def other_study(db):
 
 @pytest.fixture
 def demo_conversations(db):
-    benchmark_services.conversations_import(rows=enumerate(demo_records()))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records()))
 
 
 # --- ingestion --------------------------------------------------------------------------------------------------

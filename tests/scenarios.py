@@ -24,7 +24,7 @@ from annotation.models import (
     Study,
     StudyMember,
 )
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import ModelResponse, Turn
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
@@ -161,7 +161,7 @@ def protocol_study() -> Protocol:
     """The conversations, the study ``protocol`` and its members (the admin and the first expert are the
     ``admin_user`` and ``expert`` personas), and an outsider."""
     admin = user_ensure(username="study-admin", role=roles.ADMIN, password="pw-for-tests")
-    benchmark_services.conversations_import(rows=enumerate(protocol_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(protocol_records(), start=1))
     study = annotation_services.study_create(slug="protocol", name="Protocol", schema=Schema.objects.get(slug="cab-v1"),
                                              model_slots=list(MODELS), by=admin)
     reviewers = [user_ensure(username=f"rev-{c}", role=roles.REVIEWER) for c in "abc"]

@@ -17,7 +17,7 @@ from access.services import user_ensure
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import AttributeDefinition, Judgment
 from annotation.services import judgments_purge
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import Conversation, ModelResponse, Turn
 from tests.annotation.test_long_format import file_queries
@@ -546,7 +546,7 @@ def tricky_study(study):
         record["conversation_id"] = external_id
         record["dataset"] = "@Corpus" if number % 2 else "CounselChat"
         records.append(record)
-    benchmark_services.conversations_import(rows=enumerate(records))
+    conversation_ingest.conversations_import(rows=enumerate(records))
     calibration = RoundFactory(study=study, kind="calibration", number=1, status="closed")
     main = RoundFactory(study=study, kind="main", number=1, status="closed")
     coders = [user_ensure(username=name, role="reviewer") for name in ("-dash", "+plus", "@at", "plain.name")]

@@ -33,7 +33,7 @@ from annotation import services as annotation_services
 from annotation.models import Assignment, AttributeDefinition, Judgment, Round, RoundItem, Schema, Study
 from annotation.selectors import response_by_handle, response_handle, responses_as_seen, turn_view
 from api import services as api_services
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import ModelResponse, Turn
 from calibration.selectors import reviewer_feedback
 from tests.scenarios import MODELS, as_true, code_round, flip, truth
@@ -87,7 +87,7 @@ def built(shared_state):
     with shared_state():
         _ids_from(ModelResponse, RESPONSE_IDS_FROM)
         _ids_from(Judgment, JUDGMENT_IDS_FROM)
-        benchmark_services.conversations_import(rows=_records())
+        conversation_ingest.conversations_import(rows=_records())
         study = annotation_services.study_create(slug="blind", name="Blind", schema=_small_schema(),
                                                  model_slots=list(MODELS), by=None)
         Study.objects.filter(pk=study.pk).update(blinding_key=KEY)

@@ -5,7 +5,7 @@ Every way of creating a study gives it 32 random bytes of its own; two studies n
 differently for the same coder; a study migrated from SECRET_KEY-keyed handles (annotation migration 0016) keeps
 exactly the handles it had; the key is rotated only between rounds (service, command, settings page), recorded
 in the audit trail without the key; and the key appears on no page, export, API answer or audit event (a study
-archive carries it, deliberately: tests/metrics/test_study_archive.py round-trips it)."""
+archive carries it, deliberately: tests/study_archive/test_archive.py round-trips it)."""
 
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ from annotation import services
 from annotation.models import Assignment, Judgment, Round, RoundItem, Schema, Study
 from annotation.selectors import response_by_handle, response_handle, turn_view
 from audit.models import AuditEvent
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from tests import form_fuzz
 from tests.factories import RoundFactory, StudyMemberFactory
-from tests.metrics.test_study_archive import checksummed
 from tests.scenarios import MODELS, as_true, code_round
+from tests.study_archive.test_archive import checksummed
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def handles_on_page(client, round_: Round, position: int) -> list[str]:
 def coded(admin_user, reviewer, expert):
     """The study ``keyed`` on the demo conversations: a calibration round of all four turns coded by the reviewer
     (open), the reviewer and the expert members."""
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     study = services.study_create(slug="keyed", name="Keyed", schema=Schema.objects.get(slug="cab-v1"),
                                   model_slots=list(MODELS), by=admin_user)
     for user, role in ((reviewer, "reviewer"), (expert, "expert")):

@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from annotation import automated_coders, checklists, judgment_import, long_format, rules, schema_document, services
 from annotation.models import AttributeDefinition, Judgment, Schema, Study, StudyMember
 from audit.models import AuditEvent
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import Session, Turn
 from common.errors import RowErrors
 from tests.factories import RoundFactory, StudyFactory, StudyMemberFactory
@@ -212,7 +212,7 @@ def care_study(admin_user):
 
     study = StudyFactory(slug="care-demo", schema=Schema.objects.get(slug=CARE), model_slots=["Assistant"])
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        benchmark_services.conversations_import(rows=list(benchmark_services.read_jsonl(stream)), study=study)
+        conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=study)
     return study
 
 
@@ -407,6 +407,6 @@ def test_a_history_record_round_trips_through_a_copy():
     from annotation.care_demo import CARE_DEMO_FILE
 
     record = json.loads(CARE_DEMO_FILE.read_text(encoding="utf-8"))
-    summary = benchmark_services.conversations_import(rows=[(1, copy.deepcopy(record))])
+    summary = conversation_ingest.conversations_import(rows=[(1, copy.deepcopy(record))])
     assert (summary.sessions_created, summary.turns_created) == (5, 13)
     assert RoundFactory  # factories stay importable for the shared fixtures

@@ -15,7 +15,7 @@ from annotation.models import Judgment, JudgmentRevision, Span, Study
 from annotation.services import SpanInput, StaleJudgmentError, judgment_value
 from annotation.synthetic import SyntheticSpec, synthetic_generate
 from audit.models import AuditEvent
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from calibration import services as calibration_services
 from tests.factories import JudgmentFactory, RoundItemFactory, attribute
@@ -131,7 +131,7 @@ def _row(**overrides):
 
 
 def test_an_import_starts_the_history_of_every_judgment_it_creates(admin_user):
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     rows = [_row(), _row(reviewer="bob", score=0, instance_count=0, spans=[]),
             _row(is_gold=True, reviewer="erin", score=2)]
     judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug="imported", by=admin_user)
@@ -146,7 +146,7 @@ def test_an_import_starts_the_history_of_every_judgment_it_creates(admin_user):
 
 def test_an_import_writes_its_history_without_a_query_per_row(admin_user):
     """The same number of queries for one row as for five (the history goes in one COPY)."""
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     judgment_import.judgments_import(rows=enumerate([_row(reviewer="warm-up")], start=1), study_slug="imported",
                                      by=admin_user)
     counted = {}

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from annotation.long_format import judgment_rows
 from annotation.models import Judgment, Round, Span, Study
 from annotation.services import judgments_purge
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def conversations():
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
 
 
 def row(**overrides):

@@ -19,7 +19,7 @@ from annotation.models import AttributeDefinition, Schema, SessionLabel, Study, 
 from annotation.schema_document import SchemaDocumentError, load_builtin, parse
 from annotation.session_labels import session_labels_import
 from audit.models import AuditEvent
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import Session
 from common.errors import RowErrors
 from tests.factories import RoundFactory, StudyFactory, StudyMemberFactory
@@ -43,7 +43,7 @@ def lc8_study(slug: str = "lc8-test", trajectories: int = 2, **fields) -> Study:
     """A study on lc8-v1 with ``trajectories`` five-session trajectories t1, t2, …"""
     study = StudyFactory(slug=slug, schema=Schema.objects.get(slug="lc8-v1"), model_slots=["Counselor"], **fields)
     records = [trajectory(f"t{i}") for i in range(1, trajectories + 1)]
-    benchmark_services.conversations_import(rows=list(enumerate(records, start=1)), study=study)
+    conversation_ingest.conversations_import(rows=list(enumerate(records, start=1)), study=study)
     return study
 
 
@@ -258,7 +258,7 @@ def test_an_empty_import_is_an_error(study):
 
 def test_many_rows_take_a_few_queries(study, django_assert_max_num_queries):
     trajectories = [trajectory(f"big{i}") for i in range(200)]
-    benchmark_services.conversations_import(rows=list(enumerate(trajectories, start=1)), study=study)
+    conversation_ingest.conversations_import(rows=list(enumerate(trajectories, start=1)), study=study)
     rows = [row(conversation=f"big{i}", session=s, reviewer=name, seed=seed, score=i + s / 7)
             for name in ("m-a", "m-b") for seed in range(3) for i in range(200) for s in range(1, 6)]
     with django_assert_max_num_queries(20):

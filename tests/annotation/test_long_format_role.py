@@ -19,7 +19,7 @@ from access.services import user_ensure
 from annotation import long_format
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import Judgment, Study, StudyMember
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from tests.annotation.test_long_format import slice_queries
 from tests.factories import StudyFactory
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def conversations():
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
 
 
 @pytest.fixture

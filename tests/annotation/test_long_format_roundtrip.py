@@ -16,7 +16,7 @@ from access import roles
 from access.services import user_ensure
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import Judgment, Study
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
 from tests.factories import JudgmentFactory, RoundFactory, SpanFactory, StudyFactory, attribute
@@ -41,7 +41,7 @@ def origin(db):
         record = demo_records()[0]
         record["dataset"], record["conversation_id"] = dataset, external_id
         records.append(record)
-    benchmark_services.conversations_import(rows=enumerate(records, start=1))
+    conversation_ingest.conversations_import(rows=enumerate(records, start=1))
     study = StudyFactory(slug=ORIGIN)
     calibration = RoundFactory(study=study, kind="calibration", number=1, status="closed")
     main = RoundFactory(study=study, kind="main", number=1, status="closed")

@@ -23,7 +23,7 @@ from annotation.models import Judgment, Round, Span
 from annotation.rules import judgment_problems
 from annotation.selectors import response_handle
 from api import services as api_services
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
 from calibration import services as calibration_services
@@ -46,7 +46,7 @@ SLUG = "same"
 def paths(client, reviewer, tmp_path):
     """The demo conversations; a study whose open calibration round holds the first turn, queued for the signed-in
     reviewer; an admin with an import token. ``paths`` sends one judgment through every path."""
-    benchmark_services.conversations_import(rows=enumerate(demo_records(), start=1))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     admin = user_ensure(username="same-admin", role=roles.ADMIN)
     study = StudyFactory(slug=SLUG)
     StudyMemberFactory(study=study, user=reviewer, role="reviewer")

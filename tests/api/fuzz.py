@@ -1,4 +1,4 @@
-"""Shared by the schema fuzz test and ``benchmarks/api_fuzz.py``: drive every operation of the live OpenAPI
+"""Shared by the schema fuzz test and ``perf/api_fuzz.py``: drive every operation of the live OpenAPI
 schema with schemathesis-generated requests (valid and invalid), in-process through the WSGI app, and collect
 every 5xx or schema violation.
 
@@ -93,13 +93,13 @@ def fuzz_material(admin) -> tuple[int, str]:
     a real report (the study's own, with one per-model table to download); and an admin's token with every scope.
     Returns (the run's id, the token)."""
     from api import services as api_services
-    from benchmark import services as benchmark_services
+    from benchmark import conversation_ingest
     from benchmark.demo import demo_records
     from metrics.runs import report_build
     from tests.factories import MetricRunFactory, RoundFactory, StudyFactory
 
     study = StudyFactory(slug=SLUG, model_slots=list(SLOTS))
-    benchmark_services.conversations_import(rows=enumerate(demo_records()))
+    conversation_ingest.conversations_import(rows=enumerate(demo_records()))
     RoundFactory(study=study, kind="calibration", number=1)
     result = report_build(study=study, seed=0, bootstrap=1)
     result["indices"]["ari"] = {"GPT": {"ARI": 0.1}}

@@ -1,4 +1,4 @@
-"""The responses of a bulk body are decoded straight from their slice of the body (benchmark/services.py,
+"""The responses of a bulk body are decoded straight from their slice of the body (benchmark/response_ingest.py,
 ``_ResponseItem``; the text stays the JSON string's bytes in the body when it has no escape). Every item must come
 out exactly as the usual path (each item decoded to a dict, then checked field by field) gives it: the same cleaned
 values and text bytes for a valid item, the same errors (index, field, why) for a wrong one, the same stored text."""
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api import parsers
-from benchmark import services
+from benchmark import response_ingest
 from benchmark.models import ModelResponse, Turn
 from common.errors import RowErrors
 from tests.factories import ConversationFactory, StudyFactory
@@ -54,7 +54,7 @@ def item_json(draw: st.DrawFn) -> bytes:
 
 
 def _validated(items: Any) -> tuple[list[Any], list[Any]]:
-    valid, errors = services._response_items_validate(items, SLOTS)
+    valid, errors = response_ingest._response_items_validate(items, SLOTS)
     return [(index, key, version, bytes(text)) for index, key, version, text in valid], errors
 
 
@@ -88,7 +88,7 @@ def test_a_text_from_the_body_is_stored_exactly_and_its_resend_is_unchanged(text
                          (parsers.BulkJSONLinesParser,
                           b"\n".join(json.dumps(item, ensure_ascii=ascii_only).encode() for item in items))):
         parsed = parser().parse(io.BytesIO(body), parser_context={})
-        summary = services.responses_ingest(items=parsed.items, study=study, model_slots=SLOTS)
+        summary = response_ingest.responses_ingest(items=parsed.items, study=study, model_slots=SLOTS)
         if parser is parsers.BulkJSONParser:
             assert (summary.created, summary.unchanged) == (2, 0)
         else:
@@ -108,7 +108,7 @@ def test_a_wrong_item_among_body_items_is_reported_as_before_and_nothing_is_writ
             b' {"dataset": "Bulk", "conversation_id": "c1", "turn_index": 1, "model": "GPT", "text": "again"}]')
     parsed = parsers.BulkJSONParser().parse(io.BytesIO(body), parser_context={})
     with pytest.raises(RowErrors) as raised:
-        services.responses_ingest(items=parsed.items, study=study, model_slots=SLOTS)
+        response_ingest.responses_ingest(items=parsed.items, study=study, model_slots=SLOTS)
     assert [error.as_dict() for error in raised.value.errors] == [
         {"row": 1, "field": "model", "message": "'Other' is not one of this study's model slots (GPT, Claude)"},
         {"row": 2, "field": "text", "message": "may not contain NUL characters"},

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rest_framework import exceptions
 
 from api import parsers
-from benchmark import services
+from benchmark import response_ingest
 from benchmark.models import ModelResponse, Turn
 from common.errors import RowError
 from tests.factories import ConversationFactory, StudyFactory
@@ -197,7 +197,8 @@ def test_an_ingest_and_its_resend_hold_about_the_body_not_its_text_decoded():
         tracemalloc.start()
         try:
             parsed_body = parsers.BulkJSONParser().parse(io.BytesIO(body), parser_context={})
-            summary = services.responses_ingest(items=parsed_body.items, study=study, model_slots=study.model_slots)
+            summary = response_ingest.responses_ingest(items=parsed_body.items, study=study,
+                                                       model_slots=study.model_slots)
             del parsed_body
             peaks.append(tracemalloc.get_traced_memory()[1])
         finally:

@@ -11,7 +11,7 @@ import pytest
 
 from annotation.care_demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
 from annotation.models import Judgment, Schema, StudyMember
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from tests.factories import StudyFactory, StudyMemberFactory
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,7 @@ def care_study(admin_user, reviewer):
     study = StudyFactory(slug="care-demo", schema=Schema.objects.get(slug="care-v1"), model_slots=["Assistant"])
     StudyMemberFactory(study=study, user=reviewer, role="reviewer")
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        benchmark_services.conversations_import(rows=list(benchmark_services.read_jsonl(stream)), study=study)
+        conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=study)
     return study
 
 

@@ -1,7 +1,7 @@
 """The live OpenAPI schema (api/openapi.py): public, OpenAPI 3, bearer auth; and fuzzed with schemathesis: every
 operation, the writing ones included, gets generated requests, valid and invalid, sent with an admin's token that may
 do everything (a few hundred in all; most valid bodies steered at real material so that the writes are reached); no
-answer may be a 5xx or stray from the schema. ``benchmarks/api_fuzz.py`` runs the same for much longer."""
+answer may be a 5xx or stray from the schema. ``perf/api_fuzz.py`` runs the same for much longer."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmark import services
+from benchmark import conversation_ingest
 from benchmark.models import Conversation, Session
 from common.errors import RowErrors
 
@@ -33,7 +33,7 @@ def trajectory(conversation_id="t1", sessions=5, turns_per_session=2, **override
 
 
 def load(*records):
-    return services.conversations_import(rows=list(enumerate(records, start=1)))
+    return conversation_ingest.conversations_import(rows=list(enumerate(records, start=1)))
 
 
 def errors_of(*records) -> list[tuple[int, str, str]]:

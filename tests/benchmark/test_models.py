@@ -1,6 +1,6 @@
 """The benchmark's data model: the database keeps one response per (turn, model slot), and (PostgreSQL triggers)
 refuses to change what reviewers coded against, even to raw SQL. The services' side, with the messages users see,
-is in test_services.py and tests/annotation/test_apis.py."""
+is in test_conversation_ingest.py and tests/annotation/test_apis.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The write of new model responses (benchmark/services.py ``_responses_insert``: COPY in binary format): every
+"""The write of new model responses (benchmark/response_ingest.py ``_responses_insert``: COPY in binary format): every
 text is stored byte for byte as sent, whatever it holds and whichever way the body carried it; NUL never reaches
 the COPY; the body is hashed only for an Idempotency-Key, and replay works with and without one."""
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from api.models import IdempotencyRecord
 from api.parsers import BulkJSONLinesParser, BulkJSONParser
-from benchmark import services
+from benchmark import response_ingest
 from benchmark.models import ModelResponse, Turn
 from tests.factories import response_items
 
@@ -73,7 +73,7 @@ def test_awkward_texts_are_stored_byte_for_byte_as_an_orm_insert_stores_them(ing
     items = _awkward_items()
     before = timezone.now()
     if fmt == "service":
-        summary = services.responses_ingest(items=items, study=study, model_slots=study.model_slots)
+        summary = response_ingest.responses_ingest(items=items, study=study, model_slots=study.model_slots)
         assert summary.created == len(items)
     else:
         body, content_type = _body(items, fmt)
@@ -100,8 +100,8 @@ def test_awkward_texts_are_stored_byte_for_byte_as_an_orm_insert_stores_them(ing
 
     # and a resend finds every text unchanged (the database's digest of the stored text is the sent text's)
     ModelResponse.objects.all().delete()
-    services.responses_ingest(items=items, study=study, model_slots=study.model_slots)
-    again = services.responses_ingest(items=items, study=study, model_slots=study.model_slots)
+    response_ingest.responses_ingest(items=items, study=study, model_slots=study.model_slots)
+    again = response_ingest.responses_ingest(items=items, study=study, model_slots=study.model_slots)
     assert (again.created, again.updated, again.unchanged) == (0, 0, len(items))
 
 
@@ -120,7 +120,7 @@ def test_postgresql_refuses_a_nul_that_got_past_validation(turns_only):
     """Defence in depth: the binary COPY does not quietly store or cut a NUL (validation refuses it first)."""
     turn_id = Turn.objects.values_list("pk", flat=True).first()
     with pytest.raises(psycopg.DataError), transaction.atomic():
-        services._responses_insert([(turn_id, "GPT", "", b"before\x00after")])
+        response_ingest._responses_insert([(turn_id, "GPT", "", b"before\x00after")])
     assert ModelResponse.objects.count() == 0
 
 

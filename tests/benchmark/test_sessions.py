@@ -11,7 +11,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark import services
+from benchmark import conversation_ingest, material_rules
 from benchmark.models import Conversation, Session, Turn
 from common.errors import RowErrors
 from tests.factories import JudgmentFactory, RoundFactory, StudyFactory, attribute
@@ -40,7 +40,7 @@ def history(conversation_id="h1", **overrides):
 
 
 def load(*records):
-    return services.conversations_import(rows=list(enumerate(records, start=1)))
+    return conversation_ingest.conversations_import(rows=list(enumerate(records, start=1)))
 
 
 def errors_of(*records) -> list[tuple[int, str, str]]:
@@ -138,15 +138,15 @@ def test_a_history_cannot_be_resent_in_the_turns_form():
 
 def test_a_coded_history_keeps_its_sessions(db):
     study = StudyFactory()
-    services.conversations_import(rows=[(1, history())], study=study)
+    conversation_ingest.conversations_import(rows=[(1, history())], study=study)
     conversation = Conversation.objects.get()
     third = conversation.turns.get(index=3)
     JudgmentFactory(round=RoundFactory(study=study), attribute=attribute("U1"), response=None, turn=third,
                     conversation=conversation, score=1)
     changed = history()
     changed["sessions"][1]["crisis_type"] = "SI"
-    with pytest.raises(services.MaterialConflict) as caught:
-        services.conversations_import(rows=[(1, changed)], study=study)
+    with pytest.raises(material_rules.MaterialConflict) as caught:
+        conversation_ingest.conversations_import(rows=[(1, changed)], study=study)
     assert [(e.row, e.field) for e in caught.value.errors] == [(1, "sessions[1].crisis_type")]
     assert "has judgments" in caught.value.errors[0].message
     assert Session.objects.get(index=2).crisis_type == "anxiety"
@@ -154,11 +154,11 @@ def test_a_coded_history_keeps_its_sessions(db):
 
 def test_a_history_of_another_study_is_not_changed_through_this_one(db):
     mine, other = StudyFactory(), StudyFactory()
-    services.conversations_import(rows=[(1, history())], study=other)
+    conversation_ingest.conversations_import(rows=[(1, history())], study=other)
     changed = history()
     changed["sessions"][0]["kind"] = "callback"
-    with pytest.raises(services.MaterialConflict):
-        services.conversations_import(rows=[(1, changed)], study=mine)
+    with pytest.raises(material_rules.MaterialConflict):
+        conversation_ingest.conversations_import(rows=[(1, changed)], study=mine)
 
 
 def test_the_command_imports_histories(tmp_path):

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from annotation import services
 from annotation.models import Assignment, Judgment, Round, Span, StudyMember
 from annotation.selectors import response_by_handle, response_handle
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import ModelResponse, Turn
 from tests.browser import ARTIFACTS, login, select_text
 
@@ -26,7 +26,7 @@ def study_round():
     from django.core.management import call_command
 
     call_command("load_demo", "--quiet")
-    benchmark_services.conversations_import(rows=[(1, {
+    conversation_ingest.conversations_import(rows=[(1, {
         "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
         "complexity": "low", "turns": [{"index": 1, "client": "I worry <a lot> & often.", "responses": [
             {"model": m, "text": TRICKY if m == "GPT" else f"{m} says: what helps you?"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench
+from perf import bench
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_THE_SUITE = ("ingest", "exports", "lc8")
@@ -55,11 +55,11 @@ def test_the_short_benchmark_run_prints_every_figure(tmp_path):
 def test_the_other_benchmarks_take_the_short_runs_options(name, script, extra):
     """What the short run passes a benchmark it can still parse (its --help lists each option; the run itself is
     ./scripts/bench --short)."""
-    argv = bench.command_for(ROOT / "benchmarks" / script, scale=bench.SHORT_SCALE, short=True, extra=extra)
-    assert argv is not None, f"benchmarks/{script} has no --json"
+    argv = bench.command_for(ROOT / "perf" / script, scale=bench.SHORT_SCALE, short=True, extra=extra)
+    assert argv is not None, f"perf/{script} has no --json"
     given = [arg for arg in argv[argv.index("--json"):] if arg.startswith("--")]
     assert set(given) >= {"--json"} | {arg for arg in extra if arg.startswith("--")}, (name, given)
-    shown = subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "benchmarks" / script), "--help"], cwd=ROOT,
+    shown = subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "perf" / script), "--help"], cwd=ROOT,
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr[-2000:]
     for option in given:
@@ -85,7 +85,7 @@ def test_the_queue_benchmark_codes_a_turn_as_the_page_does(client):
     from django.contrib.auth import get_user_model
 
     from annotation.models import Judgment, QueueProgress
-    from benchmarks import reviewer_queues
+    from perf import reviewer_queues
 
     _, probes = reviewer_queues.setup([4], 1, 0.001)
     probe = probes[4]

@@ -26,7 +26,7 @@ from annotation.lc8_demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_r
 from annotation.lc8_synthetic import SLOT as LC8_SLOT
 from annotation.models import Schema, Study
 from annotation.selectors import conversations_of_study
-from benchmark import services as benchmark_services
+from benchmark import conversation_ingest
 from benchmark.models import Conversation
 from metrics import care_inputs, lc8_inputs, runs
 from metrics.parameters import DEFAULT_SEED, DEFAULT_TOP_K
@@ -104,7 +104,7 @@ def care_studies(shared_state, tmp_path_factory):
         owned = _care_study("care-owned")
         history, codes = _care_files(folder, slug="care-owned", dataset="CARE-owned")
         with history.open(encoding="utf-8") as stream:
-            benchmark_services.conversations_import(rows=list(benchmark_services.read_jsonl(stream)), study=owned)
+            conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=owned)
         with codes.open(encoding="utf-8") as stream:
             judgment_import.judgments_import(rows=long_format.read_rows(stream, fmt="jsonl"),
                                              study_slug="care-owned", by=None)
@@ -191,7 +191,7 @@ def lc8_studies(shared_state, tmp_path_factory):
         owned = _lc8_study("lc8-owned")
         trajectories, labels, codes = _lc8_files(folder, slug="lc8-owned", dataset="LC8-owned")
         with trajectories.open(encoding="utf-8") as stream:
-            benchmark_services.conversations_import(rows=list(benchmark_services.read_jsonl(stream)), study=owned)
+            conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=owned)
         with labels.open(encoding="utf-8") as stream:
             session_labels.session_labels_import(study=owned, rows=session_labels.read_file_rows(stream, fmt="jsonl"),
                                                  by=None, numbered=True, typed=True)

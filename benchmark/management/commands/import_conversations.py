@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from benchmark import services
+from benchmark import conversation_ingest
 from common.errors import RowError, RowErrors, not_utf8
 from common.progress import ReadProgress
 
@@ -22,10 +22,10 @@ class Command(BaseCommand):
         try:
             with file.open(encoding="utf-8") as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
-                rows = list(services.read_jsonl(shown))
+                rows = list(conversation_ingest.read_jsonl(shown))
             if not rows:
                 raise RowErrors([RowError(1, "file", "no conversations: the file is empty")])
-            summary = services.conversations_import(rows=rows)
+            summary = conversation_ingest.conversations_import(rows=rows)
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
         except RowErrors as error:

@@ -1,0 +1,581 @@
+"""Reading a study archive back (``study_import``), all or nothing (the format: ``study_archive/records.py``).
+
+Why tables and not services: a restore copies rows as they were, every value, version and timestamp (the
+``auto_now`` ones too), where a service would make new history. It is still an ordinary writer for the database:
+the PostgreSQL triggers check every row, so rows go in the order they accept (schema before the study that
+freezes it, responses before judgments, judgments before their spans), and the importer checks every reference,
+scale and span first so that an error names the archive's line instead of a trigger's id. An import writes no
+judgment revisions of its own (the archived history is the history); it is one ``study.import`` audit event.
+
+Importing: the schema is reused when the target has one with the same slug and the same definition (attributes
+and subcategories included), and refused when it differs. A dataset is reused by name. A conversation that
+exists is reused when every archived turn and response is there with the same text (its owning study is left as
+it is), and refused otherwise. The study's slug must be free (``as_slug`` imports under another one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, models, transaction
+
+from access import roles
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    JudgmentRevision,
+    ReviewerAlert,
+    Round,
+    RoundItem,
+    Schema,
+    SessionLabel,
+    Span,
+    SpanSubcategory,
+    Study,
+    StudyMember,
+    WorkshopNote,
+)
+from audit.models import AuditEvent
+from audit.services import audit_record
+from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
+from metrics.models import MetricRun
+from study_archive.records import (
+    CHUNK,
+    FORMAT,
+    ORDER,
+    RELATIONS,
+    VERSION,
+    ArchiveError,
+    Checksum,
+    columns,
+    dumps,
+    read_records,
+    schema_record,
+)
+
+
+@contextlib.contextmanager
+def _stored_timestamps() -> Iterator[None]:
+    """Let INSERTs keep the archived ``auto_now`` / ``auto_now_add`` values, which ``bulk_create`` would replace
+    with the time of the import (it calls each field's ``pre_save``). This flips the flags on the field objects,
+    which are process-wide, for the duration of an import: commands run one import per process, and nothing else
+    of this process saves those models meanwhile."""
+    fields = [field for model in RELATIONS for field in model._meta.concrete_fields
+              if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)]
+    saved = [(field, field.auto_now, field.auto_now_add) for field in fields]  # type: ignore[attr-defined]
+    try:
+        for field in fields:
+            field.auto_now = field.auto_now_add = False  # type: ignore[attr-defined]
+        yield
+    finally:
+        for field, auto_now, auto_now_add in saved:
+            field.auto_now, field.auto_now_add = auto_now, auto_now_add  # type: ignore[attr-defined]
+
+
+
+def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User | None = None) -> Study:
+    """Import an archive (its lines, as read from the file), all or nothing: any problem raises ArchiveError naming
+    the line, and nothing is written. Records the import in the audit trail."""
+    importer = _Importer(as_slug=as_slug)
+    with transaction.atomic():
+        with _stored_timestamps():
+            importer.run(read_records(importer.checksum.through(lines)))
+        study = importer.study
+        audit_record(by=by, action="study.import", study=study, target=f"study:{study.slug}",
+                     archived_as=importer.archived_slug, records=dict(importer.counts),
+                     conversations_reused=importer.conversations_reused)
+    return study
+
+
+Record = tuple[int, dict[str, Any]]
+T = TypeVar("T")
+
+
+class _Importer:
+    """Reads records in ``ORDER``, buffers each type in batches, checks every reference of a batch against what
+    was imported (or reused) before it, and inserts the batch."""
+
+    BATCH = {"conversation": 500, "assignment": CHUNK, "judgment": CHUNK, "audit_event": CHUNK}
+
+    def __init__(self, *, as_slug: str | None) -> None:
+        self.as_slug = as_slug
+        self.archived_slug = ""
+        self.counts: Counter[str] = Counter()
+        self.checksum = Checksum()
+        self._study: Study | None = None
+        self.schema: Schema | None = None
+        self.users: dict[str, User] = {}
+        self.attributes: dict[str, AttributeDefinition] = {}
+        self.subcategories: dict[str, SpanSubcategory] = {}
+        self.datasets: dict[str, Dataset] = {}
+        self.conversations: dict[tuple[str, str], int] = {}
+        self.turns: dict[tuple[str, str, int], tuple[int, int]] = {}  # -> (turn id, conversation id)
+        self.sessions: dict[tuple[str, str, int], int] = {}  # (dataset, conversation, session index) -> session id
+        self.responses: dict[tuple[int, str], tuple[int, int]] = {}  # (turn id, slot) -> (response id, length)
+        self.rounds: dict[str, Round] = {}
+        self.members: dict[str, StudyMember] = {}  # username -> the new study's member
+        self.conversations_reused = 0
+
+    @property
+    def study(self) -> Study:
+        if self._study is None:
+            raise ArchiveError("the archive has no study record")
+        return self._study
+
+    def run(self, records: Iterator[Record]) -> None:
+        handlers: dict[str, Callable[[list[Record]], None]] = {
+            "user": self._users, "schema": self._schema, "study": self._studies, "member": self._members,
+            "dataset": self._datasets, "conversation": self._conversations, "round": self._rounds,
+            "assignment": self._assignments, "judgment": self._judgments, "session_label": self._session_labels,
+            "workshop_note": self._workshop_notes,
+            "alert": self._alerts, "metric_run": self._metric_runs, "audit_event": self._audit_events,
+        }
+        first = next(records, None)
+        if first is None:
+            raise ArchiveError("the archive is empty")
+        self._header(*first)
+        phase = 0
+        batch: list[Record] = []
+        for number, record in records:
+            kind = record["type"]
+            if kind not in ORDER or kind == "archive":
+                raise ArchiveError(f"line {number}: unknown record type {kind!r}")
+            position = ORDER.index(kind)
+            if position < phase:
+                raise ArchiveError(f"line {number}: a {kind} record after the {ORDER[phase]} records")
+            if batch and (position != phase or len(batch) >= self.BATCH.get(kind, CHUNK)):
+                self._flush(handlers, ORDER[phase], batch)
+                batch = []
+            phase = position
+            if kind == "end":
+                self._end(number, record)
+                if next(records, None) is not None:
+                    raise ArchiveError(f"line {number + 1}: records after the end record")
+                return
+            self.counts[kind] += 1
+            batch.append((number, record))
+        raise ArchiveError("the archive ends without its end record: it is truncated")
+
+    def _flush(self, handlers: dict[str, Callable[[list[Record]], None]], kind: str, batch: list[Record]) -> None:
+        where = f"line {batch[0][0]}" if len(batch) == 1 else f"lines {batch[0][0]}–{batch[-1][0]}"
+        try:
+            handlers[kind](batch)
+        except (KeyError, TypeError, ValueError, ValidationError) as error:
+            raise ArchiveError(f"{where} ({kind}): {_message(error)}") from error
+        except DatabaseError as error:
+            raise ArchiveError(f"{where} ({kind}): refused by the database: {str(error).strip()}") from error
+
+    def _header(self, number: int, record: dict[str, Any]) -> None:
+        if record.get("type") != "archive" or record.get("format") != FORMAT:
+            raise ArchiveError(f"line {number}: not a study archive (the first line must be the {FORMAT} header)")
+        if record.get("version") != VERSION:
+            raise ArchiveError(f"line {number}: archive format version {record.get('version')!r}; this installation "
+                               f"reads version {VERSION}")
+        self.archived_slug = str(record.get("study", ""))
+
+    def _end(self, number: int, record: dict[str, Any]) -> None:
+        expected = record.get("records")
+        found = {kind: self.counts[kind] for kind in ORDER if self.counts[kind]}
+        if expected != found:
+            raise ArchiveError(f"line {number}: the end record counts {expected}, the archive holds {found}")
+        stated = record.get("sha256")
+        if stated is not None and stated != self.checksum.digest.hexdigest():
+            raise ArchiveError(f"line {number}: the lines before the end record do not have the SHA-256 it states: "
+                               "the archive was changed or damaged after it was written")
+
+    # --- references ---
+
+    def _maybe_user(self, username: Any) -> User | None:
+        return None if username is None else self._user(username)
+
+    def _user(self, username: Any) -> User:
+        if username not in self.users:
+            raise ValueError(f"user {username!r} is not among the archive's users")
+        return self.users[username]
+
+    def _round(self, name: Any) -> Round:
+        if name not in self.rounds:
+            raise ValueError(f"round {name!r} is not among the archive's rounds")
+        return self.rounds[name]
+
+    def _attribute(self, code: Any) -> AttributeDefinition:
+        if code not in self.attributes:
+            raise ValueError(f"attribute {code!r} is not in the schema")
+        return self.attributes[code]
+
+    def _turn(self, key: Any) -> tuple[int, int]:
+        if not isinstance(key, list) or len(key) != 3 or tuple(key) not in self.turns:
+            raise ValueError(f"turn {key!r} is not among the archive's conversations")
+        return self.turns[tuple(key)]
+
+    def _response(self, turn_id: int, slot: Any, where: Any) -> tuple[int, int]:
+        if (turn_id, slot) not in self.responses:
+            raise ValueError(f"turn {where!r} has no response of model {slot!r}")
+        return self.responses[(turn_id, slot)]
+
+    # --- records ---
+
+    def _users(self, batch: list[Record]) -> None:
+        usernames = [record["username"] for _, record in batch]
+        self.users.update({user.username: user for user in User.objects.filter(username__in=usernames)})
+        groups = {group.name: group for group in Group.objects.filter(name__in=roles.ROLES)}
+
+        def create(record: dict[str, Any]) -> None:
+            if record["username"] in self.users:
+                return  # an existing account is used as it is
+            wanted = record.get("roles", [])
+            if not set(wanted) <= set(groups):
+                raise ValueError(f"user {record['username']!r}: unknown roles {sorted(set(wanted) - set(groups))}")
+            user = User(username=record["username"], first_name=record.get("first_name", ""),
+                        last_name=record.get("last_name", ""), email=record.get("email", ""),
+                        is_staff=bool(set(wanted) & roles.STAFF_ROLES))
+            user.set_unusable_password()
+            user.full_clean(exclude=["password"])
+            user.save()
+            user.groups.set([groups[name] for name in wanted])
+            self.users[user.username] = user
+
+        _built(batch, create)
+
+    def _schema(self, batch: list[Record]) -> None:
+        if len(batch) != 1 or self.schema is not None:
+            raise ValueError("an archive holds one schema")
+        record = batch[0][1]
+        existing = Schema.objects.filter(slug=record["slug"]).first()
+        if existing is not None:
+            mine = schema_record(existing)
+            if _without_created(mine) != _without_created(record):
+                raise ValueError(f"schema {record['slug']!r} exists in this installation with another definition; "
+                                 "import the study into an installation without it, or rename one of them")
+            self.schema = existing
+        else:
+            self.schema = _new(Schema, record)
+            self.schema.save(force_insert=True)
+            attributes = [_new(AttributeDefinition, row, schema=self.schema) for row in record["attributes"]]
+            AttributeDefinition.objects.bulk_create(attributes)
+            codes = {attribute.code: attribute for attribute in attributes}
+            SpanSubcategory.objects.bulk_create(
+                _new(SpanSubcategory, row, schema=self.schema, attribute=codes[row["attribute"]])
+                for row in record["subcategories"])
+        self.attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=self.schema)}
+        self.subcategories = {s.slug: s for s in SpanSubcategory.objects.filter(schema=self.schema)}
+
+    def _studies(self, batch: list[Record]) -> None:
+        if len(batch) != 1 or self._study is not None:
+            raise ValueError("an archive holds one study")
+        record = dict(batch[0][1])
+        if self.schema is None or record["schema"] != self.schema.slug:
+            raise ValueError(f"the study's schema {record['schema']!r} is not the archive's schema")
+        if self.as_slug:
+            record["slug"] = self.as_slug
+        if Study.objects.filter(slug=record["slug"]).exists():
+            raise ValueError(f"a study {record['slug']!r} exists in this installation; import under another slug "
+                             "(--as NEW_SLUG)")
+        study = _new(Study, record, schema=self.schema)
+        study.save(force_insert=True)
+        self._study = study
+
+    def _members(self, batch: list[Record]) -> None:
+        members = _built(batch, lambda record: _new(StudyMember, record, study=self.study,
+                                                    user=self._user(record["user"])))
+        StudyMember.objects.bulk_create(members)
+        self.members.update({member.user.username: member for member in members})
+
+    def _datasets(self, batch: list[Record]) -> None:
+        names = _built(batch, lambda record: record["name"])
+        self.datasets.update({d.name: d for d in Dataset.objects.filter(name__in=names)})
+        new = _built([(n, r) for n, r in batch if r["name"] not in self.datasets], lambda r: _new(Dataset, r))
+        Dataset.objects.bulk_create(new)
+        self.datasets.update({d.name: d for d in new})
+
+    def _conversations(self, batch: list[Record]) -> None:
+        def natural_key(record: dict[str, Any]) -> tuple[str, str]:
+            if record["dataset"] not in self.datasets:
+                raise ValueError(f"dataset {record['dataset']!r} is not among the archive's datasets")
+            return record["dataset"], record["external_id"]
+
+        keys = _built(batch, natural_key)
+        candidates = Conversation.objects.select_related("dataset").filter(
+            dataset__name__in={name for name, _ in keys}, external_id__in={external_id for _, external_id in keys})
+        wanted = set(keys)
+        existing = {key: c for c in candidates if (key := (c.dataset.name, c.external_id)) in wanted}
+        self.conversations_reused += self._check_reused(batch, existing)
+
+        sessions_of: dict[int, dict[int, Session]] = {}  # id(conversation) -> session index -> session
+
+        def build(record: dict[str, Any]) -> tuple[Conversation, list[tuple[Turn, list[ModelResponse]]]]:
+            conversation = _new(Conversation, record, dataset=self.datasets[record["dataset"]],
+                                study=self.study if record["owned"] else None)
+            sessions = sessions_of[id(conversation)] = _sessions_built(record, conversation)
+            return conversation, [(_new(Turn, turn, conversation=conversation,
+                                        session=sessions.get(turn.get("session"))),
+                                   [_new(ModelResponse, response) for response in turn["responses"]])
+                                  for turn in record["turns"]]
+
+        new = _built([(n, r) for n, r in batch if (r["dataset"], r["external_id"]) not in existing], build)
+        # Each bulk_create gives its rows their ids, which the rows built to point to them then take over.
+        Conversation.objects.bulk_create([conversation for conversation, _ in new])
+        Session.objects.bulk_create([session for conversation, _ in new
+                                     for session in sessions_of[id(conversation)].values()])
+        Turn.objects.bulk_create([turn for _, turns in new for turn, _ in turns])
+        responses = []
+        for _, turns in new:
+            for turn, turn_responses in turns:
+                for response in turn_responses:
+                    response.turn = turn
+                responses += turn_responses
+        ModelResponse.objects.bulk_create(responses)
+        for conversation, turns in new:
+            key_ = (conversation.dataset.name, conversation.external_id)
+            self.conversations[key_] = conversation.pk
+            self.sessions.update({(*key_, index): s.pk for index, s in sessions_of[id(conversation)].items()})
+            for turn, _ in turns:
+                self.turns[(*key_, turn.index)] = (turn.pk, conversation.pk)
+        for response in responses:
+            self.responses[(response.turn_id, response.model_slot)] = (response.pk, len(response.text))
+
+    def _check_reused(self, batch: list[Record], existing: dict[tuple[str, str], Conversation]) -> int:
+        """A conversation that exists is reused if it holds every archived turn and response with the same text."""
+        if not existing:
+            return 0
+        ids = [c.pk for c in existing.values()]
+        stored_turns = {(t.conversation_id, t.index): t for t in Turn.objects.filter(conversation_id__in=ids)}
+        stored_responses = {(r.turn_id, r.model_slot): r
+                            for r in ModelResponse.objects.filter(turn__conversation_id__in=ids)}
+        stored_sessions = {(s.conversation_id, s.index): s for s in Session.objects.filter(conversation_id__in=ids)}
+        for number, record in batch:
+            key = (record["dataset"], record["external_id"])
+            conversation = existing.get(key)
+            if conversation is None:
+                continue
+            name = f"line {number} (conversation): {key[0]}/{key[1]}"
+            for field in ("kind", "topic", "complexity", "title"):
+                if getattr(conversation, field) != record[field]:
+                    raise ArchiveError(f"{name} exists in this installation with another {field}")
+            for session_record in record.get("sessions", []):
+                session = stored_sessions.get((conversation.pk, session_record.get("index")))
+                if session is None or (session.kind, session.crisis_type) != (session_record.get("kind"),
+                                                                             session_record.get("crisis_type")):
+                    raise ArchiveError(f"{name} exists in this installation with another session "
+                                       f"{session_record.get('index')}")
+                self.sessions[(key[0], key[1], session.index)] = session.pk
+            for turn_record in record["turns"]:
+                turn = stored_turns.get((conversation.pk, turn_record["index"]))
+                if turn is None or (turn.client_text, turn.therapist_reference) != (
+                        turn_record["client_text"], turn_record["therapist_reference"]):
+                    raise ArchiveError(f"{name} exists in this installation with another turn {turn_record['index']}")
+                for response_record in turn_record["responses"]:
+                    response = stored_responses.get((turn.pk, response_record["model_slot"]))
+                    if response is None or response.text != response_record["text"]:
+                        raise ArchiveError(f"{name} exists in this installation with another response of model "
+                                         f"{response_record['model_slot']!r} in turn {turn.index}")
+                    self.responses[(turn.pk, response.model_slot)] = (response.pk, len(response.text))
+                self.turns[(key[0], key[1], turn.index)] = (turn.pk, conversation.pk)
+            self.conversations[key] = conversation.pk
+        return len(existing)
+
+    def _rounds(self, batch: list[Record]) -> None:
+        def build(record: dict[str, Any]) -> tuple[Round, list[RoundItem]]:
+            round_ = _new(Round, record, study=self.study)
+            items = []
+            for item in record["items"]:
+                if not isinstance(item, list) or len(item) != 4:
+                    raise ValueError(f"an item is [position, dataset, id, turn index], not {item!r}")
+                items.append(RoundItem(round=round_, position=item[0], turn_id=self._turn(item[1:])[0]))
+            return round_, items
+
+        for round_, items in _built(batch, build):
+            round_.save(force_insert=True)
+            for item in items:
+                item.round = round_
+            RoundItem.objects.bulk_create(items)
+            self.rounds[round_.name] = round_
+
+    def _assignments(self, batch: list[Record]) -> None:
+        Assignment.objects.bulk_create(_built(batch, lambda record: _new(
+            Assignment, record, round=self._round(record["round"]), coder=self._user(record["coder"]),
+            turn_id=self._turn(record["turn"])[0])))
+
+    def _judgments(self, batch: list[Record]) -> None:
+        through = Judgment.agreed_by.through
+
+        def build(record: dict[str, Any]) -> tuple[Judgment, list[Span], list[Any], list[JudgmentRevision]]:
+            judgment = self._judgment(record)
+            agreements = [through(judgment=judgment, user=self._user(username)) for username in record["agreed_by"]]
+            revisions = [_new(JudgmentRevision, revision, judgment=judgment,
+                              changed_by=self._maybe_user(revision["changed_by"])) for revision in record["revisions"]]
+            return judgment, self._spans(record, judgment), agreements, revisions
+
+        built = _built(batch, build)
+        Judgment.objects.bulk_create([judgment for judgment, *_ in built])
+        spans = [span for _, spans, _, _ in built for span in spans]
+        agreements = [agreement for _, _, agreements, _ in built for agreement in agreements]
+        revisions = [revision for *_, revisions in built for revision in revisions]
+        Span.objects.bulk_create(spans)
+        through.objects.bulk_create(agreements)
+        JudgmentRevision.objects.bulk_create(revisions)
+
+    def _judgment(self, record: dict[str, Any]) -> Judgment:
+        attribute = self._attribute(record["attribute"])
+        conversation_key = record["conversation"]
+        if not isinstance(conversation_key, list) or tuple(conversation_key) not in self.conversations:
+            raise ValueError(f"conversation {conversation_key!r} is not among the archive's conversations")
+        turn_id = response_id = session_id = None
+        if record.get("session") is not None:
+            session_id = self.sessions.get((*conversation_key, record["session"]))
+            if session_id is None:
+                raise ValueError(f"session {record['session']} of {conversation_key!r} is not in the archive")
+        if record["turn"] is not None:
+            turn_id = self._turn([*conversation_key, record["turn"]])[0]
+        if record["response"] is not None:
+            if turn_id is None:
+                raise ValueError("a judgment of a response names its turn")
+            response_id = self._response(turn_id, record["response"], [*conversation_key, record["turn"]])[0]
+        unit = {"conversation": (False, False, False), "turn": (True, False, False), "response": (True, True, False),
+                "session": (False, False, True)}[attribute.unit]
+        if (turn_id is not None, response_id is not None, session_id is not None) != unit:
+            raise ValueError(f"attribute {attribute.code} is coded once per {attribute.unit}")
+        judgment = _new(Judgment, record, round=self._round(record["round"]), coder=self._user(record["coder"]),
+                        attribute=attribute, conversation_id=self.conversations[tuple(conversation_key)],
+                        turn_id=turn_id, response_id=response_id, session_id=session_id)
+        if judgment.score is not None and not attribute.scale_min <= judgment.score <= attribute.scale_max:
+            raise ValueError(f"score {judgment.score} is outside the scale {attribute.scale_min}–{attribute.scale_max}"
+                             f" of attribute {attribute.code}")
+        return judgment
+
+    def _spans(self, record: dict[str, Any], judgment: Judgment) -> list[Span]:
+        spans = []
+        for span in record["spans"]:
+            if (not isinstance(span, list) or len(span) != 3 or not all(type(n) is int for n in span[:2])):
+                raise ValueError(f"a span is [start, end, subcategory], not {span!r}")
+            start, end, slug = span
+            subcategory = self.subcategories.get(slug)
+            if subcategory is None or subcategory.attribute_id != judgment.attribute_id:
+                raise ValueError(f"span {span}: {slug!r} is not a subcategory of attribute {record['attribute']}")
+            if judgment.response_id is None:
+                raise ValueError(f"span {span}: only judgments of a response have spans")
+            length = self._response(judgment.turn_id, record["response"], record["turn"])[1]  # type: ignore[arg-type]
+            if not 0 <= start < end <= length:
+                raise ValueError(f"span {span} is outside the response text ({length} characters)")
+            spans.append(Span(judgment=judgment, subcategory=subcategory, start=start, end=end))
+        return spans
+
+    def _session_labels(self, batch: list[Record]) -> None:
+        """Methods' predictions and reference labels (LC8), checked as ``annotation.session_labels`` checks
+        them (a method's value any finite number, as it is; a reference label a whole number on the scale)."""
+
+        def build(record: dict[str, Any]) -> SessionLabel:
+            member = self.members.get(record["coder"])
+            if member is None:
+                raise ValueError(f"coder {record['coder']!r} is not among the archive's study members")
+            if member.role not in (StudyMember.Role.METHOD, StudyMember.Role.REFERENCE):
+                raise ValueError(f"{record['coder']} is a {member.role} of the study: session labels are a method's "
+                                 "or the reference's")
+            key = record["session"]
+            if not isinstance(key, list) or len(key) != 3 or tuple(key) not in self.sessions:
+                raise ValueError(f"session {key!r} is not among the archive's conversations' sessions")
+            attribute = self._attribute(record["attribute"])
+            if attribute.unit != AttributeDefinition.Unit.SESSION:
+                raise ValueError(f"attribute {attribute.code} is not coded per session")
+            if type(record.get("value")) not in (int, float):
+                raise ValueError(f"value must be a number, not {record.get('value')!r}"[:200])
+            label = _new(SessionLabel, record, study=self.study, coder=member, session_id=self.sessions[tuple(key)],
+                         attribute=attribute)
+            if not math.isfinite(label.value):
+                raise ValueError(f"value must be a finite number, not {label.value!r}")
+            if member.role == StudyMember.Role.REFERENCE and label.seed is not None:
+                raise ValueError(f"a reference label has no seed, not seed {label.seed}")
+            if member.role == StudyMember.Role.REFERENCE and (
+                    not label.value.is_integer() or not attribute.scale_min <= label.value <= attribute.scale_max):
+                raise ValueError(f"a reference label of {attribute.code} is a whole number from {attribute.scale_min} "
+                                 f"to {attribute.scale_max}, not {label.value!r}")
+            return label
+
+        SessionLabel.objects.bulk_create(_built(batch, build))
+
+    def _workshop_notes(self, batch: list[Record]) -> None:
+        def build(record: dict[str, Any]) -> WorkshopNote:
+            turn_id = self._turn(record["turn"])[0]
+            response_id = (None if record["response"] is None
+                           else self._response(turn_id, record["response"], record["turn"])[0])
+            return _new(WorkshopNote, record, round=self._round(record["round"]),
+                        attribute=self._attribute(record["attribute"]), turn_id=turn_id, response_id=response_id,
+                        written_by=self._user(record["written_by"]))
+
+        WorkshopNote.objects.bulk_create(_built(batch, build))
+
+    def _alerts(self, batch: list[Record]) -> None:
+        ReviewerAlert.objects.bulk_create(_built(batch, lambda record: _new(
+            ReviewerAlert, record, study=self.study, reviewer=self._user(record["reviewer"]))))
+
+    def _metric_runs(self, batch: list[Record]) -> None:
+        MetricRun.objects.bulk_create(_built(batch, lambda record: _new(
+            MetricRun, record, study=self.study, requested_by=self._maybe_user(record["requested_by"]))))
+
+    def _audit_events(self, batch: list[Record]) -> None:
+        AuditEvent.objects.bulk_create(_built(batch, lambda record: _new(
+            AuditEvent, record, study_id=self.study.pk, actor=self._maybe_user(record["actor"]))))
+
+
+def _sessions_built(record: dict[str, Any], conversation: Conversation) -> dict[int, Session]:
+    """A history's sessions by index (none for any other conversation); every turn's session must be one of them."""
+    sessions = {s["index"]: _new(Session, s, conversation=conversation) for s in record.get("sessions", [])}
+    for turn in record["turns"]:
+        if turn.get("session") is not None and turn["session"] not in sessions:
+            raise ValueError(f"turn {turn.get('index')} is in session {turn['session']}, which the conversation does "
+                             "not have")
+    return sessions
+
+
+def _built(batch: list[Record], build: Callable[[dict[str, Any]], T]) -> list[T]:
+    """``build`` applied to each record; a problem with a record is an ArchiveError naming its line."""
+    built = []
+    for number, record in batch:
+        try:
+            built.append(build(record))
+        except (KeyError, TypeError, ValueError, ValidationError) as error:
+            raise ArchiveError(f"line {number} ({record['type']}): {_message(error)}") from error
+    return built
+
+
+def _new(model: type[models.Model], record: dict[str, Any], **relations: Any) -> Any:
+    """An unsaved instance from a record's plain columns (checked and converted by the model fields, so a bad value
+    is a ValidationError naming the field) and the resolved relations."""
+    values: dict[str, Any] = {}
+    for field in columns(model):
+        if field.attname not in record:
+            if field.has_default():
+                continue
+            raise ValueError(f"{model._meta.model_name}: no {field.attname!r}")
+        value = record[field.attname]
+        try:
+            value = field.to_python(value)
+            if value is None and not field.null:
+                raise ValidationError("may not be empty")
+            if value is not None:
+                field.run_validators(value)
+        except ValidationError as error:
+            raise ValidationError(f"{model._meta.model_name} {field.attname}: {_message(error)}") from error
+        values[field.attname] = value
+    return model(**values, **relations)
+
+
+def _message(error: BaseException) -> str:
+    if isinstance(error, ValidationError):
+        return "; ".join(error.messages)
+    if isinstance(error, KeyError):
+        return f"no {error.args[0]!r}"
+    return str(error)
+
+
+def _without_created(record: dict[str, Any]) -> dict[str, Any]:
+    """A schema record as JSON gives it back, without its creation time (which differs between installations)."""
+    return {key: value for key, value in json.loads(dumps(record)).items() if key not in ("type", "created_at")}

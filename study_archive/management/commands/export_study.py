@@ -1,0 +1,60 @@
+import gzip
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from annotation.models import Study
+from common.progress import WriteProgress
+from study_archive.exporter import study_export
+
+
+class _Out:
+    """The command's standard output as a text stream (records are written as they are read)."""
+
+    def __init__(self, command: BaseCommand) -> None:
+        self.command = command
+
+    def write(self, text: str) -> int:
+        self.command.stdout.write(text, ending="")
+        return len(text)
+
+
+class Command(BaseCommand):
+    help = (
+        "Write a whole study (schema, conversations, members, rounds, assignments, judgments with spans, gold and "
+        "history, workshop notes, alerts, metric runs, audit trail) as one JSON Lines archive that import_study "
+        "reads in any installation. Gzip-compressed when the file name ends in .gz. No passwords or API tokens."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("study", help="study slug")
+        parser.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+
+    def handle(self, *args: Any, study: str, output: str, **options: Any) -> None:
+        found = Study.objects.select_related("schema").filter(slug=study).first()
+        if found is None:
+            raise CommandError(f"no study with slug {study!r}")
+        if output == "-":
+            study_export(study=found, out=_Out(self))  # type: ignore[arg-type]
+            return
+        path = Path(output)
+        # Written beside the target and renamed when complete: a failed export never leaves a file that looks whole.
+        partial = path.with_name(path.name + ".partial")
+        started = time.monotonic()
+        try:
+            opener = gzip.open if path.name.endswith(".gz") else open
+            with opener(partial, "wt", encoding="utf-8", newline="\n") as stream, \
+                    WriteProgress(stream, desc=f"exporting {study}", unit="record") as shown:
+                counts = study_export(study=found, out=shown)  # type: ignore[arg-type]
+            os.replace(partial, path)
+        except OSError as error:
+            partial.unlink(missing_ok=True)
+            raise CommandError(f"{path}: {error.strerror or error}") from error
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        summary = ", ".join(f"{n} {kind}" for kind, n in counts.items() if kind not in ("archive", "end"))
+        self.stderr.write(f"{path}: study {study!r} exported in {time.monotonic() - started:.1f} s ({summary})")

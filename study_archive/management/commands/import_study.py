@@ -1,0 +1,42 @@
+import gzip
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from common.progress import ReadProgress
+from study_archive.importer import study_import
+from study_archive.records import ArchiveError
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a study archive written by export_study, all or nothing. Accounts are matched by username; missing "
+        "ones are created with their roles and no usable password. The schema is reused when identical; the study "
+        "slug must be free (--as imports under another one)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--as", dest="as_slug", default=None, metavar="NEW_SLUG",
+                            help="import the study under this slug instead of the archived one")
+
+    def handle(self, *args: Any, file: Path, as_slug: str | None, **options: Any) -> None:
+        if not file.is_file():
+            raise CommandError(f"{file}: no such file")
+        started = time.monotonic()
+        try:
+            with file.open("rb") as opened, \
+                    ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as raw:
+                compressed = opened.read(2) == b"\x1f\x8b"
+                opened.seek(0)
+                binary = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+                with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as lines:
+                    study = study_import(lines=lines, as_slug=as_slug, by=None)
+        except ArchiveError as error:
+            raise CommandError(f"{file}: {error}; nothing was imported") from error
+        except OSError as error:
+            raise CommandError(f"{file}: {error.strerror or error}; nothing was imported") from error
+        self.stdout.write(f"{file}: study {study.slug!r} imported in {time.monotonic() - started:.1f} s")

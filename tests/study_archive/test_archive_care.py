@@ -1,0 +1,46 @@
+"""A CARE study (histories of sessions, session-level judgments, a method coder) through the study archive
+(study_archive/): exported, imported into a fresh installation and exported again, byte for byte."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from access import roles
+from access.services import user_ensure
+from annotation.care_demo import care_demo_load
+from annotation.models import Judgment, StudyMember
+from benchmark.models import Session, Turn
+from tests.study_archive.test_archive import records, truncate_everything_archived, without_the_import_event
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def export(slug: str) -> str:
+    out = io.StringIO()
+    call_command("export_study", slug, stdout=out)
+    return out.getvalue()
+
+
+def test_a_care_study_round_trips_with_its_sessions_and_method(tmp_path):
+    care_demo_load(admin=user_ensure(username="demo-admin", role=roles.ADMIN),
+                   reviewer=user_ensure(username="demo-reviewer", role=roles.REVIEWER),
+                   expert=user_ensure(username="demo-expert", role=roles.EXPERT))
+    first = export("care-demo")
+    conversation = next(r for r in records(first) if r["type"] == "conversation")
+    assert [s["kind"] for s in conversation["sessions"]] == ["chat", "chat", "crisis", "chat", "callback"]
+    assert conversation["turns"][4]["session"] == 3
+    assert any(r.get("session") == 5 for r in records(first) if r["type"] == "judgment")
+
+    truncate_everything_archived()
+    path = tmp_path / "care.jsonl"
+    path.write_text(first, encoding="utf-8")
+    call_command("import_study", str(path), stdout=io.StringIO())
+    assert without_the_import_event(export("care-demo")) == first.splitlines()
+    assert list(Session.objects.values_list("index", "kind")) == [(1, "chat"), (2, "chat"), (3, "crisis"),
+                                                                   (4, "chat"), (5, "callback")]
+    assert Turn.objects.get(index=13).session.index == 5
+    assert Judgment.objects.filter(session__index=5).count() == 9
+    assert StudyMember.objects.get(user__username="demo-care-judge").role == "method"

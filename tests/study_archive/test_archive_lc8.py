@@ -1,0 +1,135 @@
+"""An LC8 study (five-session trajectories, reference labels, two methods x two seeds, a human rater's session
+judgments) through the study archive (study_archive/): exported, imported under another slug, the same
+rows with the same values bit for bit, and exported again byte for byte; a bad session label is refused by line."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import Judgment, SessionLabel, Study, StudyMember
+from study_archive.records import dumps
+from tests.annotation.test_lc8_round_trip import judgment_rows, label_rows, lc8_full_study
+from tests.study_archive.test_archive import (
+    checksummed,
+    edited,
+    export,
+    records,
+    table_counts,
+    truncate_everything_archived,
+    without_the_import_event,
+    write,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_lc8_study_round_trips_with_its_session_labels_exactly(tmp_path):
+    study = lc8_full_study()
+    study.reference_labels, study.session_history, study.session_order = "shown", "hidden", "blinded"
+    study.save(update_fields=["reference_labels", "session_history", "session_order"])
+    first = export(study.slug)
+    archived = records(first)
+    labels = [r for r in archived if r["type"] == "session_label"]
+    assert len(labels) == 60
+    assert labels[0] == {"type": "session_label", "coder": "controlled", "session": ["LC8-test", "t1", 1],
+                         "attribute": "PHQ1", "seed": None, "value": 1.0,
+                         "created_at": labels[0]["created_at"], "updated_at": labels[0]["updated_at"]}
+    assert any(r["value"] == 7.123456789 and r["seed"] == 0 and r["coder"] == "m-a" for r in labels)
+    assert any(r["value"] == -0.3 and r["seed"] == 1 for r in labels)
+    assert [r["type"] for r in archived].index("session_label") > max(
+        n for n, r in enumerate(archived) if r["type"] == "judgment")
+    study_record = next(r for r in archived if r["type"] == "study")
+    assert (study_record["reference_labels"], study_record["session_history"], study_record["session_order"]) == (
+        "shown", "hidden", "blinded")
+    assert {(r["user"], r["role"], r["method_version"]) for r in archived if r["type"] == "member"} == {
+        ("controlled", "reference", "controlled PHQ-8 state"), ("m-a", "method", "2026-11"),
+        ("m-b", "method", "2026-11"), ("rater-1", "reviewer", "")}
+    end = archived[-1]
+    assert end["records"]["session_label"] == 60 and list(end["records"]).index("session_label") == list(
+        end["records"]).index("judgment") + 1
+
+    call_command("import_study", str(write(tmp_path, first)), "--as", "lc8-copy", stdout=io.StringIO())
+    copy = Study.objects.get(slug="lc8-copy")
+    assert label_rows(copy) == label_rows(study), "every value bit for bit"
+    assert SessionLabel.objects.get(study=copy, coder__user__username="m-a", seed=0, attribute__code="PHQ_TOTAL",
+                                    session__conversation__external_id="t1", session__index=1).value == 7.123456789
+    assert {r[:5] + r[6:] for r in judgment_rows(copy)} == {r[:5] + r[6:] for r in judgment_rows(study)}
+    assert Judgment.objects.filter(round__study=copy, session__isnull=False).count() == 20
+    assert StudyMember.objects.get(study=copy, user__username="controlled").role == "reference"
+    assert (copy.reference_labels, copy.session_history, copy.session_order) == ("shown", "hidden", "blinded")
+
+    # In a fresh installation (the material is no longer owned by the first study), the same bytes again.
+    truncate_everything_archived()
+    call_command("import_study", str(write(tmp_path, first)), "--as", "lc8-copy", stdout=io.StringIO())
+    assert SessionLabel.objects.count() == 60
+    second = [json.loads(line) for line in without_the_import_event(export("lc8-copy"))]
+    study_copy = next(r for r in second if r["type"] == "study")
+    assert second[0]["study"] == study_copy["slug"] == "lc8-copy"
+    second[0]["study"] = study_copy["slug"] = study.slug
+    assert checksummed([dumps(r) for r in second]) == first.splitlines()
+
+
+def off_scale_reference(record: dict, *, dry: bool) -> bool:
+    if dry:
+        return record["coder"] == "controlled"
+    record["value"] = 2.5
+    return True
+
+
+def reference_seed(record: dict, *, dry: bool) -> bool:
+    if dry:
+        return record["coder"] == "controlled"
+    record["seed"] = 3
+    return True
+
+
+def unknown_session(record: dict, *, dry: bool) -> bool:
+    if not dry:
+        record["session"] = [*record["session"][:2], 9]
+    return True
+
+
+def a_reviewers_label(record: dict, *, dry: bool) -> bool:
+    if not dry:
+        record["coder"] = "rater-1"
+    return True
+
+
+def not_finite(record: dict, *, dry: bool) -> bool:
+    if not dry:
+        record["value"] = "NaN"
+    return True
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (off_scale_reference, "a reference label of PHQ_TOTAL is a whole number from 0 to 24, not 2.5"),
+    (reference_seed, "a reference label has no seed, not seed 3"),
+    (unknown_session, "session ['LC8-test', 't1', 9] is not among the archive's conversations' sessions"),
+    (a_reviewers_label, "rater-1 is a reviewer of the study: session labels are a method's or the reference's"),
+    (not_finite, "value must be a number, not 'NaN'"),
+])
+def test_a_bad_session_label_is_refused_by_line_and_nothing_is_written(tmp_path, change, message):
+    study = lc8_full_study()
+    lines, number = edited(export(study.slug), "session_label", change, which=1)
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, lines)), "--as", "copy", stdout=io.StringIO())
+    assert f"line {number} (session_label): {message}" in str(refused.value)
+    assert table_counts() == before
+
+
+def test_a_second_label_for_the_same_key_is_refused_by_the_database_naming_the_lines(tmp_path):
+    study = lc8_full_study()
+    lines = export(study.slug).splitlines()
+    at = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "session_label")
+    lines.insert(at, lines[at])
+    end = json.loads(lines[-1])
+    end["records"]["session_label"] += 1
+    lines[-1] = dumps(end)
+    with pytest.raises(CommandError, match=rf"lines {at + 1}–\d+ \(session_label\): refused by the database"):
+        call_command("import_study", str(write(tmp_path, lines)), "--as", "copy", stdout=io.StringIO())
+    assert not Study.objects.filter(slug="copy").exists()
