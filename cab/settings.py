@@ -227,7 +227,7 @@ if not PRODUCTION:
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "cab.static_storage.StaticFilesStorage"  # hashed names, JS module imports included
         if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },

@@ -98,7 +98,7 @@ class Browser:
                    "HTTP_ACCEPT": "text/html,application/xhtml+xml"}
         if method == "POST":
             headers |= {"HTTP_X_CSRFTOKEN": self.csrf, "HTTP_HX_REQUEST": "true"}
-            # URL-encoded, as static/js/turn.js sends an autosave
+            # URL-encoded, as static/js/turn/save.js sends an autosave
             return self.factory.post(path, urlencode(data or {}), "application/x-www-form-urlencoded",
                                      **headers).environ
         return self.factory.get(path, **headers).environ

@@ -1,14 +1,12 @@
 // Longitudinal histories (docs/care-data.md) on the turn page: when the study shows the judge's labels to its
 // coders, each labelled attribute gets the judge's value beside it and a "Confirm" button that chooses the same
-// value, saved through the page's own save queue (turn.js, which has built the forms by now: both scripts are
-// deferred, in order).
-(function () {
-  "use strict";
+// value, saved through the page's own save queue (turn/save.js). The page's entry module runs first (it is this
+// module's dependency), so the forms are built by then.
+import "./turn/main.js";
+import { editable, page } from "./turn/page.js";
 
-  const page = document.querySelector(".turn-page");
-  const source = document.getElementById("judge-labels");
-  if (!page || !source) return;
-  const editable = page.dataset.editable === "true";
+const source = document.getElementById("judge-labels");
+if (page && source) {
   const labels = JSON.parse(source.textContent);
 
   function chosen(form) {
@@ -48,7 +46,7 @@
         confirm.setAttribute("aria-label", "Confirm the judge's " + form.dataset.code + ": " + value);
         confirm.addEventListener("click", function () {
           const radio = form.querySelector('input[name="score"][value="' + String(label.score) + '"]');
-          if (radio && !radio.checked) radio.click(); // a change like any other: turn.js saves it
+          if (radio && !radio.checked) radio.click(); // a change like any other: saved as any other
         });
         row.appendChild(confirm);
       }
@@ -61,4 +59,4 @@
       form.addEventListener("change", function () { showAgreement(form, row, label); });
     });
   });
-})();
+}

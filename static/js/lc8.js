@@ -1,11 +1,10 @@
 // The session page of a session-rated study (docs/lc8-rating.md): the derived total, the sum of the items, kept
-// current as the items change ("–" until every item has a value). It is never sent: turn.js (deferred before this
-// script, so the item forms exist by now) saves the items alone.
-(function () {
-  "use strict";
+// current as the items change ("–" until every item has a value). It is never sent: the page's modules (turn/,
+// which run first, being this module's dependency, so the item forms exist by now) save the items alone.
+import "./turn/main.js";
 
-  const output = document.getElementById("lc8-total");
-  if (!output) return;
+const output = document.getElementById("lc8-total");
+if (output) {
   const items = Array.from(document.querySelectorAll(".lc8-items > .attrs form.attr"));
 
   function total() {
@@ -31,4 +30,4 @@
   const observer = new MutationObserver(show);
   items.forEach(function (form) { observer.observe(form, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state"] }); });
   show();
-})();
+}

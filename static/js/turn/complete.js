@@ -1,0 +1,62 @@
+// Completing the turn, an htmx request (the Complete and Confirm buttons): held back while changes are still on
+// their way; what the server answers (the items still to code or to confirm) gets a link to each item and the
+// focus; a refusal or a lost connection said in place.
+import { completeResult, focusForm, forms, openRelogin } from "./page.js";
+import { unsaved } from "./save.js";
+
+// The missing and to-confirm items name a unit and an attribute ("Response A · AUR · …"): each becomes a link
+// that focuses that attribute.
+function linkItems() {
+  const keys = forms.map(function (f) {
+    const card = f.closest(".response-card");
+    return { key: (card ? card.querySelector(".label").textContent + " · " : "") + f.dataset.code, form: f };
+  }).sort(function (x, y) { return y.key.length - x.key.length; });
+  completeResult.querySelectorAll(".where-list li").forEach(function (li) {
+    const text = li.textContent;
+    const hit = keys.find(function (k) { return text.startsWith(k.key) && /^[ :]/.test(text.slice(k.key.length)); });
+    if (!hit) return;
+    const link = document.createElement("a");
+    link.href = "#" + hit.form.id;
+    link.textContent = text;
+    link.addEventListener("click", function (event) { event.preventDefault(); focusForm(hit.form, "center"); });
+    li.replaceChildren(link);
+  });
+}
+
+function say(text) {
+  const p = document.createElement("p");
+  p.className = "error";
+  p.tabIndex = -1;
+  p.textContent = text;
+  completeResult.replaceChildren(p);
+  p.focus();
+}
+
+export function startCompleting() {
+  // The check runs on what the server has: not while changes are still on their way.
+  document.body.addEventListener("htmx:confirm", function (event) {
+    if (!completeResult.contains(event.detail.elt) && event.detail.elt.id !== "complete-turn") return;
+    const waiting = forms.filter(unsaved);
+    if (!waiting.length) return;
+    event.preventDefault();
+    say("Not yet: " + waiting.length + " change(s) are not saved (see the header). Complete the turn once they are.");
+  });
+
+  // After the settle, not the swap: htmx binds the new Confirm button's hx-post only then, and an Enter on it any
+  // earlier would do nothing.
+  document.body.addEventListener("htmx:afterSettle", function (event) {
+    if (event.detail.target !== completeResult) return;
+    linkItems();
+    const target = completeResult.querySelector("#confirm-complete") || completeResult.querySelector("[tabindex='-1']");
+    if (target) { target.focus({ preventScroll: true }); target.scrollIntoView({ block: "center" }); }
+  });
+
+  document.body.addEventListener("htmx:responseError", function (event) {
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (status === 401 || status === 403) { openRelogin(); return; }
+    say("Could not complete the turn (" + status + "): try again in a moment.");
+  });
+  document.body.addEventListener("htmx:sendError", function () {
+    say("Could not complete the turn: no connection. Try again in a moment.");
+  });
+}

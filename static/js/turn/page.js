@@ -1,0 +1,73 @@
+// The coding page itself, read once: its elements and settings (data-* of .turn-page), the CSRF token (renewed at
+// sign-in), the attribute forms, the subcategory names, small DOM helpers and the page's dialogs (the keys help and
+// the sign-in-again dialog; each opens and closes the same way). No other module reads these from the DOM again.
+
+export const page = document.querySelector(".turn-page");
+export const editable = page !== null && page.dataset.editable === "true";
+export const maxCount = page !== null ? Number(page.dataset.maxCount) : 0;
+export const palette = document.getElementById("palette");
+export const popover = document.getElementById("span-popover");
+export const keysHelp = document.getElementById("keys-help");
+export const relogin = document.getElementById("relogin");
+export const globalState = document.getElementById("global-state");
+export const completeResult = document.getElementById("complete-result");
+export const note = document.getElementById("item-note");
+export const forms = Array.from(document.querySelectorAll("form.attr"));
+
+let csrfToken = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+export function token() { return csrfToken; }
+export function setToken(value) { csrfToken = value; }
+
+export const subcategories = {};
+document.querySelectorAll("#palette button.sub, #subcategory-names span").forEach(function (el) {
+  subcategories[el.dataset.sub] = { code: el.dataset.code, name: el.textContent.trim() };
+});
+export function subName(slug) { return (subcategories[slug] || {}).name || slug; }
+
+export function button(className, text, label) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = className;
+  b.textContent = text;
+  if (label) b.setAttribute("aria-label", label);
+  return b;
+}
+
+export function focusForm(form, block) {
+  if (!form) return;
+  form.focus({ preventScroll: true });
+  form.scrollIntoView({ block: block || "nearest" });
+}
+
+// ---- dialogs ---------------------------------------------------------------------------------------------------
+let dialogOpener = null;
+
+export function openDialog(dialog, focusTarget) {
+  if (!dialog.hidden) return;
+  dialogOpener = document.activeElement;
+  dialog.hidden = false;
+  focusTarget.focus();
+}
+
+export function closeDialog(dialog) {
+  if (dialog.hidden) return;
+  dialog.hidden = true;
+  if (dialogOpener && document.contains(dialogOpener)) dialogOpener.focus();
+  dialogOpener = null;
+}
+
+export function openRelogin() {
+  document.getElementById("relogin-error").textContent = "";
+  openDialog(relogin, document.getElementById("relogin-password"));
+}
+
+// Tab and Shift+Tab stay inside an open dialog.
+export function trapFocus(dialog, event) {
+  const items = Array.from(dialog.querySelectorAll("button, input, a[href], textarea")).filter(function (el) {
+    return !el.disabled && el.offsetParent !== null;
+  });
+  if (!items.length) return;
+  const first = items[0], last = items[items.length - 1];
+  if (event.shiftKey && document.activeElement === first) { last.focus(); event.preventDefault(); }
+  else if (!event.shiftKey && document.activeElement === last) { first.focus(); event.preventDefault(); }
+}

@@ -1,0 +1,224 @@
+// Saving: one request at a time per form (and for the comment and flags), always the newest values, every outcome
+// shown in the form and summed up in the header: saved, saving, retrying with back-off, waiting for sign-in (the
+// change is kept and sent again once signed in), refused, or stale (the newer value shown). Also the header's
+// progress and the warning on leaving with unsaved changes.
+import {
+  closeDialog, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
+} from "./page.js";
+import { applyNewer } from "./values.js";
+
+const MAX_BACKOFF_MS = 30000;
+const NOTE_TYPING_PAUSE_MS = 1200;
+
+let authPaused = false;
+let signInsWithoutSuccess = 0;
+
+export function saveables() { return note ? forms.concat([note]) : forms; }
+
+function clientProblem(form) {
+  const count = form.elements.instance_count;
+  if (!count) return null;
+  const raw = count.value.trim();
+  if (count.validity.badInput || (raw !== "" && (!/^\d+$/.test(raw) || Number(raw) > maxCount))) {
+    return form.dataset.code + ": instance count must be a whole number from 0 to " + maxCount;
+  }
+  return null;
+}
+
+export function newQueue() { return { dirty: false, inflight: false, retries: 0, timer: null }; }
+
+export function requestSave(form) {
+  window.clearTimeout(form.q.timer);
+  form.q.timer = null;
+  form.q.retries = 0;
+  const problem = form === note ? null : clientProblem(form);
+  if (problem) {
+    form.q.dirty = false;
+    setState(form, "refused", "Not saved: " + problem);
+    return;
+  }
+  form.q.dirty = true;
+  pump(form);
+}
+
+function bodyOf(form) {
+  // URL-encoded, not multipart: the server reads such a body for a fraction of a multipart one's CPU.
+  const data = new URLSearchParams();
+  if (form === note) {
+    data.append("comment", form.elements.comment.value);
+    form.querySelectorAll('input[name="flags"]:checked').forEach(function (box) { data.append("flags", box.value); });
+    return data;
+  }
+  data.append("form_id", form.id);
+  data.append("attribute", form.dataset.code);
+  if (form.dataset.response) data.append("response", form.dataset.response);
+  data.append("version", form.dataset.version || "0");
+  const checked = form.querySelector('input[name="score"]:checked');
+  data.append("score", checked ? checked.value : "");
+  if (form.elements.instance_count) data.append("instance_count", form.elements.instance_count.value.trim());
+  if (form.classList.contains("has-spans")) data.append("spans", JSON.stringify(form.spans));
+  return data;
+}
+
+function pump(form) {
+  if (!form.q.dirty || form.q.inflight || form.q.timer) return;
+  if (authPaused) { setState(form, "auth", "Not saved yet: sign in again"); openRelogin(); return; }
+  form.q.dirty = false;
+  form.q.inflight = true;
+  setState(form, "saving", "Saving…");
+  fetch(form === note ? note.dataset.url : page.dataset.saveUrl, {
+    method: "POST", body: bodyOf(form), credentials: "same-origin", redirect: "manual",
+    headers: { "X-CSRFToken": token(), "HX-Request": "true" },
+  }).then(function (response) {
+    // A redirect (to the login page) means the session is gone, like a 401.
+    const status = response.type === "opaqueredirect" ? 401 : response.status;
+    return response.text().then(function (text) { return { status: status, text: text }; });
+  }).catch(function () {
+    return { status: 0, text: "" };
+  }).then(function (answer) {
+    form.q.inflight = false;
+    handle(form, answer.status, answer.text);
+  });
+}
+
+function resultOf(text) {
+  const holder = document.createElement("template");
+  holder.innerHTML = text;
+  return holder.content.querySelector(".state");
+}
+
+function handle(form, status, text) {
+  if (status === 401 || status === 403) {
+    form.q.dirty = true; // kept, and sent again once signed in
+    if (signInsWithoutSuccess >= 2) {
+      form.q.dirty = false;
+      setState(form, "refused", "Not saved: the server refused it (" + status + ") even after signing in");
+      return;
+    }
+    authPaused = true;
+    setState(form, "auth", "Not saved yet: sign in again");
+    openRelogin();
+    return;
+  }
+  if (status === 0 || status >= 500 || status === 429) {
+    form.q.dirty = true;
+    const attempt = ++form.q.retries;
+    const delay = Math.min(MAX_BACKOFF_MS, 1000 * Math.pow(2, attempt - 1));
+    setState(form, "failed", "Not saved: " + (status ? "server error " + status : "no connection") + " (" + attempt +
+      (attempt === 1 ? " try" : " tries") + ") — retrying in " + Math.round(delay / 1000) + " s");
+    form.q.timer = window.setTimeout(function () { form.q.timer = null; pump(form); }, delay);
+    return;
+  }
+  const result = resultOf(text);
+  const state = result ? result.dataset.state : null;
+  if (status === 200 && state === "saved") {
+    signInsWithoutSuccess = 0;
+    form.q.retries = 0;
+    if (result.dataset.version) form.dataset.version = result.dataset.version;
+    if (result.dataset.score !== undefined) form.savedScore = result.dataset.score;
+    if (form.q.dirty) { pump(form); return; }
+    setState(form, "saved", "Saved");
+    return;
+  }
+  if (status === 409 && state === "stale") {
+    form.q.dirty = false; // the change was made on an older value: shown as not saved, the newer value shown
+    form.dataset.version = result.dataset.version;
+    applyNewer(form, result);
+    setState(form, "stale", result.textContent);
+    return;
+  }
+  if (form.q.dirty) { pump(form); return; } // a newer change is waiting: it may well be accepted
+  let message = result ? result.textContent : "Not saved: refused by the server (" + status + ")";
+  if (!result && status === 404) message = "Not saved: this item is no longer yours to code (404)";
+  setState(form, "refused", message);
+}
+
+// Signed in again (relogin.js): the kept changes are sent.
+export function resumeAfterSignIn() {
+  signInsWithoutSuccess++;
+  authPaused = false;
+  closeDialog(relogin);
+  saveables().forEach(function (f) {
+    if (f.dataset.state === "auth") f.q.dirty = true;
+    pump(f);
+  });
+  updateGlobal();
+}
+
+// Whether a form has a change the server does not have yet (completing waits for them).
+export function unsaved(form) {
+  return form.q.dirty || form.q.inflight || form.q.timer || form.dataset.state === "failed" || form.dataset.state === "auth";
+}
+
+// ---- states, in the form and in the header ----------------------------------------------------------------------
+export function showState(form, state, text) {
+  form.dataset.state = state;
+  const span = document.createElement("span");
+  span.className = "state state-" + state;
+  span.dataset.state = state;
+  span.textContent = text;
+  form.querySelector(".save").replaceChildren(span);
+}
+
+function setState(form, state, text) {
+  showState(form, state, text);
+  updateGlobal();
+}
+
+export function updateGlobal() {
+  const counts = { auth: 0, refused: 0, stale: 0, failed: 0, saving: 0 };
+  saveables().forEach(function (f) {
+    let state = f.dataset.state;
+    if (state === "saved" && f.q && (f.q.dirty || f.q.inflight)) state = "saving";
+    if (state in counts) counts[state]++;
+  });
+  let text = "All changes saved";
+  let state = "saved";
+  const notSaved = counts.refused + counts.stale;
+  if (counts.auth) {
+    text = counts.auth + " change(s) waiting: sign in again to save them"; state = "auth";
+  } else if (notSaved) {
+    text = notSaved + " change(s) not saved — see the red messages"; state = "error";
+  } else if (counts.failed) {
+    const tries = Math.max.apply(null, saveables().map(function (f) { return f.q ? f.q.retries : 0; }));
+    text = counts.failed + " change(s) not saved yet — retrying (" + tries + (tries === 1 ? " try" : " tries") + ")";
+    state = "failed";
+  } else if (counts.saving) {
+    text = "Saving…"; state = "saving";
+  }
+  globalState.textContent = text;
+  globalState.dataset.state = state;
+  updateProgress();
+}
+
+function updateProgress() {
+  const scored = function (f) { return f.savedScore !== "" && f.savedScore !== undefined; };
+  const progress = document.getElementById("turn-progress");
+  progress.textContent = forms.filter(scored).length + " / " + progress.dataset.total + " scored";
+  document.querySelectorAll(".response-card").forEach(function (card) {
+    const own = forms.filter(function (f) { return f.dataset.response === card.dataset.response; });
+    const holder = card.querySelector(".unit-progress");
+    holder.textContent = own.filter(scored).length + " / " + holder.dataset.total + " scored";
+  });
+}
+
+// ---- starting: the warning on leaving, and the comment and flags (saved as the forms are) ------------------------
+export function startSaving() {
+  window.addEventListener("beforeunload", function (event) {
+    const waiting = saveables().some(function (f) {
+      return f.q && (f.q.dirty || f.q.inflight || f.dataset.state === "failed" || f.dataset.state === "auth");
+    });
+    if (waiting) { event.preventDefault(); event.returnValue = ""; }
+  });
+  if (!note) return;
+  note.q = newQueue();
+  note.addEventListener("submit", function (event) { event.preventDefault(); });
+  if (editable) {
+    let typing = null;
+    note.addEventListener("change", function () { window.clearTimeout(typing); requestSave(note); });
+    note.elements.comment.addEventListener("input", function () {
+      window.clearTimeout(typing);
+      typing = window.setTimeout(function () { requestSave(note); }, NOTE_TYPING_PAUSE_MS);
+    });
+  }
+}

@@ -1,0 +1,351 @@
+// Spans on the response texts: the texts as code points (offsets counted as Python counts them), the highlights
+// drawn over them (overlapping ones nested, each with its own underline) and listed below them, the selection turned
+// into offsets, and adding, changing and removing a span through the subcategory palette or a highlight's popover.
+// Every change goes to the form's undo history and save queue (forms.js).
+import { changed } from "./forms.js";
+import { button, editable, forms, palette, popover, subName, subcategories } from "./page.js";
+import { SPANS_REPLACED } from "./values.js";
+
+// ---- text and offsets -----------------------------------------------------------------------------------
+// A response is known here only by its handle (data-response): opaque, per reviewer, never its database id.
+const texts = {};
+document.querySelectorAll(".response-text").forEach(function (el) {
+  texts[el.dataset.response] = Array.from(JSON.parse(document.getElementById("text-" + el.dataset.response).textContent));
+});
+
+function spanForms(responseId) {
+  return forms.filter(function (f) { return f.dataset.response === responseId && f.classList.contains("has-spans"); });
+}
+
+function allSpans(responseId) {
+  const out = [];
+  spanForms(responseId).forEach(function (form) {
+    form.spans.forEach(function (s, index) {
+      out.push({ start: s.start, end: s.end, subcategory: s.subcategory, code: form.dataset.code, index: index, form: form });
+    });
+  });
+  return out;
+}
+
+export function textOf(responseId) { return document.querySelector('.response-text[data-response="' + responseId + '"]'); }
+
+// Overlapping highlights nest: each has its own underline (colour and line style of its subcategory), stacked
+// one below the other, so two attributes' spans on the same words both stay visible.
+function render(responseId) {
+  const el = textOf(responseId);
+  const cps = texts[responseId];
+  const spans = allSpans(responseId);
+  const cuts = new Set([0, cps.length]);
+  spans.forEach(function (s) { cuts.add(s.start); cuts.add(s.end); });
+  const bounds = Array.from(cuts).sort(function (a, b) { return a - b; });
+  const fragment = document.createDocumentFragment();
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    const a = bounds[i], b = bounds[i + 1];
+    const seg = document.createElement("span");
+    seg.className = "seg";
+    seg.dataset.start = a;
+    seg.dataset.end = b;
+    const covering = spans.filter(function (s) { return s.start <= a && s.end >= b; })
+      .sort(function (x, y) { return (x.start - y.start) || (y.end - x.end) || x.subcategory.localeCompare(y.subcategory); });
+    let inner = seg;
+    covering.forEach(function (s, depth) {
+      const layer = document.createElement("span");
+      layer.className = "hl-" + s.subcategory + " lv" + Math.min(covering.length - 1 - depth, 3);
+      inner.appendChild(layer);
+      inner = layer;
+    });
+    inner.textContent = cps.slice(a, b).join("");
+    if (covering.length) {
+      seg.classList.add("hl");
+      seg.title = covering.map(function (s) { return s.code + " " + subName(s.subcategory); }).join(" + ");
+    }
+    if (covering.length > 1) seg.classList.add("overlap");
+    fragment.appendChild(seg);
+  }
+  el.replaceChildren(fragment);
+  renderList(responseId, spans);
+}
+
+function excerptOf(responseId, s) {
+  const excerpt = texts[responseId].slice(s.start, s.end).join("");
+  return excerpt.length > 60 ? excerpt.slice(0, 57) + "…" : excerpt;
+}
+
+function renderList(responseId, spans) {
+  const list = document.querySelector('.span-list[data-response="' + responseId + '"]');
+  list.replaceChildren();
+  spans.sort(function (x, y) { return x.start - y.start || x.end - y.end; }).forEach(function (s, position) {
+    const chip = document.createElement("span");
+    chip.className = "chip";
+    const swatch = document.createElement("span");
+    swatch.className = "swatch sw-" + s.subcategory;
+    const label = document.createElement("span");
+    const name = s.code + " " + subName(s.subcategory) + ": “" + excerptOf(responseId, s) + "”";
+    label.textContent = name;
+    chip.append(swatch, label);
+    if (editable) {
+      const change = button("link change-span", "Change", "Change or remove highlight " + name);
+      change.dataset.position = position;
+      change.addEventListener("click", function () {
+        showPopover([s], change.getBoundingClientRect(), change);
+      });
+      const remove = button("link remove-span", "✕", "Remove highlight " + name);
+      remove.addEventListener("click", function () { removeSpan(s.form, s.index, list, position); });
+      chip.append(change, remove);
+    }
+    list.appendChild(chip);
+  });
+}
+
+// Code-point offset of a DOM position inside a response text: the text before it, counted as Python does.
+function offsetOf(container, node, offset) {
+  const range = document.createRange();
+  range.setStart(container, 0);
+  range.setEnd(node, offset);
+  return Array.from(range.toString()).length;
+}
+
+function selectionIn() {
+  const sel = window.getSelection();
+  if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
+  const range = sel.getRangeAt(0);
+  const common = range.commonAncestorContainer;
+  const container = (common.nodeType === 1 ? common : common.parentElement).closest(".response-text");
+  if (!container) return null;
+  const id = container.dataset.response;
+  let start = offsetOf(container, range.startContainer, range.startOffset);
+  let end = offsetOf(container, range.endContainer, range.endOffset);
+  const cps = texts[id];
+  while (start < end && /\s/.test(cps[start])) start++;
+  while (end > start && /\s/.test(cps[end - 1])) end--;
+  if (end <= start) return null;
+  return { responseId: id, start: start, end: end, rect: range.getBoundingClientRect() };
+}
+
+// ---- adding, changing, removing spans ---------------------------------------------------------------------
+function formFor(responseId, code) { return document.getElementById("r" + responseId + "-" + code); }
+
+function writeSpans(form, spans) {
+  form.spans = spans;
+  const count = form.elements.instance_count;
+  if (count && !count.dataset.manual) count.value = String(spans.length);
+  render(form.dataset.response);
+  changed(form);
+}
+
+function addSpan(selection, slug) {
+  const form = formFor(selection.responseId, subcategories[slug].code);
+  if (!form || !editable) return;
+  const spans = form.spans.slice();
+  // The same passage with the same subcategory is one span (the server refuses a repeat).
+  if (spans.some(function (s) { return s.start === selection.start && s.end === selection.end && s.subcategory === slug; })) return;
+  spans.push({ start: selection.start, end: selection.end, subcategory: slug });
+  writeSpans(form, spans);
+}
+
+function focusAfterListChange(list, position, responseId) {
+  const buttons = list.querySelectorAll(".change-span");
+  const next = buttons[Math.min(position, buttons.length - 1)];
+  (next || textOf(responseId)).focus();
+}
+
+function removeSpan(form, index, list, position) {
+  const spans = form.spans.slice();
+  spans.splice(index, 1);
+  writeSpans(form, spans);
+  if (list) focusAfterListChange(list, position, form.dataset.response);
+}
+
+function switchSpan(form, index, slug) {
+  const spans = form.spans.map(function (s) { return Object.assign({}, s); });
+  spans[index].subcategory = slug;
+  writeSpans(form, spans);
+}
+
+// ---- palette and popover ------------------------------------------------------------------------------------
+let pending = null;
+let paletteOpener = null;
+let popoverOpener = null;
+
+function place(el, rect) {
+  el.hidden = false;
+  const top = window.scrollY + rect.bottom + 6;
+  const left = Math.max(8, Math.min(window.scrollX + rect.left, window.scrollX + window.innerWidth - el.offsetWidth - 8));
+  el.style.top = top + "px";
+  el.style.left = left + "px";
+}
+
+export function paletteButtons() { return Array.from(palette.querySelectorAll("button.sub")); }
+
+
+export function openPalette(viaKeyboard) {
+  if (!palette || !editable) return false;
+  const selection = selectionIn();
+  if (!selection) return false;
+  pending = selection;
+  paletteOpener = viaKeyboard ? document.activeElement : null;
+  place(palette, selection.rect);
+  if (viaKeyboard) paletteButtons()[0].focus();
+  return true;
+}
+
+export function closePalette() {
+  if (!palette || palette.hidden) return;
+  palette.hidden = true;
+  pending = null;
+  if (paletteOpener && document.contains(paletteOpener)) paletteOpener.focus();
+  paletteOpener = null;
+}
+
+export function pick(slug) {
+  if (!pending) return;
+  const selection = pending;
+  addSpan(selection, slug);
+  closePalette();
+  window.getSelection().removeAllRanges();
+  if (document.activeElement === document.body) textOf(selection.responseId).focus();
+}
+
+function arrowsAmong(container, event, selector) {
+  const items = Array.from(container.querySelectorAll(selector));
+  const index = items.indexOf(document.activeElement);
+  if (event.key === "ArrowDown" || event.key === "ArrowRight") {
+    items[(index + 1) % items.length].focus();
+  } else if (event.key === "ArrowUp" || event.key === "ArrowLeft") {
+    items[(index - 1 + items.length) % items.length].focus();
+  } else {
+    return false;
+  }
+  event.preventDefault();
+  return true;
+}
+
+
+function showPopover(here, rect, opener) {
+  popover.replaceChildren();
+  here.forEach(function (s) {
+    const row = document.createElement("div");
+    row.className = "pop-row";
+    const label = document.createElement("span");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch sw-" + s.subcategory;
+    label.append(swatch, document.createTextNode(" " + s.code + " " + subName(s.subcategory) + ": “" + excerptOf(s.form.dataset.response, s) + "”"));
+    row.appendChild(label);
+    if (editable) {
+      Object.keys(subcategories).filter(function (slug) {
+        return subcategories[slug].code === s.code && slug !== s.subcategory;
+      }).forEach(function (slug) {
+        const change = button("", "Change to " + subName(slug));
+        change.addEventListener("click", function () {
+          switchSpan(s.form, s.index, slug);
+          hidePopover(true);
+        });
+        row.appendChild(change);
+      });
+      const remove = button("danger", "Remove");
+      remove.addEventListener("click", function () { removeSpan(s.form, s.index, null, 0); hidePopover(true); });
+      row.appendChild(remove);
+    }
+    popover.appendChild(row);
+  });
+  if (!here.length) return;
+  popoverOpener = opener || null;
+  popover.openerList = opener ? opener.closest(".span-list") : null;
+  place(popover, rect);
+  const first = popover.querySelector("button");
+  if (opener && first) first.focus();
+}
+
+export function hidePopover(returnFocus) {
+  if (popover.hidden) return;
+  popover.hidden = true;
+  const opener = popoverOpener;
+  popoverOpener = null;
+  if (!returnFocus || !opener) return;
+  if (document.contains(opener)) { opener.focus(); return; }
+  // The opener was a highlight's button, drawn anew after the change: the one now in its place, or the text.
+  const list = popover.openerList;
+  focusAfterListChange(list, Number(opener.dataset.position), list.dataset.response);
+}
+
+// ---- starting ----------------------------------------------------------------------------------------------------
+export function startSpans() {
+  if (palette) {
+    paletteButtons().forEach(function (b, i) {
+      const name = b.textContent.trim();
+      const swatch = document.createElement("span");
+      swatch.className = "swatch sw-" + b.dataset.sub;
+      const code = document.createElement("span");
+      code.className = "sub-code";
+      code.textContent = b.dataset.code;
+      b.replaceChildren(swatch, code, document.createTextNode(" " + name));
+      if (i < 9) {
+        const digit = document.createElement("kbd");
+        digit.textContent = String(i + 1);
+        b.prepend(digit);
+      }
+    });
+    palette.addEventListener("click", function (event) {
+      const b = event.target.closest("button.sub");
+      if (b) pick(b.dataset.sub);
+    });
+    palette.addEventListener("keydown", function (event) {
+      if (/^[1-9]$/.test(event.key)) {
+        const b = paletteButtons()[Number(event.key) - 1];
+        if (b) pick(b.dataset.sub);
+        event.preventDefault();
+      } else if (event.key === "Escape") {
+        closePalette();
+        event.preventDefault();
+      } else {
+        arrowsAmong(palette, event, "button.sub");
+      }
+      event.stopPropagation();
+    });
+  }
+
+  popover.addEventListener("keydown", function (event) {
+    if (event.key === "Escape") { hidePopover(true); event.preventDefault(); } else { arrowsAmong(popover, event, "button"); }
+    event.stopPropagation();
+  });
+
+  document.querySelectorAll(".response-text").forEach(function (el) {
+    el.addEventListener("mouseup", function () {
+      window.setTimeout(function () { openPalette(false); }, 0);
+    });
+    el.addEventListener("click", function (event) {
+      const seg = event.target.closest(".seg.hl");
+      const sel = window.getSelection();
+      if (!seg || (sel && !sel.isCollapsed)) return;
+      const a = Number(seg.dataset.start), b = Number(seg.dataset.end);
+      showPopover(allSpans(el.dataset.response).filter(function (s) { return s.start <= a && s.end >= b; }),
+        seg.getBoundingClientRect(), null);
+    });
+    el.addEventListener("focus", function () {
+      const sel = window.getSelection();
+      if (!sel.rangeCount || !el.contains(sel.anchorNode)) sel.collapse(el, 0);
+    });
+    // Keyboard selection in read-only text: the browser's selection can be moved and extended directly.
+    el.addEventListener("keydown", function (event) {
+      if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+      const sel = window.getSelection();
+      if (!sel.rangeCount || !el.contains(sel.anchorNode)) sel.collapse(el, 0);
+      sel.modify(event.shiftKey ? "extend" : "move", event.key === "ArrowRight" ? "forward" : "backward",
+        event.ctrlKey || event.altKey ? "word" : "character");
+      event.preventDefault();
+      event.stopPropagation();
+    });
+  });
+
+  document.addEventListener("mousedown", function (event) {
+    if (palette && !palette.hidden && !palette.contains(event.target)) { paletteOpener = null; closePalette(); }
+    if (!popover.hidden && !popover.contains(event.target)) hidePopover(false);
+  });
+  // An undo, a redo or the server's newer value replaced a form's spans (values.js).
+  forms.forEach(function (form) {
+    form.addEventListener(SPANS_REPLACED, function () { render(form.dataset.response); });
+  });
+}
+
+// Once the forms are built (their spans read): every text drawn with its highlights.
+export function drawTexts() { Object.keys(texts).forEach(render); }

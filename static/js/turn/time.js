@@ -1,0 +1,37 @@
+// Time on task: seconds with the page visible and someone active in the last minute, reported every 15 s and when
+// the page is left (a beacon), kept and sent again when a report fails.
+import { page, token } from "./page.js";
+
+const IDLE_AFTER_MS = 60000;
+const TIME_REPORT_EVERY_S = 15;
+
+let lastActivity = Date.now();
+let activeSeconds = 0;
+
+function reportTime(useBeacon) {
+  if (activeSeconds <= 0) return;
+  const seconds = activeSeconds;
+  activeSeconds = 0;
+  const body = new FormData();
+  body.append("seconds", String(seconds));
+  body.append("csrfmiddlewaretoken", token());
+  if (useBeacon && navigator.sendBeacon) {
+    navigator.sendBeacon(page.dataset.timeUrl, body);
+    return;
+  }
+  fetch(page.dataset.timeUrl, { method: "POST", body: body, headers: { "X-CSRFToken": token() }, credentials: "same-origin", redirect: "manual" })
+    .then(function (response) { if (!response.ok) activeSeconds += seconds; })
+    .catch(function () { activeSeconds += seconds; });
+}
+
+export function startTimer() {
+  ["keydown", "mousedown", "mousemove", "wheel", "scroll", "touchstart"].forEach(function (name) {
+    window.addEventListener(name, function () { lastActivity = Date.now(); }, { passive: true });
+  });
+  let tick = 0;
+  window.setInterval(function () {
+    if (document.visibilityState === "visible" && Date.now() - lastActivity < IDLE_AFTER_MS) activeSeconds++;
+    if (++tick % TIME_REPORT_EVERY_S === 0) reportTime(false);
+  }, 1000);
+  window.addEventListener("pagehide", function () { reportTime(true); });
+}
