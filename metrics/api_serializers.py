@@ -16,14 +16,7 @@ class MetricRunIn(serializers.Serializer):
     top_k = serializers.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
                                      default=parameters.DEFAULT_TOP_K,
                                      help_text="panel size k: the ranking's cut and the largest top-k of the "
-                                               "selection-stability shares; at most the study's reviewers")
-
-    def validate_top_k(self, value: int) -> int:
-        """An explicit k beyond the study's reviewers is refused (``context["reviewers"]``), as on the page."""
-        problem = parameters.top_k_beyond_reviewers(value, int(self.context.get("reviewers", 0)))
-        if problem and "top_k" in self.initial_data:
-            raise serializers.ValidationError(problem)
-        return value
+                                               "selection-stability shares")
 
 
 class MetricRunOut(serializers.Serializer):

@@ -41,7 +41,7 @@ class MetricRunListApi(APIView):
                    summary="Start a metric run (computed by a worker; poll it)")
     def post(self, request, slug: str):
         study = study_for(request, slug)
-        params = MetricRunIn(data=request.data, context={"reviewers": selectors.reviewer_count(study=study)})
+        params = MetricRunIn(data=request.data)
         params.is_valid(raise_exception=True)
         run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
         run.refresh_from_db()  # after the commit that handed it to the broker (or failed to): the truth, not "queued"

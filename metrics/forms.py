@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
 
 from metrics import parameters
@@ -17,19 +15,8 @@ class MetricRunForm(forms.Form):
     top_k = forms.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
                                initial=parameters.DEFAULT_TOP_K, label="Panel size k")
 
-    def __init__(self, *args: Any, reviewers: int = 0, **kwargs: Any) -> None:
-        """``reviewers``: how many the study has, the most k may be (0: none yet, only TOP_K_MAX caps it)."""
-        super().__init__(*args, **kwargs)
-        self.reviewers = reviewers
-
-    def clean_top_k(self) -> int:
-        k = self.cleaned_data["top_k"]
-        problem = parameters.top_k_beyond_reviewers(k, self.reviewers)
-        if problem:
-            raise forms.ValidationError(problem)
-        return k
-
 
 def top_k_cap(reviewers: int) -> int:
-    """The largest panel size k the overview offers: the study's reviewers, within TOP_K_MAX."""
+    """The largest panel size k the overview offers: the study's reviewers, within TOP_K_MAX. Only offered: a larger
+    k (up to TOP_K_MAX) is a valid run on every path, the panel of everyone (docs/metrics.md#panel-selection)."""
     return min(reviewers, parameters.TOP_K_MAX) if reviewers else parameters.TOP_K_MAX

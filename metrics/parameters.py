@@ -35,12 +35,3 @@ class RunParameters:
         """The k of the bootstrap selection-stability shares: the panel size and the two below it (4, 5, 6 by
         default, as docs/metrics.md#bootstrap-selection-stability reports)."""
         return tuple(k for k in (self.top_k - 2, self.top_k - 1, self.top_k) if k >= 1)
-
-
-def top_k_beyond_reviewers(top_k: int, reviewers: int) -> str | None:
-    """What is wrong with an explicitly chosen panel size k larger than the study's reviewers (a panel of the top k
-    cannot hold more people than there are; its top-k shares would all be 1.00), or None. ``reviewers`` 0: none yet,
-    so nothing to compare with. The page's form, the API and ``metrics_report`` all ask this."""
-    if reviewers and top_k > reviewers:
-        return f"must be at most {reviewers}, the number of the study's reviewers (got {top_k})"
-    return None

@@ -80,7 +80,7 @@ def metric_run_start(request: AuthedRequest, slug: str) -> HttpResponse:
     study = staff_study_or_404(request, slug)
     if not request.user.has_perm("metrics.add_metricrun"):
         raise PermissionDenied("Your role cannot start metric runs.")
-    form = MetricRunForm(request.POST, reviewers=metrics_selectors.reviewer_count(study=study))
+    form = MetricRunForm(request.POST)
     if not form.is_valid():
         for field, errors in form.errors.items():
             messages.error(request, f"Not started: {field} {' '.join(str(e) for e in errors)}")

@@ -41,27 +41,6 @@ def test_bad_run_parameters_are_a_400_naming_the_field(researcher, as_token, stu
     assert not MetricRun.objects.exists()
 
 
-def test_a_panel_size_beyond_the_study_s_reviewers_is_refused_by_the_api_and_the_command_as_by_the_page(
-    researcher, as_token, study, django_capture_on_commit_callbacks
-):
-    """The study has 2 reviewers: an explicit k of 3 is a 400 naming top_k (the page refuses it the same way:
-    tests/reports/test_views.py), and so is ``metrics_report --top-k 3``; k = 2 and the default are accepted."""
-    from django.core.management import CommandError, call_command
-
-    api = as_token(researcher, scopes=["read", "metrics"])
-    response = api.post(RUNS, {"bootstrap": 50, "top_k": 3}, format="json")
-    assert response.status_code == 400
-    assert response.json()["fields"]["top_k"] == [
-        "must be at most 2, the number of the study's reviewers (got 3)"]
-    assert not MetricRun.objects.exists()
-    with pytest.raises(CommandError, match=r"--top-k must be at most 2, the number of the study's reviewers"):
-        call_command("metrics_report", "--study", "cab-demo", "--top-k", "3", "--bootstrap", "5")
-    with django_capture_on_commit_callbacks():
-        assert api.post(RUNS, {"bootstrap": 50, "top_k": 2}, format="json").status_code == 202
-        assert api.post(RUNS, {"bootstrap": 50}, format="json").status_code == 202
-    assert sorted(run.parameters["top_k"] for run in MetricRun.objects.all()) == [2, 6]
-
-
 def test_starting_a_run_needs_the_metrics_scope_and_a_staff_role(researcher, reviewer, as_token, study):
     assert as_token(researcher, scopes=["read"]).post(RUNS, {}, format="json").status_code == 403
     assert as_token(reviewer).post(RUNS, {}, format="json").status_code == 403

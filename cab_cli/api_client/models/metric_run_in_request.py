@@ -25,8 +25,8 @@ class MetricRunInRequest:
         Attributes:
             seed (int | Unset):  Default: 0.
             bootstrap (int | Unset): bootstrap resamples Default: 1000.
-            top_k (int | Unset): panel size k: the ranking's cut and the largest top-k of the selection-stability shares; at
-                most the study's reviewers Default: 6.
+            top_k (int | Unset): panel size k: the ranking's cut and the largest top-k of the selection-stability shares
+                Default: 6.
      """
 
     seed: int | Unset = 0

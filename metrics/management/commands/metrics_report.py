@@ -5,9 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Study
 from common.progress import fraction_bar
 from metrics import runs
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters, top_k_beyond_reviewers
+from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.report_warnings import section_warnings
-from metrics.selectors import reviewer_count
 
 
 class Command(BaseCommand):
@@ -18,21 +17,15 @@ class Command(BaseCommand):
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
         parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
-        parser.add_argument("--top-k", type=int, default=None, dest="top_k",
-                            help=f"panel size k (ranking cut; stability shares for k-2, k-1, k); at most the "
-                                 f"study's reviewers (default {DEFAULT_TOP_K})")
+        parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, dest="top_k",
+                            help="panel size k (ranking cut; stability shares for k-2, k-1, k)")
         parser.add_argument("--indent", type=int, default=2)
 
-    def handle(self, *args, study: str, seed: int, bootstrap: int, top_k: int | None, indent: int, **options):
+    def handle(self, *args, study: str, seed: int, bootstrap: int, top_k: int, indent: int, **options):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
-        chosen = top_k
-        top_k = DEFAULT_TOP_K if chosen is None else chosen
         problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
-        beyond = chosen is not None and top_k_beyond_reviewers(chosen, reviewer_count(study=found))
-        if beyond and "top_k" not in problems:
-            problems["top-k"] = beyond
         if problems:
             raise CommandError("; ".join(f"--{name} {message}" for name, message in problems.items()))
         with fraction_bar(f"report of {study}") as progress:
