@@ -11,27 +11,21 @@ See docs/lc8-rating.md#rating-sessions.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max
 
+from annotation.kinds import LC8, kind_of
 from annotation.models import Assignment, Round, Schema, Study
 from audit.services import audit_record
 from benchmark.models import Session, Turn
 
 
-def lc8_block(schema: Schema) -> dict[str, Any] | None:
-    """The schema's ``lc8`` block (the attribute roles of a session-rated study), None for other schemas."""
-    block = (schema.definition or {}).get("lc8") if isinstance(schema.definition, dict) else None
-    return block if isinstance(block, dict) else None
-
-
 def is_session_rated(schema: Schema) -> bool:
-    """Whether the schema's studies are rated a session at a time (its definition has an ``lc8`` block)."""
-    return lc8_block(schema) is not None
+    """Whether the schema's studies are rated a session at a time (a LongCounsel-8 schema: an ``lc8`` block)."""
+    return kind_of(schema) == LC8
 
 
 def _by_trajectory(sessions: Sequence[Session]) -> list[list[Session]]:

@@ -7,9 +7,10 @@ away, the trajectory's earlier sessions when ``Study.session_history`` shows the
 where ``Study.reference_labels`` / ``Study.method_labels`` show them. With ``Study.session_order`` blinded, nothing
 on the page tells which trajectory or which session of it this is.
 
-Attribute roles come from ``schema.definition["lc8"]`` alone. Like ``care_selectors``, this module builds on plain
-models and the page's forms (``annotation.page_forms``) so that ``annotation.selectors`` may call it
-(``session_checklist``, for completion); it never imports ``annotation.selectors`` (docs/architecture.md#no-circles).
+Attribute roles come from the schema's ``lc8`` block alone (``annotation.kinds.block_of``). Like ``care_selectors``,
+this module builds on plain models and the page's forms (``annotation.page_forms``) so that ``annotation.selectors``
+may call it (``session_checklist``, for completion); it never imports ``annotation.selectors``
+(docs/architecture.md#no-circles).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.contrib.auth.models import User
 
 from annotation.automated_coders import session_labels_visible_to
 from annotation.care_selectors import SessionChecklist, assistant_replies
-from annotation.lc8_assign import lc8_block
+from annotation.kinds import LC8, block_of
 from annotation.models import AttributeDefinition, Judgment, Round, Schema, Study, StudyMember
 from annotation.page_forms import AttrForm, attribute_groups
 from benchmark.models import Session, Turn
@@ -35,7 +36,7 @@ def session_checklist(*, round: Round, user: User, turn: Turn, attributes: list[
     """The required forms of a session-rated study's page: the ``lc8.items`` of the turn's session with the
     coder's judgments (what completing the assignment needs); None when the schema has no ``lc8`` block or the
     turn no session. One query (two with the session)."""
-    block = lc8_block(schema)
+    block = block_of(schema, LC8)
     if block is None or turn.session_id is None:
         return None
     by_code = {a.code: a for a in attributes if a.unit == AttributeDefinition.Unit.SESSION}
@@ -87,7 +88,7 @@ class SessionPage:
 def session_page(*, view: TurnView, user: User) -> SessionPage | None:
     """The session page of a session-rated study's assignment; None for any other study (no query then)."""
     study = view.study
-    block = lc8_block(study.schema)
+    block = block_of(study, LC8)
     if block is None or view.turn.session_id is None:
         return None
     session = view.checklist_session or Session.objects.get(pk=view.turn.session_id)

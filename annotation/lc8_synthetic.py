@@ -31,7 +31,8 @@ from django.utils import timezone
 from access import roles
 from access.services import user_ensure
 from annotation import automated_coders, services
-from annotation.lc8_assign import first_turns, lc8_block
+from annotation.kinds import LC8, block_of
+from annotation.lc8_assign import first_turns
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -84,7 +85,7 @@ def lc8_schema_ensure() -> Schema:
 
 def lc8_attributes(schema: Schema) -> tuple[list[AttributeDefinition], AttributeDefinition]:
     """(the item attributes in the block's order, the total attribute) of an LC8 schema."""
-    block = lc8_block(schema)
+    block = block_of(schema, LC8)
     if block is None:
         raise ValueError(f"schema {schema.slug} has no lc8 block: not a session-rated PHQ study")
     by_code = {a.code: a for a in schema.attributes.all()}

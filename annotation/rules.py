@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
 
+from annotation.kinds import LC8, block_of
 from annotation.models import AttributeDefinition
 
 Unit = AttributeDefinition.Unit
@@ -104,8 +105,8 @@ def derived_problem(attribute: AttributeDefinition) -> str | None:
     the instances)."""
     if attribute.unit != Unit.SESSION:
         return None
-    lc8 = attribute.schema.definition.get("lc8")
-    if not isinstance(lc8, dict) or attribute.code not in (lc8.get("derived") or []):
+    lc8 = block_of(attribute, LC8)
+    if lc8 is None or attribute.code not in (lc8.get("derived") or []):
         return None
     items = [str(code) for code in lc8.get("items") or []]
     source = f"{items[0]}–{items[-1]}" if len(items) > 2 else " and ".join(items) or "the items"

@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from access.checks import require_study_admin
+from annotation.kinds import LC8, block_of
 from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 from benchmark.models import Session
@@ -130,9 +131,9 @@ class _Context:
         self.study = study
         attributes = list(AttributeDefinition.objects.filter(schema_id=study.schema_id))
         self.attributes = {a.code: a for a in attributes}
-        lc8 = study.schema.definition.get("lc8")
+        lc8 = block_of(study, LC8)
         self.labelled = ({*map(str, lc8.get("items") or []), str(lc8.get("total") or "")}
-                         if isinstance(lc8, dict) else None)
+                         if lc8 is not None else None)
         self.coders = {name: (pk, role) for pk, name, role in StudyMember.objects.filter(
             study=study, role__in=ROLES).values_list("pk", "user__username", "role")}
 

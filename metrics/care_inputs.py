@@ -33,6 +33,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from annotation.kinds import CARE, block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
 from annotation.selectors import conversations_of_study
 from benchmark.models import ModelResponse, Session, Turn
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from metrics.core.provenance import KindRows
     from metrics.core.report import AttributeSpec
 
-# The core (numpy, scipy, scikit-learn) is imported inside the loaders: web workers import this module for
-# ``is_care_study`` (the report navigation) and must not load the science stack with it (tests/cab/test_urls.py).
+# The core (numpy, scipy, scikit-learn) is imported inside the loaders: web workers import this module for the
+# report pages and must not load the science stack with it (tests/cab/test_urls.py).
 
 
 def __getattr__(name: str) -> Any:
@@ -56,21 +57,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def care_block(study: Study) -> dict[str, Any] | None:
-    """The schema's ``care`` block (which attribute plays each role), None for a study that is not a CARE study."""
-    care = (study.schema.definition or {}).get("care")
-    return care if isinstance(care, dict) else None
-
-
 def core_attributes(attributes: Sequence[AttributeSpec]) -> list[AttributeSpec]:
     """The attributes the main report's core computes over: all but session-unit ones (CARE checklist items), which
     only the care section reads (its quality rates); their judgments count as dropped in ``input``. Every attribute
     of a study without session units, unchanged."""
     return [a for a in attributes if a.unit != AttributeDefinition.Unit.SESSION]
-
-
-def is_care_study(study: Study) -> bool:
-    return care_block(study) is not None
 
 
 def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, resamples: int = 1000,
@@ -89,7 +80,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
     ``care_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets)."""
     from metrics.core.care_rows import CareAttribute, CareJudgmentRow, CareRows
 
-    care = care_block(study)
+    care = block_of(study, CARE)
     if care is None:
         raise ValueError(f"study {study.slug} is not a CARE study (its schema has no care block)")
     members = {user_id: (username, role) for user_id, username, role in StudyMember.objects.filter(study=study)
@@ -189,7 +180,7 @@ def care_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 1000,
                           reference: str | None = None) -> tuple[dict, KindRows] | None:
     """``care_section`` and the rows it read as the input fingerprint covers them (``care_kind_rows``): the
     study bundle's recompute computes both from the same rows (``metrics.core.care_rows``)."""
-    if not is_care_study(study):
+    if kind_of(study) != CARE:
         return None
     from metrics.core.care_rows import care_kind_rows, care_section_from_rows
 

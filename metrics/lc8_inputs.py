@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 
+from annotation.kinds import LC8, block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
 from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, Session
@@ -53,8 +54,8 @@ if TYPE_CHECKING:
     from metrics.core.lc8_rows import Lc8Inputs, Lc8Rows
     from metrics.core.provenance import KindRows
 
-# numpy and the core are imported inside the loaders: web workers import this module for ``is_lc8_study`` (the
-# report navigation) and must not load the science stack with it (tests/cab/test_urls.py). What the rows become (the
+# numpy and the core are imported inside the loaders: web workers import this module for the report pages
+# and must not load the science stack with it (tests/cab/test_urls.py). What the rows become (the
 # arrays, the reference, what is left out) is the core's ``metrics.core.lc8_rows``, which the study bundle's
 # recompute runs on the same rows read from the bundle.
 
@@ -69,17 +70,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(lc8_rows, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def lc8_block(study: Study) -> dict[str, Any] | None:
-    """The schema's ``lc8`` block (which attributes are the items and the total, the rules), None for a study that
-    is not a LongCounsel-8 study."""
-    block = (study.schema.definition or {}).get("lc8")
-    return block if isinstance(block, dict) else None
-
-
-def is_lc8_study(study: Study) -> bool:
-    return lc8_block(study) is not None
 
 
 def _columns(columns: list[tuple[str, str]], source: str) -> list[Any]:
@@ -122,7 +112,7 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     queries (and the names of coders no longer members, only when there are any)."""
     from metrics.core.lc8_rows import Lc8Rows, item_codes
 
-    block = lc8_block(study)
+    block = block_of(study, LC8)
     if block is None:
         raise ValueError(f"study {study.slug} is not a LongCounsel-8 study (its schema has no lc8 block)")
     items, total = item_codes(block)
@@ -197,7 +187,7 @@ def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
                          reference: str | None = None) -> tuple[dict, KindRows] | None:
     """``lc8_section`` and the rows it read as the input fingerprint covers them (``lc8_kind_rows``): the study
     bundle's recompute computes both from the same rows (``metrics.core.lc8_rows``)."""
-    if not is_lc8_study(study):
+    if kind_of(study) != LC8:
         return None
     from metrics.core.lc8_rows import lc8_kind_rows, lc8_section_from_rows
 

@@ -38,6 +38,7 @@ from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 
 from annotation import long_format
+from annotation.kinds import CARE, LC8, kind_of
 from annotation.models import Study
 from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
@@ -68,17 +69,6 @@ class BundleFile:
     path: Path
     sha256: str
     size: int
-
-
-def kind_of(study: Study) -> str:
-    """``default``, ``care`` or ``lc8``: the study's kind, from its schema's blocks
-    (docs/architecture.md#study-kinds)."""
-    definition = study.schema.definition or {}
-    if isinstance(definition.get("care"), dict):
-        return "care"
-    if isinstance(definition.get("lc8"), dict):
-        return "lc8"
-    return "default"
 
 
 def bundle_name(run: MetricRun) -> str:
@@ -227,12 +217,12 @@ def _kind_rows(study: Study) -> Callable[[], KindRows] | None:
     each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a study of the
     default kind."""
     kind = kind_of(study)
-    if kind == "care":
+    if kind == CARE:
         from metrics.core.care_rows import care_kind_rows
 
         rows = care_inputs.care_rows(study=study)
         return lambda: care_kind_rows(rows)
-    if kind == "lc8":
+    if kind == LC8:
         from metrics.core.lc8_rows import lc8_kind_rows
 
         lc8 = lc8_inputs.lc8_rows(study=study)
@@ -267,7 +257,7 @@ def _run_file(study: Study, run: MetricRun, report: Mapping[str, Any], provenanc
         "format": core_bundle.FORMAT,
         "version": core_bundle.VERSION,
         "run": provenance,
-        "study": {**report.get("study", {}), "kind": kind_of(study)},
+        "study": {**report.get("study", {}), "kind": kind_of(study).slug},
         "software": report.get("software", {}),
         "parameters": report.get("parameters", {}),
         "attributes": [{"code": a.code, "group": a.group, "cluster": a.cluster, "scale": list(a.scale),
@@ -436,9 +426,9 @@ def _blocks(study: Study, report: Mapping[str, Any]) -> list[tuple[charts.Page, 
     blocks = [(page, block) for page in charts.PAGES.values() for block in charts.page_blocks(page, report,
                                                                                               charts.Filters())]
     kind = kind_of(study)
-    if kind == "care":
+    if kind == CARE:
         blocks += [(care_charts.CARE_PAGE, block) for block in care_charts.care_blocks(report, charts.Filters())]
-    if kind == "lc8":
+    if kind == LC8:
         blocks += [(lc8_charts.LC8_PAGE, block) for block in lc8_charts.report_blocks(report)]
     return blocks
 
@@ -475,7 +465,7 @@ def _html(study: Study, run: MetricRun, provenance: dict, report: Mapping[str, A
 
     kind = kind_of(study)
     return render_to_string("reports/bundle_report.html", {
-        **names_context(study, {"care": "care", "lc8": "lc8"}.get(kind, "main")),
+        **names_context(study, {"care": "care", "lc8": "lc8"}.get(kind.slug, "main")),
         "study": study, "run": provenance, "report": report, "pages": pages,
         "software": report.get("software", {}), "input": report.get("input", {}),
         "warnings": [w.get("message", "") for w in report.get("warnings") or [] if isinstance(w, dict)],

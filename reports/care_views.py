@@ -18,8 +18,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.kinds import CARE, LC8, kind_of
 from annotation.models import Study
-from metrics import care_inputs, lc8_inputs
+from metrics import care_inputs
 from metrics.views import staff_study_or_404
 from reports import care_charts, charts, lc8_charts, selectors
 
@@ -28,12 +29,13 @@ def nav_pages(study: Study) -> list[charts.Page]:
     """The report pages of the study's navigation: the CARE page only for a CARE study, the LongCounsel-8 page
     (reports.lc8_views) only for an LC8 study."""
     pages = list(charts.PAGES.values())
-    pages = [*pages, care_charts.CARE_PAGE] if care_inputs.is_care_study(study) else pages
-    return [*pages, lc8_charts.LC8_PAGE] if lc8_inputs.is_lc8_study(study) else pages
+    kind = kind_of(study)
+    pages = [*pages, care_charts.CARE_PAGE] if kind == CARE else pages
+    return [*pages, lc8_charts.LC8_PAGE] if kind == LC8 else pages
 
 
 def care_page(study: Study, slug: str) -> charts.Page | None:
-    return care_charts.CARE_PAGE if slug == care_charts.SLUG and care_inputs.is_care_study(study) else None
+    return care_charts.CARE_PAGE if slug == care_charts.SLUG and kind_of(study) == CARE else None
 
 
 def page_context(report_page: charts.Page, report: dict | None) -> dict[str, Any]:
@@ -89,7 +91,7 @@ def _timeline(study: Study, conversation: str, stored: dict[str, Any],
 @require_GET
 def history_timeline(request: HttpRequest, slug: str, conversation: str) -> HttpResponse:
     study = staff_study_or_404(request, slug)
-    if not care_inputs.is_care_study(study):
+    if kind_of(study) != CARE:
         raise Http404("timelines are for CARE studies (a schema with a care block)")
     run_id = request.GET.get("run")
     if run_id is not None and not run_id.isdigit():

@@ -20,6 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation import kinds
 from annotation.models import Study
 from common import provenance
 from common.cells import csv_stream
@@ -51,7 +52,7 @@ class Lc8Form(forms.Form):
 
 def lc8_study_or_404(request: HttpRequest, slug: str) -> Study:
     study = staff_study_or_404(request, slug)
-    if not lc8_inputs.is_lc8_study(study):
+    if kinds.kind_of(study) != kinds.LC8:
         raise Http404("the LongCounsel-8 page is for LC8 studies (a schema with an lc8 block)")
     return study
 

@@ -12,6 +12,7 @@ from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 
+from annotation.kinds import CARE, block_of
 from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
@@ -185,7 +186,8 @@ def code_names(*, study: Study) -> CodeNames:
     definition = study.schema.definition or {}
     clusters = {str(c["code"]): str(c.get("name") or c["code"]) for c in definition.get("clusters") or []
                 if isinstance(c, dict) and c.get("code")}
-    crisis = (definition.get("care") or {}).get("crisis") if isinstance(definition.get("care"), dict) else None
+    care = block_of(study, CARE)
+    crisis = care.get("crisis") if care is not None else None
     attributes, crisis_types = {}, {}
     for code, name, anchors, labels in (AttributeDefinition.objects.filter(schema_id=study.schema_id)
                                         .order_by("position").values_list("code", "name", "anchors", "scale_labels")):

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from annotation.kinds import LC8, kind_of
 from annotation.models import AttributeDefinition, Judgment, Schema, SessionLabel, Study, StudyMember
 from benchmark.models import Conversation, Session
 from metrics import lc8_inputs as loader
@@ -343,7 +344,7 @@ def test_the_metric_run_report_carries_the_section(lc8_study_id):
 
 def test_other_studies_have_no_section(study):
     assert loader.lc8_section(study=study) is None
-    assert not loader.is_lc8_study(study)
+    assert kind_of(study) != LC8
 
 
 def _nothing_read(trajectories: int) -> dict:
