@@ -7,7 +7,8 @@ lowest layer that reads both them and the study's material. It writes no row: on
 
 Deterministic: the same run (and the same judgments) gives the same bytes — entries in name order, every entry
 dated 1980-01-01, no creation date in an SVG or PNG, SVG element ids from a fixed salt — so a download can resume
-against a strong ETag. A bundle is built once per run and input fingerprint, under ``settings.BUNDLE_DIR``.
+against a strong ETag. A bundle is built once per run (its id and times), input fingerprint and software version, under
+``settings.BUNDLE_DIR``.
 
 Fresh or refused: the bundle's judgments are read from the database when it is built, so they are checked against
 the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader), with a CARE
@@ -97,7 +98,11 @@ def bundle_file(*, run: MetricRun) -> BundleFile:
                                  "judgments cannot be checked: start a new metric run.")
     folder = Path(settings.BUNDLE_DIR)
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"run{run.pk}-{stored.removeprefix('sha256:')[:16]}"
+    # Named by all that makes the bundle's bytes: the run (its id, and when it was asked for and finished: another
+    # database's run of that id, after a reinstall, is another run), its input and the code that draws the bundle.
+    identity = "|".join((str(run.pk), _moment(run.created_at), _moment(run.finished_at), stored,
+                         str(settings.CAB_VERSION), str(settings.CAB_COMMIT)))
+    stem = folder / f"run{run.pk}-{hashlib.sha256(identity.encode()).hexdigest()[:24]}"
     zip_path, facts_path = stem.with_suffix(".zip"), stem.with_suffix(".json")
     if zip_path.is_file() and facts_path.is_file():
         facts = json.loads(facts_path.read_text())
@@ -121,6 +126,10 @@ def bundle_file(*, run: MetricRun) -> BundleFile:
         facts_out.write(json.dumps({"sha256": digest, "size": size}))
     os.replace(facts_temporary, facts_path)
     return BundleFile(zip_path, digest, size)
+
+
+def _moment(moment: Any) -> str:
+    return moment.isoformat() if moment else ""
 
 
 # --- the contents ------------------------------------------------------------------------------------------------

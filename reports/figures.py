@@ -69,13 +69,24 @@ def _figure(width: float, height: float, title: str) -> tuple[Figure, Axes]:
     return figure, axes
 
 
+def _label_room(labels: Sequence[str], rotation: int) -> float:
+    """The height (inches) tick labels at 8 pt need beyond the 0.6 in every figure's height already leaves them: a
+    named code ("Directiveness (D)") turned on its side is longer than its code, and without the room the
+    constrained layout would collapse a one-row heatmap's axes to nothing."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    per_character = {90: 0.075, 45: 0.055}.get(rotation, 0.0)
+    return max(0.0, per_character * longest - 0.6)
+
+
 def _bars(chart: Chart) -> Figure:
     """Grouped bars: one group per category, one bar per series; optional (low, high) error bars."""
     spec = chart.spec
     categories: Sequence[str] = spec["categories"]
     series: dict[str, Sequence[float | None]] = spec["series"]
     intervals: dict[str, Sequence[tuple[float | None, float | None] | None]] = spec.get("intervals", {})
-    figure, axes = _figure(min(11.0, max(6.0, 0.3 * len(categories) * max(1, len(series)) + 2)), 3.6, chart.title)
+    turned = len(categories) > 6 or max((len(str(c)) for c in categories), default=0) > 14
+    figure, axes = _figure(min(11.0, max(6.0, 0.3 * len(categories) * max(1, len(series)) + 2)),
+                           3.6 + _label_room(categories, 45 if turned else 0), chart.title)
     width = 0.8 / max(1, len(series))
     for s, (name, values) in enumerate(series.items()):
         xs = [i + (s - (len(series) - 1) / 2) * width for i in range(len(categories))]
@@ -93,8 +104,8 @@ def _bars(chart: Chart) -> Figure:
                     below, above = max(0.0, value - pair[0]), max(0.0, pair[1] - value)
                     axes.errorbar([x], [value], yerr=[[below], [above]], fmt="none",
                                   ecolor="#000000", capsize=3, linewidth=1)
-    axes.set_xticks(range(len(categories)), categories, rotation=45 if len(categories) > 6 else 0,
-                    ha="right" if len(categories) > 6 else "center", fontsize=8)
+    axes.set_xticks(range(len(categories)), categories, rotation=45 if turned else 0,
+                    ha="right" if turned else "center", fontsize=8)
     axes.set_ylabel(spec.get("ylabel", ""))
     if spec.get("ylim"):
         axes.set_ylim(*spec["ylim"])
@@ -113,7 +124,9 @@ def _heatmap(chart: Chart) -> Figure:
     values: Sequence[Sequence[float | None]] = spec["values"]
     outlined = {tuple(cell) for cell in spec.get("outlined", ())}
     vmin, vmax = spec.get("vmin", 0.0), spec.get("vmax", 1.0)
-    figure, axes = _figure(max(5.0, 0.55 * len(columns) + 2.5), max(2.5, 0.42 * len(rows) + 1.5), chart.title)
+    turned = len(columns) > 8 or max((len(str(c)) for c in columns), default=0) > 6
+    figure, axes = _figure(max(5.0, 0.55 * len(columns) + 2.5),
+                           max(2.5, 0.42 * len(rows) + 1.5) + _label_room(columns, 90 if turned else 0), chart.title)
     if not rows or not columns:  # no cell (no model yet, or the filter leaves none): an empty frame, as bars draw
         axes.text(0.5, 0.5, "n/a", ha="center", va="center", transform=axes.transAxes)
         axes.set_xticks([])
@@ -136,7 +149,7 @@ def _heatmap(chart: Chart) -> Figure:
                       color=_ink(value, vmin, vmax), fontweight="bold" if star else "normal")
             if star:
                 axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#000000", linewidth=2.2))
-    axes.set_xticks(range(len(columns)), columns, rotation=90 if len(columns) > 8 else 0, fontsize=8)
+    axes.set_xticks(range(len(columns)), columns, rotation=90 if turned else 0, fontsize=8)
     axes.set_yticks(range(len(rows)), rows, fontsize=8)
     return figure
 

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -389,3 +390,19 @@ def test_the_bundle_download_states_its_run_and_digest_in_headers_on_the_api_and
                    client.get(f"/studies/{study.slug}/reports/runs/{run.pk}/bundle.zip", HTTP_RANGE="bytes=0-9")):
         assert answer.status_code in (200, 206)
         assert {name: answer.get(name) for name in expected} == expected
+
+
+def test_another_run_with_the_same_id_and_input_never_gets_the_first_ones_file(built, bundle_dir):
+    """A database set up again numbers its runs from 1 again: its run 1 on the same judgments (same fingerprint) is
+    another run, with its own times, and gets a bundle of its own, never the kept file of the first (whose
+    report.json would state the other run's times)."""
+    _, run, data = built
+    first = bundle.bundle_file(run=run)
+    assert first.path.read_bytes() == data  # the kept file, as long as the run is the same
+    later = run.finished_at + timedelta(days=3)
+    MetricRun.objects.filter(pk=run.pk).update(created_at=run.created_at + timedelta(days=3), finished_at=later)
+    other = bundle.bundle_file(run=MetricRun.objects.get(pk=run.pk))
+    assert other.path != first.path and first.path.is_file()
+    report = json.loads(members(other.path.read_bytes())["report.json"])
+    assert report["run"]["id"] == run.pk and report["run"]["finished_at"] == later.isoformat()
+    other.path.unlink()
