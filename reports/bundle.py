@@ -50,7 +50,7 @@ from metrics import care_inputs, lc8_inputs, selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
 from metrics.models import MetricRun
-from reports import care_charts, charts, labels, lc8_charts
+from reports import charts, kind_pages, labels, lc8_charts
 from reports import selectors as report_selectors
 
 if TYPE_CHECKING:
@@ -430,16 +430,11 @@ def _block_fields(block: charts.Block) -> list[Field]:
 
 
 def _blocks(study: Study, report: Mapping[str, Any]) -> list[tuple[charts.Page, charts.Block]]:
-    """Every dashboard page's figures and tables, unfiltered (all rounds' defaults, all models, datasets and kinds),
-    then the CARE or LongCounsel-8 page of such a study."""
-    blocks = [(page, block) for page in charts.PAGES.values() for block in charts.page_blocks(page, report,
-                                                                                              charts.Filters())]
-    kind = kind_of(study)
-    if kind == CARE:
-        blocks += [(care_charts.CARE_PAGE, block) for block in care_charts.care_blocks(report, charts.Filters())]
-    if kind == LC8:
-        blocks += [(lc8_charts.LC8_PAGE, block) for block in lc8_charts.report_blocks(report)]
-    return blocks
+    """The figures and tables of every dashboard page the study's kind has (``reports.kind_pages``: the six pages
+    of the default kind; Reliability and the CARE page of a CARE study; the LongCounsel-8 page of an LC8 study),
+    unfiltered (all rounds' defaults, all models, datasets and kinds)."""
+    return [(page, block) for page in kind_pages.pages_of(study)
+            for block in charts.page_blocks(page, report, charts.Filters())]
 
 
 def _figures(blocks: list[tuple[charts.Page, charts.Block]], *, names: Mapping[str, str],

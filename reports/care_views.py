@@ -1,6 +1,6 @@
-"""CARE pages for admins and researchers: which report pages a study shows (the CARE page only for a CARE study),
-and the timeline of one history: each user turn's recovery state, credit, candidate and reached set, each
-assistant turn's alignment label, sessions as groups (kind, crisis type).
+"""CARE pages for admins and researchers: the CARE page's own template and context (which studies show the page:
+``reports.kind_pages``), and the timeline of one history: each user turn's recovery state, credit, candidate and
+reached set, each assistant turn's alignment label, sessions as groups (kind, crisis type).
 
 The timeline's state, credit and candidate are the stored run's (``care.states``) when the chosen run (the newest
 by default) has the history; the reached set and the labels, which the report does not store, are computed for this
@@ -18,24 +18,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation.kinds import CARE, LC8, kind_of
 from annotation.models import Study
 from metrics import care_inputs
 from metrics.views import staff_study_or_404
-from reports import care_charts, charts, lc8_charts, selectors
-
-
-def nav_pages(study: Study) -> list[charts.Page]:
-    """The report pages of the study's navigation: the CARE page only for a CARE study, the LongCounsel-8 page
-    (reports.lc8_views) only for an LC8 study."""
-    pages = list(charts.PAGES.values())
-    kind = kind_of(study)
-    pages = [*pages, care_charts.CARE_PAGE] if kind == CARE else pages
-    return [*pages, lc8_charts.LC8_PAGE] if kind == LC8 else pages
-
-
-def care_page(study: Study, slug: str) -> charts.Page | None:
-    return care_charts.CARE_PAGE if slug == care_charts.SLUG and kind_of(study) == CARE else None
+from reports import care_charts, charts, kind_pages, selectors
 
 
 def page_context(report_page: charts.Page, report: dict | None) -> dict[str, Any]:
@@ -91,7 +77,7 @@ def _timeline(study: Study, conversation: str, stored: dict[str, Any],
 @require_GET
 def history_timeline(request: HttpRequest, slug: str, conversation: str) -> HttpResponse:
     study = staff_study_or_404(request, slug)
-    if kind_of(study) != CARE:
+    if care_charts.CARE_PAGE not in kind_pages.pages_of(study):  # CARE studies only (a schema with a care block)
         raise Http404("timelines are for CARE studies (a schema with a care block)")
     run_id = request.GET.get("run")
     if run_id is not None and not run_id.isdigit():
@@ -102,7 +88,7 @@ def history_timeline(request: HttpRequest, slug: str, conversation: str) -> Http
     reference = care.get("reference") if stored else None
     sessions, reference_name = _timeline(study, conversation, stored, reference)
     return render(request, "reports/care_timeline.html", {
-        "study": study, "pages": nav_pages(study), "conversation": conversation, "sessions": sessions,
+        "study": study, "pages": kind_pages.pages_of(study), "conversation": conversation, "sessions": sessions,
         "run": run if stored else None, "reference": reference_name, "line_run": run,
         "query": request.GET.urlencode(),
     })

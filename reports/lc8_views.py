@@ -20,7 +20,6 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from annotation import kinds
 from annotation.models import Study
 from common import provenance
 from common.cells import csv_stream
@@ -28,7 +27,7 @@ from metrics import lc8_inputs
 from metrics.models import MetricRun
 from metrics.report_warnings import LC8, section_warnings
 from metrics.views import staff_study_or_404
-from reports import care_views, charts, lc8_charts, selectors
+from reports import charts, kind_pages, lc8_charts, selectors
 from reports.views import names_context
 
 MAX_OPTIONS = 1000  # more trajectories than this: the trajectory is typed, not chosen from a list
@@ -52,7 +51,7 @@ class Lc8Form(forms.Form):
 
 def lc8_study_or_404(request: HttpRequest, slug: str) -> Study:
     study = staff_study_or_404(request, slug)
-    if kinds.kind_of(study) != kinds.LC8:
+    if lc8_charts.LC8_PAGE not in kind_pages.pages_of(study):  # LC8 studies only (a schema with an lc8 block)
         raise Http404("the LongCounsel-8 page is for LC8 studies (a schema with an lc8 block)")
     return study
 
@@ -129,7 +128,7 @@ def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
     section = (report or {}).get("lc8")
     trajectory_blocks, trajectory_missing = _trajectory(study, state["trajectory"], report)
     context = {
-        "study": study, "page": lc8_charts.LC8_PAGE, "pages": care_views.nav_pages(study), **state,
+        "study": study, "page": lc8_charts.LC8_PAGE, "pages": kind_pages.pages_of(study), **state,
         "section": section, "unavailable": (section or {}).get("unavailable", ""),
         "warnings": section_warnings(report, LC8),
         "blocks": lc8_charts.report_blocks(report) if section and not section.get("unavailable") else [],

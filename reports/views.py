@@ -23,7 +23,7 @@ from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
 from metrics.report_warnings import CARE, MAIN, section_warnings
 from metrics.views import staff_study_or_404 as _study
-from reports import care_charts, care_views, charts, labels, selectors
+from reports import care_charts, care_views, charts, kind_pages, labels, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
@@ -57,9 +57,11 @@ def names_context(study: Study, kind: str) -> dict[str, Any]:
 
 
 def _page(slug: str, study: Study) -> charts.Page:
-    page = charts.PAGES.get(slug) or care_views.care_page(study, slug)  # the CARE page: CARE studies only
+    """The study's page of that slug: a page its kind does not have (``reports.kind_pages``) is a 404. (The
+    LongCounsel-8 page has its own URLs, before these: reports.lc8_views.)"""
+    page = kind_pages.page_of(study, slug)
     if page is None:
-        raise Http404(f"no report page {slug!r}")
+        raise Http404(f"no report page {slug!r} for this study's kind")
     return page
 
 
@@ -71,7 +73,7 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     warned_run, warnings = selectors.newest_warnings(runs)
     reviewers = metrics_selectors.reviewer_count(study=study)  # the cap of the panel size k (metrics.forms)
     return render(request, "reports/overview.html", {
-        "study": study, "pages": care_views.nav_pages(study), "progress": selectors.study_progress(study=study),
+        "study": study, "pages": kind_pages.pages_of(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
         "may_start": request.user.has_perm("metrics.add_metricrun"),
         "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED,
@@ -125,7 +127,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
     if run is not None:
         query["run"] = str(run.pk)
     context = {
-        "study": study, "page": report_page, "pages": care_views.nav_pages(study), "form": form, "dropped": dropped,
+        "study": study, "page": report_page, "pages": kind_pages.pages_of(study), "form": form, "dropped": dropped,
         "warnings": section_warnings(report, CARE if report_page is care_charts.CARE_PAGE else MAIN),
         "run": run, "blocks": blocks, "query": query.urlencode(),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
@@ -183,6 +185,7 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     """The span-evidence drill-down: example responses of one model with one subcategory highlighted, within the
     span-evidence page's dataset and conversation-kind filters."""
     study = _study(request, slug)
+    _page("spans", study)  # the drill-down of a page the study's kind has
     model, subcategory = request.GET.get("model", ""), request.GET.get("subcategory", "")
     dataset, kind = request.GET.get("dataset", ""), request.GET.get("kind", "")
     if not model or not subcategory:
@@ -197,7 +200,7 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     back = {name: value for name, value in (("run", request.GET.get("run", "")), ("model", model),
                                             ("dataset", dataset), ("kind", kind)) if value}
     return render(request, "reports/span_examples.html", {
-        "study": study, "pages": care_views.nav_pages(study), "model": model, "subcategory": subcategory,
+        "study": study, "pages": kind_pages.pages_of(study), "model": model, "subcategory": subcategory,
         "dataset": dataset, "kind": kind, "total": total, "examples": examples, "run": request.GET.get("run", ""),
         "back": urlencode(back), "line_run": line_run, "query": request.GET.urlencode(),
     })

@@ -108,7 +108,9 @@ def test_the_run_command_serves_every_demo_dashboard_on_the_default_configuratio
         assert swept.returncode == 0, swept.stderr[-4000:]
         outcome = json.loads(swept.stdout.strip().splitlines()[-1])
         assert outcome["failures"] == [], "\n".join(outcome["failures"])
-        assert all(count > 50 for count in outcome["counts"].values()), outcome["counts"]
+        # a CARE or LC8 study shows fewer pages than a default one (docs/architecture.md#dashboard-pages-of-each-kind):
+        # 67 URLs for the demo, 44 for the CARE demo, 50 for the LC8 demo
+        assert all(count > 35 for count in outcome["counts"].values()), outcome["counts"]
         # what the pages link is what pages.report_urls lists (else a page could be missed by every sweep)
         assert outcome["linked_only"] == {slug: [] for slug in outcome["counts"]}, outcome["linked_only"]
 

@@ -5,8 +5,8 @@ Not a test module and independent of pytest: from a shell on any configuration,
     python manage.py shell -c "from tests.reports import pages; print(pages.sweep('demo', 'demo-admin'))"
 
 ``report_urls(study)`` lists the URLs from what the product itself uses to draw its dashboards, never a typed list:
-the overview and its runs table; every page of the study's navigation (``care_views.nav_pages``: the CARE page
-only for a CARE study, the LongCounsel-8 page only for an LC8 one) for the newest succeeded run, unfiltered, then
+the overview and its runs table; every page of the study's navigation (``kind_pages.pages_of``: the pages of the
+study's kind, docs/architecture.md#dashboard-pages-of-each-kind) for the newest succeeded run, unfiltered, then
 with each filter the page shows at its first and at its last value (the filter form's own choices for the run's
 report) and with every filter set at once; in each of those views every figure and table the page builds from the
 report as CSV and every figure as SVG, and in the unfiltered view every figure as PNG too (all blocks, with rows or
@@ -52,7 +52,7 @@ from metrics import runs as metric_runs
 from metrics import selectors as metrics_selectors
 from metrics import services as metric_services
 from metrics.models import MetricRun
-from reports import care_charts, care_views, charts, lc8_charts, selectors
+from reports import care_charts, charts, kind_pages, lc8_charts, selectors
 from reports import urls as report_urlconf
 from reports.forms import FilterForm
 
@@ -209,12 +209,12 @@ def _export_urls(study: Study, run: MetricRun | None) -> list[str]:
 
 def report_urls(study: Study, *, common_filters: bool = True) -> list[str]:
     """Every dashboard page and download of the study, for its newest succeeded metric run (module docstring).
-    Without ``common_filters``, the pages every study has (``charts.PAGES``) are listed unfiltered only: their
+    Without ``common_filters``, the pages of ``charts.PAGES`` the study's kind has are listed unfiltered only: their
     filters are the same code for every study, swept on the synthetic study (tests/reports/test_every_page.py); a
     kind's own page (CARE, LongCounsel-8) keeps every filter view."""
     run, report = selectors.report_of(study=study, run_id=None)
     found = [reverse("reports", args=[study.slug]), reverse("reports-runs", args=[study.slug])]
-    for page in care_views.nav_pages(study):
+    for page in kind_pages.pages_of(study):
         if page is lc8_charts.LC8_PAGE:
             found += _lc8_urls(study, run, report)
         else:

@@ -20,7 +20,7 @@ from annotation.care_demo import care_demo_load
 from annotation.lc8_demo import lc8_demo_load
 from metrics import runs, services
 from metrics.core import recompute
-from reports import bundle
+from reports import bundle, kind_pages
 from tests.reports.test_bundle import ROOT, WITHOUT_DJANGO
 
 pytestmark = pytest.mark.django_db
@@ -100,10 +100,14 @@ def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page(load, slug, page):
     load(**_people())
     from annotation.models import Study
 
-    files = _bundled(Study.objects.get(slug=slug))
+    study = Study.objects.get(slug=slug)
+    files = _bundled(study)
     assert json.loads(files["run.json"])["study"]["kind"] == page
     assert files["data/sessions.csv"].count(b"\n") > 1
     assert any(name.startswith(f"tables/{page}/") for name in files), sorted(files)
+    # the pages of the study's kind only (reports.kind_pages): no figure or table of a cab-v1 page it has not
+    drawn = {name.split("/")[1] for name in files if name.startswith(("figures/", "tables/"))}
+    assert drawn <= {p.slug for p in kind_pages.pages_of(study)}, sorted(drawn)
     report = json.loads(files["report.json"])
     assert page in report
     assert "session_index" in files["data/judgments.csv"].decode().splitlines()[0]
