@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from annotation.kinds import kinds
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 UNITS = ("turn", "response", "conversation", "session")
 LEVELS = ("nominal", "ordinal", "interval")
@@ -213,6 +215,10 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
     unknown_uiri = uiri_codes - seen_codes
     if unknown_uiri:
         errors.append(f"indices.uiri.attributes: unknown attribute codes {sorted(unknown_uiri)}")
+    blocks = [slug for slug, kind in kinds().items() if not kind.is_default and doc.get(slug) is not None]
+    if len(blocks) > 1:  # annotation.kinds: a study is of one kind, which its schema's one block says
+        errors.append(f"{', '.join(blocks)}: a schema is of one study kind; give one of these blocks, not "
+                      f"{len(blocks)}")
     errors += _care_problems(doc.get("care"), {a.code: a for a in attributes})
     errors += _lc8_problems(doc.get("lc8"), {a.code: a for a in attributes}, group_units)
     if not attributes:

@@ -81,6 +81,7 @@ def test_cab_v1_is_unchanged_by_the_new_document_features():
     (lambda d: d["care"].update(horizon="nope"), "care.horizon: must name an attribute of this schema"),
     (lambda d: d["care"].update(states=["Acute", "Calm"]),
      "care.states: the recovery states in order, each a value of the marker"),
+    (lambda d: d.update(lc8={}), "care, lc8: a schema is of one study kind; give one of these blocks, not 2"),
     (lambda d: d["groups"][2].update(unit="episode"),
      "groups[2].unit: 'episode' is not one of turn, response, conversation, session"),
 ])
