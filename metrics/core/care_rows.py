@@ -9,8 +9,6 @@ The choices (which judgments count, the reference coding, roles through the ``ca
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from common.cells import unneutralise
 
 from .care import NO_MARKER, STATES, AssistantCode, UserCode
 from .care_metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
+from .section_csv import csv_rows
 
 GOLD = "gold"
 USER_ROLES = ("crisis", "marker", "request", "ambiguous", "sudden", "hold", "reactance")
@@ -275,12 +274,12 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
                                tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
-                for line, r in _rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
+                for line, r in csv_rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
     judgments = [CareJudgmentRow(text(r, "coder"), _flag(r, "is_gold", line), text(r, "attribute"),
                                  text(r, "conversation_id") or None, optional(r, "turn_index", line),
                                  _flag(r, "on_response", line), optional(r, "session_index", line),
                                  optional(r, "score", line))
-                 for line, r in _rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
+                 for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
     return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments)
 
 
@@ -308,11 +307,3 @@ def _whole(cell: str, name: str, line: int, column: str) -> int:
     except ValueError as error:
         raise ValueError(f"{name} line {line}: {column} {cell!r} is not a whole number") from error
 
-
-def _rows(csv_text: str, name: str, required: Sequence[str]) -> Iterable[tuple[tuple[str, int], dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(csv_text, newline=""))
-    missing = [column for column in required if column not in (reader.fieldnames or [])]
-    if missing:
-        raise ValueError(f"{name}: no column {', '.join(missing)}")
-    for row in reader:
-        yield (name, reader.line_num), row

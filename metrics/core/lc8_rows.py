@@ -9,8 +9,6 @@ The choices (trajectories, the reference, methods and people, what is left out) 
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +19,7 @@ import numpy as np
 from common.cells import unneutralise
 
 from .lc8 import CoderLabels, Lc8Rules, Lc8Study, lc8_report
+from .section_csv import csv_rows
 
 REFERENCE, METHOD = "reference", "method"
 FORMER = "former member"
@@ -341,9 +340,9 @@ def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: s
     member = {name: at for at, (name, _role) in enumerate(members)}
     sessions = [(unneutralise(r["dataset"]), unneutralise(r["conversation_id"]),
                  _number(r["session_index"], line, "session_index"))
-                for line, r in _rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
+                for line, r in csv_rows(sessions_csv, SESSIONS_FILE, SESSIONS_COLUMNS)]
     coder, seed, seedless, session, attribute, value = [], [], [], [], [], []
-    for line, r in _rows(labels_csv, LABELS_FILE, LABELS_COLUMNS):
+    for line, r in csv_rows(labels_csv, LABELS_FILE, LABELS_COLUMNS):
         coder.append(member.get(unneutralise(r["coder"]), -1) if r["coder"] else -1)
         seedless.append(not r["seed"])
         seed.append(_number(r["seed"], line, "seed") if r["seed"] else 0)  # as the server's COALESCE(seed, 0)
@@ -351,7 +350,7 @@ def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: s
         attribute.append(column.get(unneutralise(r["attribute"]), -1) if r["attribute"] else -1)
         value.append(_real(r["value"], line, "value"))
     judgments: list[tuple[str, bool, int | None, int, int | None]] = []
-    for line, r in _rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS):
+    for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS):
         if r["is_gold"] not in ("true", "false"):
             raise ValueError(f"{JUDGMENTS_FILE} line {line[1]}: is_gold must be true or false")
         judgments.append((unneutralise(r["coder"]), r["is_gold"] == "true",
@@ -378,11 +377,3 @@ def _real(cell: str, line: tuple[str, int], column: str) -> float:
     except ValueError as error:
         raise ValueError(f"{line[0]} line {line[1]}: {column} {cell!r} is not a number") from error
 
-
-def _rows(csv_text: str, name: str, required: Sequence[str]) -> Iterable[tuple[tuple[str, int], dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(csv_text, newline=""))
-    missing = [column for column in required if column not in (reader.fieldnames or [])]
-    if missing:
-        raise ValueError(f"{name}: no column {', '.join(missing)}")
-    for row in reader:
-        yield (name, reader.line_num), row
