@@ -13,6 +13,7 @@ What the demo leaves, and what it leaves to the admin (README, "Walk-through on 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,8 @@ from django.utils import timezone
 
 from access import roles
 from access.services import user_ensure
-from annotation import care_demo, services
+from annotation import services
+from annotation.kinds import StudyKind
 from annotation.models import Assignment, Round, Schema, Study, StudyMember
 from annotation.synthetic import Codings, TurnUnits, codings_generate
 from benchmark import conversation_ingest
@@ -65,8 +67,8 @@ class DemoResult:
 
 
 @transaction.atomic
-def demo_load(*, care: bool = False) -> DemoResult:
-    """The demo study; with ``care``, also the CARE demo study (``annotation.care_demo``) for the same accounts."""
+def demo_load(*, kinds: Sequence[StudyKind] = ()) -> DemoResult:
+    """The demo study, and the demo study of each of ``kinds`` (their ``demo`` hook) for the same accounts."""
     if getattr(settings, "PRODUCTION", False):
         raise ImproperlyConfigured("the demo (with its printed passwords) is not loaded in production")
     records = benchmark_demo.demo_records()
@@ -90,8 +92,9 @@ def demo_load(*, care: bool = False) -> DemoResult:
     if calibration.status == Round.Status.DRAFT:
         _calibration_coded(study=study, calibration=calibration, reviewer=users[roles.REVIEWER],
                            expert=users[roles.EXPERT], admin=admin)
-    if care:
-        care_demo.care_demo_load(admin=admin, reviewer=users[roles.REVIEWER], expert=users[roles.EXPERT])
+    for kind in kinds:
+        if kind.demo is not None:
+            kind.demo.load(admin=admin, reviewer=users[roles.REVIEWER], expert=users[roles.EXPERT])
     external_ids = [record["conversation_id"] for record in records]
     return DemoResult(
         study=study,

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from annotation import long_format_sql
-from annotation.kinds import LC8, kind_of
+from annotation.kinds import kind_of
 from annotation.models import Judgment, SessionLabel, Span, Study, StudyMember
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import RowError
@@ -122,9 +122,9 @@ def is_longitudinal(study: Study) -> bool:
 
 
 def has_session_labels(study: Study) -> bool:
-    """Whether the study's schema is session-rated (an ``lc8`` block, LC8): its files carry the session labels
-    (methods' predictions per seed, reference labels) after the judgments, and a ``seed`` column."""
-    return kind_of(study) == LC8
+    """Whether the study's kind has session labels: its files carry them (methods' predictions per seed, reference
+    labels) after the judgments, and a ``seed`` column."""
+    return kind_of(study).session_labels
 
 
 def columns_for(study: Study) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
 
-from annotation.kinds import LC8, block_of
+from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition
 
 Unit = AttributeDefinition.Unit
@@ -99,18 +99,16 @@ def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response
 
 
 def derived_problem(attribute: AttributeDefinition) -> str | None:
-    """A derived attribute of a session-rated schema (its ``lc8`` block's ``derived``, e.g. the PHQ-8 total) is
-    computed from the items, never typed or sent as a judgment. Read from the schema's definition, only for
+    """A derived attribute of a kind's schema (one its kind's ``derived_from`` names, e.g. a questionnaire's total)
+    is computed from the items, never typed or sent as a judgment. Read from the schema's definition, only for
     session attributes (the schema is loaded once per attribute instance, and the per-process schema cache keeps
     the instances)."""
     if attribute.unit != Unit.SESSION:
         return None
-    lc8 = block_of(attribute, LC8)
-    if lc8 is None or attribute.code not in (lc8.get("derived") or []):
+    kind = kind_of(attribute)
+    if kind.derived_from is None or kind.block is None:
         return None
-    items = [str(code) for code in lc8.get("items") or []]
-    source = f"{items[0]}–{items[-1]}" if len(items) > 2 else " and ".join(items) or "the items"
-    return f"{attribute.code} is derived from {source}: send the items"
+    return kind.derived_from(attribute, kind.block)
 
 
 def instance_count_problem(attribute: AttributeDefinition, instance_count: Any) -> str | None:

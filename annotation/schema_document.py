@@ -71,8 +71,23 @@ class SchemaDoc:
     attributes: list[AttributeSpecDoc]
 
 
+def builtin_path(slug: str) -> Path:
+    """The file of a schema the product ships: ``annotation/schemas/<slug>.json`` (the default kind's), else the
+    ``schemas/`` folder of the study kind's app that ships it (``settings.STUDY_KINDS``)."""
+    from django.apps import apps
+    from django.conf import settings
+
+    folders = [SCHEMA_DIR, *(Path(app.path) / "schemas" for app in apps.get_app_configs()
+                             if app.name in settings.STUDY_KINDS)]
+    for folder in folders:
+        path = folder / f"{slug}.json"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no built-in schema {slug!r} in {', '.join(str(f) for f in folders)}")
+
+
 def load_builtin(slug: str) -> SchemaDoc:
-    return parse(json.loads((SCHEMA_DIR / f"{slug}.json").read_text(encoding="utf-8")))
+    return parse(json.loads(builtin_path(slug).read_text(encoding="utf-8")))
 
 
 def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass reads best in one place
@@ -219,8 +234,14 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
     if len(blocks) > 1:  # annotation.kinds: a study is of one kind, which its schema's one block says
         errors.append(f"{', '.join(blocks)}: a schema is of one study kind; give one of these blocks, not "
                       f"{len(blocks)}")
-    errors += _care_problems(doc.get("care"), {a.code: a for a in attributes})
-    errors += _lc8_problems(doc.get("lc8"), {a.code: a for a in attributes}, group_units)
+    for kind in kinds().values():  # each kind's block, by the kind's own check (its block_problems hook)
+        block = None if kind.is_default else doc.get(kind.slug)
+        if block is None:
+            continue
+        if not isinstance(block, dict):
+            errors.append(f"{kind.slug}: must be an object")
+        elif kind.block_problems is not None:
+            errors += kind.block_problems(block, {a.code: a for a in attributes}, group_units)
     if not attributes:
         errors.append("schema.attributes: at least one attribute is required")
     if errors:
@@ -281,90 +302,6 @@ def _checklist(checklist: Any, *, unit: str, lo: int, hi: int, where: str,
                       f"{', '.join(CRISIS_TYPES)} (empty: every crisis type)")
         crisis_types = []
     return str(item_type or ""), list(crisis_types or [])
-
-
-# The roles a CARE schema's ``care`` block gives attributes (docs/care.md), so that no code names an attribute code.
-CARE_ROLES = {
-    "crisis": "turn", "marker": "turn", "request": "turn", "ambiguous": "turn", "sudden": "turn", "hold": "turn",
-    "reactance": "turn", "strategy": "response", "horizon": "response", "safety_critical": "response",
-}
-
-
-def _care_problems(care: Any, attributes: dict[str, AttributeSpecDoc]) -> list[str]:
-    """The optional ``care`` block: which attribute plays each role of the recovery-state rules, the marker's
-    states in order, and the strategies that make an action turn."""
-    if care is None:
-        return []
-    if not isinstance(care, dict):
-        return ["care: must be an object"]
-    problems = []
-    for role, unit in CARE_ROLES.items():
-        code = care.get(role)
-        attribute = attributes.get(code) if isinstance(code, str) else None
-        if attribute is None:
-            problems.append(f"care.{role}: must name an attribute of this schema")
-        elif attribute.unit != unit:
-            problems.append(f"care.{role}: {code} must be coded once per {unit}")
-    marker = attributes.get(str(care.get("marker")))
-    states = care.get("states")
-    if marker is not None and (not isinstance(states, list) or not states
-                               or any(s not in marker.scale_labels.values() for s in states)):
-        problems.append("care.states: the recovery states in order, each a value of the marker")
-    strategy = attributes.get(str(care.get("strategy")))
-    actions = care.get("action_strategies")
-    if strategy is not None and (not isinstance(actions, list) or not actions
-                                 or any(s not in strategy.scale_labels.values() for s in actions)):
-        problems.append("care.action_strategies: a list of values of the strategy attribute")
-    return problems
-
-
-def _lc8_problems(lc8: Any, attributes: dict[str, AttributeSpecDoc],  # noqa: C901 - one linear pass
-                  group_units: dict[str, str]) -> list[str]:
-    """The optional ``lc8`` block (docs/lc8.md#schema-lc8-v1): the PHQ items, their total and which attributes are
-    derived (never typed by a rater), each an attribute of this schema coded once per session; the optional groups,
-    groups of this schema; the tracking rules (sessions per trajectory, a large change, the screening cut-off, the
-    severe tail) as numbers."""
-    if lc8 is None:
-        return []
-    if not isinstance(lc8, dict):
-        return ["lc8: must be an object"]
-    problems = []
-
-    def session_attribute(where: str, code: Any) -> None:
-        attribute = attributes.get(code) if isinstance(code, str) else None
-        if attribute is None:
-            problems.append(f"{where}: must name an attribute of this schema")
-        elif attribute.unit != "session":
-            problems.append(f"{where}: {code} must be coded once per session")
-
-    items = lc8.get("items")
-    if not isinstance(items, list) or not items or len(set(map(str, items))) != len(items):
-        problems.append("lc8.items: a non-empty list of distinct attribute codes")
-    else:
-        for i, code in enumerate(items):
-            session_attribute(f"lc8.items[{i}]", code)
-    session_attribute("lc8.total", lc8.get("total"))
-    derived = lc8.get("derived", [])
-    if not isinstance(derived, list):
-        problems.append("lc8.derived: a list of attribute codes")
-    else:
-        for i, code in enumerate(derived):
-            session_attribute(f"lc8.derived[{i}]", code)
-        if isinstance(items, list) and set(map(str, derived)) & set(map(str, items)):
-            problems.append("lc8.derived: an item cannot be derived (raters score the items)")
-    optional = lc8.get("optional_groups", [])
-    if not isinstance(optional, list) or any(not isinstance(g, str) or g not in group_units for g in optional):
-        problems.append("lc8.optional_groups: a list of groups of this schema")
-    for key in ("sessions",):
-        value = lc8.get(key)
-        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 2):
-            problems.append(f"lc8.{key}: a whole number of sessions per trajectory, at least 2")
-    for key in ("large_change", "screening_cutoff", "severe_above"):
-        value = lc8.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or value != value or value in (float("inf"), float("-inf"))):
-            problems.append(f"lc8.{key}: must be a finite number")
-    return problems
 
 
 def write_schema_rows(doc: SchemaDoc, *, schema_model, attribute_model, subcategory_model) -> Any:

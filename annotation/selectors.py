@@ -21,7 +21,8 @@ from django.utils.crypto import constant_time_compare
 
 from access import roles
 from access.checks import user_sees_all_studies
-from annotation import care_selectors, lc8_assign, lc8_selectors, rules
+from annotation import rules
+from annotation.kinds import kind_of
 from annotation.models import (
     BLINDING_KEY_BYTES,
     Assignment,
@@ -709,19 +710,33 @@ def turn_progress(*, assignment: Assignment, conversation_id: int) -> dict[str, 
 
 def _session_forms(*, round: Round, user: User, turn: Turn, attributes: list[AttributeDefinition],
                    schema: Schema) -> dict:
-    """The session checklist's forms of a turn page (``care_selectors.session_checklist``; for a session-rated
-    study, LC8, the items of its session: ``lc8_selectors.session_checklist``); nothing, and no query, for a
-    turn without sessions."""
+    """The session checklist's forms of a turn page (the study kind's ``session_checklist``); nothing, and no
+    query, for a turn without sessions or a kind without a checklist."""
     if turn.session_id is None:
         return {}
-    checklist = (lc8_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes,
-                                                 schema=schema) if lc8_assign.is_session_rated(schema)
-                 else care_selectors.session_checklist(round=round, user=user, turn=turn, attributes=attributes))
+    checklist = kind_of(schema).session_checklist(round=round, user=user, turn=turn, attributes=attributes,
+                                                  schema=schema)
     if checklist is None:
         return {}
     return {"checklist_session": checklist.session, "session_forms": [
         (group, [AttrForm(a, checklist.judgments.get(a.code), f"s-{a.code}", None) for a in group.attributes])
         for group in attribute_groups(checklist.items, schema)]}
+
+
+def assistant_replies(*, study: Study, turn_ids: list[int]) -> dict[int, str]:
+    """The assistant's reply to each turn: the response of the study's first model slot that has one."""
+    if not turn_ids:
+        return {}
+    responses = ModelResponse.objects.filter(turn_id__in=turn_ids)
+    if study.model_slots:
+        responses = responses.filter(model_slot__in=study.model_slots)
+    order = {slot: i for i, slot in enumerate(study.model_slots or [])}
+    found: dict[int, tuple[int, str]] = {}
+    for turn_id, slot, text in responses.values_list("turn_id", "model_slot", "text"):
+        rank = order.get(slot, len(order))
+        if turn_id not in found or rank < found[turn_id][0]:
+            found[turn_id] = (rank, text)
+    return {turn_id: text for turn_id, (_, text) in found.items()}
 
 
 # --- API reads -----------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from access.checks import require_study_admin
-from annotation.kinds import LC8, block_of
+from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 from benchmark.models import Session
@@ -131,9 +131,9 @@ class _Context:
         self.study = study
         attributes = list(AttributeDefinition.objects.filter(schema_id=study.schema_id))
         self.attributes = {a.code: a for a in attributes}
-        lc8 = block_of(study, LC8)
-        self.labelled = ({*map(str, lc8.get("items") or []), str(lc8.get("total") or "")}
-                         if lc8 is not None else None)
+        kind = kind_of(study)
+        self.labelled = (kind.labelled_attributes(kind.block)
+                         if kind.labelled_attributes is not None and kind.block is not None else None)
         self.coders = {name: (pk, role) for pk, name, role in StudyMember.objects.filter(
             study=study, role__in=ROLES).values_list("pk", "user__username", "role")}
 

@@ -24,7 +24,7 @@ from django_redis import get_redis_connection
 
 from access.authed_request import AuthedRequest
 from access.checks import is_study_admin, require_staff, require_study_admin, user_roles
-from annotation import care_selectors, item_export, lc8_selectors, long_format, rules, selectors, services
+from annotation import item_export, long_format, rules, selectors, services
 from annotation.apis import judgments_download
 from annotation.forms import (
     AssignmentNoteForm,
@@ -39,6 +39,7 @@ from annotation.forms import (
     UploadForm,
     error_text,
 )
+from annotation.kinds import kind_of
 from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study, StudyMember
 from annotation.services import StaleJudgmentError
 from benchmark import conversation_ingest
@@ -130,18 +131,18 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         note_url = reverse("turn-note", args=[round_id, position])
     except NoReverseMatch:  # the comment and flags endpoint is optional for the page
         note_url = ""
-    # A session-rated study (LC8): the assignment's unit is the turn's session, rated on its own page.
-    session_page = lc8_selectors.session_page(view=view, user=request.user)
-    if session_page is not None:
-        return render(request, "annotation/lc8.html", {
-            "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
-            "lc8": session_page})
-    return render(request, "annotation/turn.html", {
-        "v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
+    page = {"v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items())}
+    kind = kind_of(view.study)
+    # A kind whose assignments are rated on a page of its own (a session-rated kind: the turn's session).
+    own_page = kind.coding_page(view, request.user)
+    if own_page is not None:
+        return render(request, own_page.template, page | own_page.context)
+    # What the kind adds to the turn page (a longitudinal history above the turn, a session checklist below it).
+    kind_turn = kind.turn_page(view, request.user)
+    return render(request, "annotation/turn.html", page | {
         # One source of truth for the instance-count bound: the page checks what the server's rule checks.
         "max_instance_count": rules.MAX_INSTANCE_COUNT,
-        # A longitudinal history (CARE): its sessions, and the judge's labels where the study shows them.
-        "care": care_selectors.care_history(view=view, user=request.user),
+        "kind_turn": kind_turn, **(kind_turn.context if kind_turn is not None else {}),
     })
 
 

@@ -92,6 +92,10 @@ if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DJANGO_ENV=production")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# The study kinds (docs/architecture.md#study-kinds): one app each, registering itself with annotation.kinds when
+# Django starts. A kind is added here and nowhere else.
+STUDY_KINDS = ["care", "lc8"]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -113,6 +117,7 @@ INSTALLED_APPS = [
     "reports",
     "study_archive",
     "calibration",
+    *STUDY_KINDS,
     "axes",
     "cab.apps.ProjectConfig",  # manage.py embedded_postgres
 ]

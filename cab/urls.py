@@ -1,6 +1,11 @@
 """The project's URLs: each app's own, the login pages and the Django admin; the API's JSON 404 comes last. A
-dependency outage answers 503 instead of 500 (common.outage)."""
+dependency outage answers 503 instead of 500 (common.outage). The URLs of each study kind with pages of its own
+(settings.STUDY_KINDS, a ``urls`` module) come before the dashboards', whose generic page URLs would take a kind's
+page for one of theirs."""
 
+from importlib.util import find_spec
+
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -17,6 +22,7 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("calibration.urls")),
     path("", include("metrics.urls")),
+    *(path("", include(f"{kind}.urls")) for kind in settings.STUDY_KINDS if find_spec(f"{kind}.urls")),
     path("", include("reports.urls")),
     *api_urls.not_found_urlpatterns,
 ]

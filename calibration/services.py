@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from access.checks import require_study_admin
-from annotation import lc8_assign
 from annotation import services as annotation_services
+from annotation.kinds import kind_of
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -443,20 +443,21 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
 
     rng = np.random.default_rng(seed)
     turns = selectors.calibration_candidates(study=study)
-    # A session-rated study (docs/lc8-rating.md#rating-sessions): the units are sessions, keyed by their first turns; a
-    # trajectory's sessions stay with one rater, balanced by sessions, queued by lc8_assign.session_queue.
-    session_rated = lc8_assign.is_session_rated(study.schema)
-    if session_rated and check_items:
+    # A session-rated kind: the units are what its ``assignment_units`` makes of the turns (sessions, keyed by their
+    # first turns), balanced like turns, queued by its ``assignment_rows``.
+    kind = kind_of(study)
+    if kind.session_rated and check_items:
         raise ValidationError("check items are gold conversations of turns: a session-rated study has none")
-    conversations = _conversations_in_topic_order(lc8_assign.session_keys(turns) if session_rated else turns)
+    units = kind.assignment_units(turns) if kind.assignment_units is not None else turns
+    conversations = _conversations_in_topic_order(units)
     double = set(rng.choice(len(conversations), size=round(overlap * len(conversations)), replace=False).tolist()) \
         if conversations and len(panel) > 1 else set()
     queues = _queues_balanced(conversations, panel_size=len(panel), double=double)
     fewest = _check_items_insert(queues, _check_units(study, panel), check_items=check_items, rng=rng) \
         if check_items else 0
-    rows = (lc8_assign.session_assignment_rows(
+    rows = (kind.assignment_rows(
         round=main, queues=[(panel[c], [t for unit, _ in queue for t in unit]) for c, queue in sorted(queues.items())],
-        seed=seed) if session_rated else _assignments(main, panel, queues))
+        seed=seed) if kind.assignment_rows is not None else _assignments(main, panel, queues))
     Assignment.objects.bulk_create(rows, batch_size=5000)
     RoundItem.objects.bulk_create([RoundItem(round=main, turn=t, position=i) for i, t in enumerate(turns, start=1)],
                                   batch_size=5000, ignore_conflicts=True)

@@ -19,7 +19,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
-from metrics import care_inputs, lc8_inputs, scaleout, selectors
+from metrics import scaleout, selectors
 from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
     INDEXED,
     PreparedReport,
@@ -29,6 +29,7 @@ from metrics.core.report import (  # single_blas_thread: every path that compute
     single_blas_thread,
 )
 from metrics.core.report import report_prepare as core_report_prepare
+from metrics.kind_sections import section_of
 from metrics.models import MetricRun
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 
@@ -64,7 +65,7 @@ def report_prepare(
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
     prepared = core_report_prepare(
-        attributes=care_inputs.core_attributes(inputs.attributes),  # session units: the care section's
+        attributes=selectors.core_attributes(inputs.attributes),  # session units: the kind section's
         judgments=inputs.judgments,
         spans=inputs.spans,
         response_texts=inputs.response_texts,
@@ -74,14 +75,15 @@ def report_prepare(
         progress=_scaled(progress, LOADED, LOADED + (STORED - LOADED) * INDEXED),
     )
     study_block = {"slug": study.slug, "schema": study.schema.slug, "schema_version": study.schema.version}
-    # a CARE or LC8 study's section, and the rows it read (the input fingerprint covers them); None: another kind
-    care = care_inputs.care_section_and_rows(study=study, seed=seed, resamples=bootstrap)
-    lc8 = lc8_inputs.lc8_section_and_rows(study=study, seed=seed, resamples=bootstrap)
+    # the section of the study's kind, and the rows it read (the input fingerprint covers them); None: a kind
+    # without a section (the default kind)
+    section = section_of(study)
+    found = section.section_and_rows(study=study, seed=seed, resamples=bootstrap) if section is not None else None
     report_complete(prepared.report, study=study_block,
                     software={"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT},
                     unscored=selectors.unscored_judgments(study=study),
-                    sections={"care": care and care[0], "lc8": lc8 and lc8[0]},
-                    kind_rows=(care or lc8 or (None, None))[1])
+                    sections={section.slug: found[0]} if section is not None and found is not None else {},
+                    kind_rows=found[1] if found is not None else None)
     return prepared
 
 

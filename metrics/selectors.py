@@ -500,8 +500,21 @@ def metric_run_said(*, run: MetricRun) -> str:
     return f"metrics run {run.pk} was requested"
 
 
-
 def reviewer_count(*, study: Study) -> int:
     """How many reviewers the study has (members in the reviewer role): the most a panel of the top k can hold, so
     the cap of a run's panel size k on the reports overview (0: none yet)."""
     return StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).count()
+
+
+def core_attributes(attributes: Sequence[AttributeSpec]) -> list[AttributeSpec]:
+    """The attributes the main report's core computes over: all but session-unit ones (a kind's session-level
+    items), which only the kind's section reads; their judgments count as dropped in ``input``. Every attribute
+    of a study without session units, unchanged."""
+    return [a for a in attributes if a.unit != AttributeDefinition.Unit.SESSION]
+
+
+def usernames_of(user_ids: set[int]) -> list[tuple[int, str]]:
+    """Usernames of coders who are not (or no longer) members of the study: one query, only when there are any."""
+    if not user_ids:
+        return []
+    return list(get_user_model().objects.filter(pk__in=sorted(user_ids)).values_list("pk", "username"))

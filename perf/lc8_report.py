@@ -5,16 +5,16 @@ apart, with same-run baselines.
     .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/lc8_report.py [--short] [--scale 1]
         [--resamples 2000] [--methods 4] [--seeds 3] [--raters 2] [--naive-resamples 10] [--json]
 
-The study (``annotation.lc8_synthetic``, what ``generate_lc8_synthetic`` builds): --scale 1 is 7,749
+The study (``lc8.synthetic``, what ``generate_lc8_synthetic`` builds): --scale 1 is 7,749
 trajectories × 5 sessions (38,745 sessions), a reference coder (8 items and the total per session), 4 methods × 3
 seeds of float totals (465,000 predictions) and 2 raters who code the items of the first 100 trajectories; --short
 is --scale 0.05. Figures:
 - the build (generator) time, printed;
-- the full section, ``metrics.lc8_inputs.lc8_section(study, seed=0, resamples=2000)`` (the benchmark's 2,000
+- the full section, ``lc8.inputs.lc8_section(study, seed=0, resamples=2000)`` (the benchmark's 2,000
   trajectory bootstrap resamples, docs/lc8-metrics.md#definitions), next to one plain ``SELECT`` of the same label
   rows (the least any loader must do) — target: seconds at paper scale;
 - load (``lc8_inputs``: a few queries into numpy) next to that plain ``SELECT``;
-- compute (``metrics.core.lc8.lc8_report``) next to the naive loops of ``metrics.core.lc8_naive`` (point
+- compute (``lc8.core.tracking.lc8_report``) next to the naive loops of ``lc8.core.naive`` (point
   estimates, plus intervals measured at a small B and extrapolated linearly to --resamples), whose point
   estimates must equal the fast path's.
 It migrates and fills the database it is given: never point it at a database you care about.
@@ -86,10 +86,10 @@ def main() -> int:  # noqa: PLR0915 - one benchmark, step by step
 
     from django.core.management import call_command
 
-    from annotation.lc8_synthetic import Lc8SyntheticSpec, lc8_synthetic_build
-    from metrics.core.lc8 import lc8_report, trajectory_draws
-    from metrics.core.lc8_naive import naive_intervals, naive_points
-    from metrics.lc8_inputs import lc8_inputs, lc8_section
+    from lc8.core.naive import naive_intervals, naive_points
+    from lc8.core.tracking import lc8_report, trajectory_draws
+    from lc8.inputs import lc8_inputs, lc8_section
+    from lc8.synthetic import Lc8SyntheticSpec, lc8_synthetic_build
 
     call_command("migrate", verbosity=0)
     n = scaled(PAPER_TRAJECTORIES, scale, minimum=20)

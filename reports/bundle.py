@@ -39,18 +39,19 @@ from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 
 from annotation import long_format
-from annotation.kinds import CARE, LC8, kind_of
+from annotation.kinds import kind_of
 from annotation.models import Study
 from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.cells import csv_stream
 from common.downloads import Spooled, resumable
 from common.provenance import figure_metadata, run_facts, run_headers
-from metrics import care_inputs, lc8_inputs, selectors
+from metrics import selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
+from metrics.kind_sections import section_of
 from metrics.models import MetricRun
-from reports import charts, kind_pages, labels, lc8_charts
+from reports import charts, kind_pages, labels
 from reports import selectors as report_selectors
 
 if TYPE_CHECKING:
@@ -222,21 +223,11 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
 
 
 def _kind_rows(study: Study) -> Callable[[], KindRows] | None:
-    """The rows a CARE or LC8 study's section reads (run.json's block of the kind, and its CSVs: a new iteration at
-    each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a study of the
-    default kind."""
-    kind = kind_of(study)
-    if kind == CARE:
-        from metrics.core.care_rows import care_kind_rows
-
-        rows = care_inputs.care_rows(study=study)
-        return lambda: care_kind_rows(rows)
-    if kind == LC8:
-        from metrics.core.lc8_rows import lc8_kind_rows
-
-        lc8 = lc8_inputs.lc8_rows(study=study)
-        return lambda: lc8_kind_rows(lc8)
-    return None
+    """The rows the section of the study's kind reads (run.json's block of the kind, and its CSVs: a new iteration
+    at each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a kind
+    without a section (the default kind)."""
+    section = section_of(study)
+    return section.bundle_rows(study) if section is not None else None
 
 
 def _json(value: Any) -> bytes:
@@ -261,7 +252,7 @@ def _run_file(study: Study, run: MetricRun, report: Mapping[str, Any], provenanc
     """What the recompute reads beside the data: the run and its software, the report's parameters, the schema's
     attributes as the core takes them, the subcategories in schema order, and the judgments without a score (not
     in the long format, counted by the report)."""
-    specs = care_inputs.core_attributes(selectors.attribute_specs(study=study))
+    specs = selectors.core_attributes(selectors.attribute_specs(study=study))
     return {
         "format": core_bundle.FORMAT,
         "version": core_bundle.VERSION,
@@ -451,7 +442,7 @@ def _figures(blocks: list[tuple[charts.Page, charts.Block]], *, names: Mapping[s
         for page, block in blocks:
             if isinstance(block, charts.Chart) and block.rows:
                 for fmt in ("svg", "png"):
-                    figures[f"figures/{page.slug}/{block.name}.{fmt}"] = lc8_charts.render(
+                    figures[f"figures/{page.slug}/{block.name}.{fmt}"] = _drawing.render(
                         labels.chart_named(block, names), fmt, figure_metadata(facts, title=block.title, fmt=fmt))
     return figures
 
@@ -467,9 +458,8 @@ def _html(study: Study, run: MetricRun, provenance: dict, report: Mapping[str, A
                                     "csv": f"tables/{page.slug}/{block.name}.csv"})
     from reports.views import names_context  # the pages' names of the study's codes and their legend
 
-    kind = kind_of(study)
     return render_to_string("reports/bundle_report.html", {
-        **names_context(study, {"care": "care", "lc8": "lc8"}.get(kind.slug, "main")),
+        **names_context(study, kind_pages.legend_of(study)),
         "study": study, "run": provenance, "report": report, "pages": pages,
         "software": report.get("software", {}), "input": report.get("input", {}),
         "warnings": [w.get("message", "") for w in report.get("warnings") or [] if isinstance(w, dict)],

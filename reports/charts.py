@@ -651,10 +651,16 @@ Builder = Callable[[Mapping[str, Any], Filters], Block]
 
 @dataclass(frozen=True)
 class Page:
+    """A dashboard page: its blocks, the filters it offers, the report section whose warnings it shows (``main``
+    or a kind's section), its template and what its template reads beyond the blocks (a kind's own page)."""
+
     slug: str
     title: str
     filters: tuple[str, ...]
     blocks: tuple[Builder, ...]
+    section: str = "main"
+    template: str = "reports/page.html"
+    context: Callable[[Mapping[str, Any] | None], dict[str, Any]] | None = None
 
 
 PAGES: dict[str, Page] = {page.slug: page for page in (

@@ -54,8 +54,22 @@ def save(figure: Figure, fmt: str, metadata: Mapping[str, str] | None = None) ->
 
 def draw(chart: Chart) -> Figure:
     drawers = {"bars": _bars, "heatmap": _heatmap, "lines": _lines, "intervals": _intervals,
-               "class_lines": _class_lines}
-    return drawers[chart.kind](chart)
+               "class_lines": _class_lines, "scatter": _scatter}
+    figure = drawers[chart.kind](chart)
+    if chart.spec.get("sessions"):
+        _sessions_axis(figure, int(chart.spec["sessions"]))
+    return figure
+
+
+def _sessions_axis(figure: Figure, sessions: int) -> None:
+    """A trajectory over sessions: whole sessions on the x axis, the reference line (the first, labelled
+    "reference (…)") drawn bold and black, and named in the legend."""
+    axes = figure.axes[0]
+    axes.set_xticks(range(1, sessions + 1))
+    if axes.lines and str(axes.lines[0].get_label()).startswith("reference ("):
+        axes.lines[0].set_linewidth(2.6)
+        axes.lines[0].set_color("#000000")
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # the legend shows it too
 
 
 def _defined(value: object) -> TypeGuard[float]:
@@ -231,4 +245,29 @@ def _intervals(chart: Chart) -> Figure:
     if spec.get("xlim"):
         axes.set_xlim(*spec["xlim"])
     axes.grid(axis="x", linewidth=0.3)
+    return figure
+
+
+def _scatter(chart: Chart) -> Figure:
+    """One point per coder with its name written beside it, a distinct marker and colour (Okabe–Ito), and its
+    intervals as whiskers on both axes: readable without colour."""
+    spec = chart.spec
+    figure, axes = _figure(7.0, 4.6, chart.title)
+    for i, point in enumerate(spec["points"]):
+        x, y = point["x"], point["y"]
+        x_low, x_high = point.get("x_ci") or (None, None)
+        y_low, y_high = point.get("y_ci") or (None, None)
+        xerr = [[max(0.0, x - x_low)], [max(0.0, x_high - x)]] if None not in (x_low, x_high) else None
+        yerr = [[max(0.0, y - y_low)], [max(0.0, y_high - y)]] if None not in (y_low, y_high) else None
+        colour = PALETTE[i % len(PALETTE)]
+        axes.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=MARKERS[i % len(MARKERS)], color=colour,
+                      ecolor=colour, elinewidth=0.9, capsize=3, markersize=7, label=point["name"])
+        axes.annotate(point["name"], (x, y), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    axes.set_xlabel(spec.get("xlabel", ""))
+    axes.set_ylabel(spec.get("ylabel", ""))
+    if spec.get("ylim"):
+        axes.set_ylim(*spec["ylim"])
+    if spec["points"]:
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes.grid(linewidth=0.3)
     return figure

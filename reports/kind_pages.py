@@ -3,48 +3,72 @@ that decides it. The report navigation, the page views and their downloads, the 
 and the sweeps of the tests all ask ``pages_of``; a page the study's kind does not have is a 404.
 
 The pages of ``reports.charts.PAGES`` are built on the ``cab-v1`` design (the calibration rounds' agreement, the
-UIRI's user attributes, the D/E/R/F clusters with their risk encodings, spans); a kind shows those whose report
-parts its schema can fill, then its own page:
-
-- the default kind: the six pages;
-- CARE: Reliability (its turn- and response-level codes go through the calibration rounds like any schema's; the
-  schema has no UIRI attributes, no clusters, no risk encodings and no spans, so the other five are empty by
-  design, but for mean scores of nominal user codes, which mean nothing), then the CARE page;
-- LongCounsel-8: its own page alone (every attribute is session-level, read by the ``lc8`` section only: the main
-  report's core reads none of them, so all six are empty by design; the LC8 page has the coders' fidelity).
+UIRI's user attributes, the D/E/R/F clusters with their risk encodings, spans): the default kind shows the six. A
+kind registers its tabs when Django starts (``register_pages`` in its ``AppConfig.ready``): those of the six whose
+report parts its schema can fill, by slug, and pages of its own; a kind that registers none shows the six.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from annotation.kinds import CARE, DEFAULT, LC8, kind_of
-from reports import care_charts, charts, lc8_charts
+from annotation.kinds import kind_of
+from reports import charts
 
 if TYPE_CHECKING:
     from annotation.models import Schema, Study
 
-# The slugs of each kind's pages, in the order of the navigation; every registered kind has its entry
-# (tests/reports/test_kind_pages.py). Slugs, looked up when asked, so that a page is the one its module holds now.
-PAGES_OF_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    DEFAULT.slug: tuple(charts.PAGES),
-    CARE.slug: ("reliability", care_charts.SLUG),
-    LC8.slug: (lc8_charts.SLUG,),
-})
+
+@dataclass(frozen=True)
+class KindPages:
+    """A kind's tabs, in the navigation's order: a slug names one of ``charts.PAGES`` (looked up when asked, so
+    that a page is the one its module holds now), a ``Page`` is the kind's own. ``legend`` names the fixed terms
+    its pages explain (``reports.labels.TERMS``; the bundle's printable report uses them), ``value_codes`` the
+    attribute of its block whose values the legend explains (a code, from the schema's kind block), if any."""
+
+    tabs: tuple[str | charts.Page, ...]
+    legend: str = "main"
+    value_codes: Callable[[dict[str, Any]], str | None] | None = None
 
 
-def _every_page() -> dict[str, charts.Page]:
-    return {**charts.PAGES, care_charts.SLUG: care_charts.CARE_PAGE, lc8_charts.SLUG: lc8_charts.LC8_PAGE}
+_PAGES: dict[str, KindPages] = {}
+
+
+def register_pages(kind: str, pages: KindPages) -> None:
+    """The tabs of a kind (its slug), refused when it has them already."""
+    if kind in _PAGES:
+        raise ValueError(f"the study kind {kind!r} has its pages already")
+    _PAGES[kind] = pages
+
+
+def _of(subject: Study | Schema) -> KindPages | None:
+    return _PAGES.get(kind_of(subject).slug)
 
 
 def pages_of(subject: Study | Schema) -> list[charts.Page]:
     """The dashboard pages of a study (or of a schema's studies), in the navigation's order."""
-    pages = _every_page()
-    return [pages[slug] for slug in PAGES_OF_KIND[kind_of(subject).slug]]
+    found = _of(subject)
+    tabs: Sequence[str | charts.Page] = found.tabs if found is not None else tuple(charts.PAGES)
+    return [charts.PAGES[tab] if isinstance(tab, str) else tab for tab in tabs]
 
 
 def page_of(subject: Study | Schema, slug: str) -> charts.Page | None:
     """The study's page of that slug, or None when its kind has no such page."""
     return next((page for page in pages_of(subject) if page.slug == slug), None)
+
+
+def legend_of(subject: Study | Schema) -> str:
+    """The fixed terms the study's kind's pages explain (``main`` for the default kind)."""
+    found = _of(subject)
+    return found.legend if found is not None else "main"
+
+
+def value_codes_of(study: Study) -> str | None:
+    """The attribute whose values the legend of the study's kind explains (None: none)."""
+    found = _of(study)
+    kind = kind_of(study)
+    if found is None or found.value_codes is None or kind.block is None:
+        return None
+    return found.value_codes(kind.block)

@@ -53,7 +53,7 @@ COLUMNS: dict[str, str] = {
 }
 
 # The fixed indices and abbreviations of the report, for the legends (a study's clusters and attributes come from
-# its schema). Per page kind: the CAB pages, the CARE page, the LongCounsel-8 page.
+# its schema). Per page kind: the CAB pages here; a kind's page registers its own (``register_terms``).
 TERMS: dict[str, tuple[tuple[str, str], ...]] = {
     "main": (
         ("ARI", "atrophy risk index: the mean of the cluster risks D, E, R and F of a response, in [0, 1]"),
@@ -67,26 +67,15 @@ TERMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("z", "a model's mean risk on an attribute minus the mean over models, in standard deviations"),
         ("ρ", "Spearman correlation; q: Benjamini–Hochberg adjusted p"),
     ),
-    "care": (
-        ("AR", "aligned rate: aligned action turns / action turns"),
-        ("PR", "premature rate: premature action turns / action turns"),
-        ("LR", "lag rate: action turns lagging while the state is Open or Rebuilding / ready turns"),
-        ("ProdR", "productive rate: sessions with a productive checklist item present"),
-        ("UnprodR", "unproductive rate: sessions with an unproductive checklist item present"),
-        ("OmitR", "omission rate: sessions missing an item required for their crisis type"),
-        ("Δ", "crisis window − matched control window of the same history"),
-        ("κ", "Cohen's unweighted kappa between two coders"),
-        ("[low–high]", "95 % percentile interval over resampled histories"),
-    ),
-    "lc8": (
-        ("PHQ-8", "the eight-item Patient Health Questionnaire depression scale; its total runs 0–24"),
-        ("MAE", "mean absolute error against the reference"),
-        ("Current-score MAE", "of each session's total"),
-        ("Change MAE", "of the change between adjacent sessions"),
-        ("Direction accuracy", "share of the reference's large changes whose direction the coder got right"),
-        ("[low–high]", "95 % percentile interval over resampled trajectories"),
-    ),
 }
+
+
+def register_terms(kind: str, terms: tuple[tuple[str, str], ...]) -> None:
+    """The fixed terms a kind's page explains in its legend (refused for a kind that has them already)."""
+    if kind in TERMS:
+        raise ValueError(f"the legend {kind!r} has its terms already")
+    TERMS[kind] = terms
+
 
 # Codes of the report itself that appear as values of a code column (a study's codes are named by its schema).
 VALUE_NAMES: dict[str, str] = {
@@ -179,17 +168,18 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
 @dataclass(frozen=True)
 class Legend:
     codes: list[tuple[str, str]]  # the study's clusters: (code, name)
-    values: list[tuple[str, str]]  # a CARE study's crisis types: (code, meaning)
+    values: list[tuple[str, str]]  # the values a kind's page explains: (code, meaning)
     attributes: list[tuple[str, str]]  # the study's attributes: (code, name)
     terms: tuple[tuple[str, str], ...]
 
 
 def legend(kind: str, clusters: Mapping[str, str], attributes: Mapping[str, str],
-           crisis_types: Mapping[str, str] | None = None) -> Legend:
-    """What a page's codes mean: the study's clusters, attributes and (CARE page) crisis types, from its schema, and
-    the report's fixed terms for this kind of page (``main``, ``care`` or ``lc8``)."""
+           values: Mapping[str, str] | None = None) -> Legend:
+    """What a page's codes mean: the study's clusters (on the main pages), attributes and (on a kind's page) the
+    values its legend explains, from its schema, and the report's fixed terms for this kind of page (``main`` or
+    a kind's section: ``TERMS``)."""
     return Legend(codes=list(clusters.items()) if kind == "main" else [],
-                  values=list((crisis_types or {}).items()) if kind == "care" else [],
+                  values=list((values or {}).items()) if kind != "main" else [],
                   attributes=list(attributes.items()), terms=TERMS.get(kind, ()))
 
 

@@ -12,12 +12,12 @@ from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 
-from annotation.kinds import CARE, block_of
 from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
 from metrics import selectors as metrics_selectors
+from metrics.kind_sections import report_sections
 from metrics.models import MetricRun
 from metrics.report_warnings import section_warnings
 
@@ -77,8 +77,10 @@ def recent_runs(*, study: Study) -> list[MetricRun]:
     ).order_by("-created_at", "-pk")[:RUNS_SHOWN])
 
 
-# The report's sections, all a page that shows only the run line leaves in the database.
-SECTIONS_UNREAD = (("calibration",), ("indices",), ("attributes",), ("care",), ("lc8",), ("parameters",))
+def sections_unread() -> tuple[tuple[str, ...], ...]:
+    """The report's sections, all a page that shows only the run line leaves in the database (the kinds' too)."""
+    return (("calibration",), ("indices",), ("attributes",), *((s.slug,) for s in report_sections()),
+            ("parameters",))
 
 
 def runs_active(runs: list[MetricRun]) -> bool:
@@ -173,29 +175,28 @@ class CodeNames:
 
     clusters: dict[str, str]
     attributes: dict[str, str]
-    crisis_types: dict[str, str]  # a CARE study's crisis types (its crisis attribute's values): their meaning
+    values: dict[str, str]  # the values of the attribute ``value_codes`` (a kind's legend): their meaning
 
     @property
     def all(self) -> dict[str, str]:
-        return {**self.crisis_types, **self.attributes, **self.clusters}
+        return {**self.values, **self.attributes, **self.clusters}
 
 
-def code_names(*, study: Study) -> CodeNames:
-    """The study's schema's cluster names (from its definition, loaded with the study), attribute names and, for a
-    CARE schema, the meaning of each crisis type (its crisis attribute's anchors), in schema order: one query."""
+def code_names(*, study: Study, value_codes: str | None = None) -> CodeNames:
+    """The study's schema's cluster names (from its definition, loaded with the study), attribute names and, for
+    the attribute ``value_codes`` (the one a kind's legend explains), the meaning of each of its values (its
+    anchors), in schema order: one query."""
     definition = study.schema.definition or {}
     clusters = {str(c["code"]): str(c.get("name") or c["code"]) for c in definition.get("clusters") or []
                 if isinstance(c, dict) and c.get("code")}
-    care = block_of(study, CARE)
-    crisis = care.get("crisis") if care is not None else None
-    attributes, crisis_types = {}, {}
+    attributes, values = {}, {}
     for code, name, anchors, labels in (AttributeDefinition.objects.filter(schema_id=study.schema_id)
                                         .order_by("position").values_list("code", "name", "anchors", "scale_labels")):
         attributes[code] = name
-        if code == crisis and isinstance(anchors, dict):
+        if code == value_codes and isinstance(anchors, dict):
             labels = labels if isinstance(labels, dict) else {}
             for value, meaning in anchors.items():
                 label = str(labels.get(str(value), value))
                 if label != "none" and meaning:
-                    crisis_types[label] = str(meaning).rstrip(".")
-    return CodeNames(clusters=clusters, attributes=attributes, crisis_types=crisis_types)
+                    values[label] = str(meaning).rstrip(".")
+    return CodeNames(clusters=clusters, attributes=attributes, values=values)

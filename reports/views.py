@@ -21,9 +21,9 @@ from metrics import selectors as metrics_selectors
 from metrics.forms import top_k_cap
 from metrics.models import MetricRun
 from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
-from metrics.report_warnings import CARE, MAIN, section_warnings
+from metrics.report_warnings import section_warnings
 from metrics.views import staff_study_or_404 as _study
-from reports import care_charts, care_views, charts, kind_pages, labels, selectors
+from reports import charts, kind_pages, labels, selectors
 from reports.forms import FilterForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
@@ -39,7 +39,7 @@ SPLIT = {"coupling": ("indices", "coupling"), "spans": ("indices", "spans")}
 def report_paths_unread(report_page: charts.Page, query: Mapping[str, str]) -> list[tuple[str, ...]]:
     """The paths of the stored report the page will not read for this URL (its heavy parts and splits)."""
     if charts.PAGES.get(report_page.slug) is not report_page:
-        return []  # the CARE page reads its own section: the whole report
+        return []  # a kind's own page reads its own section: the whole report
     paths: list[tuple[str, ...]] = [path for path, reader in HEAVY.items() if reader != report_page.slug]
     section = SPLIT.get(report_page.slug)
     if section is not None:
@@ -48,17 +48,16 @@ def report_paths_unread(report_page: charts.Page, query: Mapping[str, str]) -> l
     return paths
 
 
-def names_context(study: Study, kind: str) -> dict[str, Any]:
+def names_context(study: Study, legend: str) -> dict[str, Any]:
     """What every dashboard page needs to name the study's codes: ``code_names`` for the table headers and the
-    ``legend`` of its kind of page (``main``, ``care`` or ``lc8``: reports.labels)."""
-    names = selectors.code_names(study=study)
-    return {"code_names": names.all, "legend": labels.legend(kind, names.clusters, names.attributes,
-                                                                   names.crisis_types)}
+    ``legend`` of its kind of page (``main`` or a kind's section: reports.labels)."""
+    names = selectors.code_names(study=study, value_codes=kind_pages.value_codes_of(study))
+    return {"code_names": names.all, "legend": labels.legend(legend, names.clusters, names.attributes, names.values)}
 
 
 def _page(slug: str, study: Study) -> charts.Page:
     """The study's page of that slug: a page its kind does not have (``reports.kind_pages``) is a 404. (The
-    LongCounsel-8 page has its own URLs, before these: reports.lc8_views.)"""
+    pages a kind serves itself have their own URLs, before these.)"""
     page = kind_pages.page_of(study, slug)
     if page is None:
         raise Http404(f"no report page {slug!r} for this study's kind")
@@ -128,15 +127,16 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
         query["run"] = str(run.pk)
     context = {
         "study": study, "page": report_page, "pages": kind_pages.pages_of(study), "form": form, "dropped": dropped,
-        "warnings": section_warnings(report, CARE if report_page is care_charts.CARE_PAGE else MAIN),
+        "warnings": section_warnings(report, report_page.section),
         "run": run, "blocks": blocks, "query": query.urlencode(),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
         "span_filters": urlencode({name: value for name, value in (("dataset", filters.dataset),
                                                                    ("kind", filters.kind)) if value}),
     }
-    context |= names_context(study, "care" if report_page is care_charts.CARE_PAGE else "main")
-    context |= care_views.page_context(report_page, report)  # nothing but on the CARE page
-    name = str(context.pop("template", "reports/page.html"))
+    context |= names_context(study, report_page.section)
+    if report_page.context is not None:  # a kind's own page: what its template reads beyond the blocks
+        context |= report_page.context(report)
+    name = report_page.template
     template = f"{name}#body" if request.htmx else name  # type: ignore[attr-defined]
     return render(request, template, context)
 
@@ -194,7 +194,7 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
         raise Http404("kind must be single or multi")
     run_id = request.GET.get("run", "")
     line_run, _ = selectors.report_of(study=study, run_id=int(run_id) if run_id.isdigit() else None,
-                                      without=selectors.SECTIONS_UNREAD)
+                                      without=selectors.sections_unread())
     total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory, dataset=dataset,
                                               kind=kind)
     back = {name: value for name, value in (("run", request.GET.get("run", "")), ("model", model),

@@ -34,6 +34,7 @@ import numpy as np
 
 from common.cells import unneutralise
 
+from .kind_sections import DEFAULT_KIND, core_section
 from .provenance import KindRows
 from .tables import AttributeSpec, Categorical, JudgmentTable, ReportParams, SpanTable
 
@@ -44,12 +45,9 @@ REPORT_FILE = "report.json"
 JUDGMENTS_FILE = "data/judgments.csv"
 RESPONSES_FILE = "data/responses.csv"
 CONVERSATIONS_FILE = "data/conversations.csv"
-# The rows each kind's section reads, beside the judgments (docs/bundle.md#what-each-kind-gets).
-CARE_FILES = ("data/care_sessions.csv", "data/care_judgments.csv")  # metrics.core.care_rows
-LC8_FILES = ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")  # metrics.core.lc8_rows
-KIND_FILES = {"care": CARE_FILES, "lc8": LC8_FILES}
-# The kinds whose whole report the recompute writes (every kind the server has).
-RECOMPUTABLE_KINDS = ("default", "care", "lc8")
+# The rows a kind's section reads, beside the judgments, are files of the bundle's data folder that its core section
+# names (metrics.core.kind_sections; docs/bundle.md#what-each-kind-gets).
+DATA_FOLDER = "data/"
 
 
 class BundleError(ValueError):
@@ -65,7 +63,7 @@ class Bundle:
     responses_csv: str
     conversations_csv: str
     report_text: str | None  # the bundle's report.json, to compare with
-    kind_files: Mapping[str, str] | None = None  # the kind's own rows (KIND_FILES), by path
+    kind_files: Mapping[str, str] | None = None  # the kind's own rows (its core section's files), by path
 
 
 def _members(path: Path) -> Mapping[str, bytes] | Path:
@@ -74,8 +72,7 @@ def _members(path: Path) -> Mapping[str, bytes] | Path:
     try:
         with zipfile.ZipFile(path) as archive:
             return {name: archive.read(name) for name in archive.namelist()
-                    if name in (RUN_FILE, REPORT_FILE, JUDGMENTS_FILE, RESPONSES_FILE, CONVERSATIONS_FILE,
-                                *CARE_FILES, *LC8_FILES)}
+                    if name in (RUN_FILE, REPORT_FILE) or (name.startswith(DATA_FOLDER) and name.endswith(".csv"))}
     except (zipfile.BadZipFile, OSError) as error:
         raise BundleError(f"{path}: not a readable zip file ({error})") from error
 
@@ -108,9 +105,10 @@ def bundle_open(path: Path) -> Bundle:
     if run_file.get("version") != VERSION:
         raise BundleError(f"{path}: bundle version {run_file.get('version')!r}; this code reads version {VERSION}")
     kind = (run_file.get("study") or {}).get("kind")
+    section = core_section(kind) if isinstance(kind, str) else None
     return Bundle(run_file, text(JUDGMENTS_FILE) or "", text(RESPONSES_FILE) or "", text(CONVERSATIONS_FILE) or "",
                   text(REPORT_FILE, required=False),
-                  {name: text(name) or "" for name in KIND_FILES.get(kind, ())} if isinstance(kind, str) else None)
+                  {name: text(name) or "" for name in section.files} if section is not None else None)
 
 
 def _csv_rows(text: str, name: str, required: Iterable[str]) -> Iterator[tuple[int, dict[str, str]]]:
@@ -225,9 +223,10 @@ def recompute(bundle: Bundle) -> str:
 
     run_file = bundle.run_file
     kind = run_file.get("study", {}).get("kind")
-    if kind not in RECOMPUTABLE_KINDS:
+    if kind != DEFAULT_KIND and (not isinstance(kind, str) or core_section(kind) is None):
         raise BundleError(f"a {kind} study's bundle cannot be recomputed by this code: it writes the reports of "
-                          f"{', '.join(RECOMPUTABLE_KINDS)} studies (docs/bundle.md#what-each-kind-gets)")
+                          "default studies and of the kinds whose core section it has "
+                          "(docs/bundle.md#what-each-kind-gets)")
     try:
         params = ReportParams.from_dict(run_file["parameters"])
         study = {name: run_file["study"][name] for name in ("slug", "schema", "schema_version")}
@@ -270,29 +269,21 @@ def recompute(bundle: Bundle) -> str:
 
 
 def _sections(kind: str, bundle: Bundle, params: ReportParams) -> tuple[dict[str, dict | None], KindRows | None]:
-    """The section of the study's kind, computed from its rows as the server's run computes it from the database
-    (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no reference named), and the
-    rows as the input fingerprint covers them."""
+    """The section of the study's kind (its core section's), computed from its rows as the server's run computes it
+    from the database (``metrics.runs.report_prepare``: the run's seed, its bootstrap as the resamples, no
+    reference named), and the rows as the input fingerprint covers them; nothing for the default kind."""
+    section = core_section(kind)
+    if section is None:
+        return {}, None
     files = bundle.kind_files or {}
-    sections: dict[str, dict | None] = {"care": None, "lc8": None}
     try:
-        if kind == "care":
-            from .care_rows import care_kind_rows, care_rows_read, care_section_from_rows
-
-            rows = care_rows_read(bundle.run_file["care"], *(files.get(name, "") for name in CARE_FILES))
-            sections["care"] = care_section_from_rows(rows, seed=params.seed, resamples=params.bootstrap)
-            return sections, care_kind_rows(rows)
-        if kind == "lc8":
-            from .lc8_rows import lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
-
-            lc8 = lc8_rows_read(bundle.run_file["lc8"], *(files.get(name, "") for name in LC8_FILES))
-            sections["lc8"] = lc8_section_from_rows(lc8, seed=params.seed, resamples=params.bootstrap)
-            return sections, lc8_kind_rows(lc8)
+        found, rows = section.compute(bundle.run_file[kind], [files.get(name, "") for name in section.files],
+                                      seed=params.seed, resamples=params.bootstrap)
     except KeyError as error:
         raise BundleError(f"{RUN_FILE}: no {kind} block ({error!r})") from error
     except ValueError as error:  # the rows' reader names the file and line
         raise BundleError(f"the {kind} section's rows: {error}") from error
-    return sections, None
+    return {kind: found}, rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from annotation import kinds
-from annotation.kinds import CARE, DEFAULT, LC8, StudyKind, block_of, kind_of, register_kind
+from annotation.kinds import DEFAULT, StudyKind, block_of, kind_of, register_kind
 from annotation.models import Schema
+from care.kind import CARE
+from lc8.kind import LC8
 from tests.factories import StudyFactory, attribute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,16 +62,19 @@ def test_a_block_that_is_not_an_object_makes_no_kind():
     assert kind_of(Schema(slug="x", definition={"care": "yes", "lc8": []})) == DEFAULT
     assert kind_of(Schema(slug="x", definition=None)) == DEFAULT
     both = Schema(slug="x", definition={"lc8": {"items": []}, "care": {"marker": "m"}})
-    assert kind_of(both) == CARE and kind_of(both).block == {"marker": "m"}  # tried in the registry's order
+    assert kind_of(both) == CARE and kind_of(both).block == {"marker": "m"}  # tried in the registry's (slug) order
 
 
 def test_the_registry_lists_the_known_kinds_and_refuses_a_slug_twice(monkeypatch):
-    assert list(kinds.kinds()) == ["default", "care", "lc8"]
+    assert list(kinds.kinds()) == ["default", "care", "lc8", "toy"]  # toy: the tests' third kind (tests/toykind)
     assert kinds.kinds()["lc8"] == LC8 and kinds.kinds()["lc8"].block is None
+    # registered with their hooks when Django started (care.hooks, lc8.hooks)
+    assert kinds.kinds()["lc8"].session_rated and not kinds.kinds()["care"].session_rated
+    assert kinds.kinds()["care"].demo is not None and DEFAULT.demo is None
     with pytest.raises(ValueError, match="already registered"):
-        register_kind("care", "CARE again")
+        register_kind(StudyKind(slug="care", name="CARE again"))
     monkeypatch.setattr(kinds, "_KINDS", dict(kinds._KINDS))
-    added = register_kind("other", "Another kind")
+    added = register_kind(StudyKind(slug="other", name="Another kind"))
     assert added == StudyKind(slug="other", name="Another kind")
     assert kind_of(Schema(slug="x", definition={"other": {"role": "a"}})) == added
     assert kind_of(Schema(slug="x", definition={"other": {"role": "a"}})).block == {"role": "a"}

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from annotation.care_demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
 from annotation.models import Judgment, Schema, StudyMember
 from benchmark import conversation_ingest
+from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
 from tests.factories import StudyFactory, StudyMemberFactory
 
 pytestmark = pytest.mark.django_db

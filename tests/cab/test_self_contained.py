@@ -18,8 +18,8 @@ EXEMPT = {THIS, "CHANGELOG.md"}
 # (frozen once a study using it opens, and compared by a study archive's import), so rewording it would make an
 # upgraded installation and a new one refuse each other's archives. These words stay until a new schema version.
 INSTALLED = {
-    "annotation/schemas/care-v1.json": "Schema of the CARE evaluation (SPEC-CARE)",
-    "annotation/schemas/lc8-v1.json": "over five-session counseling trajectories (SPEC-LC8)",
+    "care/schemas/care-v1.json": "Schema of the CARE evaluation (SPEC-CARE)",
+    "lc8/schemas/lc8-v1.json": "over five-session counseling trajectories (SPEC-LC8)",
 }
 
 OUTSIDE = {

@@ -20,7 +20,7 @@ def test_collectstatic_rewrites_the_imports_of_our_modules_to_their_hashed_names
     with override_settings(STORAGES=storages, STATIC_ROOT=tmp_path):
         call_command("collectstatic", "--no-input", "-v", "0")
     hashed = json.loads((tmp_path / "staticfiles.json").read_text())["paths"]
-    entries = ["js/turn/main.js", "js/care.js", "js/lc8.js"]
+    entries = ["js/turn/main.js", "js/care/coding.js", "js/lc8/rating.js"]
     seen: set[str] = set()
     todo = [hashed[name] for name in entries]
     while todo:  # every module the pages reach, through the hashed names alone

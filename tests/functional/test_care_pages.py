@@ -8,7 +8,7 @@ import pytest
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import care_demo_load
+from care.demo import care_demo_load
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from tests.browser import ARTIFACTS, login

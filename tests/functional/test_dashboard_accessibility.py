@@ -12,14 +12,14 @@ from django.urls import reverse
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import care_demo_load
+from care.demo import care_demo_load
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from reports import charts, kind_pages
 from tests import scenarios
 from tests.browser import ARTIFACTS, login
 from tests.functional.test_turn_workspace import axe_violations
-from tests.metrics.test_lc8_inputs import build_lc8_study
+from tests.lc8.test_inputs import build_lc8_study
 from tests.reports.pages import report_urls, url_name
 
 SCREENSHOTS = {"reports-page:risk": "dashboards-risk.png", "reports-page:reliability": "dashboards-reliability.png",

@@ -9,11 +9,11 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Assignment, Judgment, Study
-from tests.annotation.test_lc8_pages import client_text, lc8_study, rater_round, trajectory_sessions
 from tests.browser import ARTIFACTS, login
 from tests.factories import UserFactory
 from tests.functional.test_turn_page import wait_saved
 from tests.functional.test_turn_workspace import axe_violations
+from tests.lc8.test_rating_pages import client_text, lc8_study, rater_round, trajectory_sessions
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 

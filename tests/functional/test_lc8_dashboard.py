@@ -1,5 +1,5 @@
 """The LongCounsel-8 dashboard page in real headless Chromium, on the small LC8 study of
-tests/metrics/test_lc8_inputs.py with a succeeded metric run: reached from the report navigation, its figures load
+tests/lc8/test_inputs.py with a succeeded metric run: reached from the report navigation, its figures load
 as pictures, the rank reversal is in the text, choosing another trajectory replots it (the URL says which), a CSV
 and an SVG download, no console error and no CSP violation."""
 
@@ -12,7 +12,7 @@ import pytest
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from tests.browser import ARTIFACTS, login
-from tests.metrics.test_lc8_inputs import build_lc8_study
+from tests.lc8.test_inputs import build_lc8_study
 
 
 @pytest.fixture

@@ -70,8 +70,9 @@ def test_a_split_run_whose_helper_is_killed_holding_a_chunk_finishes_with_the_si
         wait_for(lambda: consuming_workers() == 2, timeout=120)  # one takes the run, the other its helper task
         run = services.metric_run_request(study=study, by=admin_user, trigger="api", bootstrap=RESAMPLES)
         prefix = wait_for(lambda: _published(client, run.pk), timeout=60, interval=0.01)
-        helper_pid = wait_for(lambda: next((pid for role, pid, _ in _claims(client, prefix).values()
-                                            if role == "helper"), None), timeout=60, interval=0.005)
+        # a helper holding a chunk it has not stored yet (under load it may store one before it is seen)
+        helper_pid = wait_for(lambda: next((pid for role, pid, stored in _claims(client, prefix).values()
+                                            if role == "helper" and not stored), None), timeout=60, interval=0.002)
         workers = {first.pid: first, second.pid: second}
         os.kill(helper_pid, signal.SIGKILL)  # the whole helper worker, mid-chunk: no chance to give anything back
         killed = time.monotonic()

@@ -16,10 +16,10 @@ from rest_framework.test import APIClient
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import CARE_DEMO_SLOT
-from annotation.lc8_synthetic import SLOT as LC8_SLOT
 from api import services as api_services
 from cab.embedded_db.server import Server
+from care.demo import CARE_DEMO_SLOT
+from lc8.synthetic import SLOT as LC8_SLOT
 from metrics.models import MetricRun
 from tests.celery_worker import celery_worker, wait_for
 from tests.integration.test_default_configuration import NOT_DEFAULT, _manage

@@ -20,7 +20,9 @@ from django.test import override_settings
 from django.utils.html import escape
 
 from cab.celery import app
-from metrics import lc8_inputs, services
+from metrics import runs, services
+from metrics import selectors as metrics_selectors
+from metrics.kind_sections import ReportSection
 from metrics.models import MetricRun
 from tests.celery_worker import _database_url, celery_worker, wait_for
 
@@ -31,8 +33,9 @@ MESSAGE = f"no rating for the turn: {WORDS}"
 REASON = f"ValueError: {MESSAGE}"
 
 
-def _lc8_bug(**_: object) -> None:
-    """The LC8 section of the report hitting a bug (called for every study, after the judgments are loaded)."""
+def _report_bug(**_: object) -> None:
+    """The report hitting a bug once the judgments are loaded (the count of unscored judgments, read for every
+    study)."""
     raise ValueError(MESSAGE)
 
 
@@ -58,8 +61,8 @@ def embedded():
 
 
 @pytest.fixture
-def lc8_bug(monkeypatch):
-    monkeypatch.setattr(lc8_inputs, "lc8_section_and_rows", _lc8_bug)
+def report_bug(monkeypatch):
+    monkeypatch.setattr(metrics_selectors, "unscored_judgments", _report_bug)
 
 
 @pytest.fixture
@@ -88,7 +91,7 @@ def stored_failure(run: MetricRun) -> dict:
 
 
 def test_a_run_started_on_the_reports_page_that_fails_is_stored_failed_and_the_page_says_why(
-    embedded, lc8_bug, researcher, client, study, logs
+    embedded, report_bug, researcher, client, study, logs
 ):
     client.force_login(researcher)
     response = client.post(f"/studies/{study.slug}/metric-runs/start", {"bootstrap": 20, "seed": 3, "top_k": 6})
@@ -105,7 +108,7 @@ def test_a_run_started_on_the_reports_page_that_fails_is_stored_failed_and_the_p
 
 
 def test_a_run_started_through_the_api_that_fails_answers_202_saying_so(
-    embedded, lc8_bug, researcher, as_token, study, logs
+    embedded, report_bug, researcher, as_token, study, logs
 ):
     api = as_token(researcher, scopes=["read", "metrics"])
     response = api.post(f"/api/v1/studies/{study.slug}/metric-runs/", {"bootstrap": 20}, format="json")
@@ -117,7 +120,7 @@ def test_a_run_started_through_the_api_that_fails_answers_202_saying_so(
     assert WORDS not in logs.text
 
 
-def test_a_run_a_service_requests_that_fails_leaves_its_caller_going(embedded, lc8_bug, admin_user, study, logs):
+def test_a_run_a_service_requests_that_fails_leaves_its_caller_going(embedded, report_bug, admin_user, study, logs):
     """As closing a round does: the run is requested inside the caller's transaction and sent when it commits."""
     with transaction.atomic():
         run = services.metric_run_request(study=study, by=admin_user, trigger="round-closed", bootstrap=20)
@@ -129,7 +132,9 @@ def test_a_result_that_cannot_be_stored_fails_the_run_saying_so(embedded, monkey
     """A report section holding what JSON cannot hold (a set: a bug) fails when the result is stored, after the
     computation: the run fails with that reason instead of staying running (in embedded mode nobody would ever take
     it over)."""
-    monkeypatch.setattr(lc8_inputs, "lc8_section_and_rows", lambda **_: ({"raters": {"r1", "r2"}}, ({}, {})))
+    section = ReportSection(slug="bug", help_text="", bundle_rows=lambda study: lambda: ({}, {}),
+                            section_and_rows=lambda **_: ({"raters": {"r1", "r2"}}, ({}, {})))
+    monkeypatch.setattr(runs, "section_of", lambda study: section)
     run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
     assert_failed_as_a_worker_stores_it(run, "TypeError: Object of type set is not JSON serializable")
 
@@ -137,11 +142,11 @@ def test_a_result_that_cannot_be_stored_fails_the_run_saying_so(embedded, monkey
 COMMAND = f"""
 from annotation.models import Study
 from django.conf import settings
-from metrics import lc8_inputs, selectors, services
+from metrics import selectors, services
 assert settings.CELERY_TASK_ALWAYS_EAGER, "not embedded"
-def lc8_bug(**_):
+def report_bug(**_):
     raise ValueError({MESSAGE!r})
-lc8_inputs.lc8_section_and_rows = lc8_bug
+selectors.unscored_judgments = report_bug
 run = services.metric_run_request(study=Study.objects.get(slug="cab-demo"), by=None, trigger="command", bootstrap=20)
 print(selectors.metric_run_said(run=run))
 """

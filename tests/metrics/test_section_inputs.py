@@ -21,14 +21,16 @@ from django.core.management import call_command
 from access import roles
 from access.services import user_ensure
 from annotation import automated_coders, judgment_import, long_format, services, session_labels
-from annotation.care_demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_SLOT
-from annotation.lc8_demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_records
-from annotation.lc8_synthetic import SLOT as LC8_SLOT
 from annotation.models import Schema, Study
 from annotation.selectors import conversations_of_study
 from benchmark import conversation_ingest
 from benchmark.models import Conversation
-from metrics import care_inputs, lc8_inputs, runs
+from care import inputs as care_inputs
+from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_SLOT
+from lc8 import inputs as lc8_inputs
+from lc8.demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_records
+from lc8.synthetic import SLOT as LC8_SLOT
+from metrics import runs
 from metrics.parameters import DEFAULT_SEED, DEFAULT_TOP_K
 
 pytestmark = pytest.mark.django_db

@@ -47,12 +47,14 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 from django.urls.exceptions import Resolver404
 
 from annotation.models import Study
-from metrics import lc8_inputs
+from care import charts as care_charts
+from lc8 import charts as lc8_charts
+from lc8 import inputs as lc8_inputs
 from metrics import runs as metric_runs
 from metrics import selectors as metrics_selectors
 from metrics import services as metric_services
 from metrics.models import MetricRun
-from reports import care_charts, charts, kind_pages, lc8_charts, selectors
+from reports import charts, kind_pages, selectors
 from reports import urls as report_urlconf
 from reports.forms import FilterForm
 

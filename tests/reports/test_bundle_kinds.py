@@ -16,8 +16,8 @@ from django.test import override_settings
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import care_demo_load
-from annotation.lc8_demo import lc8_demo_load
+from care.demo import care_demo_load
+from lc8.demo import lc8_demo_load
 from metrics import runs, services
 from metrics.core import recompute
 from reports import bundle, kind_pages

@@ -12,10 +12,10 @@ import io
 import pytest
 from django.core.management import call_command
 
-from annotation.care_demo import CARE_DEMO_STUDY
 from annotation.demo import DEMO_STUDY
-from annotation.lc8_demo import LC8_DEMO_STUDY
 from annotation.models import Study
+from care.demo import CARE_DEMO_STUDY
+from lc8.demo import LC8_DEMO_STUDY
 from tests.reports import pages
 
 pytestmark = pytest.mark.django_db

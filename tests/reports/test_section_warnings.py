@@ -22,7 +22,8 @@ from access import roles
 from access.services import user_ensure
 from annotation import automated_coders, services
 from annotation.models import Schema, Study
-from metrics import care_inputs, lc8_inputs
+from care import inputs as care_inputs
+from lc8 import inputs as lc8_inputs
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from metrics.models import MetricRun

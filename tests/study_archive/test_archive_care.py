@@ -10,9 +10,9 @@ from django.core.management import call_command
 
 from access import roles
 from access.services import user_ensure
-from annotation.care_demo import care_demo_load
 from annotation.models import Judgment, StudyMember
 from benchmark.models import Session, Turn
+from care.demo import care_demo_load
 from tests.study_archive.test_archive import records, truncate_everything_archived, without_the_import_event
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)

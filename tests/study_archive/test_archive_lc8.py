@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from study_archive.records import dumps
-from tests.annotation.test_lc8_round_trip import judgment_rows, label_rows, lc8_full_study
+from tests.lc8.test_round_trip import judgment_rows, label_rows, lc8_full_study
 from tests.study_archive.test_archive import (
     checksummed,
     edited,

@@ -1,9 +1,8 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from access import roles
-from annotation import care_demo, demo, lc8_demo, selectors
+from annotation import demo, selectors
+from annotation.kinds import StudyKind, kinds
 from annotation.models import Study
 
 
@@ -16,26 +15,16 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000/",
                             help="Where the product is served, for the closing line (scripts/run passes the address "
                                  "it serves; default %(default)s, runserver's).")
-        parser.add_argument("--care", action="store_true",
-                            help="Also load the CARE demo study (care-demo: one synthetic history of sessions on "
-                                 "care-v1, with an illustrative LLM judge's labels).")
-        parser.add_argument("--lc8", action="store_true",
-                            help="Also load the LongCounsel-8 demo study (lc8-demo: eight synthetic trajectories of "
-                                 "five counseling sessions on lc8-v1, reference PHQ-8 labels and two illustrative "
-                                 "methods' predictions).")
+        for kind in _with_demo():  # --care, --lc8: each kind's demo study
+            parser.add_argument(f"--{kind.slug}", action="store_true", help=kind.demo.option_help)  # type: ignore[union-attr]
 
-    def handle(self, *args, quiet: bool, care: bool = False, lc8: bool = False,
-               url: str = "http://127.0.0.1:8000/", **options):
+    def handle(self, *args, quiet: bool, url: str = "http://127.0.0.1:8000/", **options):
+        chosen = [kind for kind in _with_demo() if options.get(kind.slug)]
         # A demo study found loaded is left as it is (its admin may have taken it further): say what it holds now.
-        present = set(Study.objects.filter(slug__in=[demo.DEMO_STUDY, care_demo.CARE_DEMO_STUDY,
-                                                     lc8_demo.LC8_DEMO_STUDY]).values_list("slug", flat=True))
+        slugs = [demo.DEMO_STUDY, *(kind.demo.study for kind in chosen if kind.demo is not None)]
+        present = set(Study.objects.filter(slug__in=slugs).values_list("slug", flat=True))
         with transaction.atomic():  # all or nothing
-            result = demo.demo_load(care=care)
-            if lc8:
-                users = {role: get_user_model().objects.get(username=result.logins[role])
-                         for role in (roles.ADMIN, roles.REVIEWER, roles.EXPERT)}
-                lc8_demo.lc8_demo_load(admin=users[roles.ADMIN], reviewer=users[roles.REVIEWER],
-                                       expert=users[roles.EXPERT])
+            result = demo.demo_load(kinds=chosen)
         if quiet:
             return
         if demo.DEMO_STUDY in present:
@@ -55,13 +44,9 @@ class Command(BaseCommand):
                 "demo-expert; gold, closing, the panel and the main round are left to demo-admin: follow the README, "
                 "'Walk-through on the demo study'."
             )
-        if care:
-            self._said(care_demo.CARE_DEMO_STUDY, present, "one SYNTHETIC history of five sessions (a crisis and a "
-                       "callback) on care-v1, with the labels of demo-care-judge (a method).", label="CARE")
-        if lc8:
-            self._said(lc8_demo.LC8_DEMO_STUDY, present, "eight SYNTHETIC trajectories of five counseling sessions on "
-                       "lc8-v1 with reference PHQ-8 labels and two illustrative methods; demo-reviewer and demo-expert "
-                       "have the sessions to rate.", label="LC8")
+        for kind in chosen:
+            if kind.demo is not None:
+                self._said(kind.demo.study, present, kind.demo.said, label=kind.demo.label)
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")
@@ -74,3 +59,7 @@ class Command(BaseCommand):
                               f"{state}.")
         else:
             self.stdout.write(f"{label} demo study '{slug}' (/studies/{slug}/) created: {created}")
+
+
+def _with_demo() -> list[StudyKind]:
+    return [kind for kind in kinds().values() if kind.demo is not None]

@@ -1,4 +1,4 @@
-// The coding page (templates/annotation/turn.html, and the session page annotation/lc8.html): the entry module
+// The coding page (templates/annotation/turn.html, and the session page lc8/rating.html): the entry module
 // that starts the others in order. Builds each attribute's form from its <template>, then draws the response texts
 // with their highlights and the header's save state. care.js and lc8.js load this module before they run, so the
 // forms they extend are built by then.

@@ -95,8 +95,8 @@ def test_a_care_or_lc8_bundle_without_its_sections_rows_or_of_an_unknown_kind_is
 
 
 def test_a_malformed_row_of_a_sections_rows_is_named_by_its_file_and_line():
-    from metrics.core.care_rows import care_rows_read
-    from metrics.core.lc8_rows import lc8_rows_read
+    from care.core.rows import care_rows_read
+    from lc8.core.rows import lc8_rows_read
 
     block = {"block": {}, "attributes": [], "members": []}
     sessions = "dataset,conversation_id,model,session_index,kind,crisis_type,turns\r\nD,c1,M,one,chat,,1 2\r\n"

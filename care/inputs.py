@@ -1,0 +1,182 @@
+"""Load a CARE study (a schema with a ``care`` block, docs/care.md) into the pure core's input types
+(``care.core.metrics``: CareHistory, CareCoding, ChecklistItem, CareParams), and the report's ``care`` section.
+
+Seven queries whatever the study's size (study members, attributes, sessions, turns, response slots, judgments, and
+the coders' names, only when some coder is no longer a member), each a ``values_list`` of a few columns: no Python
+object per model row, no query per row.
+
+Choices (also in docs/metrics.md#choices, item 18):
+
+- The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
+  ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
+  a round or labelled, whoever ingested them); a history's model is its responses' model slot (M1 of the core: one
+  assistant per history; with several, the first in name order).
+- The judgments read are those of the study's rounds. What the section leaves out is counted, by reason, in
+  ``care.input`` (``CareInputs.dropped``): a judgment without a score, on a conversation without sessions (no
+  history), of an attribute the ``care`` block gives no role (nor a checklist item), on a unit its role does not
+  read, or replaced by a later judgment of the same unit and coder.
+- The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
+  the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
+  loader); else the first expert (by username) with codings; else the first human coder with codings; else the
+  first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``).
+- The coders compared for validation are every non-gold coder (humans and methods) with codings, the reference coder
+  included when it is one of them (judge vs each human and human vs human are the pairs docs/care.md#metrics asks for).
+- A coder's codes come from every round of the study; a unit coded twice (two rounds) keeps the later judgment.
+- Nominal scores become their scale labels; the marker's labels map onto the engine's states through the ``care``
+  block's ``states`` (by position); flags are 0/1. Roles (marker, hold, strategy, …) are looked up through the
+  ``care`` block, never by attribute code.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from annotation.kinds import block_of, kind_of
+from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
+from annotation.selectors import conversations_of_study
+from benchmark.models import ModelResponse, Session, Turn
+from care.kind import CARE
+from common.lookups import any_of
+from metrics.selectors import usernames_of
+
+if TYPE_CHECKING:
+    from care.core.rows import CareInputs, CareRows, CareSessionRow
+    from metrics.core.provenance import KindRows
+
+# The core (numpy, scipy, scikit-learn) is imported inside the loaders: web workers import this module for the
+# report pages and must not load the science stack with it (tests/cab/test_urls.py).
+
+
+def __getattr__(name: str) -> Any:
+    """``DROPPED`` and ``GOLD`` are the core's (``care.core.rows``), loaded when asked for."""
+    if name in ("DROPPED", "GOLD"):
+        from care.core import rows as care_rows
+
+        return getattr(care_rows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, resamples: int = 1000,
+                conversation: str | None = None) -> CareInputs:
+    """The study's histories and codings as the core takes them (see the module's choices). ``reference`` names
+    the coder whose codings are the reference when the study has no gold codings; ``conversation`` (an external
+    id) loads that one history only (the admin timeline)."""
+    from care.core.rows import care_inputs_from_rows
+
+    return care_inputs_from_rows(care_rows(study=study, conversation=conversation), reference=reference, seed=seed,
+                                 resamples=resamples)
+
+
+def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
+    """The rows the care section reads, as plain values (``care.core.rows.CareRows``): the server's half of
+    ``care_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets)."""
+    from care.core.rows import CareAttribute, CareJudgmentRow, CareRows
+
+    care = block_of(study, CARE)
+    if care is None:
+        raise ValueError(f"study {study.slug} is not a CARE study (its schema has no care block)")
+    members = {user_id: (username, role) for user_id, username, role in StudyMember.objects.filter(study=study)
+               .values_list("user_id", "user__username", "role")}
+    attributes: dict[int, str] = {}
+    specs = []
+    for pk, code, unit, labels, item_type, crisis_types in (
+            AttributeDefinition.objects.filter(schema_id=study.schema_id).order_by("position")
+            .values_list("pk", "code", "unit", "scale_labels", "item_type", "crisis_types")):
+        attributes[pk] = code
+        specs.append(CareAttribute(code, str(unit), {str(k): str(v) for k, v in (labels or {}).items()},
+                                   str(item_type or ""), tuple(crisis_types or ())))
+
+    one = {"conversation__external_id": conversation} if conversation is not None else {}
+    conversation_name, session_index, turn_index, sessions = _histories(study, one)
+    # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted.
+    judged: list[tuple[Any, ...]] = list(
+        Judgment.objects.filter(round__study=study, **one)
+        .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
+                                    "response_id", "session_id", "score"))
+    unknown_coders = {row[0] for row in judged if row[0] not in members}
+    names = dict(usernames_of(unknown_coders))
+    judgments = [
+        CareJudgmentRow(
+            coder=members[coder_id][0] if coder_id in members else names.get(coder_id, ""), is_gold=bool(is_gold),
+            attribute=attributes.get(attribute_id, ""), conversation=conversation_name.get(conversation_id),
+            turn=turn_index.get(turn_id) if turn_id is not None else None, on_response=response_id is not None,
+            session=session_index.get(session_id) if session_id is not None else None,
+            score=None if score is None else int(score))
+        for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
+    return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
+                    sessions=sessions, judgments=judgments)
+
+
+def _histories(
+    study: Study, one: Mapping[str, str],
+) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow]]:
+    """(conversation id -> name, session id -> index, turn id -> index, the histories' sessions): three queries.
+    The histories are the conversations of the study (``conversations_of_study``) that have sessions."""
+    from care.core.rows import CareSessionRow
+
+    conversation_name: dict[int, str] = {}
+    session_rows: list[tuple[int, int, str, str, int, str, str | None]] = []
+    session_index: dict[int, int] = {}
+    for pk, conversation_id, dataset, external_id, index, kind, crisis_type in (
+            Session.objects.filter(conversation__in=conversations_of_study(study=study), **one)
+            .order_by("conversation__external_id", "index")
+            .values_list("pk", "conversation_id", "conversation__dataset__name", "conversation__external_id",
+                         "index", "kind", "crisis_type")):
+        conversation_name[conversation_id] = external_id
+        session_rows.append((pk, conversation_id, dataset, external_id, index, kind, crisis_type))
+        session_index[pk] = index
+    history_ids = sorted(conversation_name)  # their turns and responses by id: one array parameter each
+    turn_index: dict[int, int] = {}
+    session_turns: dict[int, list[int]] = defaultdict(list)
+    for pk, session_id, index in (Turn.objects.filter(any_of("conversation_id", history_ids))
+                                  .order_by("index").values_list("pk", "session_id", "index")):
+        turn_index[pk] = index
+        if session_id in session_index:
+            session_turns[session_id].append(index)
+    model_of: dict[int, str] = {}
+    for conversation_id, slot in (ModelResponse.objects.filter(any_of("turn__conversation_id", history_ids))
+                                  .values_list("turn__conversation_id", "model_slot").distinct()
+                                  .order_by("turn__conversation_id", "model_slot")):
+        model_of.setdefault(conversation_id, slot)
+    return conversation_name, session_index, turn_index, [
+        CareSessionRow(dataset, name, model_of.get(conversation_id, ""), index, kind, crisis_type or None,
+                       tuple(session_turns.get(pk, ())))
+        for pk, conversation_id, dataset, name, index, kind, crisis_type in session_rows]
+
+
+def history_texts(*, study: Study, conversation: str) -> dict[int, str]:
+    """Turn index -> the user's message, of one history of the study (the timeline shows them)."""
+    return dict(Turn.objects.filter(conversation__in=conversations_of_study(study=study),
+                                    conversation__external_id=conversation)
+                .values_list("index", "client_text"))
+
+
+def care_section(*, study: Study, seed: int = 0, resamples: int = 1000, reference: str | None = None) -> dict | None:
+    """The report's ``care`` section of a CARE study (None for any other study): ``care_report`` of the loaded
+    inputs, plus ``reference`` (whose codings the states, alignment and quality come from) and ``input`` (the
+    histories, the judgments read and used, and what was left out by reason: ``CareInputs.input``)."""
+    found = care_section_and_rows(study=study, seed=seed, resamples=resamples, reference=reference)
+    return None if found is None else found[0]
+
+
+def care_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 1000,
+                          reference: str | None = None) -> tuple[dict, KindRows] | None:
+    """``care_section`` and the rows it read as the input fingerprint covers them (``care_kind_rows``): the
+    study bundle's recompute computes both from the same rows (``care.core.rows``)."""
+    if kind_of(study) != CARE:
+        return None
+    from care.core.rows import care_kind_rows, care_section_from_rows
+
+    rows = care_rows(study=study)
+    return care_section_from_rows(rows, reference=reference, seed=seed, resamples=resamples), care_kind_rows(rows)
+
+
+def care_bundle_rows(study: Study) -> Callable[[], KindRows]:
+    """The rows the section reads, read once, as a function that iterates them afresh at each call (the study
+    bundle writes them and fingerprints them)."""
+    from care.core.rows import care_kind_rows
+
+    rows = care_rows(study=study)
+    return lambda: care_kind_rows(rows)

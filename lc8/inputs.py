@@ -1,0 +1,214 @@
+"""Load a LongCounsel-8 study (a schema with an ``lc8`` block, docs/lc8-metrics.md) into the pure core's arrays
+(``lc8.core.tracking``: Lc8Study, CoderLabels, Lc8Rules) and the report's ``lc8`` section.
+
+Five queries whatever the study's size (members, attributes, sessions, the reference and method members' session
+labels, the people's session judgments): the session labels, the bulk of the rows (paper scale: about 800,000),
+come back as one row of bytea columns read by numpy in place (as ``metrics.selectors.int_columns`` does), the
+others as ``values_list`` rows of a few columns; arrays are filled vectorised, no Python object per label.
+
+Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
+
+- A **trajectory** is a conversation of the study (``annotation.selectors.conversations_of_study``: those it
+  ingested, and those it labelled, judged or put in a round, whoever ingested them) of kind ``longitudinal``; its
+  row holds sessions 1..S (S = the block's ``sessions``) by ``benchmark.Session.index``; a session missing, or
+  without a label, is NaN. Rows are in conversation id order (external id, then primary key). A session index
+  outside 1..S is an error naming it.
+- The rows read are the study's session labels and the judgments of its rounds. What the section leaves out is
+  counted by reason in ``lc8.input`` (``Lc8Inputs.input``): labels of an attribute that is neither an item nor the
+  total, of a member who is neither a reference nor a method, or on a session of no trajectory; judgments without
+  a score, gold, not on a session, of an attribute that is not an item, of a method member, on a session of no
+  trajectory, or replaced by a later judgment of the same session and item. A section that is unavailable counts
+  every row under ``unavailable``.
+- Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
+- The **reference** is the study member with role ``reference`` (``SessionLabel`` rows): the one named by the
+  ``reference`` argument, else the only one, else the first by username; every other reference member is a label
+  source compared with it (the paper's self-report vs controlled state). Its total per session is its ``total``
+  label, or the sum of its items when the total is absent and every item is there; its items (when it has any)
+  feed the item fidelity.
+- A **method** (role ``method``) has one series per seed (``SessionLabel.seed``, None when it has none): its total,
+  or the sum of its items when only items are there (every item needed). The items it sent for a seed (any of
+  them, in any session) are passed on with that seed, so a method is measured on its items like every other coder
+  (item fidelity); a seed without items has none. The methods are the study's ranked coders (``Lc8Study.methods``):
+  the reference sources and the people are measured but not ranked.
+- A **person** (any non-gold coder of session judgments on the items: reviewers and experts) has one series (seed
+  None): the sum of the items when all are coded, and the items themselves. A session coded twice (two rounds)
+  keeps the later judgment. A typed total is never read (the total is derived). Judgments of method members are
+  not read (a method's LC8 predictions are its session labels). Names are usernames, as in ``care_inputs``.
+- The bootstrap's B is the run's ``bootstrap`` parameter (the benchmark asks for 2,000; run with ``bootstrap=2000`` for
+  the paper's setting); the seed is the run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.db import connection
+
+from annotation.kinds import block_of, kind_of
+from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
+from annotation.selectors import conversations_of_study
+from benchmark.models import Conversation, Session
+from lc8.kind import LC8
+from metrics.selectors import usernames_of
+
+if TYPE_CHECKING:
+    from lc8.core.rows import Lc8Inputs, Lc8Rows
+    from metrics.core.provenance import KindRows
+
+# numpy and the core are imported inside the loaders: web workers import this module for the report pages
+# and must not load the science stack with it (tests/cab/test_urls.py). What the rows become (the
+# arrays, the reference, what is left out) is the core's ``lc8.core.rows``, which the study bundle's
+# recompute runs on the same rows read from the bundle.
+
+PEOPLE = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)
+
+
+def __getattr__(name: str) -> Any:
+    """``Lc8Unavailable``, ``Lc8Inputs``, ``LABELS_DROPPED`` and ``JUDGMENTS_DROPPED`` are the core's
+    (``lc8.core.rows``), loaded when asked for."""
+    if name in ("Lc8Unavailable", "Lc8Inputs", "LABELS_DROPPED", "JUDGMENTS_DROPPED"):
+        from lc8.core import rows as lc8_rows
+
+        return getattr(lc8_rows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _columns(columns: list[tuple[str, str]], source: str) -> list[Any]:
+    """``SELECT <expression>, ... <source>`` for never-null ``int4``/``int8``/``float8`` expressions, as numpy
+    arrays in the rows' order. One query returning one row: each column aggregated server-side into one bytea of
+    its big-endian values (the pattern of ``metrics.selectors.int_columns``: no Python object per row). Callers
+    inline integers only."""
+    import numpy as np
+
+    select = "SELECT " + ", ".join(f"string_agg({kind}send(({e})::{kind}), ''::bytea)" for e, kind in columns)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{select} {source}")
+        values = cursor.fetchone()
+    dtypes = {"int4": ">i4", "int8": ">i8", "float8": ">f8"}
+    return [np.frombuffer(bytes(value) if value is not None else b"", dtype=dtypes[kind]).astype(
+        float if kind == "float8" else np.int64) for (_, kind), value in zip(columns, values, strict=True)]
+
+
+def _ids(values: Any) -> str:
+    """An SQL list of integer ids (integers only, so nothing can be injected); (NULL) when empty."""
+    return ", ".join(str(int(v)) for v in values) or "NULL"
+
+
+def _index_of(keys: list[int], values: Any) -> Any:
+    """Each value's position in ``keys`` (database ids), -1 where it is none of them: vectorised."""
+    import numpy as np
+
+    order = np.argsort(np.array(keys, dtype=np.int64), kind="stable")
+    known = np.array(keys, dtype=np.int64)[order]
+    values = np.asarray(values, dtype=np.int64)
+    if not len(known):
+        return np.full(len(values), -1, dtype=np.int64)
+    at = np.clip(np.searchsorted(known, values), 0, len(known) - 1)
+    return np.where(known[at] == values, order[at], -1).astype(np.int64)
+
+
+def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
+    """The rows the lc8 section reads, as plain values and numpy columns (``lc8.core.rows.Lc8Rows``): the
+    server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Five
+    queries (and the names of coders no longer members, only when there are any)."""
+    from lc8.core.rows import Lc8Rows, item_codes
+
+    block = block_of(study, LC8)
+    if block is None:
+        raise ValueError(f"study {study.slug} is not a LongCounsel-8 study (its schema has no lc8 block)")
+    items, total = item_codes(block)
+    wanted = [*items, *([total] if total else [])]
+    codes = dict(AttributeDefinition.objects.filter(schema_id=study.schema_id, code__in=wanted)
+                 .values_list("code", "pk"))
+    column_ids = [codes.get(code, -1) for code in wanted]  # -1: not an attribute of the schema, matches nothing
+    members = list(StudyMember.objects.filter(study=study).order_by("user__username")
+                   .values_list("pk", "user_id", "user__username", "role"))
+    one = {"conversation__external_id": conversation} if conversation is not None else {}
+    session_ids, sessions = [], []
+    for pk, dataset, name, index in (
+            Session.objects.filter(conversation__in=conversations_of_study(study=study),
+                                   conversation__kind=Conversation.Kind.LONGITUDINAL, **one)
+            .order_by("conversation__external_id", "conversation_id", "index")
+            .values_list("pk", "conversation__dataset__name", "conversation__external_id", "index")):
+        session_ids.append(pk)
+        sessions.append((dataset, name, int(index)))
+
+    # Every label of the study (one trajectory's: those on its sessions), as columns
+    where = f"WHERE study_id = {int(study.pk)}"
+    if conversation is not None:
+        where += f" AND session_id IN ({_ids(session_ids)})"
+    coder, seed, seedless, session, attribute, value = _columns(
+        [("coder_id", "int8"), ("COALESCE(seed, 0)", "int8"), ("(seed IS NULL)::int4", "int4"), ("session_id", "int8"),
+         ("attribute_id", "int8"), ("value", "float8")],
+        f"FROM {SessionLabel._meta.db_table} {where}")  # integers and a model's table only
+
+    # Every judgment of the study's rounds, in judgment order
+    user_name = {user: username for _pk, user, username, _role in members}
+    judged = list(Judgment.objects.filter(round__study=study, **one)
+                  .order_by("pk").values_list("coder_id", "is_gold", "session_id", "attribute_id", "score"))
+    position = dict(zip(session_ids, range(len(session_ids)), strict=True))
+    column = {pk: at for at, pk in enumerate(column_ids[:len(items)]) if pk != -1}
+    # the names of former members are looked up only for the judgments a person's series could use
+    former = dict(usernames_of({coder_id for coder_id, is_gold, session_id, attribute_id, score in judged
+                                 if coder_id not in user_name and score is not None and not is_gold
+                                 and session_id in position and attribute_id in column}))
+    judgments = [(user_name.get(coder_id) or former.get(coder_id, str(coder_id)), bool(is_gold),
+                  None if session_id is None else position.get(session_id, -1), column.get(attribute_id, -1),
+                  None if score is None else score)
+                 for coder_id, is_gold, session_id, attribute_id, score in judged]
+    return Lc8Rows(block=block, study=study.slug, schema=study.schema.slug, codes=sorted(codes),
+                   members=[(username, str(role)) for _pk, _user, username, role in members], sessions=sessions,
+                   label_coder=_index_of([pk for pk, _user, _name, _role in members], coder), label_seed=seed,
+                   label_seedless=seedless.astype(bool), label_session=_index_of(session_ids, session),
+                   label_attribute=_index_of(column_ids, attribute), label_value=value, judgments=judgments)
+
+
+def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str | None = None) -> Lc8Inputs:
+    """The study's trajectories and labels as the core takes them (see the module's choices). ``conversation`` (an
+    external id) loads that one trajectory only (the dashboard's trajectory plot). Raises ``Lc8Unavailable`` when
+    there is no reference coder or no trajectory, ValueError for data the arrays cannot hold (named)."""
+    from lc8.core.rows import lc8_inputs_from_rows
+
+    return lc8_inputs_from_rows(lc8_rows(study=study, conversation=conversation), reference=reference,
+                                conversation=conversation)
+
+
+def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference: str | None = None) -> dict | None:
+    """The report's ``lc8`` section of a LongCounsel-8 study (None for any other study): ``lc8_report`` of the
+    loaded arrays, plus ``reference`` (whose labels are the reference) and ``roles`` (each coder's member role).
+    A study that cannot be measured (no reference coder or trajectory yet, or a session beyond the block's
+    sessions) gets ``{"unavailable": why, "input": …}``, and the rest of the report is computed as usual.
+    ``input`` (``Lc8Inputs.input``) counts the trajectories, the labels and judgments read and used, and what was
+    left out by reason (when unavailable: every label and judgment, under ``unavailable``)."""
+    found = lc8_section_and_rows(study=study, seed=seed, resamples=resamples, reference=reference)
+    return None if found is None else found[0]
+
+
+def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
+                         reference: str | None = None) -> tuple[dict, KindRows] | None:
+    """``lc8_section`` and the rows it read as the input fingerprint covers them (``lc8_kind_rows``): the study
+    bundle's recompute computes both from the same rows (``lc8.core.rows``)."""
+    if kind_of(study) != LC8:
+        return None
+    from lc8.core.rows import lc8_kind_rows, lc8_section_from_rows
+
+    rows = lc8_rows(study=study)
+    return (lc8_section_from_rows(rows, seed=seed, resamples=resamples, reference=reference),
+            lc8_kind_rows(rows))
+
+
+def trajectory_names(*, study: Study) -> list[str]:
+    """The study's trajectories (longitudinal conversations with sessions), by id: one query (the dashboard's
+    trajectory choice)."""
+    return list(conversations_of_study(study=study).filter(kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
+                .order_by("external_id").values_list("external_id", flat=True).distinct())
+
+
+def lc8_bundle_rows(study: Study) -> Callable[[], KindRows]:
+    """The rows the section reads, read once, as a function that iterates them afresh at each call (the study
+    bundle writes them and fingerprints them)."""
+    from lc8.core.rows import lc8_kind_rows
+
+    rows = lc8_rows(study=study)
+    return lambda: lc8_kind_rows(rows)

@@ -1,0 +1,42 @@
+"""The core half of a study kind's report section (docs/architecture.md#study-kinds): what the recompute of a
+study bundle (``metrics.core.recompute``) needs to compute the section from the bundle's rows, without Django.
+
+A kind with a section ships it as ``<kind>.core.section`` (a pure module, like this core) holding ``SECTION``; the
+recompute finds it by the kind's slug that the bundle's ``run.json`` names. Loaded by name, so that this core
+imports no kind package (the kinds sit above it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .provenance import KindRows
+
+DEFAULT_KIND = "default"
+
+
+@dataclass(frozen=True)
+class CoreSection:
+    """``files``: the bundle paths of the rows the section reads beside the judgments; ``compute(block, texts, *,
+    seed, resamples)``: the section and the rows as the input fingerprint covers them, from run.json's block of the
+    kind and the files' texts in ``files`` order (ValueError naming what is wrong and where)."""
+
+    files: tuple[str, ...]
+    compute: Callable[..., tuple[dict, KindRows]]
+
+
+def core_section(kind: str) -> CoreSection | None:
+    """The core section of a kind by its slug; None for the default kind and for a slug no installed kind has."""
+    if kind == DEFAULT_KIND or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", kind):
+        return None
+    try:
+        module = importlib.import_module(f"{kind}.core.section")
+    except ModuleNotFoundError as error:
+        if error.name not in (kind, f"{kind}.core", f"{kind}.core.section"):
+            raise  # the section is there, something it imports is not
+        return None
+    section = getattr(module, "SECTION", None)
+    return section if isinstance(section, CoreSection) else None
