@@ -49,7 +49,7 @@ class StudyIn(serializers.Serializer):
     slug = _text("letters, digits, - and _, at most 80 characters; not `new`; unused", required=True)
     name = _text("default: the slug")
     description = _text("default: empty")
-    schema = _text("an installed schema's slug: `cab-v1`, `care-v1` (CARE histories), `lc8-v1` (LongCounsel-8)",
+    schema = _text("an installed schema's slug (`cab-v1`, or a study kind's: docs/schema.md)",
                    required=True)
     model_slots = serializers.ListField(
         child=TextField(allow_blank=True, trim_whitespace=False),
@@ -66,12 +66,12 @@ class StudyIn(serializers.Serializer):
         required=False, help_text="experts may open a closed calibration round's consensus screen (default false)")
     method_labels = _text(f"human coders see automated coders' labels: {_choices(Study.MethodLabels)} (default "
                           "`blinded`)")
-    reference_labels = _text(f"human coders see the reference labels (LC8): {_choices(Study.MethodLabels)} "
-                             "(default `blinded`)")
-    session_history = _text(f"raters see a trajectory's earlier sessions (LC8): {_choices(Study.SessionHistory)} "
-                            "(default `shown`)")
-    session_order = _text(f"a rater's queue gives away each trajectory's order (LC8): {_choices(Study.SessionOrder)} "
-                          "(default `in_order`)")
+    reference_labels = _text(f"human coders see the reference labels (session-rated studies): "
+                             f"{_choices(Study.MethodLabels)} (default `blinded`)")
+    session_history = _text(f"raters see a trajectory's earlier sessions (session-rated studies): "
+                            f"{_choices(Study.SessionHistory)} (default `shown`)")
+    session_order = _text(f"a rater's queue gives away each trajectory's order (session-rated studies): "
+                          f"{_choices(Study.SessionOrder)} (default `in_order`)")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
@@ -166,7 +166,7 @@ class JudgmentOut(serializers.Serializer):
     conversation_id = serializers.CharField(source="conversation.external_id")
     turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
     session_index = serializers.SerializerMethodField(
-        help_text="the session of a longitudinal history (CARE, LongCounsel-8) the judgment is on, or its turn is "
+        help_text="the session of a longitudinal history the judgment is on, or its turn is "
                   "in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a "
                   "study whose session order is blinded")
     model = serializers.SerializerMethodField(help_text="null for user-level attributes, and for reviewers of a "
@@ -241,12 +241,13 @@ class JudgmentImportOut(serializers.Serializer):
     judgments_created = serializers.IntegerField()
     judgments_unchanged = serializers.IntegerField()
     spans_created = serializers.IntegerField()
-    session_labels_created = serializers.IntegerField(help_text="LC8: methods' predictions / reference labels")
+    session_labels_created = serializers.IntegerField(
+        help_text="session labels: methods' predictions / reference labels")
     session_labels_updated = serializers.IntegerField()
     session_labels_unchanged = serializers.IntegerField()
 
 
-# --- session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels -----------
+# --- session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference labels ----
 
 
 class ReferenceIn(serializers.Serializer):
@@ -267,7 +268,8 @@ class SessionLabelRowIn(serializers.Serializer):
     dataset = TextField(max_length=100)
     conversation_id = TextField(max_length=200)
     session_index = serializers.IntegerField(min_value=1, help_text="the session of the trajectory, 1-based")
-    attribute = TextField(max_length=20, help_text="a session attribute of the schema (lc8-v1: PHQ1…PHQ8, PHQ_TOTAL)")
+    attribute = TextField(max_length=20, help_text="a session attribute of the schema (those its kind labels, e.g. a "
+                                                   "questionnaire's items and total)")
     score = serializers.FloatField(help_text="a JSON number, stored exactly: a method's value as sent (never rounded "
                                              "or clipped); a reference label a whole number on the attribute's scale")
     reviewer = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the registered method's or reference coder's name")

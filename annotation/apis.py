@@ -255,7 +255,7 @@ class JudgmentListApi(generics.ListAPIView):
                                               round_name=data.pop("round", None), **data)
 
     def get_serializer_context(self):
-        # A rater of a study whose session order is blinded (docs/lc8-rating.md#rating-sessions) is never told which
+        # A rater of a study whose session order is blinded (docs/sessions.md#study-settings) is never told which
         # session of a trajectory a judgment is on, as on the session page.
         sessions_blinded = not self.staff and self.study.session_order == Study.SessionOrder.BLINDED
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
@@ -336,8 +336,8 @@ class MethodListApi(APIView):
 
 
 class ReferenceListApi(APIView):
-    """A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their labels arrive
+    """A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their labels arrive
     (``session-labels/``)."""
 
     required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.IMPORT}
@@ -387,7 +387,7 @@ class _RowsJSONParser(BoundedJSONParser):
 
 
 class SessionLabelApi(generics.ListAPIView):
-    """Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels. POST
+    """Session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference labels. POST
     imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET lists them
     (staff)."""
 

@@ -1,4 +1,4 @@
-"""Automated coders (docs/care-data.md#automated-coders-methods): a coder may be a method — an LLM judge with a name, a
+"""Automated coders (docs/sessions.md#automated-coders-methods): a coder may be a method — an LLM judge with a name, a
 version and a prompt id — whose labels arrive in the long format (``role`` = ``method``) through the same importer,
 rules and idempotency as people's judgments (``annotation.judgment_import``).
 
@@ -69,11 +69,11 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
 
 @transaction.atomic
 def reference_register(*, study: Study, name: str, description: str = "", by: User | None) -> StudyMember:
-    """Make ``name`` the study's reference coder (idempotent; docs/lc8.md#coders-methods-and-reference-coders): whose
-    session labels are the reference every rater and method is measured against, e.g. the controlled PHQ-8 state or a
-    self-report label. Like a method, an account that can never sign in; ``description`` (what the labels are) is kept
-    as its version. A study may have several reference coders (label sources); the metrics name the one they compare
-    with."""
+    """Make ``name`` the study's reference coder (idempotent; docs/sessions.md#coders-methods-and-reference-coders):
+    whose session labels are the reference every rater and method is measured against, e.g. the controlled PHQ-8 state
+    or a self-report label. Like a method, an account that can never sign in; ``description`` (what the labels are) is
+    kept as its version. A study may have several reference coders (label sources); the metrics name the one they
+    compare with."""
     user = method_account_ensure(username=name)
     member, created = StudyMember.objects.get_or_create(
         study=study, user=user,
@@ -121,11 +121,11 @@ def method_labels_visible_to(*, user: User, study: Study, turn_ids: Iterable[int
 def session_labels_visible_to(*, user: User, study: Study, session_ids: Iterable[int] | None = None,
                               roles: Iterable[str] = (StudyMember.Role.REFERENCE, StudyMember.Role.METHOD),
                               ) -> QuerySet[SessionLabel]:
-    """The session labels (docs/lc8.md#session-labels) of the reference coders and the methods that a page may show this
-    user: every one for staff (admins, researchers); for a human coder of the study, the reference's only when the study
-    shows them (``reference_labels`` = ``shown``) and the methods' only when it shows method labels (``method_labels``),
-    never while it blinds them (the default); nothing for anyone else. Optionally limited to some sessions. The one read
-    of these labels for people's pages: a reviewer page that goes through it cannot leak them."""
+    """The session labels (docs/sessions.md#session-labels) of the reference coders and the methods that a page may show
+    this user: every one for staff (admins, researchers); for a human coder of the study, the reference's only when the
+    study shows them (``reference_labels`` = ``shown``) and the methods' only when it shows method labels
+    (``method_labels``), never while it blinds them (the default); nothing for anyone else. Optionally limited to some
+    sessions. The one read of these labels for people's pages: a reviewer page that goes through it cannot leak them."""
     wanted = set(roles)
     labels = SessionLabel.objects.filter(study=study, coder__role__in=sorted(wanted))
     if not user_sees_all_studies(user=user):

@@ -1,9 +1,9 @@
-"""Session checklists (docs/care-data.md#the-codings-of-care-v1): the behaviours from the clinician guide that coders
-mark present (1) or absent (0) once per crisis or callback session. Each item is an attribute of the schema's session
-group — its code is the item id, its name the item's text — typed ``productive``, ``unproductive`` or ``required`` and
-tagged with the crisis types it applies to (none: every crisis type). Items are schema data: admins add, edit and
-remove them here (or in the Django admin) while no study using the schema is open; from then on the schema is frozen,
-like every part of it.
+"""Session checklists (docs/sessions.md#session-checklists): the behaviours from a clinician guide that coders
+mark present (1) or absent (0) once per session the study kind chooses. Each item is an attribute of the schema's
+session group — its code is the item id, its name the item's text — typed ``productive``, ``unproductive`` or
+``required`` and tagged with the crisis types it applies to (none: every crisis type). Items are schema data: admins
+add, edit and remove them here (or in the Django admin) while no study using the schema is open; from then on the schema
+is frozen, like every part of it.
 """
 
 from __future__ import annotations

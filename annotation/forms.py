@@ -77,7 +77,7 @@ class JudgmentSaveForm(forms.Form):
         attribute = data.get("attribute")
         if isinstance(attribute, AttributeDefinition) and not attribute.subcategories.all():
             data["spans"] = None  # an attribute without subcategories keeps no spans, whatever was sent
-        # The unit: the assignment's turn, or for a session attribute (a CARE or LC8 study) the session that turn is
+        # The unit: the assignment's turn, or for a session attribute (a study kind's) the session that turn is
         # in (none for a turn without sessions, which the judgment rules then refuse in their words).
         data["turn"], data["session"] = self.assignment.turn, None
         if isinstance(attribute, AttributeDefinition) and attribute.unit == AttributeDefinition.Unit.SESSION:
@@ -167,9 +167,9 @@ class StudyForm(forms.ModelForm):
             "Experts (the gold panel) may open the consensus screen of each closed calibration round from their "
             "home page, read-only: every expert's scores and the gold decided. Reviewers never see it.")}
 
-    # The blinding of automated coders' labels (docs/care-data.md#automated-coders-methods) and the session-rated
-    # settings (docs/lc8.md#study-settings): optional, a post without them (a page from before these settings) keeps the
-    # stored values, a new study's being the model's defaults.
+    # The blinding of automated coders' labels (docs/sessions.md#automated-coders-methods) and the session-rated
+    # settings (docs/sessions.md#study-settings): optional, a post without them (a page from before these settings)
+    # keeps the stored values, a new study's being the model's defaults.
     KIND_SETTINGS = {"method_labels": "automated coders' labels", "reference_labels": "reference labels",
                      "session_history": "earlier sessions", "session_order": "session order"}
 

@@ -60,7 +60,7 @@ class JudgmentImportSummary:
     judgments_created: int = 0
     judgments_unchanged: int = 0
     spans_created: int = 0
-    # Session labels of an LC8 export (``annotation.session_labels``), imported in the same transaction.
+    # Session labels of an export (``annotation.session_labels``), imported in the same transaction.
     session_labels_created: int = 0
     session_labels_updated: int = 0
     session_labels_unchanged: int = 0
@@ -336,7 +336,7 @@ def judgments_import(
 ) -> JudgmentImportSummary:
     """Import the (line, row) pairs of a long-format file, all or nothing.
 
-    The session labels of an LC8 export (rows without a round whose role is method or reference,
+    The session labels of an export (rows without a round whose role is method or reference,
     ``session_labels.is_session_label_row``) go to ``session_labels.session_labels_import`` in the same
     transaction: an error in a judgment or in a label writes nothing, and every error of both is reported by its
     line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it

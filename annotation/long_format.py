@@ -29,7 +29,7 @@ COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id"
            "attribute", "score", "instance_count", "spans", "role")
 # The optional columns: a file may leave them out altogether (from the CSV header as from a JSON row).
 OMITTABLE_COLUMNS = ("role",)
-# Longitudinal studies (CARE, LC8): the session of a row. Read when a file has it; written, after the columns
+# Longitudinal studies: the session of a row. Read when a file has it; written, after the columns
 # above, only for a study whose schema codes sessions (so every other study's files stay exactly as they were).
 SESSION_INDEX = "session_index"
 # Keys a JSON row may leave out (an absent model, instance count or spans is an empty one).
@@ -42,8 +42,8 @@ ROLES = (StudyMember.Role.REVIEWER.value, StudyMember.Role.EXPERT.value)
 METHOD_ROLE = StudyMember.Role.METHOD.value
 DEFAULT_ROLE = StudyMember.Role.REVIEWER.value
 GOLD_ROLE = StudyMember.Role.EXPERT.value
-# Session labels (LC8, ``annotation.session_labels``): a method's run seed, empty for everyone else. Written
-# only for a session-rated study (a schema with an ``lc8`` block), after session_index.
+# Session labels (``annotation.session_labels``): a method's run seed, empty for everyone else. Written only for
+# a study whose kind has session labels, after session_index.
 SEED = "seed"
 FORMATS = ("csv", "jsonl")
 JUDGMENT_ROWS_BATCH = 2000
@@ -257,8 +257,8 @@ def _tuples(batch: list[tuple]) -> Iterator[tuple]:
 
 
 def session_label_rows(*, study: Study) -> Iterator[dict]:
-    """The study's session labels as long-format rows (docs/lc8.md#long-format-exports), streamed from one query: no
-    round, turn or model; ``score`` the float as stored, ``role`` method or reference, ``reviewer`` the coder's name,
+    """The study's session labels as long-format rows (docs/sessions.md#long-format-exports), streamed from one query:
+    no round, turn or model; ``score`` the float as stored, ``role`` method or reference, ``reviewer`` the coder's name,
     ``seed`` the method's run seed (null for none) and ``session_index``. ``annotation.session_labels`` reads them
     back."""
     for (coder, role, seed, dataset, conversation, session, code, value) in (

@@ -41,7 +41,7 @@ class AttributeDefinition(models.Model):
         SESSION = "session", "Once per session (of a longitudinal history)"
 
     class ItemType(models.TextChoices):
-        """A session checklist item's type (CARE): what its presence or absence says about the session."""
+        """A session checklist item's type: what its presence or absence says about the session."""
 
         PRODUCTIVE = "productive", "Productive"
         UNPRODUCTIVE = "unproductive", "Unproductive"
@@ -69,7 +69,7 @@ class AttributeDefinition(models.Model):
     risk = models.JSONField(null=True, blank=True, help_text="Risk encoding: scale value -> risk in [0, 1].")
     has_instance_count = models.BooleanField(default=False)
     counts_toward_uiri = models.BooleanField(default=False)
-    # Session checklist items (docs/care-data.md#the-codings-of-care-v1): blank / empty for every other attribute.
+    # Session checklist items (docs/sessions.md#session-checklists): blank / empty for every other attribute.
     item_type = models.CharField(max_length=12, choices=ItemType.choices, blank=True,
                                  help_text="Checklist items only: productive, unproductive or required.")
     crisis_types = models.JSONField(default=list, blank=True,
@@ -155,7 +155,7 @@ class Study(models.Model):
     )
     reference_labels = models.CharField(
         max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,
-        help_text="Whether human coders see the reference labels (LongCounsel-8: blinded unless the study says).",
+        help_text="Whether human coders see the reference labels (blinded unless the study says).",
     )
 
     class SessionHistory(models.TextChoices):
@@ -164,7 +164,7 @@ class Study(models.Model):
 
     session_history = models.CharField(
         max_length=10, choices=SessionHistory.choices, default=SessionHistory.SHOWN,
-        help_text="Session-rated studies (LC8): whether raters see earlier sessions (the effect of history).",
+        help_text="Session-rated studies: whether raters see earlier sessions (the effect of history).",
     )
 
     class SessionOrder(models.TextChoices):
@@ -173,7 +173,7 @@ class Study(models.Model):
 
     session_order = models.CharField(
         max_length=10, choices=SessionOrder.choices, default=SessionOrder.IN_ORDER,
-        help_text="Session-rated studies (LC8): whether a rater's queue gives away each trajectory's sequence.",
+        help_text="Session-rated studies: whether a rater's queue gives away each trajectory's sequence.",
     )
     is_synthetic = models.BooleanField(default=False)
     # The key of the reviewers' response handles (annotation.selectors.response_handle): the study's own, so that
@@ -458,12 +458,12 @@ class Judgment(models.Model):
 
 
 class SessionLabel(models.Model):
-    """A value given to one attribute of one session by a coder that is not a person (docs/lc8.md#session-labels): a
-    method's
-    prediction (role ``method``; per seed, e.g. a per-session PHQ-8 total as a float) or the study's reference
-    labels (role ``reference``, e.g. the controlled PHQ-8 state). Stored exactly as sent: never rounded or clipped,
-    which is why these are not judgments (a judgment's score is an integer on the attribute's scale). People's
-    session codes stay judgments (unit ``session``, autosaved in rounds). ``seed`` is null when the coder has none.
+    """A value given to one attribute of one session by a coder that is not a person (docs/sessions.md#session-labels):
+    a method's prediction (role ``method``; per seed, e.g. a per-session PHQ-8 total as a float) or the study's
+    reference labels (role ``reference``, e.g. the controlled PHQ-8 state). Stored exactly as sent: never rounded or
+    clipped, which is why these are not judgments (a judgment's score is an integer on the attribute's scale).
+    People's session codes stay judgments (unit ``session``, autosaved in rounds). ``seed`` is null when the coder has
+    none.
     """
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="session_labels")

@@ -1,6 +1,6 @@
 """The forms of a coding page, below every page's reads: an attribute's autosaving form (``AttrForm``) with the
 judgment it shows, and the schema's groups of attributes. The turn page (``annotation.selectors``) and the session
-page of a session-rated study (``lc8.selectors``) build their forms from these, so neither needs the
+page of a session-rated study (its kind's) build their forms from these, so neither needs the
 other for them (docs/architecture.md#no-circles)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T |
     return []
 
 
-CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # CARE: the sessions whose checklist is coded
+CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # the sessions whose checklist is coded (a history's)
 
 
 def session_items(attributes: Sequence[AttributeDefinition], *, kind: str,
@@ -48,7 +48,7 @@ def _whole(value: Any) -> bool:
 
 
 def is_nominal(attribute: AttributeDefinition) -> bool:
-    """A nominal scale: categories without order (a CARE marker or strategy, a 0/1 flag)."""
+    """A nominal scale: categories without order (a marker or a strategy, a 0/1 flag)."""
     return attribute.level == AttributeDefinition.Level.NOMINAL
 
 

@@ -15,7 +15,7 @@ from annotation.kinds import kinds
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 UNITS = ("turn", "response", "conversation", "session")
 LEVELS = ("nominal", "ordinal", "interval")
-# Session checklist items (docs/care-data.md#the-codings-of-care-v1): their types, and the crisis types they apply to.
+# Session checklist items (docs/sessions.md#session-checklists): their types, and the crisis types they apply to.
 ITEM_TYPES = ("productive", "unproductive", "required")
 CRISIS_TYPES = ("SI", "self-harm", "anxiety")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")

@@ -118,7 +118,7 @@ class TurnView:
     conversation_done: int
     previous_position: int | None
     next_position: int | None
-    # A longitudinal history (CARE), on the turn that ends a crisis or callback session: its checklist.
+    # A session's checklist (its kind's ``session_checklist``), on the turn that ends the session.
     checklist_session: Session | None = None
     session_forms: list[tuple[AttributeGroup, list[AttrForm]]] = field(default_factory=list)
 
@@ -909,10 +909,10 @@ def conversations_of_study(*, study: Study, among: Sequence[int] | None = None) 
     """The conversations that belong to the study, whoever first ingested them: the README's rule ("Study isolation
     and frozen text") — those its ingestion first wrote (``Conversation.study``) and every one it uses: with a turn
     in one of its rounds (an item or an assignment), judged in one of its rounds — and those with a session it
-    labelled (``SessionLabel``: LC8's methods and references).
+    labelled (``SessionLabel``: methods' and references').
 
-    Every section of the study's report takes its material from here (``metrics.selectors.report_inputs``, the
-    ``care`` section's histories, the ``lc8`` section's trajectories), so material loaded by ``import_conversations``
+    Every section of the study's report takes its material from here (``metrics.selectors.report_inputs``, a study
+    kind's section's histories or trajectories), so material loaded by ``import_conversations``
     (no study) and then coded by ``import_judgments --study`` or labelled by ``import_session_labels`` is the
     study's like material it ingested itself. The rows each section reads stay the study's own: judgments of its
     rounds, its session labels. Lazy and unordered: a subquery of the query that filters on it, never a query of its

@@ -135,7 +135,7 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
 @transaction.atomic
 def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
     """Blind the study's human coders to the methods' labels, or show them the labels to confirm or correct (the
-    CARE validation protocol, docs/care-data.md#automated-coders-methods). True when the setting changed
+    validation protocol of a judge, docs/sessions.md#automated-coders-methods). True when the setting changed
     (recorded)."""
     require_study_admin(by)
     if value not in Study.MethodLabels.values:

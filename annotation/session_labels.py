@@ -1,5 +1,5 @@
-"""Session labels (docs/lc8.md#session-labels): methods' per-session predictions (per seed) and the reference labels,
-imported in the long format, all or nothing, idempotent, exactly as sent.
+"""Session labels (docs/sessions.md#session-labels): methods' per-session predictions (per seed) and the reference
+labels, imported in the long format, all or nothing, idempotent, exactly as sent.
 
 A row names a session (``dataset``, ``conversation_id``, ``session_index``), a session attribute of the study's
 schema (``attribute``), a value (``score``), the coder (``reviewer``, its ``role``: ``method`` or ``reference``)
@@ -11,7 +11,8 @@ an unknown name is a row error, never an account made on the fly (a typo would b
   (a total of 25.5 or -0.3 is what the method said, and the metrics measure it).
 - A reference label is a whole number within the attribute's scale (the PHQ-8 total 0–24, an item 0–3), with no
   seed.
-- Where the schema has an ``lc8`` block, labels are of its items and total only (``lc8.items`` and ``lc8.total``);
+- Where the study's kind says which attributes are labelled (its ``labelled_attributes``: a questionnaire's items
+  and total), labels are of those only;
   the optional audit attributes are people's ratings (judgments), not session labels.
 - In JSON every value has its type: a number sent as a string, a boolean, NaN or infinity is refused. A CSV file
   (``manage.py import_session_labels``) has text cells, read as numbers there.

@@ -13,7 +13,7 @@ from benchmark.sessions import HistoryIn, TurnsIn
 CONVERSATION_KINDS = Conversation.Kind.values
 SESSION_KINDS = Session.Kind.values
 
-# A conversation is one of two shapes: its turns, or (a longitudinal history: CARE, LongCounsel-8) its sessions with
+# A conversation is one of two shapes: its turns, or (a longitudinal history) its sessions with
 # their turns (benchmark.sessions.conversation_serializer picks by the key ``sessions``).
 CONVERSATIONS_IN = PolymorphicProxySerializer(component_name="Conversation", serializers=[TurnsIn, HistoryIn],
                                               resource_type_field_name=None, many=True)

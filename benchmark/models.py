@@ -59,7 +59,7 @@ class Conversation(models.Model):
     class Kind(models.TextChoices):
         SINGLE = "single", "Single-turn"
         MULTI = "multi", "Multi-turn"
-        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions, LongCounsel-8)"
+        LONGITUDINAL = "longitudinal", "Longitudinal (a trajectory of counseling sessions)"
 
     class Complexity(models.TextChoices):
         HIGH = "high", "High"
@@ -98,7 +98,8 @@ class Conversation(models.Model):
 
 
 class Session(models.Model):
-    """One chat session of a longitudinal history (docs/care-data.md): the history's turns are split into sessions.
+    """One chat session of a longitudinal history (docs/sessions.md#histories-of-sessions-conversations-json-lines): the
+    history's turns are split into sessions.
 
     A conversation without sessions (every CAB conversation) is one implicit session: its turns have no session,
     so nothing that reads turns changes. Sessions exist only for conversations imported in the ``sessions`` form.
@@ -108,7 +109,7 @@ class Session(models.Model):
         CHAT = "chat", "Chat"
         CRISIS = "crisis", "Crisis"
         CALLBACK = "callback", "Callback"
-        COUNSELING = "counseling", "Counseling session (a LongCounsel-8 trajectory's session)"
+        COUNSELING = "counseling", "Counseling session (a trajectory's session)"
 
     class CrisisType(models.TextChoices):
         SI = "SI", "Suicidal ideation"

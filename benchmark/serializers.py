@@ -66,7 +66,7 @@ class ConversationIn(serializers.Serializer):
     kind = Choice(
         choices=Conversation.Kind.values,
         help_text="single: exactly one turn, and a complexity; multi: several turns (the turns form) or a history "
-                  "of chat, crisis and callback sessions (the sessions form); longitudinal: a LongCounsel-8 "
+                  "of chat, crisis and callback sessions (the sessions form); longitudinal: a "
                   "trajectory of counseling sessions, in the sessions form only")
     topic = Choice(choices=TOPICS)
     complexity = Choice(

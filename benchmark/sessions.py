@@ -1,5 +1,5 @@
-"""Longitudinal histories (docs/care-data.md): conversations made of sessions, in the ``sessions`` form of the
-conversations JSON Lines, and their ingestion.
+"""Longitudinal histories (docs/sessions.md#histories-of-sessions-conversations-json-lines): conversations made of
+sessions, in the ``sessions`` form of the conversations JSON Lines, and their ingestion.
 
 A record gives ``sessions`` (``{"index", "kind", "crisis_type", "turns": [...]}``) instead of ``turns``; each
 session's turns have the usual turn shape (``index`` within the whole history, ``client``, ``responses`` — the
@@ -29,8 +29,8 @@ class SessionIn(serializers.Serializer):
     index = serializers.IntegerField(min_value=1, help_text="1-based position in the history: 1, 2, … in order")
     kind = Choice(
         choices=Session.Kind.values,
-        help_text="chat, crisis or callback in a multi-turn history (CARE); counseling, and only counseling, in a "
-                  "longitudinal trajectory (LongCounsel-8)")
+        help_text="chat, crisis or callback in a multi-turn history; counseling, and only counseling, in a "
+                  "longitudinal trajectory")
     crisis_type = Choice(
         choices=Session.CrisisType.values, allow_null=True, required=False, default=None,
         help_text="required for a crisis session; the crisis a callback returns to (optional); null for chat and "
@@ -88,7 +88,7 @@ class HistoryIn(ConversationIn):
 
 
 def _trajectory_problems(attrs: dict) -> None:
-    """A longitudinal conversation (LongCounsel-8: one client's counseling sessions): every session is a counseling
+    """A longitudinal conversation (one client's counseling sessions): every session is a counseling
     session, with no crisis type, and the conversation has no complexity (like any multi-turn one)."""
     for position, session in enumerate(attrs["sessions"]):
         if session["kind"] != Session.Kind.COUNSELING:

@@ -19,6 +19,17 @@ if TYPE_CHECKING:
 
     from annotation.selectors import TurnView
 
+# The display names of the section's columns (docs/care.md#metrics).
+COLUMNS = {
+    "crisis_type": "Crisis type", "AR": "Aligned rate (AR)", "PR": "Premature rate (PR)", "LR": "Lag rate (LR)",
+    "advice_frequency": "Advice frequency", "n_action": "Action turns", "n_ready": "Ready turns",
+    "ProdR": "Productive rate (ProdR)", "UnprodR": "Unproductive rate (UnprodR)", "OmitR": "Omission rate (OmitR)",
+    "n_sessions": "Sessions", "delta_AR": "Δ AR, crisis − control", "delta_PR": "Δ PR, crisis − control",
+    "wilcoxon_p": "Wilcoxon p", "rank_biserial_r": "Rank-biserial r", "n_histories": "Histories",
+    "field": "Field", "coder_a": "Coder A", "coder_b": "Coder B", "agreement": "Agreement", "kappa": "Cohen's κ",
+    "n": "Units",
+}
+
 # The fixed terms of the CARE page's legend.
 TERMS = (
     ("AR", "aligned rate: aligned action turns / action turns"),
@@ -31,6 +42,23 @@ TERMS = (
     ("κ", "Cohen's unweighted kappa between two coders"),
     ("[low–high]", "95 % percentile interval over resampled histories"),
 )
+
+# The rows of the section in a study bundle (docs/bundle.md#what-each-kind-gets): its files and its own columns.
+BUNDLE_FILES = {
+    "data/care_sessions.csv": "The CARE section's histories (the study's conversations with sessions), one row per "
+                              "session: what its recompute reads (docs/bundle.md#what-each-kind-gets).",
+    "data/care_judgments.csv": "Every judgment of the study's rounds as the CARE section reads it, in judgment order "
+                               "(a later one replaces an earlier one of the same unit and coder), unscored ones "
+                               "too (counted as left out).",
+}
+BUNDLE_COLUMNS = {
+    "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a conversation "
+                                  "without sessions (not a history)"),
+    "session_index": ("integer", "the session's position in the history, from 1; in care_judgments.csv the session "
+                                 "of a session-level code, empty otherwise"),
+    "kind": ("string", "chat, crisis or callback"),
+    "attribute": ("string", "the attribute's code in the study's schema"),
+}
 
 
 def turn_page(view: TurnView, user: User) -> TurnPage | None:
@@ -56,11 +84,12 @@ def register() -> None:
                       load=demo.care_demo_load)))
     register_section(ReportSection(slug=SLUG, help_text="a CARE study's section (docs/care.md)",
                                    section_and_rows=inputs.care_section_and_rows,
-                                   bundle_rows=inputs.care_bundle_rows))
+                                   bundle_rows=inputs.care_bundle_rows, files=BUNDLE_FILES, columns=BUNDLE_COLUMNS))
     kind_pages.register_pages(CARE.slug, kind_pages.KindPages(
         # Reliability: its turn- and response-level codes go through the calibration rounds like any schema's; the
         # schema has no UIRI attributes, no clusters, no risk encodings and no spans, so the other five pages of
         # the default kind would be empty by design.
         tabs=("reliability", CARE_PAGE), legend=SLUG,
         value_codes=lambda block: str(block["crisis"]) if block.get("crisis") else None))  # crisis types
+    labels.register_columns(COLUMNS)
     labels.register_terms(SLUG, TERMS)

@@ -20,6 +20,17 @@ if TYPE_CHECKING:
     from annotation.models import AttributeDefinition
     from annotation.selectors import TurnView
 
+# The display names of the section's columns (docs/lc8-metrics.md#definitions).
+COLUMNS = {
+    "coder": "Coder", "role": "Role", "current_mae": "Current-score MAE", "change_mae": "Change MAE",
+    "direction_accuracy": "Direction accuracy", "trend_agreement": "Trend agreement",
+    "n_trajectories": "Trajectories", "n_large_changes": "Large changes", "n_seeds": "Seeds", "type": "Type",
+    "trajectories": "Trajectories", "share": "Share", "item_exact": "Item exact match", "item_mae": "Item MAE",
+    "total_bias": "Total bias", "pearson": "Pearson r", "spearman": "Spearman ρ",
+    "screening_agreement": "Screening agreement", "severe_tail_mae": "Severe-tail MAE",
+    "n_item_sessions": "Sessions with items", "n_severe_sessions": "Severe sessions", "seed": "Seed",
+}
+
 # The fixed terms of the LongCounsel-8 page's legend.
 TERMS = (
     ("PHQ-8", "the eight-item Patient Health Questionnaire depression scale; its total runs 0–24"),
@@ -29,6 +40,27 @@ TERMS = (
     ("Direction accuracy", "share of the reference's large changes whose direction the coder got right"),
     ("[low–high]", "95 % percentile interval over resampled trajectories"),
 )
+
+# The rows of the section in a study bundle (docs/bundle.md#what-each-kind-gets): its files and its own columns.
+BUNDLE_FILES = {
+    "data/lc8_sessions.csv": "The LongCounsel-8 section's sessions: those of the study's longitudinal conversations, "
+                             "in trajectory order; lc8_labels.csv and lc8_judgments.csv point to them by row.",
+    "data/lc8_labels.csv": "Every session label of the study as the LongCounsel-8 section reads it (the same labels "
+                           "as the judgments' rows without a round, in the section's terms).",
+    "data/lc8_judgments.csv": "Every judgment of the study's rounds as the LongCounsel-8 section reads it, in judgment "
+                              "order (a later one replaces an earlier one of the same session and item), unscored "
+                              "ones too (counted as left out).",
+}
+BUNDLE_COLUMNS = {
+    "conversation_id": ("string", "the history's conversation id"),
+    "session_index": ("integer", "the session's position in the history, from 1"),
+    "kind": ("string", "counseling"),
+    "attribute": ("string", "the attribute's code in the study's schema (an item or the total; empty for any "
+                            "other)"),
+    "session": ("integer", "the session: its row of lc8_sessions.csv, from 1; 0 for a session of no trajectory; "
+                           "empty when the judgment is on no session"),
+    "value": ("number", "the label's value (Python's repr of the binary64: read back exactly)"),
+}
 
 
 def coding_page(view: TurnView, user: User) -> CodingPage | None:
@@ -75,8 +107,9 @@ def register() -> None:
                       load=demo_load)))
     register_section(ReportSection(slug=SLUG, help_text="a LongCounsel-8 study's section (docs/lc8-metrics.md)",
                                    section_and_rows=inputs.lc8_section_and_rows,
-                                   bundle_rows=inputs.lc8_bundle_rows))
+                                   bundle_rows=inputs.lc8_bundle_rows, files=BUNDLE_FILES, columns=BUNDLE_COLUMNS))
     # Its own page alone: every attribute is session-level, read by its section only (the main report's core reads
     # none of them, so the six pages of the default kind would be empty by design).
     kind_pages.register_pages(LC8.slug, kind_pages.KindPages(tabs=(LC8_PAGE,), legend=SLUG))
+    labels.register_columns(COLUMNS)
     labels.register_terms(SLUG, TERMS)

@@ -26,7 +26,7 @@ from common.cells import csv_stream
 from lc8 import charts as lc8_charts
 from lc8 import inputs as lc8_inputs
 from metrics.models import MetricRun
-from metrics.report_warnings import LC8, section_warnings
+from metrics.report_warnings import section_warnings
 from metrics.views import staff_study_or_404
 from reports import charts, kind_pages, selectors
 from reports.views import names_context
@@ -131,7 +131,7 @@ def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study, "page": lc8_charts.LC8_PAGE, "pages": kind_pages.pages_of(study), **state,
         "section": section, "unavailable": (section or {}).get("unavailable", ""),
-        "warnings": section_warnings(report, LC8),
+        "warnings": section_warnings(report, lc8_charts.SLUG),
         "blocks": lc8_charts.report_blocks(report) if section and not section.get("unavailable") else [],
         "reversals": lc8_charts.reversal_sentences(report or {}),
         "trajectory_blocks": trajectory_blocks, "trajectory_missing": trajectory_missing,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from metrics import parameters
+from metrics.kind_sections import report_sections
 from metrics.models import MetricRun
 
 
@@ -85,7 +86,7 @@ class ReportStudyOut(serializers.Serializer):
 
 
 class ReportWarningOut(serializers.Serializer):
-    section = serializers.CharField(help_text="main, care or lc8")
+    section = serializers.CharField(help_text="main, or the study kind's section (its key in the report)")
     message = serializers.CharField()
 
 
@@ -107,10 +108,19 @@ class MetricReportOut(serializers.Serializer):
     warnings = ReportWarningOut(many=True, required=False,
                                 help_text="each section that is empty although the study has judgments or labels "
                                           "for it")
-    care = serializers.DictField(required=False, help_text="a CARE study's section (docs/care.md)")
-    lc8 = serializers.DictField(required=False, help_text="a LongCounsel-8 study's section (docs/lc8-metrics.md)")
     software = ReportSoftwareOut(required=False, help_text="what computed the report (docs/metrics.md#provenance); "
                                                            "missing from reports computed before it")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The fields above, with the section of each study kind (``metrics.kind_sections``: a report holds the
+        one of its study's kind) before ``software``."""
+        fields = super().get_fields()
+        sections = {section.slug: serializers.DictField(required=False, help_text=section.help_text)
+                    for section in report_sections()}
+        before, after = list(fields.items()), list[tuple[str, serializers.Field]]()
+        while before and before[-1][0] in ("software", "run"):
+            after.insert(0, before.pop())
+        return dict([*before, *sections.items(), *after])
 
 
 class ReportFileOut(MetricReportOut):

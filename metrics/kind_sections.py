@@ -7,8 +7,8 @@ section's slug is its key in the report (the kind's slug).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from annotation.kinds import kind_of
@@ -23,12 +23,16 @@ class ReportSection:
     """A kind's section of the report: ``section_and_rows(study=, seed=, resamples=)`` computes it with the rows it
     read (the input fingerprint covers them; the study bundle ships them); ``bundle_rows(study)`` reads those rows
     once and answers a function that iterates them afresh at each call (the bundle writes them and fingerprints
-    them). ``help_text`` describes the section in the report's API schema."""
+    them). ``help_text`` describes the section in the report's API schema; ``files`` (path → description) and
+    ``columns`` (name → (Frictionless type, description)) describe the rows' files in the bundle's
+    ``datapackage.json`` (columns the kinds share are described there once)."""
 
     slug: str
     help_text: str
     section_and_rows: Callable[..., tuple[dict, KindRows] | None]
     bundle_rows: Callable[[Study], Callable[[], KindRows]]
+    files: Mapping[str, str] = field(default_factory=dict)
+    columns: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 _SECTIONS: dict[str, ReportSection] = {}

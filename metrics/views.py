@@ -42,7 +42,7 @@ def exports_page(request: HttpRequest) -> HttpResponse:
     rows = []
     for study in studies:
         run_id, tables = runs.get(study.pk, (None, []))
-        # Only the tables the report holds (a calibration-only, CARE or LC8 report has no per-model table): the
+        # Only the tables the report holds (a calibration-only report, or a study kind's, has no per-model table): the
         # four of docs/metrics.md#report-keys first, in their order, then any other the report has.
         shown = [t for t in INDEX_TABLES if t in tables] + sorted(t for t in tables if t not in INDEX_TABLES)
         rows.append({"study": study, "run_id": run_id, "index_tables": shown})

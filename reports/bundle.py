@@ -11,10 +11,9 @@ against a strong ETag. A bundle is built once per run (its id and times), input 
 ``settings.BUNDLE_DIR``.
 
 Fresh or refused: the bundle's judgments are read from the database when it is built, so they are checked against
-the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader), with a CARE
-or LC8 section's rows (``provenance.fingerprint_rows``), must be the run's ``input.fingerprint``, or the study's
-judgments changed since the run and the bundle is refused
-(``BundleRefusedError``: start a new run).
+the run: the fingerprint of the written ``data/judgments.csv`` (read back by the recompute's own reader), with the
+rows of the section of the study's kind (``provenance.fingerprint_rows``), must be the run's ``input.fingerprint``, or
+the study's judgments changed since the run and the bundle is refused (``BundleRefusedError``: start a new run).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ import os
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,13 +48,13 @@ from common.provenance import figure_metadata, run_facts, run_headers
 from metrics import selectors
 from metrics.apis import run_provenance
 from metrics.core.report_file import report_file_text
-from metrics.kind_sections import section_of
+from metrics.kind_sections import ReportSection, section_of
 from metrics.models import MetricRun
 from reports import charts, kind_pages, labels
 from reports import selectors as report_selectors
 
 if TYPE_CHECKING:
-    from metrics.core.provenance import KindRows
+    pass
 
 log = logging.getLogger(__name__)
 EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can carry: no build time in the bytes
@@ -160,7 +159,9 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
 
     judgments_csv = "".join(long_format.judgments_csv(study=study))
     judgments, spans = core_bundle.bundle_tables(judgments_csv)
-    kind_rows = _kind_rows(study)  # a CARE or LC8 section's rows: the fingerprint covers them too
+    # the rows of the section of the study's kind (docs/bundle.md#what-each-kind-gets): the fingerprint covers them too
+    section = section_of(study)
+    kind_rows = section.bundle_rows(study) if section is not None else None
     now = fingerprint_rows(fingerprint(judgments, spans), kind_rows() if kind_rows else None)
     stored = report["input"]["fingerprint"]
     if now != stored:
@@ -186,9 +187,10 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
             tables[path] = (header, fields, description)
 
     kind_blocks, kind_tables = kind_rows() if kind_rows else ({}, {})
-    for path, (kind_header, body) in kind_tables.items():  # written even without rows: the recompute reads them
-        entries[path] = "".join(csv_stream(kind_header, body)).encode("utf-8")
-        tables[path] = (list(kind_header), _kind_fields(kind_header), KIND_DESCRIPTIONS[path])
+    if section is not None:
+        for path, (kind_header, body) in kind_tables.items():  # written even without rows: the recompute reads them
+            entries[path] = "".join(csv_stream(kind_header, body)).encode("utf-8")
+            tables[path] = (list(kind_header), _kind_fields(section, kind_header), section.files[path])
     lap("material")
     provenance = run_provenance(run)
     report_text = report_file_text(provenance, report)
@@ -220,14 +222,6 @@ def bundle_write(*, run: MetricRun, out: Any) -> None:
     lap("zip")
     log.info("bundle of run %s: %s; total %.1f s", run.pk,
              ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items()), sum(phases.values()))
-
-
-def _kind_rows(study: Study) -> Callable[[], KindRows] | None:
-    """The rows the section of the study's kind reads (run.json's block of the kind, and its CSVs: a new iteration
-    at each call), for the recompute and the fingerprint (docs/bundle.md#what-each-kind-gets); None for a kind
-    without a section (the default kind)."""
-    section = section_of(study)
-    return section.bundle_rows(study) if section is not None else None
 
 
 def _json(value: Any) -> bytes:
@@ -352,51 +346,30 @@ def _judgment_fields(columns: Sequence[str]) -> list[Field]:
                             "(data/responses.csv), end exclusive; empty when none"),
         "role": ("string", "reviewer, expert, method or reference"),
         "session_index": ("integer", "the session of a longitudinal history's row; empty otherwise"),
-        "seed": ("integer", "the run of a method's session label (LC8); empty otherwise"),
+        "seed": ("integer", "the run of a method's session label; empty otherwise"),
     }
     return [_field(name, *described[name]) for name in columns]
 
 
-KIND_DESCRIPTIONS = {
-    "data/care_sessions.csv": "The CARE section's histories (the study's conversations with sessions), one row per "
-                              "session: what its recompute reads (docs/bundle.md#what-each-kind-gets).",
-    "data/care_judgments.csv": "Every judgment of the study's rounds as the CARE section reads it, in judgment order "
-                               "(a later one replaces an earlier one of the same unit and coder), unscored ones "
-                               "too (counted as left out).",
-    "data/lc8_sessions.csv": "The LongCounsel-8 section's sessions: those of the study's longitudinal conversations, "
-                             "in trajectory order; lc8_labels.csv and lc8_judgments.csv point to them by row.",
-    "data/lc8_labels.csv": "Every session label of the study as the LongCounsel-8 section reads it (the same labels "
-                           "as the judgments' rows without a round, in the section's terms).",
-    "data/lc8_judgments.csv": "Every judgment of the study's rounds as the LongCounsel-8 section reads it, in judgment "
-                              "order (a later one replaces an earlier one of the same session and item), unscored "
-                              "ones too (counted as left out).",
+# The columns the kinds' sections' rows share, described once; a kind's section describes its own
+# (``ReportSection.columns``), and a description of its own wins.
+KIND_COLUMNS: dict[str, tuple[str, str]] = {
+    "dataset": ("string", "the dataset by name"),
+    "model": ("string", "the history's model slot (the first in name order of its responses)"),
+    "coder": ("string", "the coder's username (a gold row: who recorded it)"),
+    "is_gold": ("boolean", "true for the gold panel's consensus"),
+    "turn_index": ("integer", "the turn of a turn- or response-level code; empty otherwise"),
+    "on_response": ("boolean", "true for a code of a model response"),
+    "score": ("number", "the score on the attribute's scale; empty when not scored yet"),
+    "seed": ("integer", "the run of a method's label; empty when none"),
+    "turns": ("string", "the indexes of the session's turns, space-separated, in order"),
+    "crisis_type": ("string", "the session's crisis type; empty when none"),
 }
 
 
-def _kind_fields(columns: Sequence[str]) -> list[Field]:
-    """The columns of the CARE and LC8 sections' rows (KIND_DESCRIPTIONS)."""
-    described = {
-        "dataset": ("string", "the dataset by name"),
-        "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a "
-                                      "conversation without sessions (not a history)"),
-        "model": ("string", "the history's model slot (the first in name order of its responses)"),
-        "session_index": ("integer", "the session's position in the history, from 1; in care_judgments.csv the "
-                                     "session of a session-level code, empty otherwise"),
-        "kind": ("string", "chat, crisis, callback or counseling"),
-        "crisis_type": ("string", "the session's crisis type; empty when none"),
-        "turns": ("string", "the indexes of the session's turns, space-separated, in order"),
-        "coder": ("string", "the coder's username (a gold row: who recorded it)"),
-        "is_gold": ("boolean", "true for the gold panel's consensus"),
-        "attribute": ("string", "the attribute's code in the study's schema (in the lc8 files: an item or the "
-                                "total; empty for any other)"),
-        "turn_index": ("integer", "the turn of a turn- or response-level code; empty otherwise"),
-        "on_response": ("boolean", "true for a code of a model response"),
-        "score": ("number", "the score on the attribute's scale; empty when not scored yet"),
-        "seed": ("integer", "the run of a method's label; empty when none"),
-        "session": ("integer", "the session: its row of lc8_sessions.csv, from 1; 0 for a session of no trajectory; "
-                               "empty when the judgment is on no session"),
-        "value": ("number", "the label's value (Python's repr of the binary64: read back exactly)"),
-    }
+def _kind_fields(section: ReportSection, columns: Sequence[str]) -> list[Field]:
+    """The columns of a kind's section's rows."""
+    described = {**KIND_COLUMNS, **section.columns}
     return [_field(name, *described[name]) for name in columns]
 
 
@@ -422,7 +395,7 @@ def _block_fields(block: charts.Block) -> list[Field]:
 
 def _blocks(study: Study, report: Mapping[str, Any]) -> list[tuple[charts.Page, charts.Block]]:
     """The figures and tables of every dashboard page the study's kind has (``reports.kind_pages``: the six pages
-    of the default kind; Reliability and the CARE page of a CARE study; the LongCounsel-8 page of an LC8 study),
+    of the default kind, or the tabs of the study's kind),
     unfiltered (all rounds' defaults, all models, datasets and kinds)."""
     return [(page, block) for page in kind_pages.pages_of(study)
             for block in charts.page_blocks(page, report, charts.Filters())]

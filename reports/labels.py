@@ -34,22 +34,6 @@ COLUMNS: dict[str, str] = {
     "sd": "σ", "slope": "Slope per turn", "n_conversations": "Conversations", "n_classified": "Classified",
     # span evidence
     "ratio": "Ratio", "spans": "Spans", "tokens": "Tokens",
-    # CARE (docs/care.md#metrics)
-    "crisis_type": "Crisis type", "AR": "Aligned rate (AR)", "PR": "Premature rate (PR)", "LR": "Lag rate (LR)",
-    "advice_frequency": "Advice frequency", "n_action": "Action turns", "n_ready": "Ready turns",
-    "ProdR": "Productive rate (ProdR)", "UnprodR": "Unproductive rate (UnprodR)", "OmitR": "Omission rate (OmitR)",
-    "n_sessions": "Sessions", "delta_AR": "Δ AR, crisis − control", "delta_PR": "Δ PR, crisis − control",
-    "wilcoxon_p": "Wilcoxon p", "rank_biserial_r": "Rank-biserial r", "n_histories": "Histories",
-    "field": "Field", "coder_a": "Coder A", "coder_b": "Coder B", "agreement": "Agreement", "kappa": "Cohen's κ",
-    "n": "Units",
-    # LongCounsel-8 (docs/lc8-metrics.md#definitions)
-    "coder": "Coder", "role": "Role", "current_mae": "Current-score MAE", "change_mae": "Change MAE",
-    "direction_accuracy": "Direction accuracy", "trend_agreement": "Trend agreement",
-    "n_trajectories": "Trajectories", "n_large_changes": "Large changes", "n_seeds": "Seeds", "type": "Type",
-    "trajectories": "Trajectories", "share": "Share", "item_exact": "Item exact match", "item_mae": "Item MAE",
-    "total_bias": "Total bias", "pearson": "Pearson r", "spearman": "Spearman ρ",
-    "screening_agreement": "Screening agreement", "severe_tail_mae": "Severe-tail MAE",
-    "n_item_sessions": "Sessions with items", "n_severe_sessions": "Severe sessions", "seed": "Seed",
 }
 
 # The fixed indices and abbreviations of the report, for the legends (a study's clusters and attributes come from
@@ -68,6 +52,15 @@ TERMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("ρ", "Spearman correlation; q: Benjamini–Hochberg adjusted p"),
     ),
 }
+
+
+def register_columns(names: Mapping[str, str]) -> None:
+    """The display names of a kind's report columns (its section's keys); a column another kind names already
+    keeps its name, and must be named alike (refused otherwise)."""
+    clashes = sorted(key for key, name in names.items() if COLUMNS.get(key, name) != name)
+    if clashes:
+        raise ValueError(f"columns named otherwise already: {', '.join(clashes)}")
+    COLUMNS.update(names)
 
 
 def register_terms(kind: str, terms: tuple[tuple[str, str], ...]) -> None:

@@ -136,7 +136,7 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
          "turn": ("turn__conversation__dataset__name", "turn__conversation__external_id", "turn__index")}))
 
     yield from (("judgment", record) for record in _judgment_records(study))
-    # Methods' predictions per seed and the reference labels (LC8): each value as the float it is stored as
+    # Methods' predictions per seed and the reference labels (session labels): each value as the float it is stored as
     # (JSON writes a float's shortest exact form, so it reads back bit for bit).
     yield from (("session_label", record) for record in _rows(
         SessionLabel.objects.filter(study=study).order_by(

@@ -469,7 +469,7 @@ class _Importer:
         return spans
 
     def _session_labels(self, batch: list[Record]) -> None:
-        """Methods' predictions and reference labels (LC8), checked as ``annotation.session_labels`` checks
+        """Methods' predictions and reference labels (session labels), checked as ``annotation.session_labels`` checks
         them (a method's value any finite number, as it is; a reference label a whole number on the scale)."""
 
         def build(record: dict[str, Any]) -> SessionLabel:

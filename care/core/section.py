@@ -8,10 +8,20 @@ from typing import Any
 
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
+from metrics.core.report_warnings import plural, reasons_said
 
 from .rows import JUDGMENTS_FILE, SESSIONS_FILE, care_kind_rows, care_rows_read, care_section_from_rows
 
 FILES = (SESSIONS_FILE, JUDGMENTS_FILE)  # what care_kind_rows writes, in care_rows_read's order
+
+# why a row was left out, in words (the keys of the section's ``dropped`` counts)
+REASONS = {
+    "unscored": "without a score",
+    "not_a_history": "on a conversation without sessions (not a history)",
+    "no_role": "of an attribute the care block gives no role (nor a checklist item)",
+    "wrong_unit": "on a unit its role does not read",
+    "recoded": "replaced by a later judgment of the same unit",
+}
 
 
 def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resamples: int) -> tuple[dict, KindRows]:
@@ -19,4 +29,18 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
     return care_section_from_rows(rows, seed=seed, resamples=resamples), care_kind_rows(rows)
 
 
-SECTION = CoreSection(files=FILES, compute=_compute)
+def warning(section: Mapping[str, Any]) -> str | None:
+    counts = section.get("input")
+    if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
+        return None
+    read = int(counts.get("judgments") or 0)
+    if read == 0 or int(counts.get("used") or 0) > 0:
+        return None
+    reasons = reasons_said(counts.get("dropped") or {}, REASONS, "judgment")
+    if not counts.get("histories"):
+        reasons.insert(0, "the study has no history (a conversation of the study with sessions)")
+    return (f"The CARE section is empty although the study has {plural(read, 'judgment')}: none could be used "
+            f"({'; '.join(reasons) or 'no reason counted'}).")
+
+
+SECTION = CoreSection(files=FILES, compute=_compute, warning=warning)

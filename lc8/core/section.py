@@ -8,10 +8,29 @@ from typing import Any
 
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
+from metrics.core.report_warnings import plural, reasons_said
 
 from .rows import JUDGMENTS_FILE, LABELS_FILE, SESSIONS_FILE, lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
 
 FILES = (SESSIONS_FILE, LABELS_FILE, JUDGMENTS_FILE)  # what lc8_kind_rows writes, in lc8_rows_read's order
+
+# why a row was left out, in words (the keys of the section's ``dropped`` counts)
+LABEL_REASONS = {
+    "not_an_item": "of an attribute that is neither an lc8 item nor the total",
+    "other_coder": "of a member who is neither a reference nor a method",
+    "not_a_trajectory": "on a session of no trajectory (a longitudinal conversation of the study)",
+    "reference_seed": "of a reference coder under a second seed (a reference has one series: its seedless labels, "
+                      "else its lowest seed's)",
+}
+JUDGMENT_REASONS = {
+    "unscored": "without a score",
+    "gold": "gold (the section reads none)",
+    "not_a_session": "not on a session",
+    "not_an_item": "of an attribute that is not an lc8 item",
+    "method": "of a method member (its predictions are its session labels)",
+    "not_a_trajectory": "on a session of no trajectory (a longitudinal conversation of the study)",
+    "recoded": "replaced by a later judgment of the same session and item",
+}
 
 
 def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resamples: int) -> tuple[dict, KindRows]:
@@ -19,4 +38,24 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
     return lc8_section_from_rows(rows, seed=seed, resamples=resamples), lc8_kind_rows(rows)
 
 
-SECTION = CoreSection(files=FILES, compute=_compute)
+def warning(section: Mapping[str, Any]) -> str | None:
+    counts = section.get("input")
+    if not isinstance(counts, Mapping):
+        return None
+    labels, judgments = int(counts.get("labels") or 0), int(counts.get("judgments") or 0)
+    if labels + judgments == 0:
+        return None
+    has = f"{plural(labels, 'session label')} and {plural(judgments, 'judgment')}"
+    if section.get("unavailable"):
+        return f"The LongCounsel-8 section is unavailable although the study has {has}: {section['unavailable']}."
+    if int(counts.get("labels_used") or 0) + int(counts.get("used") or 0) > 0:
+        return None
+    reasons = (reasons_said(counts.get("labels_dropped") or {}, LABEL_REASONS, "label")
+               + reasons_said(counts.get("dropped") or {}, JUDGMENT_REASONS, "judgment"))
+    if not counts.get("trajectories"):
+        reasons.insert(0, "the study has no trajectory (a longitudinal conversation of the study with sessions)")
+    return (f"The LongCounsel-8 section is empty although the study has {has}: none could be used "
+            f"({'; '.join(reasons) or 'no reason counted'}).")
+
+
+SECTION = CoreSection(files=FILES, compute=_compute, warning=warning)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .provenance import KindRows
+if TYPE_CHECKING:
+    from .provenance import KindRows  # numpy: not for the web processes that read the report's warnings
 
 DEFAULT_KIND = "default"
 
@@ -22,10 +24,13 @@ DEFAULT_KIND = "default"
 class CoreSection:
     """``files``: the bundle paths of the rows the section reads beside the judgments; ``compute(block, texts, *,
     seed, resamples)``: the section and the rows as the input fingerprint covers them, from run.json's block of the
-    kind and the files' texts in ``files`` order (ValueError naming what is wrong and where)."""
+    kind and the files' texts in ``files`` order (ValueError naming what is wrong and where); ``warning(section)``:
+    what the report's ``warnings`` say when the section came out empty although the study has rows for it (None
+    when it did not; ``metrics.core.report_warnings``)."""
 
     files: tuple[str, ...]
     compute: Callable[..., tuple[dict, KindRows]]
+    warning: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 def core_section(kind: str) -> CoreSection | None:

@@ -9,8 +9,8 @@ It hashes what the rows say, not how they were handed over, as the report itself
   (SplitMix64 mixing, vectorised), the row hashes are sorted, and the SHA-256 covers each column's distinct values
   and the sorted row hashes. Sorting 64-bit hashes costs a few tens of milliseconds at paper scale, where sorting
   the rows themselves (``np.lexsort`` over nine columns) took half a second.
-A CARE or LC8 study's section reads more rows than the judgments (its sessions, labels and judgments as the section
-sees them: ``care.core.rows``, ``lc8.core.rows``); ``fingerprint_rows`` folds them into the
+The section of a study kind reads more rows than the judgments (its sessions, labels and judgments as the section
+sees them, in the kind's core: ``<kind>.core.rows``); ``fingerprint_rows`` folds them into the
 fingerprint, in their order (a later judgment replaces an earlier one there), and leaves a study without them (the
 default kind) with the judgments' fingerprint unchanged.
 Written by hand because the fingerprint has to be this exact canonical form, which no library defines for our

@@ -4,8 +4,8 @@
 
 reads the bundle's judgments (``data/judgments.csv``, the long format: docs/reference.md#long-format-of-judgments),
 the texts their spans point into (``data/responses.csv``), the conversations' kinds (``data/conversations.csv``),
-the run's parameters, schema and provenance (``run.json``), and for a CARE or LC8 study the rows its section reads
-(``data/care_*.csv``, ``data/lc8_*.csv`` and the kind's block of ``run.json``: ``care_rows``, ``lc8_rows``),
+the run's parameters, schema and provenance (``run.json``), and for a study of a kind with a section the rows it reads
+(its files under ``data/`` and the kind's block of ``run.json``: ``metrics.core.kind_sections``),
 computes the report with the core's entry point the server's run uses (``report.report_prepare`` →
 ``report_complete`` → ``report_finish``) and writes ``report.json`` as the server writes it
 (``report_file.report_file_text``): byte for byte the bundle's own ``report.json``. It then says whether the two are
@@ -152,7 +152,7 @@ def _whole_numbers(cells: Sequence[str], lines: Sequence[int], column: str, *, e
 
 def bundle_tables(judgments_csv: str) -> tuple[JudgmentTable, SpanTable]:
     """The scored judgments of a long-format CSV and their spans, as the core's tables (the rows the server's run
-    read: docs/metrics.md#provenance). A row without a round (an LC8 study's session label) is not a judgment."""
+    read: docs/metrics.md#provenance). A row without a round (a session label) is not a judgment."""
     reader = csv.reader(io.StringIO(judgments_csv, newline=""))
     header = next(reader, [])
     required = ("round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model", "attribute",

@@ -122,7 +122,7 @@ def report_complete(
     """What a study's report holds beyond the core's figures, added in place: the study (slug, schema, version),
     the software that computed it (docs/metrics.md#provenance), the judgments without a score (read by no figure:
     counted as read and left out, so ``input.judgments`` = used + dropped), the sections of the study's kind
-    (``care``, ``lc8``; None: not this kind) and the ``warnings``. One home for the server's run
+    (by the kind's slug; None: not this kind) and the ``warnings``. One home for the server's run
     (``metrics.runs.report_prepare``) and the recompute of a study bundle (``metrics.core.recompute``), so the two
     write the same report."""
     report["study"] = dict(study)

@@ -1,4 +1,4 @@
-"""Reading a section's CSV from a study bundle (``care_rows``, ``lc8_rows``): the rows as dicts, each with its file
+"""Reading a section's CSV from a study bundle (each kind's core ``rows`` module): the rows as dicts, each with its file
 and line for the error that names them; a missing column is refused before any row is read."""
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ from __future__ import annotations
 import csv
 import importlib
 import io
+import json
+import runpy
 import sys
+import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,30 +28,47 @@ from access.services import user_ensure
 from annotation.long_format import COLUMNS
 from api import services as api_services
 from cab.celery import app as celery_app
+from metrics.kind_sections import report_sections
 from tests.factories import StudyFactory, conversations_without_responses, jsonl, response_items
 
 # The live server's thread sees committed rows only; the migrations' rows (the installed schemas) are put back after.
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 PACKAGE = "cab_api_client"
+# The study kinds of the product's settings (the test settings add the tests' own: tests/settings.py).
+PRODUCT_KINDS = set(runpy.run_path(str(Path(cab_cli.__file__).parents[1] / "cab" / "settings.py"))["STUDY_KINDS"])
 SLUG = "cab-demo"
 
 
-def generate_client(schema_url: str, folder: Path) -> list:
+def generate_client(schema: Path, folder: Path) -> list:
     """The generator's problems (warnings included: a skipped operation or body is one); no post hooks (ruff
     formatting the generated files is not what is tested, and costs seconds)."""
     config = Config.from_sources(
         ConfigFile(package_name_override=PACKAGE, project_name_override=PACKAGE, post_hooks=[]),
-        meta_type=MetaType.NONE, document_source=schema_url, file_encoding="utf-8", overwrite=True,
+        meta_type=MetaType.NONE, document_source=schema, file_encoding="utf-8", overwrite=True,
         output_path=folder / PACKAGE,
     )
     return list(generate(config=config))
 
 
+def product_schema(schema_url: str, folder: Path) -> Path:
+    """The live schema as the product serves it: the report sections of the study kinds the test settings add
+    (tests/toykind) left out, since the committed client is generated on the product's settings."""
+    with urllib.request.urlopen(schema_url, timeout=60) as answer:  # noqa: S310 - the test's own live server
+        schema = json.load(answer)
+    test_only = {section.slug for section in report_sections()} - PRODUCT_KINDS
+    for component in schema["components"]["schemas"].values():
+        for name in test_only:
+            component.get("properties", {}).pop(name, None)
+    path = folder / "schema.json"
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def generated(live_server, tmp_path_factory) -> Iterator[SimpleNamespace]:
     tmp_path = tmp_path_factory.mktemp("client")
-    problems = generate_client(f"{live_server.url}/api/schema/?format=json", tmp_path)
+    problems = generate_client(product_schema(f"{live_server.url}/api/schema/?format=json", tmp_path), tmp_path)
     assert problems == [], "\n".join(f"{p.level.value}: {p.header} {p.detail}" for p in problems)
     sys.path.insert(0, str(tmp_path))
     try:

@@ -1,4 +1,4 @@
-"""An LLM judge's labels over the REST API (docs/care-data.md#automated-coders-methods): the method is registered (name,
+"""An LLM judge's labels over the REST API (docs/sessions.md#automated-coders-methods): the method is registered (name,
 version, prompt id), its labels arrive in the long format (role ``method``, session_index, value labels) through the
 judgments import — validated and idempotent like people's judgments — and human coders of a blinding study never see
 them."""

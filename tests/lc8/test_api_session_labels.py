@@ -1,4 +1,4 @@
-"""Session labels over the REST API (docs/lc8.md#session-labels, issue 16 item 3): reference coders registered at
+"""Session labels over the REST API (docs/sessions.md#session-labels, issue 16 item 3): reference coders registered at
 ``references/``, methods at ``methods/``; ``POST session-labels/`` ingests many methods' predictions for several seeds
 in one bulk, idempotent, all-or-nothing request, stored exactly; ``GET`` lists them for staff, filtered by coder, seed
 and role; reviewers are refused."""

@@ -1,7 +1,7 @@
-"""An LC8 study's long-format file back in ONE step (docs/lc8.md#long-format-exports, issue 16): ``import_judgments``
-(and the judgments import API) takes the judgments and, in the same transaction, the session labels written after them
-(methods' predictions per seed, reference labels): all or nothing across both, every error of both by its line, the
-labels stored bit for bit; the CSV and the JSON Lines file alike."""
+"""An LC8 study's long-format file back in ONE step (docs/sessions.md#long-format-exports, issue 16):
+``import_judgments`` (and the judgments import API) takes the judgments and, in the same transaction, the session labels
+written after them (methods' predictions per seed, reference labels): all or nothing across both, every error of both by
+its line, the labels stored bit for bit; the CSV and the JSON Lines file alike."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ def option(field: str) -> str:
 
 HELP = {
     "slug": "required: letters, digits, - and _, at most 80 characters",
-    "schema": "required: an installed schema's slug, cab-v1, care-v1 (CARE histories) or lc8-v1 (LongCounsel-8)",
+    "schema": "required: an installed schema's slug (cab-v1, or a study kind's: docs/schema.md)",
     "name": "default: the slug",
     "description": "default: none",
 }
@@ -36,8 +36,8 @@ class Command(BaseCommand):
     help = (
         "Create a study in set-up, as the admin's New study form does: the same fields, checks and messages, the "
         "same service and audit event; nothing is written when a value is refused. Every field of the form is an "
-        "option; a setting left out has the form's default. Example: create_study --slug care-pilot --schema "
-        "care-v1 --model-slot GPT --model-slot Claude --check-threshold 0.8"
+        "option; a setting left out has the form's default. Example: create_study --slug pilot --schema "
+        "cab-v1 --model-slot GPT --model-slot Claude --check-threshold 0.8"
     )
 
     def add_arguments(self, parser):

@@ -12,7 +12,7 @@ class Command(BaseCommand):
     help = (
         "Import judgments in the long format (CSV or JSON Lines; docs/reference.md) into a study, all or nothing. A "
         "missing study is created with schema cab-v1 together with the rounds and reviewer accounts the file names. "
-        "The session labels of an LC8 export (role method or reference, no round) are imported with the judgments."
+        "The session labels of an export (role method or reference, no round) are imported with the judgments."
     )
 
     def add_arguments(self, parser):

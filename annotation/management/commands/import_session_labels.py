@@ -11,7 +11,7 @@ from common.progress import ReadProgress
 
 class Command(BaseCommand):
     help = (
-        "Import session labels (LongCounsel-8: methods' predictions per seed, reference labels) in the long format "
+        "Import session labels (methods' predictions per seed, reference labels) in the long format "
         "(CSV or JSON Lines) into a study, all or nothing and idempotently. Register the coders first (the API's "
         "methods/ and references/, or annotation.automated_coders)."
     )

@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--url", default="http://127.0.0.1:8000/",
                             help="Where the product is served, for the closing line (scripts/run passes the address "
                                  "it serves; default %(default)s, runserver's).")
-        for kind in _with_demo():  # --care, --lc8: each kind's demo study
+        for kind in _with_demo():  # --<kind>: each kind's demo study
             parser.add_argument(f"--{kind.slug}", action="store_true", help=kind.demo.option_help)  # type: ignore[union-attr]
 
     def handle(self, *args, quiet: bool, url: str = "http://127.0.0.1:8000/", **options):

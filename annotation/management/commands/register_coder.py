@@ -12,7 +12,7 @@ class Command(BaseCommand):
         "service, checks and audit event; idempotent): a method (an LLM judge or a tracking method, whose labels "
         "then arrive by import_judgments or import_session_labels with role method) or a reference coder (the "
         "source of a study's reference labels, e.g. the controlled PHQ-8 state). Examples: register_coder --study "
-        "care-pilot --method gpt-judge --method-version v2 --prompt-id care-judge; register_coder --study lc8-pilot "
+        "pilot --method gpt-judge --method-version v2 --prompt-id judge-v3; register_coder --study tracking-pilot "
         "--reference phq8-state --description 'controlled PHQ-8 state'"
     )
 

@@ -29,7 +29,7 @@ class JudgmentImportOut:
             judgments_created (int):
             judgments_unchanged (int):
             spans_created (int):
-            session_labels_created (int): LC8: methods' predictions / reference labels
+            session_labels_created (int): session labels: methods' predictions / reference labels
             session_labels_updated (int):
             session_labels_unchanged (int):
      """

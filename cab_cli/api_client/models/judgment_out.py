@@ -40,9 +40,9 @@ class JudgmentOut:
             dataset (str):
             conversation_id (str):
             turn_index (int | None):
-            session_index (int | None): the session of a longitudinal history (CARE, LongCounsel-8) the judgment is on, or
-                its turn is in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a
-                study whose session order is blinded
+            session_index (int | None): the session of a longitudinal history the judgment is on, or its turn is in, as in
+                the exports; null for a judgment not on a session, and for reviewers and experts of a study whose session order
+                is blinded
             model (None | str): null for user-level attributes, and for reviewers of a blinded study
             response (None | str): the response's handle on the turn page of the judgment's coder; null for user-level
                 attributes

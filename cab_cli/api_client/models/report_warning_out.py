@@ -22,7 +22,7 @@ T = TypeVar("T", bound="ReportWarningOut")
 class ReportWarningOut:
     """ 
         Attributes:
-            section (str): main, care or lc8
+            section (str): main, or the study kind's section (its key in the report)
             message (str):
      """
 

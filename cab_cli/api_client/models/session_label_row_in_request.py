@@ -29,7 +29,8 @@ class SessionLabelRowInRequest:
             dataset (str):
             conversation_id (str):
             session_index (int): the session of the trajectory, 1-based
-            attribute (str): a session attribute of the schema (lc8-v1: PHQ1…PHQ8, PHQ_TOTAL)
+            attribute (str): a session attribute of the schema (those its kind labels, e.g. a questionnaire's items and
+                total)
             score (float): a JSON number, stored exactly: a method's value as sent (never rounded or clipped); a reference
                 label a whole number on the attribute's scale
             reviewer (str): the registered method's or reference coder's name

@@ -28,7 +28,7 @@ class StudyInRequest:
 
         Attributes:
             slug (str): letters, digits, - and _, at most 80 characters; not `new`; unused
-            schema (str): an installed schema's slug: `cab-v1`, `care-v1` (CARE histories), `lc8-v1` (LongCounsel-8)
+            schema (str): an installed schema's slug (`cab-v1`, or a study kind's: docs/schema.md)
             model_slots (list[str]): the model slots under study, one an item (at least one, each once, at most 50
                 characters, no comma)
             name (str | Unset): default: the slug
@@ -41,12 +41,12 @@ class StudyInRequest:
             experts_see_consensus (bool | Unset): experts may open a closed calibration round's consensus screen (default
                 false)
             method_labels (str | Unset): human coders see automated coders' labels: `blinded`, `shown` (default `blinded`)
-            reference_labels (str | Unset): human coders see the reference labels (LC8): `blinded`, `shown` (default
-                `blinded`)
-            session_history (str | Unset): raters see a trajectory's earlier sessions (LC8): `shown`, `hidden` (default
-                `shown`)
-            session_order (str | Unset): a rater's queue gives away each trajectory's order (LC8): `in_order`, `blinded`
-                (default `in_order`)
+            reference_labels (str | Unset): human coders see the reference labels (session-rated studies): `blinded`,
+                `shown` (default `blinded`)
+            session_history (str | Unset): raters see a trajectory's earlier sessions (session-rated studies): `shown`,
+                `hidden` (default `shown`)
+            session_order (str | Unset): a rater's queue gives away each trajectory's order (session-rated studies):
+                `in_order`, `blinded` (default `in_order`)
      """
 
     slug: str

@@ -1,6 +1,6 @@
-// The coding page (templates/annotation/turn.html, and the session page lc8/rating.html): the entry module
+// The coding page (templates/annotation/turn.html, and a study kind's own coding page): the entry module
 // that starts the others in order. Builds each attribute's form from its <template>, then draws the response texts
-// with their highlights and the header's save state. care.js and lc8.js load this module before they run, so the
+// with their highlights and the header's save state. A study kind's page script (js/<kind>/) loads this module before they run, so the
 // forms they extend are built by then.
 //   page.js      the page's elements, settings, CSRF token and dialogs
 //   values.js    what a form holds (snapshots; values put back)

@@ -130,9 +130,9 @@ def sync_detailed(
 ) -> Response[ErrorOut | ReferenceOut]:
     """ Register a reference coder (the source of a study's reference labels) (idempotent)
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -173,9 +173,9 @@ def sync(
 ) -> ErrorOut | ReferenceOut | None:
     """ Register a reference coder (the source of a study's reference labels) (idempotent)
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -211,9 +211,9 @@ async def asyncio_detailed(
 ) -> Response[ErrorOut | ReferenceOut]:
     """ Register a reference coder (the source of a study's reference labels) (idempotent)
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -254,9 +254,9 @@ async def asyncio(
 ) -> ErrorOut | ReferenceOut | None:
     """ Register a reference coder (the source of a study's reference labels) (idempotent)
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 

@@ -105,9 +105,9 @@ def sync_detailed(
 ) -> Response[ErrorOut | list[ReferenceOut]]:
     """ A study's reference coders
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -145,9 +145,9 @@ def sync(
 ) -> ErrorOut | list[ReferenceOut] | None:
     """ A study's reference coders
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -180,9 +180,9 @@ async def asyncio_detailed(
 ) -> Response[ErrorOut | list[ReferenceOut]]:
     """ A study's reference coders
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 
@@ -220,9 +220,9 @@ async def asyncio(
 ) -> ErrorOut | list[ReferenceOut] | None:
     """ A study's reference coders
 
-     A study's reference coders (docs/lc8.md#coders-methods-and-reference-coders): whose session labels
-    every rater
-    and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
+     A study's reference coders (docs/sessions.md#coders-methods-and-reference-coders): whose session
+    labels every
+    rater and method is measured against (e.g. the controlled PHQ-8 state), registered here before their
     labels arrive
     (``session-labels/``).
 

@@ -139,8 +139,8 @@ def sync_detailed(
 ) -> Response[ErrorOut | PaginatedSessionLabelOutList]:
     """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
 
-     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
-    POST
+     Session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference
+    labels. POST
     imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
     lists them
     (staff).
@@ -194,8 +194,8 @@ def sync(
 ) -> ErrorOut | PaginatedSessionLabelOutList | None:
     """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
 
-     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
-    POST
+     Session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference
+    labels. POST
     imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
     lists them
     (staff).
@@ -244,8 +244,8 @@ async def asyncio_detailed(
 ) -> Response[ErrorOut | PaginatedSessionLabelOutList]:
     """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
 
-     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
-    POST
+     Session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference
+    labels. POST
     imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
     lists them
     (staff).
@@ -299,8 +299,8 @@ async def asyncio(
 ) -> ErrorOut | PaginatedSessionLabelOutList | None:
     """ A study's session labels (methods' predictions, reference labels), filterable, cursor-paginated
 
-     Session labels (docs/lc8.md#session-labels): methods' predictions per seed and the reference labels.
-    POST
+     Session labels (docs/sessions.md#session-labels): methods' predictions per seed and the reference
+    labels. POST
     imports them in the long format (all or nothing, idempotent; ``annotation.session_labels``); GET
     lists them
     (staff).
