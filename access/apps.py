@@ -8,4 +8,4 @@ class AccessConfig(AppConfig):
     def ready(self) -> None:
         # The sign-in signal receiver (idle sessions) must be connected before the first request, not when the
         # middleware module happens to load with it: a session created by force_login or a shell would miss it.
-        from access import sessions  # noqa: F401
+        from access import login_sessions  # noqa: F401

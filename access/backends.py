@@ -16,7 +16,7 @@ from django.db import connection
 
 from common.rows import ModelColumns
 
-# Sessions signed in before UserBackend name Django's ModelBackend; access.sessions reads them as UserBackend's.
+# Sessions signed in before UserBackend name Django's ModelBackend; access.login_sessions reads them as UserBackend's.
 DJANGO_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 USER_BACKEND = "access.backends.UserBackend"
 _statement: list[tuple[str, ModelColumns]] = []

@@ -130,7 +130,7 @@ MIDDLEWARE = [
     # each body with random bytes in the gzip header (Django >= 4.2), so lengths tell nothing.
     "common.compression.PageGZipMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "access.sessions.IdleSessionMiddleware",
+    "access.login_sessions.IdleSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -352,8 +352,8 @@ X_FRAME_OPTIONS = "DENY"
 # Sessions live in PostgreSQL, which holds every judgment anyway: one primary-key read per signed-in request, and a
 # Redis outage signs nobody out and keeps no signed-out session alive (a cache in front would have to be told of a
 # sign-out made while it was unreachable). They end after SESSION_IDLE_MINUTES without a request and with the
-# browser; requests renew them at most once a minute (access/sessions.py), not with a save on every request.
-SESSION_ENGINE = "access.sessions"  # Django's database sessions, read by one plain statement
+# browser; requests renew them at most once a minute (access/login_sessions.py), not with a save on every request.
+SESSION_ENGINE = "access.login_sessions"  # Django's database sessions, read by one plain statement
 SESSION_COOKIE_AGE = int(env("SESSION_IDLE_MINUTES", "120")) * 60
 SESSION_RENEW_SECONDS = 60
 SESSION_EXPIRE_AT_BROWSER_CLOSE = True

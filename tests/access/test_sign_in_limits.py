@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.test import override_settings
 from django.utils import timezone
 
-from access.sessions import RENEWED
+from access.login_sessions import RENEWED
 from tests.conftest import sign_in
 
 pytestmark = pytest.mark.django_db
@@ -80,7 +80,7 @@ def _expired(key: str) -> None:
 def test_sessions_live_in_the_database_whatever_redis(client, reviewer):
     """Sessions are rows of the database (not Redis, even where Redis is configured), so a Redis outage signs nobody
     out and cannot keep a signed-out session alive (tests/integration/test_outage.py stops Redis for real)."""
-    engine = import_module(settings.SESSION_ENGINE).SessionStore  # access.sessions: one plain read
+    engine = import_module(settings.SESSION_ENGINE).SessionStore  # access.login_sessions: one plain read
     assert issubclass(engine, DatabaseStore) and engine.get_model_class() is Session
     assert sign_in(client, "reviewer", PASSWORD)
     key = client.session.session_key

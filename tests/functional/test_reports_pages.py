@@ -46,6 +46,13 @@ def _every_page(page, live_server, slug: str) -> None:
         page.screenshot(path=str(ARTIFACTS / f"reports-{slug}-{link.lower().replace(' ', '-')}.png"), full_page=True)
 
 
+def _open(page, link: str, slug: str) -> None:
+    """A page of the navigation, loaded before its filters are used (a filter changed while the previous page is
+    still shown would be the previous page's)."""
+    with page.expect_navigation(url=f"**/reports/{slug}/**"):  # also when it is the page shown now
+        page.locator(".report-nav a", has_text=link).click()
+
+
 @pytest.mark.slow(30)
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -59,7 +66,7 @@ def test_dashboards_draw_every_figure_and_keep_filters_in_the_url(browser_page, 
     _every_page(page, live_server, "demo")
     _every_page(page, live_server, "syn")
 
-    page.locator(".report-nav a", has_text="Atrophy risk").click()
+    _open(page, "Atrophy risk", "risk")
     page.select_option("select[name=model]", "GPT")
     page.wait_for_url("**model=GPT**")
     page.locator("#ari-table td", has_text="GPT").first.wait_for()
@@ -77,8 +84,9 @@ def test_dashboards_draw_every_figure_and_keep_filters_in_the_url(browser_page, 
 
     # The dataset and single/multi-turn filters of the risk, coupling and span-evidence pages: the whole page
     # follows them (titles, tables, pictures, drill-down links) and the URL carries them.
-    for link, block in (("Atrophy risk", "ari"), ("Coupling", "coupling"), ("Span evidence", "spans")):
-        page.locator(".report-nav a", has_text=link).click()
+    for link, block, slug in (("Atrophy risk", "ari", "risk"), ("Coupling", "coupling", "coupling"),
+                              ("Span evidence", "spans", "spans")):
+        _open(page, link, slug)
         page.select_option("select[name=dataset]", "Synthetic multi-turn")
         page.wait_for_url("**dataset=Synthetic*")
         page.select_option("select[name=kind]", "multi")
@@ -86,7 +94,9 @@ def test_dashboards_draw_every_figure_and_keep_filters_in_the_url(browser_page, 
         page.locator(f"#{block}-title", has_text="multi-turn conversations").wait_for()
         chart = page.locator(f"#{block} img.chart")
         chart.scroll_into_view_if_needed()
-        page.wait_for_load_state("networkidle")
+        # the picture of the swapped-in block (the document's network went idle before the swap)
+        page.wait_for_function("sel => { const i = document.querySelector(sel); return i && i.complete; }",
+                               arg=f"#{block} img.chart")
         assert "kind=multi" in chart.get_attribute("src") and "dataset=Synthetic" in chart.get_attribute("src")
         assert page.eval_on_selector(f"#{block} img.chart", "i => i.complete ? i.naturalWidth : -1") > 100, link
         page.goto(page.url)  # the shared link shows the same view

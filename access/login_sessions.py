@@ -4,7 +4,7 @@ Each save of a session moves its expiry to now + ``SESSION_COOKIE_AGE``. Saving 
 three queries on every page and autosave; instead a request renews it when the last renewal is more than
 ``SESSION_RENEW_SECONDS`` old (and signing in counts as one), so the idle limit holds to within that margin.
 
-``SESSION_ENGINE = "access.sessions"``: Django's database sessions, in the same table, with the read that every
+``SESSION_ENGINE = "access.login_sessions"``: Django's database sessions, in the same table, with the read that every
 signed-in request makes written as one statement instead of a queryset compiled per request (issue 34: the
 compiling cost more CPU than a health check's whole request).
 """

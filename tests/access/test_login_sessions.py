@@ -1,6 +1,6 @@
-"""``access.sessions.SessionStore``: Django's database sessions, read by one plain statement; it loads what Django's
-own store loads, and nothing for an expired or unknown key. ``access.backends.UserBackend``: the signed-in user read
-by one plain statement, as the ORM reads it, with ModelBackend's rules; sessions made through ModelBackend stay
+"""``access.login_sessions.SessionStore``: Django's database sessions, read by one plain statement; it loads what
+Django's own store loads, and nothing for an expired or unknown key. ``access.backends.UserBackend``: the signed-in user
+read by one plain statement, as the ORM reads it, with ModelBackend's rules; sessions made through ModelBackend stay
 signed in."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
-from access.sessions import SessionStore
+from access.login_sessions import SessionStore
 
 pytestmark = pytest.mark.django_db
 
 
 def test_the_site_reads_its_sessions_through_this_store():
-    assert settings.SESSION_ENGINE == "access.sessions"
+    assert settings.SESSION_ENGINE == "access.login_sessions"
 
 
 def test_a_session_loads_what_djangos_store_loads():
