@@ -3,8 +3,8 @@ sessions folded away, the current episode highlighted), the session checklist at
 session, and the judge's labels where the study shows them to its coders.
 
 Nothing here runs for a conversation without sessions (every CAB conversation): the turn page of those costs no
-query more. This module builds on plain models, ``annotation.rules`` and ``annotation.automated_coders`` only, so that
-``annotation.selectors`` may call it.
+query more. The shared turn page calls this module only through the kind's hooks (``session_checklist``,
+``turn_page``: care.hooks), so it may build on ``annotation.selectors`` without a circle.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 - A **person** (any non-gold coder of session judgments on the items: reviewers and experts) has one series (seed
   None): the sum of the items when all are coded, and the items themselves. A session coded twice (two rounds)
   keeps the later judgment. A typed total is never read (the total is derived). Judgments of method members are
-  not read (a method's LC8 predictions are its session labels). Names are usernames, as in ``care_inputs``.
+  not read (a method's LC8 predictions are its session labels). Names are usernames, as in every section.
 - The bootstrap's B is the run's ``bootstrap`` parameter (the benchmark asks for 2,000; run with ``bootstrap=2000`` for
   the paper's setting); the seed is the run's.
 """

@@ -7,9 +7,9 @@ away, the trajectory's earlier sessions when ``Study.session_history`` shows the
 where ``Study.reference_labels`` / ``Study.method_labels`` show them. With ``Study.session_order`` blinded, nothing
 on the page tells which trajectory or which session of it this is.
 
-Attribute roles come from the schema's ``lc8`` block alone (``annotation.kinds.block_of``). Like ``care_selectors``,
-this module builds on plain models and the page's forms (``annotation.page_forms``) so that ``annotation.selectors``
-may call it (``session_checklist``, for completion); it never imports ``annotation.selectors``
+Attribute roles come from the schema's ``lc8`` block alone (``annotation.kinds.block_of``). The shared turn page
+calls this module only through the kind's hooks (``session_checklist`` for completion, ``coding_page``: lc8.hooks),
+so it may build on ``annotation.selectors`` and the page's forms (``annotation.page_forms``) without a circle
 (docs/architecture.md#no-circles).
 """
 
