@@ -116,21 +116,24 @@ class StudyKind:
 
 DEFAULT = StudyKind(slug="default", name="default")
 _KINDS: dict[str, StudyKind] = {DEFAULT.slug: DEFAULT}
+_ORDERED: Mapping[str, StudyKind] = MappingProxyType(dict(_KINDS))  # kinds(), rebuilt by register_kind
 
 
 def register_kind(kind: StudyKind) -> StudyKind:
     """Add a kind to the registry: its schemas carry a block (an object) under its slug. Refused for a slug already
     registered. ``kind_of`` tries the kinds in slug order."""
+    global _ORDERED
     if kind.slug in _KINDS:
         raise ValueError(f"a study kind {kind.slug!r} is already registered")
     _KINDS[kind.slug] = kind
+    _ORDERED = MappingProxyType({DEFAULT.slug: DEFAULT, **dict(sorted(
+        (slug, known) for slug, known in _KINDS.items() if slug != DEFAULT.slug))})
     return kind
 
 
 def kinds() -> Mapping[str, StudyKind]:
     """The registered kinds by slug, the default kind first, then by slug (read-only)."""
-    return MappingProxyType({DEFAULT.slug: DEFAULT, **dict(sorted((slug, kind) for slug, kind in _KINDS.items()
-                                                                  if slug != DEFAULT.slug))})
+    return _ORDERED
 
 
 def kind_of(subject: Schema | Study | AttributeDefinition) -> StudyKind:

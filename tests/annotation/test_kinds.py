@@ -74,6 +74,7 @@ def test_the_registry_lists_the_known_kinds_and_refuses_a_slug_twice(monkeypatch
     with pytest.raises(ValueError, match="already registered"):
         register_kind(StudyKind(slug="care", name="CARE again"))
     monkeypatch.setattr(kinds, "_KINDS", dict(kinds._KINDS))
+    monkeypatch.setattr(kinds, "_ORDERED", kinds._ORDERED)  # put back after the test, as _KINDS is
     added = register_kind(StudyKind(slug="other", name="Another kind"))
     assert added == StudyKind(slug="other", name="Another kind")
     assert kind_of(Schema(slug="x", definition={"other": {"role": "a"}})) == added
