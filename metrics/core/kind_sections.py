@@ -9,9 +9,11 @@ imports no kind package (the kinds sit above it).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,14 +36,14 @@ class CoreSection:
 
 
 def core_section(kind: str) -> CoreSection | None:
-    """The core section of a kind by its slug; None for the default kind and for a slug no installed kind has."""
+    """The core section of a kind by its slug; None for the default kind and for a name no installed kind has. A
+    bundle names the kind: nothing is imported but a package that ships ``core/section.py`` (a name of any other
+    module, ``this`` or ``antigravity``, is looked up without being run)."""
     if kind == DEFAULT_KIND or not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", kind):
         return None
-    try:
-        module = importlib.import_module(f"{kind}.core.section")
-    except ModuleNotFoundError as error:
-        if error.name not in (kind, f"{kind}.core", f"{kind}.core.section"):
-            raise  # the section is there, something it imports is not
+    spec = importlib.util.find_spec(kind)  # a top-level name: found, not imported
+    folders = (spec.submodule_search_locations or []) if spec is not None else []
+    if not any((Path(folder) / "core" / "section.py").is_file() for folder in folders):
         return None
-    section = getattr(module, "SECTION", None)
+    section = getattr(importlib.import_module(f"{kind}.core.section"), "SECTION", None)
     return section if isinstance(section, CoreSection) else None

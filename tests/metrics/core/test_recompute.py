@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -88,10 +89,13 @@ def test_a_care_or_lc8_bundle_without_its_sections_rows_or_of_an_unknown_kind_is
     data = {"data/judgments.csv": "round\r\n", "data/responses.csv": "", "data/conversations.csv": ""}
     for kind, said in (("care", "the bundle has no data/care_sessions.csv"),
                        ("lc8", "the bundle has no data/lc8_sessions.csv"),
-                       ("other", "a other study's bundle cannot be recomputed")):
+                       ("other", "a other study's bundle cannot be recomputed"),
+                       ("this", "a this study's bundle cannot be recomputed")):
         bundle = _zip(tmp_path / f"{kind}.zip", {"run.json": _run_file(study={"kind": kind}), **data})
         assert recompute.main([str(bundle)]) == 2
         assert said in capsys.readouterr().err
+    # the bundle names a module that is not a kind (``this`` prints on import): it is looked up, never run
+    assert "this" not in sys.modules
 
 
 def test_a_malformed_row_of_a_sections_rows_is_named_by_its_file_and_line():
