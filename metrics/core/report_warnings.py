@@ -35,8 +35,10 @@ def reasons_said(dropped: Mapping[str, Any], words: Mapping[str, str], what: str
 
 
 def kind_sections(report: Mapping[str, Any]) -> list[str]:
-    """The study kind's sections a report holds (every key beyond the report's own), by name."""
-    return sorted(key for key, value in report.items() if key not in CORE_KEYS and isinstance(value, Mapping))
+    """The study kind's sections a report holds, by name: the keys beyond the report's own that name a kind with a
+    core section (any other key, a part the core may add one day, is no kind's: it never silences a warning)."""
+    return sorted(key for key, value in report.items()
+                  if key not in CORE_KEYS and isinstance(value, Mapping) and core_section(key) is not None)
 
 
 def _main(report: Mapping[str, Any]) -> str | None:

@@ -161,6 +161,9 @@ def test_a_main_report_that_uses_none_of_its_judgments_warns():
         "reads); 1 judgment with a score off its attribute's scale).")}]
     assert report_warnings(report | {"input": report["input"] | {"used": 1}}) == []
     assert report_warnings({"input": {"judgments": 0, "used": 0, "dropped": {}}}) == []
+    # a part of the report that is no study kind's section does not silence the main report's warning
+    assert [w["section"] for w in report_warnings(report | {"extra": {"n": 1}, "this": {}})] == ["main"]
+    assert report_warnings(report | {"lc8": {"input": {}}}) == []  # an LC8 study's main report: empty by design
     # a report from before the sections counted what they left out: no warning can be said
     assert report_warnings({"input": {"judgments": 4, "used": 4}, "care": {"states": {}}, "lc8": {"unavailable": "x"}}
                            ) == []
