@@ -2,6 +2,7 @@ import json
 from html import escape  # what django.utils.html.escape does, without its lazy-string wrapper (80 forms a page)
 
 from django import template
+from django.utils.html import json_script
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
@@ -60,6 +61,29 @@ def attr_forms(forms) -> SafeString:
     data. Built here rather than as a template partial, and a list in one tag rather than a tag in a loop: a page has
     80 of them, and the template engine spent more CPU on them than on everything else the page does (issue 34)."""
     return mark_safe("".join(_attr_form_html(f) for f in forms))  # noqa: S308  # nosec B308 B703 - every value escaped or an int
+
+
+def _response_card_html(card) -> str:
+    handle, label, forms = escape(card.handle), escape(card.label), card.forms
+    scored = sum(1 for f in forms if f.scored)
+    groups = "".join(f'<h4>{escape(group.name)}</h4><div class="attrs">'
+                     f'{"".join(_attr_form_html(f) for f in group_forms)}</div>' for group, group_forms in card.groups)
+    return (f'<section class="unit response-card" data-response="{handle}" aria-labelledby="h-{handle}">'
+            f'<div class="unit-text"><h3 id="h-{handle}"><span class="label">{label}</span> '
+            f'<span class="unit-progress" data-total="{len(forms)}">{scored} / {len(forms)} scored</span></h3>'
+            f'<div class="response-text" tabindex="0" data-response="{handle}" role="region" '
+            f'aria-label="{label} text (select text to highlight)"></div>'
+            f"{json_script(card.response.text, card.text_id)}"
+            f'<div class="span-list" data-response="{handle}" aria-live="polite"></div></div>'
+            f'<div class="unit-attrs">{groups}</div></section>\n')
+
+
+@register.simple_tag
+def response_cards(cards) -> SafeString:
+    """The turn page's response cards (``annotation.selectors.ResponseCard``): the response's text as JSON for the
+    page's script, its progress and its groups of forms (``attr_forms``). Built here for the reason ``attr_forms``
+    is: five cards of a dozen values each cost the template engine as much as the rest of the page (issue 34)."""
+    return mark_safe("".join(_response_card_html(card) for card in cards))  # noqa: S308  # nosec B308 B703 - every value escaped, an int or json_script's
 
 
 class SchemaFragmentNode(template.Node):
