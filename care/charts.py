@@ -104,7 +104,7 @@ def page_context(report: Mapping[str, Any] | None) -> dict[str, Any]:
 
 CARE_PAGE = Page(SLUG, "CARE", (), (alignment_chart, alignment_by_crisis_table, quality_chart,
                                     quality_by_crisis_table, control_table, validation_table),
-                 section=SLUG, template="care/report.html", context=lambda report: page_context(report))
+                 section=SLUG, template="care/report.html", context=page_context)
 
 
 def care_blocks(report: Mapping[str, Any], filters: Filters) -> list[Block]:

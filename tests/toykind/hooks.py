@@ -15,7 +15,7 @@ from annotation.selectors import TurnView
 from metrics.core.provenance import KindRows
 from metrics.kind_sections import ReportSection, register_section
 from reports import kind_pages, labels
-from reports.charts import Block, Filters, Page, Table
+from reports.charts import Filters, Page, Table
 
 SLUG = "toy"
 TOY = StudyKind(slug=SLUG, name="Toy")
@@ -49,10 +49,6 @@ def tally_table(report: Mapping[str, Any], filters: Filters) -> Table:
 
 
 TOY_PAGE = Page(SLUG, "Toy tally", (), (tally_table,), section=SLUG)
-
-
-def blocks(report: Mapping[str, Any]) -> list[Block]:
-    return [tally_table(report, Filters())]
 
 
 def register() -> None:
