@@ -70,15 +70,23 @@ def test_a_split_run_whose_helper_is_killed_holding_a_chunk_finishes_with_the_si
         wait_for(lambda: consuming_workers() == 2, timeout=120)  # one takes the run, the other its helper task
         run = services.metric_run_request(study=study, by=admin_user, trigger="api", bootstrap=RESAMPLES)
         prefix = wait_for(lambda: _published(client, run.pk), timeout=60, interval=0.01)
-        # a helper holding a chunk it has not stored yet (under load it may store one before it is seen)
-        helper_pid = wait_for(lambda: next((pid for role, pid, stored in _claims(client, prefix).values()
-                                            if role == "helper" and not stored), None), timeout=60, interval=0.002)
+        helper_pid = wait_for(lambda: next((pid for role, pid, _ in _claims(client, prefix).values()
+                                            if role == "helper"), None), timeout=60, interval=0.005)
         workers = {first.pid: first, second.pid: second}
+        # Frozen (SIGSTOP) while its claims are read, so what it holds cannot change between the look and the kill:
+        # killed only while holding a chunk it has not stored; else let go on a moment and look again.
+        held: list[int] = []
+        deadline = time.monotonic() + 60
+        while not held and time.monotonic() < deadline:
+            os.kill(helper_pid, signal.SIGSTOP)
+            held = [chunk for chunk, (role, pid, stored) in _claims(client, prefix).items()
+                    if role == "helper" and pid == helper_pid and not stored]
+            if not held:
+                os.kill(helper_pid, signal.SIGCONT)
+                time.sleep(0.003)
         os.kill(helper_pid, signal.SIGKILL)  # the whole helper worker, mid-chunk: no chance to give anything back
         killed = time.monotonic()
         workers.pop(helper_pid).wait(timeout=20)
-        held = [chunk for chunk, (role, pid, stored) in _claims(client, prefix).items()
-                if role == "helper" and pid == helper_pid and not stored]
         assert len(held) == 1, "the helper died holding a chunk it had not computed"
         wait_for(lambda: MetricRun.objects.get(pk=run.pk).status in {"succeeded", "failed"}, timeout=60,
                  interval=0.05)
