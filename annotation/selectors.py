@@ -109,7 +109,6 @@ class TurnView:
     turn_judgments: dict[str, JudgmentShown]
     turn_forms: list[tuple[AttributeGroup, list[AttrForm]]]
     cards: list[ResponseCard]
-    subcategories: list[SpanSubcategory]
     schema: SchemaAttributes
     position: int
     total: int
@@ -135,8 +134,7 @@ class TurnView:
     @property
     def attributes(self) -> list[AttributeDefinition]:
         """The attributes coded on this page, each once (their definitions and anchors are sent once per page)."""
-        return [a for group in [*self.turn_groups, *self.response_groups] for a in group.attributes] + [
-            a for a in self.schema.attributes if a.unit == AttributeDefinition.Unit.SESSION]
+        return _page_attributes(self.turn_groups, self.response_groups, self.schema)
 
     @property
     def scorable(self) -> int:
@@ -146,6 +144,25 @@ class TurnView:
     def scored(self) -> int:
         """How many of the page's attributes have a score (the per-turn progress; the page keeps it current)."""
         return sum(1 for f in self.all_forms() if f.scored)
+
+
+def _page_attributes(turn_groups: list[AttributeGroup], response_groups: list[AttributeGroup],
+                     schema: SchemaAttributes) -> list[AttributeDefinition]:
+    return [a for group in [*turn_groups, *response_groups] for a in group.attributes] + [
+        a for a in schema.attributes if a.unit == AttributeDefinition.Unit.SESSION]
+
+
+def coding_page_schema(*, study: Study) -> tuple[list[AttributeDefinition], list[SpanSubcategory]]:
+    """What the schema's parts of the study's turn pages are built from (``annotation.views.coding_parts``): the
+    attributes a turn page codes, each once and in the page's order (``TurnView.attributes``), and their span
+    subcategories in the schema's order (the palette's). The same for every turn page of the study."""
+    schema = schema_attributes(study=study)
+    attributes = [a for a in schema.attributes if a.unit != AttributeDefinition.Unit.CONVERSATION]
+    unit = AttributeDefinition.Unit
+    turn_groups, response_groups = (attribute_groups([a for a in attributes if a.unit == kind], study.schema)
+                                    for kind in (unit.TURN, unit.RESPONSE))
+    return (_page_attributes(turn_groups, response_groups, schema),
+            [s for a in attributes for s in a.subcategories.all()])
 
 
 def coder_assignments(*, user: User) -> QuerySet[Assignment]:
@@ -417,16 +434,19 @@ def _response_named(responses: list[ModelResponse], *, study: Study, coder_id: i
     return None
 
 
-def responses_as_seen(*, study: Study, coder_id: int, turn_id: int,
-                      responses: list[ModelResponse]) -> list[tuple[ModelResponse, str]]:
+def responses_as_seen(*, study: Study, coder_id: int, turn_id: int, responses: list[ModelResponse],
+                      handles: dict[int, str] | None = None) -> list[tuple[ModelResponse, str]]:
     """The turn's responses in the order and with the labels this coder sees them ("Response A"… in a blinded
     study): the one home of that, for the turn page and for anything that points back at a response.
 
     The order is that of the coder's handles: a shuffle per coder and turn that only the server can compute (a
     seed made of the coder's and the turn's ids alone could be recomputed by anyone who guessed them), and that
-    leaves the others in place when a response is added."""
-    ordered = sorted(responses, key=lambda r: response_handle(study=study, coder_id=coder_id, turn_id=turn_id,
-                                                              response_id=r.pk))
+    leaves the others in place when a response is added. ``handles``: the responses' handles by id, where the
+    caller has them already."""
+    if handles is None:
+        handles = {r.pk: response_handle(study=study, coder_id=coder_id, turn_id=turn_id, response_id=r.pk)
+                   for r in responses}
+    ordered = sorted(responses, key=lambda r: handles[r.pk])
     return [(r, r.model_slot if study.show_model_names else f"Response {RESPONSE_LETTERS[i]}")
             for i, r in enumerate(ordered)]
 
@@ -529,11 +549,11 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
     for j in judgments:
         if j.attribute_id in codes:
             judged[j.response_id][codes[j.attribute_id]] = j
-    seen = responses_as_seen(study=study, coder_id=user.pk, turn_id=turn.pk, responses=responses)
+    handles = {r.pk: response_handle(study=study, coder_id=user.pk, turn_id=turn.pk, response_id=r.pk)
+               for r in responses}
+    seen = responses_as_seen(study=study, coder_id=user.pk, turn_id=turn.pk, responses=responses, handles=handles)
     ordered = [r for r, _ in seen]
     labels: dict[int | None, str] = {r.pk: label for r, label in seen}
-    handles = {r.pk: response_handle(study=study, coder_id=user.pk, turn_id=turn.pk, response_id=r.pk)
-               for r in ordered}
     unit = AttributeDefinition.Unit
     turn_groups = attribute_groups([a for a in attributes if a.unit == unit.TURN], study.schema)
     response_groups = attribute_groups([a for a in attributes if a.unit == unit.RESPONSE], study.schema)
@@ -571,7 +591,6 @@ def turn_view(*, round_id: int, user: User, position: int) -> TurnView | None:
         turn_judgments=judged[None],
         turn_forms=[(g, forms(g, None)) for g in turn_groups],
         cards=cards,
-        subcategories=[s for a in attributes for s in a.subcategories.all()],
         schema=schema,
         position=position,
         total=progress["total"],

@@ -11,6 +11,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("schemas/<slug:slug>/spans.css", views.schema_spans_css, name="schema-spans-css"),
     path("rounds/<int:round_id>/", views.queue, name="queue"),
+    path("rounds/<int:round_id>/coding-parts.js", views.coding_parts_script, name="coding-parts"),
     path("rounds/<int:round_id>/turns/<int:position>/", views.turn, name="turn"),
     path("rounds/<int:round_id>/turns/<int:position>/save", views.judgment_save, name="judgment-save"),
     path("rounds/<int:round_id>/turns/<int:position>/complete", views.complete, name="turn-complete"),

@@ -4,6 +4,7 @@ render; every coder lookup is scoped to the signed-in coder, so other people's w
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from functools import wraps
@@ -14,9 +15,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
+from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -139,7 +142,10 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         return render(request, own_page.template, page | own_page.context)
     # What the kind adds to the turn page (a longitudinal history above the turn, a session checklist below it).
     kind_turn = kind.turn_page(view, request.user)
+    _, digest = coding_parts(study=view.study, editable=editable)
+    parts_url = f"{reverse('coding-parts', args=[round_id])}?editable={int(editable)}&v={digest}"
     return render(request, "annotation/turn.html", page | {
+        "parts_url": parts_url,
         # One source of truth for the instance-count bound: the page checks what the server's rule checks.
         "max_instance_count": rules.MAX_INSTANCE_COUNT,
         "kind_turn": kind_turn, **(kind_turn.context if kind_turn is not None else {}),
@@ -263,6 +269,45 @@ def _note_state(*, refused: str = "") -> HttpResponse:
         return HttpResponse(format_html('<span class="state state-refused" data-state="refused">Not saved: {}</span>',
                                         refused), status=422)
     return HttpResponse('<span class="state state-saved" data-state="saved">Saved</span>')
+
+
+def coding_parts(*, study: Study, editable: bool) -> tuple[str, str]:
+    """The parts of a study's turn pages that depend on its schema alone: each attribute's ``<template>``, the
+    definitions and anchors, the subcategory palette (or, read-only, the subcategory names); and a digest of them.
+    Rendered once per schema and process (``SchemaAttributes.fragments``). A turn page loads them with a script
+    (``coding_parts_script``) named with the digest, which the browser keeps from one page to the next: each page
+    then carries only its own turn (these parts were half of its bytes, compressed again on every page: issue
+    34)."""
+    schema = selectors.schema_attributes(study=study)
+    key = f"coding-parts|{editable}"
+    html = schema.fragments.get(key)
+    if html is None:
+        attributes, subcategories = selectors.coding_page_schema(study=study)
+        html = render_to_string("annotation/_coding_parts.html", {
+            "v": {"attributes": attributes, "subcategories": subcategories}, "editable": editable})
+        schema.fragments[key] = html
+        schema.fragments[f"{key}|digest"] = hashlib.sha256(html.encode()).hexdigest()[:16]
+    return html, schema.fragments[f"{key}|digest"]
+
+
+@_signed_in_or_401
+@require_GET
+def coding_parts_script(request: AuthedRequest, round_id: int) -> HttpResponse:
+    """``coding_parts`` of the round's study for a coder of the round (``?editable=1``: with the palette), as a
+    script that puts them into the page's ``#coding-parts``. A script, not a fetch: the page names it right after
+    that element, so the parts are in place, from the browser's cache after the first page, before the page's
+    modules run, as when they were part of the page. The browser keeps it for a year when the URL's digest
+    (``v``) is that of the parts, so a changed schema is a new URL; under another digest, not at all."""
+    mine = selectors.coder_assignments(user=request.user).filter(round_id=OuterRef("pk"))
+    round_ = Round.objects.select_related("study__schema").filter(Exists(mine), pk=round_id).first()
+    if round_ is None:
+        raise Http404("no assignments for you in this round")
+    html, digest = coding_parts(study=round_.study, editable=request.GET.get("editable") == "1")
+    response = HttpResponse(f'document.getElementById("coding-parts").innerHTML = {json.dumps(html)};\n',
+                            content_type="text/javascript; charset=utf-8")
+    response["Cache-Control"] = ("private, max-age=31536000, immutable" if request.GET.get("v") == digest
+                                 else "private, no-cache")
+    return response
 
 
 _UNDERLINE = {"solid": "solid", "dashed": "dashed", "dotted": "dotted", "double": "double"}

@@ -41,6 +41,7 @@ point it at a database you care about.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -49,6 +50,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from html import unescape
 from typing import Any
 
 import requests
@@ -82,6 +84,8 @@ _SCORE = re.compile(r'name="score" value="(-?\d+)"')
 _SUB = re.compile(r'<button type="button" class="sub" data-sub="([^"]+)" data-code="([^"]+)">')
 _VERSION = re.compile(r'data-version="(\d+)"')
 _TURN_URL = re.compile(r"/rounds/\d+/turns/(\d+)/")
+_PARTS_URL = re.compile(r'<div id="coding-parts"></div><script src="([^"]+)">')
+_PARTS = re.compile(r'document.getElementById\("coding-parts"\).innerHTML = (".*");\n', re.DOTALL)
 
 
 # --- set-up, in this process ------------------------------------------------------------------------------------
@@ -162,12 +166,30 @@ def setup(sizes: list[int], reviewers: int, scale: float) -> tuple[dict[int, lis
 # --- the turn page as its script reads it ----------------------------------------------------------------------
 
 
-def page_forms(html: str) -> list[dict]:
+def parts_url(html: str) -> str:
+    """The URL of the script that puts the schema's parts (its templates and palette) into the page, which the
+    browser keeps from page to page."""
+    found = _PARTS_URL.search(html)
+    if found is None:
+        raise SystemExit("the turn page names no schema parts")
+    return unescape(found.group(1))
+
+
+def parts_of(script: str) -> str:
+    """The HTML that the parts' script puts into the page."""
+    found = _PARTS.fullmatch(script)
+    if found is None:
+        raise SystemExit(f"not the schema parts' script: {script[:200]!r}")
+    return json.loads(found.group(1))
+
+
+def page_forms(html: str, parts: str) -> list[dict]:
     """The page's autosaving forms in the page's order: attribute, response handle, version, score, and what the
-    attribute's template offers (scale values, a count field, span subcategories)."""
-    templates = dict(_TEMPLATE.findall(html))
+    attribute's template in the schema's ``parts`` (``parts_of``) offers (scale values, a count field, span
+    subcategories)."""
+    templates = dict(_TEMPLATE.findall(parts))
     subcategories: dict[str, list[str]] = {}
-    for slug, code in _SUB.findall(html):
+    for slug, code in _SUB.findall(parts):
         subcategories.setdefault(code, []).append(slug)
     forms = []
     for spans, form_id, code, version, score in _FORM.findall(html):
@@ -253,7 +275,8 @@ def sql_statements(probe: Coder) -> dict[str, int]:
 
     client.get("/healthz")
     figures = {"health check": measured(lambda: client.get("/healthz"))[0]}
-    probe.forms = page_forms(client.get(turn_url).content.decode())
+    html = client.get(turn_url).content.decode()
+    probe.forms = page_forms(html, parts_of(client.get(parts_url(html)).content.decode()))
     plain = [f for f in probe.forms if f["sub"] is None and f["version"] == 0]
     if len(plain) < 2:
         raise SystemExit(f"{probe.username}: the turn page has too few units to code ({len(probe.forms)})")
@@ -349,6 +372,7 @@ class Browser:
     session: requests.Session
     coder_id: int
     base: str
+    parts: dict[str, str] = field(default_factory=dict)  # the schema's parts by URL, as the browser keeps them
 
     def headers(self) -> dict[str, str]:
         return {"X-CSRFToken": self.session.cookies["csrftoken"], "HX-Request": "true", "Referer": self.base + "/"}
@@ -359,7 +383,10 @@ class Browser:
     def view(self, samples: Samples) -> None:
         answer = timed(samples, "turn view", lambda: self.session.get(self.turn_url(), timeout=60))
         if answer.status_code == 200:
-            self.coder.forms = page_forms(answer.text)
+            url = parts_url(answer.text)
+            if url not in self.parts:  # fetched once: the browser keeps them (not timed)
+                self.parts[url] = parts_of(self.session.get(f"{self.base}{url}", timeout=60).text)
+            self.coder.forms = page_forms(answer.text, self.parts[url])
 
     def save(self, samples: Samples, data: dict) -> None:
         answer = timed(samples, "autosave", lambda: self.session.post(f"{self.turn_url()}save", data=data,

@@ -4,6 +4,8 @@ counts, blinding, time on task, saves. (tests/functional/test_turn_page.py drive
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -38,6 +40,29 @@ def demo(db, demo_round_id):
 
 def login(client, username):
     assert sign_in(client, username, "cab-demo")
+
+
+def parts_url(page) -> str:
+    """The URL of the script that puts the schema's parts (templates, definitions, palette) into a turn page."""
+    found = re.search(rb'<div id="coding-parts"></div><script src="([^"]+)">', page.content)
+    assert found is not None, "the page names its schema's parts"
+    return found.group(1).decode().replace("&amp;", "&")
+
+
+def parts_html(script) -> bytes:
+    """The HTML that the parts' script puts into the page."""
+    found = re.fullmatch(rb'document.getElementById\("coding-parts"\).innerHTML = (".*");\n', script.content,
+                         re.DOTALL)
+    assert found is not None, script.content[:200]
+    return json.loads(found.group(1)).encode()
+
+
+def with_parts(client, page) -> str:
+    """A turn page's HTML with its schema's parts put in, as its script puts them in the browser."""
+    parts = client.get(parts_url(page))
+    assert parts.status_code == 200
+    return page.content.decode().replace('<div id="coding-parts"></div>',
+                                         f'<div id="coding-parts">{parts_html(parts).decode()}</div>')
 
 
 def fill_turn(round_, user, position):

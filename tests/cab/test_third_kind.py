@@ -20,6 +20,7 @@ from metrics import runs as metric_runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
 from reports import kind_pages
+from tests.annotation.test_views import with_parts
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
@@ -65,7 +66,7 @@ def test_the_kind_adds_its_part_to_the_coding_page(client, reviewer, toy):
     client.force_login(reviewer)
     page = client.get(reverse("turn", args=[round_.pk, 1]))
     assert page.status_code == 200
-    html = page.content.decode()
+    html = with_parts(client, page)
     assert '<p class="toy-banner">Toy kind: tally T1 on every response.</p>' in html
     assert html.count('class="unit response-card"') == 2 and "Mentions a plan" in html  # the shared page's forms
 

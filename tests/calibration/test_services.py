@@ -15,6 +15,7 @@ from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
 from metrics.models import MetricRun
+from tests.annotation.test_views import with_parts
 from tests.factories import (
     ModelResponseFactory,
     RoundFactory,
@@ -269,7 +270,7 @@ def test_a_locked_item_is_shown_read_only_with_the_reason(client, protocol):
     closed = protocol.round(CLOSED)
     calibration_services.round_reopen(round=closed, by=protocol.admin, reason="a late reviewer joins")
     client.force_login(protocol.reviewers[0])
-    page = client.get(f"/rounds/{closed.pk}/turns/1/").content.decode()
+    page = with_parts(client, client.get(f"/rounds/{closed.pk}/turns/1/"))
     assert "compared with gold" not in page  # the service's words are for refusals; the page says it plainly
     assert "feedback against gold before the round was reopened" in page
     assert 'type="radio"' in page and "disabled" in page

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from annotation import rules, selectors, services
 from annotation.models import Assignment, AttributeDefinition, Judgment, JudgmentRevision, Round, Study
-from tests.annotation.test_views import login
+from tests.annotation.test_views import login, with_parts
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,7 @@ def test_the_demo_gives_the_human_coders_the_turns_from_the_crisis_on_in_an_open
 def test_a_coder_reads_the_history_with_earlier_sessions_folded_and_the_episode_highlighted(client, care):
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     login(client, "demo-reviewer")
-    page = client.get(reverse("turn", args=[care.pk, position_of(care, reviewer, 12)])).content.decode()
+    page = with_parts(client, client.get(reverse("turn", args=[care.pk, position_of(care, reviewer, 12)])))
     # Sessions 1–2 (chats before the crisis) are folded; 3 (the crisis) is not, and 5 (the callback) opens the
     # current episode.
     assert page.count('<details class="care-session') == 4  # sessions 1–4: before the callback's episode

@@ -93,7 +93,9 @@ def test_the_queue_benchmark_codes_a_turn_as_the_page_does(client):
     user = get_user_model().objects.get(username=probe.username)
     client.force_login(user)
     turn_url = f"/rounds/{probe.round_id}/turns/{probe.position}/"
-    probe.forms = reviewer_queues.page_forms(client.get(turn_url).content.decode())
+    html = client.get(turn_url).content.decode()
+    parts = reviewer_queues.parts_of(client.get(reviewer_queues.parts_url(html)).content.decode())
+    probe.forms = reviewer_queues.page_forms(html, parts)
     assert probe.forms and all(form["scale"] and form["version"] == 0 for form in probe.forms)
     assert any(form["sub"] for form in probe.forms), "some unit of the page takes spans"
     sent = []

@@ -14,7 +14,7 @@
 import { startCompleting } from "./complete.js";
 import { buildForm } from "./forms.js";
 import { startKeys } from "./keys.js";
-import { forms, page } from "./page.js";
+import { forms, globalState, page } from "./page.js";
 import { startRelogin } from "./relogin.js";
 import { startSaving, updateGlobal } from "./save.js";
 import { drawTexts, startSpans } from "./spans.js";
@@ -24,7 +24,15 @@ import { startTimer } from "./time.js";
 const nav = document.querySelector(".turn-nav");
 function measureNav() { document.documentElement.style.setProperty("--nav-h", nav.offsetHeight + "px"); }
 
-if (page) {
+// The schema's parts (each attribute's <template>, the definitions, the palette): on the turn page, put in by the
+// script it names (annotation.views.coding_parts_page) before this module runs; without them nothing can be coded.
+const partsLoaded = document.getElementById("attribute-templates") !== null;
+if (page && !partsLoaded) {
+  globalState.textContent = "The attribute forms could not be loaded: reload the page.";
+  globalState.dataset.state = "error";
+}
+
+if (page && partsLoaded) {
   startSaving();
   startRelogin();
   startSpans();
