@@ -19,7 +19,7 @@ from django.db.models import Exists, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
+from django.template.loader import get_template, render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -176,7 +176,7 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
     context: dict[str, Any] = {"form_id": request.POST.get("form_id", "")[:100]}
     if not form.is_valid():
         context |= {"state": "refused", "message": error_text(form)}
-        return render(request, "annotation/turn.html#save-result", context, status=422)
+        return _save_answer(context, status=422)
     data = form.cleaned_data
     try:
         judgment = services.judgment_save(
@@ -190,14 +190,20 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
         spans = [{"start": s.start, "end": s.end, "subcategory": s.subcategory.slug}
                  for s in current.spans.select_related("subcategory")]
         context |= {"state": "stale", "judgment": current, "spans_json": json.dumps(spans)}
-        return render(request, "annotation/turn.html#save-result", context, status=409)
+        return _save_answer(context, status=409)
     except (ValidationError, PermissionDenied) as error:
         # A refusal, said in the attribute; 401/403 are kept for "sign in again" (session gone, CSRF).
         message = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
         context |= {"state": "refused", "message": message}
-        return render(request, "annotation/turn.html#save-result", context, status=422)
+        return _save_answer(context, status=422)
     context |= {"state": "saved", "judgment": judgment}
-    return render(request, "annotation/turn.html#save-result", context)
+    return _save_answer(context)
+
+
+def _save_answer(context: dict[str, Any], *, status: int = 200) -> HttpResponse:
+    """The autosave's answer, the turn page's ``save-result`` partial: rendered without the request's context
+    (it shows none of it), so no context processor runs on every autosave."""
+    return HttpResponse(get_template("annotation/turn.html#save-result").render(context), status=status)
 
 
 @_signed_in_or_401

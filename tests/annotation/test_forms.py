@@ -154,3 +154,18 @@ def test_a_good_save_after_bad_ones_still_works(client, turn_setup):
     assert response.status_code == 200 and b"Saved" in response.content
     judgment = Judgment.objects.get()
     assert (judgment.score, judgment.instance_count, judgment.version, judgment.spans.count()) == (2, 0, 2, 0)
+
+
+def test_forms_sharing_their_fields_keep_their_own_data_and_errors(turn_setup):
+    """The autosave form's fields are shared by its instances, not copied for each (issue 34): one form's input,
+    cleaning and errors never reach another's."""
+    from annotation.forms import JudgmentSaveForm
+
+    assignment = turn_setup["judgment"].round.assignments.get()
+    bad = JudgmentSaveForm({"attribute": "AUR", "score": "x", "version": "-1"}, assignment=assignment)
+    good = JudgmentSaveForm({"attribute": "AUR", "score": "2", "version": "3"}, assignment=assignment)
+    assert good.fields["score"] is bad.fields["score"] is JudgmentSaveForm.base_fields["score"]
+    assert not bad.is_valid() and set(bad.errors) == {"score", "version"}
+    assert good.is_valid(), good.errors
+    assert (good.cleaned_data["score"], good.cleaned_data["version"]) == (2, 3)
+    assert bad.errors["score"] == ["is not a whole number"] and not good.errors
