@@ -240,3 +240,33 @@ def test_keyboard_only_scoring_selection_and_help(browser_page, live_server, stu
     span = Span.objects.get(judgment__response=response, judgment__coder=reviewer)
     expected = response.text[:6].strip()
     assert response.text[span.start:span.end] == expected and span.subcategory.slug == "explores"
+
+
+def test_the_schema_parts_are_fetched_once_and_a_page_without_them_says_so(browser_page, live_server, study_round):
+    """The attribute templates, definitions and palette come from a script the browser keeps: the next page of the
+    round takes it from the browser's cache; a page whose script cannot load says so instead of showing empty
+    forms."""
+    page = browser_page
+    round_, _ = study_round
+    login(page, live_server, "demo-reviewer")
+    # Chromium's own account of each request (Playwright's routing would turn the cache off).
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    sent: dict[str, str] = {}
+    cached: set[str] = set()
+    cdp.on("Network.requestWillBeSent", lambda event: sent.update({event["requestId"]: event["request"]["url"]}))
+    cdp.on("Network.requestServedFromCache", lambda event: cached.add(event["requestId"]))
+    for position in (1, 2):
+        page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/{position}/")
+        assert page.locator("form.attr input[name=score]").count() > 0, "the forms are built from the parts"
+        assert page.locator("#palette button.sub").count() > 0
+    loads = [request for request, url in sent.items() if "/coding-parts.js?" in url]
+    assert len({sent[request] for request in loads}) == 1, "every page of the round names the same parts"
+    assert len(loads) == 2 and sum(request in cached for request in loads) == 1, "the second page: from the cache"
+
+    page.route(re.compile(r".*/coding-parts\.js\?.*"),
+               lambda route: route.fulfill(status=401, body="Your session has ended: sign in again."))
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    assert page.locator("#global-state").inner_text() == "The attribute forms could not be loaded: reload the page."
+    assert page.locator("#global-state").get_attribute("data-state") == "error"
+    assert page.locator("form.attr input[name=score]").count() == 0
