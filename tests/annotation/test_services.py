@@ -29,6 +29,35 @@ def test_saving_the_same_unit_twice_updates_one_judgment(round_, reviewer, respo
     assert second.score == 2 and second.version == 2
 
 
+def test_a_first_save_writes_the_judgment_and_its_history_as_the_orm_would(round_, reviewer, response):
+    """The first save of a unit inserts the judgment and its history's first row in one statement written in the
+    service (issue 34): the same rows as ``Judgment.objects.create`` and ``JudgmentRevision.objects.create``."""
+    from django.utils import timezone
+
+    from annotation.models import JudgmentRevision
+
+    aur = attribute("AUR")
+    started = timezone.now()
+    saved = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=1,
+                                   instance_count=1, spans=[SpanInput(0, 4, aur.subcategories.first().slug)])
+    stored = Judgment.objects.get()
+    columns = [f.attname for f in Judgment._meta.concrete_fields]
+    assert {c: getattr(saved, c) for c in columns} == {c: getattr(stored, c) for c in columns}
+    assert not saved._state.adding and saved.pk == stored.pk
+    orm = Judgment(round=round_, coder=reviewer, attribute=aur, conversation_id=response.turn.conversation_id,
+                   turn=response.turn, response=response, score=1, instance_count=1)
+    kept = {"id", "created_at", "updated_at"}
+    assert {c: getattr(stored, c) for c in columns if c not in kept} == {
+        c: getattr(orm, c) for c in columns if c not in kept}
+    assert started <= stored.created_at <= stored.updated_at <= timezone.now()
+    revision = JudgmentRevision.objects.get()
+    assert (revision.judgment_id, revision.version, revision.changed_by_id, revision.source, revision.at,
+            revision.before) == (stored.pk, 1, reviewer.pk, "autosave", stored.updated_at, None)
+    assert revision.after == services.judgment_value(stored, spans=stored.spans.values_list(
+        "start", "end", "subcategory__slug"))
+    assert revision.after["spans"] == [[0, 4, aur.subcategories.first().slug]]
+
+
 def test_two_coders_may_judge_the_same_unit(round_, reviewer, other_reviewer, response):
     for coder in (reviewer, other_reviewer):
         services.judgment_save(round=round_, by=coder, attribute=attribute("AUR"), response=response, score=1)

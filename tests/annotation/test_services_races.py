@@ -162,3 +162,36 @@ def test_a_save_after_the_round_closed_is_refused(coded):
     round_id, coder_id, turn_id, attribute_id = coded
     judgment = Judgment.objects.get(round_id=round_id, coder_id=coder_id, turn_id=turn_id, attribute_id=attribute_id)
     assert judgment.score == 0
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_first_saves_of_the_same_unit_at_once_create_one_judgment_and_refuse_the_other(coded):
+    """Two tabs code a unit that has no judgment yet: both read "none" under their locks, both insert; the second
+    insert meets the first's row (the unique index), writes nothing, and is refused with the first's value."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import AttributeDefinition, Judgment, JudgmentRevision, Round
+    from benchmark.models import Turn
+
+    round_id, reviewer_id, turn_id, _ = coded
+    u2 = AttributeDefinition.objects.get(schema__studies__rounds=round_id, code="U2")
+
+    def first_save(score):
+        def save():
+            judgment = services.judgment_save(
+                round=Round.objects.select_related("study").get(pk=round_id),
+                by=get_user_model().objects.get(pk=reviewer_id), attribute=u2, turn=Turn.objects.get(pk=turn_id),
+                score=score, expected_version=0)
+            return judgment, time.monotonic()
+        return save
+
+    with meet_at(services, "judgment_value"):
+        results = together(first_save(1), first_save(2))
+    saved = [r[0] for r in results if isinstance(r, tuple)]
+    refused = [r for r in results if isinstance(r, services.StaleJudgmentError)]
+    assert len(saved) == 1 and len(refused) == 1, results
+    judgment = Judgment.objects.get(round_id=round_id, coder_id=reviewer_id, attribute=u2)
+    assert (judgment.pk, judgment.version, judgment.score) == (saved[0].pk, 1, saved[0].score)
+    assert refused[0].current.pk == judgment.pk and refused[0].current.score == saved[0].score
+    history = list(JudgmentRevision.objects.filter(judgment=judgment).values_list("version", "before", "after__score"))
+    assert history == [(1, None, saved[0].score)], "one history row, the winner's"
