@@ -375,16 +375,9 @@ def _judgment_create_recorded(*, judgment: Judgment, lookup: dict[str, Any], by:
     ``tests/annotation/test_services.py`` compares both writes."""
     fields = [f for f in Judgment._meta.concrete_fields if not f.primary_key]
     values = [f.get_db_prep_save(f.pre_save(judgment, add=True), connection) for f in fields]
-    quote = connection.ops.quote_name
-    judgments, revisions = quote(Judgment._meta.db_table), quote(JudgmentRevision._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH made AS (INSERT INTO {judgments} ({', '.join(quote(str(f.column)) for f in fields)}) "  # noqa: S608  # nosec B608 - names from the models, values bound
-            f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING RETURNING id) "
-            f"INSERT INTO {revisions} ({', '.join(quote(c) for c in _HISTORY_COLUMNS)}) "
-            "SELECT id, %s, %s, %s, %s, NULL, %s::jsonb FROM made RETURNING judgment_id",
-            (*values, judgment.version, getattr(by, "pk", None), source, judgment.updated_at, json.dumps(after)),
-        )
+        cursor.execute(_judgment_create_sql(fields), (*values, judgment.version, getattr(by, "pk", None), source,
+                                                      judgment.updated_at, json.dumps(after)))
         row = cursor.fetchone()
     if row is None:
         current = Judgment.objects.filter(**lookup).first()
@@ -393,6 +386,22 @@ def _judgment_create_recorded(*, judgment: Judgment, lookup: dict[str, Any], by:
         raise StaleJudgmentError(current)
     judgment.pk = row[0]
     judgment._state.adding, judgment._state.db = False, connection.alias
+
+
+_judgment_create_statement: list[str] = []
+
+
+def _judgment_create_sql(fields: list[Any]) -> str:
+    """``_judgment_create_recorded``'s statement, built once per process (it depends only on the models)."""
+    if not _judgment_create_statement:
+        quote = connection.ops.quote_name
+        judgments, revisions = quote(Judgment._meta.db_table), quote(JudgmentRevision._meta.db_table)
+        _judgment_create_statement.append(
+            f"WITH made AS (INSERT INTO {judgments} ({', '.join(quote(str(f.column)) for f in fields)}) "  # noqa: S608  # nosec B608 - names from the models, values bound
+            f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING RETURNING id) "
+            f"INSERT INTO {revisions} ({', '.join(quote(c) for c in _HISTORY_COLUMNS)}) "
+            "SELECT id, %s, %s, %s, %s, NULL, %s::jsonb FROM made RETURNING judgment_id")
+    return _judgment_create_statement[0]
 
 
 def _round_and_judgment_locked(*, round: Round, coder: User,
