@@ -30,9 +30,11 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-# The project plus the benchmarks' bare ``SELECT 1`` request (never served by the product).
+# The project plus the benchmarks' two floors (never served by the product): the bare ``SELECT 1`` request and the
+# signed-in POST that does nothing (perf/bare_wsgi.py).
 BARE_APP = "perf.bare_wsgi:application"
 BARE_PATH = "/bench/select-1"
+SIGNED_IN_PATH = "/bench/signed-in"
 
 FIGURE_KEYS = ("figure", "value", "unit", "baseline", "baseline_value", "target", "met")
 

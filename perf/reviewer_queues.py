@@ -1,9 +1,11 @@
 #!/usr/bin/env python
 """Reviewers working through long queues of a paper-scale study (issue 34): the turn view and the autosave with
-queues of 100, 1,400 and 14,000 assignments per reviewer, 8 reviewers back to back, next to three baselines
+queues of 100, 1,400 and 14,000 assignments per reviewer, 8 reviewers back to back, next to four baselines
 measured by the same clients in the same run: ``/healthz`` (Django's stack and one ``SELECT 1``), a bare request
-(gunicorn and one ``SELECT 1``, no Django request handling: ``perf/bare_wsgi.py``, served only here) and a
-PostgreSQL ``COPY`` of the rows the turn page shows (the database alone handing over the page's data).
+(gunicorn and one ``SELECT 1``, no Django request handling), a signed-in ``POST`` of an autosave's body that does
+nothing (Django's stack with the session, the user and the CSRF check: the autosave's floor; both served only here,
+``perf/bare_wsgi.py``) and a PostgreSQL ``COPY`` of the rows the turn page shows (the database alone handing over
+the page's data).
 
     .venv/bin/python scripts/testenv.py -- .venv/bin/python perf/reviewer_queues.py \\
         --queues 100,1400,14000 [--reviewers 8] [--json]
@@ -20,18 +22,21 @@ What it does, against the (throwaway) database it is given:
    it and the turn view with those judgments, for the probe of each S (BEGIN/COMMIT not counted): they must not
    grow with S;
 4. serves the project with gunicorn (the product's ``gunicorn.conf.py``, sync workers, 2 x cores + 1 by default,
-   DEBUG off, persistent connections) plus the bare path;
+   DEBUG off, persistent connections) plus the two floors' paths;
 5. for each S, the reviewers of S, back to back (no think time), each repeating a visit: health check, bare
-   request, COPY of its turn page's rows, its turn page (at the first item still to do), then ``--saves``
-   autosaves in the page's order: a unit's first save creates its judgment, a unit with spans is highlighted
-   first (a draft, created) and scored next (an update); when every unit of the turn is scored the reviewer takes
-   a second look at its first unit (an update) and completes the turn, and the next visit opens the next item.
-   Then ``--seconds`` of each request alone from the same clients (turn view, autosave, health check, bare), the
-   web workers' CPU time per request read from /proc;
+   request, signed-in no-op POST, COPY of its turn page's rows, its turn page (at the first item still to do),
+   then ``--saves`` autosaves in the page's order: a unit's first save creates its judgment, a unit with spans is
+   highlighted first (a draft, created) and scored next (an update); when every unit of the turn is scored the
+   reviewer takes a second look at its first unit (an update) and completes the turn, and the next visit opens the
+   next item.
+   Then ``--seconds`` of each request alone from the same clients (turn view, autosave, health check, bare,
+   signed-in no-op), the web workers' CPU time per request read from /proc;
 6. prints a table per S and, with ``--json``, the figures for ``scripts/bench`` (``perf/_common.py``):
    p50/p95 as ratios against the health check's, web CPU per request against the health check's, the statement
    counts of each S against those of the shortest queue. Targets (issue 34): turn view and autosave p95 within 3x
-   of the health check's; web CPU per turn view within 3x, per autosave within 2x; statements flat.
+   of the health check's; web CPU per turn view within 3x, per autosave within 2x; statements flat. The signed-in
+   no-op's CPU against the health check's says how much of the autosave's 2x Django's own handling of a signed-in
+   POST takes before the save starts.
 
 Latency is measured by the client (request sent to body read): loopback network, gunicorn's queueing, gzip; the
 clients, gunicorn and PostgreSQL share this machine's cores. It migrates and fills the database it is given: never
@@ -57,6 +62,7 @@ import requests
 from _common import (
     BARE_APP,
     BARE_PATH,
+    SIGNED_IN_PATH,
     add_arguments,
     django_setup,
     figure,
@@ -75,7 +81,11 @@ PAPER_CONVERSATIONS, PAPER_RESPONSES = 1576, 42230  # generate_synthetic's paper
 TURNS_PER_CONVERSATION = 42230 / 5 / 1576  # about 5.4 at paper scale: 5 models per turn
 P95_WITHIN = 3.0  # turn view and autosave p95, times the health check's
 CPU_WITHIN = {"turn view": 3.0, "autosave": 2.0}  # web CPU per request, times a health check's
-KINDS = ("health check", "bare SELECT 1", "COPY of the page's rows", "turn view", "autosave", "complete")
+SIGNED_IN = "signed-in no-op POST"
+KINDS = ("health check", "bare SELECT 1", SIGNED_IN, "COPY of the page's rows", "turn view", "autosave", "complete")
+# The signed-in floor's body: an autosave's fields, of an autosave's length.
+_NO_OP_BODY = {"form_id": "rAB12CD34-XX", "attribute": "XX", "response": "AB12CD34", "score": "1", "version": "1",
+               "spans": "", "instance_count": ""}
 
 _FORM = re.compile(r'<form class="attr( has-spans)?" id="([^"]+)" data-code="([^"]+)" data-version="(\d+)"'
                    r'(?: data-score="(-?\d+)")?')
@@ -408,9 +418,16 @@ class Browser:
     def baselines(self, samples: Samples) -> None:
         timed(samples, "health check", lambda: self.session.get(f"{self.base}/healthz", timeout=60))
         timed(samples, "bare SELECT 1", lambda: self.session.get(f"{self.base}{BARE_PATH}", timeout=60))
+        self.signed_in_no_op(samples)
         started = time.perf_counter()
         copy_page_rows(self.coder, self.coder_id)
         samples.add("COPY of the page's rows", (time.perf_counter() - started) * 1000)
+
+    def signed_in_no_op(self, samples: Samples) -> None:
+        answer = timed(samples, SIGNED_IN, lambda: self.session.post(f"{self.base}{SIGNED_IN_PATH}", data=_NO_OP_BODY,
+                                                                     headers=self.headers(), timeout=60))
+        if answer.status_code != 200:
+            samples.error(f"{SIGNED_IN} {answer.status_code}: {answer.text[:200]}")
 
     def visit(self, samples: Samples, saves: int) -> None:
         """One visit of the turn page: the baselines, the page, up to ``saves`` autosaves in the page's order, and
@@ -473,6 +490,8 @@ def alone(clients: list[Browser], master: int, *, what: str, seconds: float) -> 
                 client.save(samples, data)
             elif what == "health check":
                 timed(samples, what, lambda: client.session.get(f"{client.base}/healthz", timeout=60))
+            elif what == SIGNED_IN:
+                client.signed_in_no_op(samples)
             else:
                 timed(samples, what, lambda: client.session.get(f"{client.base}{BARE_PATH}", timeout=60))
 
@@ -533,6 +552,10 @@ def figures_of(sizes: list[int], reviewers: int, phases: dict[int, dict[str, dic
             figures.append(figure(
                 f"web CPU per {name}, {queue}", cpu, "ms", baseline="web CPU per /healthz, same clients and run",
                 baseline_value=health_cpu, target=f"≤ {CPU_WITHIN[name]:g}×", met=cpu <= CPU_WITHIN[name] * health_cpu))
+        figures.append(figure(
+            f"web CPU per signed-in no-op POST (the autosave's floor), {queue}", costs[size][SIGNED_IN]["cpu_ms"],
+            "ms", baseline="web CPU per /healthz, same clients and run",
+            baseline_value=costs[size]["health check"]["cpu_ms"], target="", met=True))
         figures.append(figure(
             f"turn view p50 against a COPY of its rows, {queue}", phases[size]["turn view"]["p50"], "ms",
             baseline="COPY (the page's rows) TO STDOUT p50, same clients and run",
@@ -601,7 +624,7 @@ def main() -> int:
             samples = mixed(clients, visits=args.cycles, saves=args.saves)
             phases[size] = summary(samples)
             costs[size] = {what: alone(clients, master, what=what, seconds=args.seconds)
-                           for what in ("turn view", "autosave", "health check", "bare SELECT 1")}
+                           for what in ("turn view", "autosave", "health check", "bare SELECT 1", SIGNED_IN)}
             failed += len(samples.errors) + sum(int(c["errors"]) for c in costs[size].values())
             health = phases[size]["health check"]
             print(f"\nqueue of {size:,}, {len(clients)} reviewers back to back, {time.monotonic() - began:.0f} s "

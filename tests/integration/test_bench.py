@@ -114,3 +114,47 @@ def test_the_queue_benchmark_codes_a_turn_as_the_page_does(client):
     done = client.post(f"{turn_url}complete", {"confirm": "1"}, headers={"HX-Request": "true"})
     assert done.status_code == 204 and done["HX-Redirect"] == f"/rounds/{probe.round_id}/turns/4/"
     assert QueueProgress.objects.get(round_id=probe.round_id, coder=user).done == 3
+
+
+@pytest.mark.django_db
+def test_the_signed_in_floor_goes_through_the_products_checks(client, django_user_model):
+    """The queue benchmark's signed-in floor (``perf/bare_wsgi.py``) is a POST through every middleware of the
+    product: it answers only with a session and the CSRF token, as an autosave does, and the product's own
+    application does not serve it."""
+    from io import BytesIO
+    from urllib.parse import urlencode
+
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+    from django.middleware.csrf import _unmask_cipher_token, get_token
+    from django.test import RequestFactory
+
+    from cab.wsgi import application as product
+    from perf import bare_wsgi
+    from perf._common import SIGNED_IN_PATH
+
+    client.force_login(django_user_model.objects.create_user("floor"))
+    token = get_token(RequestFactory().get("/"))  # masked, as the page sends it; its secret is the cookie's
+    signed_in = f"sessionid={client.cookies['sessionid'].value}; csrftoken={_unmask_cipher_token(token)}"
+
+    def post(app, *, cookies: str, header: str | None) -> tuple[str, bytes]:
+        body = urlencode({"form_id": "t-XX", "score": "1"}).encode()
+        environ = RequestFactory()._base_environ(
+            PATH_INFO=SIGNED_IN_PATH, REQUEST_METHOD="POST", CONTENT_TYPE="application/x-www-form-urlencoded",
+            CONTENT_LENGTH=str(len(body)), HTTP_COOKIE=cookies, **{"wsgi.input": BytesIO(body)},
+            **({"HTTP_X_CSRFTOKEN": header} if header else {}))
+        status: list[str] = []
+        # As Django's test client does: the test's transaction keeps its connection across the request.
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+        try:
+            content = b"".join(app(environ, lambda line, headers, *_: status.append(line)))
+        finally:
+            request_started.connect(close_old_connections)
+            request_finished.connect(close_old_connections)
+        return status[0], content
+
+    assert post(bare_wsgi.application, cookies=signed_in, header=token) == ("200 OK", b"1")
+    assert post(bare_wsgi.application, cookies=signed_in, header=None)[0].startswith("403")
+    assert post(bare_wsgi.application, cookies=signed_in.split("; ")[1], header=token)[0].startswith("401")
+    assert post(product, cookies=signed_in, header=token)[0].startswith("404")
