@@ -30,7 +30,7 @@ What it does, against the (throwaway) database it is given:
    reviewer takes a second look at its first unit (an update) and completes the turn, and the next visit opens the
    next item.
    Then ``--seconds`` of each request alone from the same clients (turn view, autosave, health check, bare,
-   signed-in no-op), the web workers' CPU time per request read from /proc;
+   signed-in no-op; in five slices each, taken in rotation), the web workers' CPU time per request read from /proc;
 6. prints a table per S and, with ``--json``, the figures for ``scripts/bench`` (``perf/_common.py``):
    p50/p95 as ratios against the health check's, web CPU per request against the health check's, the statement
    counts of each S against those of the shortest queue. Targets (issue 34): turn view and autosave p95 within 3x
@@ -81,6 +81,7 @@ PAPER_CONVERSATIONS, PAPER_RESPONSES = 1576, 42230  # generate_synthetic's paper
 TURNS_PER_CONVERSATION = 42230 / 5 / 1576  # about 5.4 at paper scale: 5 models per turn
 P95_WITHIN = 3.0  # turn view and autosave p95, times the health check's
 CPU_WITHIN = {"turn view": 3.0, "autosave": 2.0}  # web CPU per request, times a health check's
+ALONE_TURNS = 5  # the request-alone phases, each in this many slices taken in rotation
 SIGNED_IN = "signed-in no-op POST"
 KINDS = ("health check", "bare SELECT 1", SIGNED_IN, "COPY of the page's rows", "turn view", "autosave", "complete")
 # The signed-in floor's body: an autosave's fields, of an autosave's length.
@@ -499,8 +500,22 @@ def alone(clients: list[Browser], master: int, *, what: str, seconds: float) -> 
     before = cpu_seconds(pids)
     elapsed = run_threads(clients, work)
     cpu = cpu_seconds(pids) - before
-    n = len(samples.times[what])
-    return {"n": n, "per_second": n / elapsed, "cpu_ms": 1000 * cpu / max(n, 1), "errors": len(samples.errors)}
+    return {"n": len(samples.times[what]), "seconds": elapsed, "cpu_seconds": cpu, "errors": len(samples.errors)}
+
+
+def alone_in_turns(clients: list[Browser], master: int, *, kinds: tuple[str, ...], seconds: float,
+                   turns: int = ALONE_TURNS) -> dict[str, dict[str, float]]:
+    """Each of ``kinds`` alone for ``seconds`` in all, in ``turns`` slices taken in rotation (each turn starts one
+    kind later), so that a host that slows down or speeds up during the phase weighs on every kind alike and the
+    ratios between them keep: the web workers' CPU per request of each."""
+    totals = {what: {"n": 0, "seconds": 0.0, "cpu_seconds": 0.0, "errors": 0} for what in kinds}
+    for turn in range(turns):
+        for what in kinds[turn % len(kinds):] + kinds[:turn % len(kinds)]:
+            for key, value in alone(clients, master, what=what, seconds=seconds / turns).items():
+                totals[what][key] += value
+    return {what: {"n": t["n"], "per_second": t["n"] / max(t["seconds"], 1e-9),
+                   "cpu_ms": 1000 * t["cpu_seconds"] / max(t["n"], 1), "errors": t["errors"]}
+            for what, t in totals.items()}
 
 
 def summary(samples: Samples) -> dict[str, dict[str, float]]:
@@ -576,12 +591,18 @@ def figures_of(sizes: list[int], reviewers: int, phases: dict[int, dict[str, dic
                                       baseline_value=statements[shortest][name], target="≤ 1×",
                                       met=value <= statements[shortest][name]))
     if len(sizes) > 1:
+        # Each against the health check of its own phase: the host's drift over a run (a later phase slower for
+        # everything, the health check too) cancels, and what is left is the queue's length.
         longest = sizes[-1]
+
+        def per_health(size: int, name: str) -> float:
+            return costs[size][name]["cpu_ms"] / costs[size]["health check"]["cpu_ms"]
+
         for name in ("turn view", "autosave"):
             figures.append(figure(
-                f"web CPU per {name}, queue of {longest:,} against {shortest:,}", costs[longest][name]["cpu_ms"],
-                "ms", baseline=f"the same, queue of {shortest:,}, same run",
-                baseline_value=costs[shortest][name]["cpu_ms"], target="", met=True))
+                f"web CPU per {name} / per /healthz, queue of {longest:,} against {shortest:,}",
+                per_health(longest, name), "×", baseline=f"the same, queue of {shortest:,}, same run",
+                baseline_value=per_health(shortest, name), target="", met=True))
     return figures
 
 
@@ -623,8 +644,8 @@ def main() -> int:
             mixed(clients, visits=args.warmup, saves=args.saves)
             samples = mixed(clients, visits=args.cycles, saves=args.saves)
             phases[size] = summary(samples)
-            costs[size] = {what: alone(clients, master, what=what, seconds=args.seconds)
-                           for what in ("turn view", "autosave", "health check", "bare SELECT 1", SIGNED_IN)}
+            costs[size] = alone_in_turns(clients, master, seconds=args.seconds,
+                                         kinds=("turn view", "autosave", "health check", "bare SELECT 1", SIGNED_IN))
             failed += len(samples.errors) + sum(int(c["errors"]) for c in costs[size].values())
             health = phases[size]["health check"]
             print(f"\nqueue of {size:,}, {len(clients)} reviewers back to back, {time.monotonic() - began:.0f} s "
