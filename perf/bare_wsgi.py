@@ -41,8 +41,8 @@ def signed_in(request: HttpRequest) -> HttpResponse:
 
 
 class _SignedInHandler(WSGIHandler):
-    """Django's WSGI handler, the product's middleware and settings, with ``SIGNED_IN_PATH`` resolved to
-    ``signed_in`` (the product's URL resolver does not know it)."""
+    """Django's WSGI handler, the product's middleware and settings, resolving whatever it is given to
+    ``signed_in``: ``application`` gives it ``SIGNED_IN_PATH`` alone, which the product's URLs do not know."""
 
     def resolve_request(self, request: HttpRequest) -> ResolverMatch:
         match = ResolverMatch(signed_in, (), {}, url_name="bench-signed-in", route=SIGNED_IN_PATH.lstrip("/"))

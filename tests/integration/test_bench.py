@@ -121,12 +121,9 @@ def test_the_signed_in_floor_goes_through_the_products_checks(client, django_use
     """The queue benchmark's signed-in floor (``perf/bare_wsgi.py``) is a POST through every middleware of the
     product: it answers only with a session and the CSRF token, as an autosave does, and the product's own
     application does not serve it."""
-    from io import BytesIO
-    from urllib.parse import urlencode
-
     from django.core.signals import request_finished, request_started
     from django.db import close_old_connections
-    from django.middleware.csrf import _unmask_cipher_token, get_token
+    from django.middleware.csrf import get_token
     from django.test import RequestFactory
 
     from cab.wsgi import application as product
@@ -134,15 +131,13 @@ def test_the_signed_in_floor_goes_through_the_products_checks(client, django_use
     from perf._common import SIGNED_IN_PATH
 
     client.force_login(django_user_model.objects.create_user("floor"))
-    token = get_token(RequestFactory().get("/"))  # masked, as the page sends it; its secret is the cookie's
-    signed_in = f"sessionid={client.cookies['sessionid'].value}; csrftoken={_unmask_cipher_token(token)}"
+    page = RequestFactory().get("/")
+    token = get_token(page)  # masked, as the page sends it; the cookie keeps its secret
+    signed_in = f"sessionid={client.cookies['sessionid'].value}; csrftoken={page.META['CSRF_COOKIE']}"
 
     def post(app, *, cookies: str, header: str | None) -> tuple[str, bytes]:
-        body = urlencode({"form_id": "t-XX", "score": "1"}).encode()
-        environ = RequestFactory()._base_environ(
-            PATH_INFO=SIGNED_IN_PATH, REQUEST_METHOD="POST", CONTENT_TYPE="application/x-www-form-urlencoded",
-            CONTENT_LENGTH=str(len(body)), HTTP_COOKIE=cookies, **{"wsgi.input": BytesIO(body)},
-            **({"HTTP_X_CSRFTOKEN": header} if header else {}))
+        environ = RequestFactory().post(SIGNED_IN_PATH, {"form_id": "t-XX", "score": "1"}, HTTP_COOKIE=cookies,
+                                        **({"HTTP_X_CSRFTOKEN": header} if header else {})).environ
         status: list[str] = []
         # As Django's test client does: the test's transaction keeps its connection across the request.
         request_started.disconnect(close_old_connections)
