@@ -135,9 +135,10 @@ def test_the_signed_in_floor_goes_through_the_products_checks(client, django_use
     token = get_token(page)  # masked, as the page sends it; the cookie keeps its secret
     signed_in = f"sessionid={client.cookies['sessionid'].value}; csrftoken={page.META['CSRF_COOKIE']}"
 
-    def post(app, *, cookies: str, header: str | None) -> tuple[str, bytes]:
-        environ = RequestFactory().post(SIGNED_IN_PATH, {"form_id": "t-XX", "score": "1"}, HTTP_COOKIE=cookies,
-                                        **({"HTTP_X_CSRFTOKEN": header} if header else {})).environ
+    def post(app, *, cookies: str, header: str | None, method: str = "post") -> tuple[str, bytes]:
+        environ = getattr(RequestFactory(), method)(
+            SIGNED_IN_PATH, {"form_id": "t-XX", "score": "1"}, HTTP_COOKIE=cookies,
+            **({"HTTP_X_CSRFTOKEN": header} if header else {})).environ
         status: list[str] = []
         # As Django's test client does: the test's transaction keeps its connection across the request.
         request_started.disconnect(close_old_connections)
@@ -152,4 +153,5 @@ def test_the_signed_in_floor_goes_through_the_products_checks(client, django_use
     assert post(bare_wsgi.application, cookies=signed_in, header=token) == ("200 OK", b"1")
     assert post(bare_wsgi.application, cookies=signed_in, header=None)[0].startswith("403")
     assert post(bare_wsgi.application, cookies=signed_in.split("; ")[1], header=token)[0].startswith("401")
+    assert post(bare_wsgi.application, cookies=signed_in, header=token, method="get")[0].startswith("405")
     assert post(product, cookies=signed_in, header=token)[0].startswith("404")
