@@ -41,6 +41,7 @@ class ReportInputs:
     subcategory_attribute: dict[str, str]
     panel: tuple[str, ...] | None
     experts: tuple[str, ...]  # the study's gold-panel members: their own codings are never a reviewer's
+    methods: tuple[str, ...] = ()  # the study's automated coders: never reviewers, not in the indices
 
 
 def attribute_specs(*, study: Study) -> list[AttributeSpec]:
@@ -368,9 +369,10 @@ def report_inputs(*, study: Study) -> ReportInputs:
             StudyMember.objects.filter(study=study, retained=True).values_list("user__username", flat=True)
         )
     )
-    experts = tuple(
-        StudyMember.objects.filter(study=study, role=StudyMember.Role.EXPERT)
-        .order_by("user__username").values_list("user__username", flat=True)
+    experts, methods = (
+        tuple(StudyMember.objects.filter(study=study, role=role)
+              .order_by("user__username").values_list("user__username", flat=True))
+        for role in (StudyMember.Role.EXPERT, StudyMember.Role.METHOD)
     )
     return ReportInputs(
         attributes=attribute_specs(study=study),
@@ -381,6 +383,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
         subcategory_attribute=subcategory_attribute,
         panel=retained or None,
         experts=experts,
+        methods=methods,
     )
 
 

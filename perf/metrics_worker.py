@@ -202,7 +202,7 @@ def main() -> int:
         def naive(b: int) -> None:
             for name_ in ("calibration-1", "calibration-2"):
                 naive_calibration(inputs.attributes, inputs.judgments, name_, resamples=b, seed=0,
-                                  experts=inputs.experts)
+                                  experts=inputs.experts + inputs.methods)
             naive_ari(inputs.attributes, inputs.judgments, panel=inputs.panel, resamples=b, seed=0)
 
         naive(0)  # warm-up: first-call costs would otherwise be charged to B=0 and make the slope meaningless

@@ -323,9 +323,10 @@ def calibration_section(
     agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
     experts: dict[str, dict[str, object]] = {}
     last_matrix: RoundMatrix | None = None
-    expert_names = set(params.experts)
+    expert_names, method_names = set(params.experts), set(params.methods)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
-    reviewer_codes, expert_codes = np.flatnonzero(~is_expert), np.flatnonzero(is_expert)
+    is_method = np.array([coder in method_names for coder in enc.coders], dtype=bool)
+    reviewer_codes, expert_codes = np.flatnonzero(~is_expert & ~is_method), np.flatnonzero(is_expert)
     # A round no reviewer coded (a reserved gold pool, coded by the experts only) has expert figures only.
     reviewed = set(np.unique(enc.judgments.round[np.isin(enc.judgments.coder, reviewer_codes)]).tolist())
     rounds = [name for name in every_round if enc.rounds.index(name) in reviewed]

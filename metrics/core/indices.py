@@ -102,6 +102,9 @@ def _main_rows(enc: Encoded, params: ReportParams) -> np.ndarray | None:
         return None
     j = enc.judgments
     keep = (j.round == enc.rounds.index(MAIN)) & (j.coder != GOLD)
+    methods = [enc.coders.index(c) for c in params.methods if c in enc.coders]
+    if methods:  # an automated coder's labels are not a reviewer's (ReportParams.methods)
+        keep &= ~np.isin(j.coder, methods)
     if params.panel is not None:
         panel = [enc.coders.index(c) for c in params.panel if c in enc.coders]
         keep &= np.isin(j.coder, panel)

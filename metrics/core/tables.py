@@ -137,6 +137,9 @@ class ReportParams:
     # Coders who are gold-panel experts: never reviewers (not in the reviewers' figures, pairs, bootstrap or
     # panel); the calibration section reports them apart.
     experts: tuple[str, ...] = ()
+    # Automated coders (members of role method, such as an LLM judge): never reviewers either, and not in the
+    # main round's indices; they have no section of their own here (CARE's validation compares them).
+    methods: tuple[str, ...] = ()
     panel: tuple[str, ...] | None = None
     panel_size: int = 6  # docs/metrics.md#panel-selection: the admin retains the top k of the last calibration round
     ci_resample: str = "conversation"  # main-round CIs resample "conversation"s or "turn"s
@@ -157,8 +160,9 @@ class ReportParams:
             raise ValueError("ci_resample must be 'conversation' or 'turn'")
         if self.slope_flat_threshold < 0:
             raise ValueError("slope_flat_threshold must be >= 0")
-        if isinstance(self.experts, str) or not all(isinstance(name, str) for name in self.experts):
-            raise ValueError("experts must be a tuple of coder names")
+        for name, coders in (("experts", self.experts), ("methods", self.methods)):
+            if isinstance(coders, str) or not all(isinstance(coder, str) for coder in coders):
+                raise ValueError(f"{name} must be a tuple of coder names")
         low, high = self.uiri_bands
         if not (0.0 <= low <= high <= 1.0):
             raise ValueError("uiri_bands must be 0 <= low <= high <= 1")
