@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
+from django.db.models import Count, Exists, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 
-from annotation.models import Assignment, AttributeDefinition, Round, Span, Study
+from annotation.models import Assignment, AttributeDefinition, Round, Span, Study, StudyMember
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
@@ -141,11 +141,18 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
     """Main-round responses of ``model`` in which reviewers highlighted ``subcategory``: how many there are, and
     the first EXAMPLES_SHOWN of them (by response id) with every such highlight overlaid (3 queries). ``dataset``
     (a name) and ``kind`` ("single" or "multi") narrow them as the span-evidence page's filters do: multi-turn
-    is a conversation of kind multi, single-turn any other (as the report splits them)."""
+    is a conversation of kind multi, single-turn any other (as the report splits them).
+
+    The highlights are those the span-evidence figure reads: of scored judgments (an unscored draft is not a
+    judgment yet), of the retained panel when the study has one, never of an automated coder (docs/metrics.md,
+    choices 15 and 16)."""
     spans = Span.objects.filter(
         judgment__round__study=study, judgment__round__kind=MAIN, judgment__is_gold=False,
-        judgment__response__model_slot=model, subcategory__slug=subcategory,
-    )
+        judgment__score__isnull=False, judgment__response__model_slot=model, subcategory__slug=subcategory,
+    ).exclude(judgment__coder_id__in=StudyMember.objects.filter(study=study, role=StudyMember.Role.METHOD)
+              .values("user_id"))
+    panel = StudyMember.objects.filter(study=study, retained=True)
+    spans = spans.filter(Q(judgment__coder_id__in=panel.values("user_id")) | ~Exists(panel))
     if dataset:
         spans = spans.filter(judgment__response__turn__conversation__dataset__name=dataset)
     if kind == "multi":

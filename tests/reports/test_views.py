@@ -250,6 +250,18 @@ def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_nu
         client.get(reverse("reports-file", args=["syn", "risk", "ari", "csv"]))
 
 
+def _figure_spans(study):  # noqa: ANN001, ANN202
+    """The highlights the span-evidence figure reads: main round, scored, not gold, the retained panel's if there
+    is one, no automated coder's; written here from the rule, not from the selector."""
+    from annotation.models import Span, StudyMember
+
+    spans = Span.objects.filter(judgment__round__kind="main", judgment__round__study=study, judgment__is_gold=False,
+                                judgment__score__isnull=False) \
+        .exclude(judgment__coder__study_memberships__role="method")
+    panel = list(StudyMember.objects.filter(study=study, retained=True).values_list("user_id", flat=True))
+    return spans.filter(judgment__coder_id__in=panel) if panel else spans
+
+
 def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(client, synthetic, researcher,
                                                                                 reviewer, django_assert_num_queries):
     from annotation.models import Span
@@ -266,9 +278,8 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
     with django_assert_num_queries(10):  # session, user, roles ×2, study, the run (its run line), count, chosen
         # ids, spans, responses
         page = client.get(url, {"model": model, "subcategory": sub}).content.decode()
-    expected = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
-                                   judgment__is_gold=False, judgment__response__model_slot=model,
-                                   subcategory__slug=sub).values("judgment__response_id").distinct().count()
+    expected = _figure_spans(synthetic).filter(judgment__response__model_slot=model, subcategory__slug=sub) \
+        .values("judgment__response_id").distinct().count()
     assert f"{expected} main-round response" in page
     first = (Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
                                  judgment__is_gold=False, judgment__response__model_slot=model, subcategory__slug=sub)
@@ -284,7 +295,6 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
 
 def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, researcher,
                                                             django_assert_num_queries):
-    from annotation.models import Span
 
     client.force_login(researcher)
     spans_page = client.get(reverse("reports-page", args=["syn", "spans"]),
@@ -293,9 +303,7 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
     links = re.findall(rf'href="{url}\?model=GPT&amp;subcategory=([\w-]+)&amp;run=\d+&amp;([^"]*)"', spans_page)
     assert links and all(query == "dataset=Synthetic+multi-turn&amp;kind=multi" for _, query in links)
     sub = links[0][0]
-    everywhere = Span.objects.filter(judgment__round__kind="main", judgment__round__study=synthetic,
-                                     judgment__is_gold=False, judgment__response__model_slot="GPT",
-                                     subcategory__slug=sub)
+    everywhere = _figure_spans(synthetic).filter(judgment__response__model_slot="GPT", subcategory__slug=sub)
 
     def responses(spans) -> int:  # noqa: ANN001
         return spans.values("judgment__response_id").distinct().count()
