@@ -74,7 +74,7 @@ class _Row:
     is_gold: bool
     dataset: str
     conversation: str
-    turn_index: int | None  # None only for a session-level attribute
+    turn_index: int | None  # None only for a session- or conversation-level attribute
     model: str
     attribute: AttributeDefinition
     score: int
@@ -177,8 +177,10 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
             problems.append((column, "required"))
     attribute = attributes.get(str(raw["attribute"]))
     per_session = attribute is not None and attribute.unit == AttributeDefinition.Unit.SESSION
-    # A session's code names its session, not a turn: its turn_index may be left empty.
-    turn_index = _whole(raw["turn_index"], allow_empty=per_session)
+    per_conversation = attribute is not None and attribute.unit == AttributeDefinition.Unit.CONVERSATION
+    # A session's code names its session, not a turn, and a conversation's code its conversation: their turn_index
+    # may be left empty (an export leaves a conversation's empty).
+    turn_index = _whole(raw["turn_index"], allow_empty=per_session or per_conversation)
     if isinstance(turn_index, str) or (isinstance(turn_index, int) and turn_index < 1):
         problems.append(("turn_index", turn_index if isinstance(turn_index, str) else "must be 1 or more"))
     session_index = _whole(raw.get(SESSION_INDEX), allow_empty=not per_session)
@@ -226,9 +228,18 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
         responses[(turn_id, model)] = response_id
         lengths[response_id] = len(text)
     known = {(d, c) for d, c, _ in turns}
+    conversations = {(d, c): conversation_id for (d, c, _), (_, conversation_id) in turns.items()}
     sessions, session_of_turn = _sessions(rows, wanted)
     resolved, errors = [], []
     for r in rows:
+        if r.attribute.unit == AttributeDefinition.Unit.CONVERSATION and r.turn_index is None \
+                and r.session_index is None:  # a conversation's code: the conversation is its unit
+            r.conversation_id, r.turn_id = conversations.get((r.dataset, r.conversation), 0), None
+            if not r.conversation_id:
+                errors.append(RowError(r.line, "conversation_id", f"{r.dataset}/{r.conversation} is not imported"))
+            else:
+                resolved.append(r)
+            continue
         if r.session_index is not None or r.turn_index is None:
             problem = _session_resolve(r, turns, sessions, session_of_turn)
             if problem is not None:
@@ -313,8 +324,8 @@ def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, s
         # The long format names a response by its model column.
         errors += [RowError(r.line, _unit_column(r) if name == "unit" else name, message)
                    for name, message in problems.items()]
-        key = (r.round, None if r.is_gold else r.reviewer, r.is_gold, r.attribute.pk, r.turn_id, r.response_id,
-               r.session_id)
+        key = (r.round, None if r.is_gold else r.reviewer, r.is_gold, r.attribute.pk, r.conversation_id, r.turn_id,
+               r.response_id, r.session_id)
         if key in seen:
             what = "gold judgment" if r.is_gold else f"judgment by {r.reviewer}"
             errors.append(RowError(r.line, "attribute", f"a second {what} of {r.attribute.code} on this unit in "
@@ -472,12 +483,12 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     users = _accounts(study=study, roles_of=member_roles, summary=summary, by=by)
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
-    for j_id, round_id, coder_id, gold, attr_id, turn_id, response_id, session_id, score, count in \
-            Judgment.objects.filter(round__study=study).values_list(
-                "id", "round_id", "coder_id", "is_gold", "attribute_id", "turn_id", "response_id", "session_id",
-                "score", "instance_count"):
-        existing[(round_id, None if gold else coder_id, gold, attr_id, turn_id, response_id, session_id)] = (
-            j_id, score, count)
+    for j_id, round_id, coder_id, gold, attr_id, conversation_id, turn_id, response_id, session_id, score, count \
+            in Judgment.objects.filter(round__study=study).values_list(
+                "id", "round_id", "coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id", "response_id",
+                "session_id", "score", "instance_count"):
+        existing[(round_id, None if gold else coder_id, gold, attr_id, conversation_id, turn_id, response_id,
+                  session_id)] = (j_id, score, count)
     existing_spans: dict[int, list] = {}
     for j_id, start, end, sub in Span.objects.filter(judgment__round__study=study).values_list(
         "judgment_id", "start", "end", "subcategory_id"
@@ -488,8 +499,8 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     for row in rows:
         coder = users[row.reviewer]
         spans = sorted((s, e, slugs[slug]) for s, e, slug in row.spans)
-        key = (rounds[row.round].pk, None if row.is_gold else coder.pk, row.is_gold, row.attribute.pk, row.turn_id,
-               row.response_id, row.session_id)
+        key = (rounds[row.round].pk, None if row.is_gold else coder.pk, row.is_gold, row.attribute.pk,
+               row.conversation_id, row.turn_id, row.response_id, row.session_id)
         if key in existing:
             j_id, score, count = existing[key]
             if (score, count, sorted(existing_spans.get(j_id, []))) == (row.score, row.instance_count, spans):
