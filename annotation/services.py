@@ -225,13 +225,15 @@ class SpanInput:
 
 
 class StaleJudgmentError(Exception):
-    """The judgment changed since the editor loaded it (another tab or device saved first)."""
+    """The judgment changed since the editor loaded it (another tab or device saved first), or is gone
+    (``current`` None: purged since)."""
 
-    def __init__(self, current: Judgment):
+    def __init__(self, current: Judgment | None):
         self.current = current
         super().__init__(
-            f"{current.attribute.code} was changed elsewhere (now {current.score}, version {current.version}); "
-            "reload to see the newer value"
+            "the judgment is gone since it was loaded (purged); reload to see the item as it is" if current is None
+            else f"{current.attribute.code} was changed elsewhere (now {current.score}, version {current.version}); "
+                 "reload to see the newer value"
         )
 
 
@@ -305,6 +307,10 @@ def judgment_save(
         raise ValidationError(errors)
     assert conversation_id is not None  # _judgment_errors refuses a judgment without a unit
     before: dict[str, Any] | None = None
+    if judgment is None and expected_version:
+        # The editor showed a judgment (its version) that the coder no longer has: never made again from a page
+        # that did not see it go.
+        raise StaleJudgmentError(None)
     if judgment is None:
         judgment = Judgment(**{k: v for k, v in lookup.items() if k != "conversation_id"},
                             conversation_id=conversation_id, score=score, instance_count=instance_count)

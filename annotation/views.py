@@ -152,15 +152,31 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     })
 
 
+# What a coding page's requests carry to name the account that opened the page (its data-coder).
+PAGE_CODER = "coder"
+
+
+def _page_of_another_account(request: HttpRequest) -> bool:
+    """Whether a coding page's request comes from a page another account opened: the browser's session is no
+    longer the page's (another account signed in in another tab). A page names its account with every change it
+    sends (``PAGE_CODER``); its changes must never land in the other account's judgments."""
+    claimed = request.POST.get(PAGE_CODER)
+    return claimed not in (None, "") and claimed != str(request.user.pk)
+
+
 def _signed_in_or_401(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """For the endpoints the page's scripts call: a request without a session answers 401, which the page turns
     into a sign-in dialog that keeps the pending changes (a redirect to the login page would be followed by the
-    browser and its page taken for an answer)."""
+    browser and its page taken for an answer). So does a request of a page another account opened: its changes
+    wait until the page's own account signs in again."""
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_authenticated:
             return HttpResponse("Your session has ended: sign in again.", status=401, content_type="text/plain")
+        if _page_of_another_account(request):
+            return HttpResponse("This page was opened by another account: sign in again as that account to save.",
+                                status=401, content_type="text/plain")
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -187,9 +203,10 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
         )
     except StaleJudgmentError as stale:
         current = stale.current
-        spans = [{"start": s.start, "end": s.end, "subcategory": s.subcategory.slug}
-                 for s in current.spans.select_related("subcategory")]
-        context |= {"state": "stale", "judgment": current, "spans_json": json.dumps(spans)}
+        spans = [] if current is None else [{"start": s.start, "end": s.end, "subcategory": s.subcategory.slug}
+                                            for s in current.spans.select_related("subcategory")]
+        # A judgment gone since (purged) is shown as not coded: version 0, no score, no spans.
+        context |= {"state": "stale", "judgment": current, "gone": current is None, "spans_json": json.dumps(spans)}
         return _save_answer(context, status=409)
     except (ValidationError, PermissionDenied) as error:
         # A refusal, said in the attribute; 401/403 are kept for "sign in again" (session gone, CSRF).
@@ -237,7 +254,7 @@ def complete(request: AuthedRequest, round_id: int, position: int) -> HttpRespon
                                                                      "round_id": round_id})
 
 
-@login_required
+@_signed_in_or_401
 @require_POST
 def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     assignment = get_object_or_404(selectors.coder_assignments(user=request.user), round_id=round_id,

@@ -138,7 +138,7 @@ class ReportParams:
     # panel); the calibration section reports them apart.
     experts: tuple[str, ...] = ()
     # Automated coders (members of role method, such as an LLM judge): never reviewers either, and not in the
-    # main round's indices; they have no section of their own here (CARE's validation compares them).
+    # main round's indices; they have no section of their own here (a study kind's section may compare them).
     methods: tuple[str, ...] = ()
     panel: tuple[str, ...] | None = None
     panel_size: int = 6  # docs/metrics.md#panel-selection: the admin retains the top k of the last calibration round

@@ -10,6 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from access import roles
+from access.services import user_ensure
+from annotation import services
 from annotation.models import Assignment, Judgment, Round, Span
 from tests import scenarios
 from tests.browser import ARTIFACTS, login
@@ -61,6 +64,32 @@ def test_changes_made_after_the_session_ended_are_kept_and_saved_after_signing_i
     page.locator("#t-U3 input[name=score][value='1']").check()
     sign_in_again(page)
     assert scores(reviewer, "U1", "U2", "U3") == {"U1": 2, "U2": 1, "U3": 1}
+
+    # Another account with the same item at the same place (a calibration set) signed in in another tab, and the
+    # page is told to "save again": its change is never that account's. It waits for the page's own account (named
+    # in the dialog) to sign in again, and is saved as the page's.
+    second = user_ensure(username="second-reviewer", role=roles.REVIEWER, password="pw-second")  # noqa: S106
+    services.study_member_add(study=round_.study, user=second, role="reviewer", by=None)
+    Round.objects.filter(pk=round_.pk).update(status="draft")
+    services.assignments_ensure(round=round_, coder=second, turns=[Assignment.objects.get(
+        round=round_, coder=reviewer, position=1).turn], by=None)
+    Round.objects.filter(pk=round_.pk).update(status="open")
+    other = page.context.new_page()
+    other.goto(f"{live_server.url}/")
+    with other.expect_navigation():
+        other.click(".topbar form button")
+    login(other, live_server, "second-reviewer", "pw-second")
+    other.close()
+    page.locator("#t-U4 input[name=score][value='1']").check()
+    page.locator("#relogin").wait_for(state="visible")
+    expect(page.locator("#relogin-username")).to_have_value("demo-reviewer")
+    page.click("#relogin-retry")  # "signed in in a new tab, save again", but the new tab's account is another one
+    expect(page.locator("#t-U4 .save")).to_contain_text("sign in again")
+    page.locator("#relogin").wait_for(state="visible")
+    assert not Judgment.objects.filter(coder=second).exists()
+    sign_in_again(page)
+    assert scores(reviewer, "U1", "U2", "U3", "U4") == {"U1": 2, "U2": 1, "U3": 1, "U4": 1}
+    assert not Judgment.objects.filter(coder=second).exists()
     # The CSRF token changed at sign-in and the page took the new one: htmx requests work too.
     page.click("#complete-turn")
     page.wait_for_selector("#complete-result .check.missing")

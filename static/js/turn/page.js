@@ -5,6 +5,9 @@
 export const page = document.querySelector(".turn-page");
 export const editable = page !== null && page.dataset.editable === "true";
 export const maxCount = page !== null ? Number(page.dataset.maxCount) : 0;
+// The account that opened the page, sent with every change (the server refuses a change from a page another
+// account opened: annotation.views._page_of_another_account).
+export const coder = page !== null ? page.dataset.coder || "" : "";
 export const palette = document.getElementById("palette");
 export const popover = document.getElementById("span-popover");
 export const keysHelp = document.getElementById("keys-help");

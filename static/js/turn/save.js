@@ -3,7 +3,7 @@
 // change is kept and sent again once signed in), refused, or stale (the newer value shown). Also the header's
 // progress and the warning on leaving with unsaved changes.
 import {
-  closeDialog, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
+  closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
 } from "./page.js";
 import { applyNewer } from "./values.js";
 
@@ -44,6 +44,7 @@ export function requestSave(form) {
 function bodyOf(form) {
   // URL-encoded, not multipart: the server reads such a body for a fraction of a multipart one's CPU.
   const data = new URLSearchParams();
+  data.append("coder", coder);
   if (form === note) {
     data.append("comment", form.elements.comment.value);
     form.querySelectorAll('input[name="flags"]:checked').forEach(function (box) { data.append("flags", box.value); });

@@ -1,6 +1,6 @@
 // Time on task: seconds with the page visible and someone active in the last minute, reported every 15 s and when
 // the page is left (a beacon), kept and sent again when a report fails.
-import { page, token } from "./page.js";
+import { coder, page, token } from "./page.js";
 
 const IDLE_AFTER_MS = 60000;
 const TIME_REPORT_EVERY_S = 15;
@@ -15,6 +15,7 @@ function reportTime(useBeacon) {
   const body = new FormData();
   body.append("seconds", String(seconds));
   body.append("csrfmiddlewaretoken", token());
+  body.append("coder", coder);
   if (useBeacon && navigator.sendBeacon) {
     navigator.sendBeacon(page.dataset.timeUrl, body);
     return;
