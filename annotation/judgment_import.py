@@ -117,7 +117,7 @@ def _spans(value: Any) -> tuple[list[tuple[Any, Any, Any]], list[tuple[str, str]
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else []
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # ValueError: JSONDecodeError, or a number of more than 4,300 digits
             return [], [("spans", "not a JSON list of {start, end, subcategory}")]
     if not value:
         return [], []

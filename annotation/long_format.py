@@ -84,6 +84,8 @@ def _read_jsonl(stream: IO[str]) -> Iterator[tuple[int, Any]]:
                 yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
             except RecursionError:
                 yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
+            except ValueError:  # Python's own limit: an integer of more than 4,300 digits
+                yield number, RowError(number, "line", "not valid JSON (a number too long)")
 
 
 def _read_csv(stream: IO[str]) -> Iterator[tuple[int, Any]]:

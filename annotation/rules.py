@@ -127,7 +127,7 @@ def span_problem(
 ) -> str | None:
     code = attribute.code
     start, end, slug = span
-    if slug not in subcategories:
+    if not isinstance(slug, str) or slug not in subcategories:
         allowed = ", ".join(sorted(subcategories)) or "none"
         return f"{code}: subcategory {slug!r} is not one of this attribute's ({allowed})"
     if not (_whole(start) and _whole(end)):
@@ -173,8 +173,10 @@ def judgment_problems(
     for index, span in enumerate(spans if problems["unit"] is None else ()):
         problems[f"spans[{index}]"] = span_problem(attribute, span, subcategories=subcategories,
                                                    text_length=text_length)
+        if problems[f"spans[{index}]"] is not None:
+            continue  # a refused span (its offsets perhaps not even numbers) is no repeat of another
         key = tuple(span)
-        if problems[f"spans[{index}]"] is None and key in seen:
+        if key in seen:
             problems[f"spans[{index}]"] = (f"{attribute.code}: span [{span[0]}, {span[1]}) {span[2]} is given twice")
         seen.add(key)
     return {field: message for field, message in problems.items() if message is not None}

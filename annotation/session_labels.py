@@ -284,7 +284,7 @@ def read_file_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
             if line.strip():
                 try:
                     yield number, json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
+                except (ValueError, RecursionError):  # JSONDecodeError, or a number of more than 4,300 digits
                     yield number, RowError(number, "line", "not valid JSON")
         return
     reader = csv.DictReader(stream)
