@@ -15,11 +15,12 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation import long_format_sql
 from annotation.kinds import kind_of
-from annotation.models import Judgment, SessionLabel, Span, Study, StudyMember
+from annotation.models import FormerStudyMember, Judgment, SessionLabel, Span, Study, StudyMember
+from annotation.selectors import study_coders
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import RowError
 from common.lookups import any_of
@@ -148,13 +149,16 @@ def judgments_query(*, study: Study) -> QuerySet:
     """Every scored judgment of the study with what its row names, in file order, as one query: the export reads
     the same rows a slice at a time (``_slices``); this one statement is the benchmark's COPY baseline.
 
-    The role comes from the coder's membership of the study (an expert member's rows are ``expert``, everyone
-    else's ``reviewer``; gold rows are ``expert``)."""
-    expert = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.EXPERT)
-    method = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=StudyMember.Role.METHOD)
+    The role comes from the coder's membership of the study, or the one they had when taken off it (an expert
+    member's rows are ``expert``, everyone else's ``reviewer``; gold rows are ``expert``)."""
+
+    def had_role(role: str) -> Q:
+        return Exists(StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=role)) | Exists(
+            FormerStudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"), role=role))
+
     return (
         Judgment.objects.filter(round__study=study, score__isnull=False)
-        .annotate(coder_is_expert=Exists(expert), coder_is_method=Exists(method))
+        .annotate(coder_is_expert=had_role(StudyMember.Role.EXPERT), coder_is_method=had_role(StudyMember.Role.METHOD))
         .order_by("round__kind", "round__number", "is_gold", "coder__username", *_UNIT_ORDER)
         .values_list("id", "round__kind", "round__number", "coder__username", "is_gold",
                      "conversation__dataset__name", "conversation__external_id", "turn__index",
@@ -206,9 +210,8 @@ def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
     """The file in slices, in its order: (the row's first cells, its role or None for a gold slice, the query of
     the slice's rows). Rounds by kind and number; in each, every coder's non-gold rows by username, then the
     round's gold rows (each row with its coder's name, role ``expert``). The role of a non-gold row is its coder's
-    membership of the study, read once."""
-    roles = dict(StudyMember.objects.filter(study=study, role__in=(StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
-                 .values_list("user_id", "role"))
+    in the study (``selectors.study_coders``: a coder taken off the study keeps theirs), read once."""
+    roles = {coder.user_id: coder.role for coder in study_coders(study=study)}
     scored = Judgment.objects.filter(score__isnull=False)
     for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
         name = round_name(kind, number)

@@ -30,6 +30,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from annotation.models import AttributeDefinition, Judgment, Span, SpanSubcategory, Study, StudyMember
+from annotation.selectors import study_coders
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from common.cells import CHUNK, csv_field
 from common.rounds import round_name
@@ -247,8 +248,9 @@ def _plan(study: Study, fmt: str) -> Iterator[_Slice]:
     non-gold rows by username, then the round's gold rows. Lazily, a round at a time: a round's coders and gold
     rows are looked up only when its first slice is wanted, so the first line never waits for the last round's
     (at ten times paper scale, a round of 6.8 million judgments)."""
-    roles = dict(StudyMember.objects.filter(study=study, role__in=(StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
-                 .values_list("user_id", "role"))
+    # Each coder's role in the study, or the one they had when taken off it (selectors.study_coders).
+    roles = {coder.user_id: coder.role for coder in study_coders(study=study)
+             if coder.role in (StudyMember.Role.EXPERT, StudyMember.Role.METHOD)}
     for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
         name = round_name(kind, number)
         coders = round_coders(round_id)

@@ -223,6 +223,27 @@ class StudyMember(models.Model):
         return f"{self.user} in {self.study} ({self.role})"
 
 
+class FormerStudyMember(models.Model):
+    """Someone taken off a study (``annotation.services.study_member_remove``): no access any more, but their
+    judgments stay, and so does what they were when they made them. Reports and exports read a coder's role and
+    place on the panel from the members and, for a coder no longer a member, from here (an expert's own codings
+    stay an expert's, a method's labels a method's); adding them again ends the record."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="former_members")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="former_memberships")
+    role = models.CharField(max_length=10, choices=StudyMember.Role.choices)
+    alias = models.CharField(max_length=20, blank=True, help_text="Their alias, never given to anyone else.")
+    retained = models.BooleanField(null=True, blank=True, help_text="On the main-round panel when taken off.")
+    removed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study_id", "user_id"]
+        constraints = [models.UniqueConstraint(fields=["study", "user"], name="former_member_unique_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} formerly in {self.study} ({self.role})"
+
+
 class Round(models.Model):
     class Kind(models.TextChoices):
         CALIBRATION = "calibration", "Calibration"

@@ -28,6 +28,7 @@ from annotation.models import (
     Assignment,
     AttributeDefinition,
     ConversationProgress,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     QueueProgress,
@@ -919,6 +920,29 @@ def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
 
     mine, theirs = np.array(pairs).T
     return agreement_rate(mine, theirs), len(pairs)
+
+
+# --- who coded a study, as what ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyCoder:
+    user_id: int
+    username: str
+    role: str  # StudyMember.Role
+    retained: bool | None
+
+
+def study_coders(*, study: Study) -> list[StudyCoder]:
+    """Everyone who is or was a member of the study, with the role and place on the panel they have, or had when
+    they were taken off (``FormerStudyMember``): what a report and an export say of a coder's judgments, which stay
+    when their author leaves. One query; by username."""
+    columns = ("user_id", "user__username", "role", "retained", "member")
+    rows = StudyMember.objects.filter(study=study).annotate(member=Value(True)).values_list(*columns).union(
+        FormerStudyMember.objects.filter(study=study).annotate(member=Value(False)).values_list(*columns), all=True)
+    coders = {user_id: StudyCoder(user_id, username, role, retained)  # a member now wins over a former one
+              for user_id, username, role, retained, _ in sorted(rows, key=lambda row: row[4])}
+    return sorted(coders.values(), key=lambda coder: coder.username)
 
 
 # --- the conversations of a study, for its report --------------------------------------------------------------

@@ -25,6 +25,7 @@ from annotation import rules, schema_document, selectors
 from annotation.models import (
     Assignment,
     AttributeDefinition,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     ReviewerAlert,
@@ -155,10 +156,14 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
     member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})
     if created:
+        # A member again: what they are now is what they are (FormerStudyMember).
+        FormerStudyMember.objects.filter(study=study, user=user).delete()
         if role == StudyMember.Role.REVIEWER:
-            # The next number after the aliases in use (a count would repeat one after a removal).
-            used = [int(a[1:]) for a in StudyMember.objects.filter(study=study).values_list("alias", flat=True)
-                    if a[:1] == "R" and a[1:].isdigit()]
+            # The next number after the aliases in use or once used (a count would repeat one after a removal, and
+            # a removed reviewer's alias still names their notes and codings).
+            aliases = [*StudyMember.objects.filter(study=study).values_list("alias", flat=True),
+                       *FormerStudyMember.objects.filter(study=study).values_list("alias", flat=True)]
+            used = [int(a[1:]) for a in aliases if a[:1] == "R" and a[1:].isdigit()]
             member.alias = f"R{max(used, default=0) + 1}"
             member.save(update_fields=["alias"])
         audit_record(by=by, action="member.add", study=study, target=f"user:{user.get_username()}", role=role)
@@ -205,11 +210,15 @@ def study_blinding_key_rotate(*, study: Study, by: User | None) -> Study:
 
 
 @transaction.atomic
+@transaction.atomic
 def study_member_remove(*, member: StudyMember, by: User) -> None:
-    """Take someone off a study: their pages and saves stop at once; their judgments stay."""
+    """Take someone off a study: their pages and saves stop at once; their judgments stay, and so does their role
+    (and place on the panel) for the reports and exports, in a ``FormerStudyMember``."""
     require_study_admin(by)
     if not StudyMember.objects.filter(pk=member.pk).delete()[0]:
         raise ChangedMeanwhile("the study's members")
+    FormerStudyMember.objects.update_or_create(study=member.study, user=member.user, defaults={
+        "role": member.role, "alias": member.alias, "retained": member.retained})
     audit_record(by=by, action="member.remove", study=member.study, target=f"user:{member.user.get_username()}",
                  role=member.role)
 

@@ -18,7 +18,7 @@ from django.db.models import Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
-from annotation.selectors import conversations_of_study
+from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, ModelResponse, Turn
 from common.rounds import round_name
 from metrics.models import MetricRun
@@ -364,16 +364,11 @@ def report_inputs(*, study: Study) -> ReportInputs:
     kinds = {(d, e): k for _, d, e, k in conversation_rows}
     # Schema order matters: span ratios read "second : first" of each attribute's pair.
     subcategory_attribute = subcategory_attributes(study=study)
-    retained = tuple(
-        sorted(
-            StudyMember.objects.filter(study=study, retained=True).values_list("user__username", flat=True)
-        )
-    )
-    experts, methods = (
-        tuple(StudyMember.objects.filter(study=study, role=role)
-              .order_by("user__username").values_list("user__username", flat=True))
-        for role in (StudyMember.Role.EXPERT, StudyMember.Role.METHOD)
-    )
+    # Roles and the panel as the coders have them, or had them when taken off the study (their judgments stay).
+    members = study_coders(study=study)
+    retained = tuple(coder.username for coder in members if coder.retained)
+    experts, methods = (tuple(coder.username for coder in members if coder.role == role)
+                        for role in (StudyMember.Role.EXPERT, StudyMember.Role.METHOD))
     return ReportInputs(
         attributes=attribute_specs(study=study),
         judgments=judgments,

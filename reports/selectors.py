@@ -12,7 +12,7 @@ from django.db.models import Count, Exists, F, Func, JSONField, Q, Sum, TextFiel
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 
-from annotation.models import Assignment, AttributeDefinition, Round, Span, Study, StudyMember
+from annotation.models import Assignment, AttributeDefinition, FormerStudyMember, Round, Span, Study, StudyMember
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
@@ -149,10 +149,17 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
     spans = Span.objects.filter(
         judgment__round__study=study, judgment__round__kind=MAIN, judgment__is_gold=False,
         judgment__score__isnull=False, judgment__response__model_slot=model, subcategory__slug=subcategory,
-    ).exclude(judgment__coder_id__in=StudyMember.objects.filter(study=study, role=StudyMember.Role.METHOD)
-              .values("user_id"))
-    panel = StudyMember.objects.filter(study=study, retained=True)
-    spans = spans.filter(Q(judgment__coder_id__in=panel.values("user_id")) | ~Exists(panel))
+    )
+    # Roles and the panel of members, and of former members as they were (annotation.selectors.study_coders).
+    method = StudyMember.Role.METHOD
+    spans = spans.exclude(judgment__coder_id__in=StudyMember.objects.filter(study=study, role=method).values("user_id"))
+    spans = spans.exclude(
+        judgment__coder_id__in=FormerStudyMember.objects.filter(study=study, role=method).values("user_id"))
+    panel, former_panel = (members.filter(study=study, retained=True)
+                           for members in (StudyMember.objects, FormerStudyMember.objects))
+    spans = spans.filter(Q(judgment__coder_id__in=panel.values("user_id"))
+                         | Q(judgment__coder_id__in=former_panel.values("user_id"))
+                         | (~Exists(panel) & ~Exists(former_panel)))
     if dataset:
         spans = spans.filter(judgment__response__turn__conversation__dataset__name=dataset)
     if kind == "multi":

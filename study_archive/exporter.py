@@ -19,6 +19,7 @@ from django.db import connection, models, transaction
 from access import roles
 from annotation.models import (
     Assignment,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     ReviewerAlert,
@@ -88,6 +89,7 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
 
     user_ids = _ids(
         StudyMember.objects.filter(study=study).values_list("user_id", flat=True),
+        FormerStudyMember.objects.filter(study=study).values_list("user_id", flat=True),
         Assignment.objects.filter(round__study=study).values_list("coder_id", flat=True),
         judgments.values_list("coder_id", flat=True),
         agreements.values_list("user_id", flat=True),
@@ -109,6 +111,8 @@ def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # no
     yield "study", {"schema": study.schema.slug, **plain_values(study)}
     for member in StudyMember.objects.filter(study=study).select_related("user").order_by("user__username"):
         yield "member", {"user": member.user.username, **plain_values(member)}
+    for former in FormerStudyMember.objects.filter(study=study).select_related("user").order_by("user__username"):
+        yield "former_member", {"user": former.user.username, **plain_values(former)}
 
     conversation_ids = _ids(
         Conversation.objects.filter(study=study).values_list("pk", flat=True),

@@ -30,6 +30,7 @@ from access import roles
 from annotation.models import (
     Assignment,
     AttributeDefinition,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     ReviewerAlert,
@@ -133,6 +134,7 @@ class _Importer:
     def run(self, records: Iterator[Record]) -> None:
         handlers: dict[str, Callable[[list[Record]], None]] = {
             "user": self._users, "schema": self._schema, "study": self._studies, "member": self._members,
+            "former_member": self._former_members,
             "dataset": self._datasets, "conversation": self._conversations, "round": self._rounds,
             "assignment": self._assignments, "judgment": self._judgments, "session_label": self._session_labels,
             "workshop_note": self._workshop_notes,
@@ -288,6 +290,10 @@ class _Importer:
                                                     user=self._user(record["user"])))
         StudyMember.objects.bulk_create(members)
         self.members.update({member.user.username: member for member in members})
+
+    def _former_members(self, batch: list[Record]) -> None:
+        FormerStudyMember.objects.bulk_create(_built(batch, lambda record: _new(
+            FormerStudyMember, record, study=self.study, user=self._user(record["user"]))))
 
     def _datasets(self, batch: list[Record]) -> None:
         names = _built(batch, lambda record: record["name"])

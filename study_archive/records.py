@@ -41,6 +41,7 @@ from annotation.models import (
     Assignment,
     AttributeDefinition,
     ConversationProgress,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     QueueProgress,
@@ -61,8 +62,8 @@ from metrics.models import MetricRun
 
 FORMAT = "cab-study-archive"
 VERSION = 1
-ORDER = ("archive", "user", "schema", "study", "member", "dataset", "conversation", "round", "assignment",
-         "judgment", "session_label", "workshop_note", "alert", "metric_run", "audit_event", "end")
+ORDER = ("archive", "user", "schema", "study", "member", "former_member", "dataset", "conversation", "round",
+         "assignment", "judgment", "session_label", "workshop_note", "alert", "metric_run", "audit_event", "end")
 # Rows per query on export and per INSERT batch on import.
 CHUNK = 2000
 
@@ -78,6 +79,7 @@ RELATIONS: dict[type[models.Model], set[str]] = {
     SpanSubcategory: {"schema", "attribute"},
     Study: {"schema"},
     StudyMember: {"study", "user"},
+    FormerStudyMember: {"study", "user"},  # someone taken off the study: their role stays their judgments'
     Dataset: set(),
     Conversation: {"dataset", "study"},
     Session: {"conversation"},  # nested in its conversation's record (longitudinal histories)

@@ -1,0 +1,92 @@
+"""Someone taken off a study loses access, and their judgments stay what they were: an expert's own codings stay
+an expert's, a method's labels a method's, a retained reviewer stays on the panel, in the report and in both
+export writers; their alias is never given to anyone else, and adding them again makes them what they are now."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from annotation import automated_coders, judgment_import, long_format, services
+from annotation.models import FormerStudyMember, Judgment, Round, Study, StudyMember
+from metrics import runs
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+SLUG = "syn"
+EXPERT = f"{SLUG}-e1"
+REVIEWERS = {f"{SLUG}-r{i:02d}" for i in range(1, 5)}
+
+
+@pytest.fixture
+def study() -> Study:
+    call_command("generate_synthetic", "--conversations", "12", "--reviewers", "4", "--seed", "3",
+                 "--calibration-turns", "3", "--slug", SLUG, "--agreement", "0.6")
+    return Study.objects.get(slug=SLUG)
+
+
+def _remove(study: Study, username: str, admin_user) -> None:  # noqa: ANN001
+    services.study_member_remove(member=StudyMember.objects.get(study=study, user__username=username), by=admin_user)
+
+
+def _report(study: Study) -> dict:
+    report = runs.report_build(study=study, bootstrap=20)
+    return {key: report[key] for key in ("calibration", "indices")} | {"parameters": report["parameters"]}
+
+
+def _roles(study: Study, username: str) -> tuple[set[str], set[str]]:
+    """The role of the coder's own rows in the Python writer's rows and in the CSV the export writes."""
+    rows = {row["role"] for row in long_format.judgment_rows(study=study)
+            if row["reviewer"] == username and not row["is_gold"]}
+    text = "".join(long_format.WRITERS["csv"](study=study))
+    written = {row["role"] for _, row in long_format.read_rows(io.StringIO(text, newline=""), fmt="csv")
+               if row["reviewer"] == username and row["is_gold"] == "false"}
+    return rows, written
+
+
+def test_a_removed_expert_stays_an_expert_in_the_report_and_the_exports(study, admin_user):
+    before = _report(study)
+    assert _roles(study, EXPERT) == ({"expert"}, {"expert"})
+    _remove(study, EXPERT, admin_user)
+    assert not StudyMember.objects.filter(study=study, user__username=EXPERT).exists()  # no access any more
+    assert _report(study) == before
+    assert set(before["calibration"]["reviewers"]) == REVIEWERS
+    assert _roles(study, EXPERT) == ({"expert"}, {"expert"})
+
+
+def test_a_removed_retained_reviewer_stays_on_the_panel_and_a_removed_method_a_method(study, admin_user):
+    retained = StudyMember.objects.filter(study=study, retained=True).order_by("user__username").first()
+    assert retained is not None
+    automated_coders.method_register(study=study, name="llm-judge", version="v1", by=None)
+    rows = [row | {"reviewer": "llm-judge", "role": "method"} for row in long_format.judgment_rows(study=study)
+            if row["reviewer"] == f"{SLUG}-r02" and not row["is_gold"]]
+    judgment_import.judgments_import(rows=enumerate(rows, 1), study_slug=SLUG, by=None)
+    before = _report(study)
+    assert retained.user.username in before["parameters"]["panel"]
+    _remove(study, retained.user.username, admin_user)
+    _remove(study, "llm-judge", admin_user)
+    assert _report(study) == before
+    assert _roles(study, "llm-judge") == ({"method"}, {"method"})
+
+
+def test_a_removed_reviewers_alias_is_never_given_again_and_adding_them_back_makes_them_what_they_are_now(
+        study, admin_user):
+    leaving = StudyMember.objects.filter(study=study, role="reviewer").order_by("-alias").first()
+    _remove(study, leaving.user.username, admin_user)
+    newcomer = services.study_member_add(study=study, user=UserFactory(), role="reviewer", by=admin_user)
+    assert newcomer.alias != leaving.alias
+    assert newcomer.alias not in set(StudyMember.objects.filter(study=study).exclude(pk=newcomer.pk)
+                                     .values_list("alias", flat=True))
+    services.study_member_add(study=study, user=leaving.user, role="expert", by=admin_user)
+    assert not FormerStudyMember.objects.filter(study=study, user=leaving.user).exists()
+    assert _roles(study, leaving.user.username)[0] == {"expert"}
+
+
+def test_a_removed_coders_judgments_all_stay(study, admin_user):
+    before = Judgment.objects.filter(round__study=study, coder__username=EXPERT).count()
+    assert before and Round.objects.filter(study=study).exists()
+    _remove(study, EXPERT, admin_user)
+    assert Judgment.objects.filter(round__study=study, coder__username=EXPERT).count() == before
