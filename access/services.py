@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable, Iterator
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission, User
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
+from django.core.validators import EmailValidator, MaxLengthValidator, ProhibitNullCharactersValidator
 from django.db import transaction
 from django.urls import reverse
 from django.utils.encoding import force_bytes
@@ -50,6 +52,9 @@ def user_ensure(*, username: str, role: str, password: str | None = None, email:
 # --- people: accounts made and managed by admins ---------------------------------------------------------------
 
 USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
+EMAIL_MAX_LENGTH = 254  # django.contrib.auth's User.email is varchar(254); the people page's form uses it too
+NO_NUL = ProhibitNullCharactersValidator()  # PostgreSQL text cannot hold NUL
+EMAIL_CHECKS = (NO_NUL, MaxLengthValidator(EMAIL_MAX_LENGTH), EmailValidator())
 
 
 def password_link(*, user: User) -> str:
@@ -70,7 +75,7 @@ def _role_set(user: User, role: str) -> None:
 def account_create(*, username: str, email: str, role: str, by: User) -> User:
     """Create an account in one role with no password yet: the person sets it at ``password_link``."""
     require_study_admin(by)
-    problems = _account_problems(username=username, role=role)
+    problems = _account_problems(username=username, email=email, role=role)
     if problems:
         raise ValidationError(problems)
     user = get_user_model().objects.create(username=username, email=email)
@@ -81,8 +86,21 @@ def account_create(*, username: str, email: str, role: str, by: User) -> User:
     return user
 
 
-def _account_problems(*, username: str, role: str) -> dict[str, str]:
+def _first_refusal(value: str, checks: tuple[Callable[[str], object], ...]) -> str | None:
+    """The message of the first of Django's validators ``checks`` that refuses ``value``, None when all accept it."""
+    for check in checks:
+        try:
+            check(value)
+        except ValidationError as error:
+            return " ".join(error.messages)
+    return None
+
+
+def _account_problems(*, username: str, email: str, role: str) -> dict[str, str]:
+    """What is wrong with an account to be made, by field (the same checks for the form and every CSV row)."""
     problems = {}
+    if email and (refusal := _first_refusal(email, EMAIL_CHECKS)):
+        problems["email"] = refusal
     if not USERNAME.match(username):
         problems["username"] = "letters, digits and @.+-_ only, at most 150 characters"
     elif get_user_model().objects.filter(username=username).exists():
@@ -92,26 +110,72 @@ def _account_problems(*, username: str, role: str) -> dict[str, str]:
     return problems
 
 
+class _Unreadable(Exception):
+    """The csv module cannot read on from a line (a field over its size limit, say): that line's row error."""
+
+    def __init__(self, error: RowError):
+        super().__init__(error.message)
+        self.error = error
+
+
+def _csv_records(text: str) -> Iterator[tuple[int, list[str]]]:
+    """The records of a CSV text, each with the line it starts on (a quoted cell may hold line breaks); blank lines
+    are skipped. Raises _Unreadable where the csv module gives up."""
+    reader = csv.reader(io.StringIO(text))
+    while True:
+        line = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise _Unreadable(RowError(line, "line", f"not valid CSV ({error}); the lines from here on were not "
+                                                     "read")) from error
+        if cells:
+            yield line, cells
+
+
+def _nul_cells(header: list[str], cells: list[str]) -> dict[str, str]:
+    """A row's cells that hold NUL (PostgreSQL text cannot), by column name; ``column N`` past the header."""
+    names = [*header, *(f"column {n}" for n in range(len(header) + 1, len(cells) + 1))]
+    return {name: refusal for name, cell in zip(names, cells, strict=False)
+            if (refusal := _first_refusal(cell, (NO_NUL,)))}
+
+
 @transaction.atomic
 def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
-    """Bulk add from a CSV with a header ``username,email,role``: all or nothing, every problem by line."""
+    """Bulk add from a CSV with a header ``username,email,role``: all or nothing, every problem by line and column.
+    Each row gets the single-account form's checks; a cell holding NUL and text the csv module cannot read (a field
+    over its size limit, say) are row errors too."""
     require_study_admin(by)
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in ("username", "email", "role") if c not in (reader.fieldnames or [])]
+    records = _csv_records(text)
+    try:
+        _, header = next(records, (1, []))
+    except _Unreadable as unreadable:
+        raise RowErrors([unreadable.error]) from unreadable
+    header_problems = [f"column {n}: {refusal}" for n, name in enumerate(header, start=1)
+                       if (refusal := _first_refusal(name, (NO_NUL,)))]
+    missing = [c for c in ("username", "email", "role") if c not in header]
     if missing:
-        raise RowErrors([RowError(1, "header", f"missing column(s) {', '.join(missing)}; expected "
-                                                "username,email,role")])
+        header_problems.append(f"missing column(s) {', '.join(missing)}; expected username,email,role")
+    if header_problems:
+        raise RowErrors([RowError(1, "header", problem) for problem in header_problems])
     rows: list[tuple[str, str, str]] = []
     errors: list[RowError] = []
     seen: dict[str, int] = {}
-    for row in reader:
-        username, role = (row.get("username") or "").strip(), (row.get("role") or "").strip()
-        problems = _account_problems(username=username, role=role)
-        if username in seen:
-            problems["username"] = f"{username!r} is also on line {seen[username]}"
-        seen.setdefault(username, reader.line_num)
-        errors += [RowError(reader.line_num, name, message) for name, message in problems.items()]
-        rows.append((username, (row.get("email") or "").strip(), role))
+    try:
+        for line, cells in records:
+            row = dict(zip(header, cells, strict=False))
+            username, email, role = (row.get(name, "").strip() for name in ("username", "email", "role"))
+            problems = _account_problems(username=username, email=email, role=role)
+            if username in seen:
+                problems["username"] = f"{username!r} is also on line {seen[username]}"
+            seen.setdefault(username, line)
+            problems |= _nul_cells(header, cells)
+            errors += [RowError(line, name, message) for name, message in problems.items()]
+            rows.append((username, email, role))
+    except _Unreadable as unreadable:
+        errors.append(unreadable.error)
     if errors:
         raise RowErrors(errors)
     if not rows:

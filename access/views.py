@@ -64,8 +64,8 @@ def account_create(request: AuthedRequest) -> HttpResponse:
     try:
         user = services.account_create(by=request.user, **form.cleaned_data)
     except ValidationError as error:
-        for message in error.messages:
-            messages.error(request, message)
+        for name, refusals in error.message_dict.items():
+            messages.error(request, f"{name}: {' '.join(refusals)}")
         return redirect("people")
     _link_kept(request, [user], [services.password_link(user=user)])
     return redirect("people")

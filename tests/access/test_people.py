@@ -8,11 +8,14 @@ import time
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from access.services import user_ensure
+from access.services import account_create, accounts_create_from_csv, user_ensure
 from audit.models import AuditEvent
+from common.errors import RowErrors
 from tests.conftest import sign_in
 
 pytestmark = pytest.mark.django_db
@@ -55,8 +58,6 @@ def test_an_account_made_by_an_admin_sets_its_own_password_once(client, admin_us
 def test_a_csv_of_accounts_is_all_or_nothing_with_line_numbers(client, admin_user):
     client.force_login(admin_user)
     bad = b"username,email,role\nann,ann@x.org,reviewer\nbob,bob@x.org,boss\nann,a2@x.org,expert\n"
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     page = client.post(reverse("accounts-upload"), {"file": SimpleUploadedFile("p.csv", bad)},
                        follow=True).content.decode()
     assert "line 3: role: must be one of reviewer, expert, admin, researcher" in page
@@ -141,3 +142,57 @@ def test_people_pages_are_for_admins_only(client, reviewer, researcher):
         assert client.get(reverse("people")).status_code == 403
         assert client.post(reverse("account-create"), {"username": "x", "role": "admin"}).status_code == 403
     assert not User.objects.filter(username="x").exists()
+
+
+# --- bad input on the people pages: a row error (line, field, why) or a form error, never a 500, nothing written ---
+
+_LONG_EMAIL = "a" * 64 + "@" + ".".join(["b" * 59] * 4) + ".org"  # valid syntax, 308 characters: over varchar(254)
+
+
+_TOO_LARGE = ("line 3: line: not valid CSV (field larger than field limit (131072)); the lines from here on were "
+              "not read")
+_TOO_LONG = "line 3: email: Ensure this value has at most 254 characters (it has 308)"
+
+
+@pytest.mark.parametrize(("third_line", "expected"), [
+    (f"bob,{_LONG_EMAIL},reviewer".encode(), _TOO_LONG),
+    (b"bob,not-an-email,reviewer", "line 3: email: Enter a valid email address."),
+    (b"bob,bob\x00@x.org,reviewer", "line 3: email: Null characters are not allowed."),
+    (b"bob,bob@x.org,reviewer,\x00", "line 3: column 4: Null characters are not allowed."),
+    (b"b\x00b,bob@x.org,reviewer", "line 3: username: Null characters are not allowed."),
+    (b'"' + b"x" * 140_000 + b'"', _TOO_LARGE),
+    (b'"' + b"x" * 140_000, _TOO_LARGE),
+], ids=["email-too-long", "email-invalid", "nul-in-email", "nul-in-extra-cell", "nul-in-username",
+        "csv-field-too-large", "csv-unterminated-quote"])
+def test_a_bad_csv_row_is_a_row_error_and_nothing_is_made(client, admin_user, third_line, expected):
+    client.force_login(admin_user)
+    data = b"username,email,role\nalice,a@e.org,reviewer\n" + third_line + b"\n"
+    response = client.post(reverse("accounts-upload"), {"file": SimpleUploadedFile("p.csv", data)}, follow=True)
+    assert response.status_code == 200
+    assert expected in response.content.decode().replace("&#x27;", "'")
+    assert not User.objects.filter(username__in=["alice", "bob"]).exists()
+    assert not AuditEvent.objects.filter(action="account.create").exists()
+
+
+def test_a_csv_that_is_not_csv_from_its_first_line_is_a_row_error(admin_user):
+    with pytest.raises(RowErrors) as raised:
+        accounts_create_from_csv(text='"' + "x" * 140_000 + '"\n', by=admin_user)
+    assert [(e.row, e.field) for e in raised.value.errors] == [(1, "line")]
+    assert "field larger than field limit" in raised.value.errors[0].message
+
+
+def test_every_bad_row_of_a_csv_is_listed_by_the_line_it_starts_on(admin_user):
+    text = ('username,email,role\nann,ann@x.org,reviewer\nbob,not-an-email,reviewer\ncid,,expert\n"d\nee",,expert\n'
+            f'dee,{_LONG_EMAIL},expert\nfay,fay@x.org,"{"x" * 140_000}"\ngus,not-read,reviewer\n')
+    with pytest.raises(RowErrors) as raised:
+        accounts_create_from_csv(text=text, by=admin_user)
+    assert [(e.row, e.field) for e in raised.value.errors] == [(3, "email"), (5, "username"), (7, "email"), (8, "line")]
+    assert not User.objects.filter(username__in=["ann", "bob", "cid", "dee", "fay"]).exists()
+
+
+def test_the_account_service_refuses_a_bad_email_whoever_calls_it(admin_user):
+    for email in (_LONG_EMAIL, "not-an-email", "a\x00@x.org"):
+        with pytest.raises(ValidationError) as raised:
+            account_create(username="rita", email=email, role="reviewer", by=admin_user)
+        assert list(raised.value.message_dict) == ["email"]
+    assert not User.objects.filter(username="rita").exists()
