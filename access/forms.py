@@ -5,13 +5,14 @@ from __future__ import annotations
 from django import forms
 
 from access import roles
+from access.services import EMAIL_MAX_LENGTH
 
 ROLE_CHOICES = [(role, role) for role in roles.ROLES]
 
 
 class AccountForm(forms.Form):
     username = forms.CharField(max_length=150)
-    email = forms.EmailField(required=False)
+    email = forms.EmailField(required=False, max_length=EMAIL_MAX_LENGTH)  # Django's default, 320, is too long
     role = forms.ChoiceField(choices=ROLE_CHOICES)
 
 

@@ -13,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from access.forms import AccountForm
 from access.services import account_create, accounts_create_from_csv, user_ensure
 from audit.models import AuditEvent
 from common.errors import RowErrors
@@ -196,3 +197,17 @@ def test_the_account_service_refuses_a_bad_email_whoever_calls_it(admin_user):
             account_create(username="rita", email=email, role="reviewer", by=admin_user)
         assert list(raised.value.message_dict) == ["email"]
     assert not User.objects.filter(username="rita").exists()
+
+
+def test_the_single_account_form_allows_the_emails_an_account_can_hold(client, admin_user):
+    """Django's EmailField takes up to 320 characters by default; User.email holds 254."""
+    form = AccountForm({"username": "rita", "email": _LONG_EMAIL, "role": "reviewer"})
+    assert not form.is_valid()
+    assert form.errors["email"] == ["Ensure this value has at most 254 characters (it has 308)."]
+    client.force_login(admin_user)
+    response = client.post(reverse("account-create"), {"username": "rita", "email": _LONG_EMAIL, "role": "reviewer"},
+                           follow=True)
+    assert "email: Ensure this value has at most 254 characters (it has 308)." in response.content.decode()
+    assert not User.objects.filter(username="rita").exists()
+    longest = "a" * 64 + "@" + ".".join(["b" * 61] * 3) + ".org"
+    assert len(longest) == 254 and AccountForm({"username": "rita", "email": longest, "role": "reviewer"}).is_valid()
