@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from annotation import selectors, services
-from annotation.models import Assignment, AttributeDefinition, Schema, Study, StudyMember
+from annotation.models import Assignment, AttributeDefinition, Schema, Study
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse, Session
 
@@ -322,7 +322,8 @@ class UploadForm(forms.Form):
 
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=StudyMember.Role.choices)
+    # People only: a method or a reference coder is never a person's account (annotation.automated_coders).
+    role = forms.ChoiceField(choices=[(role.value, role.label) for role in services.PEOPLE_ROLES])
 
     def clean_username(self) -> Any:
         user = get_user_model().objects.filter(username=self.cleaned_data["username"]).first()

@@ -149,9 +149,17 @@ def study_settings_shown(*, study: Study) -> dict[str, Any]:
     return {name: getattr(study, name) for name in STUDY_SETTINGS}
 
 
+PEOPLE_ROLES = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)  # a study's members who are people
+
+
 @transaction.atomic
 def study_member_add(*, study: Study, user: User, role: str, by: User | None) -> StudyMember:
-    """Add a member in a role (idempotent); reviewers get the next anonymous alias R1, R2, …"""
+    """Add a person as a member in a role, reviewer or expert (idempotent); reviewers get the next anonymous alias
+    R1, R2, … A method or a reference coder is an account that never signs in: ``annotation.automated_coders``."""
+    if role not in PEOPLE_ROLES:
+        raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
+                                       "coder is registered with `manage.py register_coder` or the API "
+                                       "(/api/v1/studies/SLUG/methods/, …/references/), never as a person's account"})
     # One addition to a study at a time: two reviewers added at once would otherwise get the same alias.
     Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
     member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})

@@ -8,10 +8,13 @@ import json
 import re
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils.html import escape
 
+from annotation import services
+from annotation.forms import MemberForm
 from annotation.models import Study, StudyMember
 from benchmark.demo import demo_records
 from benchmark.models import TOPICS, Conversation
@@ -114,6 +117,21 @@ def test_members_are_added_with_aliases_and_removed(client, study, reviewer, oth
     page = client.post(reverse("member-add", args=["pilot"]), {"username": "ghost", "role": "reviewer"},
                        follow=True).content.decode()
     assert "no account &#x27;ghost&#x27;" in page
+
+
+@pytest.mark.parametrize("role", ["method", "reference"])
+def test_a_person_is_never_added_as_a_method_or_a_reference(client, study, reviewer, role):
+    """Methods and reference coders are accounts that never sign in (annotation.automated_coders): the study page's
+    form adds people as reviewers or experts only, and the service refuses the other roles whoever calls it."""
+    page = client.post(reverse("member-add", args=["pilot"]), {"username": reviewer.username, "role": role},
+                       follow=True).content.decode()
+    assert f"role: Select a valid choice. {role} is not one of the available choices." in page
+    assert not StudyMember.objects.filter(study=study).exists()
+    with pytest.raises(ValidationError) as raised:
+        services.study_member_add(study=study, user=reviewer, role=role, by=None)
+    assert "reviewer or expert" in raised.value.message_dict["role"][0]
+    assert not StudyMember.objects.filter(study=study).exists()
+    assert set(dict(MemberForm.base_fields["role"].choices)) == {"reviewer", "expert"}  # type: ignore[attr-defined]
 
 
 def test_adding_a_member_offers_the_reviewer_and_expert_accounts_not_in_the_study(client, study, reviewer,
