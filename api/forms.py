@@ -5,6 +5,7 @@ from typing import Any
 from django import forms
 
 from api.models import ApiToken
+from api.services import TOKEN_DAYS_MAX
 
 
 class TokenForm(forms.Form):
@@ -12,7 +13,7 @@ class TokenForm(forms.Form):
     scopes = forms.MultipleChoiceField(choices=(), widget=forms.CheckboxSelectMultiple)
     study: forms.ModelChoiceField[Any] = forms.ModelChoiceField(
         queryset=None, required=False, empty_label="every study the account can see")
-    expires_in_days = forms.IntegerField(min_value=1, max_value=3650, required=False)
+    expires_in_days = forms.IntegerField(min_value=1, max_value=TOKEN_DAYS_MAX, required=False)
 
     def __init__(self, *args: Any, scopes: list[str], studies: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -22,6 +22,7 @@ from audit.services import audit_record
 from common.locks import advisory_lock
 
 TOKEN_PREFIX = "cab_"  # noqa: S105  # nosec B105  # a prefix that marks our tokens, not a secret
+TOKEN_DAYS_MAX = 3650  # a token expires at most ten years ahead (the token page, create_api_token)
 IDEMPOTENCY_TTL = timedelta(hours=24)
 # Writing last_used_at on every request would turn every read into a write; once a minute is precise enough.
 _TOUCH_EVERY = timedelta(minutes=1)
@@ -56,6 +57,8 @@ def api_token_create(
                                          f"not {', '.join(refused)}"})
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "must be in the future"})
+    if expires_at is not None and expires_at > timezone.now() + timedelta(days=TOKEN_DAYS_MAX):
+        raise ValidationError({"expires_at": f"at most {TOKEN_DAYS_MAX} days ahead"})
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         name=name, user=user, key_prefix=raw[:12], key_hash=api_token_hash(raw), study=study, scopes=scopes,

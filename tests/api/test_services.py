@@ -7,6 +7,7 @@ import hashlib
 from datetime import timedelta
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
@@ -81,6 +82,28 @@ def test_create_api_token_refuses_unknown_accounts_and_studies(admin_user):
         call_command("create_api_token", "--user", "nobody", "--scope", "read")
     with pytest.raises(CommandError, match="no study"):
         call_command("create_api_token", "--user", admin_user.username, "--scope", "read", "--study", "nope")
+
+
+@pytest.mark.parametrize("days", ["0", "-1", "3651", "5000000", str(10**12)])
+def test_create_api_token_refuses_an_expiry_the_token_page_refuses(admin_user, days):
+    """The token page takes 1 to 3650 days; before, 5000000 crashed the command with an OverflowError."""
+    with pytest.raises(CommandError, match=f"--expires-in-days must be from 1 to 3650, got {days}"):
+        call_command("create_api_token", "--user", admin_user.username, "--scope", "read", "--expires-in-days", days)
+    assert not ApiToken.objects.exists()
+
+
+def test_a_token_expires_at_most_3650_days_ahead_whoever_makes_it(admin_user, capsys):
+    from api.forms import TokenForm
+
+    call_command("create_api_token", "--user", admin_user.username, "--scope", "read", "--expires-in-days", "3650")
+    assert timedelta(days=3649) < ApiToken.objects.get().expires_at - timezone.now() <= timedelta(days=3650)
+    with pytest.raises(ValidationError, match="at most 3650 days ahead"):
+        api_services.api_token_create(user=admin_user, name="far", scopes=["read"], by=admin_user,
+                                      expires_at=timezone.now() + timedelta(days=3651))
+    assert ApiToken.objects.count() == 1
+    form = TokenForm({"name": "far", "scopes": ["read"], "expires_in_days": "3651"}, scopes=["read"],
+                     studies=ApiToken.objects.none())
+    assert form.errors["expires_in_days"] == ["Ensure this value is less than or equal to 3650."]
 
 
 def test_revoke_api_token_by_prefix(admin_user, token_for, capsys):

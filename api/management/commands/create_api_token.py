@@ -22,7 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--scope", action="append", choices=ApiToken.Scope.values, required=True,
                             help="repeat for several: ingest, import, read, metrics, setup")
         parser.add_argument("--study", help="limit the token to this study (slug)")
-        parser.add_argument("--expires-in-days", type=int, help="default: never expires")
+        parser.add_argument("--expires-in-days", type=int,
+                            help=f"1 to {services.TOKEN_DAYS_MAX}; default: never expires")
 
     def handle(self, *args, user: str, name: str, scope: list[str], study: str | None,
                expires_in_days: int | None, **options):
@@ -36,8 +37,8 @@ class Command(BaseCommand):
             found = study_model._default_manager.filter(slug=study).first()
             if found is None:
                 raise CommandError(f"no study with slug {study!r}")
-        if expires_in_days is not None and expires_in_days < 1:
-            raise CommandError("--expires-in-days must be 1 or more")
+        if expires_in_days is not None and not 1 <= expires_in_days <= services.TOKEN_DAYS_MAX:
+            raise CommandError(f"--expires-in-days must be from 1 to {services.TOKEN_DAYS_MAX}, got {expires_in_days}")
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
         try:
             token, raw = services.api_token_create(user=account, name=name or f"{user} token", scopes=scope,
