@@ -42,3 +42,21 @@ class FilterForm(forms.Form):
         cleaned = {name: value for name, value in getattr(self, "cleaned_data", {}).items()
                    if name in ("round", "model", "dataset", "scale", "signal", "kind") and value}
         return Filters(**cleaned), dropped
+
+
+class SpanExamplesForm(forms.Form):
+    """The span-evidence drill-down's query: a model and a subcategory, within the span-evidence page's dataset and
+    conversation-kind filters, under one of the study's succeeded runs (the newest when none is chosen). A field
+    refuses what the database could not compare (a NUL byte) and a run that is no number of a run."""
+
+    model = forms.CharField(max_length=200, strip=False)
+    subcategory = forms.CharField(max_length=200, strip=False)
+    dataset = forms.CharField(required=False, max_length=200, strip=False)
+    kind = forms.ChoiceField(required=False, choices=[("", "all"), ("single", "single-turn"), ("multi", "multi-turn")])
+    run = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+
+    def problem(self) -> str | None:
+        """What is wrong with the query, in a sentence, or None when it is usable."""
+        if self.is_valid():
+            return None
+        return "; ".join(f"{name}: {' '.join(str(error) for error in errors)}" for name, errors in self.errors.items())

@@ -24,7 +24,7 @@ from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, 
 from metrics.report_warnings import section_warnings
 from metrics.views import staff_study_or_404 as _study
 from reports import charts, kind_pages, labels, selectors
-from reports.forms import FilterForm
+from reports.forms import FilterForm, SpanExamplesForm
 
 FIGURE_CACHE_SECONDS = 24 * 3600  # a succeeded run's report never changes, nor do its figures
 # The report's largest parts (most of its megabytes at paper scale), each read by one page only: the other report
@@ -186,21 +186,21 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     span-evidence page's dataset and conversation-kind filters."""
     study = _study(request, slug)
     _page("spans", study)  # the drill-down of a page the study's kind has
-    model, subcategory = request.GET.get("model", ""), request.GET.get("subcategory", "")
-    dataset, kind = request.GET.get("dataset", ""), request.GET.get("kind", "")
-    if not model or not subcategory:
-        raise Http404("choose a model and a subcategory")
-    if kind not in ("", "single", "multi"):
-        raise Http404("kind must be single or multi")
-    run_id = request.GET.get("run", "")
-    line_run, _ = selectors.report_of(study=study, run_id=int(run_id) if run_id.isdigit() else None,
-                                      without=selectors.sections_unread())
-    total, examples = selectors.span_examples(study=study, model=model, subcategory=subcategory, dataset=dataset,
-                                              kind=kind)
-    back = {name: value for name, value in (("run", request.GET.get("run", "")), ("model", model),
-                                            ("dataset", dataset), ("kind", kind)) if value}
+    form = SpanExamplesForm(request.GET)
+    if (problem := form.problem()) is not None:
+        raise Http404(problem)
+    query = form.cleaned_data
+    line_run, _ = selectors.report_of(study=study, run_id=query["run"], without=selectors.sections_unread())
+    if query["run"] is not None and line_run is None:
+        raise Http404(f"run {query['run']} is not a succeeded metric run of this study")
+    total, examples = selectors.span_examples(study=study, model=query["model"], subcategory=query["subcategory"],
+                                              dataset=query["dataset"], kind=query["kind"])
+    run = str(query["run"] or "")
+    back = {name: value for name, value in (("run", run), ("model", query["model"]), ("dataset", query["dataset"]),
+                                            ("kind", query["kind"])) if value}
     return render(request, "reports/span_examples.html", {
-        "study": study, "pages": kind_pages.pages_of(study), "model": model, "subcategory": subcategory,
-        "dataset": dataset, "kind": kind, "total": total, "examples": examples, "run": request.GET.get("run", ""),
+        "study": study, "pages": kind_pages.pages_of(study), "model": query["model"],
+        "subcategory": query["subcategory"], "dataset": query["dataset"], "kind": query["kind"], "total": total,
+        "examples": examples, "run": run,
         "back": urlencode(back), "line_run": line_run, "query": request.GET.urlencode(),
     })

@@ -324,6 +324,25 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
     assert client.get(url, {"model": "GPT", "subcategory": sub, "kind": "both"}).status_code == 404
 
 
+@pytest.mark.parametrize("bad", [{"model": "GPT\x00"}, {"subcategory": "a\x00b"}, {"dataset": "\x00"},
+                                 {"run": "\u00b2"}, {"run": "0"}, {"run": "-1"}, {"run": str(2**63)}, {"run": "x"},
+                                 {"run": "999999"}, {"model": ""}, {"kind": "both"}])
+def test_span_drill_down_refuses_bad_parameters_with_a_404_not_a_500(client, synthetic, researcher, bad):
+    """A NUL byte (PostgreSQL refuses it in text), a run that is not a number of the study's succeeded runs ("²"
+    is a digit to ``str.isdigit`` but not to ``int``; 2**63 is past bigint): a plain 404, never a 500."""
+    from annotation.models import Span
+
+    span = (Span.objects.filter(judgment__round__study=synthetic, judgment__round__kind="main")
+            .select_related("judgment__response", "subcategory").order_by("pk").first())
+    good = {"model": span.judgment.response.model_slot, "subcategory": span.subcategory.slug,
+            "run": str(_run(synthetic).pk)}
+    client.force_login(researcher)
+    client.raise_request_exception = False
+    url = reverse("reports-span-examples", args=["syn"])
+    assert client.get(url, good).status_code == 200
+    assert client.get(url, {**good, **bad}).status_code == 404
+
+
 def _said_by_svg(content: bytes) -> dict[str, str]:
     """The Dublin Core elements of an SVG's metadata (``dc:title``, ``dc:source`` …), by local name."""
     from xml.etree import ElementTree
