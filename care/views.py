@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 from annotation.models import Study
 from care import charts as care_charts
 from care import inputs as care_inputs
+from care.forms import TimelineForm
 from metrics.views import staff_study_or_404
 from reports import kind_pages, selectors
 
@@ -71,10 +72,13 @@ def history_timeline(request: HttpRequest, slug: str, conversation: str) -> Http
     study = staff_study_or_404(request, slug)
     if care_charts.CARE_PAGE not in kind_pages.pages_of(study):  # CARE studies only (a schema with a care block)
         raise Http404("timelines are for CARE studies (a schema with a care block)")
-    run_id = request.GET.get("run")
-    if run_id is not None and not run_id.isdigit():
-        raise Http404("run must be the number of one of this study's succeeded metric runs")
-    run, report = selectors.report_of(study=study, run_id=int(run_id) if run_id else None)
+    form = TimelineForm({"conversation": conversation, "run": request.GET.get("run")})
+    if (problem := form.problem()) is not None:
+        raise Http404(problem)
+    run_id = form.cleaned_data["run"]
+    run, report = selectors.report_of(study=study, run_id=run_id)
+    if run_id is not None and run is None:
+        raise Http404(f"run {run_id} is not a succeeded metric run of this study")
     care = (report or {}).get("care") or {}
     stored = (care.get("states") or {}).get(conversation) or {}
     reference = care.get("reference") if stored else None

@@ -179,3 +179,34 @@ def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, adm
     assert "No stored run has this history" in html
     assert _timeline_rows(html)[8]["state"] == "Settling"
     assert client.get(reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, "no-such-history"])).status_code == 404
+
+
+@pytest.mark.parametrize("conversation, query", [
+    (HISTORY, {"run": "\u00b2"}), (HISTORY, {"run": "0"}), (HISTORY, {"run": str(2**63)}), (HISTORY, {"run": "999999"}),
+    ("a\x00b", {}), ("t\ud800", {}), ("x" * 201, {})])
+def test_the_timeline_refuses_a_bad_run_or_conversation_id_with_a_404_not_a_500(care, admin_user, conversation, query):
+    """A run that is no number of one of the study's succeeded runs ("²" is a digit to ``str.isdigit`` but not to
+    ``int``), a conversation id the database could not hold (a NUL, a lone surrogate, more than 200 characters):
+    a plain 404 before any query of the history. (The view is called directly: a URL cannot carry a lone
+    surrogate, but the view must not count on that.)"""
+    from django.http import Http404
+    from django.test import RequestFactory
+
+    from care import views
+
+    def timeline(conversation: str, query: dict):
+        request = RequestFactory().get("/", query)
+        request.user = admin_user
+        return views.history_timeline(request, CARE_DEMO_STUDY, conversation)
+
+    assert timeline(HISTORY, {"run": str(MetricRun.objects.get(study=care, status="succeeded").pk)}).status_code == 200
+    with pytest.raises(Http404):
+        timeline(conversation, query)
+
+
+def test_the_timeline_answers_a_nul_in_its_url_with_a_404(client, care, admin_user):
+    client.force_login(admin_user)
+    client.raise_request_exception = False
+    url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])
+    assert client.get(url.replace(HISTORY, "a%00b")).status_code == 404
+    assert client.get(url, {"run": "\u00b2"}).status_code == 404
