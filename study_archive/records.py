@@ -151,6 +151,8 @@ def read_records(lines: Iterable[str]) -> Iterator[tuple[int, dict[str, Any]]]:
                 record = json.loads(line)
             except ValueError as error:
                 raise ArchiveError(f"line {number}: not a JSON record ({error})") from error
+            except RecursionError as error:  # json.loads of, say, 100,000 "[": not a ValueError
+                raise ArchiveError(f"line {number}: not a JSON record (nested too deeply)") from error
             if not isinstance(record, dict) or not isinstance(record.get("type"), str):
                 raise ArchiveError(f"line {number}: not an archive record (an object with a 'type')")
             yield number, record

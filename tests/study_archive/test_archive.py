@@ -304,6 +304,17 @@ def test_a_truncated_archive_is_refused_and_nothing_is_written(rich_study, tmp_p
     assert table_counts() == before
 
 
+def test_a_line_nested_too_deeply_is_refused_by_its_line_and_nothing_is_written(rich_study, tmp_path):
+    """json.loads raises RecursionError (not ValueError) on a line of 100,000 "[": the archive's own error, naming
+    the line, not a traceback."""
+    lines = export("demo").splitlines()
+    before = table_counts()
+    deep = write(tmp_path, [lines[0], "[" * 100_000, *lines[1:]])
+    with pytest.raises(CommandError, match=r"line 2: not a JSON record \(nested too deeply\); nothing was imported"):
+        call_command("import_study", str(deep), "--as", "copy")
+    assert table_counts() == before
+
+
 def test_a_taken_slug_and_a_different_schema_are_refused(rich_study, tmp_path):
     text = export("demo")
     with pytest.raises(CommandError, match=r"line \d+ \(study\): a study 'demo' exists in this installation; import "
