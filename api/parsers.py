@@ -1,5 +1,6 @@
 """Bounded body parsers: JSON objects, bulk JSON arrays or JSON Lines, and raw files (CSV / JSON Lines). A body
-over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a 400.
+over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a 400. A UTF-8
+byte order mark that begins a body is dropped, as every path that reads a file drops it (utf-8-sig).
 
 A bulk body stays bytes: its items are found (msgspec splits a JSON array into slices of the body without decoding
 them; JSON Lines are split at "\n") and each is decoded only when the ingestion reads it, so a request never holds
@@ -133,7 +134,7 @@ class BoundedJSONParser(parsers.BaseParser):
     media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        return _loads(_decode(read_body(stream, parser_context)))
+        return _loads(_decode(read_body(stream, parser_context)).removeprefix("\ufeff"))
 
 
 def _json_array(content: bytes) -> list[Any]:
@@ -266,6 +267,7 @@ def _line_spans(content: bytes) -> list[tuple[int, int]]:
 
 def _array_items(content: bytes) -> BulkBody:
     _utf8_check(content)
+    content = content.removeprefix(codecs.BOM_UTF8)  # (a copy only when there is one)
     try:
         spans = _SPLIT(content)
     except _NOT_DECODED:
@@ -275,6 +277,7 @@ def _array_items(content: bytes) -> BulkBody:
 
 def _lines_items(content: bytes) -> BulkBody:
     _utf8_check(content)
+    content = content.removeprefix(codecs.BOM_UTF8)
     return _bulk(LazyItems(content, _line_spans(content), lines=True), content)
 
 
@@ -313,7 +316,7 @@ class BulkUploadParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         content = read_upload(stream, media_type, parser_context).content
-        first = _FIRST_CHARACTER.search(content)
+        first = _FIRST_CHARACTER.search(content, len(codecs.BOM_UTF8) if content.startswith(codecs.BOM_UTF8) else 0)
         return _array_items(content) if first is not None and first.group() == b"[" else _lines_items(content)
 
 

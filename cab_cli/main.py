@@ -19,6 +19,7 @@ error is printed: which item or line, which field, why), 2 a usage error. docs/a
 from __future__ import annotations
 
 import argparse
+import codecs
 import hashlib
 import io
 import json
@@ -130,8 +131,9 @@ def cmd_studies(args: argparse.Namespace) -> None:
 
 def _records(path: Path) -> Iterator[tuple[int, bytes]]:
     """The file's items with their line numbers: JSON Lines (blank lines skipped), or one JSON array (each element
-    then on "line" 1, its position in the array given instead by the server's index)."""
-    data = path.read_bytes()
+    then on "line" 1, its position in the array given instead by the server's index). A UTF-8 byte order mark
+    that begins the file is dropped, as the server's paths drop it."""
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     if data.lstrip()[:1] == b"[":
         try:
             items = json.loads(data)

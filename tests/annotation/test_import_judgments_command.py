@@ -105,3 +105,18 @@ def test_every_hostile_file_is_a_command_error_naming_line_and_field(demo_row, t
         if form_fuzz.fingerprint() != before:
             failures.append(f"{fmt} {label}: the database changed")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_file_that_begins_with_a_utf8_bom_reads_as_without_it(demo_row, tmp_path, fmt):
+    """As the import API reads it (utf-8-sig); before, "line 1: header: missing column(s) study" (CSV) or "not valid
+    JSON" (JSON Lines)."""
+    content = _csv([demo_row]) if fmt == "csv" else _jsonl([demo_row])
+    said = []
+    for name, data in (("plain", content), ("bom", "\ufeff".encode() + content)):
+        path = tmp_path / f"{name}.{fmt}"
+        path.write_bytes(data)
+        out = io.StringIO()
+        call_command("import_judgments", str(path), "--study", "demo", stdout=out)
+        said.append(out.getvalue().replace(str(path), "FILE"))
+    assert said[0] == said[1] and "1 unchanged" in said[0]

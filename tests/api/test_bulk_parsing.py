@@ -26,7 +26,7 @@ from tests.factories import ConversationFactory, StudyFactory
 
 def former_array(body: bytes) -> tuple[str, Any]:
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8").removeprefix("\ufeff")  # a leading byte order mark is dropped (utf-8-sig)
     except UnicodeDecodeError as error:
         return "400", f"The body is not UTF-8 ({error.reason} at byte {error.start})."
     try:
@@ -42,7 +42,7 @@ def former_array(body: bytes) -> tuple[str, Any]:
 
 def former_lines(body: bytes) -> tuple[str, Any]:
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         return "400", f"The body is not UTF-8 ({error.reason} at byte {error.start})."
     items: list[Any] = []
@@ -138,6 +138,19 @@ def test_bodies_json_and_msgspec_read_differently(body):
     assert parsed(parsers.BulkJSONParser, body) == former_array(body)
     lines = body[1:-1].replace(b", ", b"\n") if body.startswith(b"[") else body
     assert parsed(parsers.BulkJSONLinesParser, lines) == former_lines(lines)
+
+
+def test_a_utf8_bom_that_begins_a_body_is_dropped_by_every_parser_and_one_elsewhere_is_not():
+    """As the file paths read a file (utf-8-sig: manage.py import_conversations, the upload page)."""
+    bom = "\ufeff".encode()
+    for parser, body in ((parsers.BulkJSONParser, b'[{"a": 1}, 2]'), (parsers.BulkJSONLinesParser, b'{"a": 1}\n2\n')):
+        assert parsed(parser, bom + body) == parsed(parser, body) == ("items", repr([{"a": 1}, 2]))
+    assert parsed(parsers.BulkJSONParser, bom + bom + b"[1]")[0] == "400"
+    assert parsed(parsers.BulkJSONParser, b"[1, " + bom + b"2]")[0] == "400"
+    assert parsed(parsers.BulkJSONLinesParser, b"1\n" + bom + b"2\n")[1] != repr([1, 2])
+    assert parsers.BoundedJSONParser().parse(io.BytesIO(bom + b'{"rows": []}'), parser_context={}) == {"rows": []}
+    with pytest.raises(exceptions.ParseError, match=r"not UTF-8 \(invalid start byte at byte 4\)"):
+        parsers.BoundedJSONParser().parse(io.BytesIO(bom + b'{\xff}'), parser_context={})
 
 
 @pytest.mark.parametrize("depth", [5, 99, 100, 101, 102, 150, 600, 3000, 20000])

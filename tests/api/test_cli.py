@@ -146,6 +146,17 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
         assert said["Repr-Digest"] == f"sha-256=:{base64.b64encode(hashlib.sha256(export(fmt)).digest()).decode()}:"
 
 
+def test_a_file_that_begins_with_a_utf8_bom_is_read_as_without_it(tmp_path):
+    """As the server's paths read it (utf-8-sig); before, a JSON array with the mark was split as JSON Lines."""
+    items = conversations_without_responses()[:2]
+    for name, text in (("c.jsonl", jsonl(items)), ("c.json", json.dumps(items, indent=1))):
+        plain, marked = tmp_path / name, tmp_path / f"bom-{name}"
+        plain.write_text(text, encoding="utf-8")
+        marked.write_text(text, encoding="utf-8-sig")
+        assert list(cli._records(marked)) == list(cli._records(plain))
+        assert [json.loads(record) for _, record in cli._records(marked)] == items
+
+
 def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "PART_ITEMS", 3)
     (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))

@@ -44,6 +44,22 @@ def test_conversations_and_responses_ingest_from_a_jsonl_or_json_file_as_the_jso
     assert ModelResponse.objects.count() == len(response_items())
 
 
+@pytest.mark.parametrize("how", ["JSON Lines body", "JSON array body", "JSON Lines upload", "JSON array upload"])
+def test_a_file_that_begins_with_a_utf8_bom_ingests_as_without_it(ingester, how):
+    """Editors on Windows begin a file with a byte order mark: dropped here as manage.py import_conversations and
+    the upload page drop it (utf-8-sig); before, the API refused the file ("Unexpected UTF-8 BOM")."""
+    items = conversations_without_responses()
+    lines = how.startswith("JSON Lines")
+    content = "\ufeff".encode() + (jsonl(items) if lines else json.dumps(items)).encode()
+    if how.endswith("body"):
+        answer = ingester.generic("POST", CONVERSATIONS, content,
+                                  content_type="application/x-ndjson" if lines else "application/json")
+    else:
+        answer = upload(ingester, CONVERSATIONS + "upload/", content, name="c.jsonl" if lines else "c.json")
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["conversations_created"] == len(items)
+
+
 def test_a_wrong_item_in_an_uploaded_file_is_named_as_in_a_json_body(ingester, turns_only):
     items = response_items()
     items[1]["turn_index"] = 9

@@ -41,3 +41,22 @@ def test_every_hostile_file_is_a_command_error_naming_line_and_field(tmp_path):
         if form_fuzz.fingerprint() != before:
             failures.append(f"{label}: the database changed")
     assert not failures, "\n".join(failures)
+
+
+def test_a_file_that_begins_with_a_utf8_bom_imports_as_without_it(tmp_path):
+    """As the upload page and the API read it (utf-8-sig); before, "line 1: line: not valid JSON (Unexpected UTF-8
+    BOM …)"."""
+    from benchmark.demo import demo_records
+    from benchmark.models import Conversation
+    from tests.factories import jsonl
+
+    path = tmp_path / "conversations.jsonl"
+    path.write_bytes("\ufeff".encode() + jsonl(demo_records()).encode())
+    out = io.StringIO()
+    call_command("import_conversations", str(path), stdout=out)
+    assert f"{len(demo_records())} conversations created" in out.getvalue()
+    assert Conversation.objects.count() == len(demo_records())
+    path.write_bytes(jsonl(demo_records()).encode())
+    out = io.StringIO()
+    call_command("import_conversations", str(path), stdout=out)  # the same file without the mark: the same rows
+    assert f"0 conversations created, 0 updated, {len(demo_records())} unchanged" in out.getvalue()

@@ -315,6 +315,16 @@ def test_a_line_nested_too_deeply_is_refused_by_its_line_and_nothing_is_written(
     assert table_counts() == before
 
 
+def test_an_archive_that_begins_with_a_utf8_bom_imports_as_without_it(rich_study, tmp_path):
+    """As every other file path reads a file (utf-8-sig): the mark is not part of the lines the end record's
+    SHA-256 covers. Before, "line 1: not a JSON record"."""
+    text = export("demo")
+    path = tmp_path / "study.jsonl"
+    path.write_bytes("\ufeff".encode() + text.encode())
+    call_command("import_study", str(path), "--as", "copy", stdout=io.StringIO())
+    assert Study.objects.filter(slug="copy").exists()
+
+
 def test_a_taken_slug_and_a_different_schema_are_refused(rich_study, tmp_path):
     text = export("demo")
     with pytest.raises(CommandError, match=r"line \d+ \(study\): a study 'demo' exists in this installation; import "

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            with file.open(encoding="utf-8") as stream, \
+            with file.open(encoding="utf-8-sig") as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
                 rows = list(conversation_ingest.read_jsonl(shown))
             if not rows:

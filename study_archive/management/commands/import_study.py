@@ -33,7 +33,7 @@ class Command(BaseCommand):
                 compressed = opened.read(2) == b"\x1f\x8b"
                 opened.seek(0)
                 binary = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-                with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as lines:
+                with io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n") as lines:
                     study = study_import(lines=lines, as_slug=as_slug, by=None)
         except ArchiveError as error:
             raise CommandError(f"{file}: {error}; nothing was imported") from error
