@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from annotation.automated_coders import NAME_MAX, NAME_PATTERN, PROMPT_ID_MAX, VERSION_MAX
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
 from api.fields import JsonBooleanField, JsonIntegerField, JsonNumberField, TextField, TextRegexField
@@ -211,11 +213,29 @@ class JudgmentOut(serializers.Serializer):
         return judgment.response.model_slot
 
 
+# An automated coder's fields: their rules (characters, lengths) are the service's
+# (annotation.automated_coders.coder_fields_check), as for the command; a value it refuses is a 400 naming the field,
+# in its words. The schema states the same rules, from the same constants.
+@extend_schema_field({"type": "string", "pattern": NAME_PATTERN, "maxLength": NAME_MAX})
+class CoderNameField(TextField):
+    pass
+
+
+@extend_schema_field({"type": "string", "maxLength": VERSION_MAX})
+class CoderVersionField(TextField):
+    pass
+
+
+@extend_schema_field({"type": "string", "maxLength": PROMPT_ID_MAX})
+class CoderPromptIdField(TextField):
+    pass
+
+
 class MethodIn(serializers.Serializer):
-    name = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the method's coder name: the reviewer column of its "
-                                                         "long-format rows (role method)")
-    version = TextField(max_length=100, required=False, allow_blank=True, default="")
-    prompt_id = TextField(max_length=100, required=False, allow_blank=True, default="")
+    name = CoderNameField(help_text="the method's coder name: the reviewer column of its long-format rows (role "
+                                    "method)")
+    version = CoderVersionField(required=False, allow_blank=True, default="")
+    prompt_id = CoderPromptIdField(required=False, allow_blank=True, default="")
 
 
 class MethodOut(serializers.Serializer):
@@ -251,10 +271,10 @@ class JudgmentImportOut(serializers.Serializer):
 
 
 class ReferenceIn(serializers.Serializer):
-    name = TextRegexField(r"^[\w.@+-]{1,150}$", help_text="the reference coder's name: the reviewer column of its "
-                                                         "long-format rows (role reference)")
-    description = TextField(max_length=100, required=False, allow_blank=True, default="",
-                            help_text="what its labels are, e.g. 'controlled PHQ-8 state'")
+    name = CoderNameField(help_text="the reference coder's name: the reviewer column of its long-format rows (role "
+                                    "reference)")
+    description = CoderVersionField(required=False, allow_blank=True, default="",
+                                    help_text="what its labels are, e.g. 'controlled PHQ-8 state'")
 
 
 class ReferenceOut(serializers.Serializer):

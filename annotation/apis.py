@@ -331,7 +331,7 @@ class MethodListApi(APIView):
                                                       version=given.validated_data["version"],
                                                       prompt_id=given.validated_data["prompt_id"], by=request.user)
         except ValidationError as error:
-            raise exceptions.ValidationError({"name": error.messages}) from error
+            raise exceptions.ValidationError(automated_coders.coder_errors(error)) from error
         return Response(MethodOut(member).data)
 
 
@@ -363,7 +363,7 @@ class ReferenceListApi(APIView):
                                                          description=given.validated_data["description"],
                                                          by=request.user)
         except ValidationError as error:
-            raise exceptions.ValidationError({"name": error.messages}) from error
+            raise exceptions.ValidationError(automated_coders.coder_errors(error)) from error
         return Response(ReferenceOut(member).data)
 
 

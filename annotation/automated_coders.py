@@ -23,20 +23,48 @@ from access.checks import user_sees_all_studies
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 
-_NAME = re.compile(r"^[\w.@+-]{1,150}$")
+# What an automated coder's fields may hold: the limits are the columns' (StudyMember), one source for the API, the
+# command and every other caller of the services below.
+NAME_MAX = StudyMember._meta.get_field("method_name").max_length or 0
+VERSION_MAX = StudyMember._meta.get_field("method_version").max_length or 0
+PROMPT_ID_MAX = StudyMember._meta.get_field("method_prompt_id").max_length or 0
+NAME_PATTERN = r"^[\w.@+-]+$"  # its length apart (NAME_MAX)
+_NAME = re.compile(NAME_PATTERN[1:-1])  # used with fullmatch: "$" would also match before a final newline
+NAME_RULE = f"letters, digits and @.+-_ only, at most {NAME_MAX} characters"
+
+
+def coder_fields_check(fields: dict[str, tuple[object, int]]) -> None:
+    """Refuse fields of an automated coder that the study's membership cannot hold: ``ValidationError`` naming
+    each field and why. ``fields``: name -> (value, its column's length); ``name`` is the coder's name."""
+    errors: dict[str, str] = {}
+    for field, (value, limit) in fields.items():
+        if not isinstance(value, str):
+            errors[field] = f"must be text, not {type(value).__name__}"
+        elif field == "name" and not _NAME.fullmatch(value):
+            errors[field] = f"required: {NAME_RULE}" if not value else NAME_RULE
+        elif "\x00" in value:
+            errors[field] = "must not contain a NUL character"
+        elif len(value) > limit:
+            errors[field] = f"at most {limit} characters (it has {len(value)})"
+    if errors:
+        raise ValidationError(errors)
+
+
+def coder_errors(error: ValidationError) -> dict[str, list[str]]:
+    """A refusal of ``method_register`` or ``reference_register`` by field (a message of no field is the name's)."""
+    return error.message_dict if hasattr(error, "error_dict") else {"name": error.messages}
 
 
 def method_account_ensure(*, username: str) -> User:
     """The account a method's judgments are recorded under: created inactive, with an unusable password and no
     role group, so it can never sign in or be given work. An existing account of a person is refused."""
-    if not _NAME.match(username):
-        raise ValidationError("a method's name: letters, digits and @.+-_ only, at most 150 characters")
+    coder_fields_check({"name": (username, NAME_MAX)})
     user, created = get_user_model().objects.get_or_create(username=username, defaults={"is_active": False})
     if created:
         user.set_unusable_password()
         user.save(update_fields=["password"])
     elif user.is_active:
-        raise ValidationError(f"{username} is a person's account; a method needs a name of its own")
+        raise ValidationError({"name": f"{username} is a person's account; a method needs a name of its own"})
     return user
 
 
@@ -44,7 +72,10 @@ def method_account_ensure(*, username: str) -> User:
 def method_register(*, study: Study, name: str, version: str = "", prompt_id: str = "",
                     by: User | None) -> StudyMember:
     """Make ``name`` a method coder of the study (idempotent), recording what it is: version and prompt id. A
-    changed version or prompt is a different method: give it a different name (its labels differ)."""
+    changed version or prompt is a different method: give it a different name (its labels differ). A field the
+    membership cannot hold is refused (``ValidationError`` by field: name, version, prompt_id), nothing written."""
+    coder_fields_check({"name": (name, NAME_MAX), "version": (version, VERSION_MAX),
+                        "prompt_id": (prompt_id, PROMPT_ID_MAX)})
     user = method_account_ensure(username=name)
     member, created = StudyMember.objects.get_or_create(
         study=study, user=user,
@@ -52,12 +83,13 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
                   "method_prompt_id": prompt_id},
     )
     if not created and member.role != StudyMember.Role.METHOD:
-        raise ValidationError(f"{name} is a member of the study as {member.role}, not a method")
+        raise ValidationError({"name": f"{name} is a member of the study as {member.role}, not a method"})
     changed = not created and (member.method_version, member.method_prompt_id) != (version, prompt_id)
     if changed:
         if user.judgments.filter(round__study=study).exists() or member.session_labels.exists():
-            raise ValidationError(f"method {name} already has labels as version {member.method_version!r}, prompt "
-                                  f"{member.method_prompt_id!r}: register the new version under a new name")
+            raise ValidationError({"name": f"method {name} already has labels as version {member.method_version!r}, "
+                                           f"prompt {member.method_prompt_id!r}: register the new version under a new "
+                                           "name"})
         StudyMember.objects.filter(pk=member.pk).update(method_name=name, method_version=version,
                                                         method_prompt_id=prompt_id)
         member.refresh_from_db()
@@ -73,14 +105,16 @@ def reference_register(*, study: Study, name: str, description: str = "", by: Us
     whose session labels are the reference every rater and method is measured against, e.g. the controlled PHQ-8 state
     or a self-report label. Like a method, an account that can never sign in; ``description`` (what the labels are) is
     kept as its version. A study may have several reference coders (label sources); the metrics name the one they
-    compare with."""
+    compare with. A field the membership cannot hold is refused (``ValidationError`` by field: name, description),
+    nothing written."""
+    coder_fields_check({"name": (name, NAME_MAX), "description": (description, VERSION_MAX)})
     user = method_account_ensure(username=name)
     member, created = StudyMember.objects.get_or_create(
         study=study, user=user,
         defaults={"role": StudyMember.Role.REFERENCE, "method_name": name, "method_version": description},
     )
     if not created and member.role != StudyMember.Role.REFERENCE:
-        raise ValidationError(f"{name} is a member of the study as {member.role}, not a reference coder")
+        raise ValidationError({"name": f"{name} is a member of the study as {member.role}, not a reference coder"})
     changed = not created and member.method_version != description
     if changed:
         StudyMember.objects.filter(pk=member.pk).update(method_version=description)

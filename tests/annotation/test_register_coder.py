@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from access import roles
@@ -70,3 +71,20 @@ def test_both_or_neither_kind_is_refused_by_the_parser(study):
         register("--study", "coders")
     with pytest.raises(CommandError, match="not allowed with argument"):
         register("--study", "coders", "--method", "m", "--reference", "r")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--method", "m" * 101], "--method: at most 100 characters (it has 101)"),
+    (["--method", "m", "--method-version", "v" * 101], "--method-version: at most 100 characters (it has 101)"),
+    (["--method", "m", "--prompt-id", "p" * 101], "--prompt-id: at most 100 characters (it has 101)"),
+    (["--method", "m", "--method-version", "v\x00"], "--method-version: must not contain a NUL character"),
+    (["--method", "m\n"], "--method: letters, digits and @.+-_ only, at most 100 characters"),
+    (["--reference", "r" * 150], "--reference: at most 100 characters (it has 150)"),
+    (["--reference", "r", "--description", "d" * 101], "--description: at most 100 characters (it has 101)"),
+])
+def test_a_field_the_membership_cannot_hold_is_refused_by_its_option(study, args, message):
+    before = (StudyMember.objects.count(), AuditEvent.objects.count(), get_user_model().objects.count())
+    with pytest.raises(CommandError) as refused:
+        register("--study", "coders", *args)
+    assert str(refused.value) == message
+    assert (StudyMember.objects.count(), AuditEvent.objects.count(), get_user_model().objects.count()) == before

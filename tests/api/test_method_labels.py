@@ -10,6 +10,7 @@ import json
 import pytest
 
 from annotation.models import Judgment, Schema, StudyMember
+from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
 from tests.factories import StudyFactory, StudyMemberFactory
@@ -104,3 +105,30 @@ def test_a_name_or_version_sent_as_a_number_is_refused_and_nothing_registered(im
         assert response.status_code == 400, (body, response.content)
         assert "must be a JSON string" in response.content.decode()
     assert StudyMember.objects.count() == before
+
+
+REFERENCES = "/api/v1/studies/care-demo/references/"
+
+
+@pytest.mark.parametrize(("url", "body", "field", "message"), [
+    (METHODS, {"name": "j" * 101}, "name", "at most 100 characters (it has 101)"),
+    (METHODS, {"name": "judge", "version": "v" * 101}, "version", "at most 100 characters (it has 101)"),
+    (METHODS, {"name": "judge", "prompt_id": "p" * 101}, "prompt_id", "at most 100 characters (it has 101)"),
+    (METHODS, {"name": "a judge"}, "name", "letters, digits and @.+-_ only, at most 100 characters"),
+    (REFERENCES, {"name": "r" * 150}, "name", "at most 100 characters (it has 150)"),
+    (REFERENCES, {"name": "ref", "description": "d" * 101}, "description", "at most 100 characters (it has 101)"),
+])
+def test_what_the_membership_cannot_hold_is_a_400_naming_the_field_and_nothing_is_registered(
+        importer, url, body, field, message):
+    before = (StudyMember.objects.count(), AuditEvent.objects.count())
+    response = importer.post(url, body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["fields"] == {field: [message]}
+    assert (StudyMember.objects.count(), AuditEvent.objects.count()) == before
+
+
+def test_the_longest_name_the_membership_holds_is_registered(importer):
+    response = importer.post(METHODS, {"name": "j" * 100, "version": "v" * 100, "prompt_id": "p" * 100},
+                             format="json")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"name": "j" * 100, "version": "v" * 100, "prompt_id": "p" * 100}

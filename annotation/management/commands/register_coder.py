@@ -44,7 +44,10 @@ class Command(BaseCommand):
                     member = automated_coders.reference_register(study=study, name=options["reference"],
                                                                  description=options["description"], by=None)
                     kind = "reference coder"
-        except ValidationError as error:
-            flag = "--method" if options["method"] is not None else "--reference"
-            raise CommandError(f"{flag}: {'; '.join(error.messages)}") from error
+        except ValidationError as error:  # the service's checks, by field: named by their options
+            flags = {"name": "--method" if options["method"] is not None else "--reference",
+                     "version": "--method-version", "prompt_id": "--prompt-id", "description": "--description"}
+            raise CommandError("; ".join(f"{flags.get(field, '--' + field)}: {message}"
+                                         for field, messages in automated_coders.coder_errors(error).items()
+                                         for message in messages)) from error
         self.stdout.write(f"{member.method_name} is a {kind} of study {study.slug}")
