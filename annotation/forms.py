@@ -141,9 +141,6 @@ def error_text(form: forms.Form) -> str:
 
 # --- study set-up (admins) -----------------------------------------------------------------------------------
 
-RESERVED_SLUGS = {"new"}
-
-
 class _SchemaChoiceField(forms.ModelChoiceField):
     """The schema: by its id on the page, by its slug for a script (``StudyScriptForm``); one that is not
     installed is named, with the schemas that are."""
@@ -193,8 +190,10 @@ class StudyForm(forms.ModelForm):
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
-        if slug in RESERVED_SLUGS:
-            raise forms.ValidationError(f"{slug!r} is reserved; choose another")
+        try:
+            services.study_slug_check(slug=slug)  # the rules of every path that names a new study
+        except forms.ValidationError as error:
+            raise forms.ValidationError(error.message_dict["slug"]) from error
         return slug
 
     def clean_model_slots_text(self) -> list[str]:

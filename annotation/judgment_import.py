@@ -18,6 +18,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from access import roles
@@ -353,6 +354,8 @@ def judgments_import(
     line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it
     from the label rows (CSV rows hold text only)."""
     study = Study.objects.select_related("schema").filter(slug=study_slug).first()
+    if study is None:
+        _new_study_check(study_slug)
     schema = study.schema if study else Schema.objects.get(slug="cab-v1")
     attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=schema)}
     subcategories: dict[int, set[str]] = {}
@@ -390,6 +393,16 @@ def judgments_import(
         summary.session_labels_updated = label_summary.updated
         summary.session_labels_unchanged = label_summary.unchanged
     return summary
+
+
+def _new_study_check(study_slug: str) -> None:
+    """A study the import would create: its slug must be one a study can have (``services.study_slug_check``), else
+    a row error on the study column, before anything is read or written."""
+    try:
+        services.study_slug_check(slug=study_slug)
+    except ValidationError as error:
+        raise RowErrors([RowError(1, "study", f"no study {study_slug[:100]!r}, and the import cannot create it: "
+                                              f"{message}") for message in error.messages]) from error
 
 
 def _session_labels(*, study: Study | None, study_slug: str, labels: list[tuple[int, Any]], by: User | None,

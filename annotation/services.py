@@ -72,6 +72,21 @@ def schema_install(*, document: dict, by: User | None = None) -> Schema:
 
 # --- studies and members -------------------------------------------------------------------------------------
 
+RESERVED_SLUGS = frozenset({"new"})  # /studies/new/ is the New study page, not a study's
+
+
+def study_slug_check(*, slug: str) -> None:
+    """The rules of a new study's slug: what the column holds (letters, digits, - and _, at most its length) and
+    not a reserved word, the page's address of something else. Every path that names a new study asks this (the New
+    study form, ``study_create``, the judgments import's study, ``import_study --as``, the synthetic generators), so
+    none makes a study nobody can open. Refused: ``ValidationError({"slug": …})``."""
+    try:
+        Study._meta.get_field("slug").clean(slug, None)
+    except ValidationError as error:
+        raise ValidationError({"slug": error.messages}) from error
+    if slug in RESERVED_SLUGS:
+        raise ValidationError({"slug": f"{slug!r} is reserved; choose another"})
+
 
 @transaction.atomic
 def study_create(
@@ -87,8 +102,10 @@ def study_create(
 ) -> Study:
     """Create a study in set-up. ``settings`` are the study's other fields (show_model_names, check_threshold,
     check_min_items, show_therapist_reference, the blinding settings, …). Its checks are the New study form's
-    (``annotation.forms.StudyForm``, which the page, ``manage.py create_study`` and the API fill in); a slug taken
-    meanwhile is refused here in the form's words, nothing written."""
+    (``annotation.forms.StudyForm``, which the page, ``manage.py create_study`` and the API fill in); the slug's
+    rules (``study_slug_check``) are checked here for every caller, and a slug taken meanwhile is refused here in
+    the form's words, nothing written."""
+    study_slug_check(slug=slug)
     try:
         with transaction.atomic():
             study = Study.objects.create(slug=slug, name=name, schema=schema, model_slots=list(model_slots),

@@ -324,6 +324,7 @@ def synthetic_generate(spec: SyntheticSpec, *,  # noqa: C901 - one generation pi
     """``progress``: called with each of SYNTHETIC_STAGES as it starts (generate_synthetic's bar)."""
     rng = np.random.default_rng(spec.seed)
     slug = spec.slug or f"synthetic-{spec.seed}"
+    services.study_slug_check(slug=slug)  # before any conversation is made under its name
     if Study.objects.filter(slug=slug).exists():
         raise ValueError(f"study {slug!r} exists already; choose another --slug or --seed")
     progress("conversations")

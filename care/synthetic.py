@@ -95,6 +95,7 @@ def _label_rows(*, slug: str, coder: str, role: str, coding: CareCoding,
 
 def care_synthetic_generate(spec: CareSyntheticSpec) -> CareSyntheticResult:
     slug = spec.slug or f"care-synthetic-{spec.seed}"
+    services.study_slug_check(slug=slug)  # before any account is made under its name
     if Study.objects.filter(slug=slug).exists():
         raise ValueError(f"study {slug!r} exists already; choose another --slug or --seed")
     schema = Schema.objects.get(slug=SCHEMA)

@@ -349,6 +349,7 @@ def lc8_synthetic_build(spec: Lc8SyntheticSpec) -> Lc8SyntheticResult:
     """A clearly labelled synthetic LC8 study (see the module docstring). Refuses an existing slug."""
     _check(spec)
     slug = spec.slug or f"lc8-synthetic-{spec.seed}"
+    services.study_slug_check(slug=slug)  # before any account is made under its name
     if Study.objects.filter(slug=slug).exists():
         raise ValueError(f"study {slug!r} exists already; choose another --slug or --seed")
     rng = np.random.default_rng(spec.seed)

@@ -44,6 +44,7 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
+from annotation.services import study_slug_check
 from audit.models import AuditEvent
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
@@ -84,7 +85,13 @@ def _stored_timestamps() -> Iterator[None]:
 
 def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User | None = None) -> Study:
     """Import an archive (its lines, as read from the file), all or nothing: any problem raises ArchiveError naming
-    the line, and nothing is written. Records the import in the audit trail."""
+    the line, and nothing is written. Records the import in the audit trail. ``as_slug`` (``--as``) must be a slug
+    a new study may have (``annotation.services.study_slug_check``)."""
+    if as_slug is not None:
+        try:
+            study_slug_check(slug=as_slug)
+        except ValidationError as error:
+            raise ArchiveError(f"--as {as_slug[:100]!r}: {_message(error)}") from error
     importer = _Importer(as_slug=as_slug)
     with transaction.atomic():
         with _stored_timestamps():
@@ -278,6 +285,7 @@ class _Importer:
             raise ValueError(f"the study's schema {record['schema']!r} is not the archive's schema")
         if self.as_slug:
             record["slug"] = self.as_slug
+        study_slug_check(slug=record["slug"])  # an archive's own slug too: one a study may have here
         if Study.objects.filter(slug=record["slug"]).exists():
             raise ValueError(f"a study {record['slug']!r} exists in this installation; import under another slug "
                              "(--as NEW_SLUG)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.forms.models import model_to_dict
 from django.urls import reverse
@@ -194,6 +195,24 @@ def test_a_slug_taken_after_the_checks_is_refused_by_the_service_in_the_forms_wo
     assert form.errors.as_data()["slug"][0].code == "unique"
     assert _state() == before
 
+
+
+@pytest.mark.parametrize(("slug", "message"), [
+    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
+    ("new", "'new' is reserved; choose another"),
+    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+    ("a/b", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+    ("", "This field cannot be blank."),
+])
+def test_the_service_refuses_the_slugs_the_form_refuses_whoever_calls_it(slug, message):
+    """The form's slug rules are the service's (services.study_slug_check): a caller that skips the form (the
+    judgments import, the archive's importer, the generators) cannot make a study nobody can open."""
+    before = _state()
+    with pytest.raises(ValidationError) as refused:
+        services.study_create(slug=slug, name="x", schema=Schema.objects.get(slug="cab-v1"), model_slots=["A"],
+                              by=None)
+    assert refused.value.message_dict == {"slug": [message]}
+    assert _state() == before
 
 def test_every_field_of_the_form_is_an_option_and_a_field_of_the_api():
     fields = {SCRIPT_NAMES.get(name, name) for name in StudyForm().fields}

@@ -120,3 +120,28 @@ def test_a_file_that_begins_with_a_utf8_bom_reads_as_without_it(demo_row, tmp_pa
         call_command("import_judgments", str(path), "--study", "demo", stdout=out)
         said.append(out.getvalue().replace(str(path), "FILE"))
     assert said[0] == said[1] and "1 unchanged" in said[0]
+
+
+SLUG_REFUSED = [
+    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
+    ("new", "'new' is reserved; choose another"),
+    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+    ("a/b", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+]
+
+
+@pytest.mark.parametrize(("slug", "message"), SLUG_REFUSED)
+def test_a_study_the_import_would_create_under_a_slug_no_study_may_have_is_refused(tmp_path, slug, message):
+    """The study the import creates has the New study form's slug rules (annotation.services.study_slug_check):
+    never a DataError, never a study nobody can open (/studies/new/ is the create page)."""
+    row = {"study": slug, "round": "main", "reviewer": "r1", "is_gold": False, "dataset": "D", "conversation_id": "c",
+           "turn_index": 1, "model": "", "attribute": "crisis", "score": 1, "instance_count": None, "spans": []}
+    path = tmp_path / "judgments.jsonl"
+    path.write_bytes(_jsonl([row]))
+    before = form_fuzz.fingerprint()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_judgments", str(path), "--study", slug, stdout=io.StringIO())
+    assert str(refused.value) == (f"{path}: 1 error(s), nothing was changed:\nline 1: study: no study {slug!r}, "
+                                  f"and the import cannot create it: {message}")
+    assert form_fuzz.fingerprint() == before
+    assert not Study.objects.filter(slug=slug).exists()

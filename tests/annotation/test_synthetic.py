@@ -4,6 +4,7 @@ around the requested level, impossible sizes refused before anything is written.
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, Round, Span, Study, StudyMember
@@ -165,3 +166,17 @@ def test_the_bulk_checks_cover_every_trigger_an_insert_would_fire():
         insert_triggers = set(cursor.fetchall())
     assert insert_triggers == {("annotation_judgment", "cab_judgment_guard"), ("annotation_span", "cab_span_guard")}
     assert set(bulk._GUARDS) == {Judgment, Span}
+
+
+@pytest.mark.parametrize(("slug", "message"), [
+    ("s" * 81, "--slug: Ensure this value has at most 80 characters (it has 81)."),
+    ("new", "--slug: 'new' is reserved; choose another"),
+    ("bad slug", "--slug: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+])
+def test_generate_synthetic_refuses_a_slug_no_study_may_have_without_writing(slug, message):
+    users = get_user_model().objects.count()
+    with pytest.raises(CommandError) as refused:
+        call_command("generate_synthetic", "--conversations", "4", "--slug", slug)
+    assert str(refused.value) == message
+    assert not Study.objects.exists() and not Conversation.objects.exists()
+    assert get_user_model().objects.count() == users

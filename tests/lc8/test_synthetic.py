@@ -115,3 +115,17 @@ def test_an_existing_slug_or_a_bad_size_is_refused_and_writes_nothing():
     with pytest.raises(CommandError, match="person's account"):
         call_command("generate_lc8_synthetic", "--trajectories", "3", "--slug", "clash")
     assert (Conversation.objects.count(), SessionLabel.objects.count(), Study.objects.count()) == before
+
+
+@pytest.mark.parametrize(("slug", "message"), [
+    ("s" * 81, "--slug: Ensure this value has at most 80 characters (it has 81)."),
+    ("new", "--slug: 'new' is reserved; choose another"),
+    ("a/b", "--slug: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+])
+def test_generate_lc8_synthetic_refuses_a_slug_no_study_may_have_without_writing(slug, message):
+    users = get_user_model().objects.count()
+    with pytest.raises(CommandError) as refused:
+        call_command("generate_lc8_synthetic", "--trajectories", "2", "--slug", slug)
+    assert str(refused.value) == message
+    assert not Study.objects.exists() and not Conversation.objects.exists()
+    assert get_user_model().objects.count() == users

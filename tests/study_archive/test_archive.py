@@ -398,3 +398,30 @@ def test_an_archive_changed_after_it_was_written_is_refused_by_its_checksum(tmp_
     path.write_text("\n".join([*changed[:-1], dumps(end)]) + "\n", encoding="utf-8")
     call_command("import_study", str(path), "--as", "sum-changed", stdout=io.StringIO())
     assert Study.objects.filter(slug="sum-changed").exists()
+
+
+@pytest.mark.parametrize(("slug", "message"), [
+    ("new", "'new' is reserved; choose another"),
+    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
+])
+def test_a_slug_no_study_may_have_is_refused_under_as_and_in_the_archive(rich_study, tmp_path, slug, message):
+    """The New study form's slug rules (annotation.services.study_slug_check) for --as and for the archive's own
+    slug: never a study nobody can open (/studies/new/ is the create page), never a DataError."""
+    text = export("demo")
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, text)), "--as", slug, stdout=io.StringIO())
+    assert str(refused.value) == f"{tmp_path / 'study.jsonl'}: --as {slug!r}: {message}; nothing was imported"
+
+    def renamed(record: dict, *, dry: bool) -> bool:
+        if not dry:
+            record["slug"] = slug
+        return True
+
+    lines, number = edited(text, "study", renamed)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, lines)), stdout=io.StringIO())
+    assert f"line {number} (study): {message}; nothing was imported" in str(refused.value)
+    assert table_counts() == before
+    assert not Study.objects.filter(slug=slug).exists()

@@ -1,5 +1,6 @@
 import time
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.synthetic import SYNTHETIC_STAGES, SyntheticSpec, synthetic_generate
@@ -52,6 +53,10 @@ class Command(BaseCommand):
         try:
             with stages(f"generating {spec.slug or 'synthetic-' + str(spec.seed)}", SYNTHETIC_STAGES) as stage:
                 result = synthetic_generate(spec, progress=stage)
+        except ValidationError as error:  # the slug (annotation.services.study_slug_check), a generated account name
+            named = error.message_dict if hasattr(error, "error_dict") else {"": error.messages}
+            raise CommandError("; ".join(f"--slug: {message}" if field == "slug" else message
+                                         for field, messages in named.items() for message in messages)) from error
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(

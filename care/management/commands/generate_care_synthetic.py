@@ -1,6 +1,7 @@
 import time
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
@@ -43,6 +44,10 @@ class Command(BaseCommand):
         started = time.monotonic()
         try:
             result = care_synthetic_generate(spec)
+        except ValidationError as error:  # the slug (annotation.services.study_slug_check), a generated account name
+            named = error.message_dict if hasattr(error, "error_dict") else {"": error.messages}
+            raise CommandError("; ".join(f"--slug: {message}" if field == "slug" else message
+                                         for field, messages in named.items() for message in messages)) from error
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(

@@ -38,8 +38,10 @@ class Command(BaseCommand):
         started = time.monotonic()
         try:
             result = lc8_synthetic_build(spec)
-        except ValidationError as error:  # e.g. a generated account name that is a person's
-            raise CommandError("; ".join(error.messages)) from error
+        except ValidationError as error:  # the slug (annotation.services.study_slug_check), a generated account name
+            named = error.message_dict if hasattr(error, "error_dict") else {"": error.messages}
+            raise CommandError("; ".join(f"--slug: {message}" if field == "slug" else message
+                                         for field, messages in named.items() for message in messages)) from error
         except ValueError as error:
             raise CommandError(str(error)) from error
         types = ", ".join(f"{k} {v}" for k, v in result.reference_types.items())
