@@ -39,13 +39,14 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-def _study_locked(study: Study) -> None:
+def _study_locked(study: Study, *, what: str = "its rounds no longer change") -> None:
     """Serialise the writes that check the study's rounds before changing them (which turns are still unused,
     whether another calibration round is open, whether the study is archived) until this transaction ends: of two
-    admins acting at once, the second sees what the first did and is refused in words, never a duplicate."""
+    admins acting at once, the second sees what the first did and is refused in words, never a duplicate. ``what``:
+    what the refusal of an archived study says no longer changes."""
     status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
     if status == Study.Status.ARCHIVED:
-        raise ValidationError(f"study {study.slug} is archived: its rounds no longer change")
+        raise ValidationError(f"study {study.slug} is archived: {what}")
 
 
 SAMPLE_SIZE = 10  # a calibration set's size when none is given (the study page offers fewer when fewer are left)
@@ -233,8 +234,10 @@ def gold_record(
     """Record the gold panel's consensus value for one item (who agreed, an optional note).
 
     A closed round's gold is locked: changing it needs a recorded ``reason`` and starts a new metrics run, so the
-    stored report, the workshop and everyone's feedback follow the corrected value."""
+    stored report, the workshop and everyone's feedback follow the corrected value. An archived study's gold no
+    longer changes, as its rounds do not."""
     require_study_admin(by)
+    _study_locked(round.study, what="its gold no longer changes")  # never changed in a study archived meanwhile
     if round.status == Round.Status.DRAFT:
         raise ValidationError(f"{round.name} is still a draft")
     if not round.items.filter(turn=turn).exists():
@@ -257,8 +260,9 @@ def gold_record(
 @transaction.atomic
 def gold_accept_unanimous(*, round: Round, by: User) -> int:
     """Record as gold every item on which all experts coded the same value; returns how many. Only while the
-    round is open: a closed round's gold changes one recorded reason at a time."""
+    round is open: a closed round's gold changes one recorded reason at a time; never in an archived study."""
     require_study_admin(by)
+    _study_locked(round.study, what="its gold no longer changes")
     if round.status != Round.Status.OPEN:
         raise ValidationError(f"{round.name} is {round.status}: unanimous items are accepted while it is open")
     experts = {m.user.get_username(): m.user for m in

@@ -113,6 +113,27 @@ def test_gold_outside_the_scale_is_refused(protocol):
     assert not Judgment.objects.filter(round=round_, is_gold=True).exists()
 
 
+
+def test_an_archived_studys_gold_no_longer_changes(protocol):
+    """As its rounds: neither a closed round's gold with a reason (which would start a metrics run) nor the
+    unanimous items are recorded; nothing is written, no event, no run."""
+    calibration_services.round_close(round=protocol.round(OPEN), by=protocol.admin)
+    annotation_services.study_archive(study=protocol.study, by=protocol.admin)
+    round_ = protocol.round(CLOSED)
+    item = next(item for item in calibration_selectors.consensus_items(round=round_) if item.gold is not None)
+    assert item.gold is not None
+    other = (item.gold.score + 1) % (item.attribute.scale_max + 1)
+    before = (list(Judgment.objects.filter(is_gold=True).order_by("pk").values_list("pk", "score", "version")),
+              AuditEvent.objects.count(), MetricRun.objects.count())
+    with pytest.raises(ValidationError, match=f"study {protocol.study.slug} is archived: its gold no longer changes"):
+        calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute, turn=item.turn,
+                                         response=item.response, score=other, reason="a second look")
+    for number in (CLOSED, OPEN):
+        with pytest.raises(ValidationError, match="is archived: its gold no longer changes"):
+            calibration_services.gold_accept_unanimous(round=protocol.round(number), by=protocol.admin)
+    assert (list(Judgment.objects.filter(is_gold=True).order_by("pk").values_list("pk", "score", "version")),
+            AuditEvent.objects.count(), MetricRun.objects.count()) == before
+
 def test_gold_recorded_over_a_newer_value_says_changed_meanwhile(admin_user):
     item = RoundItemFactory(round=RoundFactory(status="open"))
     u1 = attribute("U1")
