@@ -353,9 +353,13 @@ def judgments_import(
     transaction: an error in a judgment or in a label writes nothing, and every error of both is reported by its
     line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it
     from the label rows (CSV rows hold text only)."""
-    study = Study.objects.select_related("schema").filter(slug=study_slug).first()
+    # Locked as the archiving locks it: a study archived meanwhile is refused here, never written into after.
+    study = Study.objects.select_related("schema").select_for_update(of=("self",)).filter(slug=study_slug).first()
     if study is None:
         _new_study_check(study_slug)
+    elif study.status == Study.Status.ARCHIVED:
+        raise RowErrors([RowError(1, "study", f"study {study_slug!r} is archived: its judgments and labels no longer "
+                                              "change")])
     schema = study.schema if study else Schema.objects.get(slug="cab-v1")
     attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=schema)}
     subcategories: dict[int, set[str]] = {}

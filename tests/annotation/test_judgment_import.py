@@ -13,7 +13,8 @@ from django.core.management import CommandError, call_command
 
 from annotation.long_format import judgment_rows
 from annotation.models import Judgment, Round, Span, Study
-from annotation.services import judgments_purge
+from annotation.services import judgments_purge, study_archive
+from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 
@@ -150,3 +151,20 @@ def test_export_then_import_into_an_empty_study_reproduces_every_judgment(tmp_pa
     assert len(original) == Judgment.objects.filter(round__study__slug="origin").count() > 100
     assert copy == original
     assert Round.objects.filter(study__slug="copy").count() == 3
+
+
+def test_an_archived_study_takes_no_import(conversations, tmp_path, admin_user):
+    """An archived study's judgments no longer change: the import is refused by line 1 and the study column before
+    anything is written (rounds, accounts, judgments)."""
+    call_command("import_judgments", str(write_jsonl(tmp_path, [row()])), "--study", "imported")
+    study_archive(study=Study.objects.get(slug="imported"), by=admin_user)
+    before = (Judgment.objects.count(), Round.objects.count(), get_user_model().objects.count(),
+              AuditEvent.objects.count())
+    rows = [row(reviewer="carol"), row(round="main", reviewer="dave", attribute="F1", instance_count=None, spans=[])]
+    path = write_jsonl(tmp_path, rows)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_judgments", str(path), "--study", "imported")
+    assert str(refused.value) == (f"{path}: 1 error(s), nothing was changed:\nline 1: study: study 'imported' is "
+                                  "archived: its judgments and labels no longer change")
+    assert (Judgment.objects.count(), Round.objects.count(), get_user_model().objects.count(),
+            AuditEvent.objects.count()) == before

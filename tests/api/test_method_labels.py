@@ -10,6 +10,7 @@ import json
 import pytest
 
 from annotation.models import Judgment, Schema, StudyMember
+from annotation.services import study_archive
 from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
@@ -132,3 +133,14 @@ def test_the_longest_name_the_membership_holds_is_registered(importer):
                              format="json")
     assert response.status_code == 200, response.content
     assert response.json() == {"name": "j" * 100, "version": "v" * 100, "prompt_id": "p" * 100}
+
+
+def test_an_archived_study_takes_no_import_over_the_api(importer, care_study, admin_user):
+    importer.post(METHODS, {"name": "demo-care-judge"}, format="json")
+    study_archive(study=care_study, by=admin_user)
+    before = (Judgment.objects.count(), AuditEvent.objects.count())
+    response = post_labels(importer, CARE_DEMO_JUDGE_FILE.read_text(encoding="utf-8"))
+    assert response.status_code == 400, response.content
+    message = "study 'care-demo' is archived: its judgments and labels no longer change"
+    assert response.json()["errors"] == [{"line": 1, "field": "study", "message": message}]
+    assert (Judgment.objects.count(), AuditEvent.objects.count()) == before
