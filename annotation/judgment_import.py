@@ -310,11 +310,16 @@ def _session_resolve(r: _Row, turns: dict[tuple[str, str, int], tuple[int, int]]
     return None
 
 
-def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, set[str]]) -> list[RowError]:
-    """The judgment rules (shared with the autosave) and one judgment per unit within the file."""
+def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, set[str]], *,
+           model_slots: list[str]) -> list[RowError]:
+    """The judgment rules (shared with the autosave) and one judgment per unit within the file; a response of a
+    model the study does not code (``model_slots``) is refused as the autosave and gold refuse it."""
     errors: list[RowError] = []
     seen: dict[tuple, int] = {}
     for r in rows:
+        if r.response_id is not None and (problem := rules.model_problem(model_slots, r.model)):
+            errors.append(RowError(r.line, "model", problem))
+            continue
         problems = rules.judgment_problems(
             attribute=r.attribute, score=r.score, score_required=True, has_turn=r.turn_id is not None,
             has_response=r.response_id is not None, has_session=r.session_id is not None,
@@ -379,7 +384,7 @@ def judgments_import(
         else:
             errors += [read] if isinstance(read, RowError) else read
     resolved, unresolved, lengths = _resolve(parsed)
-    errors += unresolved + _check(resolved, lengths, subcategories)
+    errors += unresolved + _check(resolved, lengths, subcategories, model_slots=study.model_slots if study else [])
     member_roles, role_errors = _member_roles(parsed, study)
     errors += role_errors
     label_summary, label_errors = _session_labels(study=study, study_slug=study_slug, labels=labels, by=by,

@@ -98,6 +98,14 @@ def unit_problem(attribute: AttributeDefinition, *, has_turn: bool, has_response
     return None
 
 
+def model_problem(model_slots: Collection[str], model: str) -> str | None:
+    """A judgment on the response of a model the study does not code: its model slots (none set: every model).
+    The autosave shows only the study's slots (``selectors.study_responses``); gold and the import are told so."""
+    if model_slots and model not in model_slots:
+        return f"the study does not code model {model[:100]!r}"
+    return None
+
+
 def derived_problem(attribute: AttributeDefinition) -> str | None:
     """A derived attribute of a kind's schema (one its kind's ``derived_from`` names, e.g. a questionnaire's total)
     is computed from the items, never typed or sent as a judgment. Read from the schema's definition, only for

@@ -285,6 +285,8 @@ def _judgment_errors(
     )
     if response is not None and turn is not None and response.turn_id != turn.pk:
         errors["response"] = "the response does not belong to the turn"
+    elif response is not None and (problem := rules.model_problem(round.study.model_slots, response.model_slot)):
+        errors["response"] = problem
     if attribute.schema_id != round.study.schema_id:
         errors["attribute"] = f"{attribute.code} is not an attribute of this study's schema"
     if conversation_id is None:

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.http import QueryDict
 
+from annotation import rules
 from annotation.models import AttributeDefinition, Round, StudyMember
 from benchmark.models import ModelResponse, Turn
 
@@ -99,6 +100,9 @@ class ItemForm(forms.Form):
             response = ModelResponse.objects.filter(pk=data["response"], turn=turn).first()
             if response is None:
                 raise forms.ValidationError("that response is not part of the turn")
+            problem = rules.model_problem(self.round.study.model_slots, response.model_slot)
+            if problem:
+                raise forms.ValidationError(problem)
         data.update(attribute=attribute, turn=turn, response=response)
         return data
 

@@ -168,3 +168,22 @@ def test_an_archived_study_takes_no_import(conversations, tmp_path, admin_user):
                                   "archived: its judgments and labels no longer change")
     assert (Judgment.objects.count(), Round.objects.count(), get_user_model().objects.count(),
             AuditEvent.objects.count()) == before
+
+
+def test_a_judgment_on_a_model_the_study_does_not_code_is_refused_on_its_model(conversations, tmp_path):
+    """When the study names its model slots, a row on another model's response is a row error on ``model``, as the
+    autosave never shows that response; its other rows are not written either."""
+    call_command("import_judgments", str(write_jsonl(tmp_path, [row()])), "--study", "imported")
+    Study.objects.filter(slug="imported").update(model_slots=["GPT", "Gemini"])
+    before = list(Judgment.objects.order_by("pk").values_list("pk", "score"))
+    rows = [row(reviewer="carol"), row(reviewer="carol", model="Claude"),
+            row(reviewer="carol", attribute="U1", model=None, instance_count=None, spans=[], score=0)]
+    path = write_jsonl(tmp_path, rows)
+    with pytest.raises(CommandError) as refused:
+        call_command("import_judgments", str(path), "--study", "imported")
+    assert str(refused.value) == (f"{path}: 1 error(s), nothing was changed:\nline 2: model: the study does not code "
+                                  "model 'Claude'")
+    assert list(Judgment.objects.order_by("pk").values_list("pk", "score")) == before
+    Study.objects.filter(slug="imported").update(model_slots=[])  # none named: every model's responses are coded
+    call_command("import_judgments", str(path), "--study", "imported")
+    assert Judgment.objects.filter(coder__username="carol").count() == 3

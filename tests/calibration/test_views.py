@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils.html import escape
@@ -17,9 +18,10 @@ from annotation.services import judgments_purge
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse
 from calibration import selectors as calibration_selectors
+from calibration import services as calibration_services
 from calibration.views import PAGE_SIZE
 from tests import scenarios
-from tests.factories import AssignmentFactory, SpanFactory
+from tests.factories import AssignmentFactory, SpanFactory, attribute
 
 pytestmark = pytest.mark.django_db
 
@@ -140,6 +142,26 @@ def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, 
     gold = Judgment.objects.get(round=round_, is_gold=True, attribute__code="U1", turn=turn)
     assert gold.score == 2 and gold.note == "clear" and [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
+
+
+def test_gold_on_a_model_the_study_does_not_code_is_refused_by_the_page_and_the_service(client, admin_user):
+    """A turn may have responses of models the study does not code (its model slots): the coders never see them,
+    so no gold value or workshop note is recorded on one; the page says why and nothing is written."""
+    call_command("load_demo", "--quiet")
+    round_ = Round.objects.get(study__slug="demo", kind="calibration")
+    turn = round_.items.first().turn
+    other = ModelResponse.objects.create(turn=turn, model_slot="Mistral", text="A response nobody codes.")
+    client.force_login(admin_user)
+    before = (list(Judgment.objects.filter(is_gold=True).values_list("pk", "score", "version")),
+              WorkshopNote.objects.count())
+    response = client.post(reverse("gold-record", args=[round_.pk]),
+                           {"attribute": "AUR", "turn": turn.pk, "response": other.pk, "score": "1"}, follow=True)
+    assert "the study does not code model &#x27;Mistral&#x27;" in response.content.decode()
+    with pytest.raises(ValidationError, match="the study does not code model 'Mistral'"):
+        calibration_services.gold_record(round=round_, by=admin_user, attribute=attribute("AUR"), turn=turn,
+                                         response=other, score=1, reason="a closed round's gold needs one")
+    assert (list(Judgment.objects.filter(is_gold=True).values_list("pk", "score", "version")),
+            WorkshopNote.objects.count()) == before
 
 def test_reviewer_feedback_page_shows_own_agreement_only_after_close(client, synthetic):
     user = get_user_model().objects.get(username="syn-r01")
