@@ -313,8 +313,12 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
         require_study_admin(by)
     summary = SessionLabelImportSummary()
     with transaction.atomic():
-        # One import into a study at a time: two at once could both create the same label.
-        Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
+        # One import into a study at a time: two at once could both create the same label. Locked as archiving
+        # locks it, so a study archived meanwhile is refused here, never written into after.
+        status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
+        if status == Study.Status.ARCHIVED:
+            raise RowErrors([RowError(1 if numbered else 0, "study", f"study {study.slug!r} is archived: its "
+                                                                     "judgments and labels no longer change")])
         context = _Context(study)
         read: list[_Row] = []
         errors: list[RowError] = []

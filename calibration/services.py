@@ -288,6 +288,7 @@ def workshop_note_save(*, round: Round, by: User, attribute: AttributeDefinition
     require_study_admin(by)
     if round.status != Round.Status.CLOSED:
         raise ValidationError("the workshop opens when the round is closed")
+    _study_locked(round.study, what="its workshop notes no longer change")
     lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response}
     target = f"round:{round.name}"
     where = {"attribute": attribute.code, "turn": turn.pk, "response": response.pk if response else None}

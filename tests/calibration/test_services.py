@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from annotation import services as annotation_services
-from annotation.models import Assignment, Judgment, Round
+from annotation.models import Assignment, Judgment, Round, WorkshopNote
 from annotation.services import ChangedMeanwhile
 from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
@@ -133,6 +133,22 @@ def test_an_archived_studys_gold_no_longer_changes(protocol):
             calibration_services.gold_accept_unanimous(round=protocol.round(number), by=protocol.admin)
     assert (list(Judgment.objects.filter(is_gold=True).order_by("pk").values_list("pk", "score", "version")),
             AuditEvent.objects.count(), MetricRun.objects.count()) == before
+
+
+def test_an_archived_studys_workshop_notes_no_longer_change(protocol):
+    calibration_services.round_close(round=protocol.round(OPEN), by=protocol.admin)
+    round_ = protocol.round(CLOSED)
+    item = next(iter(calibration_selectors.consensus_items(round=round_)))
+    calibration_services.workshop_note_save(round=round_, by=protocol.admin, attribute=item.attribute,
+                                            turn=item.turn, response=item.response, text="agreed: b")
+    annotation_services.study_archive(study=protocol.study, by=protocol.admin)
+    before = (list(WorkshopNote.objects.values_list("pk", "text")), AuditEvent.objects.count())
+    for text in ("changed", ""):  # a change, and the removal
+        with pytest.raises(ValidationError, match="is archived: its workshop notes no longer change"):
+            calibration_services.workshop_note_save(round=round_, by=protocol.admin, attribute=item.attribute,
+                                                    turn=item.turn, response=item.response, text=text)
+    assert (list(WorkshopNote.objects.values_list("pk", "text")), AuditEvent.objects.count()) == before
+
 
 def test_gold_recorded_over_a_newer_value_says_changed_meanwhile(admin_user):
     item = RoundItemFactory(round=RoundFactory(status="open"))

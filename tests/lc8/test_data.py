@@ -246,6 +246,15 @@ def test_every_wrong_row_is_reported_with_row_field_and_why_and_nothing_is_writt
     assert not AuditEvent.objects.filter(action="session_labels.import").exists()
 
 
+def test_an_archived_study_takes_no_labels(study):
+    session_labels_import(study=study, rows=[row()], by=None)
+    before = stored(study)
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.ARCHIVED)
+    assert errors_of(study, [row(score=9.0), row(session=2)]) == [
+        (0, "study", "study 'lc8-test' is archived: its judgments and labels no longer change")]
+    assert stored(study) == before
+
+
 def test_only_study_admins_import(study, reviewer):
     with pytest.raises(PermissionDenied):
         session_labels_import(study=study, rows=[row()], by=reviewer)
