@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
-from annotation.services import schema_is_frozen
+from annotation.services import schema_is_frozen, study_member_remove
 from calibration.services import round_close
 from metrics.services import metric_run_request
 
@@ -82,6 +82,7 @@ class MemberInline(admin.TabularInline):
     model = models.StudyMember
     extra = 0
     autocomplete_fields = ("user",)
+    can_delete = False  # taken off through study_member_remove (the member list below, or the study page)
 
 
 class RoundInline(admin.TabularInline):
@@ -112,6 +113,15 @@ class StudyMemberAdmin(admin.ModelAdmin):
     list_display = ("study", "user", "role", "alias", "retained", "method_name", "method_version", "method_prompt_id")
     list_filter = ("study", "role", "retained")
     search_fields = ("user__username", "alias")
+
+    # Deleting a member is taking them off the study: through the service, which keeps their role for their
+    # judgments (models.FormerStudyMember) and records it in the audit trail.
+    def delete_model(self, request, obj):
+        study_member_remove(member=obj, by=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for member in queryset:
+            study_member_remove(member=member, by=request.user)
 
 
 @admin.register(models.Round)

@@ -8,6 +8,7 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from annotation import automated_coders, judgment_import, long_format, services
 from annotation.models import FormerStudyMember, Judgment, Round, Study, StudyMember
@@ -90,3 +91,13 @@ def test_a_removed_coders_judgments_all_stay(study, admin_user):
     assert before and Round.objects.filter(study=study).exists()
     _remove(study, EXPERT, admin_user)
     assert Judgment.objects.filter(round__study=study, coder__username=EXPERT).count() == before
+
+
+def test_deleting_a_member_in_the_django_admin_takes_them_off_as_the_study_page_does(client, study, admin_user):
+    member = StudyMember.objects.get(study=study, user__username=EXPERT)
+    client.force_login(admin_user)
+    answer = client.post(reverse("admin:annotation_studymember_delete", args=[member.pk]), {"post": "yes"})
+    assert answer.status_code == 302
+    assert not StudyMember.objects.filter(pk=member.pk).exists()
+    assert FormerStudyMember.objects.filter(study=study, user=member.user, role="expert").exists()
+    assert _roles(study, EXPERT)[0] == {"expert"}
