@@ -46,6 +46,7 @@ def test_changes_made_after_the_session_ended_are_kept_and_saved_after_signing_i
     page.context.clear_cookies(name="sessionid")
     page.locator("#t-U1 input[name=score][value='2']").check()
     page.locator("#relogin").wait_for(state="visible")
+    expect(page.locator("#relogin-why")).to_have_text("Your session has ended: sign in again.")
     assert page.locator("#global-state").get_attribute("data-state") == "auth"
     assert "sign in again" in page.locator("#t-U1 .save").inner_text()
     page.keyboard.press("Escape")  # closed without signing in: the change still waits, and so does the next
@@ -86,6 +87,9 @@ def test_changes_made_after_the_session_ended_are_kept_and_saved_after_signing_i
     page.click("#relogin-retry")  # "signed in in a new tab, save again", but the new tab's account is another one
     expect(page.locator("#t-U4 .save")).to_contain_text("sign in again")
     page.locator("#relogin").wait_for(state="visible")
+    expect(page.locator("#relogin-why")).to_have_text(
+        "This page was opened by another account: sign in again as that account to save.")
+    page.screenshot(path=str(ARTIFACTS / "relogin-another-account.png"))
     assert not Judgment.objects.filter(coder=second).exists()
     sign_in_again(page)
     assert scores(reviewer, "U1", "U2", "U3", "U4") == {"U1": 2, "U2": 1, "U3": 1, "U4": 1}

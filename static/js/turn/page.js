@@ -59,8 +59,12 @@ export function closeDialog(dialog) {
   dialogOpener = null;
 }
 
-export function openRelogin() {
+// ``why``: the server's reason (a 401's plain text: the session ended, or the page is another account's); "" for
+// the dialog's own words; left out, the reason shown last stays (another change waiting behind the same one).
+export function openRelogin(why) {
   document.getElementById("relogin-error").textContent = "";
+  const reason = document.getElementById("relogin-why");
+  if (why !== undefined) reason.textContent = why || reason.dataset.default;
   openDialog(relogin, document.getElementById("relogin-password"));
 }
 

@@ -98,7 +98,8 @@ function handle(form, status, text) {
     }
     authPaused = true;
     setState(form, "auth", "Not saved yet: sign in again");
-    openRelogin();
+    // A 401's plain text says why (ended, or another account's session); a redirect or a 403 has none to show.
+    openRelogin(status === 401 && !text.trimStart().startsWith("<") ? text.trim() : "");
     return;
   }
   if (status === 0 || status >= 500 || status === 429) {
