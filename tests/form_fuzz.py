@@ -7,12 +7,15 @@ so each test names its fields and Hypothesis fills them: missing, hostile, valid
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Sequence
 
+import pytest
 from django.apps import apps
 from django.contrib.messages import constants as message_levels
 from django.contrib.messages import get_messages
+from django.core.management import CommandError, call_command
 from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -107,6 +110,25 @@ def fingerprint() -> dict[str, tuple[int, str]]:
     with connection.cursor() as cursor:
         cursor.execute(sql)
         return {name: (count, digest) for name, count, digest in cursor.fetchall()}
+
+
+def command_refusal(command: str, *args: str) -> str:
+    """Run a management command that must refuse: the message of its CommandError, once it is checked that the
+    command wrote nothing (``fingerprint``)."""
+    before = fingerprint()
+    with pytest.raises(CommandError) as refused:
+        call_command(command, *args, stdout=io.StringIO())
+    assert fingerprint() == before
+    return str(refused.value)
+
+
+# Slugs no study may have, and the words of their refusal (annotation.services.study_slug_check).
+REFUSED_SLUGS = [
+    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
+    ("new", "'new' is reserved; choose another"),
+    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+    ("a/b", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
+]
 
 
 def said(response) -> tuple[list[str], list[str]]:

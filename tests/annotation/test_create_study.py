@@ -197,13 +197,7 @@ def test_a_slug_taken_after_the_checks_is_refused_by_the_service_in_the_forms_wo
 
 
 
-@pytest.mark.parametrize(("slug", "message"), [
-    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
-    ("new", "'new' is reserved; choose another"),
-    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-    ("a/b", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-    ("", "This field cannot be blank."),
-])
+@pytest.mark.parametrize(("slug", "message"), [*form_fuzz.REFUSED_SLUGS, ("", "This field cannot be blank.")])
 def test_the_service_refuses_the_slugs_the_form_refuses_whoever_calls_it(slug, message):
     """The form's slug rules are the service's (services.study_slug_check): a caller that skips the form (the
     judgments import, the archive's importer, the generators) cannot make a study nobody can open."""

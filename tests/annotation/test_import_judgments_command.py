@@ -122,12 +122,7 @@ def test_a_file_that_begins_with_a_utf8_bom_reads_as_without_it(demo_row, tmp_pa
     assert said[0] == said[1] and "1 unchanged" in said[0]
 
 
-SLUG_REFUSED = [
-    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
-    ("new", "'new' is reserved; choose another"),
-    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-    ("a/b", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-]
+SLUG_REFUSED = form_fuzz.REFUSED_SLUGS
 
 
 @pytest.mark.parametrize(("slug", "message"), SLUG_REFUSED)

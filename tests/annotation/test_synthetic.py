@@ -4,11 +4,11 @@ around the requested level, impossible sizes refused before anything is written.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, Round, Span, Study, StudyMember
 from benchmark.models import Conversation, ModelResponse, Turn
+from tests import form_fuzz
 
 pytestmark = pytest.mark.django_db
 
@@ -168,15 +168,7 @@ def test_the_bulk_checks_cover_every_trigger_an_insert_would_fire():
     assert set(bulk._GUARDS) == {Judgment, Span}
 
 
-@pytest.mark.parametrize(("slug", "message"), [
-    ("s" * 81, "--slug: Ensure this value has at most 80 characters (it has 81)."),
-    ("new", "--slug: 'new' is reserved; choose another"),
-    ("bad slug", "--slug: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-])
+@pytest.mark.parametrize(("slug", "message"), form_fuzz.REFUSED_SLUGS)
 def test_generate_synthetic_refuses_a_slug_no_study_may_have_without_writing(slug, message):
-    users = get_user_model().objects.count()
-    with pytest.raises(CommandError) as refused:
-        call_command("generate_synthetic", "--conversations", "4", "--slug", slug)
-    assert str(refused.value) == message
-    assert not Study.objects.exists() and not Conversation.objects.exists()
-    assert get_user_model().objects.count() == users
+    assert form_fuzz.command_refusal("generate_synthetic", "--conversations", "4", "--slug", slug) == \
+        f"--slug: {message}"

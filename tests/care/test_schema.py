@@ -21,6 +21,7 @@ from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from benchmark.models import Session, Turn
 from common.errors import RowErrors
+from tests import form_fuzz
 from tests.factories import RoundFactory, StudyFactory, StudyMemberFactory
 
 pytestmark = pytest.mark.django_db
@@ -404,18 +405,10 @@ def test_generate_care_synthetic_builds_a_labelled_study_through_the_importers()
 
 
 
-@pytest.mark.parametrize(("slug", "message"), [
-    ("s" * 81, "--slug: Ensure this value has at most 80 characters (it has 81)."),
-    ("new", "--slug: 'new' is reserved; choose another"),
-    ("bad slug", "--slug: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-])
+@pytest.mark.parametrize(("slug", "message"), form_fuzz.REFUSED_SLUGS)
 def test_generate_care_synthetic_refuses_a_slug_no_study_may_have_without_writing(slug, message):
-    users = get_user_model().objects.count()
-    with pytest.raises(CommandError) as refused:
-        call_command("generate_care_synthetic", "--histories", "2", "--slug", slug)
-    assert str(refused.value) == message
-    assert not Study.objects.filter(slug=slug).exists() and not Session.objects.exists()
-    assert get_user_model().objects.count() == users
+    assert form_fuzz.command_refusal("generate_care_synthetic", "--histories", "2", "--slug", slug) == \
+        f"--slug: {message}"
 
 def test_a_history_record_round_trips_through_a_copy():
     """The demo file is a valid sessions-form record (and stays one when copied)."""

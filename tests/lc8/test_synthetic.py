@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, JudgmentRevision, SessionLabel, Study, StudyMember
 from benchmark.models import Conversation, ModelResponse, Session, Turn
+from tests import form_fuzz
 
 pytestmark = pytest.mark.django_db
 
@@ -117,15 +118,7 @@ def test_an_existing_slug_or_a_bad_size_is_refused_and_writes_nothing():
     assert (Conversation.objects.count(), SessionLabel.objects.count(), Study.objects.count()) == before
 
 
-@pytest.mark.parametrize(("slug", "message"), [
-    ("s" * 81, "--slug: Ensure this value has at most 80 characters (it has 81)."),
-    ("new", "--slug: 'new' is reserved; choose another"),
-    ("a/b", "--slug: Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-])
+@pytest.mark.parametrize(("slug", "message"), form_fuzz.REFUSED_SLUGS)
 def test_generate_lc8_synthetic_refuses_a_slug_no_study_may_have_without_writing(slug, message):
-    users = get_user_model().objects.count()
-    with pytest.raises(CommandError) as refused:
-        call_command("generate_lc8_synthetic", "--trajectories", "2", "--slug", slug)
-    assert str(refused.value) == message
-    assert not Study.objects.exists() and not Conversation.objects.exists()
-    assert get_user_model().objects.count() == users
+    assert form_fuzz.command_refusal("generate_lc8_synthetic", "--trajectories", "2", "--slug", slug) == \
+        f"--slug: {message}"

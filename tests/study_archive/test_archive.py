@@ -38,7 +38,7 @@ from benchmark.models import Conversation, ModelResponse, Turn
 from calibration import services as calibration_services
 from metrics.models import MetricRun
 from study_archive.records import DERIVED, ORDER, RELATIONS, dumps
-from tests import scenarios
+from tests import form_fuzz, scenarios
 
 pytestmark = pytest.mark.django_db
 
@@ -400,11 +400,7 @@ def test_an_archive_changed_after_it_was_written_is_refused_by_its_checksum(tmp_
     assert Study.objects.filter(slug="sum-changed").exists()
 
 
-@pytest.mark.parametrize(("slug", "message"), [
-    ("new", "'new' is reserved; choose another"),
-    ("bad slug", "Enter a valid “slug” consisting of letters, numbers, underscores or hyphens."),
-    ("s" * 81, "Ensure this value has at most 80 characters (it has 81)."),
-])
+@pytest.mark.parametrize(("slug", "message"), form_fuzz.REFUSED_SLUGS)
 def test_a_slug_no_study_may_have_is_refused_under_as_and_in_the_archive(rich_study, tmp_path, slug, message):
     """The New study form's slug rules (annotation.services.study_slug_check) for --as and for the archive's own
     slug: never a study nobody can open (/studies/new/ is the create page), never a DataError."""
