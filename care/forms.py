@@ -15,9 +15,3 @@ class TimelineForm(forms.Form):
 
     conversation = forms.CharField(max_length=200, strip=False, validators=[_NO_SURROGATE])
     run = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-
-    def problem(self) -> str | None:
-        """What is wrong with the input, in a sentence, or None when it is usable."""
-        if self.is_valid():
-            return None
-        return "; ".join(f"{name}: {' '.join(str(error) for error in errors)}" for name, errors in self.errors.items())

@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.forms import error_text
 from annotation.models import Study
 from care import charts as care_charts
 from care import inputs as care_inputs
@@ -73,8 +74,8 @@ def history_timeline(request: HttpRequest, slug: str, conversation: str) -> Http
     if care_charts.CARE_PAGE not in kind_pages.pages_of(study):  # CARE studies only (a schema with a care block)
         raise Http404("timelines are for CARE studies (a schema with a care block)")
     form = TimelineForm({"conversation": conversation, "run": request.GET.get("run")})
-    if (problem := form.problem()) is not None:
-        raise Http404(problem)
+    if not form.is_valid():
+        raise Http404(error_text(form))
     run_id = form.cleaned_data["run"]
     run, report = selectors.report_of(study=study, run_id=run_id)
     if run_id is not None and run is None:

@@ -54,9 +54,3 @@ class SpanExamplesForm(forms.Form):
     dataset = forms.CharField(required=False, max_length=200, strip=False)
     kind = forms.ChoiceField(required=False, choices=[("", "all"), ("single", "single-turn"), ("multi", "multi-turn")])
     run = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-
-    def problem(self) -> str | None:
-        """What is wrong with the query, in a sentence, or None when it is usable."""
-        if self.is_valid():
-            return None
-        return "; ".join(f"{name}: {' '.join(str(error) for error in errors)}" for name, errors in self.errors.items())

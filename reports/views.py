@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from annotation.forms import error_text
 from annotation.models import Study
 from common import provenance
 from common.cells import csv_stream
@@ -187,8 +188,8 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     _page("spans", study)  # the drill-down of a page the study's kind has
     form = SpanExamplesForm(request.GET)
-    if (problem := form.problem()) is not None:
-        raise Http404(problem)
+    if not form.is_valid():
+        raise Http404(error_text(form))
     query = form.cleaned_data
     line_run, _ = selectors.report_of(study=study, run_id=query["run"], without=selectors.sections_unread())
     if query["run"] is not None and line_run is None:
