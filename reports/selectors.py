@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.db.models import Count, Exists, F, Func, JSONField, Q, Sum, TextField, Value
+from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast, JSONObject
 
-from annotation.models import Assignment, AttributeDefinition, FormerStudyMember, Round, Span, Study, StudyMember
+from annotation.models import Assignment, AttributeDefinition, Round, Span, Study, StudyMember
+from annotation.selectors import study_coders
 from benchmark.models import Conversation, ModelResponse
 from common.rounds import MAIN
 from common.segments import text_segments
@@ -139,7 +140,7 @@ class SpanExample:
 def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = "",
                   kind: str = "") -> tuple[int, list[SpanExample]]:
     """Main-round responses of ``model`` in which reviewers highlighted ``subcategory``: how many there are, and
-    the first EXAMPLES_SHOWN of them (by response id) with every such highlight overlaid (3 queries). ``dataset``
+    the first EXAMPLES_SHOWN of them (by response id) with every such highlight overlaid (4 queries). ``dataset``
     (a name) and ``kind`` ("single" or "multi") narrow them as the span-evidence page's filters do: multi-turn
     is a conversation of kind multi, single-turn any other (as the report splits them).
 
@@ -150,16 +151,12 @@ def span_examples(*, study: Study, model: str, subcategory: str, dataset: str = 
         judgment__round__study=study, judgment__round__kind=MAIN, judgment__is_gold=False,
         judgment__score__isnull=False, judgment__response__model_slot=model, subcategory__slug=subcategory,
     )
-    # Roles and the panel of members, and of former members as they were (annotation.selectors.study_coders).
-    method = StudyMember.Role.METHOD
-    spans = spans.exclude(judgment__coder_id__in=StudyMember.objects.filter(study=study, role=method).values("user_id"))
-    spans = spans.exclude(
-        judgment__coder_id__in=FormerStudyMember.objects.filter(study=study, role=method).values("user_id"))
-    panel, former_panel = (members.filter(study=study, retained=True)
-                           for members in (StudyMember.objects, FormerStudyMember.objects))
-    spans = spans.filter(Q(judgment__coder_id__in=panel.values("user_id"))
-                         | Q(judgment__coder_id__in=former_panel.values("user_id"))
-                         | (~Exists(panel) & ~Exists(former_panel)))
+    # Roles and the panel as the report reads them (former members' included: annotation.selectors.study_coders).
+    coders = study_coders(study=study)
+    spans = spans.exclude(judgment__coder_id__in=[c.user_id for c in coders if c.role == StudyMember.Role.METHOD])
+    panel = [coder.user_id for coder in coders if coder.retained]
+    if panel:
+        spans = spans.filter(judgment__coder_id__in=panel)
     if dataset:
         spans = spans.filter(judgment__response__turn__conversation__dataset__name=dataset)
     if kind == "multi":

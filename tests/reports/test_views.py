@@ -275,8 +275,8 @@ def test_span_drill_down_shows_example_responses_with_every_reviewer_highlight(c
     url = reverse("reports-span-examples", args=["syn"])
     assert f'href="{url}?model={model}&amp;subcategory={sub}' in spans_page
     client.get(url, {"model": model, "subcategory": sub})
-    with django_assert_num_queries(10):  # session, user, roles ×2, study, the run (its run line), count, chosen
-        # ids, spans, responses
+    with django_assert_num_queries(11):  # session, user, roles ×2, study, the run (its run line), the coders'
+        # roles and panel, count, chosen ids, spans, responses
         page = client.get(url, {"model": model, "subcategory": sub}).content.decode()
     expected = _figure_spans(synthetic).filter(judgment__response__model_slot=model, subcategory__slug=sub) \
         .values("judgment__response_id").distinct().count()
@@ -312,7 +312,7 @@ def test_span_drill_down_keeps_the_dataset_and_kind_filters(client, synthetic, r
                                  judgment__response__turn__conversation__kind="multi")
     assert 0 < responses(in_multi) < responses(everywhere)
     client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"})
-    with django_assert_num_queries(10):  # the filters join inside the same three queries (and the run line's run)
+    with django_assert_num_queries(11):  # the filters join inside the same queries (and the run line's run)
         page = client.get(url, {"model": "GPT", "subcategory": sub, "dataset": MULTI, "kind": "multi"}
                           ).content.decode()
     assert f"{responses(in_multi)} main-round response" in page and f"in {MULTI} to multi-turn" in page
