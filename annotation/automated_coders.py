@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from access.checks import user_sees_all_studies
+from annotation import services
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from audit.services import audit_record
 
@@ -68,6 +69,10 @@ def method_account_ensure(*, username: str) -> User:
     return user
 
 
+# An archived study's coders stay as they were: a registration that would add or change one is refused.
+ARCHIVED_CODERS = "it takes no new coders and its coders no longer change"
+
+
 @transaction.atomic
 def method_register(*, study: Study, name: str, version: str = "", prompt_id: str = "",
                     by: User | None) -> StudyMember:
@@ -76,6 +81,7 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
     membership cannot hold is refused (``ValidationError`` by field: name, version, prompt_id), nothing written."""
     coder_fields_check({"name": (name, NAME_MAX), "version": (version, VERSION_MAX),
                         "prompt_id": (prompt_id, PROMPT_ID_MAX)})
+    archived = services.study_locked(study)  # refused below if this would change it
     user = method_account_ensure(username=name)
     member, created = StudyMember.objects.get_or_create(
         study=study, user=user,
@@ -85,6 +91,8 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
     if not created and member.role != StudyMember.Role.METHOD:
         raise ValidationError({"name": f"{name} is a member of the study as {member.role}, not a method"})
     changed = not created and (member.method_version, member.method_prompt_id) != (version, prompt_id)
+    if archived and (created or changed):  # the account and membership just made are rolled back with it
+        raise services.archived_refusal(study, ARCHIVED_CODERS)
     if changed:
         if user.judgments.filter(round__study=study).exists() or member.session_labels.exists():
             raise ValidationError({"name": f"method {name} already has labels as version {member.method_version!r}, "
@@ -108,6 +116,7 @@ def reference_register(*, study: Study, name: str, description: str = "", by: Us
     compare with. A field the membership cannot hold is refused (``ValidationError`` by field: name, description),
     nothing written."""
     coder_fields_check({"name": (name, NAME_MAX), "description": (description, VERSION_MAX)})
+    archived = services.study_locked(study)  # refused below if this would change it
     user = method_account_ensure(username=name)
     member, created = StudyMember.objects.get_or_create(
         study=study, user=user,
@@ -116,6 +125,8 @@ def reference_register(*, study: Study, name: str, description: str = "", by: Us
     if not created and member.role != StudyMember.Role.REFERENCE:
         raise ValidationError({"name": f"{name} is a member of the study as {member.role}, not a reference coder"})
     changed = not created and member.method_version != description
+    if archived and (created or changed):
+        raise services.archived_refusal(study, ARCHIVED_CODERS)
     if changed:
         StudyMember.objects.filter(pk=member.pk).update(method_version=description)
         member.refresh_from_db()

@@ -363,8 +363,7 @@ def judgments_import(
     if study is None:
         _new_study_check(study_slug)
     elif study.status == Study.Status.ARCHIVED:
-        raise RowErrors([RowError(1, "study", f"study {study_slug!r} is archived: its judgments and labels no longer "
-                                              "change")])
+        raise RowErrors([RowError(1, "study", f"study {study_slug!r} is archived: {services.ARCHIVED_JUDGMENTS}")])
     schema = study.schema if study else Schema.objects.get(slug="cab-v1")
     attributes = {a.code: a for a in AttributeDefinition.objects.filter(schema=schema)}
     subcategories: dict[int, set[str]] = {}
@@ -502,6 +501,11 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
         kind, number = round_parse(name) or ("main", 1)
         rounds[name] = Round.objects.create(study=study, kind=kind, number=number, status=Round.Status.CLOSED)
         summary.rounds_created.append(name)
+    # A save holds a shared lock on its round while it writes (services.judgment_save). Locked here, a save under
+    # way lands before the study's judgments are read, so a differing one is a row error (an import never
+    # overwrites), and none lands between that read and the insert, where it would meet the unique index (a 500,
+    # nothing written). Saves into these rounds wait for the import; rounds it does not name go on.
+    list(Round.objects.select_for_update().filter(pk__in={rounds[row.round].pk for row in rows}).values_list("pk"))
     users = _accounts(study=study, roles_of=member_roles, summary=summary, by=by)
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}

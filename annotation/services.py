@@ -169,6 +169,30 @@ def study_settings_shown(*, study: Study) -> dict[str, Any]:
 PEOPLE_ROLES = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)  # a study's members who are people
 
 
+# What an archived study's refusal of a judgment or a label says no longer changes.
+ARCHIVED_JUDGMENTS = "its judgments and labels no longer change"
+
+
+def study_locked(study: Study) -> bool:
+    """Lock the study's row until this transaction ends, as archiving locks it; whether it is archived. Two writes
+    that check the study at once are serialised, and a study archived meanwhile is seen archived."""
+    status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
+    return status == Study.Status.ARCHIVED
+
+
+def archived_refusal(study: Study, what: str) -> ValidationError:
+    """What a write an archived study no longer takes is refused with: "study 'SLUG' is archived: WHAT"."""
+    return ValidationError(f"study {study.slug!r} is archived: {what}")
+
+
+def study_locked_unarchived(study: Study, *, what: str) -> None:
+    """``study_locked``, refusing an archived study (``archived_refusal``). Every write an archived study no longer
+    takes (its rounds, gold, judgments, labels, workshop notes, new members and coders) checks here, so a study
+    archived meanwhile is refused, never written into after."""
+    if study_locked(study):
+        raise archived_refusal(study, what)
+
+
 @transaction.atomic
 def study_member_add(*, study: Study, user: User, role: str, by: User | None) -> StudyMember:
     """Add a person as a member in a role, reviewer or expert (idempotent); reviewers get the next anonymous alias
@@ -178,7 +202,12 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
                                        "coder is registered with `manage.py register_coder` or the API "
                                        "(/api/v1/studies/SLUG/methods/, …/references/), never as a person's account"})
     # One addition to a study at a time: two reviewers added at once would otherwise get the same alias.
-    Study.objects.select_for_update().filter(pk=study.pk).values_list("pk", flat=True).first()
+    archived = study_locked(study)
+    member = StudyMember.objects.filter(study=study, user=user).first()
+    if member is not None:  # a member already (a demo loaded again): nothing changes, archived or not
+        return member
+    if archived:
+        raise archived_refusal(study, "it takes no new members")
     member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})
     if created:
         # A member again: what they are now is what they are (FormerStudyMember).

@@ -35,10 +35,12 @@ from datetime import datetime
 from typing import IO, Any
 
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 
 from access.checks import require_study_admin
+from annotation import services
 from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMember
 from audit.services import audit_record
@@ -315,10 +317,10 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
     with transaction.atomic():
         # One import into a study at a time: two at once could both create the same label. Locked as archiving
         # locks it, so a study archived meanwhile is refused here, never written into after.
-        status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
-        if status == Study.Status.ARCHIVED:
-            raise RowErrors([RowError(1 if numbered else 0, "study", f"study {study.slug!r} is archived: its "
-                                                                     "judgments and labels no longer change")])
+        try:
+            services.study_locked_unarchived(study, what=services.ARCHIVED_JUDGMENTS)
+        except ValidationError as refused:
+            raise RowErrors([RowError(1 if numbered else 0, "study", refused.messages[0])]) from None
         context = _Context(study)
         read: list[_Row] = []
         errors: list[RowError] = []

@@ -134,7 +134,10 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         note_url = reverse("turn-note", args=[round_id, position])
     except NoReverseMatch:  # the comment and flags endpoint is optional for the page
         note_url = ""
-    page = {"v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items())}
+    page = {"v": view, "editable": editable, "note_url": note_url, "flag_choices": list(Assignment.FLAGS.items()),
+            # One source of truth for the instance-count bound: the page checks what the server's rule checks
+            # (on a kind's own coding page too).
+            "max_instance_count": rules.MAX_INSTANCE_COUNT}
     kind = kind_of(view.study)
     # A kind whose assignments are rated on a page of its own (a session-rated kind: the turn's session).
     own_page = kind.coding_page(view, request.user)
@@ -146,8 +149,6 @@ def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     parts_url = f"{reverse('coding-parts', args=[round_id])}?editable={int(editable)}&v={digest}"
     return render(request, "annotation/turn.html", page | {
         "parts_url": parts_url,
-        # One source of truth for the instance-count bound: the page checks what the server's rule checks.
-        "max_instance_count": rules.MAX_INSTANCE_COUNT,
         "kind_turn": kind_turn, **(kind_turn.context if kind_turn is not None else {}),
     })
 
@@ -502,8 +503,12 @@ def member_add(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     form = MemberForm(request.POST)
     if form.is_valid():
-        member = services.study_member_add(study=study, user=form.cleaned_data["username"],
-                                           role=form.cleaned_data["role"], by=request.user)
+        try:
+            member = services.study_member_add(study=study, user=form.cleaned_data["username"],
+                                               role=form.cleaned_data["role"], by=request.user)
+        except ValidationError as refused:  # an archived study
+            messages.error(request, " ".join(refused.messages))
+            return redirect("study-dashboard", slug=slug)
         messages.success(request, f"{member.user.get_username()} is a{'n' if member.role == 'expert' else ''} "
                                   f"{member.role} of {study.slug}" + (f" ({member.alias})." if member.alias else "."))
     else:

@@ -44,9 +44,7 @@ def _study_locked(study: Study, *, what: str = "its rounds no longer change") ->
     whether another calibration round is open, whether the study is archived) until this transaction ends: of two
     admins acting at once, the second sees what the first did and is refused in words, never a duplicate. ``what``:
     what the refusal of an archived study says no longer changes."""
-    status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
-    if status == Study.Status.ARCHIVED:
-        raise ValidationError(f"study {study.slug} is archived: {what}")
+    annotation_services.study_locked_unarchived(study, what=what)
 
 
 SAMPLE_SIZE = 10  # a calibration set's size when none is given (the study page offers fewer when fewer are left)
@@ -101,9 +99,20 @@ _REF = re.compile(r"^(?P<dataset>[^/]+)/(?P<conversation>.+)#(?P<turn>[1-9][0-9]
 
 @transaction.atomic
 def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn]:
-    """A hand-built set: one ``DATASET/CONVERSATION_ID#TURN`` per line, in the order given."""
+    """A hand-built set: one ``DATASET/CONVERSATION_ID#TURN`` per line, in the order given. A turn is taken as the
+    sampler takes one (``calibration_candidates``): it has a response of a model the study codes, and no other round
+    of the study holds it (a turn of the reserved gold pool is a hidden check item; one of an earlier set has been
+    seen, and its feedback given). Every line in error is named; nothing is written then."""
     require_study_admin(by)
+    if round.kind != Round.Kind.CALIBRATION:
+        raise ValidationError("calibration sets belong to calibration rounds")
     _study_locked(round.study)
+    held = dict(RoundItem.objects.filter(round__study=round.study).exclude(round=round).values_list("turn_id",
+                                                                                                    "round_id"))
+    rounds = {r.pk: r.name for r in Round.objects.filter(pk__in=set(held.values()))}
+    coded = ModelResponse.objects.all()
+    if round.study.model_slots:
+        coded = coded.filter(model_slot__in=round.study.model_slots)
     errors, turns = [], []
     for number, line in enumerate(refs.splitlines(), start=1):
         line = line.strip()
@@ -118,6 +127,12 @@ def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn
                                    index=int(match["turn"])).first()
         if turn is None:
             errors.append(f"line {number}: no turn {match['turn']} of {match['dataset']}/{match['conversation']}")
+        elif turn.pk in held:
+            errors.append(f"line {number}: {line} is already in round {rounds[held[turn.pk]]}; a turn is in one "
+                          "round of a study")
+        elif not coded.filter(turn=turn).exists():
+            models = f" ({', '.join(round.study.model_slots)})" if round.study.model_slots else ""
+            errors.append(f"line {number}: {line} has no response of a model the study codes{models}")
         elif turn in turns:
             errors.append(f"line {number}: {line} is listed twice")
         else:

@@ -88,3 +88,22 @@ def test_a_field_the_membership_cannot_hold_is_refused_by_its_option(study, args
         register("--study", "coders", *args)
     assert str(refused.value) == message
     assert (StudyMember.objects.count(), AuditEvent.objects.count(), get_user_model().objects.count()) == before
+
+
+def test_an_archived_study_takes_no_new_or_changed_coder(study):
+    """Its coders stay as they were: a new method or reference, or a changed version, is refused by the command in
+    words and writes nothing (no account, no membership, no event); the same registration again still answers."""
+    register("--study", "coders", "--method", "judge-a", "--method-version", "v1")
+    register("--study", "coders", "--reference", "phq8-state", "--description", "controlled state")
+    services.study_archive(study=study, by=get_user_model().objects.get(username="coders-admin"))
+    before = (list(StudyMember.objects.values_list("pk", "role", "method_version")),
+              sorted(get_user_model().objects.values_list("username", flat=True)), AuditEvent.objects.count())
+    for args in (("--method", "judge-b"), ("--method", "judge-a", "--method-version", "v2"),
+                 ("--reference", "self-report"), ("--reference", "phq8-state", "--description", "changed")):
+        with pytest.raises(CommandError, match="study 'coders' is archived: it takes no new coders and its coders "
+                                               "no longer change"):
+            register("--study", "coders", *args)
+    assert register("--study", "coders", "--method", "judge-a", "--method-version", "v1").strip() == \
+        "judge-a is a method of study coders"
+    assert (list(StudyMember.objects.values_list("pk", "role", "method_version")),
+            sorted(get_user_model().objects.values_list("username", flat=True)), AuditEvent.objects.count()) == before

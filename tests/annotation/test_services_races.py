@@ -5,7 +5,9 @@ round's closing lands before it."""
 
 from __future__ import annotations
 
+import threading
 import time
+from unittest import mock
 
 import pytest
 from django.test import Client
@@ -136,13 +138,21 @@ def test_a_save_racing_the_rounds_closing_lands_before_it(coded):
     from annotation.models import Judgment, Round
 
     round_id = coded[0]
+    locked = threading.Event()
+    original = services.judgment_value
+
+    def held(*args, **kwargs):  # the save, its locks taken, waits in the middle of its write
+        locked.set()
+        time.sleep(0.5)
+        return original(*args, **kwargs)
 
     def close():
-        time.sleep(0.5)  # the save has its locks by now, and waits in the middle of its write
+        # Once the save has its locks (before: a fixed half second, which a loaded host could outrun).
+        assert locked.wait(timeout=30)
         services.round_close(round=Round.objects.select_related("study").get(pk=round_id), by=None)
         return time.monotonic()
 
-    with meet_at(services, "judgment_value"):
+    with mock.patch.object(services, "judgment_value", held):
         saved, closed = together(_save(coded, 2), close)
     assert isinstance(saved, tuple) and isinstance(closed, float), (saved, closed)
     assert closed > saved[1], "the round closed while a save into it was under way"
@@ -195,3 +205,50 @@ def test_two_first_saves_of_the_same_unit_at_once_create_one_judgment_and_refuse
     assert refused[0].current.pk == judgment.pk and refused[0].current.score == saved[0].score
     history = list(JudgmentRevision.objects.filter(judgment=judgment).values_list("version", "before", "after__score"))
     assert history == [(1, None, saved[0].score)], "one history row, the winner's"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_import_racing_a_first_save_of_the_same_unit_names_the_row(coded):
+    """A reviewer's first save of a unit is under way (its row inserted, not yet committed) when an import of the
+    same coder's judgment of that unit reads the study's judgments. The import waits for the save and refuses the
+    row in words, writing nothing; before, it read no judgment, its insert met the save's row in the unique index,
+    and the IntegrityError was a 500 from the API and a traceback from the command."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import judgment_import
+    from annotation.models import AttributeDefinition, Judgment, Round
+    from benchmark.models import Turn
+    from common.errors import RowErrors
+
+    round_id, reviewer_id, turn_id, _ = coded
+    u2 = AttributeDefinition.objects.get(schema__studies__rounds=round_id, code="U2")
+    turn = Turn.objects.select_related("conversation__dataset").get(pk=turn_id)
+    row = {"study": "demo", "round": "calibration-1", "reviewer": "demo-reviewer", "is_gold": False,
+           "dataset": turn.conversation.dataset.name, "conversation_id": turn.conversation.external_id,
+           "turn_index": turn.index, "model": "", "attribute": "U2", "score": 2, "instance_count": None, "spans": []}
+    inserted = threading.Event()
+    original = services._judgment_create_recorded
+
+    def held(*args, **kwargs):  # the save's row inserted, not committed: held long enough for the import to read
+        original(*args, **kwargs)
+        inserted.set()
+        time.sleep(1.5)
+
+    def save():
+        return services.judgment_save(
+            round=Round.objects.select_related("study").get(pk=round_id),
+            by=get_user_model().objects.get(pk=reviewer_id), attribute=u2, turn=Turn.objects.get(pk=turn_id),
+            score=1, expected_version=0)
+
+    def import_():
+        assert inserted.wait(timeout=30)
+        return judgment_import.judgments_import(rows=[(1, row)], study_slug="demo", by=None, typed=True)
+
+    with mock.patch.object(services, "_judgment_create_recorded", held):
+        saved, imported = together(save, import_)
+    assert isinstance(saved, Judgment), saved
+    assert isinstance(imported, RowErrors), imported
+    assert [(e.row, e.field) for e in imported.errors] == [(1, "score")]
+    assert "already has a different U2 judgment for this unit (score 1)" in imported.errors[0].message
+    assert list(Judgment.objects.filter(round_id=round_id, attribute=u2, turn_id=turn_id, coder_id=reviewer_id)
+                .values_list("score", "version")) == [(1, 1)]

@@ -16,6 +16,7 @@ from django.utils.html import escape
 from annotation import services
 from annotation.forms import MemberForm
 from annotation.models import Study, StudyMember
+from audit.models import AuditEvent
 from benchmark.demo import demo_records
 from benchmark.models import TOPICS, Conversation
 
@@ -181,3 +182,22 @@ def test_set_up_pages_are_for_admins_only(client, researcher, reviewer):
         assert client.get(reverse("study-create")).status_code == 403
         assert client.post(reverse("study-create"), STUDY).status_code == 403
     assert not Study.objects.exists()
+
+
+def test_an_archived_study_takes_no_new_member_and_says_so(client, study, admin_user, reviewer, researcher):
+    """The page's form and the service: a new member of an archived study is refused in words, nothing written (a
+    500 before the page caught it); someone already a member is still answered as before (a demo loaded again)."""
+    services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin_user)
+    services.study_archive(study=study, by=admin_user)
+    dashboard = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
+    assert "it takes no new members" in dashboard and reverse("member-add", args=["pilot"]) not in dashboard
+    before = (list(StudyMember.objects.values_list("pk", "role", "alias")), AuditEvent.objects.count())
+    page = client.post(reverse("member-add", args=["pilot"]), {"username": researcher.username, "role": "expert"},
+                       follow=True)
+    assert page.status_code == 200
+    assert "study &#x27;pilot&#x27; is archived: it takes no new members" in page.content.decode()
+    with pytest.raises(ValidationError, match="study 'pilot' is archived: it takes no new members"):
+        services.study_member_add(study=study, user=researcher, role=StudyMember.Role.REVIEWER, by=admin_user)
+    again = services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin_user)
+    assert (again.role, again.alias) == (StudyMember.Role.REVIEWER, "R1")
+    assert (list(StudyMember.objects.values_list("pk", "role", "alias")), AuditEvent.objects.count()) == before

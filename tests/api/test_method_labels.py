@@ -144,3 +144,14 @@ def test_an_archived_study_takes_no_import_over_the_api(importer, care_study, ad
     message = "study 'care-demo' is archived: its judgments and labels no longer change"
     assert response.json()["errors"] == [{"line": 1, "field": "study", "message": message}]
     assert (Judgment.objects.count(), AuditEvent.objects.count()) == before
+
+
+def test_an_archived_study_takes_no_new_coder_over_the_api(importer, care_study, admin_user):
+    study_archive(study=care_study, by=admin_user)
+    before = (list(StudyMember.objects.values_list("pk", "role")), AuditEvent.objects.count())
+    for url in (METHODS, REFERENCES):
+        response = importer.post(url, {"name": "late-judge"}, format="json")
+        assert response.status_code == 400, response.content
+        assert response.json()["fields"] == {"name": ["study 'care-demo' is archived: it takes no new coders and its "
+                                                      "coders no longer change"]}
+    assert (list(StudyMember.objects.values_list("pk", "role")), AuditEvent.objects.count()) == before

@@ -125,7 +125,7 @@ def test_an_archived_studys_gold_no_longer_changes(protocol):
     other = (item.gold.score + 1) % (item.attribute.scale_max + 1)
     before = (list(Judgment.objects.filter(is_gold=True).order_by("pk").values_list("pk", "score", "version")),
               AuditEvent.objects.count(), MetricRun.objects.count())
-    with pytest.raises(ValidationError, match=f"study {protocol.study.slug} is archived: its gold no longer changes"):
+    with pytest.raises(ValidationError, match=f"study {protocol.study.slug!r} is archived: its gold no longer changes"):
         calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute, turn=item.turn,
                                          response=item.response, score=other, reason="a second look")
     for number in (CLOSED, OPEN):

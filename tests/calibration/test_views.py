@@ -406,3 +406,30 @@ def test_workshop_shows_the_reviewers_comments_and_flags_on_each_item_under_thei
     assert notes[:notes.index("</ul>")].count("<li>") == 2
     revealed = client.get(url + "&reveal=1").content.decode()
     assert f"<li><strong>{members[0].user.username}</strong> <span class=\"tag\">Needs discussion</span>" in revealed
+
+
+def test_a_hand_built_set_takes_only_turns_the_sampler_could_take(client, synthetic, admin_user):
+    """A turn another round of the study holds (a seen calibration item, or a hidden check item of the gold pool),
+    or one with no response of a model the study codes, is refused by its line; a main round takes no set; nothing
+    is written then. Before, each was put in the round."""
+    from tests.factories import ModelResponseFactory
+
+    def ref(turn) -> str:
+        return f"{turn.conversation.dataset.name}/{turn.conversation.external_id}#{turn.index}"
+
+    draft = Round.objects.create(study=synthetic, kind="calibration", number=3)
+    seen = synthetic.rounds.get(kind="calibration", number=1).items.order_by("position").first().turn
+    free = calibration_selectors.calibration_candidates(study=synthetic)[0]
+    uncoded = ModelResponseFactory(model_slot="NotCodedHere").turn
+    client.force_login(admin_user)
+    page = client.post(reverse("round-refs", args=["syn", draft.pk]),
+                       {"refs": "\n".join([ref(free), ref(seen), ref(uncoded)])}, follow=True)
+    said = page.content.decode().replace("&#x27;", "'")
+    assert f"line 2: {ref(seen)} is already in round calibration-1; a turn is in one round of a study" in said
+    assert f"line 3: {ref(uncoded)} has no response of a model the study codes" in said
+    assert not draft.items.exists()
+    with pytest.raises(ValidationError, match="calibration sets belong to calibration rounds"):
+        calibration_services.calibration_set_from_refs(round=synthetic.rounds.get(kind="main"), by=admin_user,
+                                                       refs=ref(free))
+    assert calibration_services.calibration_set_from_refs(round=draft, by=admin_user, refs=ref(free)) == [free]
+    assert list(draft.items.values_list("turn_id", flat=True)) == [free.pk]

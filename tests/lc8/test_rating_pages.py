@@ -10,7 +10,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation import selectors, services
+from annotation import rules, selectors, services
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -125,6 +125,8 @@ def test_the_session_page_shows_the_whole_transcript_the_eight_items_and_the_tot
     session = trajectory_sessions(study)[2]  # trajectory 1, session 3
     page = page_of(client, round_, rater, session)
     assert 'class="turn-page lc8-page"' in page
+    # The page's bound on an instance count is the server's (it was 0: every count refused on the page).
+    assert f'data-max-count="{rules.MAX_INSTANCE_COUNT}"' in page
     # The session's whole transcript: both client messages and both replies (and nothing of later sessions).
     for u in (1, 2):
         assert client_text(1, 3, u) in page.replace("&#x27;", "'")
