@@ -86,7 +86,7 @@ SIGNED_IN = "signed-in no-op POST"
 KINDS = ("health check", "bare SELECT 1", SIGNED_IN, "COPY of the page's rows", "turn view", "autosave", "complete")
 # The signed-in floor's body: an autosave's fields, of an autosave's length.
 _NO_OP_BODY = {"form_id": "rAB12CD34-XX", "attribute": "XX", "response": "AB12CD34", "score": "1", "version": "1",
-               "spans": "", "instance_count": ""}
+               "spans": "", "instance_count": "", "coder": "12345"}
 
 _FORM = re.compile(r'<form class="attr( has-spans)?" id="([^"]+)" data-code="([^"]+)" data-version="(\d+)"'
                    r'(?: data-score="(-?\d+)")?')
@@ -94,6 +94,7 @@ _TEMPLATE = re.compile(r'<template data-code="([^"]+)">(.*?)</template>', re.DOT
 _SCORE = re.compile(r'name="score" value="(-?\d+)"')
 _SUB = re.compile(r'<button type="button" class="sub" data-sub="([^"]+)" data-code="([^"]+)">')
 _VERSION = re.compile(r'data-version="(\d+)"')
+_CODER = re.compile(r'<div class="turn-page[^"]*"[^>]* data-coder="(\d+)"')
 _TURN_URL = re.compile(r"/rounds/\d+/turns/(\d+)/")
 _PARTS_URL = re.compile(r'<div id="coding-parts"></div><script src="([^"]+)">')
 _PARTS = re.compile(r'document.getElementById\("coding-parts"\).innerHTML = (".*");\n', re.DOTALL)
@@ -195,18 +196,20 @@ def parts_of(script: str) -> str:
 
 
 def page_forms(html: str, parts: str) -> list[dict]:
-    """The page's autosaving forms in the page's order: attribute, response handle, version, score, and what the
-    attribute's template in the schema's ``parts`` (``parts_of``) offers (scale values, a count field, span
-    subcategories)."""
+    """The page's autosaving forms in the page's order: attribute, response handle, version, score, the page's
+    account (``data-coder``, sent with every change), and what the attribute's template in the schema's ``parts``
+    (``parts_of``) offers (scale values, a count field, span subcategories)."""
     templates = dict(_TEMPLATE.findall(parts))
     subcategories: dict[str, list[str]] = {}
     for slug, code in _SUB.findall(parts):
         subcategories.setdefault(code, []).append(slug)
+    coder = _CODER.search(html)
     forms = []
     for spans, form_id, code, version, score in _FORM.findall(html):
         handle = form_id[1:-len(code) - 1] if form_id.startswith("r") else ""
         template = templates.get(code, "")
         forms.append({"form_id": form_id, "code": code, "response": handle, "version": int(version),
+                      "coder": coder.group(1) if coder else "",
                       "score": int(score) if score else None, "scale": [int(v) for v in _SCORE.findall(template)],
                       "count": 'name="instance_count"' in template,
                       "sub": (subcategories.get(code) or [None])[0] if spans and handle else None})
@@ -219,7 +222,8 @@ def body(form: dict, *, score: int | None, spans: bool) -> dict[str, str]:
     return {"form_id": form["form_id"], "attribute": form["code"], "response": form["response"],
             "score": "" if score is None else str(score), "version": str(form["version"]),
             "spans": f'[{{"start": 0, "end": 6, "subcategory": "{sub}"}}]' if spanned else "",
-            "instance_count": "1" if spanned and form["count"] and score is not None else ""}
+            "instance_count": "1" if spanned and form["count"] and score is not None else "",
+            "coder": form["coder"]}  # the account that opened the page, as the page names it
 
 
 def next_save(coder: Coder) -> dict | None:

@@ -98,6 +98,7 @@ def test_the_queue_benchmark_codes_a_turn_as_the_page_does(client):
     probe.forms = reviewer_queues.page_forms(html, parts)
     assert probe.forms and all(form["scale"] and form["version"] == 0 for form in probe.forms)
     assert any(form["sub"] for form in probe.forms), "some unit of the page takes spans"
+    assert {form["coder"] for form in probe.forms} == {str(user.pk)}, "each save names the page's account"
     sent = []
     while (data := reviewer_queues.next_save(probe)) is not None:
         answer = client.post(f"{turn_url}save", data, headers={"HX-Request": "true"})
