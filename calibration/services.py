@@ -158,6 +158,7 @@ def _calibration_coders(round: Round) -> list[User]:
 def calibration_round_create(*, study: Study, by: User, number: int, gold_pool: bool = False) -> Round:
     """A new draft calibration round; ``gold_pool`` makes it a reserved gold pool (experts only)."""
     require_study_admin(by)
+    _study_locked(study)
     round_ = annotation_services.round_ensure(study=study, kind=Round.Kind.CALIBRATION, number=number, by=by)
     if gold_pool != round_.gold_pool:
         # Compare-and-set: a round opened meanwhile keeps who codes it.
@@ -330,6 +331,7 @@ def panel_retain(*, study: Study, by: User, usernames: Sequence[str], reason: st
     now on. Anything other than the top k of the report's ranking (``selectors.panel_top``) needs a recorded
     reason. ``expected_state``: the ``selectors.panel_state`` the admin was shown; refused once it has changed."""
     require_study_admin(by)
+    _study_locked(study, what="its panel no longer changes")  # the reviewers' figures of its reports depend on it
     members = {m.user.get_username(): m for m in StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER)
                .select_related("user").select_for_update(of=("self",))}
     if expected_state is not None and expected_state != selectors.panel_state(
@@ -447,6 +449,7 @@ def main_round_assign(*, study: Study, by: User, overlap: float = 0.1, check_ite
     double-coded; up to ``check_items`` hidden gold conversations the reviewer has never been given (see
     ``_check_units``) go between the conversations of every queue."""
     require_study_admin(by)
+    _study_locked(study)
     if not 0 <= overlap <= 1:
         raise ValidationError("overlap must be between 0 and 1")
     panel = [m.user for m in StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER, retained=True)

@@ -135,6 +135,30 @@ def test_an_archived_studys_gold_no_longer_changes(protocol):
             AuditEvent.objects.count(), MetricRun.objects.count()) == before
 
 
+def test_an_archived_study_takes_no_new_round_panel_or_main_round(protocol):
+    """Its rounds and its panel (which the reviewers' figures of a report follow) stay as they were: a new
+    calibration round, a change of the retained panel and the main round's assignments are refused in words, and
+    nothing is written; before, each was."""
+    from annotation.models import StudyMember
+
+    calibration_services.round_close(round=protocol.round(OPEN), by=protocol.admin)
+    annotation_services.study_archive(study=protocol.study, by=protocol.admin)
+    before = (list(Round.objects.filter(study=protocol.study).values_list("pk", "status")),
+              list(StudyMember.objects.filter(study=protocol.study).values_list("pk", "retained")),
+              Assignment.objects.count(), AuditEvent.objects.count())
+    slug = protocol.study.slug
+    with pytest.raises(ValidationError, match=f"study {slug!r} is archived: its rounds no longer change"):
+        calibration_services.calibration_round_create(study=protocol.study, by=protocol.admin, number=9)
+    with pytest.raises(ValidationError, match=f"study {slug!r} is archived: its panel no longer changes"):
+        calibration_services.panel_retain(study=protocol.study, by=protocol.admin,
+                                          usernames=[protocol.reviewers[0].username], reason="after the end")
+    with pytest.raises(ValidationError, match=f"study {slug!r} is archived: its rounds no longer change"):
+        calibration_services.main_round_assign(study=protocol.study, by=protocol.admin)
+    assert (list(Round.objects.filter(study=protocol.study).values_list("pk", "status")),
+            list(StudyMember.objects.filter(study=protocol.study).values_list("pk", "retained")),
+            Assignment.objects.count(), AuditEvent.objects.count()) == before
+
+
 def test_an_archived_studys_workshop_notes_no_longer_change(protocol):
     calibration_services.round_close(round=protocol.round(OPEN), by=protocol.admin)
     round_ = protocol.round(CLOSED)
