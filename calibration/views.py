@@ -359,9 +359,11 @@ def memo(request: AuthedRequest, round_id: int, fmt: str) -> HttpResponse:
 @login_required
 @require_GET
 def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
+    """A reviewer's own agreement with gold once the round is closed. A reviewer's page only: an expert's would
+    show the panel's consensus, which experts read on the consensus screen where the study allows it."""
     round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
-    if not StudyMember.objects.filter(study=round_.study, user=request.user).exists():
-        raise Http404("not a member of this study")
+    if not StudyMember.objects.filter(study=round_.study, user=request.user, role=StudyMember.Role.REVIEWER).exists():
+        raise Http404("no feedback for you in this study")
     try:
         result = selectors.reviewer_feedback(round=round_, user=request.user)
     except ValidationError as error:

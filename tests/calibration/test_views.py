@@ -308,6 +308,21 @@ def test_experts_read_a_closed_rounds_consensus_only_when_the_study_allows_it(cl
     assert client.get(url).status_code == 403, "not while the round is open"
 
 
+def test_an_expert_gets_no_feedback_page_so_no_gold_where_the_study_keeps_the_consensus_from_experts(client,
+                                                                                                    synthetic):
+    """Feedback compares one's codings with gold: an expert's would show the panel's consensus, which experts see
+    only on the consensus screen and only where the study lets them (``experts_see_consensus``, off here)."""
+    round_ = synthetic.rounds.get(kind="calibration", number=1)
+    expert = get_user_model().objects.get(username="syn-e1")
+    client.force_login(expert)
+    assert client.get(reverse("consensus", args=[round_.pk])).status_code == 403
+    answer = client.get(reverse("feedback", args=[round_.pk]))
+    assert answer.status_code == 404
+    assert "gold" not in answer.content.decode().lower()
+    client.force_login(get_user_model().objects.get(username="syn-r01"))
+    assert "Agreement with gold over" in client.get(reverse("feedback", args=[round_.pk])).content.decode()
+
+
 def test_workshop_pages_every_item_and_says_how_many_match(client, synthetic, admin_user):
     client.force_login(admin_user)
     round_ = synthetic.rounds.get(kind="calibration", number=1)
