@@ -111,17 +111,28 @@ class AssignmentFilterIn(serializers.Serializer):
     reviewer = serializers.CharField(required=False, max_length=150)
 
 
+# What a reviewer or expert of a study whose session order is blinded is not told (annotation.selectors
+# .session_order_hidden): which trajectory, and where in it.
+_ORDER_HIDDEN = "{}; null for reviewers and experts of a study whose session order is blinded"
+
+
 class AssignmentOut(serializers.Serializer):
     id = serializers.IntegerField()
     round = serializers.CharField(source="round.name")
     reviewer = serializers.CharField(source="coder.username")
     position = serializers.IntegerField()
     dataset = serializers.CharField(source="turn.conversation.dataset.name")
-    conversation_id = serializers.CharField(source="turn.conversation.external_id")
-    turn_index = serializers.IntegerField(source="turn.index")
+    conversation_id = serializers.SerializerMethodField(help_text=_ORDER_HIDDEN.format("the conversation's id"))
+    turn_index = serializers.SerializerMethodField(help_text=_ORDER_HIDDEN.format("the turn's index"))
     is_check_item = serializers.SerializerMethodField(help_text="null for reviewers: check items stay hidden")
     completed_at = serializers.DateTimeField(allow_null=True)
     active_seconds = serializers.IntegerField()
+
+    def get_conversation_id(self, assignment) -> str | None:
+        return None if self.context.get("sessions_blinded") else assignment.turn.conversation.external_id
+
+    def get_turn_index(self, assignment) -> int | None:
+        return None if self.context.get("sessions_blinded") else assignment.turn.index
 
     def get_is_check_item(self, assignment) -> bool | None:
         return assignment.is_check_item if self.context.get("staff") else None
@@ -165,8 +176,9 @@ class JudgmentOut(serializers.Serializer):
     reviewer = serializers.CharField(source="coder.username")
     is_gold = serializers.BooleanField()
     dataset = serializers.CharField(source="conversation.dataset.name")
-    conversation_id = serializers.CharField(source="conversation.external_id")
-    turn_index = serializers.IntegerField(source="turn.index", allow_null=True)
+    conversation_id = serializers.SerializerMethodField(help_text=_ORDER_HIDDEN.format("the conversation's id"))
+    turn_index = serializers.SerializerMethodField(
+        help_text=_ORDER_HIDDEN.format("the turn's index, null for a judgment of a session or a conversation"))
     session_index = serializers.SerializerMethodField(
         help_text="the session of a longitudinal history the judgment is on, or its turn is "
                   "in, as in the exports; null for a judgment not on a session, and for reviewers and experts of a "
@@ -185,6 +197,14 @@ class JudgmentOut(serializers.Serializer):
 
     def get_id(self, judgment) -> int | None:
         return judgment.pk if self.context.get("staff") else None
+
+    def get_conversation_id(self, judgment) -> str | None:
+        return None if self.context.get("sessions_blinded") else judgment.conversation.external_id
+
+    def get_turn_index(self, judgment) -> int | None:
+        if self.context.get("sessions_blinded") or judgment.turn_id is None:
+            return None
+        return judgment.turn.index
 
     def get_session_index(self, judgment) -> int | None:
         if self.context.get("sessions_blinded"):

@@ -194,15 +194,15 @@ class AssignmentListApi(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        study = study_for(self.request, self.kwargs["slug"])
+        self.study = study_for(self.request, self.kwargs["slug"])
         filters = AssignmentFilterIn(data=query_filters(self.request))
         filters.is_valid(raise_exception=True)
-        return selectors.assignments_visible_to(user=request_user(self.request), study=study,
+        return selectors.assignments_visible_to(user=request_user(self.request), study=self.study,
                                                 round_name=self.kwargs["round_name"], **filters.validated_data)
 
     def get_serializer_context(self):
-        return {**super().get_serializer_context(),
-                "staff": user_sees_all_studies(user=self.request.user)}
+        return {**super().get_serializer_context(), "staff": user_sees_all_studies(user=self.request.user),
+                "sessions_blinded": selectors.session_order_hidden(user=self.request.user, study=self.study)}
 
 
 _HEX_DIGEST = re.compile("[0-9a-f]{32}")
@@ -256,8 +256,8 @@ class JudgmentListApi(generics.ListAPIView):
 
     def get_serializer_context(self):
         # A rater of a study whose session order is blinded (docs/sessions.md#study-settings) is never told which
-        # session of a trajectory a judgment is on, as on the session page.
-        sessions_blinded = not self.staff and self.study.session_order == Study.SessionOrder.BLINDED
+        # trajectory a judgment is of, nor which session of it, as on the session page.
+        sessions_blinded = selectors.session_order_hidden(user=self.request.user, study=self.study)
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
                 "staff": self.staff, "sessions_blinded": sessions_blinded}
 

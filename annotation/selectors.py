@@ -775,6 +775,13 @@ def model_names_hidden(*, user: User | AnonymousUser, study: Study) -> bool:
     return not study.show_model_names and not user_sees_all_studies(user=user)
 
 
+def session_order_hidden(*, user: User | AnonymousUser, study: Study) -> bool:
+    """Coders of a study whose session order is blinded (docs/lc8-rating.md#rating-sessions) are never told which
+    trajectory an item is of or where in it: no conversation id, no conversation-wide turn index (which dates a
+    session), no session index; on the queue page as on the session page and in the API."""
+    return study.session_order == Study.SessionOrder.BLINDED and not user_sees_all_studies(user=user)
+
+
 def round_lookup(name: str) -> dict | None:
     """``calibration-N`` / ``main`` as filter arguments on Round; None when the name is neither."""
     parsed = round_parse(name)

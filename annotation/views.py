@@ -121,7 +121,10 @@ def queue(request: AuthedRequest, round_id: int) -> HttpResponse:
     page = selectors.coder_queue_page(round_id=round_id, user=request.user, start=start)
     if page is None:
         raise Http404("no assignments for you in this round")
-    return render(request, "annotation/queue.html", {"page": page, "round": page.round})
+    return render(request, "annotation/queue.html", {
+        "page": page, "round": page.round,
+        # A blinded session order: no conversation id, no turn index (it dates the session) in the list either.
+        "order_hidden": selectors.session_order_hidden(user=request.user, study=page.round.study)})
 
 
 @login_required

@@ -286,3 +286,30 @@ def test_a_session_page_is_the_raters_own(client):
     StudyMember.objects.create(study=study, user=other, role=StudyMember.Role.REVIEWER)
     client.force_login(other)
     assert client.get(reverse("turn", args=[round_.pk, 1])).status_code == 404
+
+
+def test_blinded_order_keeps_the_trajectory_and_the_turn_index_out_of_the_queue_and_the_api(client):
+    """The queue page and the assignments and judgments API name no trajectory and no conversation-wide turn index
+    (which would date the session) to a rater of a study whose session order is blinded; in order they do."""
+    study = lc8_study(session_order=Study.SessionOrder.BLINDED, session_history=Study.SessionHistory.HIDDEN)
+    rater = UserFactory(username="rater-a")
+    round_ = rater_round(study, rater, seed=3)
+    session = trajectory_sessions(study)[2]
+    item = AttributeDefinition.objects.get(schema=study.schema, code=item_codes(study)[0])
+    services.judgment_save(round=round_, by=rater, attribute=item, score=1, session=session,
+                           conversation=session.conversation)
+    client.force_login(rater)
+    queue = client.get(reverse("queue", args=[round_.pk]))
+    assert queue.status_code == 200
+    assert f"{study.slug}-traj-" not in queue.content.decode()
+    assert "<th>Turn</th>" not in queue.content.decode()
+    assignments = client.get(f"/api/v1/studies/{study.slug}/rounds/main/assignments/").json()["results"]
+    assert assignments and {(a["conversation_id"], a["turn_index"]) for a in assignments} == {(None, None)}
+    judgments = client.get(f"/api/v1/studies/{study.slug}/judgments/").json()["results"]
+    assert [(j["conversation_id"], j["turn_index"], j["session_index"]) for j in judgments] == [(None, None, None)]
+    Study.objects.filter(pk=study.pk).update(session_order=Study.SessionOrder.IN_ORDER)
+    assert f"{study.slug}-traj-1" in client.get(reverse("queue", args=[round_.pk])).content.decode()
+    assignments = client.get(f"/api/v1/studies/{study.slug}/rounds/main/assignments/").json()["results"]
+    assert {a["turn_index"] for a in assignments} == {1, 3, 5, 7, 9}
+    judgments = client.get(f"/api/v1/studies/{study.slug}/judgments/").json()["results"]
+    assert [(j["conversation_id"], j["session_index"]) for j in judgments] == [(f"{study.slug}-traj-1", 3)]

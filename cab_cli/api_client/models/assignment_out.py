@@ -29,8 +29,10 @@ class AssignmentOut:
             reviewer (str):
             position (int):
             dataset (str):
-            conversation_id (str):
-            turn_index (int):
+            conversation_id (None | str): the conversation's id; null for reviewers and experts of a study whose session
+                order is blinded
+            turn_index (int | None): the turn's index; null for reviewers and experts of a study whose session order is
+                blinded
             is_check_item (bool | None): null for reviewers: check items stay hidden
             completed_at (datetime.datetime | None):
             active_seconds (int):
@@ -41,8 +43,8 @@ class AssignmentOut:
     reviewer: str
     position: int
     dataset: str
-    conversation_id: str
-    turn_index: int
+    conversation_id: None | str
+    turn_index: int | None
     is_check_item: bool | None
     completed_at: datetime.datetime | None
     active_seconds: int
@@ -63,8 +65,10 @@ class AssignmentOut:
 
         dataset = self.dataset
 
+        conversation_id: None | str
         conversation_id = self.conversation_id
 
+        turn_index: int | None
         turn_index = self.turn_index
 
         is_check_item: bool | None
@@ -111,9 +115,21 @@ class AssignmentOut:
 
         dataset = d.pop("dataset")
 
-        conversation_id = d.pop("conversation_id")
+        def _parse_conversation_id(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
 
-        turn_index = d.pop("turn_index")
+        conversation_id = _parse_conversation_id(d.pop("conversation_id"))
+
+
+        def _parse_turn_index(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        turn_index = _parse_turn_index(d.pop("turn_index"))
+
 
         def _parse_is_check_item(data: object) -> bool | None:
             if data is None:

@@ -38,8 +38,10 @@ class JudgmentOut:
             reviewer (str):
             is_gold (bool):
             dataset (str):
-            conversation_id (str):
-            turn_index (int | None):
+            conversation_id (None | str): the conversation's id; null for reviewers and experts of a study whose session
+                order is blinded
+            turn_index (int | None): the turn's index, null for a judgment of a session or a conversation; null for
+                reviewers and experts of a study whose session order is blinded
             session_index (int | None): the session of a longitudinal history the judgment is on, or its turn is in, as in
                 the exports; null for a judgment not on a session, and for reviewers and experts of a study whose session order
                 is blinded
@@ -60,7 +62,7 @@ class JudgmentOut:
     reviewer: str
     is_gold: bool
     dataset: str
-    conversation_id: str
+    conversation_id: None | str
     turn_index: int | None
     session_index: int | None
     model: None | str
@@ -92,6 +94,7 @@ class JudgmentOut:
 
         dataset = self.dataset
 
+        conversation_id: None | str
         conversation_id = self.conversation_id
 
         turn_index: int | None
@@ -174,7 +177,13 @@ class JudgmentOut:
 
         dataset = d.pop("dataset")
 
-        conversation_id = d.pop("conversation_id")
+        def _parse_conversation_id(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        conversation_id = _parse_conversation_id(d.pop("conversation_id"))
+
 
         def _parse_turn_index(data: object) -> int | None:
             if data is None:
