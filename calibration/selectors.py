@@ -349,18 +349,23 @@ def _agreement(pairs: list[tuple[int, int, dict]]) -> tuple[float | None, float 
     return agreement_rate(mine, gold), agreement_rate(mine_bucket, gold_bucket)
 
 
+def _unit(judgment: Judgment) -> tuple[int | None, ...]:
+    """What a judgment is of, to pair a coder's with gold: its turn and response, its session, or its conversation
+    (a session's or a conversation's code has neither turn nor response), and its attribute."""
+    return (judgment.turn_id, judgment.response_id, judgment.session_id, judgment.conversation_id,
+            judgment.attribute_id)
+
+
 def reviewer_feedback(*, round: Round, user: User) -> Feedback:
     """A reviewer's own agreement with gold in a closed round, where they differed, and their Δ."""
     if round.status != Round.Status.CLOSED:
         raise ValidationError("feedback is available once the round is closed")
 
     def pairs_of(r: Round):
-        gold = {(j.turn_id, j.response_id, j.attribute_id): j.score
-                for j in Judgment.objects.filter(round=r, is_gold=True, score__isnull=False)}
+        gold = {_unit(j): j.score for j in Judgment.objects.filter(round=r, is_gold=True, score__isnull=False)}
         mine = Judgment.objects.filter(round=r, coder=user, is_gold=False, score__isnull=False).select_related(
-            "attribute", "turn__conversation__dataset", "response")
-        return [(j, gold[(j.turn_id, j.response_id, j.attribute_id)]) for j in mine
-                if (j.turn_id, j.response_id, j.attribute_id) in gold]
+            "attribute", "turn__conversation__dataset", "response", "session__conversation__dataset")
+        return [(j, gold[_unit(j)]) for j in mine if _unit(j) in gold]
 
     pairs = pairs_of(round)
     exact, bucketed = _agreement([(j.score, g, j.attribute.bucket) for j, g in pairs])
@@ -372,22 +377,34 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
         e, b = _agreement([(m, g, bk) for m, g, bk, _ in rows])
         by_attribute.append({"code": code, "name": rows[0][3].name, "n": len(rows), "exact": e, "bucketed": b})
     differing = [(j, g) for j, g in pairs if j.score != g]
-    turn_ids = {j.turn_id for j, _ in differing}
-    # Name each response as this reviewer saw it, and link back to the item in their own queue.
+    turn_ids = {j.turn_id for j, _ in differing if j.turn_id is not None}
+    session_ids = {j.session_id for j, _ in differing if j.session_id is not None}
+    # Name each response as this reviewer saw it, and link back to the item in their own queue (a session's item:
+    # the assignment of its first turn in the queue).
     labels = {r.pk: label for turn_id, responses in study_responses(study=round.study, turn_ids=turn_ids).items()
               for r, label in responses_as_seen(study=round.study, coder_id=user.pk, turn_id=turn_id,
                                                 responses=responses)}
-    positions = dict(Assignment.objects.filter(round=round, coder=user, turn_id__in=turn_ids)
-                     .values_list("turn_id", "position"))
+    mine = Assignment.objects.filter(round=round, coder=user)
+    positions = dict(mine.filter(turn_id__in=turn_ids).values_list("turn_id", "position"))
+    session_positions: dict[int, int] = {}
+    for session_id, position in (mine.filter(turn__session_id__in=session_ids).order_by("-position")
+                                 .values_list("turn__session_id", "position")):
+        session_positions[session_id] = position
     differences = [
-        {"attribute": j.attribute, "turn": j.turn, "response": j.response, "mine": j.score, "gold": g,
-         "my_anchor": j.attribute.anchors.get(str(j.score), ""), "gold_anchor": j.attribute.anchors.get(str(g), ""),
-         "label": labels.get(j.response_id, "") if j.response_id else "", "position": positions.get(j.turn_id),
-         "key": f"{j.turn_id}-{j.response_id or 0}-{j.attribute.code}"}
+        {"attribute": j.attribute, "turn": j.turn, "session": j.session, "response": j.response, "mine": j.score,
+         "gold": g, "my_anchor": j.attribute.anchors.get(str(j.score), ""),
+         "gold_anchor": j.attribute.anchors.get(str(g), ""),
+         "label": labels.get(j.response_id, "") if j.response_id else "",
+         "position": positions.get(j.turn_id) if j.turn_id is not None else session_positions.get(j.session_id)}
         for j, g in differing
     ]
+    for d in differences:
+        # A turn's items by turn id; a session's by its place in the reviewer's queue: a session's id would date it.
+        d["key"] = (f"{d['turn'].pk}-{d['response'].pk if d['response'] else 0}-{d['attribute'].code}"
+                    if d["turn"] is not None else f"s{d['position'] or 0}-{d['attribute'].code}")
     # By label within a turn: the judgments come in id order, which may be the model-slot order.
-    differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk, d["label"]))
+    differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk if d["turn"] else 0, d["position"] or 0,
+                                    d["label"]))
     previous = (Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, number__lt=round.number,
                                      status=Round.Status.CLOSED).order_by("-number").first()
                 if round.kind == Round.Kind.CALIBRATION else None)

@@ -370,7 +370,9 @@ def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
         return render(request, "calibration/feedback.html", {"round": round_, "error": "; ".join(error.messages)})
     page = _page(request, result.differences)
     selectors.feedback_spans(round=round_, user=request.user, differences=list(page))
-    return render(request, "calibration/feedback.html", {"round": round_, "f": result, "page": page})
+    return render(request, "calibration/feedback.html", {
+        "round": round_, "f": result, "page": page,
+        "order_hidden": annotation_selectors.session_order_hidden(user=request.user, study=round_.study)})
 
 
 def _default_panel_size() -> int:

@@ -313,3 +313,31 @@ def test_blinded_order_keeps_the_trajectory_and_the_turn_index_out_of_the_queue_
     assert {a["turn_index"] for a in assignments} == {1, 3, 5, 7, 9}
     judgments = client.get(f"/api/v1/studies/{study.slug}/judgments/").json()["results"]
     assert [(j["conversation_id"], j["session_index"]) for j in judgments] == [(f"{study.slug}-traj-1", 3)]
+
+
+def test_feedback_compares_each_session_rating_with_that_sessions_gold_and_names_no_session_when_blinded(client):
+    """A rater's feedback pairs each session's rating with the gold of that session (a session's code has no turn:
+    pairing by turn gave every session the gold of one of them, and a differing one answered 500), and in a study
+    whose session order is blinded names neither the trajectory nor the session's number."""
+    study = lc8_study(session_order=Study.SessionOrder.BLINDED)
+    rater = UserFactory(username="rater-a")
+    round_ = Round.objects.create(study=study, kind=Round.Kind.CALIBRATION, number=1, status=Round.Status.OPEN)
+    StudyMember.objects.create(study=study, user=rater, role=StudyMember.Role.REVIEWER)
+    sessions = trajectory_sessions(study)[:3]
+    lc8_assign.session_assignments_create(round=round_, coder=rater, sessions=sessions, seed=0)
+    item = AttributeDefinition.objects.get(schema=study.schema, code=item_codes(study)[0])
+    panel = UserFactory(username="gold-panel")
+    for session, gold in zip(sessions, (1, 2, 1), strict=True):  # the rater says 1 each time: one differs
+        services.judgment_save(round=round_, by=rater, attribute=item, score=1, session=session,
+                               conversation=session.conversation)
+        Judgment.objects.create(round=round_, coder=panel, is_gold=True, attribute=item, session=session,
+                                conversation=session.conversation, score=gold)
+    Round.objects.filter(pk=round_.pk).update(status=Round.Status.CLOSED)
+    client.force_login(rater)
+    answer = client.get(reverse("feedback", args=[round_.pk]))
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert "Agreement with gold over 3 items" in page and "Where you differed from gold (1)" in page
+    assert "a session" in page and f"{study.slug}-traj-" not in page and not re.search(r"session \d", page)
+    position = position_of(round_, rater, sessions[1])
+    assert reverse("turn", args=[round_.pk, position]) in page, "the differing session links to its item"
