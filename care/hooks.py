@@ -52,8 +52,9 @@ BUNDLE_FILES = {
                                "too (counted as left out).",
 }
 BUNDLE_COLUMNS = {
-    "conversation_id": ("string", "the history's conversation id; in care_judgments.csv empty for a conversation "
-                                  "without sessions (not a history)"),
+    "conversation_id": ("string", "the history's name: its conversation id, or DATASET/ID when two histories of the "
+                                  "study share the id (docs/care.md#history-names); in care_judgments.csv empty for "
+                                  "a conversation without sessions (not a history)"),
     "session_index": ("integer", "the session's position in the history, from 1; in care_judgments.csv the session "
                                  "of a session-level code, empty otherwise"),
     "kind": ("string", "chat, crisis or callback"),

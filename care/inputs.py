@@ -10,7 +10,9 @@ Choices (also in docs/metrics.md#choices, item 18):
 - The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
   ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
   a round or labelled, whoever ingested them); a history's model is its responses' model slot (M1 of the core: one
-  assistant per history; with several, the first in name order).
+  assistant per history; with several, the first in name order). A history is named by its conversation's external
+  id, or ``DATASET/EXTERNAL_ID`` when two histories of the study share the id (``metrics.core.history_names``):
+  the rows carry the names, the report keys them so, and the timeline takes one.
 - The judgments read are those of the study's rounds. What the section leaves out is counted, by reason, in
   ``care.input`` (``CareInputs.dropped``): a judgment without a score, on a conversation without sessions (no
   history), of an attribute the ``care`` block gives no role (nor a checklist item), on a unit its role does not
@@ -30,16 +32,18 @@ Choices (also in docs/metrics.md#choices, item 18):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
 from annotation.selectors import conversations_of_study
-from benchmark.models import ModelResponse, Session, Turn
+from benchmark.models import Conversation, ModelResponse, Session, Turn
 from care.kind import CARE
 from common.lookups import any_of
-from metrics.selectors import usernames_of
+from metrics.selectors import history_named, usernames_of
 
 if TYPE_CHECKING:
     from care.core.rows import CareInputs, CareRows, CareSessionRow
@@ -61,8 +65,8 @@ def __getattr__(name: str) -> Any:
 def care_inputs(*, study: Study, reference: str | None = None, seed: int = 0, resamples: int = 1000,
                 conversation: str | None = None) -> CareInputs:
     """The study's histories and codings as the core takes them (see the module's choices). ``reference`` names
-    the coder whose codings are the reference when the study has no gold codings; ``conversation`` (an external
-    id) loads that one history only (the admin timeline)."""
+    the coder whose codings are the reference when the study has no gold codings; ``conversation`` (a history's
+    name, as the report's ``care.states`` keys it) loads that one history only (the admin timeline)."""
     from care.core.rows import care_inputs_from_rows
 
     return care_inputs_from_rows(care_rows(study=study, conversation=conversation), reference=reference, seed=seed,
@@ -88,8 +92,8 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
         specs.append(CareAttribute(code, str(unit), {str(k): str(v) for k, v in (labels or {}).items()},
                                    str(item_type or ""), tuple(crisis_types or ())))
 
-    one = {"conversation__external_id": conversation} if conversation is not None else {}
-    conversation_name, session_index, turn_index, sessions = _histories(study, one)
+    conversation_name, session_index, turn_index, sessions = _histories(study, conversation)
+    one = {"conversation_id__in": list(conversation_name)} if conversation is not None else {}
     # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted.
     judged: list[tuple[Any, ...]] = list(
         Judgment.objects.filter(round__study=study, **one)
@@ -109,24 +113,33 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
                     sessions=sessions, judgments=judgments)
 
 
-def _histories(
-    study: Study, one: Mapping[str, str],
-) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow]]:
-    """(conversation id -> name, session id -> index, turn id -> index, the histories' sessions): three queries.
-    The histories are the conversations of the study (``conversations_of_study``) that have sessions."""
-    from care.core.rows import CareSessionRow
+def _histories_of(study: Study) -> QuerySet[Conversation]:
+    """The study's histories: its conversations (``conversations_of_study``) that have sessions."""
+    return conversations_of_study(study=study).filter(sessions__isnull=False).distinct()
 
-    conversation_name: dict[int, str] = {}
-    session_rows: list[tuple[int, int, str, str, int, str, str | None]] = []
-    session_index: dict[int, int] = {}
-    for pk, conversation_id, dataset, external_id, index, kind, crisis_type in (
-            Session.objects.filter(conversation__in=conversations_of_study(study=study), **one)
-            .order_by("conversation__external_id", "index")
-            .values_list("pk", "conversation_id", "conversation__dataset__name", "conversation__external_id",
-                         "index", "kind", "crisis_type")):
-        conversation_name[conversation_id] = external_id
-        session_rows.append((pk, conversation_id, dataset, external_id, index, kind, crisis_type))
-        session_index[pk] = index
+
+def _histories(
+    study: Study, conversation: str | None,
+) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow]]:
+    """(conversation id -> the history's name, session id -> index, turn id -> index, the histories' sessions, each
+    with its history's name): three queries, and one more for the history named ``conversation`` alone. The names
+    are made here, for the rows of both (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID
+    when two histories of the study share it), so the bundle's rows carry them as the report's keys."""
+    from care.core.rows import CareSessionRow
+    from metrics.core.history_names import history_names
+
+    sessions = Session.objects.filter(conversation__in=conversations_of_study(study=study))
+    if conversation is not None:
+        sessions = sessions.filter(conversation_id__in=history_named(_histories_of(study), conversation))
+    session_rows: list[tuple[int, int, str, str, int, str, str | None]] = list(
+        sessions.order_by("conversation__external_id", "conversation__dataset__name", "index")
+        .values_list("pk", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index",
+                     "kind", "crisis_type"))
+    keys = {(dataset, external_id) for _pk, _id, dataset, external_id, *_rest in session_rows}
+    names = history_names(keys) if conversation is None else dict.fromkeys(keys, conversation)
+    conversation_name = {conversation_id: names[(dataset, external_id)]
+                         for _pk, conversation_id, dataset, external_id, *_rest in session_rows}
+    session_index = {pk: index for pk, _id, _dataset, _external_id, index, *_rest in session_rows}
     history_ids = sorted(conversation_name)  # their turns and responses by id: one array parameter each
     turn_index: dict[int, int] = {}
     session_turns: dict[int, list[int]] = defaultdict(list)
@@ -141,15 +154,15 @@ def _histories(
                                   .order_by("turn__conversation_id", "model_slot")):
         model_of.setdefault(conversation_id, slot)
     return conversation_name, session_index, turn_index, [
-        CareSessionRow(dataset, name, model_of.get(conversation_id, ""), index, kind, crisis_type or None,
-                       tuple(session_turns.get(pk, ())))
-        for pk, conversation_id, dataset, name, index, kind, crisis_type in session_rows]
+        CareSessionRow(dataset, conversation_name[conversation_id], model_of.get(conversation_id, ""), index, kind,
+                       crisis_type or None, tuple(session_turns.get(pk, ())))
+        for pk, conversation_id, dataset, _external_id, index, kind, crisis_type in session_rows]
 
 
 def history_texts(*, study: Study, conversation: str) -> dict[int, str]:
-    """Turn index -> the user's message, of one history of the study (the timeline shows them)."""
-    return dict(Turn.objects.filter(conversation__in=conversations_of_study(study=study),
-                                    conversation__external_id=conversation)
+    """Turn index -> the user's message, of the study's history named ``conversation`` (the timeline shows them):
+    two queries."""
+    return dict(Turn.objects.filter(conversation_id__in=history_named(_histories_of(study), conversation))
                 .values_list("index", "client_text"))
 
 

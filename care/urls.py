@@ -5,6 +5,7 @@ from django.urls import path
 from care import views
 
 urlpatterns = [
-    path("studies/<slug:slug>/reports/care/timeline/<str:conversation>/", views.history_timeline,
+    # a history's name may hold a "/" (DATASET/EXTERNAL_ID, metrics.core.history_names): a path, not a str
+    path("studies/<slug:slug>/reports/care/timeline/<path:conversation>/", views.history_timeline,
          name="reports-care-timeline"),
 ]

@@ -19,7 +19,7 @@ from django.db.models.expressions import RawSQL
 
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
 from annotation.selectors import conversations_of_study, study_coders
-from benchmark.models import Conversation, ModelResponse, Turn
+from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from common.rounds import round_name
 from metrics.models import MetricRun
 
@@ -516,3 +516,25 @@ def usernames_of(user_ids: set[int]) -> list[tuple[int, str]]:
     if not user_ids:
         return []
     return list(get_user_model().objects.filter(pk__in=sorted(user_ids)).values_list("pk", "username"))
+
+
+# The longest history name (metrics.core.history_names): a dataset's name, "/", a conversation's external id.
+HISTORY_NAME_LENGTH = (Dataset._meta.get_field("name").max_length + 1  # type: ignore[operator]
+                       + Conversation._meta.get_field("external_id").max_length)
+
+
+def history_names_of(histories: QuerySet[Conversation]) -> dict[int, str]:
+    """Conversation id -> its name (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID when two
+    of ``histories`` would share it), in the queryset's order: one query. ``histories`` are ALL of a study's
+    histories of its kind's section (whose names are unique among them), however few of them the caller wants."""
+    from metrics.core.history_names import history_names
+
+    rows = list(histories.values_list("pk", "dataset__name", "external_id"))
+    names = history_names((dataset, external_id) for _pk, dataset, external_id in rows)
+    return {pk: names[(dataset, external_id)] for pk, dataset, external_id in rows}
+
+
+def history_named(histories: QuerySet[Conversation], name: str) -> list[int]:
+    """The id of the history of ``histories`` (all of a study's, as ``history_names_of`` takes them) named ``name``;
+    none when no history has that name: one query (a page's or a filter's one history)."""
+    return [pk for pk, named in history_names_of(histories).items() if named == name]

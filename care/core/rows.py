@@ -51,7 +51,8 @@ class CareAttribute:
 
 @dataclass(frozen=True)
 class CareSessionRow:
-    """A session of a history: its conversation (dataset, external id: a history is named by the id), the history's
+    """A session of a history: its conversation's dataset, the history's name (the external id, or DATASET/EXTERNAL_ID
+    when two histories of the study share it: ``metrics.core.history_names``, applied by the loader), the history's
     model slot, the session and the indexes of its turns."""
 
     dataset: str
@@ -66,8 +67,8 @@ class CareSessionRow:
 @dataclass(frozen=True)
 class CareJudgmentRow:
     """A judgment of the study's rounds, in judgment order: its coder by name (a gold coding's: who recorded it),
-    the conversation (None: one without sessions, no history), the turn or session it is on by index, whether it is
-    on a response, and its score (None: not scored yet)."""
+    the history's name (None: a conversation without sessions, no history), the turn or session it is on by index,
+    whether it is on a response, and its score (None: not scored yet)."""
 
     coder: str
     is_gold: bool
@@ -109,12 +110,12 @@ class CareInputs:
 
 
 def care_histories(sessions: Sequence[CareSessionRow]) -> list[CareHistory]:
-    """The histories of the sessions, by conversation id (a session's turns in its ``turns``)."""
-    by_conversation: dict[tuple[str, str], list[CareSessionRow]] = defaultdict(list)
+    """The histories of the sessions, by name (a session's turns in its ``turns``)."""
+    by_name: dict[str, list[CareSessionRow]] = defaultdict(list)
     for row in sessions:
-        by_conversation[(row.dataset, row.conversation)].append(row)
+        by_name[row.conversation].append(row)
     return [CareHistory(name, rows[0].model, tuple(CareSession(r.index, r.kind, r.crisis_type, r.turns) for r in rows))
-            for (_dataset, name), rows in sorted(by_conversation.items(), key=lambda c: c[0][1])]
+            for name, rows in sorted(by_name.items())]
 
 
 def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed: int = 0,

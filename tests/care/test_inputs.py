@@ -11,11 +11,12 @@ from django.core.management import call_command
 
 from annotation import checklists, judgment_import
 from annotation.models import Study
+from benchmark import conversation_ingest
 from care import inputs as loader
 from care.core.metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem, care_report
 from care.core.recovery import AssistantCode, UserCode
 from care.core.synthetic import synthetic_care_study
-from care.demo import CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_STUDY
+from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_STUDY
 from care.synthetic import CareSyntheticSpec, care_synthetic_generate
 from metrics import runs
 
@@ -47,6 +48,24 @@ def demo(shared_state):
         judgment_import.judgments_import(rows=enumerate(_human_rows(), start=1), study_slug=CARE_DEMO_STUDY,
                                          by=None)
         yield Study.objects.get(slug=CARE_DEMO_STUDY).pk
+
+
+TWIN_DATASET = "CARE-demo-twin"
+
+
+def demo_twin_add(study: Study) -> None:
+    """The demo history again in another dataset under the same conversation id, with the judge's labels but turn 8's
+    marker Acute (the demo's: Open, the second credit that moves the state to Settling): two histories of one id,
+    whose states differ from turn 8 on."""
+    with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
+        rows = [(line, record | {"dataset": TWIN_DATASET}) for line, record in conversation_ingest.read_jsonl(stream)]
+    conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True)
+    with CARE_DEMO_JUDGE_FILE.open(encoding="utf-8") as stream:
+        labels = [json.loads(line) | {"dataset": TWIN_DATASET} for line in stream]
+    for label in labels:
+        if (label["turn_index"], label["attribute"]) == (8, "marker"):
+            label["score"] = "Acute"
+    judgment_import.judgments_import(rows=enumerate(labels, start=1), study_slug=study.slug, by=None)
 
 
 def _study(pk: int) -> Study:
@@ -159,6 +178,32 @@ def test_the_judge_as_reference_gives_the_hand_computed_figures(demo):
     pair = section["validation"]["marker"][f"{CARE_DEMO_JUDGE}|{HUMAN}"]
     assert (pair["agreement"], pair["n"]) == (7 / 9, 9)
     assert section["reference"] == CARE_DEMO_JUDGE
+
+
+def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_dataset(demo):
+    study = _study(demo)
+    demo_twin_add(study)
+    demo_name, twin_name = f"CARE-demo/{CONVERSATION}", f"{TWIN_DATASET}/{CONVERSATION}"
+    inputs = loader.care_inputs(study=study, reference=CARE_DEMO_JUDGE)
+    assert [h.conversation for h in inputs.histories] == [twin_name, demo_name]  # by name ("-" before "/")
+    assert inputs.histories[0].sessions == HISTORY.sessions
+    section = loader.care_section(study=study, reference=CARE_DEMO_JUDGE, resamples=0)
+    assert list(section["states"]) == [twin_name, demo_name]
+    assert section["states"][demo_name]["8"] == {"state": "Settling", "credit": 0, "candidate": None}
+    assert section["states"][twin_name]["8"] == {"state": "Acute", "credit": 0, "candidate": None}
+    assert section["input"] == {"histories": 2, "judgments": 198 + 108, "used": 198 + 108,
+                                "dropped": dict.fromkeys(loader.DROPPED, 0)}
+    # one history by its name: the twin's alone, its texts too
+    twin = loader.care_inputs(study=study, conversation=twin_name, reference=CARE_DEMO_JUDGE)
+    assert [h.conversation for h in twin.histories] == [twin_name]
+    assert set(twin.reference.user) == {(twin_name, turn) for turn in JUDGE_USER}
+    assert twin.reference.user[(twin_name, 8)].marker == "Acute"
+    assert loader.history_texts(study=study, conversation=twin_name) == loader.history_texts(
+        study=study, conversation=demo_name)
+    assert len(loader.history_texts(study=study, conversation=twin_name)) == 13
+    # the bare id names no history any more (two share it)
+    assert loader.care_inputs(study=study, conversation=CONVERSATION).histories == []
+    assert loader.history_texts(study=study, conversation=CONVERSATION) == {}
 
 
 def test_a_report_of_another_study_has_no_care_section(study):

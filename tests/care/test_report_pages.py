@@ -18,6 +18,8 @@ from care.demo import CARE_DEMO_JUDGE, CARE_DEMO_STUDY, care_demo_load
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
+from metrics.selectors import HISTORY_NAME_LENGTH
+from tests.care.test_inputs import TWIN_DATASET, demo_twin_add
 
 pytestmark = pytest.mark.django_db
 HISTORY = "care-demo-1"
@@ -169,12 +171,35 @@ def test_the_timeline_shows_the_states_worked_out_by_hand(client, care, admin_us
     assert "changed since the run" not in html
 
 
+def test_two_histories_of_one_id_have_each_its_link_and_its_timeline(client, care, admin_user):
+    """The demo history and its twin in another dataset under the same id (tests/care/test_inputs.py): the run
+    succeeds, the page links each history by its name (DATASET/ID) and each timeline shows its own states."""
+    demo_twin_add(care)
+    run = metric_services.metric_run_request(study=care, by=None, bootstrap=20, seed=1)
+    metric_runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    client.force_login(admin_user)
+    page = client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+    states = {}
+    for dataset in ("CARE-demo", TWIN_DATASET):
+        name = f"{dataset}/{HISTORY}"
+        url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, name])
+        assert url.endswith(f"/timeline/{name}/")
+        assert f'href="{url}?run={run.pk}">{name}</a>' in page
+        html = client.get(url, {"run": run.pk}).content.decode()
+        assert f"from run {run.pk}" in html
+        states[dataset] = _timeline_rows(html)[8]["state"]
+    assert states == {"CARE-demo": "Settling", TWIN_DATASET: "Acute"}  # the twin's judge coded turn 8 Acute
+    assert client.get(reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])).status_code == 404
+
+
 def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, admin_user,
                                                                 django_assert_num_queries):
     MetricRun.objects.filter(study=care).delete()
     client.force_login(admin_user)
     url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])
-    with django_assert_num_queries(13):  # session, user, run; the history (6 + its texts); the rest
+    with django_assert_num_queries(15):  # session, user, run; the history (its name, 6, its name and texts); the rest
         html = client.get(url).content.decode()
     assert "No stored run has this history" in html
     assert _timeline_rows(html)[8]["state"] == "Settling"
@@ -183,12 +208,12 @@ def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, adm
 
 @pytest.mark.parametrize("conversation, query", [
     (HISTORY, {"run": "\u00b2"}), (HISTORY, {"run": "0"}), (HISTORY, {"run": str(2**63)}), (HISTORY, {"run": "999999"}),
-    ("a\x00b", {}), ("t\ud800", {}), ("x" * 201, {})])
+    ("a\x00b", {}), ("t\ud800", {}), ("x" * (HISTORY_NAME_LENGTH + 1), {})])
 def test_the_timeline_refuses_a_bad_run_or_conversation_id_with_a_404_not_a_500(care, admin_user, conversation, query):
     """A run that is no number of one of the study's succeeded runs ("²" is a digit to ``str.isdigit`` but not to
-    ``int``), a conversation id the database could not hold (a NUL, a lone surrogate, more than 200 characters):
-    a plain 404 before any query of the history. (The view is called directly: a URL cannot carry a lone
-    surrogate, but the view must not count on that.)"""
+    ``int``), a history's name the database could not hold (a NUL, a lone surrogate, longer than a dataset's name,
+    "/" and a conversation id can be): a plain 404 before any query of the history. (The view is called directly:
+    a URL cannot carry a lone surrogate, but the view must not count on that.)"""
     from django.http import Http404
     from django.test import RequestFactory
 

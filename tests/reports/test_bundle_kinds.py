@@ -21,6 +21,7 @@ from lc8.demo import lc8_demo_load
 from metrics import runs, services
 from metrics.core import recompute
 from reports import bundle, kind_pages
+from tests.care.test_inputs import demo_twin_add
 from tests.reports.test_bundle import ROOT, WITHOUT_DJANGO
 
 pytestmark = pytest.mark.django_db
@@ -60,15 +61,22 @@ def _recompute_without_django(files: dict[str, bytes], tmp_path) -> tuple[subpro
     return done, out.read_bytes() if out.is_file() else b""
 
 
+def _care_demo_and_its_twin(**people):
+    """The CARE demo and its history's twin in another dataset under the same id (tests/care/test_inputs.py)."""
+    demo_twin_add(care_demo_load(**people).study)
+
+
 KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
               "lc8": ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")}
 
 
-@pytest.mark.parametrize(("load", "slug", "kind", "rows", "used"), [
-    (care_demo_load, "care-demo", "care", "data/care_judgments.csv", "used"),
-    (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used")])
+@pytest.mark.parametrize(("load", "slug", "kind", "rows", "used", "histories"), [
+    (care_demo_load, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 1)),
+    (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 8)),
+    # two histories of one conversation id in two datasets: named DATASET/ID in the rows too
+    (_care_demo_and_its_twin, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 2))])
 def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(
-        load, slug, kind, rows, used, tmp_path):
+        load, slug, kind, rows, used, histories, tmp_path):
     load(**_people())
     from annotation.models import Study
 
@@ -76,6 +84,7 @@ def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_b
     report = json.loads(files["report.json"])
     assert "unavailable" not in report[kind]
     assert report[kind]["input"][used] > 0  # the section has something to recompute
+    assert report[kind]["input"][histories[0]] == histories[1]
     assert json.loads(files["run.json"])[kind]["block"]
     package = {r["path"]: r for r in json.loads(files["datapackage.json"])["resources"]}
     for path in KIND_FILES[kind]:
