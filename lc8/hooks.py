@@ -52,7 +52,8 @@ BUNDLE_FILES = {
                               "ones too (counted as left out).",
 }
 BUNDLE_COLUMNS = {
-    "conversation_id": ("string", "the history's conversation id"),
+    "conversation_id": ("string", "the trajectory's name: its conversation id, or DATASET/ID when two trajectories "
+                                  "of the study share the id (docs/lc8-metrics.md#in-the-report)"),
     "session_index": ("integer", "the session's position in the history, from 1"),
     "kind": ("string", "counseling"),
     "attribute": ("string", "the attribute's code in the study's schema (an item or the total; empty for any "

@@ -12,7 +12,9 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   ingested, and those it labelled, judged or put in a round, whoever ingested them) of kind ``longitudinal``; its
   row holds sessions 1..S (S = the block's ``sessions``) by ``benchmark.Session.index``; a session missing, or
   without a label, is NaN. Rows are in conversation id order (external id, then primary key). A session index
-  outside 1..S is an error naming it.
+  outside 1..S is an error naming it. A trajectory is named by its external id, or ``DATASET/EXTERNAL_ID`` when
+  two trajectories of the study share the id (``metrics.core.history_names``): the rows carry the names, and the
+  dashboard's trajectory plot takes one.
 - The rows read are the study's session labels and the judgments of its rounds. What the section leaves out is
   counted by reason in ``lc8.input`` (``Lc8Inputs.input``): labels of an attribute that is neither an item nor the
   total, of a member who is neither a reference nor a method, or on a session of no trajectory; judgments without
@@ -44,13 +46,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.db import connection
+from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
 from annotation.selectors import conversations_of_study
 from benchmark.models import Conversation, Session
 from lc8.kind import LC8
-from metrics.selectors import usernames_of
+from metrics.selectors import history_named, history_names_of, usernames_of
 
 if TYPE_CHECKING:
     from lc8.core.rows import Lc8Inputs, Lc8Rows
@@ -111,8 +114,11 @@ def _index_of(keys: list[int], values: Any) -> Any:
 def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     """The rows the lc8 section reads, as plain values and numpy columns (``lc8.core.rows.Lc8Rows``): the
     server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Five
-    queries (and the names of coders no longer members, only when there are any)."""
+    queries (and the names of coders no longer members, only when there are any; one more for the trajectory named
+    ``conversation`` alone). The sessions carry their trajectory's name, made here (``metrics.core.history_names``:
+    the external id, or DATASET/EXTERNAL_ID when two trajectories of the study share it)."""
     from lc8.core.rows import Lc8Rows, item_codes
+    from metrics.core.history_names import history_names
 
     block = block_of(study, LC8)
     if block is None:
@@ -124,15 +130,17 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     column_ids = [codes.get(code, -1) for code in wanted]  # -1: not an attribute of the schema, matches nothing
     members = list(StudyMember.objects.filter(study=study).order_by("user__username")
                    .values_list("pk", "user_id", "user__username", "role"))
-    one = {"conversation__external_id": conversation} if conversation is not None else {}
-    session_ids, sessions = [], []
-    for pk, dataset, name, index in (
-            Session.objects.filter(conversation__in=conversations_of_study(study=study),
+    # the trajectory named ``conversation`` alone: its conversation's sessions and judgments
+    one = {} if conversation is None else {
+        "conversation_id__in": history_named(_trajectories_of(study), conversation)}
+    found = Session.objects.filter(conversation__in=conversations_of_study(study=study),
                                    conversation__kind=Conversation.Kind.LONGITUDINAL, **one)
-            .order_by("conversation__external_id", "conversation_id", "index")
-            .values_list("pk", "conversation__dataset__name", "conversation__external_id", "index")):
-        session_ids.append(pk)
-        sessions.append((dataset, name, int(index)))
+    rows = list(found.order_by("conversation__external_id", "conversation_id", "index")
+                .values_list("pk", "conversation__dataset__name", "conversation__external_id", "index"))
+    keys = {(dataset, external_id) for _pk, dataset, external_id, _index in rows}
+    names = history_names(keys) if conversation is None else dict.fromkeys(keys, conversation)
+    session_ids = [pk for pk, _dataset, _external_id, _index in rows]
+    sessions = [(dataset, names[(dataset, external_id)], int(index)) for _pk, dataset, external_id, index in rows]
 
     # Every label of the study (one trajectory's: those on its sessions), as columns
     where = f"WHERE study_id = {int(study.pk)}"
@@ -165,9 +173,10 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
 
 
 def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str | None = None) -> Lc8Inputs:
-    """The study's trajectories and labels as the core takes them (see the module's choices). ``conversation`` (an
-    external id) loads that one trajectory only (the dashboard's trajectory plot). Raises ``Lc8Unavailable`` when
-    there is no reference coder or no trajectory, ValueError for data the arrays cannot hold (named)."""
+    """The study's trajectories and labels as the core takes them (see the module's choices). ``conversation`` (a
+    trajectory's name, one of ``trajectory_names``) loads that one trajectory only (the dashboard's trajectory
+    plot). Raises ``Lc8Unavailable`` when there is no reference coder or no trajectory, ValueError for data the
+    arrays cannot hold (named)."""
     from lc8.core.rows import lc8_inputs_from_rows
 
     return lc8_inputs_from_rows(lc8_rows(study=study, conversation=conversation), reference=reference,
@@ -198,11 +207,16 @@ def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
             lc8_kind_rows(rows))
 
 
+def _trajectories_of(study: Study) -> QuerySet[Conversation]:
+    """The study's trajectories: its longitudinal conversations with sessions, in the section's row order."""
+    return (conversations_of_study(study=study).filter(kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
+            .order_by("external_id", "pk").distinct())
+
+
 def trajectory_names(*, study: Study) -> list[str]:
-    """The study's trajectories (longitudinal conversations with sessions), by id: one query (the dashboard's
-    trajectory choice)."""
-    return list(conversations_of_study(study=study).filter(kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
-                .order_by("external_id").values_list("external_id", flat=True).distinct())
+    """The names of the study's trajectories, in the section's row order: one query (the dashboard's trajectory
+    choice)."""
+    return list(history_names_of(_trajectories_of(study)).values())
 
 
 def lc8_bundle_rows(study: Study) -> Callable[[], KindRows]:

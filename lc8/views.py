@@ -3,8 +3,9 @@ section as tables and figures (nothing recomputed on page load), the magnitude-v
 methods with its rank reversals in words, and the plot of one trajectory chosen in the URL (``?trajectory=``).
 
 The trajectory plot is the one part not read from the run: it reads the stored labels of that ONE trajectory from
-the database (six small queries filtered to its sessions, ``lc8.inputs.lc8_inputs(conversation=…)``) and
-types its series with the core's ``trajectory_type``; it shows the labels as they are now. Blinding does not apply
+the database (small queries filtered to its sessions, ``lc8.inputs.lc8_inputs(conversation=…)``, the trajectory
+named as the section names it: its external id, or DATASET/EXTERNAL_ID when two share the id) and types its series
+with the core's ``trajectory_type``; it shows the labels as they are now. Blinding does not apply
 here: staff pages show every coder's labels, the reference included.
 """
 
@@ -27,6 +28,7 @@ from lc8 import charts as lc8_charts
 from lc8 import inputs as lc8_inputs
 from metrics.models import MetricRun
 from metrics.report_warnings import section_warnings
+from metrics.selectors import HISTORY_NAME_LENGTH
 from metrics.views import staff_study_or_404
 from reports import charts, kind_pages, selectors
 from reports.views import names_context
@@ -39,7 +41,7 @@ class Lc8Form(forms.Form):
     """The page's filters, all in the URL: the run and the trajectory to plot."""
 
     run = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
-    trajectory = forms.CharField(required=False, max_length=200)
+    trajectory = forms.CharField(required=False, max_length=HISTORY_NAME_LENGTH)
 
     def __init__(self, data: Any, *, runs: list[tuple[int, str]], trajectories: list[str]):
         super().__init__(data)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from common.cells import unneutralise
+from metrics.core.history_names import history_names
 from metrics.core.section_csv import csv_rows
 
 from .tracking import CoderLabels, Lc8Rules, Lc8Study, lc8_report
@@ -43,9 +44,10 @@ class Lc8Unavailable(ValueError):
 
 @dataclass(frozen=True)
 class Lc8Rows:
-    """``sessions``: the sessions of the study's longitudinal conversations, (dataset, conversation id, index), in
-    conversation order then index. Labels (one array each, a row per session label of the study): ``label_coder``
-    indexes ``members`` (-1: none of them), ``label_seed`` (None as 0 with ``label_seedless``),
+    """``sessions``: the sessions of the study's longitudinal conversations, (dataset, the trajectory's name: its
+    conversation id, or DATASET/ID when two trajectories share the id, index), in conversation order then index.
+    Labels (one array each, a row per session label of the study): ``label_coder`` indexes ``members`` (-1: none
+    of them), ``label_seed`` (None as 0 with ``label_seedless``),
     ``label_session`` indexes ``sessions`` (-1: a session of no trajectory), ``label_attribute`` indexes
     ``block["items"]`` then the total (-1: neither), ``label_value``. ``judgments``, in judgment order: (coder name,
     gold, session (None: not on a session; -1: of no trajectory; else an index of ``sessions``), item column (-1: not
@@ -112,23 +114,19 @@ class _Grid:
 
 def _grid(rows: Lc8Rows, width: int) -> _Grid:
     index: dict[tuple[str, str], int] = {}
-    names: list[str] = []
-    datasets: list[str] = []
+    keys: list[tuple[str, str]] = []
     position = np.zeros((len(rows.sessions), 2), dtype=np.int64)
     for at, (dataset, name, session) in enumerate(rows.sessions):
         if not 1 <= session <= width:
             raise ValueError(f"trajectory {name}: session {session} is outside 1..{width} (the lc8 block's sessions)")
         if (dataset, name) not in index:
-            index[(dataset, name)] = len(names)
-            names.append(name)
-            datasets.append(dataset)
+            index[(dataset, name)] = len(keys)
+            keys.append((dataset, name))
         position[at] = (index[(dataset, name)], session - 1)
-    seen: dict[str, int] = defaultdict(int)
-    for name in names:
-        seen[name] += 1
-    # The same id in two datasets of the study: both named dataset/id (the core wants distinct keys).
-    return _Grid([f"{d}/{name}" if seen[name] > 1 else name for d, name in zip(datasets, names, strict=True)],
-                 position, width)
+    # The loader names the trajectories; a bundle written before it did may hold one id in two datasets, named here
+    # by the same rule (the names the loader gives it leaves as they are).
+    names = history_names(keys)
+    return _Grid([names[key] for key in keys], position, width)
 
 
 def _session_labels(rows: Lc8Rows, grid: _Grid, items: int, total: str | None,
@@ -279,7 +277,7 @@ def lc8_section_from_rows(rows: Lc8Rows, *, seed: int = 0, resamples: int = 2000
     except ValueError as why:  # Lc8Unavailable, or data the arrays cannot hold: said, the rest of the report kept
         counts = Counts(labels=len(rows.label_coder), judgments=len(rows.judgments))
         counts.labels_dropped["unavailable"], counts.dropped["unavailable"] = counts.labels, counts.judgments
-        return {"unavailable": str(why), "input": counts.input(len({name for _d, name, _s in rows.sessions}))}
+        return {"unavailable": str(why), "input": counts.input(len({(d, name) for d, name, _s in rows.sessions}))}
     section = lc8_report(inputs.study, resamples=resamples, seed=seed)
     section["reference"] = inputs.reference_name
     section["roles"] = inputs.roles

@@ -168,6 +168,30 @@ def build_lc8_study(slug: str = SLUG) -> Study:
     return study
 
 
+TWIN_DATASET = "LongCounsel-8-twin"
+TWIN_REFERENCE = [3, 9, 15, 20, 24]  # the reference's totals of lc8-a of TWIN_DATASET (the first dataset's improves)
+
+
+def twin_add(study: Study) -> None:
+    """lc8-a again, in another dataset under the same conversation id: five sessions with the controlled
+    reference's items (TWIN_REFERENCE) and the self-report's totals (those of the first lc8-a)."""
+    conversation = Conversation.objects.create(dataset=DatasetFactory(name=TWIN_DATASET), external_id="lc8-a",
+                                               kind="longitudinal", topic="Depression", study=study,
+                                               is_synthetic=True)
+    block = study.schema.definition["lc8"]
+    attributes = dict(AttributeDefinition.objects.filter(schema=study.schema).values_list("code", "pk"))
+    members = {m.user.username: m for m in StudyMember.objects.filter(study=study).select_related("user")}
+    labels = []
+    for index, total in enumerate(TWIN_REFERENCE, start=1):
+        session = Session.objects.create(conversation=conversation, index=index, kind="counseling")
+        labels += [SessionLabel(study=study, coder=members["ref-controlled"], session=session,
+                                attribute_id=attributes[code], value=value)
+                   for code, value in zip(block["items"], split(total), strict=True)]
+        labels.append(SessionLabel(study=study, coder=members["ref-self"], session=session,
+                                   attribute_id=attributes[block["total"]], value=self_report("lc8-a", index)))
+    SessionLabel.objects.bulk_create(labels)
+
+
 # --- the arrays, written out by hand --------------------------------------------------------------------------------
 
 
@@ -268,7 +292,7 @@ def test_the_loader_takes_five_queries(lc8_study_id, django_assert_num_queries):
 
 def test_one_trajectory_loads_alone(lc8_study_id, django_assert_num_queries):
     study = _study(lc8_study_id)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):  # and the trajectory's name among the study's trajectories
         inputs = loader.lc8_inputs(study=study, conversation="lc8-b")
     whole = expected_study()
     assert inputs.study.trajectories == ("lc8-b",)
@@ -279,6 +303,25 @@ def test_one_trajectory_loads_alone(lc8_study_id, django_assert_num_queries):
     assert RATER not in inputs.study.coders  # the rater coded nothing of lc8-b
     with pytest.raises(loader.Lc8Unavailable, match="no trajectory 'care-like'"):
         loader.lc8_inputs(study=study, conversation="care-like")
+
+
+def test_two_trajectories_of_one_id_in_two_datasets_are_named_by_their_dataset(lc8_study_id):
+    study = _study(lc8_study_id)
+    twin_add(study)
+    first, twin = "LongCounsel-8-test/lc8-a", f"{TWIN_DATASET}/lc8-a"
+    assert loader.trajectory_names(study=study) == [first, twin, "lc8-b", "lc8-c", "lc8-d"]
+    whole = loader.lc8_inputs(study=study)
+    assert whole.study.trajectories == (first, twin, "lc8-b", "lc8-c", "lc8-d")
+    np.testing.assert_array_equal(whole.study.reference[1], TWIN_REFERENCE)
+    inputs = loader.lc8_inputs(study=study, conversation=twin)
+    assert inputs.study.trajectories == (twin,)
+    np.testing.assert_array_equal(inputs.study.reference[0], TWIN_REFERENCE)
+    assert set(inputs.study.coders) == {"ref-self"}  # the twin has the self-report's labels, no method's
+    np.testing.assert_array_equal(loader.lc8_inputs(study=study, conversation=first).study.reference[0],
+                                  REFERENCE["lc8-a"])
+    with pytest.raises(loader.Lc8Unavailable, match="no trajectory 'lc8-a'"):  # the bare id: two share it
+        loader.lc8_inputs(study=study, conversation="lc8-a")
+    assert loader.lc8_section(study=study, seed=0, resamples=0)["input"]["trajectories"] == 5
 
 
 def test_a_chosen_reference_makes_the_other_a_coder(lc8_study_id):

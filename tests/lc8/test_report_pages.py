@@ -17,7 +17,15 @@ from metrics import runs as metric_runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
 from reports.templatetags.reports_tags import cell
-from tests.lc8.test_inputs import REFERENCE, SLUG, build_lc8_study, method_labels
+from tests.lc8.test_inputs import (
+    REFERENCE,
+    SLUG,
+    TWIN_DATASET,
+    TWIN_REFERENCE,
+    build_lc8_study,
+    method_labels,
+    twin_add,
+)
 
 pytestmark = pytest.mark.django_db
 TYPES = ("improving", "worsening", "fluctuating", "stable")
@@ -194,6 +202,21 @@ def test_the_trajectory_chosen_in_the_url_is_plotted_from_its_labels(client, lc8
     assert [v["session_1"] for v in values if v["coder"] == "ref-controlled"] == ["5.0"]
     points = _csv(client, "lc8-trajectory", trajectory="lc8-b")
     assert [float(p["total"]) for p in points if p["coder"] == "ref-controlled"] == REFERENCE["lc8-b"]
+
+
+def test_two_trajectories_of_one_id_are_each_chosen_and_plotted_by_their_name(client, lc8_run_id, researcher):
+    from annotation.models import Study
+
+    twin_add(Study.objects.get(slug=SLUG))
+    client.force_login(researcher)
+    for dataset, totals in (("LongCounsel-8-test", REFERENCE["lc8-a"]), (TWIN_DATASET, TWIN_REFERENCE)):
+        name = f"{dataset}/lc8-a"
+        page = _page(client, trajectory=name)
+        assert f'<option value="{name}" selected>{name}</option>' in page
+        assert f'<strong id="lc8-trajectory-name">{name}</strong>' in page
+        points = _csv(client, "lc8-trajectory", trajectory=name)
+        assert [float(p["total"]) for p in points if p["coder"] == "ref-controlled"] == totals
+        assert {p["trajectory"] for p in points} == {name}
 
 
 def test_an_unknown_trajectory_falls_back_to_the_first(client, lc8_run_id, researcher):

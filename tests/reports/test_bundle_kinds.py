@@ -16,8 +16,12 @@ from django.test import override_settings
 
 from access import roles
 from access.services import user_ensure
+from annotation.models import SessionLabel, StudyMember
+from benchmark import conversation_ingest
+from benchmark.models import Session
 from care.demo import care_demo_load
-from lc8.demo import lc8_demo_load
+from lc8.demo import LC8_DEMO_REFERENCE, lc8_demo_items, lc8_demo_load, lc8_demo_records
+from lc8.synthetic import lc8_attributes
 from metrics import runs, services
 from metrics.core import recompute
 from reports import bundle, kind_pages
@@ -66,6 +70,21 @@ def _care_demo_and_its_twin(**people):
     demo_twin_add(care_demo_load(**people).study)
 
 
+def _lc8_demo_and_a_twin(**people):
+    """The LC8 demo and its first trajectory's twin in another dataset under the same id, whose reference items
+    are those of the demo's second trajectory."""
+    study = lc8_demo_load(**people).study
+    conversation_ingest.conversations_import(rows=[(1, lc8_demo_records()[0] | {"dataset": "LC8-demo-twin"})],
+                                             study=study, is_synthetic=True)
+    reference = StudyMember.objects.get(study=study, user__username=LC8_DEMO_REFERENCE)
+    items, _total = lc8_attributes(study.schema)
+    sessions = Session.objects.filter(conversation__dataset__name="LC8-demo-twin").order_by("index")
+    SessionLabel.objects.bulk_create(
+        SessionLabel(study=study, coder=reference, session=session, attribute=attribute, value=float(value))
+        for session, values in zip(sessions, lc8_demo_items()[1], strict=True)
+        for attribute, value in zip(items, values, strict=True))
+
+
 KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
               "lc8": ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")}
 
@@ -73,8 +92,9 @@ KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
 @pytest.mark.parametrize(("load", "slug", "kind", "rows", "used", "histories"), [
     (care_demo_load, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 1)),
     (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 8)),
-    # two histories of one conversation id in two datasets: named DATASET/ID in the rows too
-    (_care_demo_and_its_twin, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 2))])
+    # two histories (trajectories) of one conversation id in two datasets: named DATASET/ID in the rows too
+    (_care_demo_and_its_twin, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 2)),
+    (_lc8_demo_and_a_twin, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 9))])
 def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(
         load, slug, kind, rows, used, histories, tmp_path):
     load(**_people())
