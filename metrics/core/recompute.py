@@ -60,7 +60,7 @@ class Bundle:
 
     run_file: dict[str, Any]
     judgments_csv: str
-    responses_csv: str
+    responses_csv: str | None  # None: the bundle has none (a study without model responses: no rows, no file)
     conversations_csv: str
     report_text: str | None  # the bundle's report.json, to compare with
     kind_files: Mapping[str, str] | None = None  # the kind's own rows (its core section's files), by path
@@ -106,7 +106,8 @@ def bundle_open(path: Path) -> Bundle:
         raise BundleError(f"{path}: bundle version {run_file.get('version')!r}; this code reads version {VERSION}")
     kind = (run_file.get("study") or {}).get("kind")
     section = core_section(kind) if isinstance(kind, str) else None
-    return Bundle(run_file, text(JUDGMENTS_FILE) or "", text(RESPONSES_FILE) or "", text(CONVERSATIONS_FILE) or "",
+    return Bundle(run_file, text(JUDGMENTS_FILE) or "", text(RESPONSES_FILE, required=False),
+                  text(CONVERSATIONS_FILE) or "",
                   text(REPORT_FILE, required=False),
                   {name: text(name) or "" for name in section.files} if section is not None else None)
 
@@ -247,8 +248,13 @@ def recompute(bundle: Bundle) -> str:
     with_spans = set(zip(spans.dataset.tolist(), spans.conversation.tolist(), spans.turn.tolist(),
                          spans.model.tolist(), strict=True))
     texts: dict[tuple[str, str, int, str], str] = {}
-    for line, row in _csv_rows(bundle.responses_csv, RESPONSES_FILE,
-                               ("dataset", "conversation_id", "turn_index", "model", "text")):
+    if bundle.responses_csv is None and with_spans:
+        # The writer leaves out a table without rows; highlights need their responses' texts.
+        raise BundleError(f"the bundle has no {RESPONSES_FILE}, and {len(with_spans)} responses have highlights "
+                          "in its judgments: their texts are needed")
+    rows = _csv_rows(bundle.responses_csv, RESPONSES_FILE, ("dataset", "conversation_id", "turn_index", "model",
+                                                            "text")) if bundle.responses_csv is not None else ()
+    for line, row in rows:
         key = (unneutralise(row["dataset"]), unneutralise(row["conversation_id"]),
                _int(row["turn_index"], RESPONSES_FILE, line, "turn_index"), unneutralise(row["model"]))
         if key in with_spans:

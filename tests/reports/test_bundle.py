@@ -252,6 +252,18 @@ def test_the_recompute_reads_an_unzipped_bundle_and_says_when_the_report_differs
     assert core_bundle.main([str(tmp_path), "-o", str(tmp_path / "again.json")]) == 1
 
 
+def test_a_bundle_whose_highlighted_responses_are_missing_is_refused_with_the_reason(built, tmp_path, capsys):
+    """A study without model responses has no data/responses.csv, and the recompute needs none; a bundle whose
+    judgments highlight responses it does not hold is refused, never recomputed with the highlights' texts empty."""
+    with zipfile.ZipFile(io.BytesIO(built[2])) as archive:
+        archive.extractall(tmp_path)
+    assert "start" in (tmp_path / "data" / "judgments.csv").read_text(), "the bundle's judgments have highlights"
+    (tmp_path / "data" / "responses.csv").unlink()
+    assert core_bundle.main([str(tmp_path), "-o", str(tmp_path / "again.json")]) == 2
+    said = capsys.readouterr().err
+    assert "the bundle has no data/responses.csv, and" in said and "responses have highlights" in said
+
+
 def test_a_stale_bundle_is_refused_when_the_judgments_changed_since_the_run(built, bundle_dir, researcher,
                                                                              as_token):
     study, run, _ = built

@@ -85,6 +85,14 @@ def _lc8_demo_and_a_twin(**people):
         for attribute, value in zip(items, values, strict=True))
 
 
+def _lc8_without_responses(**_people):
+    """The LC8 test study (tests/lc8/test_inputs.py): sessions rated and labelled, no model response at all, so its
+    bundle has no data/responses.csv (a table without rows is left out)."""
+    from tests.lc8.test_inputs import build_lc8_study
+
+    build_lc8_study("lc8-no-responses")
+
+
 KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
               "lc8": ("data/lc8_sessions.csv", "data/lc8_labels.csv", "data/lc8_judgments.csv")}
 
@@ -94,7 +102,9 @@ KIND_FILES = {"care": ("data/care_sessions.csv", "data/care_judgments.csv"),
     (lc8_demo_load, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 8)),
     # two histories (trajectories) of one conversation id in two datasets: named DATASET/ID in the rows too
     (_care_demo_and_its_twin, "care-demo", "care", "data/care_judgments.csv", "used", ("histories", 2)),
-    (_lc8_demo_and_a_twin, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 9))])
+    (_lc8_demo_and_a_twin, "lc8-demo", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 9)),
+    # no model response: the bundle has no data/responses.csv, and the recompute needs none
+    (_lc8_without_responses, "lc8-no-responses", "lc8", "data/lc8_labels.csv", "labels_used", ("trajectories", 4))])
 def test_a_care_or_lc8_bundles_recompute_without_django_writes_its_report_json_byte_for_byte(
         load, slug, kind, rows, used, histories, tmp_path):
     load(**_people())
