@@ -22,7 +22,7 @@ from annotation.kinds import kind_of
 from annotation.models import FormerStudyMember, Judgment, SessionLabel, Span, Study, StudyMember
 from annotation.selectors import study_coders
 from common.cells import csv_stream, jsonl_stream, unneutralise
-from common.errors import RowError
+from common.errors import RowError, jsonl_rows
 from common.lookups import any_of
 from common.rounds import round_name
 
@@ -62,7 +62,7 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
     """(line number, row) pairs from a CSV (header required) or JSON Lines stream; a line that cannot be read
     is yielded as a RowError in place of its row (one per wrong column), and so is a file without rows."""
-    rows = _read_jsonl(stream) if fmt == "jsonl" else _read_csv(stream)
+    rows = jsonl_rows(stream) if fmt == "jsonl" else _read_csv(stream)
     empty = True
     for number, row in rows:
         empty = False
@@ -74,19 +74,6 @@ def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
     if empty:
         yield 1, RowError(1, "file", "no judgment rows: the file is empty" + (" but for its header" if fmt == "csv"
                                                                                 else ""))
-
-
-def _read_jsonl(stream: IO[str]) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(stream, start=1):
-        if line.strip():
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as error:
-                yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
-            except RecursionError:
-                yield number, RowError(number, "line", "not valid JSON (nested too deeply)")
-            except ValueError:  # Python's own limit: an integer of more than 4,300 digits
-                yield number, RowError(number, "line", "not valid JSON (a number too long)")
 
 
 def _read_csv(stream: IO[str]) -> Iterator[tuple[int, Any]]:

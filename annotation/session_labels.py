@@ -26,7 +26,6 @@ import's; ``skip_judgments`` lets a whole export file through, counting them as 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -46,7 +45,7 @@ from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMem
 from audit.services import audit_record
 from benchmark.models import Session
 from common.cells import unneutralise
-from common.errors import RowError, RowErrors
+from common.errors import RowError, RowErrors, jsonl_rows
 from common.lookups import any_of
 
 ROLES = (StudyMember.Role.METHOD.value, StudyMember.Role.REFERENCE.value)
@@ -282,12 +281,7 @@ def read_file_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
     """(line number, row) pairs of a CSV (header first) or JSON Lines file of session labels (or a whole export);
     a line that cannot be read is a RowError in its place. The columns are the import's to check."""
     if fmt == "jsonl":
-        for number, line in enumerate(stream, start=1):
-            if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except (ValueError, RecursionError):  # JSONDecodeError, or a number of more than 4,300 digits
-                    yield number, RowError(number, "line", "not valid JSON")
+        yield from jsonl_rows(stream)
         return
     reader = csv.DictReader(stream)
     try:

@@ -25,7 +25,7 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from rest_framework import exceptions, parsers, status
 
-from common.errors import RowError
+from common.errors import json_line
 
 MAX_ITEMS = 50_000  # per bulk request; each request is validated and applied as one transaction
 
@@ -204,10 +204,10 @@ class LazyItems(Sequence[Any]):
                 return item
         text = codecs.decode(data, "utf-8")  # the body is UTF-8: checked before splitting
         if self._lines:
-            return _json_line(index, text)
+            return json_line(index, text, field="item")  # the line's error, as every JSON Lines reader words it
         try:
             item = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not JSON, or a number of more digits than Python reads
             item = _NOTHING
         if item is _NOTHING or _nested_deeper_than(item, _DEEP):
             # Near the recursion limit only the whole body says what json says (its 400 "nested too deeply")
@@ -233,15 +233,6 @@ def _nested_deeper_than(value: Any, levels: int) -> bool:
         level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)
                  if isinstance(child, (dict, list))]
     return False
-
-
-def _json_line(index: int, line: str) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as error:
-        return RowError(index, "item", f"not valid JSON ({error.msg} at column {error.colno})")
-    except RecursionError:
-        return RowError(index, "item", "not valid JSON (nested too deeply)")
 
 
 # The ASCII characters str.isspace() accepts: a line of only these is blank; one with a character past ASCII is

@@ -13,8 +13,7 @@ It may change only material that no other study owns or uses, and never what rev
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -25,7 +24,7 @@ from audit.services import audit_record
 from benchmark.material_rules import Edit, MaterialConflict, StudyRef, claim, material_conflicts
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
-from common.errors import RowError, RowErrors, flatten_serializer_errors
+from common.errors import RowError, RowErrors, flatten_serializer_errors, jsonl_rows
 from common.locks import advisory_lock
 from common.lookups import any_of
 
@@ -44,19 +43,6 @@ class ImportSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def read_jsonl(stream: IO[str] | Iterable[str]) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, parsed value) for every non-blank line; a line that is not JSON yields a RowError."""
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as error:
-            yield number, RowError(number, "line", f"not valid JSON ({error.msg} at column {error.colno})")
-        except RecursionError:
-            yield number, RowError(number, "line", "JSON nested too deeply")
 
 
 def conversations_validate(rows: Iterable[tuple[int, Any]]) -> tuple[list[tuple[int, dict]], list[RowError]]:
@@ -314,7 +300,7 @@ def conversations_upload(
     """conversations_import for a JSON Lines file uploaded on a study's page (1-based line numbers), limited to
     the study's model slots. Without ``study`` it is an import without a study: it creates new conversations
     but changes no study's material."""
-    return _conversations_for_study(rows=list(read_jsonl(stream)), study=study, model_slots=model_slots, by=by,
+    return _conversations_for_study(rows=list(jsonl_rows(stream)), study=study, model_slots=model_slots, by=by,
                                     row_label="line")
 
 

@@ -20,6 +20,7 @@ from annotation.models import Judgment, Round, Schema, Study, StudyMember
 from annotation.rules import CHECKLIST_SESSION_KINDS
 from benchmark import conversation_ingest
 from benchmark.models import Session, Turn
+from common.errors import jsonl_rows
 
 DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
 CARE_DEMO_FILE = DEMO_DATA / "care_demo.jsonl"
@@ -49,7 +50,7 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
                                       schema=Schema.objects.get(slug="care-v1"), model_slots=[CARE_DEMO_SLOT],
                                       by=admin, is_synthetic=True, description=DESCRIPTION)
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        rows = list(conversation_ingest.read_jsonl(stream))
+        rows = list(jsonl_rows(stream))
     conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True, by=admin)
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
     services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)

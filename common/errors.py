@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 
 @dataclass(frozen=True, order=True)
@@ -70,3 +71,25 @@ def not_utf8(data: bytes) -> RowError:
         except UnicodeDecodeError as error:
             return RowError(number, "line", f"not UTF-8 text ({error.reason} at byte {error.start + 1} of the line)")
     return RowError(1, "file", "not UTF-8 text")
+
+
+def json_line(number: int, line: str, *, field: str = "line") -> Any:
+    """A JSON Lines line as the value it holds, or the RowError (on ``field``) saying why it holds none: the one
+    wording of every path that reads JSON Lines (the imports of conversations, judgments and session labels, the
+    API's bulk bodies), so that one bad line is said alike whichever path it came by."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        return RowError(number, field, f"not valid JSON ({error.msg} at column {error.colno})")
+    except RecursionError:
+        return RowError(number, field, "not valid JSON (nested too deeply)")
+    except ValueError:  # Python's own limit: an integer of more than 4,300 digits
+        return RowError(number, field, "not valid JSON (a number too long)")
+
+
+def jsonl_rows(stream: IO[str] | Iterable[str]) -> Iterator[tuple[int, Any]]:
+    """(line number, value) for every line of a JSON Lines file that is not blank; a line that is not JSON gives
+    its RowError in place of a value (``json_line``)."""
+    for number, line in enumerate(stream, start=1):
+        if line.strip():
+            yield number, json_line(number, line)

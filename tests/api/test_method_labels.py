@@ -14,6 +14,7 @@ from annotation.services import study_archive
 from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE_FILE
+from common.errors import jsonl_rows
 from tests.factories import StudyFactory, StudyMemberFactory
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +28,7 @@ def care_study(admin_user, reviewer):
     study = StudyFactory(slug="care-demo", schema=Schema.objects.get(slug="care-v1"), model_slots=["Assistant"])
     StudyMemberFactory(study=study, user=reviewer, role="reviewer")
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=study)
+        conversation_ingest.conversations_import(rows=list(jsonl_rows(stream)), study=study)
     return study
 
 

@@ -20,7 +20,7 @@ from annotation.models import AttributeDefinition, Judgment, Schema, Study, Stud
 from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from benchmark.models import Session, Turn
-from common.errors import RowErrors
+from common.errors import RowErrors, jsonl_rows
 from tests import form_fuzz
 from tests.factories import RoundFactory, StudyFactory, StudyMemberFactory
 
@@ -214,7 +214,7 @@ def care_study(admin_user):
 
     study = StudyFactory(slug="care-demo", schema=Schema.objects.get(slug=CARE), model_slots=["Assistant"])
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=study)
+        conversation_ingest.conversations_import(rows=list(jsonl_rows(stream)), study=study)
     return study
 
 

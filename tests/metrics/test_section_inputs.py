@@ -27,6 +27,7 @@ from benchmark import conversation_ingest
 from benchmark.models import Conversation
 from care import inputs as care_inputs
 from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_SLOT
+from common.errors import jsonl_rows
 from lc8 import inputs as lc8_inputs
 from lc8.demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_records
 from lc8.synthetic import SLOT as LC8_SLOT
@@ -106,7 +107,7 @@ def care_studies(shared_state, tmp_path_factory):
         owned = _care_study("care-owned")
         history, codes = _care_files(folder, slug="care-owned", dataset="CARE-owned")
         with history.open(encoding="utf-8") as stream:
-            conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=owned)
+            conversation_ingest.conversations_import(rows=list(jsonl_rows(stream)), study=owned)
         with codes.open(encoding="utf-8") as stream:
             judgment_import.judgments_import(rows=long_format.read_rows(stream, fmt="jsonl"),
                                              study_slug="care-owned", by=None)
@@ -193,7 +194,7 @@ def lc8_studies(shared_state, tmp_path_factory):
         owned = _lc8_study("lc8-owned")
         trajectories, labels, codes = _lc8_files(folder, slug="lc8-owned", dataset="LC8-owned")
         with trajectories.open(encoding="utf-8") as stream:
-            conversation_ingest.conversations_import(rows=list(conversation_ingest.read_jsonl(stream)), study=owned)
+            conversation_ingest.conversations_import(rows=list(jsonl_rows(stream)), study=owned)
         with labels.open(encoding="utf-8") as stream:
             session_labels.session_labels_import(study=owned, rows=session_labels.read_file_rows(stream, fmt="jsonl"),
                                                  by=None, numbered=True, typed=True)

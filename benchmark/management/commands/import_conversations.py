@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import conversation_ingest
-from common.errors import RowError, RowErrors, not_utf8
+from common.errors import RowError, RowErrors, jsonl_rows, not_utf8
 from common.progress import ReadProgress
 
 
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         try:
             with file.open(encoding="utf-8-sig") as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
-                rows = list(conversation_ingest.read_jsonl(shown))
+                rows = list(jsonl_rows(shown))
             if not rows:
                 raise RowErrors([RowError(1, "file", "no conversations: the file is empty")])
             summary = conversation_ingest.conversations_import(rows=rows)
