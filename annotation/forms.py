@@ -309,7 +309,8 @@ class StudySettingsForm(StudyForm):
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(label="conversations (JSON Lines)")
+    # An empty file is the importer's to refuse, in the words of every other path (conversation_ingest)
+    file = forms.FileField(label="conversations (JSON Lines)", allow_empty_file=True)
 
     def clean_file(self) -> list[str]:
         upload = self.cleaned_data["file"]

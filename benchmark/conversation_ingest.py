@@ -265,6 +265,9 @@ def _existing_conversations(
     return found
 
 
+NOTHING = "no conversations: nothing to import"
+
+
 def _model_slot_errors(rows: Sequence[tuple[int, Any]], model_slots: Sequence[str]) -> list[RowError]:
     """Responses for models outside the study's slots; tolerant of any shape (the serializer reports on that)."""
     errors: list[RowError] = []
@@ -297,15 +300,18 @@ def conversations_upload(
     *, stream: IO[str] | Iterable[str], study: StudyRef | None = None, model_slots: Sequence[str] = (),
     by: User | None = None,
 ) -> ImportSummary:
-    """conversations_import for a JSON Lines file uploaded on a study's page (1-based line numbers), limited to
-    the study's model slots. Without ``study`` it is an import without a study: it creates new conversations
-    but changes no study's material."""
+    """conversations_import for a JSON Lines file (1-based line numbers) uploaded on a study's page, limited to the
+    study's model slots, or read by ``import_conversations``: without ``study`` it is an import without a study,
+    which creates new conversations but changes no study's material."""
     return _conversations_for_study(rows=list(jsonl_rows(stream)), study=study, model_slots=model_slots, by=by,
                                     row_label="line")
 
 
 def _conversations_for_study(*, rows: list[tuple[int, Any]], study: StudyRef | None, model_slots: Sequence[str],
                              by: User | None, row_label: str) -> ImportSummary:
+    if not rows:  # a file of blank lines, an empty request: an import of nothing is a mistake, said by every path
+        raise RowErrors([RowError(1, "file", NOTHING) if row_label == "line" else RowError(0, "items", NOTHING)],
+                        row_label=row_label)
     errors = _model_slot_errors(rows, model_slots)
     if errors:
         _, shape_errors = conversations_validate(rows)

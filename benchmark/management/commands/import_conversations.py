@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import conversation_ingest
-from common.errors import RowError, RowErrors, jsonl_rows, not_utf8
+from common.errors import RowErrors, not_utf8
 from common.progress import ReadProgress
 
 
@@ -22,10 +22,7 @@ class Command(BaseCommand):
         try:
             with file.open(encoding="utf-8-sig") as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
-                rows = list(jsonl_rows(shown))
-            if not rows:
-                raise RowErrors([RowError(1, "file", "no conversations: the file is empty")])
-            summary = conversation_ingest.conversations_import(rows=rows)
+                summary = conversation_ingest.conversations_upload(stream=shown)  # as the upload page's, no study
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
         except RowErrors as error:
