@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from annotation.automated_coders import NAME_MAX, NAME_PATTERN, PROMPT_ID_MAX, VERSION_MAX
 from annotation.models import Round, Study
@@ -233,21 +236,34 @@ class JudgmentOut(serializers.Serializer):
         return judgment.response.model_slot
 
 
-# An automated coder's fields: their rules (characters, lengths) are the service's
-# (annotation.automated_coders.coder_fields_check), as for the command; a value it refuses is a 400 naming the field,
-# in its words. The schema states the same rules, from the same constants.
+class _CoderTextField(TextField):
+    """An automated coder's field as sent: its rules (characters, lengths) are the service's
+    (annotation.automated_coders.coder_fields_check), as for the command; a value it refuses is a 400 naming the
+    field, in its words. So no trimming and none of DRF's own refusals (blank, NUL, surrogates): " v2 " is stored as
+    " v2 " by both paths, and "" is refused by both in the same words. The schema states the same rules, from the
+    same constants."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+        self.validators = [validator for validator in self.validators if not isinstance(
+            validator, ProhibitNullCharactersValidator | ProhibitSurrogateCharactersValidator)]
+
+    def run_validation(self, data: Any = empty) -> Any:
+        return data if data == "" else super().run_validation(data)  # a blank name: the service's refusal
+
+
 @extend_schema_field({"type": "string", "pattern": NAME_PATTERN, "maxLength": NAME_MAX})
-class CoderNameField(TextField):
+class CoderNameField(_CoderTextField):
     pass
 
 
 @extend_schema_field({"type": "string", "maxLength": VERSION_MAX})
-class CoderVersionField(TextField):
+class CoderVersionField(_CoderTextField):
     pass
 
 
 @extend_schema_field({"type": "string", "maxLength": PROMPT_ID_MAX})
-class CoderPromptIdField(TextField):
+class CoderPromptIdField(_CoderTextField):
     pass
 
 

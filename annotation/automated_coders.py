@@ -31,6 +31,7 @@ VERSION_MAX = StudyMember._meta.get_field("method_version").max_length or 0
 PROMPT_ID_MAX = StudyMember._meta.get_field("method_prompt_id").max_length or 0
 NAME_PATTERN = r"^[\w.@+-]+$"  # its length apart (NAME_MAX)
 _NAME = re.compile(NAME_PATTERN[1:-1])  # used with fullmatch: "$" would also match before a final newline
+_SURROGATE = re.compile("[\ud800-\udfff]")
 NAME_RULE = f"letters, digits and @.+-_ only, at most {NAME_MAX} characters"
 
 
@@ -45,6 +46,8 @@ def coder_fields_check(fields: dict[str, tuple[object, int]]) -> None:
             errors[field] = f"required: {NAME_RULE}" if not value else NAME_RULE
         elif "\x00" in value:
             errors[field] = "must not contain a NUL character"
+        elif _SURROGATE.search(value):  # a JSON escape, or a byte not UTF-8 on a command line: not storable text
+            errors[field] = "must not contain a lone surrogate character"
         elif len(value) > limit:
             errors[field] = f"at most {limit} characters (it has {len(value)})"
     if errors:

@@ -5,6 +5,7 @@ nothing."""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -107,3 +108,54 @@ def test_an_archived_study_takes_no_new_or_changed_coder(study):
         "judge-a is a method of study coders"
     assert (list(StudyMember.objects.values_list("pk", "role", "method_version")),
             sorted(get_user_model().objects.values_list("username", flat=True)), AuditEvent.objects.count()) == before
+
+
+# The same coder through both paths: (name, version or description, prompt id); a method when the prompt id is not
+# None, else a reference coder.
+SAME_INPUT = [
+    (" judge-a ", "", ""),
+    ("", "v1", ""),
+    ("judge-b", " v2 ", "p-7\t"),
+    ("judge-c", "v\x00", ""),
+    ("judge-d", "v\udcff", ""),  # a byte that is not UTF-8 on the command line, a JSON escape in the API
+    ("judge-e", "", "p\ud800"),
+    ("state-a", "  controlled state ", None),
+    ("state-b", "state\udcff", None),
+]
+
+
+@pytest.mark.parametrize(("name", "version", "prompt_id"), SAME_INPUT)
+def test_the_api_and_the_command_register_the_same_coder_or_refuse_it_in_the_same_words(
+        study, admin_user, as_token, name, version, prompt_id):
+    """The API took its fields through DRF's text field: it trimmed spaces (a version " v2 " stored as "v2", a name
+    " judge-a " accepted as "judge-a", both of which the command keeps or refuses as given) and refused a blank, a
+    NUL or a surrogate in its own words; a surrogate was a traceback from the command."""
+    api = as_token(admin_user, scopes=["import"])
+    method = prompt_id is not None
+    flags = {"--method" if method else "--reference": "name", "--method-version" if method else "--description":
+             "version" if method else "description", "--prompt-id": "prompt_id"}
+    args = ["--study", study.slug, "--method" if method else "--reference", name,
+            *(["--method-version", version, "--prompt-id", prompt_id] if method else ["--description", version])]
+    body = {"name": name, **({"version": version, "prompt_id": prompt_id} if method else {"description": version})}
+    url = f"/api/v1/studies/{study.slug}/{'methods' if method else 'references'}/"
+
+    coders = StudyMember.objects.filter(study=study, role__in=[StudyMember.Role.METHOD, StudyMember.Role.REFERENCE])
+
+    def stored() -> set[tuple[str, str, str]]:
+        return set(coders.values_list("method_name", "method_version", "method_prompt_id"))
+
+    try:
+        register(*args)
+    except CommandError as error:
+        by_command = {flags[flag]: message for flag, message in
+                      (part.split(": ", 1) for part in str(error).split("; "))}
+    else:
+        by_command = stored()
+    coders.delete()
+    answer = api.generic("POST", url, json.dumps(body), content_type="application/json")
+    if answer.status_code == 400:
+        by_api: object = {field: " ".join(messages) for field, messages in answer.json()["fields"].items()}
+    else:
+        assert answer.status_code == 200, answer.content
+        by_api = stored()
+    assert by_api == by_command
