@@ -11,11 +11,13 @@ from metrics.models import MetricRun
 
 class MetricRunIn(serializers.Serializer):
     seed = serializers.IntegerField(min_value=parameters.SEED_MIN, max_value=parameters.SEED_MAX,
-                                    default=parameters.DEFAULT_SEED)
+                                    default=parameters.DEFAULT_SEED, error_messages=parameters.error_messages("seed"))
     bootstrap = serializers.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
-                                         default=parameters.DEFAULT_BOOTSTRAP, help_text="bootstrap resamples")
+                                         default=parameters.DEFAULT_BOOTSTRAP, help_text="bootstrap resamples",
+                                         error_messages=parameters.error_messages("bootstrap"))
     top_k = serializers.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
                                      default=parameters.DEFAULT_TOP_K,
+                                     error_messages=parameters.error_messages("top_k"),
                                      help_text="panel size k: the ranking's cut and the largest top-k of the "
                                                "selection-stability shares")
 

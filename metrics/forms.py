@@ -1,4 +1,5 @@
-"""The form that starts a metric run from the browser (the API takes the same parameters, metrics.api_serializers)."""
+"""The form that starts a metric run from the browser (the API takes the same parameters, metrics.api_serializers,
+and refuses them in the same words, metrics.parameters.problem)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from metrics import parameters
 
 class MetricRunForm(forms.Form):
     bootstrap = forms.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
-                                   initial=parameters.DEFAULT_BOOTSTRAP, label="Bootstrap resamples (B)")
+                                   initial=parameters.DEFAULT_BOOTSTRAP, label="Bootstrap resamples (B)",
+                                   error_messages=parameters.error_messages("bootstrap"))
     seed = forms.IntegerField(min_value=parameters.SEED_MIN, max_value=parameters.SEED_MAX,
-                              initial=parameters.DEFAULT_SEED)
+                              initial=parameters.DEFAULT_SEED, error_messages=parameters.error_messages("seed"))
     top_k = forms.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
-                               initial=parameters.DEFAULT_TOP_K, label="Panel size k")
+                               initial=parameters.DEFAULT_TOP_K, label="Panel size k",
+                               error_messages=parameters.error_messages("top_k"))
 
 
 def top_k_cap(reviewers: int) -> int:

@@ -27,7 +27,7 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {study!r}")
         problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
         if problems:
-            raise CommandError("; ".join(f"--{name} {message}" for name, message in problems.items()))
+            raise CommandError("; ".join(f"--{name.replace('_', '-')} {message}" for name, message in problems.items()))
         with fraction_bar(f"report of {study}") as progress:
             report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k, progress=progress)
         document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
