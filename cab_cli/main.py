@@ -265,12 +265,22 @@ def _newest_succeeded(client: AuthenticatedClient, study: str) -> int:
     raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
 
 
+def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int) -> int:
+    """``run_id`` when it is a succeeded run of the study. The bundle's URL names the run only: without this, a run
+    of another study would be downloaded under this study's name, where the report's download (``?run=``), the
+    reports page and ``manage.py export_bundle`` refuse it."""
+    run = _ok(metric_runs_retrieve.sync_detailed(run_id, client=client))
+    if run.study != study or run.status != MetricRunOutStatusEnum.SUCCEEDED:
+        raise Refused(f"{study} has no succeeded metric run {run_id}: start one with `cab run`")
+    return run_id
+
+
 def cmd_download(args: argparse.Namespace) -> None:
     client, study = _client(), _study(args)
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
     elif args.what == "bundle":
-        run = args.run if args.run is not None else _newest_succeeded(client, study)
+        run = _newest_succeeded(client, study) if args.run is None else _succeeded_run_of(client, study, args.run)
         url, name = f"/api/v1/metric-runs/{run}/bundle.zip", f"{study}-run-{run}-bundle.zip"
     else:
         url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"

@@ -296,3 +296,28 @@ def test_the_installed_console_script_runs_a_metric_run_and_waits(cab, tmp_path,
                              timeout=120)
     assert started.returncode == 0, started.stderr
     assert json.loads(started.stdout)["status"] == "succeeded"
+
+
+def test_a_run_of_another_study_is_no_bundle_of_this_one_on_any_path(cab, tmp_path, eager, client, admin_user):
+    """``cab download bundle --study S --run N`` fetched run N's bundle whatever its study, under S's name, where
+    ``export_bundle S --run N``, the reports page's link and ``cab download report --run N`` refuse a run that is not a
+    succeeded run of S."""
+    from django.core.management import CommandError, call_command
+
+    coded_study(cab, tmp_path)
+    status, out, err = cab("run", "--bootstrap", "5")
+    assert status == 0, err
+    run = json.loads(out)["run"]
+    StudyFactory(slug="other-study")
+
+    status, out, err = cab("download", "bundle", "--study", "other-study", "--run", str(run))
+    assert (status, out) == (1, ""), (status, out)
+    assert f"other-study has no succeeded metric run {run}" in err, err
+    assert not list(tmp_path.glob("other-study*"))
+    with pytest.raises(CommandError, match=f"study other-study has no succeeded metric run {run}"):
+        call_command("export_bundle", "other-study", str(tmp_path / "other.zip"), "--run", str(run))
+    client.force_login(admin_user)
+    assert client.get(f"/studies/other-study/reports/runs/{run}/bundle.zip").status_code == 404
+    status, out, err = cab("download", "report", "--study", "other-study", "--run", str(run))
+    assert status == 1 and f"No succeeded metric run {run} for this study." in err, err
+    assert not list(tmp_path.glob("other*"))
