@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -22,7 +21,7 @@ from annotation.kinds import kind_of
 from annotation.models import FormerStudyMember, Judgment, SessionLabel, Span, Study, StudyMember
 from annotation.selectors import study_coders
 from common.cells import csv_stream, jsonl_stream, unneutralise
-from common.errors import RowError, jsonl_rows
+from common.errors import UNSTORABLE, UNSTORABLE_MESSAGE, RowError, jsonl_rows
 from common.lookups import any_of
 from common.rounds import round_name
 
@@ -55,8 +54,6 @@ JUDGMENT_ROWS_BATCH = 2000
 
 # Names a JSON row must give as text (a number would be read as a name; the other columns check their values).
 TEXT_COLUMNS = ("reviewer", "dataset", "conversation_id", "model")
-# Text PostgreSQL cannot store (NUL; lone surrogates, which JSON escapes can make): refused before any query.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def read_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
@@ -93,8 +90,8 @@ def _read_csv(stream: IO[str]) -> Iterator[tuple[int, Any]]:
 
 def _cell_problems(number: int, row: dict, *, typed: bool) -> list[RowError]:
     """Cells no column can hold: unstorable text anywhere, and (JSON) a number, list or object in a text column."""
-    problems = [RowError(number, str(key)[:50], "contains a NUL or lone surrogate character")
-                for key, value in row.items() if isinstance(value, str) and _UNSTORABLE.search(value)]
+    problems = [RowError(number, str(key)[:50], UNSTORABLE_MESSAGE)
+                for key, value in row.items() if isinstance(value, str) and UNSTORABLE.search(value)]
     if typed:
         problems += [RowError(number, column, f"must be text, got {type(row[column]).__name__}")
                      for column in TEXT_COLUMNS if row.get(column) is not None and not isinstance(row[column], str)]

@@ -45,14 +45,13 @@ from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMem
 from audit.services import audit_record
 from benchmark.models import Session
 from common.cells import unneutralise
-from common.errors import RowError, RowErrors, jsonl_rows
+from common.errors import UNSTORABLE, UNSTORABLE_MESSAGE, RowError, RowErrors, jsonl_rows
 from common.lookups import any_of
 
 ROLES = (StudyMember.Role.METHOD.value, StudyMember.Role.REFERENCE.value)
 SEED = "seed"  # the long format's column for a method's run seed (empty for everyone else)
 MAX_EXACT = 2**53  # a whole number beyond this has no exact float
 SEED_RANGE = (-(2**31), 2**31 - 1)  # the column is a 32-bit integer
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # text PostgreSQL cannot store (as long_format refuses it)
 _NAME = re.compile(r"^[\w.@+-]{1,150}$")
 _INTEGER = re.compile(r"^\s*[+-]?[0-9]{1,18}\s*$")
 _NUMBER = re.compile(r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$")
@@ -179,8 +178,10 @@ def _read(number: int, raw: Any, context: _Context, *, typed: bool) -> _Row | li
             bad(column, "required")
         elif not isinstance(value, str):
             bad(column, f"must be text, got {type(value).__name__}")
-        elif _UNSTORABLE.search(value) or len(value) > 200:
-            bad(column, "at most 200 characters, no NUL or lone surrogate character")
+        elif UNSTORABLE.search(value):  # in the words of the long format's reader, which import_judgments uses
+            bad(column, UNSTORABLE_MESSAGE)
+        elif len(value) > 200:
+            bad(column, "at most 200 characters")
         else:
             text[column] = value
     if "reviewer" in text and not _NAME.match(text["reviewer"]):

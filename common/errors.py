@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
+
+# Text PostgreSQL cannot store (NUL; lone surrogates, which JSON escapes can make), refused by every importer before
+# any query, in these words.
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+UNSTORABLE_MESSAGE = "contains a NUL or lone surrogate character"
 
 
 @dataclass(frozen=True, order=True)

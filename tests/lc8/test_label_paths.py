@@ -1,0 +1,69 @@
+"""Session labels go in by four paths: ``POST …/session-labels/`` (rows), ``manage.py import_session_labels``, and,
+inside a long-format export, ``manage.py import_judgments`` and ``POST …/judgments/import/``. The same rows are
+refused by each with the same (row, field, why), and nothing is written. Before, a NUL or lone surrogate was "at most
+200 characters, no NUL or lone surrogate character" by the first two and "contains a NUL or lone surrogate
+character" by the other two."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from annotation.models import SessionLabel
+from tests.lc8.test_data import row, stored
+from tests.lc8.test_data import study as study  # noqa: F401, PLC0414 - the fixture
+
+pytestmark = pytest.mark.django_db
+
+WRONG = [
+    row(dataset="LC8\x00test"),
+    row(conversation="t\ud800"),
+    row(reviewer="m-a\x00"),
+    row(attribute="PHQ\x001"),
+    row(dataset=7),
+    row(conversation="t" * 201),
+    row(reviewer="controlled", role="reference", attribute="PHQ1", score=4),
+    row(session=6),
+]
+_LINE = re.compile(r"^line (\d+): ([\w.\[\]]+): (.*)$", re.MULTILINE)
+
+
+@pytest.fixture
+def paths(study, tmp_path, admin_user, as_token):  # noqa: F811 - the fixture
+    api = as_token(admin_user, scopes=["import"])
+    text = "".join(json.dumps(r) + "\n" for r in WRONG)
+
+    def command(name: str, *args: str):
+        path = tmp_path / "labels.jsonl"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(CommandError) as refused:
+            call_command(name, str(path), "--study", study.slug, *args, stdout=io.StringIO())
+        return sorted((int(line), field, why) for line, field, why in _LINE.findall(str(refused.value)))
+
+    def api_errors(answer, key: str, shift: int):
+        assert answer.status_code == 400, answer.content
+        return sorted((e[key] + shift, e["field"], e["message"]) for e in answer.json()["errors"])
+
+    return {
+        "the session labels API": lambda: api_errors(api.generic(
+            "POST", f"/api/v1/studies/{study.slug}/session-labels/", json.dumps({"rows": WRONG}),
+            content_type="application/json"), "index", 1),
+        "import_session_labels": lambda: command("import_session_labels"),
+        "import_judgments": lambda: command("import_judgments"),
+        "the judgments import API": lambda: api_errors(api.generic(
+            "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text.encode(),
+            content_type="application/x-ndjson"), "line", 0),
+    }
+
+
+def test_wrong_labels_are_refused_alike_by_every_path(paths, study):  # noqa: F811 - the fixture
+    said = {path: refuse() for path, refuse in paths.items()}
+    first = next(iter(said.values()))
+    assert len(first) == len(WRONG), first
+    assert all(errors == first for errors in said.values()), "\n\n".join(
+        f"{path}:\n" + "\n".join(map(str, errors)) for path, errors in said.items())
+    assert not SessionLabel.objects.exists() and not stored(study)
