@@ -776,7 +776,7 @@ def model_names_hidden(*, user: User | AnonymousUser, study: Study) -> bool:
 
 
 def session_order_hidden(*, user: User | AnonymousUser, study: Study) -> bool:
-    """Coders of a study whose session order is blinded (docs/lc8-rating.md#rating-sessions) are never told which
+    """Coders of a study whose session order is blinded (docs/sessions.md#study-settings) are never told which
     trajectory an item is of or where in it: no conversation id, no conversation-wide turn index (which dates a
     session), no session index; on the queue page as on the session page and in the API."""
     return study.session_order == Study.SessionOrder.BLINDED and not user_sees_all_studies(user=user)

@@ -360,6 +360,9 @@ def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
         copy.write(b"".join(parts))
 
 
+NOTHING = "no responses: nothing to import"
+
+
 @transaction.atomic
 def responses_ingest(
     *, items: Sequence[Any], study: StudyRef | None, model_slots: Sequence[str] = (), by: User | None = None
@@ -373,6 +376,8 @@ def responses_ingest(
     as unchanged and not written. Reads and writes are set-based: a few statements per 5,000 items, never one per
     item.
     """
+    if len(items) == 0:  # an empty request or file: an import of nothing is a mistake, as for conversations
+        raise RowErrors([RowError(0, "items", NOTHING)], row_label="item")
     advisory_lock("benchmark.ingest")  # concurrent ingests of the same new responses must not race to insert
     valid, errors = _response_items_validate(items, model_slots)
 

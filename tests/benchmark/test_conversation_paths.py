@@ -79,3 +79,22 @@ def test_no_conversation_is_refused_alike_by_every_path(paths, label):
         said[path] = send(EMPTY_FILES[label])[1]
     assert set(said.values()) == {NOTHING}, "\n".join(f"{path}: {message}" for path, message in said.items())
     assert _written() == before
+
+
+@pytest.mark.parametrize("label", list(EMPTY_FILES))
+def test_no_response_is_refused_alike_by_every_path_of_the_api(client, admin_user, as_token, study, label):
+    """The responses' paths (a JSON Lines body, a JSON array, a file) answer a request without a response as the
+    conversations' do, and as ``cab ingest responses`` refuses an empty file; before, they imported nothing and
+    said it was done."""
+    api = as_token(admin_user, scopes=["ingest"])
+    url = f"/api/v1/studies/{study.slug}/responses/"
+    before = _written()
+    answers = [api.generic("POST", url, (EMPTY_FILES[label] or "\n").encode(), content_type="application/x-ndjson"),
+               api.post(url, [], format="json"),
+               api.post(url + "upload/", {"file": SimpleUploadedFile("responses.jsonl", EMPTY_FILES[label].encode())},
+                        format="multipart")]
+    for answer in answers:
+        assert answer.status_code == 400, answer.content
+        [error] = answer.json()["errors"]
+        assert (error["field"], error["message"]) == ("items", "no responses: nothing to import")
+    assert _written() == before
