@@ -18,6 +18,7 @@ from care.core.recovery import AssistantCode, UserCode
 from care.core.synthetic import synthetic_care_study
 from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CARE_DEMO_STUDY
 from care.synthetic import CareSyntheticSpec, care_synthetic_generate
+from common.errors import jsonl_rows
 from metrics import runs
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +59,7 @@ def demo_twin_add(study: Study) -> None:
     marker Acute (the demo's: Open, the second credit that moves the state to Settling): two histories of one id,
     whose states differ from turn 8 on."""
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        rows = [(line, record | {"dataset": TWIN_DATASET}) for line, record in conversation_ingest.read_jsonl(stream)]
+        rows = [(line, record | {"dataset": TWIN_DATASET}) for line, record in jsonl_rows(stream)]
     conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True)
     with CARE_DEMO_JUDGE_FILE.open(encoding="utf-8") as stream:
         labels = [json.loads(line) | {"dataset": TWIN_DATASET} for line in stream]
