@@ -212,3 +212,12 @@ class ReviewerAlertAdmin(admin.ModelAdmin):
     list_display = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "resolved_at")
     list_filter = ("study", "resolved_at")
     readonly_fields = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at")
+
+    # An alert is raised by the check items and resolved on the study's page (annotation.services.alert_resolve,
+    # which audits it): an add form here saved a row without its figures (a 500), a change one an unaudited
+    # resolution.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
