@@ -74,11 +74,14 @@ def test_a_split_run_whose_helper_is_killed_holding_a_chunk_finishes_with_the_si
                                             if role == "helper"), None), timeout=60, interval=0.005)
         workers = {first.pid: first, second.pid: second}
         # Frozen (SIGSTOP) while its claims are read, so what it holds cannot change between the look and the kill:
-        # killed only while holding a chunk it has not stored; else let go on a moment and look again.
+        # killed only while holding a chunk it has not stored; else let go on a moment and look again. A result it
+        # sent just before it froze may still be on its way to Redis: the look waits for that to land (on a loaded
+        # host the look came first, the result landed after, and the run took it from the helper after all).
         held: list[int] = []
         deadline = time.monotonic() + 60
         while not held and time.monotonic() < deadline:
             os.kill(helper_pid, signal.SIGSTOP)
+            time.sleep(0.1)
             held = [chunk for chunk, (role, pid, stored) in _claims(client, prefix).items()
                     if role == "helper" and pid == helper_pid and not stored]
             if not held:
