@@ -130,6 +130,35 @@ def test_run_is_computed_once_and_a_redelivery_is_a_no_op(admin_user):
     assert run.finished_at == finished_at and run.attempts == 1
 
 
+def test_the_command_prints_the_report_as_the_download_writes_it(admin_user):
+    """``metrics_report`` and a run's ``report.json`` are the same document (docs/metrics.md): the same keys in the
+    same order at every level, the same values, numbers written alike (before, the command sorted the keys)."""
+    from metrics.apis import report_download
+
+    call_command("generate_synthetic", "--conversations", "6", "--reviewers", "3", "--seed", "1",
+                 "--calibration-turns", "2", "--slug", "same-doc")
+    study = Study.objects.get(slug="same-doc")
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=20)
+    runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    out = io.StringIO()
+    call_command("metrics_report", "--study", "same-doc", "--bootstrap", "20", "--indent", "1", stdout=out)
+    printed = json.loads(out.getvalue(), object_pairs_hook=list)
+    downloaded = json.loads(report_download(study, run).content, object_pairs_hook=list)
+    assert downloaded[0][0] == "run"
+    assert _without_times(printed) == _without_times(downloaded[1:])
+
+
+def _without_times(pairs):
+    """The document as nested (key, value) lists, the software's commit and the computing times left out (they
+    differ between two computations of the same report)."""
+    if isinstance(pairs, list) and all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+        return [(k, _without_times(v)) for k, v in pairs if k not in ("seconds", "timings", "computed_at")]
+    if isinstance(pairs, list):
+        return [_without_times(v) for v in pairs]
+    return pairs
+
+
 # --- never stuck: heartbeats, take-over, recovery --------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.models import Study
 from common.progress import fraction_bar
 from metrics import runs
+from metrics.core.report_file import canonical
 from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.report_warnings import section_warnings
 
@@ -30,7 +31,8 @@ class Command(BaseCommand):
             raise CommandError("; ".join(f"--{name.replace('_', '-')} {message}" for name, message in problems.items()))
         with fraction_bar(f"report of {study}") as progress:
             report = runs.report_build(study=found, seed=seed, bootstrap=bootstrap, top_k=top_k, progress=progress)
-        document = json.dumps(report, indent=indent or None, sort_keys=True, allow_nan=False, ensure_ascii=False)
+        # As the downloads write it (report_file_text): keys in the stored report's order, its numbers as stored.
+        document = json.dumps(canonical(report), indent=indent or None, allow_nan=False, ensure_ascii=False)
         self.stdout.write(document)
         for message in section_warnings(report):  # an empty section the study coded for: said, beside the JSON
             self.stderr.write(f"warning: {message}")
