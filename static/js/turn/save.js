@@ -31,12 +31,6 @@ export function requestSave(form) {
   window.clearTimeout(form.q.timer);
   form.q.timer = null;
   form.q.retries = 0;
-  const problem = form === note ? null : clientProblem(form);
-  if (problem) {
-    form.q.dirty = false;
-    setState(form, "refused", "Not saved: " + problem);
-    return;
-  }
   form.q.dirty = true;
   pump(form);
 }
@@ -63,6 +57,14 @@ function bodyOf(form) {
 
 function pump(form) {
   if (!form.q.dirty || form.q.inflight || form.q.timer) return;
+  // Checked when the values are about to be sent, not when they changed: the answer to an earlier save still on its
+  // way (saved, or failed and retried) then never covers a refusal with "Saved", nor sends the refused value.
+  const problem = form === note ? null : clientProblem(form);
+  if (problem) {
+    form.q.dirty = false;
+    setState(form, "refused", "Not saved: " + problem);
+    return;
+  }
   if (authPaused) { setState(form, "auth", "Not saved yet: sign in again"); openRelogin(); return; }
   form.q.dirty = false;
   form.q.inflight = true;

@@ -1,0 +1,93 @@
+"""The coding page's saves against the network's timing, in real headless Chromium: a change made while an earlier
+save is on its way, a page left or a turn completed with a change still being typed or sent. Requests are held
+back with ``page.route`` and let go when the test says; nothing of the page's scripts is replaced."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation.models import Judgment
+from tests.browser import login
+from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+SAVE = re.compile(r".*/save$")
+
+
+class Held:
+    """The requests to one URL pattern, held back while ``holding``; ``release`` lets the oldest go on."""
+
+    def __init__(self, page, pattern):
+        self.page, self.pattern, self.holding, self.routes = page, pattern, True, []
+        page.route(pattern, self._route)
+
+    def _route(self, route):
+        if self.holding:
+            self.routes.append(route)
+        else:
+            route.continue_()
+
+    def release(self):
+        """Let the held requests go on, and wait for their answers."""
+        self.holding = False
+        while self.routes:
+            with self.page.expect_response(self.pattern):
+                self.routes.pop(0).continue_()
+
+
+def open_turn(page, live_server, round_) -> str:
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    return page.locator(".response-card").first.get_attribute("data-response")
+
+
+def test_a_count_refused_while_an_earlier_save_is_on_its_way_is_not_shown_saved(browser_page, live_server,
+                                                                                  study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    aur = page.locator(f"#r{handle}-AUR")
+    held = Held(page, SAVE)
+    aur.locator("input[name=score][value='1']").check()
+    expect(aur.locator(".state-saving")).to_be_visible()
+    count = aur.locator("input[name=instance_count]")
+    count.fill("99999999999")
+    count.press("Tab")
+    # The score's save is answered "saved" after the count was refused: the refusal stays, in the form and the header.
+    held.release()
+    expect(aur.locator(".state-refused")).to_contain_text("whole number from 0 to 2147483647")
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "error")
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False)
+    assert (judgment.score, judgment.instance_count) == (1, None)
+    # Put right, the count is saved on the version the score's save made.
+    count.fill("2")
+    count.press("Tab")
+    wait_saved(page)
+    judgment.refresh_from_db()
+    assert (judgment.score, judgment.instance_count, judgment.version) == (1, 2, 2)
+
+
+def test_a_count_refused_after_a_failed_save_is_never_sent(browser_page, live_server, study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    aur = page.locator(f"#r{handle}-AUR")
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data) if SAVE.match(request.url) else None)
+    held = Held(page, SAVE)
+    aur.locator("input[name=score][value='1']").check()
+    count = aur.locator("input[name=instance_count]")
+    count.fill("-1")
+    count.press("Tab")
+    held.holding = False
+    with page.expect_response(SAVE):
+        held.routes.pop(0).fulfill(status=503, headers={"Retry-After": "1"}, body="busy")
+    expect(aur.locator(".state-refused")).to_contain_text("whole number from 0 to 2147483647", timeout=3000)
+    page.wait_for_timeout(1500)  # past the first retry's second
+    assert len(sent) == 1 and "instance_count=-1" not in sent[0]
+    expect(aur.locator(".state-refused")).to_be_visible()
+    assert not Judgment.objects.filter(coder=reviewer).exists()
