@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import Judgment
+from annotation.models import Assignment, Judgment
 from tests.browser import login
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 
@@ -91,3 +91,28 @@ def test_a_count_refused_after_a_failed_save_is_never_sent(browser_page, live_se
     assert len(sent) == 1 and "instance_count=-1" not in sent[0]
     expect(aur.locator(".state-refused")).to_be_visible()
     assert not Judgment.objects.filter(coder=reviewer).exists()
+
+
+@pytest.mark.parametrize("field", ["count", "comment"])
+def test_leaving_with_a_change_still_being_typed_warns_and_sends_it(browser_page, live_server,
+                                                                    study_round, field):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
+    # Typed, the field not left: no change event yet (a count), or within the comment's typing pause.
+    if field == "count":
+        page.locator(f"#r{handle}-AUR input[name=instance_count]").fill("4")
+    else:
+        page.fill("#note-comment", "Response A repeats itself.")
+    page.close(run_before_unload=True)  # closing the tab (or going back): the field is never left
+    page.wait_for_timeout(500)
+    assert dialogs == ["beforeunload"]
+    # Stayed on the page: the change was sent meanwhile.
+    wait_saved(page)
+    if field == "count":
+        judgment = Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False)
+        assert judgment.instance_count == 4
+    else:
+        assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response A repeats itself."

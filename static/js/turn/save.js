@@ -1,7 +1,7 @@
 // Saving: one request at a time per form (and for the comment and flags), always the newest values, every outcome
 // shown in the form and summed up in the header: saved, saving, retrying with back-off, waiting for sign-in (the
 // change is kept and sent again once signed in), refused, or stale (the newer value shown). Also the header's
-// progress and the warning on leaving with unsaved changes.
+// progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
 import {
   closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
 } from "./page.js";
@@ -149,7 +149,7 @@ export function resumeAfterSignIn() {
   updateGlobal();
 }
 
-// Whether a form has a change the server does not have yet (completing waits for them).
+// Whether a form has a change the server does not have yet (completing waits for them; leaving the page warns).
 export function unsaved(form) {
   return form.q.dirty || form.q.inflight || form.q.timer || form.dataset.state === "failed" || form.dataset.state === "auth";
 }
@@ -207,22 +207,40 @@ function updateProgress() {
 }
 
 // ---- starting: the warning on leaving, and the comment and flags (saved as the forms are) ------------------------
+let noteTyping = null;
+
+function saveNote() {
+  window.clearTimeout(noteTyping);
+  noteTyping = null;
+  requestSave(note);
+}
+
+// An edit still being typed, sent now: an instance count whose field was not left yet (its change event comes on
+// leaving the field) and a comment within its typing pause. Closing the tab or going back leaves neither field.
+function sendTyped() {
+  if (!editable) return;
+  forms.forEach(function (f) {
+    const count = f.elements.instance_count;
+    if (count && f.current && count.value !== f.current.count) {
+      count.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+  });
+  if (note && noteTyping !== null) saveNote();
+}
+
 export function startSaving() {
   window.addEventListener("beforeunload", function (event) {
-    const waiting = saveables().some(function (f) {
-      return f.q && (f.q.dirty || f.q.inflight || f.dataset.state === "failed" || f.dataset.state === "auth");
-    });
-    if (waiting) { event.preventDefault(); event.returnValue = ""; }
+    sendTyped();
+    if (saveables().some(unsaved)) { event.preventDefault(); event.returnValue = ""; }
   });
   if (!note) return;
   note.q = newQueue();
   note.addEventListener("submit", function (event) { event.preventDefault(); });
   if (editable) {
-    let typing = null;
-    note.addEventListener("change", function () { window.clearTimeout(typing); requestSave(note); });
+    note.addEventListener("change", saveNote);
     note.elements.comment.addEventListener("input", function () {
-      window.clearTimeout(typing);
-      typing = window.setTimeout(function () { requestSave(note); }, NOTE_TYPING_PAUSE_MS);
+      window.clearTimeout(noteTyping);
+      noteTyping = window.setTimeout(saveNote, NOTE_TYPING_PAUSE_MS);
     });
   }
 }
