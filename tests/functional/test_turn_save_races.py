@@ -16,6 +16,7 @@ from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F40
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 SAVE = re.compile(r".*/save$")
+NOTE = re.compile(r".*/note$")
 
 
 class Held:
@@ -116,3 +117,20 @@ def test_leaving_with_a_change_still_being_typed_warns_and_sends_it(browser_page
         assert judgment.instance_count == 4
     else:
         assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response A repeats itself."
+
+
+def test_completing_waits_for_the_comment_on_its_way(browser_page, live_server, study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    held = Held(page, NOTE)
+    page.fill("#note-comment", "Response B stops mid-sentence.")
+    page.locator("#note-comment").press("Tab")  # left: sent
+    page.click("#complete-turn")
+    expect(page.locator("#complete-result")).to_contain_text("Not yet: 1 change(s) are not saved")
+    assert page.locator("#complete-result .check").count() == 0
+    held.release()
+    wait_saved(page)
+    page.click("#complete-turn")
+    page.locator("#complete-result .check.missing").wait_for()
+    assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response B stops mid-sentence."

@@ -2,7 +2,7 @@
 // their way; what the server answers (the items still to code or to confirm) gets a link to each item and the
 // focus; a refusal or a lost connection said in place.
 import { completeResult, focusForm, forms, openRelogin } from "./page.js";
-import { unsaved } from "./save.js";
+import { saveables, unsaved } from "./save.js";
 
 // The missing and to-confirm items name a unit and an attribute ("Response A · AUR · …"): each becomes a link
 // that focuses that attribute.
@@ -33,10 +33,11 @@ function say(text) {
 }
 
 export function startCompleting() {
-  // The check runs on what the server has: not while changes are still on their way.
+  // The check runs on what the server has: not while changes are still on their way, the comment and flags too
+  // (completing moves to the next item, and a change still on its way would be lost with the page).
   document.body.addEventListener("htmx:confirm", function (event) {
     if (!completeResult.contains(event.detail.elt) && event.detail.elt.id !== "complete-turn") return;
-    const waiting = forms.filter(unsaved);
+    const waiting = saveables().filter(unsaved);
     if (!waiting.length) return;
     event.preventDefault();
     say("Not yet: " + waiting.length + " change(s) are not saved (see the header). Complete the turn once they are.");
