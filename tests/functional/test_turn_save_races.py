@@ -1,6 +1,7 @@
 """The coding page's saves against the network's timing, in real headless Chromium: a change made while an earlier
-save is on its way, a page left or a turn completed with a change still being typed or sent. Requests are held
-back with ``page.route`` and let go when the test says; nothing of the page's scripts is replaced."""
+save is on its way, a page left or a turn completed with a change still being typed or sent, a save written whose
+answer was lost. Requests are held back, failed or cut with ``page.route`` when the test says; nothing of the page's
+scripts is replaced."""
 
 from __future__ import annotations
 
@@ -134,3 +135,35 @@ def test_completing_waits_for_the_comment_on_its_way(browser_page, live_server, 
     page.click("#complete-turn")
     page.locator("#complete-result .check.missing").wait_for()
     assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response B stops mid-sentence."
+
+
+def test_a_save_written_but_its_answer_lost_is_not_taken_for_another_tabs(browser_page, live_server,
+                                                                           study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    lost = {"U1", "U2"}
+
+    def answer_lost(route):
+        # The server writes the save, the connection drops before its answer (a flaky network, a 504).
+        code = re.search(r"attribute=(\w+)", route.request.post_data).group(1)
+        if code in lost:
+            lost.discard(code)
+            route.fetch()
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route(SAVE, answer_lost)
+    with page.expect_event("requestfailed"):
+        page.locator("#t-U1 input[name=score][value='1']").check()
+    # Changed again before the retry: sent on the version the page saw, refused as stale, the newer value its own.
+    page.locator("#t-U1 input[name=score][value='2']").check()
+    with page.expect_event("requestfailed"):
+        page.locator("#t-U2 input[name=score][value='1']").check()
+    # U2's retry, after a second, finds its own value written.
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "saved", timeout=10000)
+    expect(page.locator("#t-U1 input[name=score][value='2']")).to_be_checked()
+    assert page.locator(".state-stale").count() == 0
+    assert {code: (score, version) for code, score, version in Judgment.objects.filter(coder=reviewer).values_list(
+        "attribute__code", "score", "version")} == {"U1": (2, 2), "U2": (1, 1)}

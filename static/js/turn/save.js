@@ -25,7 +25,11 @@ function clientProblem(form) {
   return null;
 }
 
-export function newQueue() { return { dirty: false, inflight: false, retries: 0, timer: null }; }
+// A form's save queue. sent: the values of the last save sent; unanswered: those of the saves left without an answer
+// since the last one answered (no connection, a 5xx), each of which may have been written all the same.
+export function newQueue() {
+  return { dirty: false, inflight: false, retries: 0, timer: null, sent: null, unanswered: [] };
+}
 
 export function requestSave(form) {
   window.clearTimeout(form.q.timer);
@@ -68,9 +72,10 @@ function pump(form) {
   if (authPaused) { setState(form, "auth", "Not saved yet: sign in again"); openRelogin(); return; }
   form.q.dirty = false;
   form.q.inflight = true;
+  form.q.sent = bodyOf(form);
   setState(form, "saving", "Saving…");
   fetch(form === note ? note.dataset.url : page.dataset.saveUrl, {
-    method: "POST", body: bodyOf(form), credentials: "same-origin", redirect: "manual",
+    method: "POST", body: form.q.sent, credentials: "same-origin", redirect: "manual",
     headers: { "X-CSRFToken": token(), "HX-Request": "true" },
   }).then(function (response) {
     // A redirect (to the login page) means the session is gone, like a 401.
@@ -82,6 +87,17 @@ function pump(form) {
     form.q.inflight = false;
     handle(form, answer.status, answer.text);
   });
+}
+
+// Whether a save's values (its body) are the judgment a stale answer shows: score, instance count and spans.
+function sameAsResult(form, body, result) {
+  const spans = function (list) {
+    return list.map(function (s) { return s.start + " " + s.end + " " + s.subcategory; }).sort().join(",");
+  };
+  return body.get("score") === result.dataset.score
+    && (!form.elements.instance_count || body.get("instance_count") === result.dataset.count)
+    && (!form.classList.contains("has-spans")
+      || spans(JSON.parse(body.get("spans"))) === spans(JSON.parse(result.dataset.spans || "[]")));
 }
 
 function resultOf(text) {
@@ -105,6 +121,7 @@ function handle(form, status, text) {
     return;
   }
   if (status === 0 || status >= 500 || status === 429) {
+    if (status !== 429) form.q.unanswered.push(form.q.sent);
     form.q.dirty = true;
     const attempt = ++form.q.retries;
     const delay = Math.min(MAX_BACKOFF_MS, 1000 * Math.pow(2, attempt - 1));
@@ -115,11 +132,23 @@ function handle(form, status, text) {
   }
   const result = resultOf(text);
   const state = result ? result.dataset.state : null;
+  const unanswered = form.q.unanswered;
+  form.q.unanswered = [];
   if (status === 200 && state === "saved") {
     signInsWithoutSuccess = 0;
     form.q.retries = 0;
     if (result.dataset.version) form.dataset.version = result.dataset.version;
     if (result.dataset.score !== undefined) form.savedScore = result.dataset.score;
+    if (form.q.dirty) { pump(form); return; }
+    setState(form, "saved", "Saved");
+    return;
+  }
+  if (status === 409 && state === "stale" && unanswered.some(function (b) { return sameAsResult(form, b, result); })) {
+    // The newer value is this page's own save whose answer was lost: taken as saved, and the newest values (if
+    // they changed since) sent on its version; never shown as another tab's change, a later change never dropped.
+    form.dataset.version = result.dataset.version;
+    form.savedScore = result.dataset.score;
+    if (!sameAsResult(form, bodyOf(form), result)) form.q.dirty = true;
     if (form.q.dirty) { pump(form); return; }
     setState(form, "saved", "Saved");
     return;
