@@ -167,3 +167,28 @@ def test_a_save_written_but_its_answer_lost_is_not_taken_for_another_tabs(browse
     assert page.locator(".state-stale").count() == 0
     assert {code: (score, version) for code, score, version in Judgment.objects.filter(coder=reviewer).values_list(
         "attribute__code", "score", "version")} == {"U1": (2, 2), "U2": (1, 1)}
+
+
+def test_a_refused_change_holds_completing_back_and_leaving_warns(browser_page, live_server,
+                                                                   study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
+    count = page.locator(f"#r{handle}-AUR input[name=instance_count]")
+    count.fill("1.5")
+    count.press("Tab")
+    page.locator(f"#r{handle}-AUR .state-refused").wait_for()
+    # The server has no count: completing now would complete the turn without the one shown.
+    page.click("#complete-turn")
+    expect(page.locator("#complete-result")).to_contain_text("Not yet: 1 change(s) are not saved")
+    page.close(run_before_unload=True)
+    page.wait_for_timeout(500)
+    assert dialogs == ["beforeunload"]
+    count.fill("1")
+    count.press("Tab")
+    wait_saved(page)
+    page.click("#complete-turn")
+    page.locator("#complete-result .check.missing").wait_for()
+    assert Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False).instance_count == 1

@@ -178,9 +178,10 @@ export function resumeAfterSignIn() {
   updateGlobal();
 }
 
-// Whether a form has a change the server does not have yet (completing waits for them; leaving the page warns).
+// Whether a form shows a change the server does not have: on its way, kept to be sent again, or refused (until it is
+// put right, cleared or undone). Completing waits for them; leaving the page warns.
 export function unsaved(form) {
-  return form.q.dirty || form.q.inflight || form.q.timer || form.dataset.state === "failed" || form.dataset.state === "auth";
+  return form.q.dirty || form.q.inflight || form.q.timer || ["failed", "auth", "refused"].includes(form.dataset.state);
 }
 
 // ---- states, in the form and in the header ----------------------------------------------------------------------
