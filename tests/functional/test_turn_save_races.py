@@ -192,3 +192,31 @@ def test_a_refused_change_holds_completing_back_and_leaving_warns(browser_page, 
     page.click("#complete-turn")
     page.locator("#complete-result .check.missing").wait_for()
     assert Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False).instance_count == 1
+
+
+def test_a_highlights_popover_open_across_an_undo_removes_the_highlight_it_shows(browser_page, live_server,
+                                                                                 study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    text = page.locator(f'.response-text[data-response="{handle}"]')
+    for length in (6, 12):  # two highlights of one attribute, the first inside the second
+        text.focus()
+        for _ in range(length):
+            page.keyboard.press("Shift+ArrowRight")
+        page.keyboard.press("h")
+        page.keyboard.press("1")
+    wait_saved(page)
+    judgment = Judgment.objects.filter(coder=reviewer, response__isnull=False, spans__isnull=False).distinct().get()
+    short, long = sorted((s.start, s.end) for s in judgment.spans.all())
+    card = page.locator(".response-card").first
+    card.locator(".span-list .remove-span").first.click()  # the short one
+    wait_saved(page)
+    card.locator(".seg.hl").first.click()  # the long one's popover
+    page.locator("#span-popover").wait_for(state="visible")
+    page.keyboard.press("Control+z")  # the short one is back
+    expect(card.locator(".span-list .chip")).to_have_count(2)
+    page.locator("#span-popover button.danger").click()  # the popover's Remove: the long one, as it says
+    wait_saved(page)
+    assert [(s.start, s.end) for s in judgment.spans.all()] == [short]
+    expect(card.locator(".span-list .chip")).to_have_count(1)

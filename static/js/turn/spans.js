@@ -20,8 +20,8 @@ function spanForms(responseId) {
 function allSpans(responseId) {
   const out = [];
   spanForms(responseId).forEach(function (form) {
-    form.spans.forEach(function (s, index) {
-      out.push({ start: s.start, end: s.end, subcategory: s.subcategory, code: form.dataset.code, index: index, form: form });
+    form.spans.forEach(function (s) {
+      out.push({ start: s.start, end: s.end, subcategory: s.subcategory, code: form.dataset.code, form: form });
     });
   });
   return out;
@@ -90,7 +90,7 @@ function renderList(responseId, spans) {
         showPopover([s], change.getBoundingClientRect(), change);
       });
       const remove = button("link remove-span", "✕", "Remove highlight " + name);
-      remove.addEventListener("click", function () { removeSpan(s.form, s.index, list, position); });
+      remove.addEventListener("click", function () { removeSpan(s.form, s, list, position); });
       chip.append(change, remove);
     }
     list.appendChild(chip);
@@ -149,14 +149,26 @@ function focusAfterListChange(list, position, responseId) {
   (next || textOf(responseId)).focus();
 }
 
-function removeSpan(form, index, list, position) {
+// A highlight is found by its passage and subcategory when it is changed, not by where it was in the form's spans:
+// an undo, a redo or the server's newer value may have replaced them since its popover was drawn.
+function placeOf(form, span) {
+  return form.spans.findIndex(function (s) {
+    return s.start === span.start && s.end === span.end && s.subcategory === span.subcategory;
+  });
+}
+
+function removeSpan(form, span, list, position) {
+  const index = placeOf(form, span);
+  if (index < 0) return;
   const spans = form.spans.slice();
   spans.splice(index, 1);
   writeSpans(form, spans);
   if (list) focusAfterListChange(list, position, form.dataset.response);
 }
 
-function switchSpan(form, index, slug) {
+function switchSpan(form, span, slug) {
+  const index = placeOf(form, span);
+  if (index < 0) return;
   const spans = form.spans.map(function (s) { return Object.assign({}, s); });
   spans[index].subcategory = slug;
   writeSpans(form, spans);
@@ -237,13 +249,13 @@ function showPopover(here, rect, opener) {
       }).forEach(function (slug) {
         const change = button("", "Change to " + subName(slug));
         change.addEventListener("click", function () {
-          switchSpan(s.form, s.index, slug);
+          switchSpan(s.form, s, slug);
           hidePopover(true);
         });
         row.appendChild(change);
       });
       const remove = button("danger", "Remove");
-      remove.addEventListener("click", function () { removeSpan(s.form, s.index, null, 0); hidePopover(true); });
+      remove.addEventListener("click", function () { removeSpan(s.form, s, null, 0); hidePopover(true); });
       row.appendChild(remove);
     }
     popover.appendChild(row);
