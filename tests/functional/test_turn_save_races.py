@@ -220,3 +220,25 @@ def test_a_highlights_popover_open_across_an_undo_removes_the_highlight_it_shows
     wait_saved(page)
     assert [(s.start, s.end) for s in judgment.spans.all()] == [short]
     expect(card.locator(".span-list .chip")).to_have_count(1)
+
+
+def test_a_save_sent_before_signing_in_and_answered_after_is_sent_again(browser_page, live_server,
+                                                                         study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    page.context.clear_cookies(name="sessionid")  # the session ended
+    held = Held(page, SAVE)
+    page.locator("#t-U1 input[name=score][value='1']").check()
+    page.locator("#t-U2 input[name=score][value='2']").check()
+    with page.expect_response(SAVE):
+        held.routes.pop(0).continue_()
+    page.locator("#relogin").wait_for(state="visible")
+    page.fill("#relogin-password", "cab-demo")
+    page.click("#relogin-form button[type=submit]")
+    page.locator("#relogin").wait_for(state="hidden")
+    # U2's save, sent with the ended session, is answered 401 only now: sent again, no second sign-in asked for.
+    held.release()
+    wait_saved(page)
+    expect(page.locator("#relogin")).to_be_hidden()
+    assert dict(Judgment.objects.filter(coder=reviewer).values_list("attribute__code", "score")) == {"U1": 1, "U2": 2}

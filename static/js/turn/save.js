@@ -12,6 +12,7 @@ const NOTE_TYPING_PAUSE_MS = 1200;
 
 let authPaused = false;
 let signInsWithoutSuccess = 0;
+let signIns = 0; // each sign-in in the dialog: a save sent before the last one went with the ended session
 
 export function saveables() { return note ? forms.concat([note]) : forms; }
 
@@ -25,10 +26,11 @@ function clientProblem(form) {
   return null;
 }
 
-// A form's save queue. sent: the values of the last save sent; unanswered: those of the saves left without an answer
-// since the last one answered (no connection, a 5xx), each of which may have been written all the same.
+// A form's save queue. sent: the values of the last save sent, sentAfter: the sign-ins by then; unanswered: the
+// values of the saves left without an answer since the last one answered (no connection, a 5xx), each of which may
+// have been written all the same.
 export function newQueue() {
-  return { dirty: false, inflight: false, retries: 0, timer: null, sent: null, unanswered: [] };
+  return { dirty: false, inflight: false, retries: 0, timer: null, sent: null, sentAfter: 0, unanswered: [] };
 }
 
 export function requestSave(form) {
@@ -73,6 +75,7 @@ function pump(form) {
   form.q.dirty = false;
   form.q.inflight = true;
   form.q.sent = bodyOf(form);
+  form.q.sentAfter = signIns;
   setState(form, "saving", "Saving…");
   fetch(form === note ? note.dataset.url : page.dataset.saveUrl, {
     method: "POST", body: form.q.sent, credentials: "same-origin", redirect: "manual",
@@ -109,6 +112,8 @@ function resultOf(text) {
 function handle(form, status, text) {
   if (status === 401 || status === 403) {
     form.q.dirty = true; // kept, and sent again once signed in
+    // Sent before the sign-in that has happened since (its answer came late): sent again, no new sign-in asked for.
+    if (form.q.sentAfter < signIns) { pump(form); return; }
     if (signInsWithoutSuccess >= 2) {
       form.q.dirty = false;
       setState(form, "refused", "Not saved: the server refused it (" + status + ") even after signing in");
@@ -169,6 +174,7 @@ function handle(form, status, text) {
 // Signed in again (relogin.js): the kept changes are sent.
 export function resumeAfterSignIn() {
   signInsWithoutSuccess++;
+  signIns++;
   authPaused = false;
   closeDialog(relogin);
   saveables().forEach(function (f) {
