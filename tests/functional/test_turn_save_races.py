@@ -1,7 +1,7 @@
 """The coding page's saves against the network's timing, in real headless Chromium: a change made while an earlier
-save is on its way, a page left or a turn completed with a change still being typed or sent, a save written whose
-answer was lost. Requests are held back, failed or cut with ``page.route`` when the test says; nothing of the page's
-scripts is replaced."""
+save is on its way, a page left or a turn completed with a change still being typed, sent or refused, a save written
+whose answer was lost, one answered only after signing in again, a highlight's popover open across an undo. Requests
+are held back, failed or cut with ``page.route`` when the test says; nothing of the page's scripts is replaced."""
 
 from __future__ import annotations
 
