@@ -1,6 +1,7 @@
 """An htmx request without a session gets 401 with why, not the sign-in page put inside the page
 (``access.htmx_sign_in``); the same request without htmx is still redirected to sign in. In Chromium: a workshop
-note sent after the session ended says so where its state is shown, and the note stays in its box."""
+note sent after the session ended, or after the browser's cookies were cleared (a 403), says so where its state is
+shown (``static/js/htmx-errors.js``), and the note stays in its box."""
 
 from __future__ import annotations
 
@@ -45,8 +46,30 @@ def test_a_workshop_note_sent_after_the_session_ended_says_so_and_stays(browser_
     Session.objects.all().delete()  # the session ends (signed out in another tab, or idle too long)
     first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
     first.locator("button").click()
-    first.locator(".session-ended").wait_for()
-    assert first.locator(".session-ended").inner_text() == SESSION_ENDED
+    first.locator(".not-sent").wait_for()
+    assert first.locator(".not-sent").inner_text() == SESSION_ENDED
     assert first.locator("textarea").input_value() == "Agreed: a hedge without a question is 1."
     assert "Sign in" not in first.inner_text(), "no sign-in page inside the note"
+    assert not WorkshopNote.objects.filter(round=round_).exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_workshop_note_refused_for_its_form_token_says_so_and_stays(browser_page, live_server, synthetic,
+                                                                    admin_user):
+    """The browser's cookies cleared (its form token gone with them): Django's CSRF check answers 403 before the
+    view; the note says it was not sent, and stays."""
+    page = browser_page
+    admin_user.set_password("pw-for-tests")
+    admin_user.save()
+    login(page, live_server, admin_user.username, "pw-for-tests")
+    round_ = synthetic.rounds.get(kind="calibration", number=2)
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
+    first = page.locator(".workshop-item").first
+    page.context.clear_cookies()
+    first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
+    first.locator("button").click()
+    first.locator(".not-sent").wait_for()
+    assert first.locator(".not-sent").inner_text().startswith("Not sent: this page's sign-in is no longer valid")
+    assert first.locator("textarea").input_value() == "Agreed: a hedge without a question is 1."
     assert not WorkshopNote.objects.filter(round=round_).exists()
