@@ -44,6 +44,13 @@ def login(page, live_server, username: str, password: str = "cab-demo") -> None:
     page.wait_for_url(f"{live_server.url}/")
 
 
+def sign_in_as(page, live_server, user, password: str = "pw-for-tests") -> None:  # noqa: S107
+    """Sign ``user`` (an account made by a fixture, without a known password) in, with a password given here."""
+    user.set_password(password)
+    user.save()
+    login(page, live_server, user.username, password)
+
+
 def select_text(page, response_handle: str, needle: str, occurrence: int = 0) -> None:
     """Select ``needle`` inside a response text (named by its ``data-response`` handle) with real mouse drag, from
     the first to the last character."""

@@ -12,12 +12,20 @@ from django.urls import reverse
 from access.htmx_sign_in import SESSION_ENDED
 from annotation.models import WorkshopNote
 from tests import scenarios
-from tests.browser import login
+from tests.browser import sign_in_as
 
 
 @pytest.fixture
 def synthetic(db):
     return scenarios.synthetic_calibrated_study()
+
+
+def _workshop_item(page, live_server, synthetic, admin_user):
+    """The admin on the workshop of the synthetic study's second round: the round and its first item."""
+    sign_in_as(page, live_server, admin_user)
+    round_ = synthetic.rounds.get(kind="calibration", number=2)
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
+    return round_, page.locator(".workshop-item").first
 
 
 @pytest.mark.django_db
@@ -37,12 +45,7 @@ def test_an_htmx_request_without_a_session_is_a_401_saying_why(client, synthetic
 def test_a_workshop_note_sent_after_the_session_ended_says_so_and_stays(browser_page, live_server, synthetic,
                                                                       admin_user):
     page = browser_page
-    admin_user.set_password("pw-for-tests")
-    admin_user.save()
-    login(page, live_server, admin_user.username, "pw-for-tests")
-    round_ = synthetic.rounds.get(kind="calibration", number=2)
-    page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
-    first = page.locator(".workshop-item").first
+    round_, first = _workshop_item(page, live_server, synthetic, admin_user)
     Session.objects.all().delete()  # the session ends (signed out in another tab, or idle too long)
     first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
     first.locator("button").click()
@@ -60,12 +63,7 @@ def test_a_workshop_note_refused_for_its_form_token_says_so_and_stays(browser_pa
     """The browser's cookies cleared (its form token gone with them): Django's CSRF check answers 403 before the
     view; the note says it was not sent, and stays."""
     page = browser_page
-    admin_user.set_password("pw-for-tests")
-    admin_user.save()
-    login(page, live_server, admin_user.username, "pw-for-tests")
-    round_ = synthetic.rounds.get(kind="calibration", number=2)
-    page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
-    first = page.locator(".workshop-item").first
+    round_, first = _workshop_item(page, live_server, synthetic, admin_user)
     page.context.clear_cookies()
     first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
     first.locator("button").click()

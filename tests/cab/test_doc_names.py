@@ -48,6 +48,8 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from tests.cab import markdown_lines
+
 ROOT = Path(__file__).resolve().parents[2]
 THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 PACKAGES = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -71,7 +73,6 @@ ALLOWED = {
     "coding-parts.js",
 }
 
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 DOTTED = re.compile(r"^\"?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\"?(?:\((.*)\))?$")
 CALL = re.compile(r"^([a-z_]\w*)\((.*)\)$")
@@ -101,20 +102,13 @@ def spans_of(path: str, markdown: str) -> list[Span]:
     """The code spans of a page, outside fenced code, each with the line it opens on (a table's ``\\|`` is ``|``),
     then each line of fenced code (a line ending in ``\\`` joined with the next) as a command line."""
     lines = markdown.splitlines()
-    fence = None
     fenced: list[Span] = []
     continued = False
-    for number, line in enumerate(lines):
-        opening = FENCE.match(line)
-        if opening:
-            marker = opening.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
+    for number, line, where in markdown_lines.fenced(list(lines)):
+        if where == markdown_lines.MARKER:
             lines[number] = ""
             continued = False
-        elif fence is not None:
+        elif where == markdown_lines.INSIDE:
             if continued:
                 joined = fenced[-1].text.removesuffix("\\").rstrip() + " " + line.strip()
                 fenced[-1] = Span(path, fenced[-1].line, joined, fenced=True)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cab.markdown_lines import TEXT, fenced
+
 ROOT = Path(__file__).resolve().parents[2]
 THIS = Path(__file__).resolve().relative_to(ROOT).as_posix()
 # History may say what the project once cited; nothing else may.
@@ -31,7 +33,6 @@ OUTSIDE = {
 CITATION = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.md)(?:#([\w-]+))?")
 LINK = re.compile(r"\]\(([\w.-]+\.md)(?:#([^)\s]+))?\)")
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def tracked_texts() -> dict[str, str]:
@@ -64,17 +65,8 @@ def anchors(markdown: str) -> set[str]:
     """The anchors of a page's headings (outside fenced code), a repeated one numbered as GitHub numbers it."""
     seen: dict[str, int] = {}
     out = set()
-    fence = None
-    for line in markdown.splitlines():
-        opening = FENCE.match(line)
-        if opening:
-            marker = opening.group(1)
-            if fence is None:
-                fence = marker[0] * 3
-            elif marker.startswith(fence):
-                fence = None
-            continue
-        if fence is not None:
+    for _, line, where in fenced(markdown.splitlines()):
+        if where != TEXT:
             continue
         match = HEADING.match(line)
         if match:

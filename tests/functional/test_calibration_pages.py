@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from annotation.models import WorkshopNote
 from calibration.views import PAGE_SIZE
 from tests import scenarios
-from tests.browser import ARTIFACTS, login
+from tests.browser import ARTIFACTS, sign_in_as
 
 
 @pytest.fixture
@@ -22,9 +22,7 @@ def synthetic(db):
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, admin_user):
     page = browser_page
-    admin_user.set_password("pw-for-tests")
-    admin_user.save()
-    login(page, live_server, admin_user.username, "pw-for-tests")
+    sign_in_as(page, live_server, admin_user)
     round_ = synthetic.rounds.get(kind="calibration", number=2)
     page.goto(f"{live_server.url}/rounds/{round_.pk}/workshop/")
     assert page.locator(".workshop-item").count() > 0
@@ -45,9 +43,7 @@ def test_workshop_and_panel_screenshots(browser_page, live_server, synthetic, ad
 def test_consensus_and_feedback_pages_are_paged_and_come_back_to_the_item(browser_page, live_server, synthetic,
                                                                          admin_user):
     page = browser_page
-    admin_user.set_password("pw-for-tests")
-    admin_user.save()
-    login(page, live_server, admin_user.username, "pw-for-tests")
+    sign_in_as(page, live_server, admin_user)
     round_ = synthetic.rounds.get(kind="calibration", number=1)
     page.goto(f"{live_server.url}/rounds/{round_.pk}/consensus/?show=all")
     assert page.locator(".consensus tbody tr").count() == PAGE_SIZE
@@ -63,11 +59,8 @@ def test_consensus_and_feedback_pages_are_paged_and_come_back_to_the_item(browse
     page.screenshot(path=str(ARTIFACTS / "consensus.png"), full_page=False)
     assert page.evaluate("document.documentElement.scrollHeight") < 6000, "a page of compact rows"
 
-    reviewer = get_user_model().objects.get(username="syn-r01")
-    reviewer.set_password("pw-for-tests")
-    reviewer.save()
     page.context.clear_cookies()
-    login(page, live_server, reviewer.username, "pw-for-tests")
+    sign_in_as(page, live_server, get_user_model().objects.get(username="syn-r01"))
     page.goto(f"{live_server.url}/rounds/{round_.pk}/feedback/")
     assert f"differences · showing 1–{PAGE_SIZE}, page 1 of" in page.locator(".pager-count").first.inner_text()
     assert page.locator("tbody.difference").count() == PAGE_SIZE
