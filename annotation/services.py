@@ -208,19 +208,18 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         return member
     if archived:
         raise archived_refusal(study, "it takes no new members")
-    member, created = StudyMember.objects.get_or_create(study=study, user=user, defaults={"role": role})
-    if created:
-        # A member again: what they are now is what they are (FormerStudyMember).
-        FormerStudyMember.objects.filter(study=study, user=user).delete()
-        if role == StudyMember.Role.REVIEWER:
-            # The next number after the aliases in use or once used (a count would repeat one after a removal, and
-            # a removed reviewer's alias still names their notes and codings).
-            aliases = [*StudyMember.objects.filter(study=study).values_list("alias", flat=True),
-                       *FormerStudyMember.objects.filter(study=study).values_list("alias", flat=True)]
-            used = [int(a[1:]) for a in aliases if a[:1] == "R" and a[1:].isdigit()]
-            member.alias = f"R{max(used, default=0) + 1}"
-            member.save(update_fields=["alias"])
-        audit_record(by=by, action="member.add", study=study, target=f"user:{user.get_username()}", role=role)
+    member = StudyMember.objects.create(study=study, user=user, role=role)
+    # A member again: what they are now is what they are (FormerStudyMember).
+    FormerStudyMember.objects.filter(study=study, user=user).delete()
+    if role == StudyMember.Role.REVIEWER:
+        # The next number after the aliases in use or once used (a count would repeat one after a removal, and
+        # a removed reviewer's alias still names their notes and codings).
+        aliases = [*StudyMember.objects.filter(study=study).values_list("alias", flat=True),
+                   *FormerStudyMember.objects.filter(study=study).values_list("alias", flat=True)]
+        used = [int(a[1:]) for a in aliases if a[:1] == "R" and a[1:].isdigit()]
+        member.alias = f"R{max(used, default=0) + 1}"
+        member.save(update_fields=["alias"])
+    audit_record(by=by, action="member.add", study=study, target=f"user:{user.get_username()}", role=role)
     return member
 
 
