@@ -12,7 +12,7 @@ from django.urls import reverse
 from access.htmx_sign_in import SESSION_ENDED
 from annotation.models import WorkshopNote
 from tests import scenarios
-from tests.browser import sign_in_as
+from tests.browser import ARTIFACTS, sign_in_as
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def test_a_workshop_note_sent_after_the_session_ended_says_so_and_stays(browser_
     first.locator("textarea").fill("Agreed: a hedge without a question is 1.")
     first.locator("button").click()
     first.locator(".not-sent").wait_for()
+    first.screenshot(path=str(ARTIFACTS / "workshop-session-ended.png"))
     assert first.locator(".not-sent").inner_text() == SESSION_ENDED
     assert first.locator("textarea").input_value() == "Agreed: a hedge without a question is 1."
     assert "Sign in" not in first.inner_text(), "no sign-in page inside the note"
