@@ -518,8 +518,9 @@ def usernames_of(user_ids: set[int]) -> list[tuple[int, str]]:
     return list(get_user_model().objects.filter(pk__in=sorted(user_ids)).values_list("pk", "username"))
 
 
-# The longest history name (metrics.core.history_names): a dataset's name, "/", a conversation's external id.
-HISTORY_NAME_LENGTH = (Dataset._meta.get_field("name").max_length + 1  # type: ignore[operator]
+# The longest history name (metrics.core.history_names): a dataset's name (each character at most three, "/" written
+# %2F), "/", a conversation's external id.
+HISTORY_NAME_LENGTH = (3 * Dataset._meta.get_field("name").max_length + 1  # type: ignore[operator]
                        + Conversation._meta.get_field("external_id").max_length)
 
 

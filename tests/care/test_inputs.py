@@ -54,15 +54,16 @@ def demo(shared_state):
 TWIN_DATASET = "CARE-demo-twin"
 
 
-def demo_twin_add(study: Study) -> None:
-    """The demo history again in another dataset under the same conversation id, with the judge's labels but turn 8's
-    marker Acute (the demo's: Open, the second credit that moves the state to Settling): two histories of one id,
-    whose states differ from turn 8 on."""
+def demo_twin_add(study: Study, dataset: str = TWIN_DATASET, conversation: str | None = None) -> None:
+    """The demo history again in another dataset under the same conversation id (or ``conversation``), with the
+    judge's labels but turn 8's marker Acute (the demo's: Open, the second credit that moves the state to Settling):
+    two histories of one id, whose states differ from turn 8 on."""
+    named = {"dataset": dataset} | ({"conversation_id": conversation} if conversation else {})
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
-        rows = [(line, record | {"dataset": TWIN_DATASET}) for line, record in jsonl_rows(stream)]
+        rows = [(line, record | named) for line, record in jsonl_rows(stream)]
     conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True)
     with CARE_DEMO_JUDGE_FILE.open(encoding="utf-8") as stream:
-        labels = [json.loads(line) | {"dataset": TWIN_DATASET} for line in stream]
+        labels = [json.loads(line) | named for line in stream]
     for label in labels:
         if (label["turn_index"], label["attribute"]) == (8, "marker"):
             label["score"] = "Acute"

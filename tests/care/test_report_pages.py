@@ -10,6 +10,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from access import roles
 from access.services import user_ensure
@@ -192,6 +193,29 @@ def test_two_histories_of_one_id_have_each_its_link_and_its_timeline(client, car
         states[dataset] = _timeline_rows(html)[8]["state"]
     assert states == {"CARE-demo": "Settling", TWIN_DATASET: "Acute"}  # the twin's judge coded turn 8 Acute
     assert client.get(reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])).status_code == 404
+
+
+def test_histories_whose_dataset_names_hold_a_slash_each_have_a_name_a_link_and_a_timeline(client, care, admin_user):
+    """``sub/ID`` of the demo's dataset and ``ID`` of the dataset ``CARE-demo/sub``, each id shared with another
+    dataset, would both be ``CARE-demo/sub/ID``: the run failed and the timeline was a 500. The dataset's "/" is
+    written %2F in a name (metrics.core.history_names), so the run succeeds and each history has its own page."""
+    demo_twin_add(care, dataset="CARE-demo/sub")
+    demo_twin_add(care, dataset="CARE-demo", conversation=f"sub/{HISTORY}")
+    demo_twin_add(care, dataset=TWIN_DATASET, conversation=f"sub/{HISTORY}")
+    run = metric_services.metric_run_request(study=care, by=None, bootstrap=20, seed=1)
+    metric_runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded", run.error
+    client.force_login(admin_user)
+    page = client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+    names = [f"CARE-demo/{HISTORY}", f"CARE-demo%2Fsub/{HISTORY}", f"CARE-demo/sub/{HISTORY}",
+             f"{TWIN_DATASET}/sub/{HISTORY}"]
+    for name in names:
+        url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, name])
+        assert f'href="{escape(url)}?run={run.pk}">{escape(name)}</a>' in page, name
+        answer = client.get(url, {"run": run.pk})
+        assert answer.status_code == 200 and f"from run {run.pk}" in answer.content.decode(), name
+    assert sorted(run.result["care"]["states"]) == sorted(names)
 
 
 def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, admin_user,
