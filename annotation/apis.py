@@ -83,6 +83,7 @@ from benchmark.api_serializers import (
     ResponsesIngestOut,
 )
 from common import downloads, provenance
+from common.errors import text_newline
 
 READ = {"GET": ApiToken.Scope.READ}
 # What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
@@ -295,7 +296,7 @@ class JudgmentImportApi(APIView):
         fmt = "csv" if body.media_type == "text/csv" else "jsonl"
 
         def call():
-            rows = long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt)
+            rows = long_format.read_rows(io.StringIO(text, newline=text_newline(fmt)), fmt=fmt)
             try:
                 summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user,
                                                            typed=fmt == "jsonl")

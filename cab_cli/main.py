@@ -132,7 +132,8 @@ def cmd_studies(args: argparse.Namespace) -> None:
 def _records(path: Path) -> Iterator[tuple[int, bytes]]:
     """The file's items with their line numbers: JSON Lines (blank lines skipped), or one JSON array (each element
     then on "line" 1, its position in the array given instead by the server's index). A UTF-8 byte order mark
-    that begins the file is dropped, as the server's paths drop it."""
+    that begins the file is dropped, as the server's paths drop it. Lines end at "\n" only, as the server's do
+    (common.errors.JSON_LINES_NEWLINE: a "\r" is JSON's whitespace), so a line number is the server's."""
     data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
     if data.lstrip()[:1] == b"[":
         try:
@@ -142,7 +143,7 @@ def _records(path: Path) -> Iterator[tuple[int, bytes]]:
         for item in items:
             yield 1, json.dumps(item, ensure_ascii=False).encode()
         return
-    for number, line in enumerate(data.splitlines(), start=1):
+    for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             yield number, line.strip()
 

@@ -93,9 +93,20 @@ def json_line(number: int, line: str, *, field: str = "line") -> Any:
         return RowError(number, field, "not valid JSON (a number too long)")
 
 
+# A JSON Lines file's lines end at "\n" only (a "\r" is JSON's whitespace, as in "\r\n"): the API's bodies and the
+# upload pages split there, and the commands open their files with it, so a line is the same line on every path.
+JSON_LINES_NEWLINE = "\n"
+
+
+def text_newline(fmt: str) -> str:
+    """The ``newline`` to open an import file of format ``fmt`` ("csv" or "jsonl") with: "" for CSV, as the csv
+    module asks (a quoted cell may hold a line break), JSON_LINES_NEWLINE for JSON Lines."""
+    return "" if fmt == "csv" else JSON_LINES_NEWLINE
+
+
 def jsonl_rows(stream: IO[str] | Iterable[str]) -> Iterator[tuple[int, Any]]:
     """(line number, value) for every line of a JSON Lines file that is not blank; a line that is not JSON gives
-    its RowError in place of a value (``json_line``)."""
+    its RowError in place of a value (``json_line``). A file is opened with ``newline=JSON_LINES_NEWLINE``."""
     for number, line in enumerate(stream, start=1):
         if line.strip():
             yield number, json_line(number, line)

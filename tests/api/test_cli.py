@@ -157,6 +157,16 @@ def test_a_file_that_begins_with_a_utf8_bom_is_read_as_without_it(tmp_path):
         assert [json.loads(record) for _, record in cli._records(marked)] == items
 
 
+def test_a_line_ends_at_a_newline_only_as_on_the_server(tmp_path):
+    """A "\r" is JSON's whitespace, not a line's end (common.errors.JSON_LINES_NEWLINE): a record with one between
+    its fields is one record, and the lines after it keep the numbers the server gives them. Before, the CLI split
+    there and numbered every later line one higher than the server's error named it."""
+    first, second = conversations_without_responses()[:2]
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(json.dumps(first).replace(", ", ",\r", 1).encode() + b"\r\n\n" + json.dumps(second).encode())
+    assert [(number, json.loads(record)) for number, record in cli._records(path)] == [(1, first), (3, second)]
+
+
 def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "PART_ITEMS", 3)
     (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))

@@ -23,6 +23,8 @@ BAD_LINES = {
     "not JSON": "{not json}",
     "nested too deeply": "[" * 100_000,
     "a number too long": '{"n": ' + "1" * 5000 + "}",
+    # a line ends at "\n" only on every path: the command split it at the "\r" too, and said the first half's fields
+    "two values on one line": '{"a": 1}\r{"b": 2}',
 }
 _LINE_1 = re.compile(r"^line 1: (\w+): (.*)$", re.MULTILINE)
 

@@ -4,7 +4,7 @@ from typing import IO, cast
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import judgment_import, long_format
-from common.errors import RowErrors, not_utf8
+from common.errors import RowErrors, not_utf8, text_newline
 from common.progress import ReadProgress
 
 
@@ -26,7 +26,7 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: no such file")
         fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
-            with file.open(encoding="utf-8-sig", newline="") as opened, \
+            with file.open(encoding="utf-8-sig", newline=text_newline(fmt)) as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
                 summary = judgment_import.judgments_import(
                     rows=long_format.read_rows(cast("IO[str]", stream), fmt=fmt), study_slug=study, by=None,

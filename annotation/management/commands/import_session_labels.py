@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import session_labels
 from annotation.models import Study
-from common.errors import RowErrors, not_utf8
+from common.errors import RowErrors, not_utf8, text_newline
 from common.progress import ReadProgress
 
 
@@ -33,7 +33,7 @@ class Command(BaseCommand):
             raise CommandError(f"no study {study!r}")
         fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
-            with file.open(encoding="utf-8-sig", newline="") as opened, \
+            with file.open(encoding="utf-8-sig", newline=text_newline(fmt)) as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
                 summary = session_labels.session_labels_import(
                     study=found, rows=session_labels.read_file_rows(cast("IO[str]", stream), fmt=fmt), by=None,

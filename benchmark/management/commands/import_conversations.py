@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import conversation_ingest
-from common.errors import RowErrors, not_utf8
+from common.errors import JSON_LINES_NEWLINE, RowErrors, not_utf8
 from common.progress import ReadProgress
 
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         try:
-            with file.open(encoding="utf-8-sig") as stream, \
+            with file.open(encoding="utf-8-sig", newline=JSON_LINES_NEWLINE) as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:
                 summary = conversation_ingest.conversations_upload(stream=shown)  # as the upload page's, no study
         except UnicodeDecodeError as error:
