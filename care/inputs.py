@@ -1,9 +1,9 @@
 """Load a CARE study (a schema with a ``care`` block, docs/care.md) into the pure core's input types
 (``care.core.metrics``: CareHistory, CareCoding, ChecklistItem, CareParams), and the report's ``care`` section.
 
-Seven queries whatever the study's size (study members, attributes, sessions, turns, response slots, judgments, and
-the coders' names, only when some coder is no longer a member), each a ``values_list`` of a few columns: no Python
-object per model row, no query per row.
+Seven queries whatever the study's size (the members and former members, attributes, sessions, turns, response
+slots, judgments, and the coders' names, only when some coder never was a member), each a ``values_list`` of a few
+columns: no Python object per model row, no query per row.
 
 Choices (also in docs/metrics.md#choices, item 18):
 
@@ -20,7 +20,9 @@ Choices (also in docs/metrics.md#choices, item 18):
 - The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
   the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
   loader); else the first expert (by username) with codings; else the first human coder with codings; else the
-  first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``).
+  first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``). A coder
+  taken off the study keeps the role they had (``annotation.selectors.study_coders``): a former expert's codings
+  are still an expert's, so the reference does not move to someone else's when its coder leaves.
 - The coders compared for validation are every non-gold coder (humans and methods) with codings, the reference coder
   included when it is one of them (judge vs each human and human vs human are the pairs docs/care.md#metrics asks for).
 - A coder's codes come from every round of the study; a unit coded twice (two rounds) keeps the later judgment.
@@ -38,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
-from annotation.models import AttributeDefinition, Judgment, Study, StudyMember
-from annotation.selectors import conversations_of_study
+from annotation.models import AttributeDefinition, Judgment, Study
+from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from care.kind import CARE
 from common.lookups import any_of
@@ -81,8 +83,8 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
     care = block_of(study, CARE)
     if care is None:
         raise ValueError(f"study {study.slug} is not a CARE study (its schema has no care block)")
-    members = {user_id: (username, role) for user_id, username, role in StudyMember.objects.filter(study=study)
-               .values_list("user_id", "user__username", "role")}
+    # the roles the coders have, or had when taken off the study: a former expert's codings stay an expert's
+    members = {coder.user_id: (coder.username, coder.role) for coder in study_coders(study=study)}
     attributes: dict[int, str] = {}
     specs = []
     for pk, code, unit, labels, item_type, crisis_types in (

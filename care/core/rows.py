@@ -84,7 +84,7 @@ class CareJudgmentRow:
 class CareRows:
     block: Mapping[str, Any]  # the schema's care block
     attributes: Sequence[CareAttribute]
-    members: Sequence[tuple[str, str]]  # (username, role) of the study's members
+    members: Sequence[tuple[str, str]]  # (username, role) of who is or was a member (the role they had)
     sessions: Sequence[CareSessionRow]  # by conversation, then session index
     judgments: Sequence[CareJudgmentRow]
 

@@ -9,8 +9,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation import checklists, judgment_import
-from annotation.models import Study
+from annotation import checklists, judgment_import, services
+from annotation.models import Study, StudyMember
 from benchmark import conversation_ingest
 from care import inputs as loader
 from care.core.metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem, care_report
@@ -163,6 +163,21 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
     assert report["input"]["dropped"]["unknown_attribute"] == 18
     assert all(a["unit"] != "session" for a in report["attributes"])
+
+
+def test_a_coder_taken_off_the_study_keeps_their_role_and_the_reference_stays_theirs(demo, admin_user):
+    """The human reviewer, taken off the study, is still a human reviewer (``FormerStudyMember``): their codings
+    stay the reference, ahead of the judge's (a method), and the section is the one of the hand-built inputs with
+    them as the reference, as before they left (docs/metrics.md item 16: someone taken off keeps the role they had)."""
+    study = _study(demo)
+    services.study_member_remove(member=StudyMember.objects.get(study=study, user__username=HUMAN), by=admin_user)
+    judge, human = _coding({}, with_checklists=True), _coding(HUMAN_CHANGES, with_checklists=False)
+    expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
+                           CareParams(resamples=20, seed=1))
+    section = loader.care_section(study=study, seed=1, resamples=20)
+    assert section["reference"] == HUMAN
+    assert {key: section[key] for key in expected} == expected
+    assert (HUMAN, "reviewer") in loader.care_rows(study=study).members
 
 
 def test_the_judge_as_reference_gives_the_hand_computed_figures(demo):
