@@ -32,6 +32,7 @@ from annotation.models import (
     Round,
     RoundItem,
     Schema,
+    SessionLabel,
     Span,
     SpanSubcategory,
     Study,
@@ -263,11 +264,16 @@ def study_blinding_key_rotate(*, study: Study, by: User | None) -> Study:
 
 
 @transaction.atomic
-@transaction.atomic
 def study_member_remove(*, member: StudyMember, by: User) -> None:
     """Take someone off a study: their pages and saves stop at once; their judgments stay, and so does their role
-    (and place on the panel) for the reports and exports, in a ``FormerStudyMember``."""
+    (and place on the panel) for the reports and exports, in a ``FormerStudyMember``. A method or reference with
+    session labels stays: its labels belong to its membership (``SessionLabel.coder``), so the refusal says so."""
     require_study_admin(by)
+    labels = SessionLabel.objects.filter(coder_id=member.pk).count()
+    if labels:
+        raise ValidationError(f"{member.user.get_username()} has {labels} session label{'s' if labels != 1 else ''} "
+                              "in this study, which belong to their membership: they stay a member while the labels "
+                              "are there")
     if not StudyMember.objects.filter(pk=member.pk).delete()[0]:
         raise ChangedMeanwhile("the study's members")
     FormerStudyMember.objects.update_or_create(study=member.study, user=member.user, defaults={

@@ -7,13 +7,15 @@ from __future__ import annotations
 import io
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 
 from annotation import automated_coders, judgment_import, long_format, services
-from annotation.models import FormerStudyMember, Judgment, Round, Study, StudyMember
+from annotation.models import FormerStudyMember, Judgment, Round, SessionLabel, Study, StudyMember
+from benchmark.models import Session
 from metrics import runs
-from tests.factories import UserFactory
+from tests.factories import ConversationFactory, StudyFactory, StudyMemberFactory, UserFactory, attribute
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +103,22 @@ def test_deleting_a_member_in_the_django_admin_takes_them_off_as_the_study_page_
     assert not StudyMember.objects.filter(pk=member.pk).exists()
     assert FormerStudyMember.objects.filter(study=study, user=member.user, role="expert").exists()
     assert _roles(study, EXPERT)[0] == {"expert"}
+
+
+def test_a_member_with_session_labels_is_not_taken_off_and_the_page_says_why(client, admin_user):
+    """A method's or reference's session labels point at its membership (they cannot outlive it): taking it off is
+    refused by name, with the count, and the study page says so (before: a 500, ProtectedError)."""
+    study = StudyFactory()
+    member = StudyMemberFactory(study=study, role=StudyMember.Role.METHOD, user=UserFactory(username="judge-1"))
+    history = ConversationFactory(kind="longitudinal", complexity=None)
+    session = Session.objects.create(conversation=history, index=1, kind="chat")
+    SessionLabel.objects.create(study=study, coder=member, seed=None, session=session, attribute=attribute("U1"),
+                                value=1.5)
+    with pytest.raises(ValidationError, match="judge-1 has 1 session label in this study"):
+        services.study_member_remove(member=member, by=admin_user)
+    client.force_login(admin_user)
+    answer = client.post(reverse("member-remove", args=[study.slug, member.pk]), follow=True)
+    assert answer.status_code == 200
+    assert "judge-1 has 1 session label in this study" in answer.content.decode()
+    assert StudyMember.objects.filter(pk=member.pk).exists()
+    assert not FormerStudyMember.objects.filter(study=study).exists()
