@@ -172,7 +172,7 @@ def kappa_heatmap(report: Mapping[str, Any], filters: Filters) -> Chart:
     return Chart("kappa", f"Quadratic weighted κ with gold per attribute, {round_name or 'no round'}", "heatmap",
                  {"rows": names, "columns": codes, "values": values, "vmin": -1.0, "vmax": 1.0, "label": "κ"},
                  ["reviewer", "attribute", "kappa"], rows,
-                 caption="n/a: κ undefined (no variation on either side, or no unit).",
+                 caption="n/a: κ undefined (no unit, or both sides one and the same value throughout).",
                  alt=f"Heatmap of κ for {len(names)} reviewers × {len(codes)} attributes.")
 
 
