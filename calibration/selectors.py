@@ -357,7 +357,11 @@ def _unit(judgment: Judgment) -> tuple[int | None, ...]:
 
 
 def reviewer_feedback(*, round: Round, user: User) -> Feedback:
-    """A reviewer's own agreement with gold in a closed round, where they differed, and their Δ."""
+    """A reviewer's own agreement with gold in a closed calibration round, where they differed, and their Δ. A main
+    round has none: its gold (from a judgments import) is never shown to its reviewers, whose saves there, unlike a
+    calibration round's, no feedback lock stops after a reopening."""
+    if round.kind != Round.Kind.CALIBRATION:
+        raise ValidationError("feedback is given on calibration rounds only")
     if round.status != Round.Status.CLOSED:
         raise ValidationError("feedback is available once the round is closed")
 

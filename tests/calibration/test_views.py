@@ -170,8 +170,22 @@ def test_reviewer_feedback_page_shows_own_agreement_only_after_close(client, syn
     page = client.get(reverse("feedback", args=[round_2.pk])).content.decode()
     assert "Agreement with gold over" in page and "Change since calibration-1" in page
     assert "syn-r02" not in page, "other reviewers are never named"
+
+
+def test_a_closed_main_round_with_gold_shows_its_reviewers_no_feedback(client, synthetic):
+    """A main round's gold (a judgments import may put some there) is not its reviewers' to see: after a reopening
+    nothing would stop them coding to it (the feedback lock is a calibration round's). Before, the page showed it."""
+    user = get_user_model().objects.get(username="syn-r01")
     main = synthetic.rounds.get(kind="main")
-    assert "once the round is closed" in client.get(reverse("feedback", args=[main.pk])).content.decode()
+    mine = Judgment.objects.filter(round=main, coder=user, score__isnull=False).first()
+    assert mine is not None
+    Judgment.objects.create(round=main, coder=synthetic.members.filter(role="expert").first().user, is_gold=True,
+                            attribute=mine.attribute, conversation=mine.conversation, turn=mine.turn,
+                            response=mine.response, session=mine.session, score=mine.score)
+    Round.objects.filter(pk=main.pk).update(status=Round.Status.CLOSED)
+    client.force_login(user)
+    page = client.get(reverse("feedback", args=[main.pk])).content.decode()
+    assert "feedback is given on calibration rounds only" in page and "Agreement with gold" not in page
 
 
 def test_dashboard_forms_answer_bad_input_specifically_and_change_nothing(client, synthetic, admin_user):
