@@ -35,6 +35,7 @@ from annotation.long_format import (
 )
 from annotation.models import (
     AttributeDefinition,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     Round,
@@ -384,7 +385,7 @@ def judgments_import(
             errors += [read] if isinstance(read, RowError) else read
     resolved, unresolved, lengths = _resolve(parsed)
     errors += unresolved + _check(resolved, lengths, subcategories, model_slots=study.model_slots if study else [])
-    member_roles, role_errors = _member_roles(parsed, study)
+    member_roles, taken_off, role_errors = _member_roles(parsed, study)
     errors += role_errors
     label_summary, label_errors = _session_labels(study=study, study_slug=study_slug, labels=labels, by=by,
                                                   typed=typed)
@@ -393,7 +394,7 @@ def judgments_import(
         raise RowErrors(errors)
     if parsed or not labels:
         summary = _write(study=study, study_slug=study_slug, schema=schema, rows=resolved, member_roles=member_roles,
-                         by=by)
+                         taken_off=taken_off, by=by)
     else:
         summary = JudgmentImportSummary()  # the file holds session labels only
     if label_summary is not None:
@@ -438,14 +439,19 @@ def _session_labels(*, study: Study | None, study_slug: str, labels: list[tuple[
     return summary, []
 
 
-def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str], list[RowError]]:
-    """Each coder's membership role, from the role column, and the rows that contradict it.
+def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str], set[str], list[RowError]]:
+    """Each coder's membership role, from the role column; the coders taken off the study; the rows that
+    contradict a role.
 
     A coder's own rows say their role (all of them the same one; left out = reviewer); a coder with gold rows
     only recorded the panel's consensus and is an expert. A member of the study keeps their role: a row that
-    names another one is refused rather than silently moving someone between the panel and the reviewers.
+    names another one is refused rather than silently moving someone between the panel and the reviewers. So
+    does a coder taken off the study, who keeps the role they had (``FormerStudyMember``, as the exports and
+    reports do) and stays off it: their judgments come in, their access does not come back.
     """
     members = dict(StudyMember.objects.filter(study=study).values_list("user__username", "role")) if study else {}
+    former = dict(FormerStudyMember.objects.filter(study=study).exclude(user__username__in=members)
+                  .values_list("user__username", "role")) if study else {}
     given: dict[str, tuple[str, int]] = {}  # username -> (role, first line that gives it)
     errors: list[RowError] = []
     for r in rows:
@@ -455,32 +461,38 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
         if role != r.role:
             errors.append(RowError(r.line, "role", f"{r.reviewer} is {role} on line {line}: a coder has one role "
                                                    "in a study"))
+    had = {**former, **members}
     for username, (role, line) in given.items():
-        if role == METHOD_ROLE and members.get(username) != METHOD_ROLE:
+        if role == METHOD_ROLE and had.get(username) != METHOD_ROLE:
             errors.append(RowError(line, "role", f"must be {' or '.join(ROLES)}: {METHOD_ROLE} is only for a method "
                                                  f"registered in the study, with its version and prompt id, and "
                                                  f"{username} is not one"))
         elif username in members and members[username] != role:
             errors.append(RowError(line, "role", f"{username} is a member of the study as {members[username]}; an "
                                                  "import never changes a member's role"))
+        elif username in former and former[username] != role:
+            errors.append(RowError(line, "role", f"{username} was taken off the study as {former[username]}; an "
+                                                 "import never changes the role a coder had"))
     coding = {r.reviewer for r in rows if not r.is_gold}
     roles_of = {}
     for username in {r.reviewer for r in rows}:
-        if username in members:
-            roles_of[username] = members[username]
+        if username in had:
+            roles_of[username] = had[username]
         elif username in given:
             roles_of[username] = given[username][0]
         else:
             roles_of[username] = DEFAULT_ROLE if username in coding else GOLD_ROLE
-    return roles_of, errors
+    return roles_of, set(former) & set(roles_of), errors
 
 
-def _accounts(*, study: Study, roles_of: dict[str, str], summary: JudgmentImportSummary,
+def _accounts(*, study: Study, roles_of: dict[str, str], taken_off: set[str], summary: JudgmentImportSummary,
               by: User | None) -> dict[str, User]:
-    """The file's coders as accounts and members: a new account gets its role, a new member that role too."""
+    """The file's coders as accounts and members: a new account gets its role, a new member that role too; a coder
+    taken off the study (``taken_off``) is not made a member again."""
     users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(roles_of))}
     for username, role in sorted(roles_of.items()):
-        if role == METHOD_ROLE:  # a method registered in the study (_member_roles): its account and membership exist
+        # a method registered in the study, or a coder taken off it (_member_roles): their account exists
+        if role == METHOD_ROLE or username in taken_off:
             continue
         if username not in users:
             account_role = roles.EXPERT if role == StudyMember.Role.EXPERT else roles.REVIEWER
@@ -491,7 +503,7 @@ def _accounts(*, study: Study, roles_of: dict[str, str], summary: JudgmentImport
 
 
 def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_Row],
-           member_roles: dict[str, str], by: User | None) -> JudgmentImportSummary:
+           member_roles: dict[str, str], taken_off: set[str], by: User | None) -> JudgmentImportSummary:
     summary = JudgmentImportSummary()
     if study is None:
         study = services.study_create(slug=study_slug, name=study_slug, schema=schema, model_slots=[], by=by)
@@ -506,7 +518,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     # overwrites), and none lands between that read and the insert, where it would meet the unique index (a 500,
     # nothing written). Saves into these rounds wait for the import; rounds it does not name go on.
     list(Round.objects.select_for_update().filter(pk__in={rounds[row.round].pk for row in rows}).values_list("pk"))
-    users = _accounts(study=study, roles_of=member_roles, summary=summary, by=by)
+    users = _accounts(study=study, roles_of=member_roles, taken_off=taken_off, summary=summary, by=by)
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
     for j_id, round_id, coder_id, gold, attr_id, conversation_id, turn_id, response_id, session_id, score, count \

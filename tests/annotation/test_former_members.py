@@ -1,6 +1,7 @@
 """Someone taken off a study loses access, and their judgments stay what they were: an expert's own codings stay
 an expert's, a method's labels a method's, a retained reviewer stays on the panel, in the report and in both
-export writers; their alias is never given to anyone else, and adding them again makes them what they are now."""
+export writers; their alias is never given to anyone else, and adding them again makes them what they are now.
+The study's export of their judgments imports back into it unchanged, and leaves them off it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.urls import reverse
 from annotation import automated_coders, judgment_import, long_format, services
 from annotation.models import FormerStudyMember, Judgment, Round, SessionLabel, Study, StudyMember
 from benchmark.models import Session
+from common.errors import RowErrors
 from metrics import runs
 from tests.factories import ConversationFactory, StudyFactory, StudyMemberFactory, UserFactory, attribute
 
@@ -122,3 +124,40 @@ def test_a_member_with_session_labels_is_not_taken_off_and_the_page_says_why(cli
     assert "judge-1 has 1 session label in this study" in answer.content.decode()
     assert StudyMember.objects.filter(pk=member.pk).exists()
     assert not FormerStudyMember.objects.filter(study=study).exists()
+
+
+def _memberships(study: Study) -> tuple[list, list]:
+    return (list(StudyMember.objects.filter(study=study).order_by("pk").values_list("user__username", "role", "alias")),
+            list(FormerStudyMember.objects.filter(study=study).order_by("pk")
+                 .values_list("user__username", "role", "alias")))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_the_export_of_a_removed_coders_judgments_imports_back_unchanged_and_leaves_them_off(study, admin_user,
+                                                                                           fmt):
+    automated_coders.method_register(study=study, name="llm-judge", version="v1", by=None)
+    rows = [row | {"reviewer": "llm-judge", "role": "method"} for row in long_format.judgment_rows(study=study)
+            if row["reviewer"] == f"{SLUG}-r02" and not row["is_gold"]]
+    judgment_import.judgments_import(rows=enumerate(rows, 1), study_slug=SLUG, by=None)
+    reviewer = StudyMember.objects.filter(study=study, role="reviewer").order_by("alias").first()
+    for username in (reviewer.user.username, EXPERT, "llm-judge"):
+        _remove(study, username, admin_user)
+    before = _memberships(study), list(Judgment.objects.order_by("pk").values_list("pk", "version", "updated_at"))
+    text = "".join(long_format.WRITERS[fmt](study=study))
+    summary = judgment_import.judgments_import(rows=long_format.read_rows(io.StringIO(text, newline=""), fmt=fmt),
+                                               study_slug=SLUG, by=admin_user, typed=fmt == "jsonl")
+    assert (summary.judgments_created, summary.judgments_unchanged) == (0, len(before[1]))
+    assert (_memberships(study), list(Judgment.objects.order_by("pk").values_list("pk", "version", "updated_at"))) \
+        == before
+    assert {name for name, _, _ in before[0][1]} == {reviewer.user.username, EXPERT, "llm-judge"}
+
+
+def test_an_import_giving_a_removed_coder_another_role_is_refused_by_its_line(study, admin_user):
+    _remove(study, EXPERT, admin_user)
+    rows = [row | {"role": "reviewer"} for row in long_format.judgment_rows(study=study)
+            if row["reviewer"] == EXPERT and not row["is_gold"]][:1]
+    with pytest.raises(RowErrors) as refused:
+        judgment_import.judgments_import(rows=enumerate(rows, 1), study_slug=SLUG, by=admin_user)
+    assert [(e.row, e.field) for e in refused.value.errors] == [(1, "role")]
+    assert "was taken off the study as expert" in refused.value.errors[0].message
+    assert not StudyMember.objects.filter(study=study, user__username=EXPERT).exists()
