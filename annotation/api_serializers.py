@@ -12,6 +12,7 @@ from rest_framework.fields import empty
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from annotation.automated_coders import NAME_MAX, NAME_PATTERN, PROMPT_ID_MAX, VERSION_MAX
+from annotation.long_format import row_role
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
 from api.fields import JsonBooleanField, JsonIntegerField, JsonNumberField, TextField, TextRegexField
@@ -196,6 +197,9 @@ class JudgmentOut(serializers.Serializer):
     score = serializers.IntegerField()
     instance_count = serializers.IntegerField(allow_null=True)
     spans = SpanOut(many=True)
+    role = serializers.SerializerMethodField(
+        help_text="whose coding it is, as in the exports: reviewer, expert (an expert's own coding, and every gold "
+                  "judgment) or method")
     updated_at = _SecondsForCoders(help_text="to the microsecond for staff, whole seconds for reviewers and experts")
 
     def get_id(self, judgment) -> int | None:
@@ -217,6 +221,9 @@ class JudgmentOut(serializers.Serializer):
         if judgment.turn_id is not None and judgment.turn.session_id is not None:
             return judgment.turn.session.index
         return None
+
+    def get_role(self, judgment) -> str:
+        return row_role(self.context["coder_roles"].get(judgment.coder_id), is_gold=judgment.is_gold)
 
     def get_response(self, judgment) -> str | None:
         if judgment.response_id is None:

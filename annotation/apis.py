@@ -259,8 +259,10 @@ class JudgmentListApi(generics.ListAPIView):
         # A rater of a study whose session order is blinded (docs/sessions.md#study-settings) is never told which
         # trajectory a judgment is of, nor which session of it, as on the session page.
         sessions_blinded = selectors.session_order_hidden(user=self.request.user, study=self.study)
+        # Each coder's role in the study, or the one they had when taken off it: the long format's role column.
+        coder_roles = {coder.user_id: coder.role for coder in selectors.study_coders(study=self.study)}
         return {**super().get_serializer_context(), "study": self.study, "blinded": self.blinded,
-                "staff": self.staff, "sessions_blinded": sessions_blinded}
+                "staff": self.staff, "sessions_blinded": sessions_blinded, "coder_roles": coder_roles}
 
 
 class JudgmentImportApi(APIView):

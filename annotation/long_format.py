@@ -129,6 +129,15 @@ _UNIT_VALUES = ("id", "conversation__dataset__name", "conversation__external_id"
                 "turn__session__index")
 
 
+def row_role(coder_role: str | None, *, is_gold: bool) -> str:
+    """The role column of a judgment's row, from its coder's role in the study (``selectors.study_coders``: a coder
+    taken off it keeps theirs; None for a coder who never was a member): an expert's or a method's own, ``expert``
+    for a gold row, ``reviewer`` for everyone else."""
+    if is_gold or coder_role == GOLD_ROLE:
+        return GOLD_ROLE
+    return METHOD_ROLE if coder_role == METHOD_ROLE else DEFAULT_ROLE
+
+
 def judgments_query(*, study: Study) -> QuerySet:
     """Every scored judgment of the study with what its row names, in file order, as one query: the export reads
     the same rows a slice at a time (``_slices``); this one statement is the benchmark's COPY baseline.
@@ -200,9 +209,7 @@ def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
     for round_id, kind, number in study.rounds.order_by("kind", "number").values_list("id", "kind", "number"):
         name = round_name(kind, number)
         for coder_id, username in long_format_sql.round_coders(round_id):
-            role = roles.get(coder_id)
-            yield ((study.slug, name, username, False), GOLD_ROLE if role == GOLD_ROLE else
-                   METHOD_ROLE if role == METHOD_ROLE else DEFAULT_ROLE,
+            yield ((study.slug, name, username, False), row_role(roles.get(coder_id), is_gold=False),
                    scored.filter(round_id=round_id, coder_id=coder_id, is_gold=False).order_by(*_UNIT_ORDER)
                    .values_list(*_UNIT_VALUES))
         yield ((study.slug, name), None,

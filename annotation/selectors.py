@@ -828,7 +828,7 @@ def judgments_visible_to(
               "coder__username", "conversation__external_id", "conversation__dataset__name", "turn__index",
               "turn__session__index", "response__model_slot", "attribute__code", "session__index")
         .prefetch_related(Prefetch("spans", queryset=Span.objects.select_related("subcategory").only(
-            "judgment_id", "start", "end", "subcategory__slug")))
+            "judgment_id", "start", "end", "subcategory__slug").order_by("start", "end", "subcategory__slug")))
     )
     if staff:
         return judgments.order_by("id")

@@ -12,10 +12,12 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
 
 from access.services import user_ensure
+from annotation import automated_coders, judgment_import, services
 from annotation.long_format import COLUMNS, judgment_rows
-from annotation.models import AttributeDefinition, Judgment
+from annotation.models import AttributeDefinition, Judgment, Span, Study, StudyMember
 from annotation.services import judgments_purge
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
@@ -144,10 +146,11 @@ def test_judgments_are_cursor_paginated_without_gaps_or_repeats(researcher, as_t
 def test_judgment_list_query_count_does_not_grow_with_the_page(researcher, as_token, coded,
                                                                django_assert_max_num_queries):
     api = as_token(researcher)
-    # token + its last use + role checks (3, constant) + study + judgments + spans (with their subcategories)
-    with django_assert_max_num_queries(8):
+    # token + its last use + role checks (3, constant) + study + its coders' roles + judgments + spans (with their
+    # subcategories)
+    with django_assert_max_num_queries(9):
         small = api.get(JUDGMENTS, {"page_size": 1})
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         full = api.get(JUDGMENTS)
     assert len(small.json()["results"]) == 1 and len(full.json()["results"]) == 6
 
@@ -676,3 +679,44 @@ def test_the_demo_study_round_trips_through_a_csv_export(researcher, admin_user,
         "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text, content_type="text/csv")
     assert imported.status_code == 200, imported.json()
     assert list(judgment_rows(study=study)) == before
+
+
+def test_the_judgments_list_gives_each_judgment_as_the_export_writes_it(researcher, admin_user, as_token):
+    """Every column of the long format, the role and the session index too, for a reviewer's, an expert's own, a
+    method's, a removed expert's and a gold judgment; a judgment's spans in the export's order."""
+    call_command("generate_synthetic", "--conversations", "4", "--reviewers", "2", "--seed", "5",
+                 "--calibration-turns", "2", "--slug", "listed")
+    study = Study.objects.get(slug="listed")
+    automated_coders.method_register(study=study, name="llm-judge", version="v1", by=None)
+    judgment_import.judgments_import(rows=enumerate(
+        [row | {"reviewer": "llm-judge", "role": "method"} for row in judgment_rows(study=study)
+         if row["reviewer"] == "listed-r01" and not row["is_gold"]][:5], 1), study_slug="listed", by=None)
+    spanned = Judgment.objects.filter(round__study=study, spans__isnull=False).order_by("pk").first()
+    first = spanned.spans.order_by("start").first()
+    Span.objects.create(judgment=spanned, start=first.start, end=first.end,  # a second highlight of the same text
+                        subcategory=spanned.attribute.subcategories.exclude(pk=first.subcategory_id).first())
+    services.study_member_remove(member=StudyMember.objects.get(study=study, user__username="listed-e1"),
+                                 by=admin_user)
+    exported = [json.loads(line) for line in download_of(as_token(researcher), "listed").splitlines()]
+    listed, url = [], "/api/v1/studies/listed/judgments/?page_size=5000"
+    while url:
+        page = as_token(researcher).get(url).json()
+        listed += page["results"]
+        url = page["next"]
+    columns = (*COLUMNS, "session_index")
+    key = [(row["round"], row["reviewer"], row["is_gold"], row["conversation_id"], row["turn_index"], row["model"],
+            row["attribute"]) for row in exported]
+    by_key = {k: {column: row.get(column) for column in columns} for k, row in zip(key, exported, strict=True)}
+    assert len(listed) == len(exported) == len(by_key)
+    assert {row["role"] for row in exported} == {"reviewer", "expert", "method"}
+    assert any(len(row["spans"]) > 1 and row["spans"][0]["start"] == row["spans"][1]["start"] for row in exported)
+    for row in listed:
+        k = (row["round"], row["reviewer"], row["is_gold"], row["conversation_id"], row["turn_index"], row["model"],
+             row["attribute"])
+        assert {column: row.get(column, "(missing)") for column in columns} == by_key[k]
+
+
+def download_of(api, slug: str) -> str:
+    response = api.get(f"/api/v1/studies/{slug}/exports/judgments.jsonl")
+    assert response.status_code == 200, response
+    return b"".join(response.streaming_content).decode("utf-8")

@@ -120,7 +120,8 @@ def test_api_lists_need_a_fixed_number_of_queries_at_any_size(data, researcher_u
     with django_assert_num_queries(6):
         assignments = api.get(reverse("api-assignments", args=[SLUG, "main"]))
     assert assignments.json()["results"]
-    with django_assert_num_queries(7):
+    # the judgments: their coders' roles in the study (one query), the page, its spans
+    with django_assert_num_queries(8):
         judgments = api.get(reverse("api-judgments", args=[SLUG]), {"page_size": "100"})
     assert len(judgments.json()["results"]) == 100
 

@@ -53,6 +53,8 @@ class JudgmentOut:
             score (int):
             instance_count (int | None):
             spans (list[SpanOut]):
+            role (str): whose coding it is, as in the exports: reviewer, expert (an expert's own coding, and every gold
+                judgment) or method
             updated_at (datetime.datetime): to the microsecond for staff, whole seconds for reviewers and experts
      """
 
@@ -72,6 +74,7 @@ class JudgmentOut:
     score: int
     instance_count: int | None
     spans: list[SpanOut]
+    role: str
     updated_at: datetime.datetime
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -126,6 +129,8 @@ class JudgmentOut:
 
 
 
+        role = self.role
+
         updated_at = self.updated_at.isoformat()
 
 
@@ -148,6 +153,7 @@ class JudgmentOut:
             "score": score,
             "instance_count": instance_count,
             "spans": spans,
+            "role": role,
             "updated_at": updated_at,
         })
 
@@ -247,6 +253,8 @@ class JudgmentOut:
             spans.append(spans_item)
 
 
+        role = d.pop("role")
+
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
 
@@ -269,6 +277,7 @@ class JudgmentOut:
             score=score,
             instance_count=instance_count,
             spans=spans,
+            role=role,
             updated_at=updated_at,
         )
 
