@@ -105,21 +105,31 @@ function offsetOf(container, node, offset) {
   return Array.from(range.toString()).length;
 }
 
+// The selection as offsets into the one response text it reaches, cut to that text: a triple click on the last
+// paragraph, or a drag that runs past the text's end or starts above it, selects more than the text, and its part
+// in the text is the passage. A selection reaching into two texts, or none, is no passage.
 function selectionIn() {
   const sel = window.getSelection();
   if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
   const range = sel.getRangeAt(0);
-  const common = range.commonAncestorContainer;
-  const container = (common.nodeType === 1 ? common : common.parentElement).closest(".response-text");
-  if (!container) return null;
+  const reached = Array.from(document.querySelectorAll(".response-text")).filter(function (el) {
+    return range.intersectsNode(el);
+  });
+  if (reached.length !== 1) return null;
+  const container = reached[0];
+  const whole = document.createRange();
+  whole.selectNodeContents(container);
+  const inText = range.cloneRange();
+  if (range.compareBoundaryPoints(Range.START_TO_START, whole) < 0) inText.setStart(container, 0);
+  if (range.compareBoundaryPoints(Range.END_TO_END, whole) > 0) inText.setEnd(container, container.childNodes.length);
   const id = container.dataset.response;
-  let start = offsetOf(container, range.startContainer, range.startOffset);
-  let end = offsetOf(container, range.endContainer, range.endOffset);
+  let start = offsetOf(container, inText.startContainer, inText.startOffset);
+  let end = offsetOf(container, inText.endContainer, inText.endOffset);
   const cps = texts[id];
   while (start < end && /\s/.test(cps[start])) start++;
   while (end > start && /\s/.test(cps[end - 1])) end--;
   if (end <= start) return null;
-  return { responseId: id, start: start, end: end, rect: range.getBoundingClientRect() };
+  return { responseId: id, start: start, end: end, rect: inText.getBoundingClientRect() };
 }
 
 // ---- adding, changing, removing spans ---------------------------------------------------------------------
@@ -322,9 +332,6 @@ export function startSpans() {
   });
 
   document.querySelectorAll(".response-text").forEach(function (el) {
-    el.addEventListener("mouseup", function () {
-      window.setTimeout(function () { openPalette(false); }, 0);
-    });
     el.addEventListener("click", function (event) {
       const seg = event.target.closest(".seg.hl");
       const sel = window.getSelection();
@@ -349,7 +356,15 @@ export function startSpans() {
     });
   });
 
+  // A mouse selection begun on a response's text or heading opens the palette wherever the button is let go: a drag
+  // may run on past the text.
+  let pressedOnText = false;
+  document.addEventListener("mouseup", function () {
+    if (pressedOnText) window.setTimeout(function () { openPalette(false); }, 0);
+    pressedOnText = false;
+  });
   document.addEventListener("mousedown", function (event) {
+    pressedOnText = Boolean(event.target.closest(".unit-text")) && !event.target.closest("button");
     if (palette && !palette.hidden && !palette.contains(event.target)) { paletteOpener = null; closePalette(); }
     if (!popover.hidden && !popover.contains(event.target)) hidePopover(false);
   });

@@ -1,0 +1,135 @@
+"""Highlights made with the real mouse in headless Chromium name exactly the passage the reviewer selected, in the
+stored response text (text[start:end], offsets in code points as Python counts them): over text a browser shows
+otherwise than it stores or counts otherwise than Python (a CRLF line break, decomposed and composed accents,
+emoji joined by zero-width joiners, a flag, right-to-left text, HTML-like text, a zero-width space, a tab and
+double spaces, a character beyond the Basic Multilingual Plane, a passage across lines and paragraphs), and with
+the gestures that select more than the text (a triple click on the last paragraph, a drag that runs past the
+text's end or starts above it)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation import services
+from annotation.models import Assignment, Round, Span
+from annotation.selectors import response_handle
+from benchmark import conversation_ingest
+from benchmark.models import ModelResponse, Turn
+from tests.browser import login
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+NFD, NFC = "cafe\u0301", "caf\u00e9"  # the same word, decomposed and composed
+FAMILY = "\U0001F468\u200d\U0001F469\u200d\U0001F467"  # three emoji joined by zero-width joiners
+FLAG = "\U0001F1EB\U0001F1F7"  # two regional indicators
+HEBREW = "\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd"  # right to left
+LAST = "Last paragraph, long enough to be cut short in its chip \U0001F9E0 and then some more words."
+TEXT = (f"First line ends here.\r\nSecond line: {NFD} and {NFC}.\r\n\r\n"
+        f"Family {FAMILY} and flag {FLAG} joined.\n"
+        f"Hebrew: {HEBREW}, done.\n"
+        "Escapes: &amp; <i>x</i> a\u200bb zero width.\n"
+        "Tabs\tand  double  spaces  stay, \U0001D4B3 math.\n" + LAST)
+PASSAGES = ["ends here.\r\nSecond", NFD, NFC, f"{FAMILY} and flag {FLAG}", HEBREW, "&amp; <i>x</i> a\u200bb",
+            "double  spaces", "\U0001D4B3 math", f"line: {NFD} and {NFC}.\r\n\r\nFamily", "Tabs\tand"]
+
+# Where a passage is on the screen: from its first box's left edge to its last box's right edge, one pixel inside.
+# A right-to-left passage is dragged across so too, from its visual left to its visual right.
+PLACE = """([handle, passage]) => {
+    const el = document.querySelector(`.response-text[data-response="${handle}"]`);
+    el.scrollIntoView({block: "center"});
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let whole = "", nodes = [];
+    while (walker.nextNode()) { nodes.push([walker.currentNode, whole.length]); whole += walker.currentNode.data; }
+    const at = whole.indexOf(passage);
+    if (at < 0) throw new Error("not found: " + passage);
+    function point(index) {
+        for (const [node, base] of nodes) if (index <= base + node.data.length) return [node, index - base];
+    }
+    const range = document.createRange();
+    range.setStart(...point(at));
+    range.setEnd(...point(at + passage.length));
+    const rects = Array.from(range.getClientRects()).filter(r => r.width > 0);
+    const a = rects[0], b = rects[rects.length - 1];
+    return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
+}"""
+
+
+@pytest.fixture
+def tricky(live_server):
+    """The demo study's reviewer, assigned a turn whose first response has TEXT; the reviewer's page shows it."""
+    call_command("load_demo", "--quiet")
+    conversation_ingest.conversations_import(rows=[(1, {
+        "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
+        "complexity": "low", "turns": [{"index": 1, "client": "Hello.", "responses": [
+            {"model": m, "text": TEXT if m == "GPT" else f"{m} says hello."}
+            for m in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]}],
+    })])
+    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    Round.objects.filter(pk=round_.pk).update(status="draft")
+    turn = Turn.objects.get(conversation__external_id="tricky")
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[turn], by=None)
+    Round.objects.filter(pk=round_.pk).update(status="open")
+    position = Assignment.objects.get(round=round_, coder=reviewer, turn=turn).position
+    response = ModelResponse.objects.get(turn=turn, model_slot="GPT")
+    handle = response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=turn.pk, response_id=response.pk)
+    return f"{live_server.url}/rounds/{round_.pk}/turns/{position}/", response, handle
+
+
+def highlight(page, response: ModelResponse) -> list[str]:
+    """Picks the first subcategory for the selection made and waits for the save: the passages of the spans it
+    added, as the stored text has them."""
+    before = set(Span.objects.filter(judgment__response=response).values_list("start", "end"))
+    page.locator("#palette").wait_for(state="visible")
+    page.click('#palette button.sub[data-sub="assumes"]')
+    page.wait_for_selector("#global-state[data-state='saved']", timeout=20000)
+    after = set(Span.objects.filter(judgment__response=response).values_list("start", "end"))
+    return [response.text[start:end] for start, end in sorted(after - before)]
+
+
+def drag(page, start: tuple[float, float], end: tuple[float, float]) -> None:
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move((start[0] + end[0]) / 2, end[1], steps=4)
+    page.mouse.move(*end, steps=4)
+    page.mouse.up()
+
+
+def test_a_dragged_highlight_is_the_passage_selected_in_the_stored_text(browser_page, live_server, tricky):
+    page = browser_page
+    url, response, handle = tricky
+    login(page, live_server, "demo-reviewer")
+    page.goto(url)
+    for passage in PASSAGES:
+        box = page.evaluate(PLACE, [handle, passage])
+        drag(page, (box["x1"], box["y1"]), (box["x2"], box["y2"]))
+        assert page.evaluate("() => window.getSelection().toString()") == passage, "the browser selected it"
+        assert highlight(page, response) == [passage]
+    assert not page.console_errors, page.console_errors
+
+
+def test_a_selection_reaching_past_the_text_highlights_the_part_of_it_in_the_text(browser_page, live_server, tricky):
+    page = browser_page
+    url, response, handle = tricky
+    login(page, live_server, "demo-reviewer")
+    page.goto(url)
+    text = page.locator(f'.response-text[data-response="{handle}"]')
+
+    # A triple click on the last paragraph selects it and runs on into what follows the text.
+    box = page.evaluate(PLACE, [handle, "Last paragraph"])
+    page.mouse.click(box["x1"] + 5, box["y1"], click_count=3)
+    assert highlight(page, response) == [LAST]
+
+    # A drag from a word to below the text's box.
+    box = page.evaluate(PLACE, [handle, "Hebrew"])
+    bottom = text.bounding_box()
+    drag(page, (box["x1"], box["y1"]), (bottom["x"] + bottom["width"] - 20, bottom["y"] + bottom["height"] + 8))
+    assert highlight(page, response) == [TEXT[TEXT.index("Hebrew"):]]
+
+    # A drag from above the text's box (the response's heading) to the end of a word.
+    box = page.evaluate(PLACE, [handle, "First line"])
+    drag(page, (box["x1"], text.bounding_box()["y"] - 10), (box["x2"], box["y2"]))
+    assert highlight(page, response) == ["First line"]
+    assert not page.console_errors, page.console_errors
