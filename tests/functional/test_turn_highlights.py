@@ -121,6 +121,9 @@ def test_a_selection_reaching_past_the_text_highlights_the_part_of_it_in_the_tex
     box = page.evaluate(PLACE, [handle, "Last paragraph"])
     page.mouse.click(box["x1"] + 5, box["y1"], click_count=3)
     assert highlight(page, response) == [LAST]
+    # Its chip shows the passage's first 57 characters, the emoji the 57th whole (never half of its UTF-16 pair).
+    chip = page.locator(f'.span-list[data-response="{handle}"] .chip').last.inner_text()
+    assert chip.startswith(f"AUR Assumes: \u201c{LAST[:57]}\u2026\u201d"), chip
 
     # A drag from a word to below the text's box.
     box = page.evaluate(PLACE, [handle, "Hebrew"])

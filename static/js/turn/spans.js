@@ -66,9 +66,11 @@ function render(responseId) {
   renderList(responseId, spans);
 }
 
+// The passage as a highlight's chip and popover show it: its first 57 characters (code points, so that an emoji is
+// never cut in half) when it has more than 60.
 function excerptOf(responseId, s) {
-  const excerpt = texts[responseId].slice(s.start, s.end).join("");
-  return excerpt.length > 60 ? excerpt.slice(0, 57) + "…" : excerpt;
+  const passage = texts[responseId].slice(s.start, s.end);
+  return passage.length > 60 ? passage.slice(0, 57).join("") + "…" : passage.join("");
 }
 
 function renderList(responseId, spans) {
