@@ -82,6 +82,7 @@ class _Row:
     score: int
     instance_count: int | None
     spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
+    quotes: list[str | None]  # the passage each span says it marks (its "text"), None where it says none
     role: str | None = None  # as given; None when the file leaves it out
     session_index: int | None = None  # longitudinal studies; None when the file leaves it out
     conversation_id: int = 0
@@ -114,24 +115,28 @@ def _boolean(value: Any) -> bool | None:
     return None
 
 
-def _spans(value: Any) -> tuple[list[tuple[Any, Any, Any]], list[tuple[str, str]]]:
-    """Spans as (start, end, slug) and the (field, message) problems of their shape."""
+def _spans(value: Any) -> tuple[list[tuple[Any, Any, Any]], list[str | None], list[tuple[str, str]]]:
+    """Spans as (start, end, slug), the passage each says it marks (its optional ``text``, checked against the
+    response text by ``rules.span_problem``) and the (field, message) problems of their shape."""
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else []
         except (ValueError, RecursionError):  # ValueError: JSONDecodeError, or a number of more than 4,300 digits
-            return [], [("spans", "not a JSON list of {start, end, subcategory}")]
+            return [], [], [("spans", "not a JSON list of {start, end, subcategory}")]
     if not value:
-        return [], []
+        return [], [], []
     if not isinstance(value, list):
-        return [], [("spans", "must be a list of {start, end, subcategory}")]
-    spans, problems = [], []
+        return [], [], [("spans", "must be a list of {start, end, subcategory}")]
+    spans, quotes, problems = [], [], []
     for i, span in enumerate(value):
-        if isinstance(span, dict) and isinstance(span.get("subcategory"), str):
-            spans.append((span.get("start"), span.get("end"), span["subcategory"]))
-        else:
+        if not (isinstance(span, dict) and isinstance(span.get("subcategory"), str)):
             problems.append((f"spans[{i}]", "needs integer start and end and a subcategory slug"))
-    return spans, problems
+        elif not isinstance(span.get("text", ""), str):
+            problems.append((f"spans[{i}]", "text, when given, is the passage the span marks: a string"))
+        else:
+            spans.append((span.get("start"), span.get("end"), span["subcategory"]))
+            quotes.append(span.get("text"))
+    return spans, quotes, problems
 
 
 def _read_coder(raw: dict, study_slug: str) -> tuple[str, bool | None, list[tuple[str, str]]]:
@@ -200,7 +205,7 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     instance_count = _whole(raw.get("instance_count"), allow_empty=True)
     if isinstance(instance_count, str):
         problems.append(("instance_count", instance_count))
-    spans, span_problems = _spans(raw.get("spans"))
+    spans, quotes, span_problems = _spans(raw.get("spans"))
     problems += span_problems
     if problems:
         return [RowError(line, name, message) for name, message in problems]
@@ -209,11 +214,13 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
                 dataset=str(raw["dataset"]), conversation=str(raw["conversation_id"]), turn_index=turn_index,
                 model=str(raw.get("model") or ""), attribute=attribute, score=score,
                 instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans,
+                quotes=quotes,
                 role=role, session_index=session_index if isinstance(session_index, int) else None)
 
 
-def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int]]:
-    """Find each row's turn and response; returns the resolved rows, the errors, and response text lengths."""
+def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int], dict[int, str]]:
+    """Find each row's turn and response; returns the resolved rows, the errors, the response texts' lengths and the
+    texts of the responses whose spans a row quotes (only those are kept, so memory does not grow with the file)."""
     wanted = {(r.dataset, r.conversation) for r in rows}
     turns = {
         (d, c, i): (turn_id, conversation_id)
@@ -222,13 +229,18 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
         ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index")
         if (d, c) in wanted
     }
+    quoting = {(turns[key][0], r.model) for r in rows if any(q is not None for q in r.quotes)
+               and (key := (r.dataset, r.conversation, r.turn_index)) in turns}
     responses: dict[tuple[int, str], int] = {}
     lengths: dict[int, int] = {}
+    texts: dict[int, str] = {}
     for response_id, turn_id, model, text in ModelResponse.objects.filter(
         turn_id__in=[t for t, _ in turns.values()]
     ).values_list("id", "turn_id", "model_slot", "text").iterator():
         responses[(turn_id, model)] = response_id
         lengths[response_id] = len(text)
+        if (turn_id, model) in quoting:
+            texts[response_id] = text
     known = {(d, c) for d, c, _ in turns}
     conversations = {(d, c): conversation_id for (d, c, _), (_, conversation_id) in turns.items()}
     sessions, session_of_turn = _sessions(rows, wanted)
@@ -264,7 +276,7 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
                                                         f"{r.model!r} response"))
                 continue
         resolved.append(r)
-    return resolved, errors, lengths
+    return resolved, errors, lengths, texts
 
 
 def _sessions(rows: list[_Row], wanted: set[tuple[str, str]]) -> tuple[dict[tuple[str, str, int], tuple[int, int]],
@@ -311,7 +323,7 @@ def _session_resolve(r: _Row, turns: dict[tuple[str, str, int], tuple[int, int]]
     return None
 
 
-def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, set[str]], *,
+def _check(rows: list[_Row], lengths: dict[int, int], texts: dict[int, str], subcategories: dict[int, set[str]], *,
            model_slots: list[str]) -> list[RowError]:
     """The judgment rules (shared with the autosave) and one judgment per unit within the file; a response of a
     model the study does not code (``model_slots``) is refused as the autosave and gold refuse it."""
@@ -327,6 +339,7 @@ def _check(rows: list[_Row], lengths: dict[int, int], subcategories: dict[int, s
             instance_count=r.instance_count, spans=r.spans,
             subcategories=subcategories.get(r.attribute.pk, set()),
             text_length=lengths.get(r.response_id) if r.response_id is not None else None,
+            quotes=r.quotes, text=texts.get(r.response_id) if r.response_id is not None else None,
         )
         # The long format names a response by its model column.
         errors += [RowError(r.line, _unit_column(r) if name == "unit" else name, message)
@@ -383,8 +396,9 @@ def judgments_import(
             parsed.append(read)
         else:
             errors += [read] if isinstance(read, RowError) else read
-    resolved, unresolved, lengths = _resolve(parsed)
-    errors += unresolved + _check(resolved, lengths, subcategories, model_slots=study.model_slots if study else [])
+    resolved, unresolved, lengths, texts = _resolve(parsed)
+    errors += unresolved + _check(resolved, lengths, texts, subcategories,
+                                  model_slots=study.model_slots if study else [])
     member_roles, taken_off, role_errors = _member_roles(parsed, study)
     errors += role_errors
     label_summary, label_errors = _session_labels(study=study, study_slug=study_slug, labels=labels, by=by,

@@ -131,8 +131,12 @@ def instance_count_problem(attribute: AttributeDefinition, instance_count: Any) 
 
 def span_problem(
     attribute: AttributeDefinition, span: tuple[Any, Any, Any], *, subcategories: Collection[str],
-    text_length: int | None,
+    text_length: int | None, quote: str | None = None, text: str | None = None,
 ) -> str | None:
+    """Why one span cannot be stored, or None. Its offsets count characters as Python does (code points: an emoji
+    is one, a letter and its combining accent two, a CRLF two). ``quote``, when given, is the passage the span says
+    it marks, checked against the response ``text``: a span whose offsets were counted otherwise (UTF-16 units, bytes,
+    a text with its line breaks or accents normalised) marks another passage and is refused rather than stored."""
     code = attribute.code
     start, end, slug = span
     if not isinstance(slug, str) or slug not in subcategories:
@@ -144,7 +148,17 @@ def span_problem(
         return f"{code}: spans mark a model response's text; this unit has none"
     if not 0 <= start < end <= text_length:
         return f"{code}: span [{start}, {end}) is outside the response text (0–{text_length} characters)"
+    if quote is not None and text is None:
+        raise ValueError("a span's quote is checked against the response text: the caller gives it")
+    if quote is not None and text is not None and text[start:end] != quote:
+        return (f"{code}: span [{start}, {end}) marks {_passage(text[start:end])} in the response text, not "
+                f"{_passage(quote)} (offsets count characters as code points: an emoji is one, a CRLF two)")
     return None
+
+
+def _passage(text: str) -> str:
+    """A passage as a message quotes it: escaped (a line break or a zero-width space shows) and cut at 50."""
+    return repr(text[:50]) + ("…" if len(text) > 50 else "")
 
 
 def judgment_problems(
@@ -159,11 +173,15 @@ def judgment_problems(
     spans: Sequence[tuple[Any, Any, Any]] = (),
     subcategories: Collection[str] = (),
     text_length: int | None = None,
+    quotes: Sequence[str | None] = (),
+    text: str | None = None,
 ) -> dict[str, str]:
     """Every rule one judgment must satisfy, as {field: message}; empty when it is valid.
 
     ``spans`` are (start, end, subcategory slug); ``subcategories`` are the slugs this attribute allows and
     ``text_length`` is the length of the response text the spans index into (None when the unit has no text).
+    ``quotes`` are the passages the spans say they mark, by position (None, or none at all: not said), and ``text``
+    the response text they are checked against (needed when one is given).
     Fields are ``score``, ``unit``, ``instance_count``, ``spans`` (too many) and ``spans[i]`` (one span, or a
     repeat of an earlier one), and ``attribute`` (a derived attribute, never judged).
     """
@@ -179,8 +197,9 @@ def judgment_problems(
     # Spans of a judgment on the wrong unit would only repeat the unit problem.
     seen: set[tuple[Any, Any, Any]] = set()
     for index, span in enumerate(spans if problems["unit"] is None else ()):
-        problems[f"spans[{index}]"] = span_problem(attribute, span, subcategories=subcategories,
-                                                   text_length=text_length)
+        problems[f"spans[{index}]"] = span_problem(
+            attribute, span, subcategories=subcategories, text_length=text_length,
+            quote=quotes[index] if index < len(quotes) else None, text=text)
         if problems[f"spans[{index}]"] is not None:
             continue  # a refused span (its offsets perhaps not even numbers) is no repeat of another
         key = tuple(span)

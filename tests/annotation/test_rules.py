@@ -147,6 +147,27 @@ def test_a_span_with_offsets_that_are_not_whole_numbers_says_so(start, end):
         "spans[0]": "AUR: a span's start and end must be whole numbers"}
 
 
+def test_a_span_that_says_its_passage_is_checked_against_the_text_in_code_points():
+    text = "One \U0001F9E0 idea.\r\nNext line " + "x" * 60
+    aur = attribute("AUR")
+
+    def quoted(start, end, quote):
+        return judgment_problems(attribute=aur, score=1, score_required=True, has_turn=True, has_response=True,
+                                 spans=[(start, end, "assumes")], subcategories=["assumes"], text_length=len(text),
+                                 quotes=[quote], text=text)
+
+    assert quoted(4, 10, "\U0001F9E0 idea") == {}
+    assert quoted(4, 11, "\U0001F9E0 idea") == {"spans[0]": (
+        "AUR: span [4, 11) marks '\U0001F9E0 idea.' in the response text, not '\U0001F9E0 idea' (offsets count "
+        "characters as code points: an emoji is one, a CRLF two)")}
+    assert quoted(8, 80, "idea")["spans[0]"].startswith(
+        f"AUR: span [8, 80) marks {text[8:58]!r}… in the response text, not 'idea' (")
+    with pytest.raises(ValueError, match="the caller gives it"):
+        judgment_problems(attribute=aur, score=1, score_required=True, has_turn=True, has_response=True,
+                          spans=[(4, 10, "assumes")], subcategories=["assumes"], text_length=len(text),
+                          quotes=["\U0001F9E0 idea"])
+
+
 def test_the_subcategory_is_checked_before_the_offsets():
     assert problems("AUR", spans=[("x", 10**9, "nope")]) == {
         "spans[0]": "AUR: subcategory 'nope' is not one of this attribute's (assumes, explores)"}

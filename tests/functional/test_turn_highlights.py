@@ -18,21 +18,9 @@ from annotation.selectors import response_handle
 from benchmark import conversation_ingest
 from benchmark.models import ModelResponse, Turn
 from tests.browser import login
+from tests.passages import LAST, PASSAGES, TEXT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-
-NFD, NFC = "cafe\u0301", "caf\u00e9"  # the same word, decomposed and composed
-FAMILY = "\U0001F468\u200d\U0001F469\u200d\U0001F467"  # three emoji joined by zero-width joiners
-FLAG = "\U0001F1EB\U0001F1F7"  # two regional indicators
-HEBREW = "\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd"  # right to left
-LAST = "Last paragraph, long enough to be cut short in its chip \U0001F9E0 and then some more words."
-TEXT = (f"First line ends here.\r\nSecond line: {NFD} and {NFC}.\r\n\r\n"
-        f"Family {FAMILY} and flag {FLAG} joined.\n"
-        f"Hebrew: {HEBREW}, done.\n"
-        "Escapes: &amp; <i>x</i> a\u200bb zero width.\n"
-        "Tabs\tand  double  spaces  stay, \U0001D4B3 math.\n" + LAST)
-PASSAGES = ["ends here.\r\nSecond", NFD, NFC, f"{FAMILY} and flag {FLAG}", HEBREW, "&amp; <i>x</i> a\u200bb",
-            "double  spaces", "\U0001D4B3 math", f"line: {NFD} and {NFC}.\r\n\r\nFamily", "Tabs\tand"]
 
 # Where a passage is on the screen: from its first box's left edge to its last box's right edge, one pixel inside.
 # A right-to-left passage is dragged across so too, from its visual left to its visual right.
