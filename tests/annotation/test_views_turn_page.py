@@ -130,6 +130,13 @@ def test_the_pages_one_statement_reads_what_the_querysets_it_replaced_read(demo,
     assert rows.progress == selectors.turn_progress(assignment=assignment, conversation_id=turn.conversation_id)
 
 
+def test_the_turn_page_shows_no_template_comment(client, demo):
+    login(client, "demo-reviewer")
+    page = client.get(reverse("turn", args=[demo.pk, 1]))
+    assert page.status_code == 200
+    assert b"{#" not in page.content and b"#}" not in page.content
+
+
 def test_pages_are_sent_compressed_to_browsers_that_accept_it(client, demo):
     login(client, "demo-reviewer")
     page = client.get(reverse("turn", args=[demo.pk, 1]), headers={"accept-encoding": "gzip"})
