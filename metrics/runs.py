@@ -122,15 +122,23 @@ class SendHelpers(Protocol):
 def _bootstrap_chunks(prepared: PreparedReport, *, run_id: int, progress: Callable[[float, str], None],
                       send_helpers: SendHelpers | None) -> list[list[np.ndarray]]:
     """Every chunk of the run's bootstrap: here alone, or shared with helper workers when it is large and there is
-    a way to send them (``send_helpers``)."""
+    a way to send them (``send_helpers``) and Redis to share them through (here alone when it cannot be reached)."""
     boot, chunk_done = prepared.bootstrap, _chunk_progress(progress)
-    if send_helpers is None or not scaleout.split_wanted(boot):
+    prefix = None
+    if send_helpers is not None and scaleout.split_wanted(boot):
+        try:
+            prefix = scaleout.publish(boot, run_id=run_id)
+        except Exception as error:
+            if not scaleout.redis_unreachable(error):
+                raise
+            log.warning("metric run %s: Redis cannot be reached (%s); computing the bootstrap alone", run_id,
+                        type(error).__name__)
+    if send_helpers is None or prefix is None:
         chunks = []
         for chunk in range(boot.chunks):
             chunks.append(boot.chunk_samples(chunk))
             chunk_done(chunk + 1, boot.chunks)
         return chunks
-    prefix = scaleout.publish(boot, run_id=run_id)
     helpers = send_helpers(prefix, count=min(settings.METRIC_RUN_SPLIT_HELPERS, boot.chunks - 1))
     progress(LOADED + (STORED - LOADED) * INDEXED,
              f"bootstrap: {boot.chunks} chunks, shared with {helpers} helper task{'s' if helpers != 1 else ''}")

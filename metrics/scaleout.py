@@ -8,6 +8,10 @@ nobody claimed, and after a claim expires without a result it computes that chun
 seed stream i, so the result is the single-worker result bit for bit, whoever computed which chunk. A claim's
 value names who holds the chunk (``owner``): read by people looking at Redis, never compared.
 
+Redis is a help here, never a point of failure: when it cannot be reached (refused, or no answer within
+``SOCKET_SECONDS``), the run's own worker computes every chunk it does not hold yet (``compute_shared``; the run's
+task computes alone when even the publishing failed) and a helper stops; the result is the same.
+
 Arrays travel as ``np.save`` bytes (exact), never through JSON.
 """
 
@@ -25,18 +29,26 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
+from common.outage import unreachable
 from metrics.core.bootstrap import Bootstrap, Resampling
 from metrics.core.report import single_blas_thread
 
 log = logging.getLogger(__name__)
 
 TTL_SECONDS = 3600  # everything a split run leaves in Redis expires by itself
+SOCKET_SECONDS = 5  # a Redis that does not answer within this long (frozen, its host gone) counts as unreachable
 
 
 def redis_client():  # noqa: ANN201 - redis is an optional dependency of the web side
     import redis
 
-    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=SOCKET_SECONDS,
+                                socket_connect_timeout=SOCKET_SECONDS)
+
+
+def redis_unreachable(error: BaseException) -> bool:
+    """The error says Redis cannot be reached (common.outage), rather than a bug to raise."""
+    return unreachable(error) == "redis"
 
 
 def split_wanted(boot: Bootstrap) -> bool:
@@ -122,15 +134,21 @@ def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int
         return 0
     single_blas_thread()  # as the run's own worker computes its chunks: the same bits whoever computes a chunk
     boot, client, helper, done = problem.bootstrap(), redis_client(), owner("helper"), 0
-    for chunk in range(boot.chunks):
-        if client.exists(f"{prefix}:done"):
-            break
-        if not _claim(client, prefix, chunk, helper):
-            continue
-        client.set(f"{prefix}:chunk:{chunk}", _pack(boot.chunk_samples(chunk)), ex=TTL_SECONDS)
-        done += 1
-        if on_chunk is not None:
-            on_chunk()
+    try:
+        for chunk in range(boot.chunks):
+            if client.exists(f"{prefix}:done"):
+                break
+            if not _claim(client, prefix, chunk, helper):
+                continue
+            client.set(f"{prefix}:chunk:{chunk}", _pack(boot.chunk_samples(chunk)), ex=TTL_SECONDS)
+            done += 1
+            if on_chunk is not None:
+                on_chunk()
+    except Exception as error:
+        if not redis_unreachable(error):
+            raise
+        # what it claimed is computed by the run's own worker: when the claim expires, or at once without Redis
+        log.warning("bootstrap helper of %s: Redis cannot be reached (%s); stopping", prefix, type(error).__name__)
     return done
 
 
@@ -139,38 +157,68 @@ def compute_shared(
     poll_seconds: float = 0.05,
 ) -> list[list[np.ndarray]]:
     """The run's own worker: take every chunk nobody claimed, then collect the helpers' chunks (computing any
-    whose claim expired without a result). ``progress(done, total, by_helpers)`` after each chunk."""
-    client, own = redis_client(), owner("run")
+    whose claim expired without a result); when Redis cannot be reached, compute every chunk not collected yet.
+    ``progress(done, total, by_helpers)`` after each chunk."""
+    client = redis_client()
     results: dict[int, list[np.ndarray]] = {}
-    by_helpers = 0
+    by_helpers: set[int] = set()
 
     def report() -> None:
         if progress is not None:
-            progress(len(results), boot.chunks, by_helpers)
+            progress(len(results), boot.chunks, len(by_helpers))
 
     try:
-        for chunk in range(boot.chunks):
-            if _claim(client, prefix, chunk, own):
-                results[chunk] = boot.chunk_samples(chunk)
-                report()
-        while len(results) < boot.chunks:
-            waiting = [c for c in range(boot.chunks) if c not in results]
-            found = client.mget([f"{prefix}:chunk:{c}" for c in waiting])
-            progressed = False
-            for chunk, data in zip(waiting, found, strict=True):
-                if data is not None:
-                    results[chunk] = _unpack(data)
-                    by_helpers += 1
-                    progressed = True
-                elif _claim(client, prefix, chunk, own):  # its helper died: the claim expired without a result
-                    log.warning("bootstrap chunk %s of %s: its helper stopped; computing it here", chunk, prefix)
-                    results[chunk] = boot.chunk_samples(chunk)
-                    progressed = True
-            if progressed:
-                report()
-            else:
-                time.sleep(poll_seconds)
-    finally:  # done or failed: helpers stop taking chunks, and the arrays go
-        client.set(f"{prefix}:done", b"1", ex=TTL_SECONDS)
-        client.delete(f"{prefix}:arrays", *(f"{prefix}:chunk:{c}" for c in range(boot.chunks)))
+        _share(client, boot, prefix, results, by_helpers, report=report, poll_seconds=poll_seconds)
+    except Exception as error:
+        if not redis_unreachable(error):
+            raise
+        left = [chunk for chunk in range(boot.chunks) if chunk not in results]
+        log.warning("bootstrap of %s: Redis cannot be reached (%s); computing the %s chunks left here", prefix,
+                    type(error).__name__, len(left))
+        for chunk in left:
+            results[chunk] = boot.chunk_samples(chunk)
+            report()
+    finally:
+        _let_go(client, prefix, boot.chunks)
     return [results[c] for c in range(boot.chunks)]
+
+
+def _share(client, boot: Bootstrap, prefix: str, results: dict[int, list[np.ndarray]],  # noqa: ANN001
+           by_helpers: set[int], *, report: Callable[[], None], poll_seconds: float) -> None:
+    """Fill ``results`` with every chunk: those this worker claims, computed here, and the helpers' (their chunks
+    in ``by_helpers``)."""
+    own = owner("run")
+    for chunk in range(boot.chunks):
+        if _claim(client, prefix, chunk, own):
+            results[chunk] = boot.chunk_samples(chunk)
+            report()
+    while len(results) < boot.chunks:
+        waiting = [c for c in range(boot.chunks) if c not in results]
+        found = client.mget([f"{prefix}:chunk:{c}" for c in waiting])
+        progressed = False
+        for chunk, data in zip(waiting, found, strict=True):
+            if data is not None:
+                results[chunk] = _unpack(data)
+                by_helpers.add(chunk)
+                progressed = True
+            elif _claim(client, prefix, chunk, own):  # its helper died: the claim expired without a result
+                log.warning("bootstrap chunk %s of %s: its helper stopped; computing it here", chunk, prefix)
+                results[chunk] = boot.chunk_samples(chunk)
+                progressed = True
+        if progressed:
+            report()
+        else:
+            time.sleep(poll_seconds)
+
+
+def _let_go(client, prefix: str, chunks: int) -> None:  # noqa: ANN001
+    """Done or failed: helpers stop taking chunks, and the arrays go (when Redis cannot be reached, they expire
+    with ``TTL_SECONDS``)."""
+    pipe = client.pipeline()
+    pipe.set(f"{prefix}:done", b"1", ex=TTL_SECONDS)
+    pipe.delete(f"{prefix}:arrays", *(f"{prefix}:chunk:{c}" for c in range(chunks)))
+    try:
+        pipe.execute()
+    except Exception as error:
+        if not redis_unreachable(error):
+            raise
