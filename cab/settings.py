@@ -270,7 +270,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A message a worker took but did not acknowledge (it died) goes back to the queue after this long; longer than
 # the longest run. Dead runs are found sooner by their heartbeat (below), so this is only the last resort.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(env("BROKER_VISIBILITY_TIMEOUT", str(6 * 3600)))}
+# A broker that does not answer within the socket timeouts (frozen, its host gone, the connection half-open) is
+# unreachable, as one that refuses connections: a request that asks for a run answers within seconds, the run queued
+# and saying it waits for the broker (metrics.tasks). Without them a publish waited forever on the open connection.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(env("BROKER_VISIBILITY_TIMEOUT", str(6 * 3600))),
+                                   "socket_timeout": 5, "socket_connect_timeout": 5}
 METRIC_RUN_HEARTBEAT_SECONDS = float(env("METRIC_RUN_HEARTBEAT_SECONDS", "5"))
 METRIC_RUN_STALE_SECONDS = float(env("METRIC_RUN_STALE_SECONDS", "60"))
 METRIC_RUN_RECOVER_SECONDS = float(env("METRIC_RUN_RECOVER_SECONDS", "30"))

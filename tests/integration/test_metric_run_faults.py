@@ -1,7 +1,8 @@
 """A run finishes whatever fails under it (issue 31, items 2 and 5), shown with real processes: a split run whose
 helper worker is killed (SIGKILL) while it holds a chunk finishes with the single-worker result once that chunk's
 claim expires; a run whose broker message is lost (Redis killed and started again empty) is sent again by the
-workers' recovery and finishes."""
+workers' recovery and finishes; a run asked for while Redis is frozen (SIGSTOP) answers within seconds, waits for the
+broker saying so, and is sent once Redis answers again."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from annotation.models import Study
 from metrics import runs, services
 from metrics.models import MetricRun
 from tests.celery_worker import celery_worker, consuming_workers, process_env, wait_for
+from tests.factories import StudyFactory
 from tests.redis_server import free_port, redis_server
 
 CLAIM_SECONDS = 2
@@ -162,3 +164,53 @@ def test_a_run_whose_broker_message_was_lost_is_sent_again_and_finishes(admin_us
     assert run.status == "succeeded", (run.error, log[-3000:])
     assert run.attempts == 1 and MetricRun.objects.filter(study=study).count() == 1
     assert run.result == json.loads(json.dumps(runs.report_build(study=study, bootstrap=20)))
+
+
+ASK_AND_RECOVER = """
+import os, time
+from django.contrib.auth import get_user_model
+from annotation.models import Study
+from metrics import services
+from metrics.tasks import metric_runs_recover
+if os.environ["STEP"] == "ask":
+    started = time.monotonic()
+    run = services.metric_run_request(study=Study.objects.get(slug="broker-frozen"),
+                                      by=get_user_model().objects.get(username="study-admin"), trigger="api")
+    print(run.pk, round(time.monotonic() - started, 1))
+else:
+    print(metric_runs_recover()["sent"])
+"""
+
+
+@pytest.mark.slow(15)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_run_asked_for_while_redis_is_frozen_answers_says_so_and_is_sent_once_redis_answers(admin_user, tmp_path):
+    """Redis stopped answering (SIGSTOP: its connections stay open, nothing comes back): asking for a run answers
+    within seconds, the run stored queued and saying it waits for the broker, as when Redis refuses connections;
+    before, the broker's publish waited forever (the page, the API or the round's closing never answered, and the
+    web worker was killed by gunicorn's timeout). Once Redis answers again, the workers' recovery sends it."""
+    StudyFactory(slug="broker-frozen")
+    port = free_port()
+    env = process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0"})
+
+    def run_script(step: str, timeout: float) -> str:
+        done = subprocess.run([sys.executable, "manage.py", "shell", "-c", ASK_AND_RECOVER], cwd=settings.BASE_DIR,
+                              env={**env, "STEP": step}, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    with redis_server(port, tmp_path / "redis") as server:
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            run_id, took = run_script("ask", timeout=90).split()[-2:]
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        assert float(took) < 30, f"the request waited {took} s for the broker"
+        run = MetricRun.objects.get(pk=int(run_id))
+        assert run.status == "queued" and run.enqueued_at is None
+        assert run.progress_message.startswith("waiting for the task broker, which cannot be reached")
+        assert redis.Redis.from_url(f"redis://127.0.0.1:{port}/0").llen("celery") == 0
+        assert run_script("recover", timeout=90).split()[-1] == "1"
+        run.refresh_from_db()
+        assert run.status == "queued" and run.enqueued_at is not None and run.progress_message == "queued for a worker"
+        assert redis.Redis.from_url(f"redis://127.0.0.1:{port}/0").llen("celery") == 1, "sent: one message"
