@@ -27,6 +27,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -215,16 +216,41 @@ FINAL = {MetricRunOutStatusEnum.SUCCEEDED, MetricRunOutStatusEnum.FAILED}
 
 
 def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, every: float) -> MetricRunOut:
+    """Poll the run until it is finished or ``timeout`` has passed. A poll the server answers 503 (its database
+    briefly unreachable) or does not answer at all (restarting) is no refusal: the run goes on on the server, so
+    the wait goes on, said once per outage on standard error (docs/api.md#the-researcher-cli)."""
     deadline = time.monotonic() + timeout
+    outage = False
     with progress.fraction_bar(f"metric run {run.id}") as report:
         while run.status not in FINAL:
             if time.monotonic() > deadline:
                 raise Refused(f"metric run {run.id} is still {run.status.value} after {timeout:g} s (it goes on; "
                               f"wait again with: cab wait {run.id})")
             time.sleep(every)
-            run = _ok(metric_runs_retrieve.sync_detailed(run.id, client=client))
+            now, unavailable = _poll(client, run.id)
+            if now is None:
+                if not outage:
+                    print(f"cab: the server is briefly unavailable ({unavailable}); metric run {run.id} goes on "
+                          "there: still waiting", file=sys.stderr)
+                outage = True
+                continue
+            if outage:
+                print("cab: the server answers again", file=sys.stderr)
+            run, outage = now, False
             report(run.progress, run.progress_message)
     return run
+
+
+def _poll(client: AuthenticatedClient, run_id: int) -> tuple[MetricRunOut | None, str]:
+    """The run as the server has it now; or None and why the server is briefly unavailable: a 503 (the server's
+    answer to an outage of its database or broker, after which nothing was changed) or no answer at all."""
+    try:
+        answer = metric_runs_retrieve.sync_detailed(run_id, client=client)
+    except httpx.TransportError as problem:
+        return None, f"no answer: {problem}"
+    if answer.status_code == HTTPStatus.SERVICE_UNAVAILABLE:
+        return None, f"HTTP 503: {answer.content[:200].decode(errors='replace')}"
+    return _ok(answer), ""
 
 
 def _run_line(run: MetricRunOut) -> str:

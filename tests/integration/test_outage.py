@@ -1,7 +1,8 @@
 """A dependency outage answers 503, never 500, and the product recovers by itself (issue 31, item 4): a real gunicorn
 on its own PostgreSQL and Redis, each stopped and started again while a signed-in reviewer and an API client keep
 asking. While PostgreSQL is down, pages answer the styled 503 page and the API its JSON error, both with
-Retry-After, and /healthz names the dependency (503); while Redis is down, signed-in pages and the API answer 200
+Retry-After, and /healthz names the dependency (503); a researcher's ``cab wait`` goes on waiting through it, and
+ends with the run once a worker has computed it; while Redis is down, signed-in pages and the API answer 200
 (sessions are in the database; issue 31 item 1), /healthz says "degraded", and a sign-out and an admin's
 deactivation made in the outage take effect at once and still hold when Redis is back empty; once each is back,
 the same requests answer 200 again, the session still valid."""
@@ -9,6 +10,7 @@ the same requests answer 200 again, the session still valid."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -21,6 +23,7 @@ import pytest
 import requests
 
 from cab.embedded_db.server import Server
+from tests.celery_worker import celery_worker
 from tests.integration.test_default_configuration import NOT_DEFAULT
 from tests.redis_server import free_port, redis_server
 
@@ -58,7 +61,7 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
     base = f"http://127.0.0.1:{web_port}"
     redis = redis_server(redis_port, tmp_path / "redis")
     redis.__enter__()
-    web = None
+    web = waiter = None
     try:
         for args in (["migrate", "--no-input"], ["collectstatic", "--no-input", "-v", "0"]):
             done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
@@ -67,12 +70,17 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         made = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c",
              "from access import roles\nfrom access.services import user_ensure\nfrom api import services\n"
+             "from django.core.management import call_command\nfrom annotation.models import Study\n"
+             "from metrics.services import metric_run_request\n"
              f"user = user_ensure(username='olga', role=roles.ADMIN, password={PASSWORD!r})\n"
              f"rita = user_ensure(username='rita', role=roles.REVIEWER, password={PASSWORD!r})\n"
-             "print(rita.pk, services.api_token_create(user=user, name='t', scopes=['read'], by=None)[1])"],
+             "call_command('generate_synthetic', '--conversations', '3', '--reviewers', '2', '--seed', '1', "
+             "'--calibration-turns', '2', '--slug', 'waited', verbosity=0)\n"
+             "run = metric_run_request(study=Study.objects.get(slug='waited'), by=user, bootstrap=20)\n"
+             "print(rita.pk, run.pk, services.api_token_create(user=user, name='t', scopes=['read'], by=None)[1])"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert made.returncode == 0, made.stderr[-3000:]
-        rita_id, token = made.stdout.split()[-2:]
+        rita_id, run_id, token = made.stdout.split()[-3:]
         web = subprocess.Popen([sys.executable, "-m", "gunicorn", "cab.wsgi", "-b", f"127.0.0.1:{web_port}", "-w",
                                 "1", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -89,6 +97,13 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         assert everything_answers()
         assert requests.get(f"{base}/healthz", timeout=30).json()["checks"] == {"database": "ok", "redis": "ok"}
 
+        # A researcher waits for a metric run (queued: no worker yet) with the CLI, through the outage below.
+        waiter = subprocess.Popen([sys.executable, "-m", "cab_cli", "wait", run_id, "--every", "0.2", "--timeout",
+                                   "240"], cwd=ROOT, env={**os.environ, "CAB_URL": base, "CAB_TOKEN": token,
+                                                          "CAB_PROGRESS": "0"},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1)
+
         # PostgreSQL down
         database.stop()
         _unavailable(browser.get(f"{base}/", allow_redirects=False), api=False)
@@ -101,6 +116,13 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         servers.append(database)
         database.attach()
         _wait(everything_answers, "not every request answered 200 after PostgreSQL came back")
+        time.sleep(1)
+        assert waiter.poll() is None, f"the CLI stopped waiting: {waiter.communicate()}"
+        with celery_worker(env={"DATABASE_URL": url, "REDIS_URL": env["REDIS_URL"]}):  # now the run is computed
+            out, err = waiter.communicate(timeout=120)
+        assert waiter.returncode == 0, (out, err)
+        assert json.loads(out)["status"] == "succeeded"
+        assert "the server is briefly unavailable (HTTP 503: " in err and "the server answers again" in err, err
 
         # Redis down: signed-in pages and the API go on (sessions are in the database, rate limits uncounted),
         # /healthz says degraded, and a sign-out made meanwhile holds once Redis is back (empty).
@@ -134,6 +156,9 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         assert replayed.get(f"{base}/", allow_redirects=False).status_code == 302, "the sign-out did not hold"
         assert browser.get(f"{base}/", allow_redirects=False).status_code == 200, "the other session was kept"
     finally:
+        if waiter is not None and waiter.poll() is None:
+            waiter.kill()
+            waiter.communicate()
         if web is not None:
             os.killpg(web.pid, signal.SIGTERM)
             web.communicate(timeout=30)
