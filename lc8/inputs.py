@@ -1,10 +1,11 @@
 """Load a LongCounsel-8 study (a schema with an ``lc8`` block, docs/lc8-metrics.md) into the pure core's arrays
 (``lc8.core.tracking``: Lc8Study, CoderLabels, Lc8Rules) and the report's ``lc8`` section.
 
-Five queries whatever the study's size (members, attributes, sessions, the reference and method members' session
-labels, the people's session judgments): the session labels, the bulk of the rows (paper scale: about 800,000),
-come back as one row of bytea columns read by numpy in place (as ``metrics.selectors.int_columns`` does), the
-others as ``values_list`` rows of a few columns; arrays are filled vectorised, no Python object per label.
+Five queries whatever the study's size (the members and former members, attributes, sessions, the reference and
+method members' session labels, the people's session judgments): the session labels, the bulk of the rows (paper
+scale: about 800,000), come back as one row of bytea columns read by numpy in place (as
+``metrics.selectors.int_columns`` does), the others as ``values_list`` rows of a few columns; arrays are filled
+vectorised, no Python object per label.
 
 Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 
@@ -22,11 +23,18 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   trajectory, or replaced by a later judgment of the same session and item. A section that is unavailable counts
   every row under ``unavailable``.
 - Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
+- A coder's **role** is the one they have in the study, or had when taken off it (``annotation.selectors.
+  study_coders``, as the main report reads it): a former reviewer's or expert's judgments stay theirs under that
+  role in ``lc8.roles``, a former method's stay left out as a method's, so taking someone off changes nothing in
+  the section. A coder of judgments who is no member and has no kept role is a ``former member``.
 - The **reference** is the study member with role ``reference`` (``SessionLabel`` rows): the one named by the
-  ``reference`` argument, else the only one, else the first by username; every other reference member is a label
-  source compared with it (the paper's self-report vs controlled state). Its total per session is its ``total``
-  label, or the sum of its items when the total is absent and every item is there; its items (when it has any)
-  feed the item fidelity.
+  ``reference`` argument, else the first by username with labels, else (none has any) the first by username; every
+  other reference member is a label source compared with it (the paper's self-report vs controlled state). Its
+  total per session is its ``total`` label, or the sum of its items when the total is absent and every item is
+  there; its items (when it has any) feed the item fidelity. A reference member without labels has no series to be
+  the reference with; one taken off the study has none (its labels keep its membership: it can leave only without
+  any), so it is never chosen, and the reference never moves when a coder leaves
+  (docs/lc8-metrics.md#roles-and-the-reference).
 - A **method** (role ``method``) has one series per seed (``SessionLabel.seed``, None when it has none): its total,
   or the sum of its items when only items are there (every item needed). The items it sent for a seed (any of
   them, in any session) are passed on with that seed, so a method is measured on its items like every other coder
@@ -50,7 +58,7 @@ from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
-from annotation.selectors import conversations_of_study
+from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, Session
 from lc8.kind import LC8
 from metrics.selectors import history_named, history_names_of, usernames_of
@@ -114,7 +122,7 @@ def _index_of(keys: list[int], values: Any) -> Any:
 def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     """The rows the lc8 section reads, as plain values and numpy columns (``lc8.core.rows.Lc8Rows``): the
     server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Five
-    queries (and the names of coders no longer members, only when there are any; one more for the trajectory named
+    queries (and the names of coders who never were members, only when there are any; one more for the trajectory named
     ``conversation`` alone). The sessions carry their trajectory's name, made here (``metrics.core.history_names``:
     the external id, or DATASET/EXTERNAL_ID when two trajectories of the study share it)."""
     from lc8.core.rows import Lc8Rows, item_codes
@@ -128,8 +136,9 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     codes = dict(AttributeDefinition.objects.filter(schema_id=study.schema_id, code__in=wanted)
                  .values_list("code", "pk"))
     column_ids = [codes.get(code, -1) for code in wanted]  # -1: not an attribute of the schema, matches nothing
-    members = list(StudyMember.objects.filter(study=study).order_by("user__username")
-                   .values_list("pk", "user_id", "user__username", "role"))
+    # the roles the coders have, or had when taken off the study: a former reviewer's judgments stay a reviewer's,
+    # a former method's a method's (by username)
+    members = study_coders(study=study)
     # the trajectory named ``conversation`` alone: its conversation's sessions and judgments
     one = {} if conversation is None else {
         "conversation_id__in": history_named(_trajectories_of(study), conversation)}
@@ -142,32 +151,33 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     session_ids = [pk for pk, _dataset, _external_id, _index in rows]
     sessions = [(dataset, names[(dataset, external_id)], int(index)) for _pk, dataset, external_id, index in rows]
 
-    # Every label of the study (one trajectory's: those on its sessions), as columns
-    where = f"WHERE study_id = {int(study.pk)}"
+    # Every label of the study (one trajectory's: those on its sessions), as columns; the coder as its member's user
+    where = f"WHERE label.study_id = {int(study.pk)}"
     if conversation is not None:
-        where += f" AND session_id IN ({_ids(session_ids)})"
+        where += f" AND label.session_id IN ({_ids(session_ids)})"
     coder, seed, seedless, session, attribute, value = _columns(
-        [("coder_id", "int8"), ("COALESCE(seed, 0)", "int8"), ("(seed IS NULL)::int4", "int4"), ("session_id", "int8"),
-         ("attribute_id", "int8"), ("value", "float8")],
-        f"FROM {SessionLabel._meta.db_table} {where}")  # integers and a model's table only
+        [("member.user_id", "int8"), ("COALESCE(label.seed, 0)", "int8"), ("(label.seed IS NULL)::int4", "int4"),
+         ("label.session_id", "int8"), ("label.attribute_id", "int8"), ("label.value", "float8")],
+        f"FROM {SessionLabel._meta.db_table} label JOIN {StudyMember._meta.db_table} member"
+        f" ON member.id = label.coder_id {where}")  # integers and models' tables only
 
     # Every judgment of the study's rounds, in judgment order
-    user_name = {user: username for _pk, user, username, _role in members}
+    user_name = {member.user_id: member.username for member in members}
     judged = list(Judgment.objects.filter(round__study=study, **one)
                   .order_by("pk").values_list("coder_id", "is_gold", "session_id", "attribute_id", "score"))
     position = dict(zip(session_ids, range(len(session_ids)), strict=True))
     column = {pk: at for at, pk in enumerate(column_ids[:len(items)]) if pk != -1}
-    # the names of former members are looked up only for the judgments a person's series could use
-    former = dict(usernames_of({coder_id for coder_id, is_gold, session_id, attribute_id, score in judged
-                                 if coder_id not in user_name and score is not None and not is_gold
-                                 and session_id in position and attribute_id in column}))
-    judgments = [(user_name.get(coder_id) or former.get(coder_id, str(coder_id)), bool(is_gold),
+    # the names of coders who never were members are looked up only for the judgments a person's series could use
+    outsiders = dict(usernames_of({coder_id for coder_id, is_gold, session_id, attribute_id, score in judged
+                                   if coder_id not in user_name and score is not None and not is_gold
+                                   and session_id in position and attribute_id in column}))
+    judgments = [(user_name.get(coder_id) or outsiders.get(coder_id, str(coder_id)), bool(is_gold),
                   None if session_id is None else position.get(session_id, -1), column.get(attribute_id, -1),
                   None if score is None else score)
                  for coder_id, is_gold, session_id, attribute_id, score in judged]
     return Lc8Rows(block=block, study=study.slug, schema=study.schema.slug, codes=sorted(codes),
-                   members=[(username, str(role)) for _pk, _user, username, role in members], sessions=sessions,
-                   label_coder=_index_of([pk for pk, _user, _name, _role in members], coder), label_seed=seed,
+                   members=[(member.username, str(member.role)) for member in members], sessions=sessions,
+                   label_coder=_index_of([member.user_id for member in members], coder), label_seed=seed,
                    label_seedless=seedless.astype(bool), label_session=_index_of(session_ids, session),
                    label_attribute=_index_of(column_ids, attribute), label_value=value, judgments=judgments)
 

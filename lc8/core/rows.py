@@ -57,7 +57,7 @@ class Lc8Rows:
     study: str  # the study's and its schema's slugs, named in what the section says
     schema: str
     codes: Sequence[str]  # which of the block's items and total are attributes of the schema
-    members: Sequence[tuple[str, str]]  # (username, role), by username
+    members: Sequence[tuple[str, str]]  # (username, role) of who is or was a member (the role they had), by username
     sessions: Sequence[tuple[str, str, int]]
     label_coder: np.ndarray
     label_seed: np.ndarray
@@ -72,7 +72,8 @@ class Lc8Rows:
 class Lc8Inputs:
     study: Lc8Study
     reference_name: str
-    # coder name -> the member's role (method, reference, reviewer, expert; "former member" for someone no longer one)
+    # coder name -> the member's role, or the one they had when taken off (method, reference, reviewer, expert;
+    # "former member" for a coder of judgments who is no member and whose role was not kept)
     roles: dict[str, str]
     # the report's lc8.input: trajectories, the labels and judgments read, used, and left out by reason
     input: dict[str, Any] = field(default_factory=dict)
@@ -198,16 +199,18 @@ def _people_labels(rows: Lc8Rows, grid: _Grid, items: int, counts: Counts) -> di
     return dict(sorted(people.items()))
 
 
-def _reference_choice(rows: Lc8Rows, reference: str | None) -> tuple[int, str]:
+def _references(rows: Lc8Rows, reference: str | None) -> list[tuple[int, str]]:
+    """The reference members the reference is chosen from, (index in ``rows.members``, name) by username: the one
+    named, else every one."""
     references = [(at, name) for at, (name, role) in enumerate(rows.members) if role == REFERENCE]
     if reference is not None:
         chosen = [(at, name) for at, name in references if name == reference]
         if not chosen:
             raise ValueError(f"reference coder {reference!r} is not a reference member of study {rows.study}")
-        return chosen[0]
+        return chosen
     if not references:
         raise Lc8Unavailable("the study has no reference coder (a member with role reference) yet")
-    return references[0]
+    return references
 
 
 def lc8_inputs_from_rows(rows: Lc8Rows, *, reference: str | None = None, conversation: str | None = None) -> Lc8Inputs:
@@ -220,7 +223,7 @@ def lc8_inputs_from_rows(rows: Lc8Rows, *, reference: str | None = None, convers
     missing = [code for code in items if code not in rows.codes]
     if missing or not items:
         raise ValueError(f"schema {rows.schema}: lc8.items {missing or items} are not attributes of the schema")
-    reference_at, reference_name = _reference_choice(rows, reference)
+    references = _references(rows, reference)
     grid = _grid(rows, rules.sessions)
     if not grid.names:
         raise Lc8Unavailable("the study has no trajectory (a longitudinal conversation with sessions) yet"
@@ -243,6 +246,8 @@ def lc8_inputs_from_rows(rows: Lc8Rows, *, reference: str | None = None, convers
                 kept[member] = (totals, coded)
         else:
             per_method[member][seed] = (totals, coded)  # coded None: this seed sent none
+    # the first reference with labels, else the first: a reference taken off has none (its labels keep its membership)
+    reference_at, reference_name = next(((at, name) for at, name in references if at in kept), references[0])
     for member, (totals, coded) in kept.items():
         if member != reference_at:  # another label source (e.g. a self-report) compared with the reference
             name, roles[name] = rows.members[member]

@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pytest
 
+from annotation import services
 from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition, Judgment, Schema, SessionLabel, Study, StudyMember
 from benchmark.models import Conversation, Session
@@ -446,3 +447,54 @@ def test_a_references_labels_under_a_second_seed_are_counted_as_left_out(lc8_stu
     assert inputs.input["labels_dropped"] == COUNTED["labels_dropped"] | {"reference_seed": 10}
     assert inputs.input["labels"] == COUNTED["labels"] + 10
     assert inputs.input["labels_used"] == COUNTED["labels_used"]
+
+
+# --- a member taken off the study (FormerStudyMember): their judgments keep the role they were made in ---------------
+
+
+def _take_off(study: Study, username: str, by) -> None:  # noqa: ANN001
+    services.study_member_remove(member=StudyMember.objects.get(study=study, user__username=username), by=by)
+
+
+@pytest.mark.parametrize("role", ["reviewer", "expert"])
+def test_a_rater_taken_off_keeps_their_role_and_the_section_is_unchanged(lc8_study_id, role, admin_user):
+    study = _study(lc8_study_id)
+    StudyMember.objects.filter(study=study, user__username=RATER).update(role=role)
+    before = loader.lc8_section(study=study, seed=3, resamples=20)
+    assert before["roles"][RATER] == role
+    _take_off(study, RATER, admin_user)
+    assert loader.lc8_section(study=study, seed=3, resamples=20) == before  # not "former member"
+    assert (RATER, role) in loader.lc8_rows(study=study).members
+
+
+def test_a_method_taken_off_keeps_its_judgments_out_of_the_people(lc8_study_id, admin_user):
+    """A method without labels but with session judgments (all eight items of lc8-a's session 1): left out as a
+    method's, before and after it is taken off, never a person's series."""
+    study = _study(lc8_study_id)
+    method = StudyMemberFactory(study=study, user=UserFactory(username="m-gamma", is_active=False), role="method")
+    items = study.schema.definition["lc8"]["items"]
+    session = Session.objects.get(conversation__external_id="lc8-a", index=1)
+    round_ = study.rounds.get(kind="calibration")
+    Judgment.objects.bulk_create(
+        Judgment(round=round_, coder=method.user, session=session, conversation=session.conversation, score=1,
+                 attribute=AttributeDefinition.objects.get(schema=study.schema, code=code)) for code in items)
+    before = loader.lc8_section(study=study, seed=0, resamples=0)
+    assert "m-gamma" not in before["roles"]
+    assert before["input"]["dropped"]["method"] == COUNTED["dropped"]["method"] + 8
+    _take_off(study, "m-gamma", admin_user)
+    assert loader.lc8_section(study=study, seed=0, resamples=0) == before
+
+
+@pytest.mark.parametrize("taken_off", [False, True])
+def test_a_reference_without_labels_or_taken_off_is_never_the_reference(lc8_study_id, admin_user, taken_off):
+    """A reference member sorted first (``ref-a``) without labels has no series to be the reference with, and one
+    taken off has none (its labels keep its membership: it can leave only without any): the reference stays
+    ``ref-controlled``'s, the first with labels, as before ``ref-a`` was added or left."""
+    study = _study(lc8_study_id)
+    StudyMemberFactory(study=study, user=UserFactory(username="ref-a", is_active=False), role="reference")
+    if taken_off:
+        _take_off(study, "ref-a", admin_user)
+    section = loader.lc8_section(study=study, seed=3, resamples=40)
+    assert section == lc8_report(expected_study(), resamples=40, seed=3) | {
+        "reference": "ref-controlled", "roles": ROLES, "input": COUNTED}
+    assert ("ref-a", "reference") in loader.lc8_rows(study=study).members

@@ -189,3 +189,28 @@ def test_a_bundle_is_refused_when_its_sections_rows_changed_since_the_run(load, 
         Session.objects.filter(pk=session.pk).update(kind="callback" if session.kind != "callback" else "chat")
     with pytest.raises(bundle.BundleRefusedError, match="changed since run"):
         bundle.bundle_write(run=run, out=io.BytesIO())
+
+
+def test_an_lc8_bundle_and_its_recompute_agree_with_the_report_after_a_member_is_taken_off(tmp_path, admin_user):
+    """The rater taken off keeps their role (``FormerStudyMember``), so nothing the lc8 section reads changes: the
+    run made before still bundles, a run made after has the same section with the rater a reviewer, and its
+    bundle's recompute writes its report.json byte for byte."""
+    from annotation.models import Study
+    from annotation.services import study_member_remove
+    from tests.lc8.test_inputs import RATER, build_lc8_study
+
+    build_lc8_study("lc8-taken-off")
+    study = Study.objects.get(slug="lc8-taken-off")
+    before = services.metric_run_request(study=study, by=None, bootstrap=20)
+    runs.metric_run_execute(run_id=before.pk)
+    before.refresh_from_db()
+    study_member_remove(member=StudyMember.objects.get(study=study, user__username=RATER), by=admin_user)
+    bundle.bundle_write(run=before, out=io.BytesIO())  # the rows it read are the same: not "changed since run"
+    files = _bundled(study)
+    report = json.loads(files["report.json"])
+    assert report["lc8"] == before.result["lc8"]
+    assert report["lc8"]["roles"][RATER] == "reviewer"
+    assert [RATER, "reviewer"] in json.loads(files["run.json"])["lc8"]["members"]
+    done, recomputed = _recompute_without_django(files, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert recomputed == files["report.json"]
