@@ -61,7 +61,7 @@ from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study
 from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, Session
 from lc8.kind import LC8
-from metrics.selectors import history_named, history_names_of, usernames_of
+from metrics.selectors import history_named, history_names_of
 
 if TYPE_CHECKING:
     from lc8.core.rows import Lc8Inputs, Lc8Rows
@@ -122,9 +122,9 @@ def _index_of(keys: list[int], values: Any) -> Any:
 def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     """The rows the lc8 section reads, as plain values and numpy columns (``lc8.core.rows.Lc8Rows``): the
     server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Five
-    queries (and the names of coders who never were members, only when there are any; one more for the trajectory named
-    ``conversation`` alone). The sessions carry their trajectory's name, made here (``metrics.core.history_names``:
-    the external id, or DATASET/EXTERNAL_ID when two trajectories of the study share it)."""
+    queries (one more for the trajectory named ``conversation`` alone). The sessions carry their trajectory's name,
+    made here (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID when two trajectories of the
+    study share it)."""
     from lc8.core.rows import Lc8Rows, item_codes
     from metrics.core.history_names import history_names
 
@@ -161,20 +161,16 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
         f"FROM {SessionLabel._meta.db_table} label JOIN {StudyMember._meta.db_table} member"
         f" ON member.id = label.coder_id {where}")  # integers and models' tables only
 
-    # Every judgment of the study's rounds, in judgment order
-    user_name = {member.user_id: member.username for member in members}
+    # Every judgment of the study's rounds, in judgment order, with its coder's username (a member's, a former
+    # member's, or that of someone who never was one, such as a gold row's: every row the bundle ships is named)
     judged = list(Judgment.objects.filter(round__study=study, **one)
-                  .order_by("pk").values_list("coder_id", "is_gold", "session_id", "attribute_id", "score"))
+                  .order_by("pk").values_list("coder__username", "is_gold", "session_id", "attribute_id", "score"))
     position = dict(zip(session_ids, range(len(session_ids)), strict=True))
     column = {pk: at for at, pk in enumerate(column_ids[:len(items)]) if pk != -1}
-    # the names of coders who never were members are looked up only for the judgments a person's series could use
-    outsiders = dict(usernames_of({coder_id for coder_id, is_gold, session_id, attribute_id, score in judged
-                                   if coder_id not in user_name and score is not None and not is_gold
-                                   and session_id in position and attribute_id in column}))
-    judgments = [(user_name.get(coder_id) or outsiders.get(coder_id, str(coder_id)), bool(is_gold),
+    judgments = [(username, bool(is_gold),
                   None if session_id is None else position.get(session_id, -1), column.get(attribute_id, -1),
                   None if score is None else score)
-                 for coder_id, is_gold, session_id, attribute_id, score in judged]
+                 for username, is_gold, session_id, attribute_id, score in judged]
     return Lc8Rows(block=block, study=study.slug, schema=study.schema.slug, codes=sorted(codes),
                    members=[(member.username, str(member.role)) for member in members], sessions=sessions,
                    label_coder=_index_of([member.user_id for member in members], coder), label_seed=seed,

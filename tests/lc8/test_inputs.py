@@ -485,6 +485,20 @@ def test_a_method_taken_off_keeps_its_judgments_out_of_the_people(lc8_study_id, 
     assert loader.lc8_section(study=study, seed=0, resamples=0) == before
 
 
+def test_every_judgment_row_names_its_coder_by_username_a_non_members_gold_too(lc8_study_id):
+    """The rows the study bundle ships (``data/lc8_judgments.csv``): a gold judgment by someone who never was a
+    member was named by the account's id ("6"), its username looked up only for rows a person's series could use."""
+    study = _study(lc8_study_id)
+    outsider = UserFactory(username="gold-keeper", is_active=False)
+    session = Session.objects.get(conversation__external_id="lc8-a", index=1)
+    Judgment.objects.create(round=study.rounds.get(kind="calibration"), coder=outsider, is_gold=True, score=1,
+                            session=session, conversation=session.conversation,
+                            attribute=AttributeDefinition.objects.get(schema=study.schema,
+                                                                      code=study.schema.definition["lc8"]["items"][0]))
+    names = {row[0] for row in loader.lc8_rows(study=study).judgments}
+    assert "gold-keeper" in names and str(outsider.pk) not in names
+
+
 @pytest.mark.parametrize("taken_off", [False, True])
 def test_a_reference_without_labels_or_taken_off_is_never_the_reference(lc8_study_id, admin_user, taken_off):
     """A reference member sorted first (``ref-a``) without labels has no series to be the reference with, and one
