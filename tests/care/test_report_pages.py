@@ -172,16 +172,21 @@ def test_the_timeline_shows_the_states_worked_out_by_hand(client, care, admin_us
     assert "changed since the run" not in html
 
 
-def test_two_histories_of_one_id_have_each_its_link_and_its_timeline(client, care, admin_user):
-    """The demo history and its twin in another dataset under the same id (tests/care/test_inputs.py): the run
-    succeeds, the page links each history by its name (DATASET/ID) and each timeline shows its own states."""
-    demo_twin_add(care)
+def _run_and_care_page(client, care, admin_user) -> tuple[MetricRun, str]:  # noqa: ANN001
+    """A metric run of the study, succeeded, and the CARE page as the admin reads it after it."""
     run = metric_services.metric_run_request(study=care, by=None, bootstrap=20, seed=1)
     metric_runs.metric_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.status == "succeeded", run.error
     client.force_login(admin_user)
-    page = client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+    return run, client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+
+
+def test_two_histories_of_one_id_have_each_its_link_and_its_timeline(client, care, admin_user):
+    """The demo history and its twin in another dataset under the same id (tests/care/test_inputs.py): the run
+    succeeds, the page links each history by its name (DATASET/ID) and each timeline shows its own states."""
+    demo_twin_add(care)
+    run, page = _run_and_care_page(client, care, admin_user)
     states = {}
     for dataset in ("CARE-demo", TWIN_DATASET):
         name = f"{dataset}/{HISTORY}"
@@ -202,12 +207,7 @@ def test_histories_whose_dataset_names_hold_a_slash_each_have_a_name_a_link_and_
     demo_twin_add(care, dataset="CARE-demo/sub")
     demo_twin_add(care, dataset="CARE-demo", conversation=f"sub/{HISTORY}")
     demo_twin_add(care, dataset=TWIN_DATASET, conversation=f"sub/{HISTORY}")
-    run = metric_services.metric_run_request(study=care, by=None, bootstrap=20, seed=1)
-    metric_runs.metric_run_execute(run_id=run.pk)
-    run.refresh_from_db()
-    assert run.status == "succeeded", run.error
-    client.force_login(admin_user)
-    page = client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+    run, page = _run_and_care_page(client, care, admin_user)
     names = [f"CARE-demo/{HISTORY}", f"CARE-demo%2Fsub/{HISTORY}", f"CARE-demo/sub/{HISTORY}",
              f"{TWIN_DATASET}/sub/{HISTORY}"]
     for name in names:
