@@ -90,3 +90,32 @@ def select_text(page, response_handle: str, needle: str, occurrence: int = 0) ->
     page.mouse.move((box["x1"] + box["x2"]) / 2, box["y2"], steps=4)
     page.mouse.move(box["x2"], box["y2"], steps=4)
     page.mouse.up()
+
+
+def demo_turn_with_text(*, client: str, gpt: str, others: str) -> tuple:
+    """The demo study (``load_demo``), plus a conversation ``tricky`` whose GPT response is ``gpt`` (the other models'
+    are ``others`` with the model's name put in), assigned to the demo reviewer in the open first calibration round:
+    (round, reviewer, turn)."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from annotation import services
+    from annotation.models import Round
+    from benchmark import conversation_ingest
+    from benchmark.models import Turn
+
+    call_command("load_demo", "--quiet")
+    conversation_ingest.conversations_import(rows=[(1, {
+        "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
+        "complexity": "low", "turns": [{"index": 1, "client": client, "responses": [
+            {"model": m, "text": gpt if m == "GPT" else others.format(model=m)}
+            for m in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]}],
+    })])
+    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    Round.objects.filter(pk=round_.pk).update(status="draft")
+    round_.refresh_from_db()
+    turn = Turn.objects.get(conversation__external_id="tricky")
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[turn], by=None)
+    Round.objects.filter(pk=round_.pk).update(status="open")
+    return round_, reviewer, turn

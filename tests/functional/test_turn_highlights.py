@@ -9,15 +9,11 @@ text's end or starts above it)."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 
-from annotation import services
-from annotation.models import Assignment, Round, Span
+from annotation.models import Assignment, Span
 from annotation.selectors import response_handle
-from benchmark import conversation_ingest
-from benchmark.models import ModelResponse, Turn
-from tests.browser import login
+from benchmark.models import ModelResponse
+from tests.browser import demo_turn_with_text, login
 from tests.passages import LAST, PASSAGES, TEXT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -47,19 +43,7 @@ PLACE = """([handle, passage]) => {
 @pytest.fixture
 def tricky(live_server):
     """The demo study's reviewer, assigned a turn whose first response has TEXT; the reviewer's page shows it."""
-    call_command("load_demo", "--quiet")
-    conversation_ingest.conversations_import(rows=[(1, {
-        "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
-        "complexity": "low", "turns": [{"index": 1, "client": "Hello.", "responses": [
-            {"model": m, "text": TEXT if m == "GPT" else f"{m} says hello."}
-            for m in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]}],
-    })])
-    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
-    reviewer = get_user_model().objects.get(username="demo-reviewer")
-    Round.objects.filter(pk=round_.pk).update(status="draft")
-    turn = Turn.objects.get(conversation__external_id="tricky")
-    services.assignments_ensure(round=round_, coder=reviewer, turns=[turn], by=None)
-    Round.objects.filter(pk=round_.pk).update(status="open")
+    round_, reviewer, turn = demo_turn_with_text(client="Hello.", gpt=TEXT, others="{model} says hello.")
     position = Assignment.objects.get(round=round_, coder=reviewer, turn=turn).position
     response = ModelResponse.objects.get(turn=turn, model_slot="GPT")
     handle = response_handle(study=round_.study, coder_id=reviewer.pk, turn_id=turn.pk, response_id=response.pk)

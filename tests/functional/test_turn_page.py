@@ -6,14 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib.auth import get_user_model
 
-from annotation import services
-from annotation.models import Assignment, Judgment, Round, Span, StudyMember
+from annotation.models import Assignment, Judgment, Span, StudyMember
 from annotation.selectors import response_by_handle, response_handle
-from benchmark import conversation_ingest
-from benchmark.models import ModelResponse, Turn
-from tests.browser import ARTIFACTS, login, select_text
+from benchmark.models import ModelResponse
+from tests.browser import ARTIFACTS, demo_turn_with_text, login, select_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -23,22 +20,8 @@ TRICKY = "Ça va? Tu es naïve 😊 — “quoted” <b>not bold</b> & more… �
 @pytest.fixture
 def study_round():
     """The demo study, plus a conversation whose response text has emoji, accents and HTML-like text."""
-    from django.core.management import call_command
-
-    call_command("load_demo", "--quiet")
-    conversation_ingest.conversations_import(rows=[(1, {
-        "dataset": "CounselChat", "conversation_id": "tricky", "kind": "single", "topic": "Anxiety",
-        "complexity": "low", "turns": [{"index": 1, "client": "I worry <a lot> & often.", "responses": [
-            {"model": m, "text": TRICKY if m == "GPT" else f"{m} says: what helps you?"}
-            for m in ("GPT", "Claude", "Gemini", "Llama", "Qwen")]}],
-    })])
-    round_ = Round.objects.get(study__slug="demo", kind="calibration", number=1)
-    reviewer = get_user_model().objects.get(username="demo-reviewer")
-    Round.objects.filter(pk=round_.pk).update(status="draft")
-    round_.refresh_from_db()
-    tricky = Turn.objects.get(conversation__external_id="tricky")
-    services.assignments_ensure(round=round_, coder=reviewer, turns=[tricky], by=None)
-    Round.objects.filter(pk=round_.pk).update(status="open")
+    round_, reviewer, _turn = demo_turn_with_text(client="I worry <a lot> & often.", gpt=TRICKY,
+                                                  others="{model} says: what helps you?")
     return round_, reviewer
 
 
