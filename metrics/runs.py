@@ -14,11 +14,12 @@ from typing import Protocol
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
+from common.outage import unreachable
 from metrics import scaleout, selectors
 from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
     INDEXED,
@@ -159,7 +160,9 @@ def claimable() -> Q:
 
 class _Heartbeat(threading.Thread):
     """Beats for one run every METRIC_RUN_HEARTBEAT_SECONDS while the worker computes it (the computation itself
-    may not report progress for minutes), on the thread's own database connection."""
+    may not report progress for minutes), on the thread's own database connection. A beat the database outage
+    misses is logged and the next one connects afresh: a PostgreSQL restart mid-run must not stop the beating, or
+    the recovery takes the run over and computes it again (and a few blips fail it as a worker stopping)."""
 
     def __init__(self, run_id: int):
         super().__init__(name=f"metric-run-{run_id}-heartbeat", daemon=True)
@@ -169,8 +172,15 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         try:
             while not self.stopped.wait(settings.METRIC_RUN_HEARTBEAT_SECONDS):
-                MetricRun.objects.filter(pk=self.run_id, status=MetricRun.Status.RUNNING).update(
-                    heartbeat_at=timezone.now())
+                try:
+                    MetricRun.objects.filter(pk=self.run_id, status=MetricRun.Status.RUNNING).update(
+                        heartbeat_at=timezone.now())
+                except DatabaseError as error:
+                    if unreachable(error) is None:
+                        raise
+                    log.warning("metric run %s: a heartbeat missed, the database cannot be reached (%s); beating "
+                                "on", self.run_id, type(error).__name__)
+                    connection.close()  # the broken connection: the next beat opens a new one
         finally:
             connection.close()
 
