@@ -189,12 +189,42 @@ class _Heartbeat(threading.Thread):
         self.join(timeout=settings.METRIC_RUN_HEARTBEAT_SECONDS * 2)
 
 
+INTERRUPTED = "the database could not be reached mid-run ({error}); it is sent again automatically"
+
+
+class RunInterrupted(Exception):
+    """What ``metric_run_execute`` raises when an outage of the database interrupted the run: not the run's failure,
+    it is computed again (``_interrupted``). Its message says what became of the run."""
+
+
+def _interrupted(run_id: int, error: BaseException) -> str:
+    """Put back in the queue a run the database's outage interrupted (PostgreSQL restarted, a statement cancelled),
+    saying so, unsent: the workers' recovery sends it again (``metrics.tasks.metric_runs_recover``). When the
+    database is still away it stays running, and the recovery takes it over once its heartbeat is stale. Returns
+    what became of it."""
+    if not connection.in_atomic_block:
+        connection.close()  # a connection the outage ended is unusable: the update below opens a new one
+    try:
+        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
+            status=MetricRun.Status.QUEUED, enqueued_at=None,
+            progress_message=INTERRUPTED.format(error=type(error).__name__)[:200])
+    except DatabaseError as still:
+        if unreachable(still) is None:
+            raise
+        return (f"metric run {run_id}: interrupted, the database cannot be reached ({type(error).__name__}); the "
+                "workers' recovery takes it over once its heartbeat is stale")
+    return (f"metric run {run_id}: interrupted, the database could not be reached ({type(error).__name__}); queued "
+            "again")
+
+
 def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: SendHelpers | None = None) -> bool:
     """Compute and store one run. Returns False (and does nothing) when the run is finished or another worker is
     computing it. ``heartbeat`` (the worker's task sets it) beats while computing, so a worker that dies
     mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``). ``send_helpers`` (the
     worker's task passes it) lets a large bootstrap be shared with helper workers (``metrics.scaleout``); without
-    it the run is computed here alone. This module never imports ``metrics.tasks``, which imports it
+    it the run is computed here alone. An outage of the database mid-run is not the run's failure: the run goes
+    back to the queue and ``RunInterrupted`` is raised (at its METRIC_RUN_MAX_ATTEMPTS-th start it fails, as a run
+    whose workers keep stopping does). This module never imports ``metrics.tasks``, which imports it
     (docs/architecture.md#no-circles)."""
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the run is stored
     clock, cpu = [time.perf_counter()], time.process_time()
@@ -252,6 +282,8 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
                 )
             )
     except Exception as error:
+        if unreachable(error) == "database" and run.attempts < settings.METRIC_RUN_MAX_ATTEMPTS:
+            raise RunInterrupted(_interrupted(run_id, error)) from error
         # The one place a computation's failure is recorded, on a worker and in-process alike (embedded mode).
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),

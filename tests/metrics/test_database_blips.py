@@ -1,19 +1,24 @@
 """A metric run through a PostgreSQL blip, on the test's real server: its connections are ended from the server's
 side (``pg_terminate_backend``, what a restart does to every open connection: "terminating connection due to
-administrator command"). The heartbeat survives a blip and goes on beating."""
+administrator command"), or a statement of the run is cancelled. The heartbeat survives a blip and goes on beating;
+a run whose computation meets the database's outage is not failed for it but put back in the queue, saying so, and
+the workers' recovery sends it again; a real error still fails the run with its reason."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
-from metrics import runs
+from annotation.models import Judgment
+from metrics import runs, services, tasks
 from metrics.models import MetricRun
 from tests.celery_worker import wait_for
-from tests.factories import MetricRunFactory, StudyFactory
+from tests.factories import JudgmentFactory, MetricRunFactory, RoundFactory, StudyFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)  # the heartbeat and the blips use connections of their own
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # blips on connections of their own
 
 
 def _end_other_connections() -> int:
@@ -43,3 +48,65 @@ def test_the_heartbeat_goes_on_beating_after_its_connection_is_ended(settings):
     finally:
         beat.stop()
     assert not beat.is_alive()
+
+
+def _computed_through_a_blip(run_id: int, blip: str) -> None:
+    """Compute the run (as its worker's task does) while another connection holds the judgments' table locked;
+    once the run's load waits for the lock, the database cancels its statement or ends its connection."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"LOCK TABLE {Judgment._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def interrupt() -> None:
+        try:
+            with connection.cursor() as cursor:
+                waiting = None
+                while waiting is None and not release.is_set():
+                    cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                   "AND wait_event_type = 'Lock'")
+                    waiting = (cursor.fetchone() or [None])[0]
+                cursor.execute(f"SELECT {blip}(%s)", [waiting])
+        finally:
+            release.set()
+            connection.close()
+
+    holder, interrupter = threading.Thread(target=hold), threading.Thread(target=interrupt)
+    holder.start()
+    assert locked.wait(10)
+    interrupter.start()
+    try:
+        assert tasks.metric_run_task(run_id) is False, "the task ends quietly: not the run's failure"
+    finally:
+        release.set()
+        interrupter.join(30)
+        holder.join(30)
+
+
+@pytest.mark.parametrize("blip", ["pg_cancel_backend", "pg_terminate_backend"])
+def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_user, blip, caplog):
+    """Before, the catch-all stored the run failed with the outage's OperationalError when the failure's update
+    reached the database (a cancelled statement), or left it running, saying nothing, for the recovery to notice a
+    minute later (an ended connection)."""
+    study = StudyFactory()
+    JudgmentFactory(round=RoundFactory(study=study))
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=5)
+    MetricRun.objects.filter(pk=run.pk).update(enqueued_at=timezone.now())  # as if its worker took the message
+    _computed_through_a_blip(run.pk, blip)
+    run.refresh_from_db()
+    assert (run.status, run.error, run.attempts, run.enqueued_at) == ("queued", "", 1, None)
+    assert run.progress_message == ("the database could not be reached mid-run (OperationalError); it is sent "
+                                    "again automatically")
+    assert f"metric run {run.pk}: interrupted, the database could not be reached (OperationalError); queued again" \
+        in caplog.text
+    assert tasks.metric_runs_recover()["sent"] == 1, "the recovery sends it again"
+    assert runs.metric_run_execute(run_id=run.pk) is True
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.attempts == 2
+
