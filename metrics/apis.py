@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db import DatabaseError
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -17,6 +18,7 @@ from api.openapi import ATTACHMENT_HEADER, RUN_PROVENANCE_HEADERS
 from api.permissions import token_allows_study
 from common import provenance
 from common.cells import csv_stream
+from common.outage import unreachable
 from metrics import selectors, services
 from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
 from metrics.core.report_file import report_file_text
@@ -44,7 +46,12 @@ class MetricRunListApi(APIView):
         params = MetricRunIn(data=request.data)
         params.is_valid(raise_exception=True)
         run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
-        run.refresh_from_db()  # after the commit that handed it to the broker (or failed to): the truth, not "queued"
+        try:
+            run.refresh_from_db()  # after the commit that handed it to the broker (or failed to): the truth
+        except DatabaseError as error:
+            if unreachable(error) is None:
+                raise
+            # The run is saved (its id is the answer's): a 503 "nothing was changed" would make a client ask again.
         return Response(MetricRunOut(run).data, status=status.HTTP_202_ACCEPTED)
 
 

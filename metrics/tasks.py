@@ -27,11 +27,12 @@ from datetime import timedelta
 from celery import shared_task
 from celery.signals import worker_init, worker_ready
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from common.outage import unreachable
 from metrics.models import MetricRun
 
 log = logging.getLogger(__name__)
@@ -102,18 +103,29 @@ def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker", resent
     """Hand the run to the broker. When it cannot be reached the run stays queued, saying so (never computed
     inside the request instead), and the workers' recovery sends it when the broker is back. ``note``: the run's
     progress message once sent; ``resent``: the recovery sends it again (stamped on the run, which the dashboards
-    show after it has run)."""
+    show after it has run). The run is saved before it is sent: when the database cannot be reached for the note,
+    the run stays as it was (unsent to the recovery, which sends it again: a second delivery is a no-op), and the
+    request that asked for it still answers with the run it saved."""
     try:
         metric_run_task.delay(run_id)
     except OperationalError as error:
         log.error("metric run %s: the task broker is unreachable: %s", run_id, type(error).__name__)
-        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
-            enqueued_at=None, progress_message=BROKER_DOWN.format(error=type(error).__name__)[:200])
+        _noted(run_id, enqueued_at=None, progress_message=BROKER_DOWN.format(error=type(error).__name__)[:200])
         return False
     now = timezone.now()
-    MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(
-        enqueued_at=now, progress_message=note[:200], **({"resent_at": now} if resent else {}))
+    _noted(run_id, enqueued_at=now, progress_message=note[:200], **({"resent_at": now} if resent else {}))
     return True
+
+
+def _noted(run_id: int, **fields: object) -> None:
+    """Note on a queued run how its sending went; an outage of the database leaves the note out (logged)."""
+    try:
+        MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(**fields)
+    except DatabaseError as error:
+        if unreachable(error) is None:
+            raise
+        log.warning("metric run %s: saved, but the database cannot be reached to note its sending (%s); the "
+                    "workers' recovery sends it again", run_id, type(error).__name__)
 
 
 def metric_runs_recover() -> dict[str, int]:

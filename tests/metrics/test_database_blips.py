@@ -2,21 +2,29 @@
 side (``pg_terminate_backend``, what a restart does to every open connection: "terminating connection due to
 administrator command"), or a statement of the run is cancelled. The heartbeat survives a blip and goes on beating;
 a run whose computation meets the database's outage is not failed for it but put back in the queue, saying so, and
-the workers' recovery sends it again; a real error still fails the run with its reason."""
+the workers' recovery sends it again; a run asked for through the API as the database drops right after the
+request's commit is answered with, not refused."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from annotation.models import Judgment
 from metrics import runs, services, tasks
 from metrics.models import MetricRun
-from tests.celery_worker import wait_for
+from tests.celery_worker import process_env, wait_for
 from tests.factories import JudgmentFactory, MetricRunFactory, RoundFactory, StudyFactory
+from tests.redis_server import free_port, redis_server
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # blips on connections of their own
 
@@ -110,3 +118,41 @@ def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_u
     run.refresh_from_db()
     assert run.status == "succeeded" and run.attempts == 2
 
+
+ASK = """
+import os
+from rest_framework.test import APIClient
+api = APIClient()
+api.credentials(HTTP_AUTHORIZATION="Bearer " + os.environ["TOKEN"])
+answer = api.post("/api/v1/studies/blip/metric-runs/", {"bootstrap": 5}, format="json")
+print(answer.status_code, answer.content.decode())
+"""
+
+
+@pytest.mark.slow(10)
+def test_a_run_asked_for_through_the_api_as_the_database_drops_after_the_commit_answers_with_the_run(
+        admin_user, token_for, tmp_path):
+    """The request commits the run, then hands it to the broker (frozen here, so that the hand-off waits) and the
+    database ends the request's connection meanwhile: the note of the hand-off cannot be written. Before, the
+    request answered 503 "Nothing was changed" although the run was saved, and a client asking again made a second
+    run; now it answers 202 with the run, which the workers' recovery sends (again: a second delivery is a no-op)."""
+    StudyFactory(slug="blip")
+    port = free_port()
+    with redis_server(port, tmp_path / "redis") as server:
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            asking = subprocess.Popen(
+                [sys.executable, "manage.py", "shell", "-c", ASK], cwd=settings.BASE_DIR, text=True,
+                env=process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0", "TOKEN": token_for(admin_user)}),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            wait_for(lambda: MetricRun.objects.filter(study__slug="blip").exists(), timeout=60, interval=0.05)
+            assert _end_other_connections() >= 1, "the request holds a connection"
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        out, err = asking.communicate(timeout=60)
+    assert asking.returncode == 0, err[-3000:]
+    status, body = out.strip().splitlines()[-1].split(" ", 1)
+    (run,) = MetricRun.objects.filter(study__slug="blip")
+    assert (status, json.loads(body)["id"], json.loads(body)["status"]) == ("202", run.pk, "queued"), body
+    assert run.enqueued_at is None, "its sending was not noted: the recovery sends it"
+    assert "the database cannot be reached to note its sending (OperationalError)" in err, err[-3000:]
