@@ -224,7 +224,8 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
     worker's task passes it) lets a large bootstrap be shared with helper workers (``metrics.scaleout``); without
     it the run is computed here alone. An outage of the database mid-run is not the run's failure: the run goes
     back to the queue and ``RunInterrupted`` is raised (at its METRIC_RUN_MAX_ATTEMPTS-th start it fails, as a run
-    whose workers keep stopping does). This module never imports ``metrics.tasks``, which imports it
+    whose workers keep stopping does; in embedded mode, where no worker's recovery would send it again, it fails at
+    once with its reason, and can be asked for again). This module never imports ``metrics.tasks``, which imports it
     (docs/architecture.md#no-circles)."""
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the run is stored
     clock, cpu = [time.perf_counter()], time.process_time()
@@ -282,7 +283,9 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
                 )
             )
     except Exception as error:
-        if unreachable(error) == "database" and run.attempts < settings.METRIC_RUN_MAX_ATTEMPTS:
+        # In embedded mode (tasks in-process) no worker's recovery would send it again: there it fails, saying why.
+        if (unreachable(error) == "database" and run.attempts < settings.METRIC_RUN_MAX_ATTEMPTS
+                and not settings.CELERY_TASK_ALWAYS_EAGER):
             raise RunInterrupted(_interrupted(run_id, error)) from error
         # The one place a computation's failure is recorded, on a worker and in-process alike (embedded mode).
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(

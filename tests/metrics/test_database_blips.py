@@ -16,7 +16,7 @@ import threading
 
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from annotation.models import Judgment
@@ -60,7 +60,14 @@ def test_the_heartbeat_goes_on_beating_after_its_connection_is_ended(settings):
 
 def _computed_through_a_blip(run_id: int, blip: str) -> None:
     """Compute the run (as its worker's task does) while another connection holds the judgments' table locked;
-    once the run's load waits for the lock, the database cancels its statement or ends its connection."""
+    once the run's load waits for the lock, the database cancels its statement or ends its connection. The task
+    ends quietly: not the run's failure."""
+    assert _through_a_blip(lambda: tasks.metric_run_task(run_id), blip) is False
+
+
+def _through_a_blip(compute, blip: str):  # noqa: ANN001, ANN202
+    """What ``compute`` returns when the database cancels its statement (or ends its connection) as it waits for a
+    lock on the judgments' table that another connection holds."""
     locked, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -90,7 +97,7 @@ def _computed_through_a_blip(run_id: int, blip: str) -> None:
     assert locked.wait(10)
     interrupter.start()
     try:
-        assert tasks.metric_run_task(run_id) is False, "the task ends quietly: not the run's failure"
+        return compute()
     finally:
         release.set()
         interrupter.join(30)
@@ -118,6 +125,19 @@ def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_u
     run.refresh_from_db()
     assert run.status == "succeeded" and run.attempts == 2
 
+
+
+def test_in_embedded_mode_a_run_the_database_outage_interrupts_fails_saying_why(admin_user, settings):
+    """In-process (no REDIS_URL) no worker's recovery would send an interrupted run again: queued, it would wait
+    for ever. It fails with its reason, and can be asked for again."""
+    study = StudyFactory()
+    JudgmentFactory(round=RoundFactory(study=study))
+    run = services.metric_run_request(study=study, by=admin_user, bootstrap=5)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    with pytest.raises(OperationalError):
+        _through_a_blip(lambda: runs.metric_run_execute(run_id=run.pk), "pg_cancel_backend")
+    run.refresh_from_db()
+    assert run.status == "failed" and "OperationalError" in run.error, (run.status, run.error)
 
 ASK = """
 import os
