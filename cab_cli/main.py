@@ -65,7 +65,17 @@ ERRORS_SHOWN = 20
 
 
 class Refused(Exception):
-    """The server said no: its error answer, made readable."""
+    """The server said no: its error answer, made readable; ``status``, its HTTP status (0: not the server's)."""
+
+    def __init__(self, text: str, *, status: int = 0):
+        super().__init__(text)
+        self.status = status
+
+
+# The server could not take the request just then (its database or broker unreachable, overloaded, a proxy without
+# it): nothing of the request was written, and the same request may be sent again.
+UNAVAILABLE = {HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.BAD_GATEWAY, HTTPStatus.SERVICE_UNAVAILABLE,
+               HTTPStatus.GATEWAY_TIMEOUT}
 
 
 class Usage(Exception):
@@ -118,7 +128,8 @@ def _ok(answer: Response[Any], *, lines: list[int] | None = None) -> Any:
     if 200 <= answer.status_code < 300 and not isinstance(answer.parsed, ErrorOut) and answer.parsed is not None:
         return answer.parsed
     parsed = answer.parsed if isinstance(answer.parsed, ErrorOut) else None
-    raise Refused(_error_text(int(answer.status_code), parsed, answer.content, lines=lines))
+    raise Refused(_error_text(int(answer.status_code), parsed, answer.content, lines=lines),
+                  status=int(answer.status_code))
 
 
 # --- studies ------------------------------------------------------------------------------------------------------
@@ -189,8 +200,11 @@ def cmd_ingest(args: argparse.Namespace) -> None:
             except Refused as refused:
                 done = {1: "", 2: f"part 1 of {len(parts)} was written; "}.get(
                     number, f"parts 1–{number - 1} of {len(parts)} were written; ")
+                # a part the server could not take just then is no fault of the file: sending it again is safe
+                remedy = ("the server was unavailable, not the file at fault: send the same file again" if
+                          refused.status in UNAVAILABLE else "fix the file and send it again")
                 raise Refused(f"{refused}\n{done}part {number} (lines {lines[0]}–{lines[-1]}) and after were not; "
-                              "fix the file and send it again (what was written counts as unchanged)") from None
+                              f"{remedy} (what was written counts as unchanged)", status=refused.status) from None
             for name, value in summary.to_dict().items():
                 if isinstance(value, int) and not isinstance(value, bool):
                     totals[name] = totals.get(name, 0) + value

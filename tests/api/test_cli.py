@@ -182,6 +182,38 @@ def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monk
     assert ModelResponse.objects.count() == 3  # part 1 only: part 2 was refused whole, part 3 never sent
 
 
+def test_a_part_the_server_could_not_take_says_the_file_is_not_at_fault(cab, tmp_path, monkeypatch):
+    """A proxy in front of a server that is away answers 503 (as the server itself does while its database is
+    unreachable): nothing was written and the file is fine, so the advice is to send it again, not to fix it."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Away(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b"the upstream server is restarting"
+            self.send_response(503)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Away)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("CAB_URL", f"http://127.0.0.1:{proxy.server_address[1]}")
+        (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+        status, out, err = cab("ingest", "conversations", "conversations.jsonl")
+    finally:
+        proxy.shutdown()
+    assert status == 1 and out == ""
+    assert "HTTP 503: the upstream server is restarting" in err
+    assert "the server was unavailable, not the file at fault: send the same file again" in err
+    assert "fix the file" not in err
+
+
 def test_usage_errors_name_what_is_missing(cab, monkeypatch, tmp_path):
     monkeypatch.delenv("CAB_STUDY")
     status, _, err = cab("download", "judgments")
