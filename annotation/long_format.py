@@ -102,8 +102,10 @@ def _cell_problems(number: int, row: dict, *, typed: bool) -> list[RowError]:
 
 
 def is_longitudinal(study: Study) -> bool:
-    """Whether the study's schema codes sessions (a group with unit ``session``): its CSV files carry the
-    session_index column. Read from the schema's definition, which the export pages and API load with the study."""
+    """Whether the study's schema codes sessions (a group with unit ``session``): its files carry the
+    session_index column, CSV and JSON Lines alike (any other study's do not, over histories too: a turn's index
+    names it in its conversation). Read from the schema's definition, which the export pages and API load with the
+    study."""
     return any(isinstance(group, dict) and group.get("unit") == "session"
                for group in study.schema.definition.get("groups", []))
 
@@ -115,6 +117,8 @@ def has_session_labels(study: Study) -> bool:
 
 
 def columns_for(study: Study) -> tuple[str, ...]:
+    """The columns of the study's judgments file, the same in CSV and JSON Lines (where a row leaves out the keys
+    past ``COLUMNS`` it has no value for)."""
     if has_session_labels(study):
         return (*COLUMNS, SESSION_INDEX, SEED)
     return (*COLUMNS, SESSION_INDEX) if is_longitudinal(study) else COLUMNS
@@ -161,8 +165,8 @@ def judgments_query(*, study: Study) -> QuerySet:
 
 
 def judgment_rows(*, study: Study) -> Iterator[dict]:
-    """The study's judgments as long-format rows (dicts of ``COLUMNS``, and ``session_index`` for a history's row),
-    streamed as ``judgment_tuples`` reads them."""
+    """The study's judgments as long-format rows (dicts of ``COLUMNS``, and ``session_index`` for a history's row
+    of a study whose files carry it: ``columns_for``), streamed as ``judgment_tuples`` reads them."""
     keys = (*COLUMNS, SESSION_INDEX)
     for row in judgment_tuples(study=study):
         yield dict(zip(keys, row, strict=False))  # a tuple without a session index stops before its key
@@ -170,9 +174,10 @@ def judgment_rows(*, study: Study) -> Iterator[dict]:
 
 def judgment_tuples(*, study: Study) -> Iterator[tuple]:
     """The study's judgments as tuples of the ``COLUMNS`` values in that order (spans a list of dicts), with the
-    session index after them for a history's row only; streamed: judgments come from server-side cursors and their
-    spans are fetched a batch of judgments at a time, so memory stays flat at any size. Unscored drafts (spans
-    highlighted, score still to come) are not judgments yet and are left out.
+    session index after them for a history's row of a study whose files carry it (``columns_for``); streamed:
+    judgments come from server-side cursors and their spans are fetched a batch of judgments at a time, so memory
+    stays flat at any size. Unscored drafts (spans highlighted, score still to come) are not judgments yet and are
+    left out.
 
     The rows are read in the file's order one slice at a time (a round's non-gold rows of one coder, then its gold
     rows), so PostgreSQL sorts a slice, never the whole study, before the first row.
@@ -218,17 +223,18 @@ def _slices(study: Study) -> Iterator[tuple[tuple, str | None, QuerySet]]:
 
 
 def _judgment_tuples(study: Study) -> Iterator[tuple]:
+    with_session = SESSION_INDEX in columns_for(study)
     batch: list[tuple] = []  # (first cells, role, row) across slices: one span query per JUDGMENT_ROWS_BATCH rows
     for first, role, query in _slices(study):
         for row in query.iterator(chunk_size=5000):
             batch.append((first, role, row))
             if len(batch) >= JUDGMENT_ROWS_BATCH:
-                yield from _tuples(batch)
+                yield from _tuples(batch, with_session=with_session)
                 batch = []
-    yield from _tuples(batch)
+    yield from _tuples(batch, with_session=with_session)
 
 
-def _tuples(batch: list[tuple]) -> Iterator[tuple]:
+def _tuples(batch: list[tuple], *, with_session: bool) -> Iterator[tuple]:
     spans: dict[int, list[dict]] = {}
     if batch:
         for judgment_id, start, end, slug in (
@@ -247,7 +253,7 @@ def _tuples(batch: list[tuple]) -> Iterator[tuple]:
              turn_session) = row
         cells = (*first, dataset, conversation, turn, model, code, score, instance_count,
                  spans.get(judgment_id, []), role)
-        if session is not None or turn_session is not None:  # a history's row; no other study's row changes
+        if with_session and (session is not None or turn_session is not None):  # a history's row
             cells = (*cells, session if session is not None else turn_session)
         yield cells
 
@@ -323,8 +329,9 @@ def judgments_csv(*, study: Study) -> Iterator[str]:
 
 
 def judgments_jsonl(*, study: Study) -> Iterator[str]:
-    yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="jsonl",
-                                                                          columns=len(FILE_KEYS), helpers=helpers))
+    columns = len(columns_for(study))  # the CSV's columns: session_index only where the CSV has it
+    yield from _in_snapshot(lambda helpers: long_format_sql.judgment_lines(study=study, fmt="jsonl", columns=columns,
+                                                                          helpers=helpers))
     yield from jsonl_stream(_session_label_tuples(study), keys=FILE_KEYS)
 
 

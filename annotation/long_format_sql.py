@@ -206,11 +206,12 @@ def _line_sql(fmt: str, columns: int) -> str:
         return f"%({name})s"
 
     session = "coalesce(se.{index}, ts.{index})".format(index=_quote("index"))
-    if fmt == "csv":
-        tail = ""
-        if columns > 13:  # session_index (a longitudinal study), and the seed column a judgment leaves empty
-            tail = f" || ',' || coalesce({session}::text, '')" + " || ','" * (columns - 14)
-    else:
+    # Past the thirteen columns (a study whose schema codes sessions): session_index, and in CSV the seed column a
+    # judgment leaves empty; in JSON Lines the key is on a history's row only.
+    tail = ""
+    if columns > 13 and fmt == "csv":
+        tail = f" || ',' || coalesce({session}::text, '')" + " || ','" * (columns - 14)
+    elif columns > 13:
         tail = f" || CASE WHEN {session} IS NULL THEN '' ELSE ', \"session_index\": ' || {session} END"
     line = (
         f"co.prefix || cv.cells || {g('turn')} || coalesce(t.{_quote('index')}::text, {g('null')}) || {g('model')} "
@@ -340,9 +341,9 @@ class _Lines:
 
 
 def judgment_lines(*, study: Study, fmt: str, columns: int, helpers: int = 0) -> Iterator[str]:
-    """The study's judgment lines of the file (CSV with ``columns`` columns, or JSON Lines), in the file's order,
-    in blocks of about ``CHUNK`` characters. Call it inside a transaction (``long_format`` does): its lookup tables
-    live until the transaction ends.
+    """The study's judgment lines of the file (CSV or JSON Lines, with ``columns`` columns: ``session_index`` only
+    past the long format's thirteen), in the file's order, in blocks of about ``CHUNK`` characters. Call it inside
+    a transaction (``long_format`` does): its lookup tables live until the transaction ends.
 
     With ``helpers`` (only in a REPEATABLE READ transaction: ``long_format`` opens one for a download), up to that
     many more connections make the next slices' lines while this one's are handed on, each in a

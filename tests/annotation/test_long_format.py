@@ -16,11 +16,12 @@ pytestmark = pytest.mark.django_db
 
 
 def slice_queries(study: Study) -> int:
-    """The queries of an export besides one per batch of spans: the members' roles and the rounds, then in each
-    round its coders, one cursor per coder (its non-gold rows) and one for the round's gold rows. They grow with
-    rounds and coders, never with rows."""
+    """The queries of an export besides one per batch of spans: the study's schema (whether its rows carry
+    session_index: ``long_format.columns_for``), the members' roles and the rounds, then in each round its coders,
+    one cursor per coder (its non-gold rows) and one for the round's gold rows. They grow with rounds and coders,
+    never with rows."""
     rounds = list(study.rounds.all())
-    return 2 + sum(2 + Judgment.objects.filter(round=r).values("coder").distinct().count() for r in rounds)
+    return 3 + sum(2 + Judgment.objects.filter(round=r).values("coder").distinct().count() for r in rounds)
 
 
 def file_queries(study: Study) -> int:
