@@ -144,6 +144,9 @@ def index_table_download(study: Study, run, table: str) -> StreamingHttpResponse
     """One per-model table as a plain CSV (it loads as it is): its name says the run, its headers the rest of its
     provenance (``common.provenance.run_headers``)."""
     tables = selectors.index_tables(result=run.result)
+    if table in selectors.index_tables_left_out(result=run.result):
+        raise exceptions.NotFound(f"The report's {table} holds a table in each cell, which no CSV row can hold: it is "
+                                  f"in report.json only. Its per-model tables: {', '.join(tables) or 'none'}.")
     if table not in tables:
         raise exceptions.NotFound(f"The report has no per-model table {table!r}; it has {', '.join(tables) or 'none'}.")
     header, rows = tables[table]

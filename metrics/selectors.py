@@ -8,7 +8,7 @@ conversations, models, attributes) come from the few small tables they live in a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -448,33 +448,64 @@ def metric_run_latest_succeeded(*, study: Study, run_id: int | None = None) -> M
     return runs.order_by("-finished_at", "-pk").first()
 
 
-def index_tables(*, result: dict) -> dict[str, tuple[list[str], list[list]]]:
-    """The per-model tables of a report's ``indices`` (flags, ari, attribute_risk, fingerprint, … whatever the
-    report holds in the shape {MODEL: {COLUMN: number}}) as (header, rows), one row per model."""
-    tables: dict[str, tuple[list[str], list[list]]] = {}
+def _report_tables(result: dict) -> Iterator[tuple[str, dict[str, dict]]]:
+    """The entries of a report's ``indices`` shaped as a table: a non-empty mapping of rows, each a mapping."""
     indices = result.get("indices") if isinstance(result, dict) else None
     for name, table in (indices or {}).items():
-        if not isinstance(table, dict) or not table or not all(isinstance(row, dict) for row in table.values()):
-            continue
-        if any(isinstance(cell, dict | list) for row in table.values() for cell in row.values()):
+        if isinstance(table, dict) and table and all(isinstance(row, dict) for row in table.values()):
+            yield name, table
+
+
+def _flat(table: dict[str, dict]) -> dict[str, dict[str, object]] | None:
+    """The table's rows with an interval's cells (``{low, high}``, or any mapping of plain values) as a column per
+    key, ``COLUMN_KEY``; None when a cell holds more (a table, a list): no CSV row can hold it."""
+    rows: dict[str, dict[str, object]] = {}
+    for model, row in table.items():
+        cells = rows[model] = {}
+        for column, cell in row.items():
+            if isinstance(cell, dict) and not any(isinstance(value, dict | list) for value in cell.values()):
+                cells.update({f"{column}_{key}": value for key, value in cell.items()})
+            elif isinstance(cell, dict | list):
+                return None
+            else:
+                cells[column] = cell
+    return rows
+
+
+def index_tables(*, result: dict) -> dict[str, tuple[list[str], list[list]]]:
+    """The per-model tables of a report's ``indices`` (flags, ari, attribute_risk, fingerprint, ari_ci, … whatever
+    the report holds in the shape {MODEL: {COLUMN: number or {low, high}}}) as (header, rows), one row per model;
+    an interval is a column per end (``D_low``, ``D_high``). The tables of tables are ``index_tables_left_out``."""
+    tables: dict[str, tuple[list[str], list[list]]] = {}
+    for name, table in _report_tables(result):
+        rows = _flat(table)
+        if rows is None:
             continue
         columns: list[str] = []
-        for row in table.values():
+        for row in rows.values():
             columns += [column for column in row if column not in columns]
-        tables[name] = (["model", *columns], [[model, *(row.get(c) for c in columns)] for model, row in table.items()])
+        tables[name] = (["model", *columns], [[model, *(row.get(c) for c in columns)] for model, row in rows.items()])
     return tables
 
 
-def latest_succeeded_runs(*, study_ids: list[int]) -> dict[int, tuple[int, list[str]]]:
-    """study id -> (id of its newest succeeded run, the per-model tables its report holds: ``index_tables``), for
-    the studies that have one (one query, one row per study)."""
-    latest: dict[int, tuple[int, list[str]]] = {}
+def index_tables_left_out(*, result: dict) -> list[str]:
+    """The tables of a report's ``indices`` that have no CSV: those whose cells are tables themselves (``by_kind``,
+    ``by_dataset``: the per-model tables per conversation kind and per dataset), in report.json only. The exports
+    page names them, and the API download's 404 says why, so none is left out silently."""
+    return [name for name, table in _report_tables(result) if _flat(table) is None]
+
+
+def latest_succeeded_runs(*, study_ids: list[int]) -> dict[int, tuple[int, list[str], list[str]]]:
+    """study id -> (id of its newest succeeded run, the per-model tables its report holds: ``index_tables``, and
+    those left out: ``index_tables_left_out``), for the studies that have one (one query, one row per study)."""
+    latest: dict[int, tuple[int, list[str], list[str]]] = {}
     for study_id, run_id, indices in (
         MetricRun.objects.filter(study_id__in=study_ids, status=MetricRun.Status.SUCCEEDED)
         .order_by("study_id", "-finished_at", "-pk").distinct("study_id")
         .values_list("study_id", "pk", "result__indices")
     ):
-        latest[study_id] = (run_id, list(index_tables(result={"indices": indices})))
+        result = {"indices": indices}
+        latest[study_id] = (run_id, list(index_tables(result=result)), index_tables_left_out(result=result))
     return latest
 
 

@@ -41,11 +41,12 @@ def exports_page(request: HttpRequest) -> HttpResponse:
     runs = metrics_selectors.latest_succeeded_runs(study_ids=[s.pk for s in studies])
     rows = []
     for study in studies:
-        run_id, tables = runs.get(study.pk, (None, []))
+        run_id, tables, left_out = runs.get(study.pk, (None, [], []))
         # Only the tables the report holds (a calibration-only report, or a study kind's, has no per-model table): the
-        # four of docs/metrics.md#report-keys first, in their order, then any other the report has.
+        # four of docs/metrics.md#report-keys first, in their order, then any other the report has; the tables of
+        # tables, which have no CSV, named after them.
         shown = [t for t in INDEX_TABLES if t in tables] + sorted(t for t in tables if t not in INDEX_TABLES)
-        rows.append({"study": study, "run_id": run_id, "index_tables": shown})
+        rows.append({"study": study, "run_id": run_id, "index_tables": shown, "left_out": left_out})
     return render(request, "exports/index.html", {"rows": rows, "roles": user_roles(user=request.user)})
 
 
