@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from annotation import services
+from annotation import item_export, services
 from annotation.models import Assignment, Round, StudyMember
 from audit.models import AuditEvent
 from tests.conftest import sign_in
@@ -177,6 +177,7 @@ def test_the_items_export_has_every_assignment_with_its_note_and_neutralises_for
     assert download["Content-Disposition"] == f'attachment; filename="{slug}-items.csv"'
     text = b"".join(download.streaming_content).decode()
     rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == list(item_export.COLUMNS)  # a study that codes no sessions: no session_index
     assert [(r["reviewer"], r["comment"], r["flags"], r["active_seconds"]) for r in rows] == [
         ("other-reviewer", "", "", "42"),
         ("reviewer", "'=HYPERLINK(\"http://x\",\"y\")", '["discuss", "unsure"]', "0"),
