@@ -2,7 +2,10 @@
 
 Each save of a session moves its expiry to now + ``SESSION_COOKIE_AGE``. Saving it on every request would cost
 three queries on every page and autosave; instead a request renews it when the last renewal is more than
-``SESSION_RENEW_SECONDS`` old (and signing in counts as one), so the idle limit holds to within that margin.
+``SESSION_RENEW_SECONDS`` old (and signing in counts as one), so the idle limit holds to within that margin. A
+renewal the database cannot take (an outage after the request's own work was committed) is left to the next
+request: it is not the user's work, and failing on it would answer 503 "Nothing was changed" (``common.outage``)
+for a request whose work was saved.
 
 ``SESSION_ENGINE = "access.login_sessions"``: Django's database sessions, in the same table, with the read that every
 signed-in request makes written as one statement instead of a queryset compiled per request (issue 34: the
@@ -11,6 +14,7 @@ compiling cost more CPU than a health check's whole request).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,13 +23,17 @@ from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends import db
+from django.contrib.sessions.backends.base import UpdateError
 from django.contrib.sessions.models import Session
-from django.db import connections, router
+from django.db import DatabaseError, connections, router
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND
+from common.outage import unreachable
+
+log = logging.getLogger(__name__)
 
 RENEWED = "_renewed_at"
 
@@ -49,6 +57,8 @@ class IdleSessionMiddleware:
         if session is not None and session.accessed and session.session_key and not session.is_empty():
             now = int(time.time())
             if now - session.get(RENEWED, 0) >= settings.SESSION_RENEW_SECONDS:
+                if not session.modified and isinstance(session, SessionStore):
+                    session.renewal_only = True
                 session[RENEWED] = now
         return response
 
@@ -58,6 +68,19 @@ class SessionStore(db.SessionStore):
     same condition (its key, not expired), as ``Session.objects.get(session_key=…, expire_date__gt=now)``. A session
     signed in through Django's ModelBackend before ``access.backends.UserBackend`` replaced it is read as
     UserBackend's (the same rules), so nobody is signed out by the change."""
+
+    renewal_only = False  # set by IdleSessionMiddleware: the request changed nothing else of the session
+
+    def save(self, must_create: bool = False) -> None:
+        """A renewal alone that the database cannot take is left out (logged), never the request's answer. (Django's
+        store raises UpdateError from the database's error.)"""
+        try:
+            super().save(must_create=must_create)
+        except (DatabaseError, UpdateError) as error:
+            if not self.renewal_only or unreachable(error) != "database":
+                raise
+            log.warning("session renewal left to the next request: the database cannot be reached (%s)",
+                        type(error).__name__)
 
     def load(self) -> dict[str, Any]:
         data = super().load()

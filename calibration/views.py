@@ -156,12 +156,7 @@ round_open = _round_action(
 _close = _round_action(
     None, lambda r, by, data: services.round_close(round=r, by=by),
     lambda r, _: f"{r.name} closed" + (" and the workshop is open" if r.kind == Round.Kind.CALIBRATION else "")
-    + f"; {_run_said(r.study, 'round-closed')}.")
-
-
-def _run_said(study: Study, trigger: str) -> str:
-    run = metrics_selectors.metric_run_latest(study=study, trigger=trigger)
-    return metrics_selectors.metric_run_said(run=run) if run is not None else "no metrics run was requested"
+    + f"; {metrics_selectors.metric_run_latest_said(study=r.study, trigger='round-closed')}.")
 
 
 @admin_only

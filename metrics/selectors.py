@@ -20,6 +20,7 @@ from django.db.models.expressions import RawSQL
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
 from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
+from common.outage import read_after_commit
 from common.rounds import round_name
 from metrics.models import MetricRun
 
@@ -509,24 +510,44 @@ def latest_succeeded_runs(*, study_ids: list[int]) -> dict[int, tuple[int, list[
     return latest
 
 
-def metric_run_latest(*, study: Study, trigger: str) -> MetricRun | None:
-    return MetricRun.objects.filter(study=study, trigger=trigger).order_by("-pk").first()
+# The words on a run whose request committed but which the database, gone meanwhile, cannot say more of.
+RUN_UNREAD = ("what became of it cannot be read just now (the database is briefly unreachable): the reports page "
+              "shows it")
+_STATE = ("status", "enqueued_at", "progress_message", "error")
 
 
 def metric_run_said(*, run: MetricRun) -> str:
     """What happened to a just-requested run, in words for the page that requested it (read afresh: the broker may
-    have refused it, or an in-process run may already be done)."""
-    run.refresh_from_db(fields=["status", "enqueued_at", "progress_message", "error"])
+    have refused it, or an in-process run may already be done). The run is saved, its request committed: when the
+    database cannot be reached to read it, the words say so (``common.outage.read_after_commit``), and the page
+    never answers 503 "Nothing was changed"."""
+    return _said(run.pk, read_after_commit(lambda: MetricRun.objects.only(*_STATE).get(pk=run.pk), otherwise=None))
+
+
+def metric_run_latest_said(*, study: Study, trigger: str) -> str:
+    """What happened to the newest run of ``trigger`` that a just-committed action asked for (closing a round starts
+    one in its transaction), in the words of ``metric_run_said``."""
+    latest = read_after_commit(
+        lambda: list(MetricRun.objects.only(*_STATE).filter(study=study, trigger=trigger).order_by("-pk")[:1]),
+        otherwise=None)
+    if latest is None:
+        return f"a metrics run was requested; {RUN_UNREAD}"
+    return _said(latest[0].pk, latest[0]) if latest else "no metrics run was requested"
+
+
+def _said(run_id: int, run: MetricRun | None) -> str:
+    if run is None:
+        return f"metrics run {run_id} was requested; {RUN_UNREAD}"
     if run.status == MetricRun.Status.SUCCEEDED:
-        return f"metrics run {run.pk} computed the report"
+        return f"metrics run {run_id} computed the report"
     if run.status == MetricRun.Status.FAILED:
-        return f"metrics run {run.pk} failed: {run.error.splitlines()[0] if run.error else 'no reason recorded'}"
+        return f"metrics run {run_id} failed: {run.error.splitlines()[0] if run.error else 'no reason recorded'}"
     if run.enqueued_at is not None:
-        return f"metrics run {run.pk} was queued for a worker"
+        return f"metrics run {run_id} was queued for a worker"
     if run.progress_message.startswith("waiting for the task broker"):
-        return (f"metrics run {run.pk} is waiting: the task broker cannot be reached; it starts by itself when the "
+        return (f"metrics run {run_id} is waiting: the task broker cannot be reached; it starts by itself when the "
                 "broker is back")
-    return f"metrics run {run.pk} was requested"
+    return f"metrics run {run_id} was requested"
 
 
 def reviewer_count(*, study: Study) -> int:

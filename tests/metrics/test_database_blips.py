@@ -149,6 +149,27 @@ print(answer.status_code, answer.content.decode())
 """
 
 
+def _asked_as_the_database_drops(script: str, tmp_path, env: dict[str, str]) -> tuple[str, str]:  # noqa: ANN001
+    """Run ``script`` (a request that commits a metric run of the study "blip", then hands it to the broker) in a
+    process of its own, and end its database connection right after the commit: the broker is frozen, so that the
+    hand-off waits (up to its 5 s timeout) while the connection is ended. Its standard output and error."""
+    port = free_port()
+    with redis_server(port, tmp_path / "redis") as server:
+        os.kill(server.pid, signal.SIGSTOP)
+        try:
+            asking = subprocess.Popen(
+                [sys.executable, "manage.py", "shell", "-c", script], cwd=settings.BASE_DIR, text=True,
+                env=process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0", **env}),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            wait_for(lambda: MetricRun.objects.filter(study__slug="blip").exists(), timeout=60, interval=0.05)
+            assert _end_other_connections() >= 1, "the request holds a connection"
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
+        out, err = asking.communicate(timeout=60)
+    assert asking.returncode == 0, err[-3000:]
+    return out, err
+
+
 @pytest.mark.slow(10)
 def test_a_run_asked_for_through_the_api_as_the_database_drops_after_the_commit_answers_with_the_run(
         admin_user, token_for, tmp_path):
@@ -157,22 +178,58 @@ def test_a_run_asked_for_through_the_api_as_the_database_drops_after_the_commit_
     request answered 503 "Nothing was changed" although the run was saved, and a client asking again made a second
     run; now it answers 202 with the run, which the workers' recovery sends (again: a second delivery is a no-op)."""
     StudyFactory(slug="blip")
-    port = free_port()
-    with redis_server(port, tmp_path / "redis") as server:
-        os.kill(server.pid, signal.SIGSTOP)
-        try:
-            asking = subprocess.Popen(
-                [sys.executable, "manage.py", "shell", "-c", ASK], cwd=settings.BASE_DIR, text=True,
-                env=process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0", "TOKEN": token_for(admin_user)}),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            wait_for(lambda: MetricRun.objects.filter(study__slug="blip").exists(), timeout=60, interval=0.05)
-            assert _end_other_connections() >= 1, "the request holds a connection"
-        finally:
-            os.kill(server.pid, signal.SIGCONT)
-        out, err = asking.communicate(timeout=60)
-    assert asking.returncode == 0, err[-3000:]
+    out, err = _asked_as_the_database_drops(ASK, tmp_path, {"TOKEN": token_for(admin_user)})
     status, body = out.strip().splitlines()[-1].split(" ", 1)
     (run,) = MetricRun.objects.filter(study__slug="blip")
     assert (status, json.loads(body)["id"], json.loads(body)["status"]) == ("202", run.pk, "queued"), body
     assert run.enqueued_at is None, "its sending was not noted: the recovery sends it"
     assert "the database cannot be reached to note its sending (OperationalError)" in err, err[-3000:]
+
+
+# A signed-in page's POST whose session is due for its renewal (access.login_sessions): the renewal is written on
+# the way out, after the view; the answer's messages are read from the request (they travel in a cookie).
+PAGE = """
+import os
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
+from django.test import Client
+settings.DEBUG = False  # the pages' own 500 and 503, not the debugging page
+page = Client(raise_request_exception=False)
+page.force_login(get_user_model().objects.get(username=os.environ["USERNAME"]))
+session = page.session
+session["_renewed_at"] = 0
+session.save()
+answer = page.post(os.environ["PATH_POSTED"], {"bootstrap": 5, "seed": 1, "top_k": 3, "confirm": "on"})
+said = [m.message for m in get_messages(answer.wsgi_request)] if answer.status_code == 302 else [answer.content[-300:]]
+print(answer.status_code, answer.get("Location"), said)
+"""
+
+
+@pytest.mark.slow(10)
+def test_a_run_started_on_the_reports_page_as_the_database_drops_after_the_commit_says_it_was_requested(
+        admin_user, tmp_path):
+    """Before, the page answered 503 "Nothing was changed" although the run was saved (the words on the run read
+    the database again, and the session's renewal wrote to it), and a researcher starting it again made a second
+    run; now it goes back to the reports page saying which run was requested."""
+    StudyFactory(slug="blip")
+    out, _ = _asked_as_the_database_drops(PAGE, tmp_path, {"USERNAME": admin_user.username,
+                                                            "PATH_POSTED": "/studies/blip/metric-runs/start"})
+    (run,) = MetricRun.objects.filter(study__slug="blip")
+    assert out.strip().splitlines()[-1] == (
+        f"302 /studies/blip/reports/ ['Metrics run {run.pk} was requested; what became of it cannot be read just now "
+        "(the database is briefly unreachable): the reports page shows it (B = 5, seed 1, k = 3).']"), out
+
+
+@pytest.mark.slow(10)
+def test_a_round_closed_as_the_database_drops_after_the_commit_says_it_closed(admin_user, tmp_path):
+    """Closing a round starts a metric run in the same transaction. Before, the page answered 503 "Nothing was
+    changed" although the round was closed and the run saved; now it says so."""
+    round_ = RoundFactory(study=StudyFactory(slug="blip"))
+    out, _ = _asked_as_the_database_drops(PAGE, tmp_path, {
+        "USERNAME": admin_user.username, "PATH_POSTED": f"/studies/blip/rounds/{round_.pk}/close"})
+    round_.refresh_from_db()
+    assert round_.status == "closed"
+    assert out.strip().splitlines()[-1] == (
+        "302 /studies/blip/ ['calibration-1 closed and the workshop is open; a metrics run was requested; what became "
+        "of it cannot be read just now (the database is briefly unreachable): the reports page shows it.']"), out
