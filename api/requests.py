@@ -14,17 +14,27 @@ if TYPE_CHECKING:
     from rest_framework.request import Request
 
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
-IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$", "minLength": 1, "maxLength": 200},
-    OpenApiParameter.HEADER, required=False,
-    description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body gets "
-                "the first answer again (header Idempotent-Replayed: true); the same key with another body is 422.",
-)
-REPLAYED_HEADER = OpenApiParameter(
-    "Idempotent-Replayed", {"type": "string", "enum": ["true"]}, OpenApiParameter.HEADER, response=[200],
-    description="present when this answer is the first answer to the request's Idempotency-Key, replayed",
-)
-IDEMPOTENCY_HEADERS = [IDEMPOTENCY_HEADER, REPLAYED_HEADER]  # the request's header, and the answer's
+
+
+def idempotency_headers(*, resend: str = "the first answer again", status: int = 200) -> list[OpenApiParameter]:
+    """The request's Idempotency-Key header and the answer's Idempotent-Replayed, in the schema of an operation that
+    takes them: ``resend``, what a resend gets; ``status``, the answer's."""
+    return [
+        OpenApiParameter(
+            "Idempotency-Key",
+            {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$", "minLength": 1, "maxLength": 200},
+            OpenApiParameter.HEADER, required=False,
+            description="Any unique string (≤ 200 printable ASCII characters). A resend with the same key and body "
+                        f"gets {resend} (header Idempotent-Replayed: true); the same key with another body is 422.",
+        ),
+        OpenApiParameter(
+            "Idempotent-Replayed", {"type": "string", "enum": ["true"]}, OpenApiParameter.HEADER, response=[status],
+            description="present when this answer is the first answer to the request's Idempotency-Key, replayed",
+        ),
+    ]
+
+
+IDEMPOTENCY_HEADERS = idempotency_headers()
 
 
 def request_user(request: Request) -> User:

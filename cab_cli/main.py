@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from http import HTTPStatus
 from pathlib import Path
@@ -278,12 +279,39 @@ def _finished(run: MetricRunOut) -> None:
         raise Refused(f"metric run {run.id} failed: {run.error}")
 
 
+def _started(client: AuthenticatedClient, study: str, body: MetricRunInRequest, *, timeout: float,
+             every: float) -> MetricRunOut:
+    """Ask for the run under an Idempotency-Key of this command's own, and ask again with it while the server is
+    briefly unavailable (503, 502, 504, 429) or its answer is lost: the server makes one run however often it is
+    asked (docs/api.md#the-researcher-cli). A second ``cab run`` is another key, so another run."""
+    key = f"cab-cli-run-{uuid.uuid4().hex}"
+    deadline = time.monotonic() + timeout
+    said = False
+    while True:
+        try:
+            answer = studies_metric_runs_create.sync_detailed(study, client=client, body=body, idempotency_key=key)
+        except httpx.TransportError as problem:
+            status, unavailable = 0, f"no answer: {problem}"
+        else:
+            if answer.status_code not in UNAVAILABLE:
+                return _ok(answer)
+            status = int(answer.status_code)
+            unavailable = f"HTTP {status}: {answer.content[:200].decode(errors='replace')}"
+        if time.monotonic() > deadline:
+            raise Refused(f"the server could not take the run after {timeout:g} s ({unavailable}); ask again with "
+                          "cab run", status=status)
+        if not said:
+            print(f"cab: the server is briefly unavailable ({unavailable}); asking again for the same run",
+                  file=sys.stderr)
+            said = True
+        time.sleep(every)
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     client, study = _client(), _study(args)
     parameters = {name: value for name, value in (("seed", args.seed), ("bootstrap", args.bootstrap),
                                                    ("top_k", args.top_k)) if value is not None}
-    run = _ok(studies_metric_runs_create.sync_detailed(study, client=client,
-                                                       body=MetricRunInRequest.from_dict(parameters)))
+    run = _started(client, study, MetricRunInRequest.from_dict(parameters), timeout=args.timeout, every=args.every)
     if args.no_wait:
         print(_run_line(run))
         return

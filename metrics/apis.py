@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db import DatabaseError
+import hashlib
+import json
+
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -12,18 +14,21 @@ from rest_framework.views import APIView
 
 from annotation.apis import study_for
 from annotation.models import Study
+from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
 from api.openapi import ATTACHMENT_HEADER, RUN_PROVENANCE_HEADERS
 from api.permissions import token_allows_study
+from api.requests import idempotency_headers, idempotency_key, request_fingerprint, request_user
 from common import provenance
 from common.cells import csv_stream
-from common.outage import unreachable
+from common.outage import read_after_commit
 from metrics import selectors, services
 from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
 from metrics.core.report_file import report_file_text
 
 READ = {"GET": ApiToken.Scope.READ}
+RUN_IDEMPOTENCY_HEADERS = idempotency_headers(resend="the same run again, as it is now", status=202)
 RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY, required=False,
                                  description="a run id; default: the study's newest succeeded run")
 
@@ -39,20 +44,35 @@ class MetricRunListApi(APIView):
         study = study_for(request, slug)
         return Response(MetricRunOut(selectors.metric_runs_for(study=study)[:100], many=True).data)
 
-    @extend_schema(request=MetricRunIn, responses={202: MetricRunOut, **error_responses(404)},
-                   summary="Start a metric run (computed by a worker; poll it)")
+    @extend_schema(request=MetricRunIn, parameters=RUN_IDEMPOTENCY_HEADERS,
+                   responses={202: MetricRunOut, **error_responses(404, 422)},
+                   summary="Start a metric run (computed by a worker; poll it)",
+                   description="With an Idempotency-Key, a resend after a lost answer makes no second run: it is "
+                               "answered with the run the first made.")
     def post(self, request, slug: str):
         study = study_for(request, slug)
         params = MetricRunIn(data=request.data)
         params.is_valid(raise_exception=True)
-        run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
-        try:
-            run.refresh_from_db()  # after the commit that handed it to the broker (or failed to): the truth
-        except DatabaseError as error:
-            if unreachable(error) is None:
-                raise
-            # The run is saved (its id is the answer's): a 503 "nothing was changed" would make a client ask again.
-        return Response(MetricRunOut(run).data, status=status.HTTP_202_ACCEPTED)
+        key = idempotency_key(request)
+
+        def call() -> tuple[int, dict]:
+            run = services.metric_run_request(study=study, by=request.user, trigger="api", **params.validated_data)
+            return status.HTTP_202_ACCEPTED, MetricRunOut(run).data
+
+        # The key's record is committed with the run, which is handed to the broker after that commit.
+        code, saved, replayed = api_services.idempotent_call(
+            user=request_user(request), key=key, call=call,
+            request_hash=request_fingerprint(request, _sha256(params.validated_data)) if key else "")
+        # The run as it is now (the broker took it, or not; embedded, it may be done); as saved when the database
+        # cannot be reached: it is saved, and a 503 "nothing was changed" would make a client ask again.
+        run = read_after_commit(lambda: selectors.metric_run_get(run_id=saved["id"]), otherwise=None)
+        return Response(saved if run is None else MetricRunOut(run).data, status=code,
+                        headers={"Idempotent-Replayed": "true"} if replayed else None)
+
+
+def _sha256(parameters: dict) -> str:
+    """The run's parameters (defaults filled in) for an Idempotency-Key: the same parameters are the same request."""
+    return hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()
 
 
 def run_for(request, run_id: int, *, with_result: bool = False):

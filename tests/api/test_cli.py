@@ -26,6 +26,7 @@ from annotation.models import Judgment, Study
 from api import services as api_services
 from benchmark.models import ModelResponse
 from cab_cli import main as cli
+from metrics.models import MetricRun
 from tests.api.test_generated_client import judgments_csv
 from tests.factories import StudyFactory, conversations_without_responses, jsonl, response_items
 
@@ -363,3 +364,52 @@ def test_a_run_of_another_study_is_no_bundle_of_this_one_on_any_path(cab, tmp_pa
     status, out, err = cab("download", "report", "--study", "other-study", "--run", str(run))
     assert status == 1 and f"No succeeded metric run {run} for this study." in err, err
     assert not list(tmp_path.glob("other*"))
+
+
+def test_a_run_whose_answer_is_lost_is_asked_for_again_as_the_same_run(cab, monkeypatch):
+    """A proxy passes the request on and the server makes the run, but the answer is lost on the way back. Before,
+    `cab run` failed, and running it again made a second run; now it asks again under the same Idempotency-Key and
+    the server answers with the run it made."""
+    import urllib.error
+    import urllib.request
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    keys: list[str] = []
+
+    class LosesTheFirstAnswer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            keys.append(self.headers.get("Idempotency-Key", ""))
+            headers = {name: value for name, value in self.headers.items()
+                       if name.lower() not in {"host", "content-length"}}
+            sent = urllib.request.Request(cab.url + self.path, data=body, method="POST",  # noqa: S310 - live server
+                                          headers=headers)
+            try:
+                with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310 - the test's live server
+                    status, content = answer.status, answer.read()
+            except urllib.error.HTTPError as refused:
+                status, content = refused.code, refused.read()
+            if len(keys) == 1:
+                self.close_connection = True  # the run is made; its answer never reaches the client
+                return
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), LosesTheFirstAnswer)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("CAB_URL", f"http://127.0.0.1:{proxy.server_address[1]}")
+        status, out, err = cab("run", "--bootstrap", "5", "--no-wait", "--every", "0.1")
+    finally:
+        proxy.shutdown()
+    (run,) = MetricRun.objects.all()
+    assert status == 0, err
+    assert json.loads(out)["run"] == run.pk
+    assert len(keys) == 2 and keys[0] == keys[1] and keys[0].startswith("cab-cli-run-"), keys
+    assert "the server is briefly unavailable (no answer:" in err and "asking again for the same run" in err

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from api.models import IdempotencyRecord
 from metrics.models import MetricRun
 from tests.factories import MetricRunFactory
 from tests.metrics.conftest import REPORT
@@ -151,3 +152,25 @@ def test_the_schema_documents_the_provenance_headers_of_every_download(client):
         for code in codes:
             assert said <= set(answers[code]["headers"]), (path, code)
             assert all("provenance" in answers[code]["headers"][name]["description"] for name in said)
+
+
+def test_a_run_asked_for_again_with_its_idempotency_key_is_the_same_run(researcher, as_token, study):
+    """A client that lost the answer asks again with the same key. Before, the key was ignored and every resend made
+    another run; now the resend is answered with the run the first request made (as it is now), and the key's
+    record is committed with the run."""
+    api = as_token(researcher, scopes=["read", "metrics"])
+    first = api.post(RUNS, {"bootstrap": 50}, format="json", HTTP_IDEMPOTENCY_KEY="run-1")
+    (run,) = MetricRun.objects.all()
+    assert (first.status_code, first.json()["id"], first.headers.get("Idempotent-Replayed")) == (202, run.pk, None)
+    assert IdempotencyRecord.objects.get(key="run-1").response["id"] == run.pk
+    MetricRun.objects.filter(pk=run.pk).update(progress_message="half way")
+    again = api.post(RUNS, {"bootstrap": 50}, format="json", HTTP_IDEMPOTENCY_KEY="run-1")
+    assert (again.status_code, again.headers["Idempotent-Replayed"]) == (202, "true")
+    assert (again.json()["id"], again.json()["progress_message"]) == (run.pk, "half way")
+    assert MetricRun.objects.count() == 1
+
+    other = api.post(RUNS, {"bootstrap": 60}, format="json", HTTP_IDEMPOTENCY_KEY="run-1")
+    assert other.status_code == 422 and "Idempotency-Key" in other.json()["detail"]
+    assert api.post(RUNS, {"bootstrap": 50}, format="json", HTTP_IDEMPOTENCY_KEY="run 2").status_code == 400
+    assert api.post(RUNS, {"bootstrap": 50}, format="json").status_code == 202  # without a key: another run
+    assert MetricRun.objects.count() == 2

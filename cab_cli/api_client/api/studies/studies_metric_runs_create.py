@@ -20,9 +20,13 @@ def _get_kwargs(
     slug: str,
     *,
     body: MetricRunInRequest | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
 
 
     
@@ -102,6 +106,13 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_415
 
+    if response.status_code == 422:
+        response_422 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_422
+
     if response.status_code == 429:
         response_429 = ErrorOut.from_dict(response.json())
 
@@ -129,15 +140,20 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: MetricRunInRequest | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 
 ) -> Response[ErrorOut | MetricRunOut]:
     """ Start a metric run (computed by a worker; poll it)
 
-     **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
+     With an Idempotency-Key, a resend after a lost answer makes no second run: it is answered with the
+    run the first made.
+
+    **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
     or a signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        idempotency_key (str | Unset):
         body (MetricRunInRequest | Unset):
 
     Raises:
@@ -152,6 +168,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         slug=slug,
 body=body,
+idempotency_key=idempotency_key,
 
     )
 
@@ -166,15 +183,20 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: MetricRunInRequest | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 
 ) -> ErrorOut | MetricRunOut | None:
     """ Start a metric run (computed by a worker; poll it)
 
-     **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
+     With an Idempotency-Key, a resend after a lost answer makes no second run: it is answered with the
+    run the first made.
+
+    **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
     or a signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        idempotency_key (str | Unset):
         body (MetricRunInRequest | Unset):
 
     Raises:
@@ -190,6 +212,7 @@ def sync(
         slug=slug,
 client=client,
 body=body,
+idempotency_key=idempotency_key,
 
     ).parsed
 
@@ -198,15 +221,20 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: MetricRunInRequest | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 
 ) -> Response[ErrorOut | MetricRunOut]:
     """ Start a metric run (computed by a worker; poll it)
 
-     **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
+     With an Idempotency-Key, a resend after a lost answer makes no second run: it is answered with the
+    run the first made.
+
+    **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
     or a signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        idempotency_key (str | Unset):
         body (MetricRunInRequest | Unset):
 
     Raises:
@@ -221,6 +249,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         slug=slug,
 body=body,
+idempotency_key=idempotency_key,
 
     )
 
@@ -235,15 +264,20 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: MetricRunInRequest | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 
 ) -> ErrorOut | MetricRunOut | None:
     """ Start a metric run (computed by a worker; poll it)
 
-     **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
+     With an Idempotency-Key, a resend after a lost answer makes no second run: it is answered with the
+    run the first made.
+
+    **Needs** a token with the `metrics` scope (a token limited to one study reaches that study only),
     or a signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        idempotency_key (str | Unset):
         body (MetricRunInRequest | Unset):
 
     Raises:
@@ -259,5 +293,6 @@ async def asyncio(
         slug=slug,
 client=client,
 body=body,
+idempotency_key=idempotency_key,
 
     )).parsed
