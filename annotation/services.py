@@ -197,7 +197,9 @@ def study_locked_unarchived(study: Study, *, what: str) -> None:
 @transaction.atomic
 def study_member_add(*, study: Study, user: User, role: str, by: User | None) -> StudyMember:
     """Add a person as a member in a role, reviewer or expert (idempotent); reviewers get the next anonymous alias
-    R1, R2, … A method or a reference coder is an account that never signs in: ``annotation.automated_coders``."""
+    R1, R2, … Someone taken off and added back in the role they had gets back their alias and place on the panel;
+    in another role they are what they are now (a new alias, undecided for the panel). A method or a reference
+    coder is an account that never signs in: ``annotation.automated_coders``."""
     if role not in PEOPLE_ROLES:
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
                                        "coder is registered with `manage.py register_coder` or the API "
@@ -209,10 +211,16 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         return member
     if archived:
         raise archived_refusal(study, "it takes no new members")
-    member = StudyMember.objects.create(study=study, user=user, role=role)
-    # A member again: what they are now is what they are (FormerStudyMember).
-    FormerStudyMember.objects.filter(study=study, user=user).delete()
-    if role == StudyMember.Role.REVIEWER:
+    # A member again: what they are now is what they are (FormerStudyMember). In the role they had, they are again
+    # what they were: their alias (kept for them alone) and their place on the panel, whose main-round queue and
+    # figures are still theirs.
+    former = FormerStudyMember.objects.filter(study=study, user=user).first()
+    was = former if former is not None and former.role == role else None
+    member = StudyMember.objects.create(study=study, user=user, role=role, alias=was.alias if was else "",
+                                        retained=was.retained if was else None)
+    if former is not None:
+        former.delete()
+    if role == StudyMember.Role.REVIEWER and not member.alias:
         # The next number after the aliases in use or once used (a count would repeat one after a removal, and
         # a removed reviewer's alias still names their notes and codings).
         aliases = [*StudyMember.objects.filter(study=study).values_list("alias", flat=True),

@@ -1,7 +1,8 @@
 """Someone taken off a study loses access, and their judgments stay what they were: an expert's own codings stay
 an expert's, a method's labels a method's, a retained reviewer stays on the panel, in the report and in both
-export writers; their alias is never given to anyone else, and adding them again makes them what they are now.
-The study's export of their judgments imports back into it unchanged, and leaves them off it."""
+export writers; their alias is never given to anyone else; added again in the role they had, they are what they
+were (alias, place on the panel), in another role what they are now. The study's export of their judgments
+imports back into it unchanged, and leaves them off it."""
 
 from __future__ import annotations
 
@@ -161,3 +162,19 @@ def test_an_import_giving_a_removed_coder_another_role_is_refused_by_its_line(st
     assert [(e.row, e.field) for e in refused.value.errors] == [(1, "role")]
     assert "was taken off the study as expert" in refused.value.errors[0].message
     assert not StudyMember.objects.filter(study=study, user__username=EXPERT).exists()
+
+
+def test_a_retained_reviewer_added_back_as_a_reviewer_is_again_what_they_were(study, admin_user):
+    """A reviewer taken off mid-round and added back in the same role gets their alias and their place on the panel
+    back: the workshop names their codings as before, and the report's panel and main-round figures do not change.
+    Before, they came back undecided (``retained`` None) under a new alias: the report dropped them from the panel
+    while their main-round queue was still theirs to code."""
+    member = StudyMember.objects.filter(study=study, role="reviewer", retained=True).order_by("alias").first()
+    before = _report(study)
+    assert member.user.username in before["parameters"]["panel"]
+    _remove(study, member.user.username, admin_user)
+    services.study_member_add(study=study, user=UserFactory(), role="reviewer", by=admin_user)  # a newcomer between
+    back = services.study_member_add(study=study, user=member.user, role="reviewer", by=admin_user)
+    assert (back.alias, back.retained) == (member.alias, True)
+    assert not FormerStudyMember.objects.filter(study=study, user=member.user).exists()
+    assert _report(study) == before
