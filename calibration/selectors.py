@@ -19,6 +19,7 @@ from annotation import rules
 from annotation.models import (
     Assignment,
     AttributeDefinition,
+    FormerStudyMember,
     Judgment,
     JudgmentRevision,
     QueueProgress,
@@ -182,8 +183,15 @@ class WorkshopItem:
 
 
 def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
-    members = StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER).select_related("user")
-    return {m.user_id: (m.user.get_username() if reveal else (m.alias or f"R{m.pk}")) for m in members}
+    """The study's reviewers, user id -> alias (their username when ``reveal``): its members and those taken off
+    it as reviewers (``FormerStudyMember``, whose alias is theirs alone), so a round's workshop keeps the codings
+    and notes of every reviewer who coded it; someone who is a member again in another role is that role now."""
+    columns = ("user_id", "user__username", "role", "alias", "pk")
+    members = StudyMember.objects.filter(study=study)
+    rows = members.values_list(*columns).union(FormerStudyMember.objects.filter(study=study).exclude(
+        user__in=members.values("user_id")).values_list(*columns), all=True)
+    return {user_id: (username if reveal else (alias or f"R{pk}"))
+            for user_id, username, role, alias, pk in rows if role == StudyMember.Role.REVIEWER}
 
 
 def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", dataset: str = "",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from annotation import services
+from annotation.models import Assignment, StudyMember
 from annotation.selectors import turn_view
 from calibration import selectors as calibration_selectors
 
@@ -70,6 +72,32 @@ def test_workshop_letters_the_responses_of_a_turn_unless_model_names_are_shown(p
     assert hidden and all(sorted(turn.values()) == [f"Response {c}" for c in "ABCDE"] for turn in hidden.values())
     assert labels(False) == hidden, "the same letters on every visit"
     assert {label for turn in labels(True).values() for label in turn.values()} <= set(protocol.study.model_slots)
+
+
+def _workshop(round_, *, reveal: bool) -> list[tuple]:
+    """What the workshop shows of a round: each item's scores and disagreements, spans and reviewers' notes."""
+    items = calibration_selectors.workshop_items(round=round_, reveal=reveal)
+    calibration_selectors.workshop_items_detail(
+        round=round_, items=items, aliases=calibration_selectors.reviewer_aliases(study=round_.study, reveal=reveal))
+    return [(item.turn.pk, item.response and item.response.pk, item.attribute.code, item.scores, item.disagreements,
+             {who: [(s.start, s.end) for s in spans] for who, spans in item.spans.items()},
+             [(note.who, note.comment) for note in item.reviewer_notes]) for item in items]
+
+
+@pytest.mark.parametrize("reveal", [False, True])
+def test_a_reviewer_taken_off_after_the_round_still_counts_in_its_workshop_under_their_alias(protocol, admin_user,
+                                                                                             reveal):
+    """The workshop discusses what the round's reviewers coded: one taken off since keeps their scores, spans and
+    notes there, under the alias that named them (``FormerStudyMember.alias``). Before, only the members were read:
+    the items' disagreements, their order and the "reviewer disagreeing" filter changed when someone left."""
+    round_ = protocol.round(1)
+    member = StudyMember.objects.get(study=protocol.study, user=protocol.reviewers[2])  # who disagrees with gold
+    Assignment.objects.filter(round=round_, coder=member.user).update(comment="unsure about the anchor")
+    before = _workshop(round_, reveal=reveal)
+    who = member.user.username if reveal else member.alias
+    assert any(who in scores for _, _, _, scores, _, _, _ in before)
+    services.study_member_remove(member=member, by=admin_user)
+    assert _workshop(round_, reveal=reveal) == before
 
 
 # --- a reviewer's feedback ---------------------------------------------------------------------------------------
