@@ -1,5 +1,6 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
-the services (which validate and version them), never by hand in the admin."""
+the services (which validate and version them), never by hand in the admin; so is what names them or keeps them
+as they were: a round's state, kind and number, an opened round's set, an item's coder, turn and feedback lock."""
 
 from typing import Any
 
@@ -85,12 +86,21 @@ class MemberInline(admin.TabularInline):
     can_delete = False  # taken off through study_member_remove (the member list below, or the study page)
 
 
+# A round's state changes only through the services (opened, closed, reopened with a recorded reason and the
+# feedback lock), and its kind and number name its judgments: the admin shows them and changes none of them.
+ROUND_FIXED = ("study", "kind", "number", "status", "gold_pool", "opened_at", "closed_at")
+
+
 class RoundInline(admin.TabularInline):
     model = models.Round
     fields = ("kind", "number", "status", "opened_at", "closed_at")
-    readonly_fields = ("opened_at", "closed_at")
+    readonly_fields = fields
     extra = 0
+    can_delete = False
     show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(models.Study)
@@ -128,8 +138,10 @@ class StudyMemberAdmin(admin.ModelAdmin):
 class RoundAdmin(admin.ModelAdmin):
     list_display = ("__str__", "study", "kind", "number", "status", "opened_at", "closed_at")
     list_filter = ("study", "kind", "status")
-    readonly_fields = ("status", "opened_at", "closed_at")
     actions = ["close_rounds"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("status", "opened_at", "closed_at") if obj is None else ROUND_FIXED
 
     @admin.action(description="Close the round (locks judgments, starts a metrics run)", permissions=["change"])
     def close_rounds(self, request, queryset):
@@ -140,12 +152,33 @@ class RoundAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{round_}: {'; '.join(error.messages)}", level="error")
 
 
+class RoundItemForm(forms.ModelForm):
+    class Meta:
+        model = models.RoundItem
+        fields = ("round", "turn", "position")
+
+    def clean_round(self) -> models.Round:
+        round_ = self.cleaned_data["round"]
+        if round_.status != models.Round.Status.DRAFT:
+            raise ValidationError(f"{round_.name} is no longer a draft: its items are fixed")
+        return round_
+
+
 @admin.register(models.RoundItem)
 class RoundItemAdmin(admin.ModelAdmin):
+    form = RoundItemForm
     list_display = ("round", "position", "turn")
     list_filter = ("round__study", "round")
     list_select_related = ("round__study", "turn__conversation__dataset")
     raw_id_fields = ("turn",)
+
+    # A round's set is fixed once it opens (annotation.services.round_items_set): its items were coded as they are.
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or obj.round.status == "draft")
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or obj.round.status == "draft")
+
 
 
 @admin.register(models.Assignment)
@@ -155,7 +188,12 @@ class AssignmentAdmin(admin.ModelAdmin):
     search_fields = ("coder__username",)
     list_select_related = ("round__study", "coder", "turn__conversation__dataset")
     raw_id_fields = ("turn",)
-    readonly_fields = ("completed_at", "active_seconds")
+
+    # Whose item it is and whether it was compared with gold in feedback: the coder's judgments of the turn are
+    # found by them, and the lock keeps those judgments as they were compared (calibration.services.round_reopen).
+    def get_readonly_fields(self, request, obj=None):
+        fixed = ("completed_at", "active_seconds")
+        return fixed if obj is None else ("round", "coder", "turn", "is_check_item", "feedback_locked", *fixed)
 
 
 class SpanInline(admin.TabularInline):

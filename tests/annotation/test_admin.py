@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 import pytest
 from django.urls import reverse
 
-from annotation.models import ReviewerAlert
-from tests.factories import StudyFactory
+from annotation.models import ReviewerAlert, Round
+from tests.factories import (
+    AssignmentFactory,
+    JudgmentFactory,
+    RoundFactory,
+    RoundItemFactory,
+    StudyFactory,
+    TurnFactory,
+    UserFactory,
+)
 from tests.form_fuzz import fingerprint
 
 pytestmark = pytest.mark.django_db
@@ -24,3 +34,94 @@ def test_an_alert_is_neither_added_nor_resolved_by_hand(client, admin_user, revi
     assert client.post(change, {"resolved_at_0": "2026-01-01", "resolved_at_1": "12:00:00"}).status_code == 403
     assert fingerprint() == before
     assert client.get(change).status_code == 200  # still shown, read-only
+
+
+class _Form(HTMLParser):
+    """The fields of a page's form as a browser would post them unchanged: inputs, checked boxes, selected options,
+    text areas."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data: dict[str, str] = {}
+        self._select: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        name = a.get("name")
+        if tag == "input" and name and a.get("type") not in ("submit", "button", "file"):
+            if a.get("type") not in ("checkbox", "radio") or "checked" in a:
+                self.data[name] = a.get("value") or ("on" if a.get("type") == "checkbox" else "")
+        elif tag == "select" and name:
+            self._select = name
+            self.data.setdefault(name, "")
+        elif tag == "option" and self._select and "selected" in a:
+            self.data[self._select] = a.get("value") or ""
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.data[name] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self.data[self._textarea] += data.removeprefix("\n") if not self.data[self._textarea] else data
+
+
+def _form(client, url: str) -> dict[str, str]:  # noqa: ANN001
+    page = _Form()
+    page.feed(client.get(url).content.decode())
+    return page.data
+
+
+def test_a_rounds_state_and_identity_change_only_through_the_studys_page(client, admin_user):
+    """A round opens, closes and is reopened by the services (a reopening names its reason and locks the items
+    compared with gold in feedback); its kind and number name its judgments. The Django admin shows them, and a
+    change form posted with another status, kind or number changes none of them. Before, the study's round rows
+    took any status: a closed calibration round set back to open had no reason recorded, no feedback lock, and its
+    reviewers changed judgments they had been shown compared with gold."""
+    round_ = RoundFactory(status=Round.Status.CLOSED)
+    JudgmentFactory(round=round_)
+    client.force_login(admin_user)
+    study_page = reverse("admin:annotation_study_change", args=[round_.study_id])
+    data = _form(client, study_page)
+    assert data["rounds-0-id"] == str(round_.pk)
+    before = fingerprint()
+    client.post(study_page, data | {"rounds-0-status": "open"})
+    client.post(study_page, data | {"rounds-0-number": "7"})
+    round_page = reverse("admin:annotation_round_change", args=[round_.pk])
+    for change in ({"number": "7"}, {"gold_pool": "on"}, {"status": "open"}):
+        client.post(round_page, _form(client, round_page) | change)
+    assert fingerprint() == before
+    round_.refresh_from_db()
+    assert (round_.status, round_.kind, round_.number, round_.gold_pool) == ("closed", "calibration", 1, False)
+
+
+def test_an_opened_rounds_set_and_a_coders_items_are_not_changed_by_hand(client, admin_user):
+    """A round's set is fixed once it opens, and an item's coder, turn and feedback lock name the judgments made on
+    it: the admin refuses to move, remove or unlock them (an item is refused by its field, in the services'
+    words). Before, an item taken out of a coded round, a turn added to it, an assignment moved to another coder or
+    unlocked left judgments no page showed, or let a reviewer change what their feedback had compared with gold."""
+    judgment = JudgmentFactory(round=RoundFactory(status=Round.Status.CLOSED))
+    item = RoundItemFactory(round=judgment.round, turn=judgment.turn)
+    assignment = AssignmentFactory(round=judgment.round, coder=judgment.coder, turn=judgment.turn,
+                                   feedback_locked=True)
+    other_turn, other_coder = TurnFactory(), UserFactory()
+    client.force_login(admin_user)
+    before = fingerprint()
+    item_page = reverse("admin:annotation_rounditem_change", args=[item.pk])
+    assert client.post(item_page, _form(client, item_page) | {"position": "9"}).status_code == 403
+    assert client.post(reverse("admin:annotation_rounditem_delete", args=[item.pk]),
+                       {"post": "yes"}).status_code == 403
+    add = client.post(reverse("admin:annotation_rounditem_add"),
+                      {"round": judgment.round_id, "turn": other_turn.pk, "position": "2"})
+    assert "calibration-1 is no longer a draft: its items are fixed" in add.content.decode()
+    assignment_page = reverse("admin:annotation_assignment_change", args=[assignment.pk])
+    client.post(assignment_page, _form(client, assignment_page) | {
+        "coder": str(other_coder.pk), "turn": str(other_turn.pk)})
+    client.post(assignment_page, {k: v for k, v in _form(client, assignment_page).items() if k != "feedback_locked"})
+    assert fingerprint() == before
