@@ -300,6 +300,16 @@ class SpanInput:
     subcategory: str
 
 
+class ItemLockedError(ValidationError):
+    """A save refused because the coder's item no longer takes changes (its round is not open, or it was compared
+    with gold in feedback): ``current`` is the coder's judgment as it stays (None: not coded), for the page to show
+    in place of the refused change."""
+
+    def __init__(self, errors: dict[str, str], current: Judgment | None):
+        self.current = current
+        super().__init__(errors)
+
+
 class StaleJudgmentError(Exception):
     """The judgment changed since the editor loaded it (another tab or device saved first), or is gone
     (``current`` None: purged since)."""
@@ -372,15 +382,16 @@ def judgment_save(
     state, judgment = _round_and_judgment_locked(round=round, coder=by, lookup=lookup)
     if not state["member"]:
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
+    # The item no longer takes changes: said alone, whatever else the change got wrong.
     if state["status"] != Round.Status.OPEN:
-        errors["round"] = f"{round.name} is {state['status']}: judgments can no longer change"
-    elif round.kind == Round.Kind.CALIBRATION and _feedback_locked(round=round, coder=by, unit=unit):
+        raise ItemLockedError({"round": f"{round.name} is {state['status']}: judgments can no longer change"}, judgment)
+    if round.kind == Round.Kind.CALIBRATION and _feedback_locked(round=round, coder=by, unit=unit):
         # Only a calibration round's reopening locks items, and it is read here, after the round's lock, in a
         # statement of its own: a save that waited for the reopening sees the reopened round in its locked row, but
         # a subquery of that same statement would still see the items as they were before (READ COMMITTED takes
         # one snapshot per statement), and the save would land in an item already compared with gold.
-        errors["round"] = (f"this item of {round.name} was compared with gold in your feedback before the round "
-                           "was reopened: its judgments stay as they were")
+        raise ItemLockedError({"round": f"this item of {round.name} was compared with gold in your feedback before "
+                                        "the round was reopened: its judgments stay as they were"}, judgment)
     if errors:
         raise ValidationError(errors)
     assert conversation_id is not None  # _judgment_errors refuses a judgment without a unit

@@ -43,8 +43,8 @@ from annotation.forms import (
     error_text,
 )
 from annotation.kinds import kind_of
-from annotation.models import Assignment, Round, Schema, SpanSubcategory, Study, StudyMember
-from annotation.services import StaleJudgmentError
+from annotation.models import Assignment, Judgment, Round, Schema, SpanSubcategory, Study, StudyMember
+from annotation.services import ItemLockedError, StaleJudgmentError
 from benchmark import conversation_ingest
 from benchmark.models import TOPICS, Conversation
 from benchmark.serializers import ConversationIn, conversation_example
@@ -206,12 +206,14 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
             spans=data["spans"], expected_version=data["version"] or 0,
         )
     except StaleJudgmentError as stale:
-        current = stale.current
-        spans = [] if current is None else [{"start": s.start, "end": s.end, "subcategory": s.subcategory.slug}
-                                            for s in current.spans.select_related("subcategory")]
         # A judgment gone since (purged) is shown as not coded: version 0, no score, no spans.
-        context |= {"state": "stale", "judgment": current, "gone": current is None, "spans_json": json.dumps(spans)}
+        context |= {"state": "stale", **_judgment_shown(stale.current)}
         return _save_answer(context, status=409)
+    except ItemLockedError as locked:
+        # The round closed (or the item was locked by feedback) under the page: the change is not saved, and the
+        # form shows the judgment as it stays, so what the page shows is what the round keeps.
+        context |= {"state": "locked", "message": "; ".join(locked.messages), **_judgment_shown(locked.current)}
+        return _save_answer(context, status=422)
     except (ValidationError, PermissionDenied) as error:
         # A refusal, said in the attribute; 401/403 are kept for "sign in again" (session gone, CSRF).
         message = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
@@ -219,6 +221,14 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
         return _save_answer(context, status=422)
     context |= {"state": "saved", "judgment": judgment}
     return _save_answer(context)
+
+
+def _judgment_shown(current: Judgment | None) -> dict[str, Any]:
+    """What a save's answer carries of the coder's judgment as the server has it, for the page to show in place of
+    a change not saved (None: not coded, or gone)."""
+    spans = [] if current is None else [{"start": s.start, "end": s.end, "subcategory": s.subcategory.slug}
+                                        for s in current.spans.select_related("subcategory")]
+    return {"judgment": current, "gone": current is None, "spans_json": json.dumps(spans)}
 
 
 def _save_answer(context: dict[str, Any], *, status: int = 200) -> HttpResponse:

@@ -1,6 +1,7 @@
 // Saving: one request at a time per form (and for the comment and flags), always the newest values, every outcome
 // shown in the form and summed up in the header: saved, saving, retrying with back-off, waiting for sign-in (the
-// change is kept and sent again once signed in), refused, or stale (the newer value shown). Also the header's
+// change is kept and sent again once signed in), refused, stale (the newer value shown), or locked (the item no
+// longer takes changes: the value it keeps shown). Also the header's
 // progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
 import {
   closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
@@ -165,6 +166,16 @@ function handle(form, status, text) {
     setState(form, "stale", result.textContent);
     return;
   }
+  if (state === "locked") {
+    // The item no longer takes changes (its round closed, feedback locked it): a newer change would be refused the
+    // same way, so none is sent; the form shows the judgment as it stays, and a change made again after a reopening
+    // is a change the page sends (the refused value shown would have been one the reviewer could not pick again).
+    form.q.dirty = false;
+    form.dataset.version = result.dataset.version;
+    applyNewer(form, result);
+    setState(form, "locked", result.textContent);
+    return;
+  }
   if (form.q.dirty) { pump(form); return; } // a newer change is waiting: it may well be accepted
   let message = result ? result.textContent : "Not saved: refused by the server (" + status + ")";
   if (!result && status === 404) message = "Not saved: this item is no longer yours to code (404)";
@@ -206,7 +217,7 @@ function setState(form, state, text) {
 }
 
 export function updateGlobal() {
-  const counts = { auth: 0, refused: 0, stale: 0, failed: 0, saving: 0 };
+  const counts = { auth: 0, refused: 0, stale: 0, locked: 0, failed: 0, saving: 0 };
   saveables().forEach(function (f) {
     let state = f.dataset.state;
     if (state === "saved" && f.q && (f.q.dirty || f.q.inflight)) state = "saving";
@@ -214,7 +225,7 @@ export function updateGlobal() {
   });
   let text = "All changes saved";
   let state = "saved";
-  const notSaved = counts.refused + counts.stale;
+  const notSaved = counts.refused + counts.stale + counts.locked;
   if (counts.auth) {
     text = counts.auth + " change(s) waiting: sign in again to save them"; state = "auth";
   } else if (notSaved) {
