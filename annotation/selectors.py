@@ -938,6 +938,7 @@ class StudyCoder:
     username: str
     role: str  # StudyMember.Role
     retained: bool | None
+    member: bool  # a member now; False: taken off (``FormerStudyMember``)
 
 
 def study_coders(*, study: Study) -> list[StudyCoder]:
@@ -947,8 +948,8 @@ def study_coders(*, study: Study) -> list[StudyCoder]:
     columns = ("user_id", "user__username", "role", "retained", "member")
     rows = StudyMember.objects.filter(study=study).annotate(member=Value(True)).values_list(*columns).union(
         FormerStudyMember.objects.filter(study=study).annotate(member=Value(False)).values_list(*columns), all=True)
-    coders = {user_id: StudyCoder(user_id, username, role, retained)  # a member now wins over a former one
-              for user_id, username, role, retained, _ in sorted(rows, key=lambda row: row[4])}
+    coders = {user_id: StudyCoder(user_id, username, role, retained, member)  # a member now wins over a former one
+              for user_id, username, role, retained, member in sorted(rows, key=lambda row: row[4])}
     return sorted(coders.values(), key=lambda coder: coder.username)
 
 

@@ -9,8 +9,9 @@ from django import forms
 from django.http import QueryDict
 
 from annotation import rules
-from annotation.models import AttributeDefinition, Round, StudyMember
+from annotation.models import AttributeDefinition, Round
 from benchmark.models import ModelResponse, Turn
+from calibration import selectors
 
 
 class SampleSetForm(forms.Form):
@@ -116,8 +117,7 @@ class GoldForm(ItemForm):
 
     def __init__(self, *args, round: Round, **kwargs):
         super().__init__(*args, round=round, **kwargs)
-        self.experts = {m.user.get_username(): m.user for m in StudyMember.objects.filter(
-            study=round.study, role=StudyMember.Role.EXPERT).select_related("user")}
+        self.experts = selectors.gold_panel_users(study=round.study)  # those taken off since too: their codings count
         cast(forms.MultipleChoiceField, self.fields["agreed"]).choices = [(name, name) for name in sorted(self.experts)]
 
 

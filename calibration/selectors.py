@@ -30,7 +30,14 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
-from annotation.selectors import RESPONSE_LETTERS, response_handle, responses_as_seen, study_responses
+from annotation.selectors import (
+    RESPONSE_LETTERS,
+    StudyCoder,
+    response_handle,
+    responses_as_seen,
+    study_coders,
+    study_responses,
+)
 from benchmark.models import ModelResponse, Turn
 from common.markdown import md_text
 from common.rounds import round_name
@@ -63,14 +70,22 @@ class ConsensusItem:
     turn: Turn
     response: ModelResponse | None
     attribute: AttributeDefinition
-    expert_scores: dict[str, int | None]
+    expert_scores: dict[str, int | None]  # the gold panel's (``gold_panel``): its experts, then those taken off
     gold: Judgment | None
     label: str = ""  # the response as the viewer knows it: its model slot, or the letter an expert saw
     handle: str = ""  # for an expert reading the screen: the response's opaque handle, never its id
+    former: frozenset[str] = frozenset()  # the experts taken off the study since they coded the round
+
+    @property
+    def counted(self) -> dict[str, int | None]:
+        """The scores the unit's gold is decided on: every expert's (None: not scored yet), and the score of each
+        expert taken off who gave one (they code no more, so a unit they left is not waiting for them)."""
+        return {name: score for name, score in self.expert_scores.items()
+                if score is not None or name not in self.former}
 
     @property
     def unanimous(self) -> bool:
-        values = list(self.expert_scores.values())
+        values = list(self.counted.values())
         return bool(values) and None not in values and len(set(values)) == 1
 
     @property
@@ -92,27 +107,40 @@ def consensus_access(*, round: Round, user: User) -> bool:
                            "the consensus screen.")
 
 
+def gold_panel(*, study: Study) -> list[StudyCoder]:
+    """The study's gold panel: its experts and those taken off it as experts (``annotation.selectors.study_coders``),
+    by username. An expert's codings keep counting after they leave, as in the reports: a unit's gold is not
+    "unanimous" while an expert who scored it otherwise has gone."""
+    return [coder for coder in study_coders(study=study) if coder.role == StudyMember.Role.EXPERT]
+
+
+def gold_panel_users(*, study: Study) -> dict[str, User]:
+    """The gold panel's accounts by username (``gold_panel``): who may be named as agreeing on a gold value."""
+    ids = [coder.user_id for coder in gold_panel(study=study)]
+    return {user.get_username(): user for user in User.objects.filter(pk__in=ids)}
+
+
 def consensus_items(*, round: Round, seen_by: User | None = None) -> list[ConsensusItem]:
-    """Every (unit, attribute) of the round's set with each expert's score and the recorded gold, if any.
+    """Every (unit, attribute) of the round's set with the score of each of the gold panel (``gold_panel``: the
+    experts, then those taken off since who coded the round) and the recorded gold, if any.
 
     Responses are labelled by model slot, or, with ``seen_by`` (an expert reading the screen), as that expert saw
     them while coding: the screen must not unblind them."""
-    experts = list(
-        StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT)
-        .select_related("user").order_by("user__username")
-    )
-    names = [m.user.get_username() for m in experts]
+    panel = {coder.user_id: coder for coder in gold_panel(study=round.study)}
     turns = [item.turn for item in round.items.select_related("turn__conversation__dataset").order_by("position")]
     responses = study_responses(study=round.study, turn_ids=[t.pk for t in turns])
     attributes = list(round.study.schema.attributes.exclude(unit="conversation").order_by("position"))
     scores: dict[tuple, dict[str, int | None]] = defaultdict(dict)
     gold: dict[tuple, Judgment] = {}
-    for judgment in Judgment.objects.filter(round=round, turn__in=turns).filter(
-        is_gold=False, coder__in=[m.user for m in experts]
-    ).select_related("coder"):
-        scores[(judgment.turn_id, judgment.response_id, judgment.attribute_id)][judgment.coder.get_username()] = (
-            judgment.score
-        )
+    coded: set[int] = set()
+    for turn_id, response_id, attribute_id, coder_id, score in Judgment.objects.filter(
+        round=round, turn__in=turns, is_gold=False, coder_id__in=panel
+    ).values_list("turn_id", "response_id", "attribute_id", "coder_id", "score"):
+        scores[(turn_id, response_id, attribute_id)][panel[coder_id].username] = score
+        coded.add(coder_id)
+    shown = [coder for coder in panel.values() if coder.member or coder.user_id in coded]
+    names = [coder.username for coder in sorted(shown, key=lambda coder: (not coder.member, coder.username))]
+    former = frozenset(coder.username for coder in shown if not coder.member)
     for judgment in Judgment.objects.filter(round=round, is_gold=True).prefetch_related("agreed_by"):
         gold[(judgment.turn_id, judgment.response_id, judgment.attribute_id)] = judgment
     handles: dict[int, str] = {}
@@ -136,7 +164,7 @@ def consensus_items(*, round: Round, seen_by: User | None = None) -> list[Consen
                 items.append(ConsensusItem(turn, response, attribute,
                                            {name: scores[key].get(name) for name in names}, gold.get(key),
                                            labels.get(response.pk, "") if response else "",
-                                           handles.get(response.pk, "") if response else ""))
+                                           handles.get(response.pk, "") if response else "", former))
     return items
 
 

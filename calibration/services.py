@@ -275,22 +275,24 @@ def gold_record(
 
 @transaction.atomic
 def gold_accept_unanimous(*, round: Round, by: User) -> int:
-    """Record as gold every item on which all experts coded the same value; returns how many. Only while the
-    round is open: a closed round's gold changes one recorded reason at a time; never in an archived study."""
+    """Record as gold every item on which the gold panel coded the same value (``ConsensusItem.unanimous``: every
+    expert, and each expert taken off since who scored it), agreed by those whose scores it counted; returns how
+    many. Only while the round is open: a closed round's gold changes one recorded reason at a time; never in an
+    archived study."""
     require_study_admin(by)
     _study_locked(round.study, what="its gold no longer changes")
     if round.status != Round.Status.OPEN:
         raise ValidationError(f"{round.name} is {round.status}: unanimous items are accepted while it is open")
-    experts = {m.user.get_username(): m.user for m in
-               StudyMember.objects.filter(study=round.study, role=StudyMember.Role.EXPERT).select_related("user")}
+    panel = selectors.gold_panel_users(study=round.study)
     count = 0
     for item in selectors.consensus_items(round=round):
         if item.gold is None and item.unanimous:
-            score = next(iter(item.expert_scores.values()))
-            assert score is not None  # unanimous: every expert scored, and the same
+            score = next(iter(item.counted.values()))
+            assert score is not None  # unanimous: every counted expert scored, and the same
             # expected_version=0: "no gold yet", as read above; gold another admin recorded meanwhile is refused.
             gold_record(round=round, by=by, attribute=item.attribute, turn=item.turn, response=item.response,
-                        score=score, agreed_by=list(experts.values()), note="unanimous", expected_version=0)
+                        score=score, agreed_by=[panel[name] for name in item.counted], note="unanimous",
+                        expected_version=0)
             count += 1
     return count
 

@@ -235,7 +235,8 @@ def consensus(request: AuthedRequest, round_id: int) -> HttpResponse:
     following = [row.key for row in rows[1:]] + [""] if rows else []
     return render(request, "calibration/consensus.html", {
         "round": round_, "page": page, "rows": list(zip(rows, following, strict=True)), "may_edit": may_edit,
-        "experts": sorted(items[0].expert_scores) if items else [], "show": show, "shows": CONSENSUS_SHOWS,
+        "experts": list(items[0].expert_scores) if items else [], "former": items[0].former if items else (),
+        "show": show, "shows": CONSENSUS_SHOWS,
         "total": len(items), "recorded": sum(1 for i in items if i.gold is not None),
         "differ": sum(1 for i in items if not i.unanimous),
     })

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from annotation import services as annotation_services
-from annotation.models import Assignment, Judgment, Round, WorkshopNote
+from annotation.models import Assignment, Judgment, Round, StudyMember, WorkshopNote
 from annotation.services import ChangedMeanwhile
 from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
@@ -98,6 +98,45 @@ def test_items_the_experts_disagree_on_are_decided_one_by_one(protocol):
     assert gold.count() == len(disputed) and set(gold.values_list("note", flat=True)) == {"the first reading holds"}
 
 
+def test_an_expert_taken_off_mid_round_keeps_counting_on_the_gold_panel(protocol):
+    """expert-2 differs on the flags and is taken off before the gold is decided: their codings still count, so the
+    flags are not unanimous, and the unanimous items name both experts as agreeing; before, the flags were accepted
+    as unanimous, agreed by the first expert alone."""
+    round_ = protocol.round(OPEN)
+    expert, second = protocol.experts
+    annotation_services.study_member_remove(
+        member=StudyMember.objects.get(study=protocol.study, user=second), by=protocol.admin)
+    items = calibration_selectors.consensus_items(round=round_)
+    assert all(item.former == {second.username} for item in items)
+    assert all(list(item.expert_scores) == [expert.username, second.username] for item in items)
+    accepted = calibration_services.gold_accept_unanimous(round=round_, by=protocol.admin)
+    remaining = open_items(round_)
+    assert accepted > 0 and remaining and all(item.attribute.group == "flag" for item in remaining)
+    agreed = {tuple(sorted(u.username for u in gold.agreed_by.all()))
+              for gold in Judgment.objects.filter(round=round_, is_gold=True).prefetch_related("agreed_by")}
+    assert agreed == {(expert.username, second.username)}
+
+
+def test_a_unit_an_expert_taken_off_never_scored_is_agreed_by_those_who_did(protocol):
+    """Someone taken off codes no more: a unit they left unscored waits for nobody, and "agreed by" names the
+    experts who scored it, not them. A current expert's missing score still holds the unit back."""
+    round_ = protocol.round(OPEN)
+    expert, second = protocol.experts
+    left, waiting = [item for item in open_items(round_) if item.unanimous][:2]
+    for item, coder in ((left, second), (waiting, expert)):  # as though never scored
+        annotation_services.judgments_purge(judgments=Judgment.objects.filter(
+            round=round_, coder=coder, attribute=item.attribute, turn=item.turn, response=item.response),
+            by=None, reason="the test's unscored unit")
+    annotation_services.study_member_remove(
+        member=StudyMember.objects.get(study=protocol.study, user=second), by=protocol.admin)
+    calibration_services.gold_accept_unanimous(round=round_, by=protocol.admin)
+    gold = Judgment.objects.get(round=round_, is_gold=True, attribute=left.attribute, turn=left.turn,
+                                response=left.response)
+    assert [u.username for u in gold.agreed_by.all()] == [expert.username]
+    assert not Judgment.objects.filter(round=round_, is_gold=True, attribute=waiting.attribute, turn=waiting.turn,
+                                       response=waiting.response).exists()
+
+
 def test_after_the_gold_panel_no_item_is_left_without_gold(protocol):
     """Unanimous items accepted at once and the rest decided one by one (tests/scenarios.py, as in round 1)."""
     round_ = protocol.round(CLOSED)
@@ -139,8 +178,6 @@ def test_an_archived_study_takes_no_new_round_panel_or_main_round(protocol):
     """Its rounds and its panel (which the reviewers' figures of a report follow) stay as they were: a new
     calibration round, a change of the retained panel and the main round's assignments are refused in words, and
     nothing is written; before, each was."""
-    from annotation.models import StudyMember
-
     calibration_services.round_close(round=protocol.round(OPEN), by=protocol.admin)
     annotation_services.study_archive(study=protocol.study, by=protocol.admin)
     before = (list(Round.objects.filter(study=protocol.study).values_list("pk", "status")),

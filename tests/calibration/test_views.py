@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from annotation.models import Assignment, Judgment, Round, Span, Study, StudyMember, WorkshopNote
-from annotation.services import judgments_purge
+from annotation.services import judgments_purge, study_member_remove
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse
 from calibration import selectors as calibration_selectors
@@ -142,6 +142,22 @@ def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, 
     gold = Judgment.objects.get(round=round_, is_gold=True, attribute__code="U1", turn=turn)
     assert gold.score == 2 and gold.note == "clear" and [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
+
+
+def test_the_consensus_page_keeps_an_expert_taken_off_and_names_them_as_agreeing(client, admin_user):
+    """Their column stays, marked, and "who agreed" may name them: their codings count for the round's gold."""
+    call_command("load_demo", "--quiet")
+    round_ = Round.objects.get(study__slug="demo", kind="calibration")
+    study_member_remove(
+        member=StudyMember.objects.get(study=round_.study, user__username="demo-expert"), by=admin_user)
+    client.force_login(admin_user)
+    page = client.get(reverse("consensus", args=[round_.pk]) + "?show=all").content.decode()
+    assert re.search(r"<th>demo-expert <span [^>]*>\(taken off\)</span></th>", page)
+    turn = round_.items.first().turn
+    client.post(reverse("gold-record", args=[round_.pk]),
+                {"attribute": "U1", "turn": turn.pk, "score": "2", "agreed": ["demo-expert"], "version": "0"})
+    gold = Judgment.objects.get(round=round_, is_gold=True, attribute__code="U1", turn=turn)
+    assert [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
 
 def test_gold_on_a_model_the_study_does_not_code_is_refused_by_the_page_and_the_service(client, admin_user):
