@@ -277,15 +277,21 @@ def study_member_remove(*, member: StudyMember, by: User) -> None:
     (and place on the panel) for the reports and exports, in a ``FormerStudyMember``. A method or reference with
     session labels stays: its labels belong to its membership (``SessionLabel.coder``), so the refusal says so."""
     require_study_admin(by)
-    labels = SessionLabel.objects.filter(coder_id=member.pk).count()
+    # The study's lock first, as every study-wide write takes it (the main round's assignment, the panel, a member's
+    # addition): an assignment that read the panel gives its queues before the removal, or reads the panel without
+    # them. Then the member as they are now, not as the caller read them (the panel may have changed since).
+    study_locked(member.study)
+    current = StudyMember.objects.select_for_update().filter(pk=member.pk).first()
+    if current is None:
+        raise ChangedMeanwhile("the study's members")
+    labels = SessionLabel.objects.filter(coder_id=current.pk).count()
     if labels:
         raise ValidationError(f"{member.user.get_username()} has {labels} session label{'s' if labels != 1 else ''} "
                               "in this study, which belong to their membership: they stay a member while the labels "
                               "are there")
-    if not StudyMember.objects.filter(pk=member.pk).delete()[0]:
-        raise ChangedMeanwhile("the study's members")
+    current.delete()
     FormerStudyMember.objects.update_or_create(study=member.study, user=member.user, defaults={
-        "role": member.role, "alias": member.alias, "retained": member.retained})
+        "role": current.role, "alias": current.alias, "retained": current.retained})
     audit_record(by=by, action="member.remove", study=member.study, target=f"user:{member.user.get_username()}",
                  role=member.role)
 

@@ -16,6 +16,7 @@ from django.urls import reverse
 from annotation import automated_coders, judgment_import, long_format, services
 from annotation.models import FormerStudyMember, Judgment, Round, SessionLabel, Study, StudyMember
 from benchmark.models import Session
+from calibration.services import panel_retain
 from common.errors import RowErrors
 from metrics import runs
 from tests.factories import ConversationFactory, StudyFactory, StudyMemberFactory, UserFactory, attribute
@@ -178,3 +179,16 @@ def test_a_retained_reviewer_added_back_as_a_reviewer_is_again_what_they_were(st
     assert (back.alias, back.retained) == (member.alias, True)
     assert not FormerStudyMember.objects.filter(study=study, user=member.user).exists()
     assert _report(study) == before
+
+
+def test_a_reviewer_taken_off_from_a_page_read_before_the_panel_changed_keeps_the_panel_as_it_is_now(
+        study, admin_user):
+    """The removal records the member as they are when it runs, not as the page that asked for it read them: a
+    reviewer taken off the panel meanwhile is a former reviewer off the panel; before, the stale page's ``retained``
+    put them back on it, in every report."""
+    page_read = StudyMember.objects.filter(study=study, role="reviewer", retained=True).order_by("alias").first()
+    others = StudyMember.objects.filter(study=study, role="reviewer").exclude(pk=page_read.pk)
+    panel_retain(study=study, by=admin_user, usernames=[m.user.username for m in others], reason="another admin's")
+    services.study_member_remove(member=page_read, by=admin_user)
+    former = FormerStudyMember.objects.get(study=study, user=page_read.user)
+    assert (former.role, former.alias, former.retained) == ("reviewer", page_read.alias, False)

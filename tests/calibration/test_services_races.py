@@ -146,3 +146,52 @@ def test_a_save_that_waited_for_the_reopening_of_a_calibration_round_is_refused_
     assert "compared with gold" in str(results[1])
     assert Judgment.objects.get(round=round_, coder=assignment.coder, turn=assignment.turn,
                                 attribute=attribute, is_gold=False).score == 0
+
+
+@threads
+def test_a_reviewer_taken_off_while_the_main_round_is_assigned_gets_no_queue_after_leaving():
+    """The assignment reads the retained panel under the study's lock, and the removal takes the same lock first:
+    the removal waits for the assignment and ends its queue's membership after it, or comes first and leaves them
+    out; before, the removal went through between the panel's read and the queues' write, and someone no longer a
+    member was given a main-round queue."""
+    import threading
+
+    from django.db import close_old_connections, connections
+
+    from annotation.models import Assignment, StudyMember
+    from audit.models import AuditEvent
+    from tests.races import WAIT
+
+    protocol = scenarios.protocol_study()
+    leaving = protocol.reviewers[1]
+    services.panel_retain(study=protocol.study, by=protocol.admin, reason="the race's panel",
+                          usernames=[r.username for r in protocol.reviewers[:2]])
+    panel_read, removed = threading.Event(), threading.Event()
+    original_round_ensure = annotation_services.round_ensure
+
+    def round_ensure_after_the_removal(**kwargs):  # called by the assignment right after it read the panel
+        panel_read.set()
+        removed.wait(timeout=WAIT)
+        return original_round_ensure(**kwargs)
+
+    def assign():
+        with mock.patch.object(annotation_services, "round_ensure", round_ensure_after_the_removal):
+            return services.main_round_assign(study=protocol.study, by=protocol.admin)
+
+    def remove():
+        close_old_connections()
+        try:
+            assert panel_read.wait(timeout=30)
+            member = StudyMember.objects.get(study=protocol.study, user=leaving)
+            return annotation_services.study_member_remove(member=member, by=protocol.admin)
+        finally:
+            removed.set()
+            connections.close_all()
+
+    results = together(assign, remove)
+    assert isinstance(results[0], dict) and results[1] is None, results
+    assert not StudyMember.objects.filter(study=protocol.study, user=leaving).exists()
+    events = {e.action: e.pk for e in AuditEvent.objects.filter(action__in=("main_round.assign", "member.remove"))}
+    queued = Assignment.objects.filter(round__study=protocol.study, round__kind=Round.Kind.MAIN, coder=leaving)
+    # Queued only by an assignment that came before the removal.
+    assert not queued.exists() or events["main_round.assign"] < events["member.remove"], events
