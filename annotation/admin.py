@@ -1,6 +1,7 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
 the services (which validate and version them), never by hand in the admin; so is what names them or keeps them
-as they were: a round's state, kind and number, an opened round's set, an item's coder, turn and feedback lock."""
+as they were: a round's state, kind and number, an opened round's set and queues (nothing added, the round never
+deleted), an item's coder, turn and feedback lock."""
 
 from typing import Any
 
@@ -134,6 +135,13 @@ class StudyMemberAdmin(admin.ModelAdmin):
             study_member_remove(member=member, by=request.user)
 
 
+def _draft(round_: models.Round, what: str) -> models.Round:
+    """The round, while it is a draft: an opened round's set and queues are what its coders were given."""
+    if round_.status != models.Round.Status.DRAFT:
+        raise ValidationError(f"{round_.name} is no longer a draft: its {what} are fixed")
+    return round_
+
+
 @admin.register(models.Round)
 class RoundAdmin(admin.ModelAdmin):
     list_display = ("__str__", "study", "kind", "number", "status", "opened_at", "closed_at")
@@ -142,6 +150,12 @@ class RoundAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return ("status", "opened_at", "closed_at") if obj is None else ROUND_FIXED
+
+    # No page deletes a round: a draft nobody was given anything of yet goes here, an opened one (or a draft main
+    # round with its queues) stays with what its coders were given. The bulk delete asks this for every row.
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (
+            obj is None or (obj.status == models.Round.Status.DRAFT and not obj.assignments.exists()))
 
     @admin.action(description="Close the round (locks judgments, starts a metrics run)", permissions=["change"])
     def close_rounds(self, request, queryset):
@@ -158,10 +172,7 @@ class RoundItemForm(forms.ModelForm):
         fields = ("round", "turn", "position")
 
     def clean_round(self) -> models.Round:
-        round_ = self.cleaned_data["round"]
-        if round_.status != models.Round.Status.DRAFT:
-            raise ValidationError(f"{round_.name} is no longer a draft: its items are fixed")
-        return round_
+        return _draft(self.cleaned_data["round"], "items")
 
 
 @admin.register(models.RoundItem)
@@ -181,8 +192,18 @@ class RoundItemAdmin(admin.ModelAdmin):
 
 
 
+class AssignmentForm(forms.ModelForm):
+    class Meta:
+        model = models.Assignment
+        fields = [f.name for f in models.Assignment._meta.fields if f.editable and f.name != "id"]
+
+    def clean_round(self) -> models.Round:
+        return _draft(self.cleaned_data["round"], "queues")
+
+
 @admin.register(models.Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
+    form = AssignmentForm
     list_display = ("round", "coder", "position", "turn", "is_check_item", "completed_at", "active_seconds")
     list_filter = ("round__study", "round", "is_check_item")
     search_fields = ("coder__username",)

@@ -125,3 +125,28 @@ def test_an_opened_rounds_set_and_a_coders_items_are_not_changed_by_hand(client,
         "coder": str(other_coder.pk), "turn": str(other_turn.pk)})
     client.post(assignment_page, {k: v for k, v in _form(client, assignment_page).items() if k != "feedback_locked"})
     assert fingerprint() == before
+
+
+def test_no_queue_item_is_added_to_an_opened_round_and_no_opened_round_is_deleted(client, admin_user):
+    """A coder's queue is given by the services (a calibration round's opening, the main round's assignment), and an
+    opened round's queues are what its coders were given: the admin adds a queue item only to a draft round, refused
+    by its field in the services' words, and deletes only a draft round without queues. Before, an assignment was
+    added to a closed round, and an open round whose queues had no judgment yet was deleted with them."""
+    closed = RoundFactory(status=Round.Status.CLOSED)
+    opened = RoundFactory(study=closed.study, status=Round.Status.OPEN, number=2)
+    AssignmentFactory(round=opened)
+    draft = RoundFactory(study=closed.study, status=Round.Status.DRAFT, number=3)
+    coder, turn = UserFactory(), TurnFactory()
+    client.force_login(admin_user)
+    before = fingerprint()
+    add = reverse("admin:annotation_assignment_add")
+    answer = client.post(add, _form(client, add) | {"round": str(closed.pk), "coder": str(coder.pk),
+                                                    "turn": str(turn.pk), "position": "1"})
+    assert "calibration-1 is no longer a draft: its queues are fixed" in answer.content.decode()
+    assert client.post(reverse("admin:annotation_round_delete", args=[opened.pk]), {"post": "yes"}).status_code == 403
+    changelist = client.post(reverse("admin:annotation_round_changelist"),
+                             {"action": "delete_selected", "_selected_action": [opened.pk, closed.pk], "post": "yes"})
+    assert changelist.status_code == 403
+    assert fingerprint() == before
+    assert client.post(reverse("admin:annotation_round_delete", args=[draft.pk]), {"post": "yes"}).status_code == 302
+    assert not Round.objects.filter(pk=draft.pk).exists()
