@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from annotation import services as annotation_services
-from annotation.models import Judgment
+from annotation.models import Assignment, Judgment, Round
 from calibration import services
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import SAVE, Held, open_turn
@@ -50,3 +50,28 @@ def test_a_change_refused_by_a_closed_round_shows_the_saved_value_and_is_saved_a
     u1.locator("input[name=score][value='2']").check()
     wait_saved(page)
     assert Judgment.objects.get(coder=reviewer, attribute__code="U1").score == 2
+
+
+def test_time_refused_while_the_round_is_closed_is_not_counted_after_it_reopens(browser_page, live_server,
+                                                                                  study_round):  # noqa: F811
+    """The page reports its active seconds every 15 s. A report the round refuses (409: closed) is dropped: before,
+    its seconds were added back and sent again with every later report, refused each time, and counted (up to the
+    two minutes a report may add) once the round was open again."""
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    with page.expect_response(lambda answer: "/time" in answer.url, timeout=30000) as first:
+        page.mouse.move(10, 10)
+    assert first.value.status == 204
+    Round.objects.filter(pk=round_.pk).update(status=Round.Status.CLOSED)
+    with page.expect_response(lambda answer: "/time" in answer.url, timeout=30000) as refused:
+        page.mouse.move(20, 20)
+    assert refused.value.status == 409
+    Round.objects.filter(pk=round_.pk).update(status=Round.Status.OPEN)
+    with page.expect_request(lambda request: "/time" in request.url, timeout=30000) as reported:
+        page.mouse.move(30, 30)
+    seconds = int(reported.value.post_data_buffer.split(b'name="seconds"\r\n\r\n')[1].split(b"\r\n")[0])
+    assert 10 <= seconds <= 16, f"the report after reopening carried {seconds} s: the refused ones again"
+    page.wait_for_timeout(1000)  # its answer
+    position = page.locator(".turn-page").get_attribute("data-time-url").rstrip("/").split("/")[-2]
+    assert Assignment.objects.get(round=round_, coder=reviewer, position=int(position)).active_seconds <= 33

@@ -1,9 +1,13 @@
 // Time on task: seconds with the page visible and someone active in the last minute, reported every 15 s and when
-// the page is left (a beacon), kept and sent again when a report fails.
+// the page is left (a beacon), kept and sent again when a report fails for the moment (dropped when it is refused).
 import { coder, page, token } from "./page.js";
 
 const IDLE_AFTER_MS = 60000;
 const TIME_REPORT_EVERY_S = 15;
+// Answers that refuse a report for what it is, not for now (404: the item is no longer the coder's, 409: the round
+// takes no more time, 422: not a number of seconds): its seconds are dropped, never sent again. Any other failure
+// (the session ended, a redirect to sign in, the server unavailable, no answer) keeps them for the next report.
+const REFUSED = new Set([404, 409, 422]);
 
 let lastActivity = Date.now();
 let activeSeconds = 0;
@@ -21,7 +25,7 @@ function reportTime(useBeacon) {
     return;
   }
   fetch(page.dataset.timeUrl, { method: "POST", body: body, headers: { "X-CSRFToken": token() }, credentials: "same-origin", redirect: "manual" })
-    .then(function (response) { if (!response.ok) activeSeconds += seconds; })
+    .then(function (response) { if (!response.ok && !REFUSED.has(response.status)) activeSeconds += seconds; })
     .catch(function () { activeSeconds += seconds; });
 }
 
