@@ -81,9 +81,12 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert made.returncode == 0, made.stderr[-3000:]
         rita_id, run_id, token = made.stdout.split()[-3:]
+        web_log = (tmp_path / "gunicorn.log").open("w")
         web = subprocess.Popen([sys.executable, "-m", "gunicorn", "cab.wsgi", "-b", f"127.0.0.1:{web_port}", "-w",
                                 "1", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               # a file, not a pipe nobody reads while the test runs: the outage's 503s log a
+                               # traceback each, and a full pipe froze the worker on its next log line
+                               stderr=web_log, start_new_session=True)
         _wait(lambda: _status(f"{base}/healthz") == 200, "gunicorn did not serve")
         browser, api = requests.Session(), requests.Session()
         api.headers["Authorization"] = f"Bearer {token}"
@@ -161,7 +164,8 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
             waiter.communicate()
         if web is not None:
             os.killpg(web.pid, signal.SIGTERM)
-            web.communicate(timeout=30)
+            web.wait(timeout=30)
+            web_log.close()
         with contextlib.suppress(Exception):
             redis.__exit__(None, None, None)
         for server in servers[:-1]:
