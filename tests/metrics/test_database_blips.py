@@ -1,9 +1,10 @@
-"""A metric run through a PostgreSQL blip, on the test's real server: its connections are ended from the server's
-side (``pg_terminate_backend``, what a restart does to every open connection: "terminating connection due to
-administrator command"), or a statement of the run is cancelled. The heartbeat survives a blip and goes on beating;
-a run whose computation meets the database's outage is not failed for it but put back in the queue, saying so, and
-the workers' recovery sends it again; a run asked for through the API as the database drops right after the
-request's commit is answered with, not refused."""
+"""A metric run through a PostgreSQL blip, on the test's real server: the connections of the code under test are
+ended from the server's side (``pg_terminate_backend``, what a restart does to every open connection: "terminating
+connection due to administrator command"; the test worker's other connections are left alone), or a statement of
+the run is cancelled. The heartbeat survives a blip and goes on beating; a run whose computation meets the
+database's outage is not failed for it but put back in the queue, saying so, and the workers' recovery sends it
+again; a run asked for through the API as the database drops right after the request's commit is answered with,
+not refused."""
 
 from __future__ import annotations
 
@@ -29,12 +30,24 @@ from tests.redis_server import free_port, redis_server
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # blips on connections of their own
 
 
-def _end_other_connections() -> int:
-    """End every other connection to this test's database, as a restart of PostgreSQL ends them all."""
+def _connections() -> list[int]:
+    """The server processes of the connections to this test's database now (the test's own included)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-        return cursor.fetchone()[0]
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+def _end_connections_since(before: list[int]) -> int:
+    """End the connections to this test's database opened since ``before`` (the code under test's), as a restart of
+    PostgreSQL ends them. Only those: the test worker's others (the live server's, shared by later tests) stay."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        own = cursor.fetchone()[0]
+        ended = 0
+        for pid in set(_connections()) - set(before) - {own}:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            ended += bool(cursor.fetchone()[0])
+        return ended
 
 
 def test_the_heartbeat_goes_on_beating_after_its_connection_is_ended(settings):
@@ -42,13 +55,14 @@ def test_the_heartbeat_goes_on_beating_after_its_connection_is_ended(settings):
     beating, another worker's recovery took it over and computed it again, and three blips failed it."""
     settings.METRIC_RUN_HEARTBEAT_SECONDS = 0.05
     run = MetricRunFactory(study=StudyFactory(), status="running", heartbeat_at=timezone.now())
+    others = _connections()
     beat = runs._Heartbeat(run.pk)
     beat.start()
     try:
         for blip in range(3):
             before = MetricRun.objects.get(pk=run.pk).heartbeat_at
             wait_for(lambda before=before: MetricRun.objects.get(pk=run.pk).heartbeat_at > before, timeout=10)
-            assert _end_other_connections() >= 1, "the heartbeat holds a connection"
+            assert _end_connections_since(others) >= 1, "the heartbeat holds a connection"
             ended = timezone.now()
             wait_for(lambda ended=ended: MetricRun.objects.get(pk=run.pk).heartbeat_at > ended or not beat.is_alive(),
                      timeout=10)
@@ -157,12 +171,13 @@ def _asked_as_the_database_drops(script: str, tmp_path, env: dict[str, str]) -> 
     with redis_server(port, tmp_path / "redis") as server:
         os.kill(server.pid, signal.SIGSTOP)
         try:
+            before = _connections()
             asking = subprocess.Popen(
                 [sys.executable, "manage.py", "shell", "-c", script], cwd=settings.BASE_DIR, text=True,
                 env=process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0", **env}),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             wait_for(lambda: MetricRun.objects.filter(study__slug="blip").exists(), timeout=60, interval=0.05)
-            assert _end_other_connections() >= 1, "the request holds a connection"
+            assert _end_connections_since(before) >= 1, "the request holds a connection"
         finally:
             os.kill(server.pid, signal.SIGCONT)
         out, err = asking.communicate(timeout=60)
