@@ -122,10 +122,12 @@ def test_refusals_undo_redo_clear_and_the_items_note(browser_page, live_server, 
     wait_saved(page)
     assert Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False).instance_count == 3
 
-    # The server refuses (the round closed meanwhile): said in the attribute, never "saved", not retried.
+    # The server refuses (the round closed meanwhile): said in the attribute, never "saved", not retried; the form
+    # shows what the round keeps (not coded), not the refused value.
     Round.objects.filter(pk=round_.pk).update(status="closed")
-    page.locator("#t-U1 input[name=score][value='1']").check()
-    expect(page.locator("#t-U1 .state-refused")).to_contain_text("can no longer change")
+    page.locator("#t-U1 input[name=score][value='1']").click()  # not check(): the page puts the old value back
+    expect(page.locator("#t-U1 .state-locked")).to_contain_text("can no longer change")
+    expect(page.locator("#t-U1 input[name=score][value='1']")).not_to_be_checked()
     assert page.locator("#global-state").get_attribute("data-state") == "error"
     assert "not saved" in page.locator("#global-state").inner_text()
     Round.objects.filter(pk=round_.pk).update(status="open")
