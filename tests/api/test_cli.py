@@ -183,32 +183,44 @@ def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monk
     assert ModelResponse.objects.count() == 3  # part 1 only: part 2 was refused whole, part 3 never sent
 
 
-def test_a_part_the_server_could_not_take_says_the_file_is_not_at_fault(cab, tmp_path, monkeypatch):
-    """A proxy in front of a server that is away answers 503 (as the server itself does while its database is
-    unreachable): nothing was written and the file is fine, so the advice is to send it again, not to fix it."""
+@contextlib.contextmanager
+def _in_front(monkeypatch, answer):  # noqa: ANN001, ANN202
+    """A server of the test's own in front of (or instead of) the live one, for the CLI's CAB_URL: each POST is
+    answered by ``answer(headers, path, body)``, a (status, content type, content), or None to close the connection
+    without an answer (an answer lost on its way back)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    class Away(BaseHTTPRequestHandler):
+    class InFront(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - the standard library's name
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = b"the upstream server is restarting"
-            self.send_response(503)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
+            answered = answer(self.headers, self.path, self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            if answered is None:
+                self.close_connection = True
+                return
+            status, content_type, content = answered
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(content)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(content)
 
         def log_message(self, *args: object) -> None:
             pass
 
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Away)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), InFront)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        monkeypatch.setenv("CAB_URL", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.setenv("CAB_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        yield
+    finally:
+        server.shutdown()
+
+
+def test_a_part_the_server_could_not_take_says_the_file_is_not_at_fault(cab, tmp_path, monkeypatch):
+    """A proxy in front of a server that is away answers 503 (as the server itself does while its database is
+    unreachable): nothing was written and the file is fine, so the advice is to send it again, not to fix it."""
+    with _in_front(monkeypatch, lambda *_: (503, "text/plain", b"the upstream server is restarting")):
         (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
         status, out, err = cab("ingest", "conversations", "conversations.jsonl")
-    finally:
-        proxy.shutdown()
     assert status == 1 and out == ""
     assert "HTTP 503: the upstream server is restarting" in err
     assert "the server was unavailable, not the file at fault: send the same file again" in err
@@ -372,42 +384,22 @@ def test_a_run_whose_answer_is_lost_is_asked_for_again_as_the_same_run(cab, monk
     the server answers with the run it made."""
     import urllib.error
     import urllib.request
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     keys: list[str] = []
 
-    class LosesTheFirstAnswer(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the standard library's name
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            keys.append(self.headers.get("Idempotency-Key", ""))
-            headers = {name: value for name, value in self.headers.items()
-                       if name.lower() not in {"host", "content-length"}}
-            sent = urllib.request.Request(cab.url + self.path, data=body, method="POST",  # noqa: S310 - live server
-                                          headers=headers)
-            try:
-                with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310 - the test's live server
-                    status, content = answer.status, answer.read()
-            except urllib.error.HTTPError as refused:
-                status, content = refused.code, refused.read()
-            if len(keys) == 1:
-                self.close_connection = True  # the run is made; its answer never reaches the client
-                return
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(content)))
-            self.end_headers()
-            self.wfile.write(content)
+    def pass_on_losing_the_first_answer(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        keys.append(headers.get("Idempotency-Key", ""))
+        sent = urllib.request.Request(cab.url + path, data=body, method="POST",  # noqa: S310 - the live server
+                                      headers={name: value for name, value in headers.items()
+                                               if name.lower() not in {"host", "content-length"}})
+        try:
+            with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310 - the test's live server
+                status, content = answer.status, answer.read()
+        except urllib.error.HTTPError as refused:
+            status, content = refused.code, refused.read()
+        return None if len(keys) == 1 else (status, "application/json", content)  # the first: the run is made
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), LosesTheFirstAnswer)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
-        monkeypatch.setenv("CAB_URL", f"http://127.0.0.1:{proxy.server_address[1]}")
+    with _in_front(monkeypatch, pass_on_losing_the_first_answer):
         status, out, err = cab("run", "--bootstrap", "5", "--no-wait", "--every", "0.1")
-    finally:
-        proxy.shutdown()
     (run,) = MetricRun.objects.all()
     assert status == 0, err
     assert json.loads(out)["run"] == run.pk
