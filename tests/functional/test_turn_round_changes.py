@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from annotation import services as annotation_services
 from annotation.models import Assignment, Judgment, Round
 from calibration import services
+from tests.browser import ARTIFACTS
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import SAVE, Held, open_turn
 
@@ -41,6 +42,7 @@ def test_a_change_refused_by_a_closed_round_shows_the_saved_value_and_is_saved_a
     expect(u1.locator(".state-locked")).to_contain_text("showing the value saved before")
     expect(u1.locator("input[name=score][value='1']")).to_be_checked()
     expect(page.locator("#global-state")).to_have_attribute("data-state", "error")
+    u1.screenshot(path=str(ARTIFACTS / "turn-round-closed.png"))  # as the reviewer sees it
     page.wait_for_timeout(1500)
     assert len(sent) == 1
     assert Judgment.objects.get(coder=reviewer, attribute__code="U1").score == 1
