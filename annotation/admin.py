@@ -80,11 +80,22 @@ class SpanSubcategoryAdmin(admin.ModelAdmin):
     search_fields = ("slug", "name")
 
 
+# Who is a member and in which role is what their codings are read as (a role is the member's, not the coding's):
+# people are added on the study page (annotation.services.study_member_add: aliases, former members, archived
+# studies), methods and references by register_coder or the API, the panel decided on the panel page (audited).
+# The admin shows members and takes them off through the service; it adds and changes none.
+MEMBER_FIXED = ("study", "user", "role", "alias", "retained", "method_name", "method_version", "method_prompt_id")
+
+
 class MemberInline(admin.TabularInline):
     model = models.StudyMember
+    fields = MEMBER_FIXED[1:]
+    readonly_fields = fields
     extra = 0
-    autocomplete_fields = ("user",)
     can_delete = False  # taken off through study_member_remove (the member list below, or the study page)
+
+    def has_add_permission(self, request, obj=None):
+        return False
 
 
 # A round's state changes only through the services (opened, closed, reopened with a recorded reason and the
@@ -124,6 +135,10 @@ class StudyMemberAdmin(admin.ModelAdmin):
     list_display = ("study", "user", "role", "alias", "retained", "method_name", "method_version", "method_prompt_id")
     list_filter = ("study", "role", "retained")
     search_fields = ("user__username", "alias")
+    readonly_fields = MEMBER_FIXED
+
+    def has_add_permission(self, request):
+        return False
 
     # Deleting a member is taking them off the study: through the service, which keeps their role for their
     # judgments (models.FormerStudyMember) and records it in the audit trail.

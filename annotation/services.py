@@ -198,7 +198,8 @@ def study_locked_unarchived(study: Study, *, what: str) -> None:
 def study_member_add(*, study: Study, user: User, role: str, by: User | None) -> StudyMember:
     """Add a person as a member in a role, reviewer or expert (idempotent); reviewers get the next anonymous alias
     R1, R2, … Someone taken off and added back in the role they had gets back their alias and place on the panel;
-    in another role they are what they are now (a new alias, undecided for the panel). A method or a reference
+    in another role they are what they are now (a new alias, undecided for the panel), unless they coded in the
+    study: their codings would change role with them, so that is refused. A method or a reference
     coder is an account that never signs in: ``annotation.automated_coders``."""
     if role not in PEOPLE_ROLES:
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
@@ -215,6 +216,15 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     # what they were: their alias (kept for them alone) and their place on the panel, whose main-round queue and
     # figures are still theirs.
     former = FormerStudyMember.objects.filter(study=study, user=user).first()
+    if former is not None and former.role != role:
+        # Codings carry no role of their own: the member's role is theirs. Added back in another role, a former
+        # expert's codings would be read as a reviewer's (or the reverse), and every figure would change silently.
+        codings = Judgment.objects.filter(round__study=study, coder=user, is_gold=False).count()
+        if codings:
+            raise ValidationError({"role": f"{user.get_username()} coded {codings} item{'s' if codings != 1 else ''} "
+                                           f"in this study as {former.role}: added back as {role}, those codings "
+                                           f"would be counted as {'an' if role == 'expert' else 'a'} {role}'s in "
+                                           f"every report and export. Add them back as {former.role}"})
     was = former if former is not None and former.role == role else None
     member = StudyMember.objects.create(study=study, user=user, role=role, alias=was.alias if was else "",
                                         retained=was.retained if was else None)

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from annotation.models import ReviewerAlert, Round
+from annotation.models import ReviewerAlert, Round, StudyMember
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
@@ -150,3 +150,30 @@ def test_no_queue_item_is_added_to_an_opened_round_and_no_opened_round_is_delete
     assert fingerprint() == before
     assert client.post(reverse("admin:annotation_round_delete", args=[draft.pk]), {"post": "yes"}).status_code == 302
     assert not Round.objects.filter(pk=draft.pk).exists()
+
+
+def test_a_members_role_alias_and_panel_place_are_not_changed_and_no_member_is_added_by_hand(client, admin_user):
+    """A role is the member's, not the coding's: an expert's role set to reviewer in the admin had every one of their
+    codings counted as a reviewer's, silently, and a member added there had no alias and skipped the study page's
+    checks (a former member's role, an archived study). The admin now shows members and takes them off (through the
+    service); the study page adds them."""
+    judgment = JudgmentFactory()
+    study = judgment.round.study
+    member = StudyMember.objects.create(study=study, user=judgment.coder, role="expert")
+    client.force_login(admin_user)
+    member_page = reverse("admin:annotation_studymember_change", args=[member.pk])
+    study_page = reverse("admin:annotation_study_change", args=[study.pk])
+    before = fingerprint()
+    client.post(member_page, {"study": study.pk, "user": member.user_id, "role": "reviewer", "alias": "R9",
+                              "retained": "true"})
+    study_form = _form(client, study_page)
+    assert "members-0-role" not in study_form
+    client.post(study_page, study_form | {"members-0-role": "reviewer", "members-0-alias": "R9",
+                                          "members-TOTAL_FORMS": "2", "members-1-study": study.pk,
+                                          "members-1-user": UserFactory().pk, "members-1-role": "reviewer"})
+    assert client.post(reverse("admin:annotation_studymember_add"),
+                       {"study": study.pk, "user": UserFactory().pk, "role": "reviewer"}).status_code == 403
+    assert fingerprint() == before
+    member.refresh_from_db()
+    assert (member.role, member.alias, member.retained) == ("expert", "", None)
+    assert StudyMember.objects.filter(study=study).count() == 1

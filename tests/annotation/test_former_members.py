@@ -1,8 +1,8 @@
 """Someone taken off a study loses access, and their judgments stay what they were: an expert's own codings stay
 an expert's, a method's labels a method's, a retained reviewer stays on the panel, in the report and in both
 export writers; their alias is never given to anyone else; added again in the role they had, they are what they
-were (alias, place on the panel), in another role what they are now. The study's export of their judgments
-imports back into it unchanged, and leaves them off it."""
+were (alias, place on the panel); in another role what they are now, unless they coded, which is then refused.
+The study's export of their judgments imports back into it unchanged, and leaves them off it."""
 
 from __future__ import annotations
 
@@ -87,9 +87,33 @@ def test_a_removed_reviewers_alias_is_never_given_again_and_adding_them_back_mak
     assert newcomer.alias != leaving.alias
     assert newcomer.alias not in set(StudyMember.objects.filter(study=study).exclude(pk=newcomer.pk)
                                      .values_list("alias", flat=True))
-    services.study_member_add(study=study, user=leaving.user, role="expert", by=admin_user)
-    assert not FormerStudyMember.objects.filter(study=study, user=leaving.user).exists()
-    assert _roles(study, leaving.user.username)[0] == {"expert"}
+    _remove(study, newcomer.user.username, admin_user)  # no codings: added back in any role, they are that
+    services.study_member_add(study=study, user=newcomer.user, role="expert", by=admin_user)
+    assert not FormerStudyMember.objects.filter(study=study, user=newcomer.user).exists()
+    back = StudyMember.objects.get(study=study, user=newcomer.user)
+    assert (back.role, back.alias) == ("expert", "")
+
+
+@pytest.mark.parametrize("was, now", [("reviewer", "expert"), ("expert", "reviewer")])
+def test_a_former_coder_is_not_added_back_in_another_role_that_would_change_their_codings(study, admin_user, was,
+                                                                                           now):
+    """Codings carry no role of their own: an expert added back as a reviewer had their codings counted as a
+    reviewer's, and a reviewer added back as an expert left the panel's figures for the gold panel's, in every report
+    and export, silently. Now that is refused, naming the codings; the role they had takes them back."""
+    leaving = StudyMember.objects.filter(study=study, role=was).order_by("alias").first()
+    username = leaving.user.username
+    codings = Judgment.objects.filter(round__study=study, coder=leaving.user, is_gold=False).count()
+    assert codings
+    _remove(study, username, admin_user)
+    before = _report(study), _roles(study, username)
+    with pytest.raises(ValidationError) as refused:
+        services.study_member_add(study=study, user=leaving.user, role=now, by=admin_user)
+    assert f"{username} coded {codings} items in this study as {was}" in str(refused.value)
+    assert not StudyMember.objects.filter(study=study, user=leaving.user).exists()
+    assert FormerStudyMember.objects.get(study=study, user=leaving.user).role == was
+    assert (_report(study), _roles(study, username)) == before
+    services.study_member_add(study=study, user=leaving.user, role=was, by=admin_user)
+    assert StudyMember.objects.get(study=study, user=leaving.user).role == was
 
 
 def test_a_removed_coders_judgments_all_stay(study, admin_user):
