@@ -21,6 +21,12 @@ class DatasetAdmin(admin.ModelAdmin):
     list_display = ("name", "created_at")
     search_fields = ("name",)
 
+    # A dataset's name is part of what names its material: ingestion finds the dataset by it (a renamed one would
+    # get the same conversations again, under the old name), and the exports, the longitudinal histories
+    # (dataset/external_id) and a run's input fingerprint carry it. Named once it holds conversations.
+    def get_readonly_fields(self, request, obj=None):
+        return ("name",) if obj is not None and obj.conversations.exists() else ()
+
 
 class TurnInline(_ReadOnly, admin.StackedInline):
     model = models.Turn
