@@ -1,8 +1,13 @@
-"""Input of the people pages."""
+"""Input of the people pages and of the sign-in pages (the site's and the Django admin's)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import MaxLengthValidator
 
 from access import roles
 from access.services import EMAIL_MAX_LENGTH
@@ -35,3 +40,24 @@ class RoleForm(forms.Form):
 
 class ActiveForm(forms.Form):
     active = forms.BooleanField(required=False)
+
+
+class _UsernameChecked:
+    """Django's sign-in forms set the username's max_length after building the field, so it is never checked: a
+    longer name went on to ``authenticate``, and django-axes, recording the failure in a 255-character column, failed
+    with a 500. Here the name is refused as too long before anyone is asked."""
+
+    fields: dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        username = self.fields["username"]
+        username.validators.append(MaxLengthValidator(username.max_length))
+
+
+class SignInForm(_UsernameChecked, AuthenticationForm):
+    pass
+
+
+class AdminSignInForm(_UsernameChecked, AdminAuthenticationForm):
+    pass
