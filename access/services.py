@@ -146,7 +146,7 @@ def _nul_cells(header: list[str], cells: list[str]) -> dict[str, str]:
 def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
     """Bulk add from a CSV with a header ``username,email,role``: all or nothing, every problem by line and column.
     Each row gets the single-account form's checks; a cell holding NUL and text the csv module cannot read (a field
-    over its size limit, say) are row errors too."""
+    over its size limit, say) are row errors too, and so is a header naming one of the three columns twice."""
     require_study_admin(by)
     records = _csv_records(text)
     try:
@@ -155,6 +155,10 @@ def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
         raise RowErrors([unreadable.error]) from unreadable
     header_problems = [f"column {n}: {refusal}" for n, name in enumerate(header, start=1)
                        if (refusal := _first_refusal(name, (NO_NUL,)))]
+    # A column named twice would be read from its last place, the other's cells dropped without a word.
+    header_problems += [f"column {n}: {name!r} is also column {header.index(name) + 1}"
+                        for n, name in enumerate(header, start=1)
+                        if name in ("username", "email", "role") and header.index(name) + 1 != n]
     missing = [c for c in ("username", "email", "role") if c not in header]
     if missing:
         header_problems.append(f"missing column(s) {', '.join(missing)}; expected username,email,role")

@@ -90,6 +90,7 @@ CSV_FILES = [
     ("a cell over the csv module's limit", HEADER + b'"' + b"x" * 200_000 + b'",,reviewer\n', "not valid CSV"),
     ("unterminated quote", HEADER + b'"rita,,reviewer\n', "line 2"),
     ("a username twice", HEADER + b"rita,,reviewer\nrita,,expert\n", "is also on line 2"),
+    ("a column twice", b"username,email,role,username\nrita,,reviewer,rosa\n", "column 4: 'username' is also column 1"),
     ("a missing column", b"username,role\nrita,reviewer\n", "missing column(s) email"),
     ("an unknown role", HEADER + b"rita,,staff\n", "line 2: role"),
     ("an account that exists", HEADER + b"reviewer,,reviewer\n", "already has an account"),
