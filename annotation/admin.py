@@ -1,19 +1,51 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
 the services (which validate and version them), never by hand in the admin; so is what names them or keeps them
 as they were: a round's state, kind and number, an opened round's set and queues (nothing added, the round never
-deleted), an item's coder, turn and feedback lock."""
+deleted), an item's coder, turn and feedback lock. A JSON field refuses here what its column cannot store."""
 
 from typing import Any
 
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db.models import JSONField
+from django.forms.fields import InvalidJSONInput
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
 from annotation.services import schema_is_frozen, study_member_remove
 from calibration.services import round_close
+from common.errors import RowError, json_line, json_unstorable
 from metrics.services import metric_run_request
+
+
+class StorableJSONField(forms.JSONField):
+    """A JSON field of the admin's forms that refuses, in its own words, what Django's would pass on to PostgreSQL
+    and fail there with a 500: text with NUL or a lone surrogate, NaN and Infinity (``common.errors.json_unstorable``),
+    nesting deeper than Python reads and integers longer than it reads (``common.errors.json_line``)."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value not in self.empty_values and (refusal := _json_refusal(value)):
+            raise ValidationError(refusal, code="invalid")
+        return super().to_python(value)
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # The form shown again keeps what was typed: the value read from it could not be written back into the page
+        # (a lone surrogate) or read at all (nested too deeply).
+        if isinstance(data, str) and not self.disabled and _json_refusal(data):
+            return InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
+def _json_refusal(text: str) -> str | None:
+    value = json_line(1, text, field="value")
+    return value.message if isinstance(value, RowError) else json_unstorable(value)
+
+
+class AnnotationAdmin(admin.ModelAdmin):
+    """The admin of every annotation model: its JSON fields are ``StorableJSONField``."""
+
+    formfield_overrides = {JSONField: {"form_class": StorableJSONField}}
 
 
 class AttributeInline(admin.TabularInline):
@@ -26,7 +58,7 @@ class AttributeInline(admin.TabularInline):
 
 
 @admin.register(models.Schema)
-class SchemaAdmin(admin.ModelAdmin):
+class SchemaAdmin(AnnotationAdmin):
     list_display = ("slug", "version", "name", "created_at")
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)
@@ -64,7 +96,7 @@ class AttributeDefinitionForm(forms.ModelForm):
 
 
 @admin.register(models.AttributeDefinition)
-class AttributeDefinitionAdmin(admin.ModelAdmin):
+class AttributeDefinitionAdmin(AnnotationAdmin):
     form = AttributeDefinitionForm
     list_display = ("code", "name", "schema", "group", "unit", "cluster", "scale_min", "scale_max", "level",
                     "item_type", "crisis_types")
@@ -74,7 +106,7 @@ class AttributeDefinitionAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.SpanSubcategory)
-class SpanSubcategoryAdmin(admin.ModelAdmin):
+class SpanSubcategoryAdmin(AnnotationAdmin):
     list_display = ("slug", "name", "attribute", "colour", "style")
     list_filter = ("schema",)
     search_fields = ("slug", "name")
@@ -116,7 +148,7 @@ class RoundInline(admin.TabularInline):
 
 
 @admin.register(models.Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(AnnotationAdmin):
     list_display = ("slug", "name", "schema", "status", "method_labels", "is_synthetic", "created_at")
     list_filter = ("status", "is_synthetic", "schema", "method_labels")
     search_fields = ("slug", "name")
@@ -131,7 +163,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.StudyMember)
-class StudyMemberAdmin(admin.ModelAdmin):
+class StudyMemberAdmin(AnnotationAdmin):
     list_display = ("study", "user", "role", "alias", "retained", "method_name", "method_version", "method_prompt_id")
     list_filter = ("study", "role", "retained")
     search_fields = ("user__username", "alias")
@@ -158,7 +190,7 @@ def _draft(round_: models.Round, what: str) -> models.Round:
 
 
 @admin.register(models.Round)
-class RoundAdmin(admin.ModelAdmin):
+class RoundAdmin(AnnotationAdmin):
     list_display = ("__str__", "study", "kind", "number", "status", "opened_at", "closed_at")
     list_filter = ("study", "kind", "status")
     actions = ["close_rounds"]
@@ -191,7 +223,7 @@ class RoundItemForm(forms.ModelForm):
 
 
 @admin.register(models.RoundItem)
-class RoundItemAdmin(admin.ModelAdmin):
+class RoundItemAdmin(AnnotationAdmin):
     form = RoundItemForm
     list_display = ("round", "position", "turn")
     list_filter = ("round__study", "round")
@@ -217,7 +249,7 @@ class AssignmentForm(forms.ModelForm):
 
 
 @admin.register(models.Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
+class AssignmentAdmin(AnnotationAdmin):
     form = AssignmentForm
     list_display = ("round", "coder", "position", "turn", "is_check_item", "completed_at", "active_seconds")
     list_filter = ("round__study", "round", "is_check_item")
@@ -258,7 +290,7 @@ class RevisionInline(admin.TabularInline):
 
 
 @admin.register(models.Judgment)
-class JudgmentAdmin(admin.ModelAdmin):
+class JudgmentAdmin(AnnotationAdmin):
     list_display = ("round", "coder", "is_gold", "attribute", "turn", "response", "score", "instance_count", "version")
     list_filter = ("round__study", "round", "is_gold", "attribute__group", "attribute")
     search_fields = ("coder__username", "conversation__external_id")
@@ -274,7 +306,7 @@ class JudgmentAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.WorkshopNote)
-class WorkshopNoteAdmin(admin.ModelAdmin):
+class WorkshopNoteAdmin(AnnotationAdmin):
     list_display = ("round", "attribute", "turn", "response", "written_by", "updated_at")
     list_filter = ("round__study", "round", "attribute")
     search_fields = ("text",)
@@ -282,7 +314,7 @@ class WorkshopNoteAdmin(admin.ModelAdmin):
 
 
 @admin.register(models.ReviewerAlert)
-class ReviewerAlertAdmin(admin.ModelAdmin):
+class ReviewerAlertAdmin(AnnotationAdmin):
     list_display = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "resolved_at")
     list_filter = ("study", "resolved_at")
     readonly_fields = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at")

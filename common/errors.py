@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -91,6 +92,23 @@ def json_line(number: int, line: str, *, field: str = "line") -> Any:
         return RowError(number, field, "not valid JSON (nested too deeply)")
     except ValueError:  # Python's own limit: an integer of more than 4,300 digits
         return RowError(number, field, "not valid JSON (a number too long)")
+
+
+def json_unstorable(value: Any) -> str | None:
+    """Why a value read from JSON cannot go into a PostgreSQL column, None when it can: a text or key that holds NUL
+    or a lone surrogate (``UNSTORABLE``), or NaN or Infinity, which Python's json reads and jsonb refuses."""
+    pending = [value]
+    while pending:  # not recursive: json.loads reads nesting as deep as its own stack allows
+        item = pending.pop()
+        if isinstance(item, str) and UNSTORABLE.search(item):
+            return UNSTORABLE_MESSAGE
+        if isinstance(item, float) and not math.isfinite(item):
+            return "holds NaN or Infinity, which JSON has no number for"
+        if isinstance(item, dict):
+            pending += [*item, *item.values()]
+        elif isinstance(item, list):
+            pending += item
+    return None
 
 
 # A JSON Lines file's lines end at "\n" only (a "\r" is JSON's whitespace, as in "\r\n"): the API's bodies and the

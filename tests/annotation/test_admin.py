@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from annotation.models import ReviewerAlert, Round, StudyMember
+from annotation.models import AttributeDefinition, ReviewerAlert, Round, StudyMember
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
@@ -177,3 +177,37 @@ def test_a_members_role_alias_and_panel_place_are_not_changed_and_no_member_is_a
     member.refresh_from_db()
     assert (member.role, member.alias, member.retained) == ("expert", "", None)
     assert StudyMember.objects.filter(study=study).count() == 1
+
+
+# JSON the admin's forms read and PostgreSQL cannot store, with the words of the form's refusal.
+UNSTORABLE_JSON = [
+    ('["\\u0000"]', "contains a NUL or lone surrogate character"),
+    ('{"a\\u0000": 1}', "contains a NUL or lone surrogate character"),
+    ('["\\ud800"]', "contains a NUL or lone surrogate character"),
+    ('{"GPT": NaN}', "holds NaN or Infinity"),
+    ("[-Infinity]", "holds NaN or Infinity"),
+    ("[1e999]", "holds NaN or Infinity"),
+    ("[" * 5000 + "]" * 5000, "not valid JSON (nested too deeply)"),
+    ("[" + "1" * 5000 + "]", "not valid JSON (a number too long)"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), UNSTORABLE_JSON, ids=[m + text[:12] for text, m in UNSTORABLE_JSON])
+def test_json_the_database_cannot_store_is_refused_by_the_admins_forms(client, admin_user, text, message):
+    """A study's model slots, a schema's definition and an attribute's anchors (every JSON field the admin edits,
+    annotation.admin.StorableJSONField): the form is shown again with the refusal and nothing is written. Before,
+    Django's JSON field passed them on to PostgreSQL (or failed reading them, or writing them back into the page),
+    and the page answered 500."""
+    study = StudyFactory()
+    attribute = AttributeDefinition.objects.filter(schema__slug="cab-v1").first()
+    assert attribute is not None
+    client.force_login(admin_user)
+    before = fingerprint()
+    for url, field in ((reverse("admin:annotation_study_change", args=[study.pk]), "model_slots"),
+                       (reverse("admin:annotation_study_add"), "model_slots"),
+                       (reverse("admin:annotation_schema_change", args=[study.schema_id]), "definition"),
+                       (reverse("admin:annotation_attributedefinition_change", args=[attribute.pk]), "anchors")):
+        response = client.post(url, _form(client, url) | {field: text})
+        assert response.status_code == 200, (url, response.status_code)
+        assert message in response.context["adminform"].form.errors.get(field, [""])[0], (url, field)
+    assert fingerprint() == before

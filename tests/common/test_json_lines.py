@@ -15,6 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from common.errors import json_unstorable
 from tests import form_fuzz
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +102,15 @@ def test_a_number_too_long_in_a_json_array_body_is_a_400(admin_user, as_token, s
     assert answer.status_code == 400, answer.content
     assert answer.json()["detail"].startswith("Not valid JSON: ")
     assert _written() == before
+
+
+@pytest.mark.parametrize(("value", "refusal"), [
+    ({"a": [1, 2.5, None, True, "é"]}, None),
+    (["a", {"b": "\x00"}], "contains a NUL or lone surrogate character"),
+    ({"\ud800": 1}, "contains a NUL or lone surrogate character"),
+    ([[[float("nan")]]], "holds NaN or Infinity, which JSON has no number for"),
+    ({"x": -float("inf")}, "holds NaN or Infinity, which JSON has no number for"),
+])
+def test_a_json_value_no_column_can_store_is_named(value, refusal):
+    """``common.errors.json_unstorable``, which the Django admin's JSON fields ask before a save."""
+    assert json_unstorable(value) == refusal
