@@ -1,4 +1,4 @@
-"""Shared by the HTML form fuzz tests (tests/annotation/test_forms_fuzz.py, tests/calibration/test_forms_fuzz.py):
+"""Shared by the HTML form fuzz tests (tests/{access,annotation,calibration}/test_forms_fuzz.py and others):
 hostile field values for form posts, drawn by Hypothesis, and a cheap fingerprint of every table the product
 writes, so that "a refused request changed nothing" is checked on the database itself.
 

@@ -1,7 +1,8 @@
 """The HTML form endpoints of annotation/views.py fuzzed the way schemathesis fuzzes the API: the reviewer's
-autosave, complete and time on task, and the admin's study settings, members, archive and conversation upload get
-hostile field values (huge and negative numbers, floats, Infinity/NaN, NUL bytes, long strings, nested JSON, wrong
-types, missing and repeated fields; tests/form_fuzz.py). Never a 5xx, and a refused post changes nothing."""
+autosave, complete, time on task and item note, and the admin's new study, study settings, members, archive and
+conversation upload get hostile field values (huge and negative numbers, floats, Infinity/NaN, NUL bytes, long
+strings, nested JSON, wrong types, missing and repeated fields; tests/form_fuzz.py). Never a 5xx, and a refused post
+changes nothing."""
 
 from __future__ import annotations
 
@@ -189,3 +190,43 @@ def test_a_form_posted_in_another_charset_is_never_a_500(demo, charset):
                                   content_type=f"application/x-www-form-urlencoded; charset={charset}")
         assert response.status_code < 500, (name, response.status_code)
     assert form_fuzz.fingerprint() == before
+
+
+def test_item_note_never_fails_and_a_refused_one_changes_nothing(demo):
+    """The coder's comment and flags on an item (annotation.views.note): 200 "Saved" or 422 "Not saved: why"."""
+    client = signed_in("demo-reviewer")
+    url = reverse("turn-note", args=[demo.pk, 1])
+    statuses = drive(lambda body: client.post(url, body),
+                     form_posts([{"comment": "look again", "flags": ["unsure"]}, {"comment": "", "flags": []}],
+                                {"comment": field_values(["", "why"]),
+                                 "flags": field_values(["unsure", "discuss"], st.sampled_from(["x" * 101,
+                                                                                              "\x00", "unsure"]))}),
+                     accepted=lambda response: response.status_code == 200, examples=40)
+    # 401: a stray ``coder`` naming another account, as for the autosave.
+    assert {code for code in statuses if isinstance(code, int)} <= {200, 401, 422}, statuses
+    assert statuses.get("accepted") and statuses.get("refused"), statuses
+
+
+def test_study_create_never_fails_and_a_refused_one_changes_nothing(demo):
+    client = signed_in("demo-admin")
+    schemas = [str(pk) for pk in demo.study.schema.__class__.objects.values_list("pk", flat=True)]
+    slugs = iter(f"fuzz-{n}" for n in range(1000))
+
+    def post(body: dict):
+        if body.get("slug") == "(new)":
+            body["slug"] = next(slugs)
+        return client.post(reverse("study-create"), body)
+
+    valid = {"slug": "(new)", "name": "Fuzz", "description": "", "schema": schemas[0],
+             "model_slots_text": "GPT, Claude", "check_threshold": "0.7", "check_min_items": "3"}
+    statuses = drive(post, form_posts([valid, {**valid, "show_model_names": "on", "session_order": "blinded"}], {
+        "slug": field_values(["(new)", "demo", "new"], st.sampled_from([s for s, _ in form_fuzz.REFUSED_SLUGS])),
+        "name": field_values(["Fuzz"]), "description": field_values(["", "about"]),
+        "schema": field_values(schemas, form_fuzz.numbers()),
+        "model_slots_text": field_values(["GPT", "GPT, GPT", " , ", "x" * 51]),
+        "check_threshold": field_values(["0", "1", "0.5"], form_fuzz.numbers()),
+        "check_min_items": field_values(["1", "3"], form_fuzz.numbers()),
+        "method_labels": field_values(["blinded", "named"]), "session_order": field_values(["shown", "blinded"]),
+    }), accepted=lambda response: response.status_code == 302, examples=40)
+    assert statuses.get("accepted") and statuses.get("refused"), statuses
+    assert signed_in("demo-reviewer").post(reverse("study-create"), valid | {"slug": "fuzz-x"}).status_code == 403

@@ -1,7 +1,7 @@
 """The admin's calibration actions (calibration/views.py) fuzzed the way schemathesis fuzzes the API: creating,
-sampling, opening, closing and reopening rounds, recording gold, workshop notes, the panel and the main-round
-assignment get hostile field values (tests/form_fuzz.py), starting from valid posts. Never a 5xx, and a post the
-page does not report as done changes nothing in the database."""
+sampling, opening, closing and reopening rounds, recording gold, workshop notes, the panel, the main-round
+assignment, accepting unanimous gold and resolving alerts get hostile field values (tests/form_fuzz.py), starting
+from valid posts. Never a 5xx, and a post the page does not report as done changes nothing in the database."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from annotation.models import ReviewerAlert
 from benchmark.models import ModelResponse
 from calibration import selectors
-from tests.form_fuzz import drive, field_values, form_posts, numbers, said, sweep
+from tests.factories import StudyFactory
+from tests.form_fuzz import drive, field_values, fingerprint, form_posts, numbers, said, sweep
 
 CLOSED_ROUNDS = 1  # calibration-1 closed (its workshop open), calibration-2 open and coded, without gold
 
@@ -123,3 +125,20 @@ def test_panel_and_main_round_never_fail_and_refusals_change_nothing(protocol):
           accepted=_done, examples=30)
     sweep(lambda body: client.post(reverse("main-round-assign", args=[slug]), body),
           {"overlap": "0.2", "check_items": "1", "seed": "3"}, ["overlap", "check_items", "seed"], accepted=_done)
+
+
+def test_accept_unanimous_and_alerts_never_fail_and_another_studys_alert_is_404(protocol):
+    client = _admin(protocol)
+    round_ = protocol.round(2)
+    drive(lambda body: client.post(reverse("gold-accept-unanimous", args=[round_.pk]), body),
+          form_posts([{"back": "?show=differ&page=2", "item": "1-2-U1"}, {}],
+                     {"back": field_values(["?page=99999999999999999999", "?show=\x00"]),
+                      "item": field_values(["1-2-U1"]), "following": field_values(["3-4-R1"])}),
+          accepted=_done, examples=15)
+    other = StudyFactory()
+    alert = ReviewerAlert.objects.create(study=other, reviewer=protocol.reviewers[0], agreement=0.5, threshold=0.7,
+                                         n_items=4)
+    before = fingerprint()
+    for alert_id in (alert.pk, 0, 2**31, 10**30):
+        assert client.post(reverse("alert-resolve", args=[protocol.study.slug, alert_id])).status_code == 404
+    assert fingerprint() == before

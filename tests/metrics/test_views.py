@@ -1,8 +1,12 @@
-"""The exports page (metrics/views.py): every study the researcher may export, with download links."""
+"""The exports page (metrics/views.py): every study the researcher may export, with download links; the reports
+overview's Start button refusing hostile parameters."""
 
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
+
+from tests.form_fuzz import fingerprint, sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -45,3 +49,24 @@ def test_exports_page_is_for_researchers_and_admins_only(reviewer, client, study
     client.force_login(reviewer)
     assert client.get("/exports/").status_code == 403
     assert client.get("/exports/cab-demo/judgments.csv").status_code == 403
+
+
+# A value no field of the run's form takes (metrics/parameters.py's ranges): each post is refused.
+REFUSED_PARAMETERS = ["", "abc", "1.5", "-1", "0x10", "NaN", "Infinity", "\x00", "1\x00", str(10**30), "9" * 5000,
+                      "x" * 100_000]
+
+
+def test_a_metric_run_started_with_hostile_parameters_is_refused_and_starts_nothing(researcher, reviewer, client,
+                                                                                   study):
+    """The reports overview's Start button (metrics.views.metric_run_start), fuzzed one field at a time: a 302 back
+    to the overview with "Not started: field …", no run; a reviewer's post is a 403 and another slug a 404."""
+    valid = {"bootstrap": "200", "seed": "1", "top_k": "3"}
+    client.force_login(researcher)
+    statuses = sweep(lambda body: client.post(reverse("metric-run-start", args=[study.slug]), body), valid,
+                     list(valid), accepted=lambda response: False, values=REFUSED_PARAMETERS)
+    assert statuses == {302: len(valid) * len(REFUSED_PARAMETERS)}
+    before = fingerprint()
+    assert client.post(reverse("metric-run-start", args=["no-such-study"]), valid).status_code == 404
+    client.force_login(reviewer)
+    assert client.post(reverse("metric-run-start", args=[study.slug]), valid).status_code == 403
+    assert fingerprint() == before
