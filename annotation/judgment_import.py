@@ -218,9 +218,45 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
                 role=role, session_index=session_index if isinstance(session_index, int) else None)
 
 
-def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, int], dict[int, str]]:
-    """Find each row's turn and response; returns the resolved rows, the errors, the response texts' lengths and the
-    texts of the responses whose spans a row quotes (only those are kept, so memory does not grow with the file)."""
+@dataclass
+class _Texts:
+    """What the rules need of the response texts the rows name, read as each text goes by so that memory does not
+    grow with the file: every text's length, the texts whose spans a row quotes, and the span offsets that fall
+    inside a character of their text (``rules.grapheme_cuts``; only responses with such an offset have an entry)."""
+
+    lengths: dict[int, int] = field(default_factory=dict)
+    quoted: dict[int, str] = field(default_factory=dict)
+    cuts: dict[int, dict[int, str]] = field(default_factory=dict)
+
+
+def _response_texts(rows: list[_Row], turns: dict[tuple[str, str, int], tuple[int, int]]
+                    ) -> tuple[dict[tuple[int, str], int], _Texts]:
+    """The responses of the rows' turns, (turn id, model) -> response id, and what the rules need of their texts."""
+    quoting: set[tuple[int, str]] = set()
+    offsets: dict[tuple[int, str], set[int]] = {}
+    for r in rows:
+        if r.spans and (key := (r.dataset, r.conversation, r.turn_index)) in turns:
+            offsets.setdefault((turns[key][0], r.model), set()).update(
+                offset for span in r.spans for offset in span[:2] if isinstance(offset, int))
+            if any(q is not None for q in r.quotes):
+                quoting.add((turns[key][0], r.model))
+    responses: dict[tuple[int, str], int] = {}
+    texts = _Texts()
+    for response_id, turn_id, model, text in ModelResponse.objects.filter(
+        turn_id__in=[t for t, _ in turns.values()]
+    ).values_list("id", "turn_id", "model_slot", "text").iterator():
+        responses[(turn_id, model)] = response_id
+        texts.lengths[response_id] = len(text)
+        if (turn_id, model) in quoting:
+            texts.quoted[response_id] = text
+        if (turn_id, model) in offsets and (inside := rules.grapheme_cuts(text, offsets[(turn_id, model)])):
+            texts.cuts[response_id] = inside
+    return responses, texts
+
+
+def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], _Texts]:
+    """Find each row's turn and response; returns the resolved rows, the errors and what the rules need of the
+    response texts."""
     wanted = {(r.dataset, r.conversation) for r in rows}
     turns = {
         (d, c, i): (turn_id, conversation_id)
@@ -229,18 +265,7 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
         ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index")
         if (d, c) in wanted
     }
-    quoting = {(turns[key][0], r.model) for r in rows if any(q is not None for q in r.quotes)
-               and (key := (r.dataset, r.conversation, r.turn_index)) in turns}
-    responses: dict[tuple[int, str], int] = {}
-    lengths: dict[int, int] = {}
-    texts: dict[int, str] = {}
-    for response_id, turn_id, model, text in ModelResponse.objects.filter(
-        turn_id__in=[t for t, _ in turns.values()]
-    ).values_list("id", "turn_id", "model_slot", "text").iterator():
-        responses[(turn_id, model)] = response_id
-        lengths[response_id] = len(text)
-        if (turn_id, model) in quoting:
-            texts[response_id] = text
+    responses, texts = _response_texts(rows, turns)
     known = {(d, c) for d, c, _ in turns}
     conversations = {(d, c): conversation_id for (d, c, _), (_, conversation_id) in turns.items()}
     sessions, session_of_turn = _sessions(rows, wanted)
@@ -276,7 +301,7 @@ def _resolve(rows: list[_Row]) -> tuple[list[_Row], list[RowError], dict[int, in
                                                         f"{r.model!r} response"))
                 continue
         resolved.append(r)
-    return resolved, errors, lengths, texts
+    return resolved, errors, texts
 
 
 def _sessions(rows: list[_Row], wanted: set[tuple[str, str]]) -> tuple[dict[tuple[str, str, int], tuple[int, int]],
@@ -323,7 +348,7 @@ def _session_resolve(r: _Row, turns: dict[tuple[str, str, int], tuple[int, int]]
     return None
 
 
-def _check(rows: list[_Row], lengths: dict[int, int], texts: dict[int, str], subcategories: dict[int, set[str]], *,
+def _check(rows: list[_Row], texts: _Texts, subcategories: dict[int, set[str]], *,
            model_slots: list[str]) -> list[RowError]:
     """The judgment rules (shared with the autosave) and one judgment per unit within the file; a response of a
     model the study does not code (``model_slots``) is refused as the autosave and gold refuse it."""
@@ -338,8 +363,9 @@ def _check(rows: list[_Row], lengths: dict[int, int], texts: dict[int, str], sub
             has_response=r.response_id is not None, has_session=r.session_id is not None,
             instance_count=r.instance_count, spans=r.spans,
             subcategories=subcategories.get(r.attribute.pk, set()),
-            text_length=lengths.get(r.response_id) if r.response_id is not None else None,
-            quotes=r.quotes, text=texts.get(r.response_id) if r.response_id is not None else None,
+            text_length=texts.lengths.get(r.response_id) if r.response_id is not None else None,
+            quotes=r.quotes, text=texts.quoted.get(r.response_id) if r.response_id is not None else None,
+            cuts=texts.cuts.get(r.response_id, {}) if r.response_id is not None else None,
         )
         # The long format names a response by its model column.
         errors += [RowError(r.line, _unit_column(r) if name == "unit" else name, message)
@@ -396,9 +422,8 @@ def judgments_import(
             parsed.append(read)
         else:
             errors += [read] if isinstance(read, RowError) else read
-    resolved, unresolved, lengths, texts = _resolve(parsed)
-    errors += unresolved + _check(resolved, lengths, texts, subcategories,
-                                  model_slots=study.model_slots if study else [])
+    resolved, unresolved, texts = _resolve(parsed)
+    errors += unresolved + _check(resolved, texts, subcategories, model_slots=study.model_slots if study else [])
     member_roles, taken_off, role_errors = _member_roles(parsed, study)
     errors += role_errors
     label_summary, label_errors = _session_labels(study=study, study_slug=study_slug, labels=labels, by=by,

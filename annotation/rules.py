@@ -8,8 +8,10 @@ specific message instead of an integrity error.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
+
+from wcwidth import iter_graphemes
 
 from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition
@@ -131,12 +133,14 @@ def instance_count_problem(attribute: AttributeDefinition, instance_count: Any) 
 
 def span_problem(
     attribute: AttributeDefinition, span: tuple[Any, Any, Any], *, subcategories: Collection[str],
-    text_length: int | None, quote: str | None = None, text: str | None = None,
+    text_length: int | None, quote: str | None = None, text: str | None = None, cuts: Mapping[int, str] | None = None,
 ) -> str | None:
     """Why one span cannot be stored, or None. Its offsets count characters as Python does (code points: an emoji
     is one, a letter and its combining accent two, a CRLF two). ``quote``, when given, is the passage the span says
     it marks, checked against the response ``text``: a span whose offsets were counted otherwise (UTF-16 units, bytes,
-    a text with its line breaks or accents normalised) marks another passage and is refused rather than stored."""
+    a text with its line breaks or accents normalised) marks another passage and is refused rather than stored.
+    ``cuts`` are the offsets of the response text that fall inside one user-perceived character
+    (``grapheme_cuts``): a span that starts or ends at one would cut that character in two."""
     code = attribute.code
     start, end, slug = span
     if not isinstance(slug, str) or slug not in subcategories:
@@ -153,12 +157,53 @@ def span_problem(
     if quote is not None and text is not None and text[start:end] != quote:
         return (f"{code}: span [{start}, {end}) marks {_passage(text[start:end])} in the response text, not "
                 f"{_passage(quote)} (offsets count characters as code points: an emoji is one, a CRLF two)")
+    cuts = cuts or {}
+    inside = [f"offset {offset} falls inside {cuts[offset]}" for offset in (start, end) if offset in cuts]
+    if inside:
+        return (f"{code}: span [{start}, {end}): {' and '.join(inside)}; a span starts and ends between whole "
+                "characters as the reader sees them (a letter with its accents, a whole emoji or flag, a CRLF)")
     return None
 
 
 def _passage(text: str) -> str:
     """A passage as a message quotes it: escaped (a line break or a zero-width space shows) and cut at 50."""
     return repr(text[:50]) + ("…" if len(text) > 50 else "")
+
+
+def grapheme_cuts(text: str, offsets: Iterable[Any]) -> dict[int, str]:
+    """The offsets of ``text`` that fall inside a user-perceived character (an extended grapheme cluster of
+    Unicode's UAX #29: a letter and its combining accents, an emoji sequence joined by ZWJ or with its variation
+    selector or skin tone, the two regional indicators of a flag, a CRLF), each with that character as a message
+    shows it: ``'é' (e + U+0301)``. Offsets that are not whole numbers inside the text are left to the other rules.
+
+    Only the text around each offset is segmented (``wcwidth.iter_graphemes``), from the nearest point before it
+    where a boundary is certain: the text's start, after a line feed (UAX #29 GB4), or between two printable ASCII
+    characters (no rule joins them). An English text needs a few characters; a text without either reads back to
+    its start or its last line."""
+    cuts = {}
+    for offset in {o for o in offsets if _whole(o) and 0 < o < len(text)}:
+        at = offset
+        while at > 0 and text[at - 1] != "\n" and not _ascii_pair(text, at):
+            at -= 1
+        for cluster in iter_graphemes(text, at) if at < offset else ():
+            at += len(cluster)
+            if at >= offset:
+                if at > offset:
+                    cuts[offset] = _character(cluster)
+                break
+    return cuts
+
+
+def _ascii_pair(text: str, offset: int) -> bool:
+    """Two printable ASCII characters meet at ``offset``: a grapheme boundary whatever comes before."""
+    return " " <= text[offset - 1] <= "~" and " " <= text[offset] <= "~"
+
+
+def _character(cluster: str) -> str:
+    """A user-perceived character as a message shows it: quoted, then its code points (ASCII letters and digits as
+    themselves), the first eight of a longer one."""
+    points = [c if c.isascii() and c.isalnum() else f"U+{ord(c):04X}" for c in cluster[:8]]
+    return f"{_passage(cluster)} ({' + '.join(points)}{' + …' if len(cluster) > 8 else ''})"
 
 
 def judgment_problems(
@@ -175,13 +220,19 @@ def judgment_problems(
     text_length: int | None = None,
     quotes: Sequence[str | None] = (),
     text: str | None = None,
+    cuts: Mapping[int, str] | None = None,
+    kept_spans: Collection[tuple[Any, Any, Any]] = (),
 ) -> dict[str, str]:
     """Every rule one judgment must satisfy, as {field: message}; empty when it is valid.
 
     ``spans`` are (start, end, subcategory slug); ``subcategories`` are the slugs this attribute allows and
     ``text_length`` is the length of the response text the spans index into (None when the unit has no text).
     ``quotes`` are the passages the spans say they mark, by position (None, or none at all: not said), and ``text``
-    the response text they are checked against (needed when one is given).
+    the response text they are checked against (needed when one is given). A span never cuts a user-perceived
+    character in two: the caller gives the response ``text`` (its text is segmented around the spans' offsets only,
+    and only when there are spans) or, having read it already, its ``cuts`` at those offsets (``grapheme_cuts``).
+    ``kept_spans`` are the spans the judgment holds already: one stored before that rule is kept when sent again
+    unchanged (the page sends every span of the judgment with each save).
     Fields are ``score``, ``unit``, ``instance_count``, ``spans`` (too many) and ``spans[i]`` (one span, or a
     repeat of an earlier one), and ``attribute`` (a derived attribute, never judged).
     """
@@ -194,12 +245,18 @@ def judgment_problems(
     if len(spans) > MAX_SPANS:
         problems["spans"] = f"{attribute.code}: at most {MAX_SPANS} spans per judgment, {len(spans)} were given"
         spans = ()
+    if spans and problems["unit"] is None and text_length is not None and cuts is None:
+        if text is None:
+            raise ValueError("spans are checked against the response text's characters: the caller gives it (or "
+                             "its cuts)")
+        cuts = grapheme_cuts(text, (offset for span in spans if span not in kept_spans for offset in span[:2]))
     # Spans of a judgment on the wrong unit would only repeat the unit problem.
     seen: set[tuple[Any, Any, Any]] = set()
     for index, span in enumerate(spans if problems["unit"] is None else ()):
         problems[f"spans[{index}]"] = span_problem(
             attribute, span, subcategories=subcategories, text_length=text_length,
-            quote=quotes[index] if index < len(quotes) else None, text=text)
+            quote=quotes[index] if index < len(quotes) else None, text=text,
+            cuts=None if span in kept_spans else cuts)
         if problems[f"spans[{index}]"] is not None:
             continue  # a refused span (its offsets perhaps not even numbers) is no repeat of another
         key = tuple(span)

@@ -342,7 +342,7 @@ class StaleJudgmentError(Exception):
 def _judgment_errors(
     *, round: Round, attribute: AttributeDefinition, score: int | None, score_required: bool, turn: Turn | None,
     response: ModelResponse | None, conversation_id: int | None, instance_count: int | None,
-    spans: Sequence[SpanInput], session: Session | None = None,
+    spans: Sequence[SpanInput], session: Session | None = None, kept_spans: Sequence[tuple[int, int, str]] = (),
 ) -> dict[str, str]:
     subcategories = [sub.slug for sub in attribute.subcategories.all()] if spans else []
     errors = rules.judgment_problems(
@@ -350,6 +350,7 @@ def _judgment_errors(
         has_response=response is not None, has_session=session is not None, instance_count=instance_count,
         spans=[(s.start, s.end, s.subcategory) for s in spans], subcategories=subcategories,
         text_length=len(response.text) if response is not None else None,
+        text=response.text if response is not None else None, kept_spans=kept_spans,
     )
     if response is not None and turn is not None and response.turn_id != turn.pk:
         errors["response"] = "the response does not belong to the turn"
@@ -387,10 +388,6 @@ def judgment_save(
     if response is not None and turn is None:
         turn = response.turn
     conversation_id, unit_lookup, unit = _judgment_unit(turn=turn, session=session, conversation=conversation)
-    errors = _judgment_errors(
-        round=round, attribute=attribute, score=score, score_required=False, turn=turn, response=response,
-        conversation_id=conversation_id, instance_count=instance_count, spans=spans or (), session=session,
-    )
     lookup: dict[str, Any] = {"round": round, "attribute": attribute, "turn": turn, "response": response,
                               "is_gold": False, "coder": by, **unit_lookup}
     # One locked read of the round answers "still open?" and "still a member?"; the same statement locks the
@@ -408,6 +405,14 @@ def judgment_save(
         # one snapshot per statement), and the save would land in an item already compared with gold.
         raise ItemLockedError({"round": f"this item of {round.name} was compared with gold in your feedback before "
                                         "the round was reopened: its judgments stay as they were"}, judgment)
+    # Spans are of the judgment's own attribute (the rules, and a trigger in PostgreSQL): an attribute without
+    # subcategories has none to read. Read before the rules, which let a span the judgment holds be sent again.
+    kept_spans = _span_values(judgment) if judgment is not None and attribute.subcategories.all() else []
+    errors = _judgment_errors(
+        round=round, attribute=attribute, score=score, score_required=False, turn=turn, response=response,
+        conversation_id=conversation_id, instance_count=instance_count, spans=spans or (), session=session,
+        kept_spans=kept_spans,
+    )
     if errors:
         raise ValidationError(errors)
     assert conversation_id is not None  # _judgment_errors refuses a judgment without a unit
@@ -419,13 +424,9 @@ def judgment_save(
     if judgment is None:
         judgment = Judgment(**{k: v for k, v in lookup.items() if k != "conversation_id"},
                             conversation_id=conversation_id, score=score, instance_count=instance_count)
-        kept_spans: list[tuple[int, int, str]] = []
     else:
         if expected_version is not None and expected_version != judgment.version:
             raise StaleJudgmentError(judgment)
-        # Spans are of the judgment's own attribute (the rules, and a trigger in PostgreSQL): an attribute without
-        # subcategories has none to read.
-        kept_spans = _span_values(judgment) if attribute.subcategories.all() else []
         before = judgment_value(judgment, spans=kept_spans)
         judgment.score = score
         judgment.instance_count = instance_count

@@ -4,18 +4,22 @@ attribute is coded on."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from wcwidth import iter_graphemes
 
 from annotation.models import AttributeDefinition
-from annotation.rules import MAX_INSTANCE_COUNT, MAX_SPANS, judgment_problems, units_of
+from annotation.rules import MAX_INSTANCE_COUNT, MAX_SPANS, grapheme_cuts, judgment_problems, units_of
 from tests.factories import attribute
 
 pytestmark = pytest.mark.django_db
 
-TEXT_LENGTH = 40
+TEXT = "A response of forty characters, in ASCII"
+TEXT_LENGTH = len(TEXT)
 
 
 def problems(code: str, *, score=1, required=False, turn=True, response=None, instance_count=None, spans=(),
-             text_length=TEXT_LENGTH):
+             text=TEXT):
     """The problems of a judgment of ``code`` on its own unit (unless told otherwise), with its own subcategories."""
     a = attribute(code)
     if response is None:
@@ -23,7 +27,7 @@ def problems(code: str, *, score=1, required=False, turn=True, response=None, in
     return judgment_problems(
         attribute=a, score=score, score_required=required, has_turn=turn, has_response=response,
         instance_count=instance_count, spans=spans, subcategories=[s.slug for s in a.subcategories.all()],
-        text_length=text_length if response else None,
+        text_length=len(text) if response else None, text=text if response else None,
     )
 
 
@@ -206,6 +210,91 @@ def test_more_spans_than_the_limit_are_refused_with_one_message():
     assert problems("AUR", spans=many) == {
         "spans": f"AUR: at most {MAX_SPANS} spans per judgment, {MAX_SPANS + 1} were given"}
     assert problems("AUR", spans=[(i % 39, i % 39 + 1, "assumes") for i in range(39)]) == {}
+
+
+# --- user-perceived characters ---------------------------------------------------------------------------------
+
+# A reviewer reads each of these as one character (one grapheme cluster); Python counts several code points.
+CLUSTERS = ("Accent: cafe\u0301. Family: \U0001F468\u200d\U0001F469\u200d\U0001F467. Heart: \u2764\uFE0F. "
+            "Thumb: \U0001F44D\U0001F3FD. Flags: \U0001F1EB\U0001F1F7\U0001F1E9\U0001F1EA. Line\r\nend. "
+            "Hindi: \u0915\u094D\u0937.")
+INSIDE = "; a span starts and ends between whole characters as the reader sees them (a letter with its accents, " \
+         "a whole emoji or flag, a CRLF)"
+
+
+def on_clusters(*spans, kept=()):
+    return judgment_problems(attribute=attribute("AUR"), score=1, score_required=True, has_turn=True,
+                             has_response=True, spans=list(spans), subcategories=["assumes", "explores"],
+                             text_length=len(CLUSTERS), text=CLUSTERS, kept_spans=kept)
+
+
+@pytest.mark.parametrize(("after", "where", "shown"), [
+    ("cafe", "start", "'e\u0301' (e + U+0301)"),
+    ("\U0001F468", "end", "'\U0001F468\\u200d\U0001F469\\u200d\U0001F467' (U+1F468 + U+200D + U+1F469 + U+200D "
+                        "+ U+1F467)"),
+    ("\U0001F468\u200d\U0001F469\u200d", "start", "'\U0001F468\\u200d\U0001F469\\u200d\U0001F467' (U+1F468 + "
+                                                  "U+200D + U+1F469 + U+200D + U+1F467)"),
+    ("\u2764", "end", "'\u2764\uFE0F' (U+2764 + U+FE0F)"),
+    ("\U0001F44D", "start", "'\U0001F44D\U0001F3FD' (U+1F44D + U+1F3FD)"),
+    ("\U0001F1EB", "end", "'\U0001F1EB\U0001F1F7' (U+1F1EB + U+1F1F7)"),
+    ("\U0001F1EB\U0001F1F7\U0001F1E9", "start", "'\U0001F1E9\U0001F1EA' (U+1F1E9 + U+1F1EA)"),
+    ("Line\r", "end", "'\\r\\n' (U+000D + U+000A)"),
+    ("\u0915\u094D", "start", "'\u0915\u094D\u0937' (U+0915 + U+094D + U+0937)"),
+])
+def test_a_span_that_would_cut_a_character_in_two_names_the_offset_and_the_character(after, where, shown):
+    offset = CLUSTERS.index(after) + len(after)
+    start, end = (offset, len(CLUSTERS)) if where == "start" else (0, offset)
+    assert on_clusters((start, end, "assumes")) == {
+        "spans[0]": f"AUR: span [{start}, {end}): offset {offset} falls inside {shown}{INSIDE}"}
+
+
+def test_a_span_cutting_characters_at_both_ends_names_both_and_whole_characters_are_a_span():
+    start, end = CLUSTERS.index("\u0301"), CLUSTERS.index("\uFE0F")
+    assert on_clusters((start, end, "assumes")) == {"spans[0]": (
+        f"AUR: span [{start}, {end}): offset {start} falls inside 'e\u0301' (e + U+0301) and offset {end} falls "
+        f"inside '\u2764\uFE0F' (U+2764 + U+FE0F){INSIDE}")}
+    whole = [(CLUSTERS.index(c), CLUSTERS.index(c) + len(c), "assumes") for c in (
+        "e\u0301", "\U0001F468\u200d\U0001F469\u200d\U0001F467", "\u2764\uFE0F", "\U0001F1E9\U0001F1EA", "\r\n",
+        "\u0915\u094D\u0937")]
+    assert on_clusters(*whole, (0, len(CLUSTERS), "explores")) == {}
+
+
+def test_a_span_the_judgment_holds_already_is_kept_though_it_cuts_a_character():
+    """Stored before the rule, it stays, and the page sends it again with each save of its judgment; a new one, or
+    the same offsets with another subcategory, is refused."""
+    old = (0, CLUSTERS.index("\u0301"), "assumes")
+    assert on_clusters(old, kept=[old]) == {}
+    assert set(on_clusters(old, (old[0], old[1], "explores"), kept=[old])) == {"spans[1]"}
+    assert set(on_clusters(old)) == {"spans[0]"}
+
+
+def test_the_rules_need_the_text_of_spans_to_see_its_characters():
+    with pytest.raises(ValueError, match="the caller gives it"):
+        judgment_problems(attribute=attribute("AUR"), score=1, score_required=True, has_turn=True,
+                          has_response=True, spans=[(0, 3, "assumes")], subcategories=["assumes"], text_length=40)
+
+
+def whole_text_boundaries(text: str) -> set[int]:
+    """The boundaries of the text segmented from its start: the reference the local segmentation must equal."""
+    bounds, at = {0}, 0
+    for cluster in iter_graphemes(text):
+        at += len(cluster)
+        bounds.add(at)
+    return bounds
+
+
+# Characters every rule of UAX #29 turns on: controls and CR/LF, combining marks, ZWJ, emoji and their modifiers and
+# variation selectors, regional indicators, Hangul jamo, prepended and spacing marks, Indic conjuncts, ASCII.
+ALPHABET = ["a", "b", " ", ".", "\n", "\r", "\t", "\x01", "\u0301", "\u200d", "\uFE0F", "\U0001F468",
+            "\U0001F469", "\U0001F3FD", "\U0001F1EB", "\U0001F1F7", "\u1100", "\u1161", "\u11A8", "\uAC00",
+            "\u0600", "\u0903", "\u0915", "\u094D", "\u0937", "\u0E33", "\u00e9", "\u00a0", "\U000E0067"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(ALPHABET), max_size=40).map("".join))
+def test_the_offsets_that_cut_a_character_are_those_the_text_segmented_from_its_start_has_no_boundary_at(text):
+    bounds = whole_text_boundaries(text)
+    assert set(grapheme_cuts(text, range(-1, len(text) + 2))) == set(range(len(text) + 1)) - bounds
 
 
 # --- units_of ---------------------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 SLUG = "same"
+ACCENTED = " Comme au cafe\u0301."  # a letter and its combining accent, one character on the screen
 
 
 
@@ -53,6 +54,8 @@ def paths(client, reviewer, tmp_path):
     round_ = RoundFactory(study=study, kind="calibration", number=1, status="open")
     gpt = ModelResponse.objects.select_related("turn__conversation__dataset").get(
         turn__conversation__external_id="appendix-d-1", model_slot="GPT")
+    gpt.text += ACCENTED  # before the round holds it: its text is frozen from then on
+    gpt.save(update_fields=["text"])
     RoundItemFactory(round=round_, turn=gpt.turn, position=1)
     AssignmentFactory(round=round_, coder=reviewer, turn=gpt.turn, position=1)
     client.force_login(reviewer)
@@ -117,13 +120,14 @@ class Paths:
         return caught.value.message_dict
 
 
-def rule(code, *, score, model=True, instance_count=None, spans=(), text_length=None) -> dict[str, str]:
-    """The reference: what annotation.rules says about the judgment."""
+def rule(code, *, score, model=True, instance_count=None, spans=(), text=None) -> dict[str, str]:
+    """The reference: what annotation.rules says about the judgment (on a response with ``text``)."""
     a = attribute(code)
     return judgment_problems(
         attribute=a, score=score, score_required=True, has_turn=True, has_response=model,
         instance_count=instance_count, spans=[(s["start"], s["end"], s["subcategory"]) for s in spans],
-        subcategories=[s.slug for s in a.subcategories.all()], text_length=text_length,
+        subcategories=[s.slug for s in a.subcategories.all()], text_length=None if text is None else len(text),
+        text=text,
     )
 
 
@@ -155,7 +159,7 @@ def test_a_response_attribute_without_a_response_reads_the_same_on_every_path(pa
 def test_an_unknown_span_subcategory_reads_the_same_on_every_path(paths, nothing_written):
     spans = [{"start": 0, "end": 4, "subcategory": "directive"}]
     message = "AUR: subcategory 'directive' is not one of this attribute's (assumes, explores)"
-    assert rule("AUR", score=1, spans=spans, text_length=len(paths.gpt.text)) == {"spans[0]": message}
+    assert rule("AUR", score=1, spans=spans, text=paths.gpt.text) == {"spans[0]": message}
     assert paths.autosave(code="AUR", score=1, spans=spans) == message
     assert paths.command(code="AUR", score=1, spans=spans) == {"spans[0]": message}
     assert paths.api_import(code="AUR", score=1, spans=spans) == {"spans[0]": message}
@@ -165,7 +169,20 @@ def test_a_span_outside_the_response_text_reads_the_same_on_every_path(paths, no
     length = len(paths.gpt.text)
     spans = [{"start": 2, "end": length + 1, "subcategory": "assumes"}]
     message = f"AUR: span [2, {length + 1}) is outside the response text (0–{length} characters)"
-    assert rule("AUR", score=1, spans=spans, text_length=length) == {"spans[0]": message}
+    assert rule("AUR", score=1, spans=spans, text=paths.gpt.text) == {"spans[0]": message}
+    assert paths.autosave(code="AUR", score=1, spans=spans) == message
+    assert paths.command(code="AUR", score=1, spans=spans) == {"spans[0]": message}
+    assert paths.api_import(code="AUR", score=1, spans=spans) == {"spans[0]": message}
+
+
+def test_a_span_that_would_cut_a_character_in_two_reads_the_same_on_every_path(paths, nothing_written):
+    text = paths.gpt.text
+    accent = text.index("\u0301")
+    spans = [{"start": text.index("Comme"), "end": accent, "subcategory": "assumes"}]
+    message = (f"AUR: span [{spans[0]['start']}, {accent}): offset {accent} falls inside 'e\u0301' (e + U+0301); a "
+               "span starts and ends between whole characters as the reader sees them (a letter with its accents, a "
+               "whole emoji or flag, a CRLF)")
+    assert rule("AUR", score=1, spans=spans, text=text) == {"spans[0]": message}
     assert paths.autosave(code="AUR", score=1, spans=spans) == message
     assert paths.command(code="AUR", score=1, spans=spans) == {"spans[0]": message}
     assert paths.api_import(code="AUR", score=1, spans=spans) == {"spans[0]": message}

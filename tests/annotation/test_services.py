@@ -111,6 +111,24 @@ def test_span_of_another_attributes_subcategory_is_refused(round_, reviewer, res
                                spans=[SpanInput(0, 4, "directive")])
 
 
+def test_a_span_stored_before_the_character_rule_stays_through_later_saves(round_, reviewer):
+    """A span that cuts a character in two, stored before spans were checked against the characters, is kept when
+    the page sends it again with a new score; a new such span is refused and nothing changes."""
+    response = ModelResponseFactory(model_slot="GPT", text="Un cafe\u0301 noir.")
+    aur, accent = attribute("AUR"), response.text.index("\u0301")
+    judgment = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=1)
+    Span.objects.create(judgment=judgment, subcategory=aur.subcategories.get(slug="assumes"), start=3, end=accent)
+    old = SpanInput(3, accent, "assumes")
+    saved = services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=2, spans=[old])
+    assert saved.score == 2 and list(saved.spans.values_list("start", "end")) == [(3, accent)]
+    with pytest.raises(ValidationError, match=rf"span \[3, {accent}\): offset {accent} falls inside 'e\u0301'"):
+        services.judgment_save(round=round_, by=reviewer, attribute=aur, response=response, score=0,
+                               spans=[old, SpanInput(3, accent, "explores")])
+    judgment.refresh_from_db()
+    assert judgment.score == 2 and list(judgment.spans.values_list("start", "end", "subcategory__slug")) == [
+        (3, accent, "assumes")]
+
+
 def test_instance_count_only_where_the_schema_has_one(round_, reviewer, response):
     with pytest.raises(ValidationError, match="F1 takes no instance count"):
         services.judgment_save(round=round_, by=reviewer, attribute=attribute("F1"), response=response, score=1,
