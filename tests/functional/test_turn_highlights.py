@@ -4,7 +4,8 @@ otherwise than it stores or counts otherwise than Python (a CRLF line break, dec
 emoji joined by zero-width joiners, a flag, right-to-left text, HTML-like text, a zero-width space, a tab and
 double spaces, a character beyond the Basic Multilingual Plane, a passage across lines and paragraphs), and with
 the gestures that select more than the text (a triple click on the last paragraph, a drag that runs past the
-text's end or starts above it)."""
+text's end or starts above it). A selection whose ends fall inside a character the reader sees (a letter and its
+accent, an emoji sequence, a CRLF) highlights the whole characters."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from annotation.models import Assignment, Span
 from annotation.selectors import response_handle
 from benchmark.models import ModelResponse
 from tests.browser import demo_turn_with_text, login
-from tests.passages import LAST, PASSAGES, TEXT
+from tests.passages import FAMILY, LAST, NFD, PASSAGES, TEXT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -107,4 +108,48 @@ def test_a_selection_reaching_past_the_text_highlights_the_part_of_it_in_the_tex
     box = page.evaluate(PLACE, [handle, "First line"])
     drag(page, (box["x1"], text.bounding_box()["y"] - 10), (box["x2"], box["y2"]))
     assert highlight(page, response) == ["First line"]
+    assert not page.console_errors, page.console_errors
+
+
+# The page's selection from one UTF-16 index of the text to another, as a script (or a browser's own selection) may
+# set it: anywhere, even between a letter and its combining accent or inside an emoji sequence.
+SELECT = """([handle, start, end]) => {
+    const el = document.querySelector(`.response-text[data-response="${handle}"]`);
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let whole = 0, nodes = [];
+    while (walker.nextNode()) { nodes.push([walker.currentNode, whole]); whole += walker.currentNode.data.length; }
+    function point(index) {
+        for (const [node, base] of nodes) if (index <= base + node.data.length) return [node, index - base];
+    }
+    const range = document.createRange();
+    range.setStart(...point(start));
+    range.setEnd(...point(end));
+    window.getSelection().removeAllRanges();
+    window.getSelection().addRange(range);
+}"""
+
+
+def utf16(index: int) -> int:
+    """Where code point ``index`` of TEXT is in UTF-16 units, as the page's DOM counts."""
+    return len(TEXT[:index].encode("utf-16-le")) // 2
+
+
+def test_a_selection_ending_inside_a_character_highlights_the_whole_characters(browser_page, live_server, tricky):
+    page = browser_page
+    url, response, handle = tricky
+    login(page, live_server, "demo-reviewer")
+    page.goto(url)
+    # From between the e and its accent to inside the family emoji (after its first emoji): the accented e and the
+    # whole family.
+    accent, family = TEXT.index(NFD) + len(NFD) - 1, TEXT.index(FAMILY)
+    page.evaluate(SELECT, [handle, utf16(accent), utf16(family + 1)])
+    page.keyboard.press("h")
+    assert highlight(page, response) == [TEXT[accent - 1:family + len(FAMILY)]]
+    # From between the CR and the LF of a line break to between the next CR and LF: the line between, the CRLFs left
+    # out whole as blanks.
+    first = TEXT.index("\r\n")
+    second = TEXT.index("\r\n", first + 2)
+    page.evaluate(SELECT, [handle, utf16(first + 1), utf16(second + 1)])
+    page.keyboard.press("h")
+    assert highlight(page, response) == [TEXT[first + 2:second]]
     assert not page.console_errors, page.console_errors

@@ -1,6 +1,7 @@
 // Spans on the response texts: the texts as code points (offsets counted as Python counts them), the highlights
 // drawn over them (overlapping ones nested, each with its own underline) and listed below them, the selection turned
-// into offsets, and adding, changing and removing a span through the subcategory palette or a highlight's popover.
+// into offsets of whole characters, and adding, changing and removing a span through the subcategory palette or a
+// highlight's popover.
 // Every change goes to the form's undo history and save queue (forms.js).
 import { changed } from "./forms.js";
 import { button, editable, forms, palette, popover, subName, subcategories } from "./page.js";
@@ -8,10 +9,29 @@ import { SPANS_REPLACED } from "./values.js";
 
 // ---- text and offsets -----------------------------------------------------------------------------------
 // A response is known here only by its handle (data-response): opaque, per reviewer, never its database id.
+const strings = {};
 const texts = {};
 document.querySelectorAll(".response-text").forEach(function (el) {
-  texts[el.dataset.response] = Array.from(JSON.parse(document.getElementById("text-" + el.dataset.response).textContent));
+  strings[el.dataset.response] = JSON.parse(document.getElementById("text-" + el.dataset.response).textContent);
+  texts[el.dataset.response] = Array.from(strings[el.dataset.response]);
 });
+
+// The characters a reader sees (grapheme clusters): a letter and its accents, an emoji sequence, a flag, a CRLF.
+// A span starts and ends between two of them, as the server requires (docs/reference.md#spans-and-characters).
+const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+// The code-point range [from, to) of the character that holds code point `at` of a response text.
+function characterAt(responseId, at) {
+  const units = texts[responseId].slice(0, at).join("").length;
+  const found = graphemes.segment(strings[responseId]).containing(units);
+  const from = at - Array.from(strings[responseId].slice(found.index, units)).length;
+  return [from, from + Array.from(found.segment).length];
+}
+
+function blankAt(responseId, at) {
+  const [from, to] = characterAt(responseId, at);
+  return /^\s+$/.test(texts[responseId].slice(from, to).join(""));
+}
 
 function spanForms(responseId) {
   return forms.filter(function (f) { return f.dataset.response === responseId && f.classList.contains("has-spans"); });
@@ -109,7 +129,10 @@ function offsetOf(container, node, offset) {
 
 // The selection as offsets into the one response text it reaches, cut to that text: a triple click on the last
 // paragraph, or a drag that runs past the text's end or starts above it, selects more than the text, and its part
-// in the text is the passage. A selection reaching into two texts, or none, is no passage.
+// in the text is the passage. A selection reaching into two texts, or none, is no passage. Its ends move out to the
+// whole characters they fall in (a selection set by a script or a browser's own may end between a letter and its
+// accent), then the blank characters at either end are left out whole (a space with a combining accent is no blank,
+// a CRLF is one).
 function selectionIn() {
   const sel = window.getSelection();
   if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return null;
@@ -127,9 +150,11 @@ function selectionIn() {
   const id = container.dataset.response;
   let start = offsetOf(container, inText.startContainer, inText.startOffset);
   let end = offsetOf(container, inText.endContainer, inText.endOffset);
-  const cps = texts[id];
-  while (start < end && /\s/.test(cps[start])) start++;
-  while (end > start && /\s/.test(cps[end - 1])) end--;
+  if (end <= start) return null;
+  start = characterAt(id, start)[0];
+  end = characterAt(id, end - 1)[1];
+  while (start < end && blankAt(id, start)) start = characterAt(id, start)[1];
+  while (end > start && blankAt(id, end - 1)) end = characterAt(id, end - 1)[0];
   if (end <= start) return null;
   return { responseId: id, start: start, end: end, rect: inText.getBoundingClientRect() };
 }
