@@ -1,15 +1,19 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
 the services (which validate and version them), never by hand in the admin; so is what names them or keeps them
 as they were: a round's state, kind and number, an opened round's set and queues (nothing added, the round never
-deleted), an item's coder, turn and feedback lock. A JSON field refuses here what its column cannot store."""
+deleted), an item's coder, turn and feedback lock, a member's role, alias and panel place (members are shown
+and taken off, never added or changed: an archived study's not even taken off). A JSON field refuses here
+what its column cannot store."""
 
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import JSONField
 from django.forms.fields import InvalidJSONInput
+from django.shortcuts import redirect
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
@@ -173,13 +177,31 @@ class StudyMemberAdmin(AnnotationAdmin):
         return False
 
     # Deleting a member is taking them off the study: through the service, which keeps their role for their
-    # judgments (models.FormerStudyMember) and records it in the audit trail.
+    # judgments (models.FormerStudyMember), records it in the audit trail and refuses what the study page refuses
+    # (an archived study, a coder with session labels): the refusal is said on the page, nothing is taken off.
     def delete_model(self, request, obj):
         study_member_remove(member=obj, by=request.user)
 
     def delete_queryset(self, request, queryset):
-        for member in queryset:
-            study_member_remove(member=member, by=request.user)
+        with transaction.atomic():
+            for member in queryset.select_related("study", "user"):
+                study_member_remove(member=member, by=request.user)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except ValidationError as refused:
+            return self._refused(request, refused, "admin:annotation_studymember_change", object_id)
+
+    def changelist_view(self, request, extra_context=None):
+        try:
+            return super().changelist_view(request, extra_context)
+        except ValidationError as refused:
+            return self._refused(request, refused, "admin:annotation_studymember_changelist")
+
+    def _refused(self, request, refused: ValidationError, page: str, *args: Any):
+        self.message_user(request, f"Nobody was taken off: {'; '.join(refused.messages)}", level=messages.ERROR)
+        return redirect(page, *args)
 
 
 def _draft(round_: models.Round, what: str) -> models.Round:
@@ -236,7 +258,6 @@ class RoundItemAdmin(AnnotationAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or obj.round.status == "draft")
-
 
 
 class AssignmentForm(forms.ModelForm):

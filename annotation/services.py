@@ -172,6 +172,8 @@ PEOPLE_ROLES = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)  # a study's
 
 # What an archived study's refusal of a judgment or a label says no longer changes.
 ARCHIVED_JUDGMENTS = "its judgments and labels no longer change"
+# What an archived study's refusal of a membership change (an addition, a removal, another role) says.
+ARCHIVED_MEMBERS = "its members no longer change: nobody is added, taken off or given another role"
 
 
 def study_locked(study: Study) -> bool:
@@ -211,7 +213,7 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     if member is not None:  # a member already (a demo loaded again): nothing changes, archived or not
         return member
     if archived:
-        raise archived_refusal(study, "it takes no new members")
+        raise archived_refusal(study, ARCHIVED_MEMBERS)
     # A member again: what they are now is what they are (FormerStudyMember). In the role they had, they are again
     # what they were: their alias (kept for them alone) and their place on the panel, whose main-round queue and
     # figures are still theirs.
@@ -285,12 +287,13 @@ def study_blinding_key_rotate(*, study: Study, by: User | None) -> Study:
 def study_member_remove(*, member: StudyMember, by: User) -> None:
     """Take someone off a study: their pages and saves stop at once; their judgments stay, and so does their role
     (and place on the panel) for the reports and exports, in a ``FormerStudyMember``. A method or reference with
-    session labels stays: its labels belong to its membership (``SessionLabel.coder``), so the refusal says so."""
+    session labels stays: its labels belong to its membership (``SessionLabel.coder``), so the refusal says so. An
+    archived study's members stay as they are (``ARCHIVED_MEMBERS``)."""
     require_study_admin(by)
     # The study's lock first, as every study-wide write takes it (the main round's assignment, the panel, a member's
     # addition): an assignment that read the panel gives its queues before the removal, or reads the panel without
     # them. Then the member as they are now, not as the caller read them (the panel may have changed since).
-    study_locked(member.study)
+    study_locked_unarchived(member.study, what=ARCHIVED_MEMBERS)
     current = StudyMember.objects.select_for_update().filter(pk=member.pk).first()
     if current is None:
         raise ChangedMeanwhile("the study's members")
@@ -397,7 +400,8 @@ def judgment_save(
         raise PermissionDenied("you are not a member of this study (any more): nothing was saved")
     # The item no longer takes changes: said alone, whatever else the change got wrong.
     if state["status"] != Round.Status.OPEN:
-        raise ItemLockedError({"round": f"{round.name} is {state['status']}: judgments can no longer change"}, judgment)
+        raise ItemLockedError({"round": _closed_refusal(round, state["status"], "judgments can no longer change")},
+                              judgment)
     if round.kind == Round.Kind.CALIBRATION and _feedback_locked(round=round, coder=by, unit=unit):
         # Only a calibration round's reopening locks items, and it is read here, after the round's lock, in a
         # statement of its own: a save that waited for the reopening sees the reopened round in its locked row, but
@@ -443,6 +447,17 @@ def judgment_save(
         _judgment_update_recorded(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=before,
                                   after=after)
     return judgment
+
+
+def _closed_refusal(round: Round, status: str, what: str, *, archived: str = ARCHIVED_JUDGMENTS) -> str:
+    """Why a round that is not open refuses a coder's write: "study 'SLUG' is archived: ARCHIVED" when its study
+    is (``archived_refusal``: its rounds are all closed, but what the coder is told is the study's end, not a
+    round's), else "ROUND is STATUS: WHAT". Read only once a write is refused: a save into an open round asks
+    nothing more."""
+    study = Study.objects.filter(pk=round.study_id, status=Study.Status.ARCHIVED).only("slug").first()
+    if study is not None:
+        return archived_refusal(study, archived).messages[0]
+    return f"{round.name} is {status}: {what}"
 
 
 def _judgment_unit(*, turn: Turn | None, session: Session | None,
@@ -845,7 +860,8 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder can complete this turn")
     if assignment.round.status != Round.Status.OPEN:
-        raise ValidationError(f"{assignment.round.name} is not open")
+        raise ValidationError(_closed_refusal(assignment.round, assignment.round.status, "its turns are no longer "
+                                              "completed", archived="its turns are no longer completed"))
     view = selectors.turn_view(round_id=assignment.round_id, user=by, position=assignment.position)
     assert view is not None  # the assignment exists and is the coder's
     span_counts = dict(
@@ -887,7 +903,8 @@ def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> in
     now = timezone.now()
     row = Assignment.objects.select_for_update().select_related("round").get(pk=assignment.pk)
     if row.round.status != Round.Status.OPEN:
-        raise ValidationError(f"{row.round.name} is {row.round.status}: time on task is no longer recorded")
+        raise ValidationError(_closed_refusal(row.round, row.round.status, "time on task is no longer recorded",
+                                              archived="time on task is no longer recorded"))
     since = (now - row.time_reported_at).total_seconds() if row.time_reported_at else MAX_TIME_BEAT_SECONDS
     added = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS, math.ceil(since)))
     Assignment.objects.filter(pk=row.pk).update(active_seconds=F("active_seconds") + added, time_reported_at=now)
@@ -924,7 +941,8 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
     if assignment.coder_id != by.pk or not member:
         errors["coder"] = "only the assigned coder, while a member of the study, can note this item"
     if status != Round.Status.OPEN:
-        errors["round"] = f"{round_.name} is {status}: notes on its items can no longer change"
+        errors["round"] = _closed_refusal(round_, status, "notes on its items can no longer change",
+                                          archived="its items' notes no longer change")
     elif locked:
         errors["round"] = (f"this item of {round_.name} was compared with gold in your feedback before the round "
                            "was reopened: its note stays as it was")

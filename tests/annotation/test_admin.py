@@ -7,13 +7,14 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from annotation.models import AttributeDefinition, ReviewerAlert, Round, StudyMember
+from annotation.models import AttributeDefinition, ReviewerAlert, Round, Study, StudyMember
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
     RoundFactory,
     RoundItemFactory,
     StudyFactory,
+    StudyMemberFactory,
     TurnFactory,
     UserFactory,
 )
@@ -210,4 +211,22 @@ def test_json_the_database_cannot_store_is_refused_by_the_admins_forms(client, a
         response = client.post(url, _form(client, url) | {field: text})
         assert response.status_code == 200, (url, response.status_code)
         assert message in response.context["adminform"].form.errors.get(field, [""])[0], (url, field)
+    assert fingerprint() == before
+
+
+def test_an_archived_studys_members_are_not_taken_off_by_hand(client, admin_user):
+    """The Django admin takes no member off an archived study, as the study page does not: a deletion (one, or the
+    list's action) is refused in the service's words, nothing written. Before, the member was taken off, and a
+    deletion the service refused (a member with session labels) was a 500."""
+    study = StudyFactory(status=Study.Status.ARCHIVED, slug="ended")
+    member = StudyMemberFactory(study=study, role=StudyMember.Role.REVIEWER, alias="R1")
+    client.force_login(admin_user)
+    before = fingerprint()
+    refusal = "study &#x27;ended&#x27; is archived: its members no longer change"
+    deleted = client.post(reverse("admin:annotation_studymember_delete", args=[member.pk]), {"post": "yes"},
+                          follow=True)
+    assert deleted.status_code == 200 and refusal in deleted.content.decode()
+    listed = client.post(reverse("admin:annotation_studymember_changelist"),
+                         {"action": "delete_selected", "_selected_action": [member.pk], "post": "yes"}, follow=True)
+    assert listed.status_code == 200 and refusal in listed.content.decode()
     assert fingerprint() == before

@@ -190,13 +190,14 @@ def test_an_archived_study_takes_no_new_member_and_says_so(client, study, admin_
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin_user)
     services.study_archive(study=study, by=admin_user)
     dashboard = client.get(reverse("study-dashboard", args=["pilot"])).content.decode()
-    assert "it takes no new members" in dashboard and reverse("member-add", args=["pilot"]) not in dashboard
+    assert "its members no longer change" in dashboard and reverse("member-add", args=["pilot"]) not in dashboard
     before = (list(StudyMember.objects.values_list("pk", "role", "alias")), AuditEvent.objects.count())
     page = client.post(reverse("member-add", args=["pilot"]), {"username": researcher.username, "role": "expert"},
                        follow=True)
     assert page.status_code == 200
-    assert "study &#x27;pilot&#x27; is archived: it takes no new members" in page.content.decode()
-    with pytest.raises(ValidationError, match="study 'pilot' is archived: it takes no new members"):
+    assert "study &#x27;pilot&#x27; is archived: its members no longer change" in page.content.decode()
+    with pytest.raises(ValidationError, match="study 'pilot' is archived: its members no longer change: nobody is "
+                                              "added"):
         services.study_member_add(study=study, user=researcher, role=StudyMember.Role.REVIEWER, by=admin_user)
     again = services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin_user)
     assert (again.role, again.alias) == (StudyMember.Role.REVIEWER, "R1")
