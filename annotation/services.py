@@ -288,7 +288,10 @@ def study_member_remove(*, member: StudyMember, by: User) -> None:
     """Take someone off a study: their pages and saves stop at once; their judgments stay, and so does their role
     (and place on the panel) for the reports and exports, in a ``FormerStudyMember``. A method or reference with
     session labels stays: its labels belong to its membership (``SessionLabel.coder``), so the refusal says so. An
-    archived study's members stay as they are (``ARCHIVED_MEMBERS``)."""
+    archived study's members stay as they are (``ARCHIVED_MEMBERS``).
+
+    The member's row lock is the one every save of theirs holds a share of (``_round_and_judgment_locked``): a save
+    under way lands before the removal, and a save after it finds no member and is refused."""
     require_study_admin(by)
     # The study's lock first, as every study-wide write takes it (the main round's assignment, the panel, a member's
     # addition): an assignment that read the panel gives its queues before the removal, or reads the panel without
@@ -533,13 +536,16 @@ def _judgment_create_sql(fields: list[Any]) -> str:
 
 def _round_and_judgment_locked(*, round: Round, coder: User,
                                lookup: dict[str, Any]) -> tuple[dict[str, Any], Judgment | None]:
-    """The round's status and whether ``coder`` is (still) a member of its study, read under a shared lock on the
-    round's row, and the coder's judgment named by ``lookup`` (field name -> value, instance or None), or None,
-    under an exclusive lock: in one statement.
+    """The round's status and whether ``coder`` is (still) a member of its study, each read under a shared lock on
+    its row (the round's, the coder's membership), and the coder's judgment named by ``lookup`` (field name ->
+    value, instance or None), or None, under an exclusive lock: in one statement.
 
-    The shared lock (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of a round run
-    side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for it; the
-    exclusive lock on the judgment orders two saves of the same judgment (the later one finds a new version).
+    The shared lock on the round (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of
+    a round run side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for
+    it. The one on the membership (``FOR KEY SHARE``: a change of the panel or an alias does not wait for it) does
+    the same with taking the coder off (``study_member_remove`` locks the row, then deletes it): a save under way
+    lands before the removal, and a save that waited for it finds no member. The exclusive lock on the judgment
+    orders two saves of the same judgment (the later one finds a new version).
 
     The statement is written here rather than composed from two querysets: it runs on every autosave, and Django
     compiling the two querysets cost more CPU than the rest of the save's SQL together (issue 11's autosave
@@ -558,13 +564,13 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
             params.append(value.pk if hasattr(value, "_meta") else value)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT r.status, r.member, {', '.join('j.' + quote(str(f.column)) for f in fields)} FROM ("  # noqa: S608  # nosec B608 - table and column names from the models, values bound
-            f"SELECT status, EXISTS (SELECT 1 FROM {quote(StudyMember._meta.db_table)} m "
-            f"WHERE m.study_id = {quote(Round._meta.db_table)}.study_id AND m.user_id = %s) AS member "
-            f"FROM {quote(Round._meta.db_table)} WHERE id = %s FOR SHARE) r "
+            f"SELECT r.status, m.id IS NOT NULL, {', '.join('j.' + quote(str(f.column)) for f in fields)} FROM ("  # noqa: S608  # nosec B608 - table and column names from the models, values bound
+            f"SELECT status FROM {quote(Round._meta.db_table)} WHERE id = %s FOR SHARE) r "
+            f"LEFT JOIN (SELECT id FROM {quote(StudyMember._meta.db_table)} WHERE study_id = %s AND user_id = %s "
+            "FOR KEY SHARE) m ON true "
             f"LEFT JOIN (SELECT * FROM {quote(Judgment._meta.db_table)} WHERE {' AND '.join(where)} "
             "LIMIT 1 FOR UPDATE) j ON true",
-            (coder.pk, round.pk, *params),
+            (round.pk, round.study_id, coder.pk, *params),
         )
         row = cursor.fetchone()
     if row is None:

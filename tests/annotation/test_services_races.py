@@ -1,7 +1,7 @@
 """Two writers at once in annotation/services.py, on real PostgreSQL connections (tests/races.py): two reviewers
 added at once get different aliases; a settings page opened before another admin's save keeps that save (a stale
 page, as its ``shown`` values); two saves of the same judgment keep one and refuse the other; a save racing the
-round's closing lands before it."""
+round's closing lands before it; a save racing its coder's removal lands before it or is refused."""
 
 from __future__ import annotations
 
@@ -252,3 +252,83 @@ def test_an_import_racing_a_first_save_of_the_same_unit_names_the_row(coded):
     assert "already has a different U2 judgment for this unit (score 1)" in imported.errors[0].message
     assert list(Judgment.objects.filter(round_id=round_id, attribute=u2, turn_id=turn_id, coder_id=reviewer_id)
                 .values_list("score", "version")) == [(1, 1)]
+
+
+def _remove_reviewer(coded):
+    """Take the ``coded`` reviewer off the demo study, as its admin (the study page's service)."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.demo import DEMO_USERS
+
+    round_id, reviewer_id, _, _ = coded
+
+    def remove():
+        member = StudyMember.objects.select_related("study", "user").get(study__rounds=round_id, user_id=reviewer_id)
+        services.study_member_remove(member=member, by=get_user_model().objects.get(username=DEMO_USERS[roles.ADMIN]))
+        return time.monotonic()
+
+    return remove
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_save_under_way_when_its_coder_is_taken_off_lands_before_the_removal(coded):
+    """The save holds a share of the member's row lock while it writes; the removal locks that row before it
+    deletes it, so it waits for the save and takes the member off after it (the judgment, with its history, is what
+    the former member's role covers). Before, the removal committed in the middle of the save, which then landed
+    after it: a judgment written by someone no longer a member."""
+    from annotation.models import FormerStudyMember, Judgment
+
+    locked = threading.Event()
+    original = services.judgment_value
+
+    def held(*args, **kwargs):  # the save, its locks taken, waits in the middle of its write
+        locked.set()
+        time.sleep(0.5)
+        return original(*args, **kwargs)
+
+    remove = _remove_reviewer(coded)
+
+    def remove_once_locked():
+        assert locked.wait(timeout=30)
+        return remove()
+
+    with mock.patch.object(services, "judgment_value", held):
+        saved, removed = together(_save(coded, 2), remove_once_locked)
+    assert isinstance(saved, tuple) and isinstance(removed, float), (saved, removed)
+    assert removed > saved[1], "the coder was taken off while a save of theirs was under way, and it landed after"
+    assert Judgment.objects.get(pk=saved[0].pk).score == 2
+    assert FormerStudyMember.objects.filter(user_id=coded[1], role="reviewer").exists()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_save_that_meets_its_coders_removal_is_refused_as_from_someone_no_longer_a_member(coded):
+    """The removal has deleted the member's row and not yet committed when the save reads the membership: the save
+    waits for the row's lock, finds it gone, and is refused, nothing written. Before, it read the member as the
+    removal had not committed yet and saved after the removal."""
+    from django.core.exceptions import PermissionDenied
+
+    from annotation.models import Judgment, JudgmentRevision
+
+    round_id, reviewer_id, turn_id, attribute_id = coded
+    deleted = threading.Event()
+    original = services.audit_record
+
+    def held(*args, **kwargs):  # the removal, the member's row deleted, waits before it commits
+        deleted.set()
+        time.sleep(0.5)
+        return original(*args, **kwargs)
+
+    save = _save(coded, 2)
+
+    def save_once_deleted():
+        assert deleted.wait(timeout=30)
+        return save()
+
+    with mock.patch.object(services, "audit_record", held):
+        removed, refused = together(_remove_reviewer(coded), save_once_deleted)
+    assert isinstance(removed, float), removed
+    assert isinstance(refused, PermissionDenied), refused
+    judgment = Judgment.objects.get(round_id=round_id, coder_id=reviewer_id, turn_id=turn_id,
+                                    attribute_id=attribute_id)
+    assert (judgment.score, judgment.version) == (0, 1)
+    assert JudgmentRevision.objects.filter(judgment=judgment).count() == 1
