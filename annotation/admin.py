@@ -1,15 +1,15 @@
 """Django admin for every annotation model. Judgment data is read-only here: judgments change only through
 the services (which validate and version them), never by hand in the admin; so is what names them or keeps them
 as they were: a round's state, kind and number, an opened round's set and queues (nothing added, the round never
-deleted), an item's coder, turn and feedback lock, a member's role, alias and panel place (members are shown
-and taken off, never added or changed: an archived study's not even taken off). A JSON field refuses here
-what its column cannot store."""
+deleted; checked under the round's lock, so a round opened meanwhile is seen opened), an item's coder, turn and
+feedback lock, a member's role, alias and panel place (members are shown and taken off, never added or changed:
+an archived study's not even taken off). A JSON field refuses here what its column cannot store."""
 
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import JSONField
 from django.forms.fields import InvalidJSONInput
@@ -204,9 +204,19 @@ class StudyMemberAdmin(AnnotationAdmin):
         return redirect(page, *args)
 
 
+def _draft_locked(round_: models.Round) -> bool:
+    """Lock the round's row until the admin's transaction ends (the admin saves and deletes in one); whether it is
+    a draft. The round's opening (an UPDATE of the row) waits for the lock, and so do the queue items and set items
+    written into it meanwhile (their insert locks the row they point to), so what was checked stays true until the
+    admin's write commits."""
+    status = models.Round.objects.select_for_update().filter(pk=round_.pk).values_list("status", flat=True).first()
+    return status == models.Round.Status.DRAFT
+
+
 def _draft(round_: models.Round, what: str) -> models.Round:
-    """The round, while it is a draft: an opened round's set and queues are what its coders were given."""
-    if round_.status != models.Round.Status.DRAFT:
+    """The round, while it is a draft (``_draft_locked``): an opened round's set and queues are what its coders were
+    given."""
+    if not _draft_locked(round_):
         raise ValidationError(f"{round_.name} is no longer a draft: its {what} are fixed")
     return round_
 
@@ -225,6 +235,18 @@ class RoundAdmin(AnnotationAdmin):
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (
             obj is None or (obj.status == models.Round.Status.DRAFT and not obj.assignments.exists()))
+
+    # The permission is asked before the admin's transaction; asked again here under the round's lock, so a round
+    # opened or given queues meanwhile is refused (403), nothing deleted.
+    def delete_model(self, request, obj):
+        if not (_draft_locked(obj) and not obj.assignments.exists()):
+            raise PermissionDenied(f"{obj.name} is no longer a draft without queues: it is not deleted")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for round_ in queryset:
+                self.delete_model(request, round_)
 
     @admin.action(description="Close the round (locks judgments, starts a metrics run)", permissions=["change"])
     def close_rounds(self, request, queryset):
@@ -258,6 +280,17 @@ class RoundItemAdmin(AnnotationAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or obj.round.status == "draft")
+
+    # Asked again under the round's lock (``RoundAdmin.delete_model``); a change is checked so by the form.
+    def delete_model(self, request, obj):
+        if not _draft_locked(obj.round):
+            raise PermissionDenied(f"{obj.round.name} is no longer a draft: its items are fixed")
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for item in queryset.select_related("round"):
+                self.delete_model(request, item)
 
 
 class AssignmentForm(forms.ModelForm):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from html.parser import HTMLParser
+from unittest import mock
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
+from annotation import admin as admin_pages
+from annotation import services as annotation_services
 from annotation.models import AttributeDefinition, ReviewerAlert, Round, Study, StudyMember
 from tests.factories import (
     AssignmentFactory,
@@ -19,6 +25,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.form_fuzz import fingerprint
+from tests.races import together
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +237,66 @@ def test_an_archived_studys_members_are_not_taken_off_by_hand(client, admin_user
                          {"action": "delete_selected", "_selected_action": [member.pk], "post": "yes"}, follow=True)
     assert listed.status_code == 200 and refusal in listed.content.decode()
     assert fingerprint() == before
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_item_added_by_hand_to_a_draft_round_is_in_before_the_round_opens(admin_user):
+    """The admin's check that the round is a draft holds the round's lock until the item is written: a round opened
+    meanwhile (its UPDATE) waits for the admin's commit, so its coders are given the set as it is then. Before, the
+    round opened between the admin's check and its write, and the item went into an opened round's set."""
+    round_ = RoundFactory(status=Round.Status.DRAFT)
+    turn = TurnFactory()
+    checked = threading.Event()
+    written: list[float] = []
+    original = admin_pages.RoundItemAdmin.save_model
+
+    def held(self, request, obj, form, change):  # noqa: ANN001 - the admin's own signature
+        checked.set()  # the form was checked: the round was a draft
+        time.sleep(0.5)
+        original(self, request, obj, form, change)
+        written.append(time.monotonic())  # written, not yet committed
+
+    def add():
+        admin = Client()
+        admin.force_login(admin_user)
+        return admin.post(reverse("admin:annotation_rounditem_add"),
+                          {"round": str(round_.pk), "turn": str(turn.pk), "position": "1"}).status_code
+
+    def open_():
+        assert checked.wait(timeout=30)
+        annotation_services.round_open(round=Round.objects.select_related("study").get(pk=round_.pk), by=None)
+        return time.monotonic()
+
+    with mock.patch.object(admin_pages.RoundItemAdmin, "save_model", held):
+        added, opened = together(add, open_)
+    assert added == 302 and isinstance(opened, float), (added, opened)
+    assert opened > written[0], "the round opened between the admin's check that it was a draft and its write"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_draft_round_opened_while_its_deletion_is_confirmed_is_not_deleted(admin_user):
+    """The admin asks whether a round may be deleted before its transaction, and again under the round's lock as it
+    deletes it: a round opened in between is refused (403) and stays open. Before, the open round was deleted."""
+    round_ = RoundFactory(status=Round.Status.DRAFT)
+    asked = threading.Event()
+    original = admin_pages.RoundAdmin.get_deleted_objects
+
+    def held(self, objs, request):  # noqa: ANN001 - the admin's own signature
+        asked.set()  # the permission was given: the round was a draft without queues
+        time.sleep(0.5)
+        return original(self, objs, request)
+
+    def delete():
+        admin = Client()
+        admin.force_login(admin_user)
+        return admin.post(reverse("admin:annotation_round_delete", args=[round_.pk]), {"post": "yes"}).status_code
+
+    def open_():
+        assert asked.wait(timeout=30)
+        return annotation_services.round_open(round=Round.objects.select_related("study").get(pk=round_.pk), by=None)
+
+    with mock.patch.object(admin_pages.RoundAdmin, "get_deleted_objects", held):
+        deleted, opened = together(delete, open_)
+    assert isinstance(opened, Round), opened
+    assert deleted == 403
+    assert Round.objects.get(pk=round_.pk).status == Round.Status.OPEN
