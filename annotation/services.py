@@ -715,6 +715,36 @@ def judgments_purge(*, judgments: QuerySet[Judgment], by: User | None, reason: s
     return len(ids)
 
 
+def gold_agreement_problems(*, round: Round, attribute: AttributeDefinition, turn: Turn,
+                            response: ModelResponse | None, score: int, agreed_by: Sequence[User]) -> str:
+    """Why a gold value of one unit may not name ``agreed_by`` as the experts who agreed to it ("" when it may):
+    each must be on the study's gold panel (an expert, or taken off as one: ``selectors.study_coders``) and have
+    scored the unit in the round. An expert still on the study may agree to a value they did not code (the panel
+    settled it together; the consensus screen shows their own score beside it); one taken off since agreed to
+    their own coding only, so their score must be the gold value. The rule of every gold value recorded with who
+    agreed (the consensus screen, its unanimous items): docs/reference.md#gold."""
+    if not agreed_by:
+        return ""
+    panel = {coder.user_id: coder.member for coder in selectors.study_coders(study=round.study)
+             if coder.role == StudyMember.Role.EXPERT}
+    scores = dict(Judgment.objects.filter(
+        round=round, is_gold=False, attribute=attribute, turn=turn, response=response, score__isnull=False,
+        coder_id__in=[user.pk for user in agreed_by]).values_list("coder_id", "score"))
+    problems = []
+    for user in sorted(agreed_by, key=lambda user: user.get_username()):
+        name = user.get_username()
+        if user.pk not in panel:
+            problems.append(f"{name} is not an expert of the study (now or before)")
+        elif user.pk not in scores:
+            problems.append(f"{name} did not score this item in {round.name}")
+        elif not panel[user.pk] and scores[user.pk] != score:
+            problems.append(f"{name}, taken off the study since, scored {scores[user.pk]}, not {score}")
+    if not problems:
+        return ""
+    return ("who agreed: " + "; ".join(problems) + " (only the gold panel's experts who scored the item agree to "
+            "its gold, and one taken off the study only to their own score)")
+
+
 @transaction.atomic
 def gold_save(
     *, round: Round, by: User, attribute: AttributeDefinition, turn: Turn,
@@ -722,11 +752,15 @@ def gold_save(
     expected_version: int | None = None,
 ) -> Judgment:
     """Record the consensus (gold) value of one unit: one gold judgment per (round, unit, attribute), whoever
-    records it. ``expected_version`` (the version the admin saw, 0 for "none yet") refuses a lost race."""
+    records it, ``agreed_by`` the experts ``gold_agreement_problems`` accepts. ``expected_version`` (the version
+    the admin saw, 0 for "none yet") refuses a lost race."""
     errors = _judgment_errors(
         round=round, attribute=attribute, score=score, score_required=True, turn=turn, response=response,
         conversation_id=turn.conversation_id, instance_count=None, spans=(),
     )
+    if not errors and (disagreed := gold_agreement_problems(round=round, attribute=attribute, turn=turn,
+                                                            response=response, score=score, agreed_by=agreed_by)):
+        errors["agreed_by"] = disagreed
     if errors:
         raise ValidationError(errors)
     lookup = {"round": round, "is_gold": True, "attribute": attribute, "turn": turn, "response": response}

@@ -84,6 +84,17 @@ class ConsensusItem:
                 if score is not None or name not in self.former}
 
     @property
+    def agreed(self) -> list[tuple[str, int | None]]:
+        """Who agreed to the unit's gold, each with their own score where it is another value (None where it is
+        the gold value): an expert who agreed to a value they did not code is shown so
+        (``annotation.services.gold_agreement_problems``)."""
+        if self.gold is None:
+            return []
+        names = sorted(user.get_username() for user in self.gold.agreed_by.all())
+        return [(name, None if self.expert_scores.get(name) in (None, self.gold.score) else self.expert_scores[name])
+                for name in names]
+
+    @property
     def unanimous(self) -> bool:
         values = list(self.counted.values())
         return bool(values) and None not in values and len(set(values)) == 1

@@ -18,7 +18,7 @@ from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from calibration import services as calibration_services
-from tests.factories import JudgmentFactory, RoundItemFactory, attribute
+from tests.factories import JudgmentFactory, RoundItemFactory, StudyMemberFactory, UserFactory, attribute
 
 pytestmark = pytest.mark.django_db
 
@@ -93,19 +93,22 @@ def test_a_refused_save_keeps_no_revision(round_, reviewer, response):
 # --- gold -----------------------------------------------------------------------------------------------------------
 
 
-def test_recording_gold_keeps_the_recorder_the_note_and_who_agreed(round_, admin_user, expert, reviewer, response):
+def test_recording_gold_keeps_the_recorder_the_note_and_who_agreed(round_, admin_user, expert, response):
     RoundItemFactory(round=round_, turn=response.turn)
     aur = attribute("AUR")
+    second = StudyMemberFactory(study=round_.study, role="expert", user=UserFactory(username="expert-2")).user
+    services.judgment_save(round=round_, by=expert, attribute=aur, response=response, score=1)
+    services.judgment_save(round=round_, by=second, attribute=aur, response=response, score=2)
     gold = calibration_services.gold_record(round=round_, by=admin_user, attribute=aur, turn=response.turn,
                                             response=response, score=1, agreed_by=[expert], expected_version=0)
     gold = calibration_services.gold_record(round=round_, by=admin_user, attribute=aur, turn=response.turn,
                                             response=response, score=2, note="decided in the workshop",
-                                            agreed_by=[expert, reviewer], expected_version=1)
+                                            agreed_by=[expert, second], expected_version=1)
     created, changed = history(gold)
     assert (created.source, created.changed_by, created.before) == ("gold", admin_user, None)
     assert created.after == value(1) | {"agreed_by": ["expert"]}
     assert changed.before == created.after and changed.version == 2 and changed.changed_by == admin_user
-    assert changed.after == value(2, note="decided in the workshop") | {"agreed_by": ["expert", "reviewer"]}
+    assert changed.after == value(2, note="decided in the workshop") | {"agreed_by": ["expert", "expert-2"]}
 
 
 def test_unanimous_gold_is_recorded_in_the_history_too(round_, admin_user, expert, response):

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def item(db, admin_user, reviewer, other_reviewer, expert):
     """A calibration round with one turn of two responses (GPT, Claude); the reviewer scores AUR on GPT twice (the
-    second time with a span), the other reviewer scores U1 on the turn, the admin records gold for AUR on GPT."""
+    second time with a span), the other reviewer scores U1 on the turn, the expert AUR on GPT, and the admin records
+    gold for AUR on GPT, agreed by the expert."""
     study = StudyFactory(status="open")
     for user, role in ((reviewer, "reviewer"), (other_reviewer, "reviewer"), (expert, "expert")):
         StudyMemberFactory(study=study, user=user, role=role)
@@ -43,6 +44,7 @@ def item(db, admin_user, reviewer, other_reviewer, expert):
                            spans=[SpanInput(0, 4, "assumes")])
     services.judgment_save(round=round_, by=other_reviewer, attribute=aur, response=claude, score=0)
     services.judgment_save(round=round_, by=other_reviewer, attribute=attribute("U1"), turn=gpt.turn, score=2)
+    services.judgment_save(round=round_, by=expert, attribute=aur, response=gpt, score=2)
     calibration_services.gold_record(round=round_, by=admin_user, attribute=aur, turn=gpt.turn, response=gpt,
                                      score=2, agreed_by=[expert], note="as the reviewer")
     return round_, gpt.turn
@@ -64,13 +66,14 @@ def test_an_admin_sees_every_change_on_the_item_newest_first(client, admin_user,
     html = response.content.decode()
     expected = list(JudgmentRevision.objects.filter(judgment__round=round_, judgment__turn=turn)
                     .order_by("-at", "-id").values_list("pk", flat=True))
-    assert len(expected) == 5 and shown_revisions(html) == expected
+    assert len(expected) == 6 and shown_revisions(html) == expected
     rows = dict(zip(expected, re.split(r'<tr id="revision-\d+">', html)[1:], strict=True))
-    gold, u1, claude, changed, created = (rows[pk] for pk in expected)
+    gold, expert, u1, claude, changed, created = (rows[pk] for pk in expected)
     assert "AUR" in changed and "GPT" in changed and ">reviewer<" in changed and "turn page" in changed
     assert "<strong>score</strong>\n          1 → 2" in changed and "[0, 4) assumes" in changed
     assert "created" in created and "created" not in changed
     assert "Claude" in claude and "other-reviewer" in claude
+    assert "GPT" in expert and ">expert<" in expert
     assert "U1" in u1 and "<td>turn</td>" in u1
     assert 'class="tag">gold<' in gold and "study-admin" in gold and "gold record" in gold
     assert "as the reviewer" in gold and "expert" in gold
@@ -104,7 +107,7 @@ def test_a_long_history_is_paged(client, admin_user, item, monkeypatch):
     monkeypatch.setattr(views, "HISTORY_PAGE_SIZE", 2)
     client.force_login(admin_user)
     pages = [shown_revisions(client.get(url(round_, turn) + f"?page={n}").content.decode()) for n in (1, 2, 3)]
-    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [len(p) for p in pages] == [2, 2, 2]
     assert sum(pages, []) == list(JudgmentRevision.objects.filter(judgment__round=round_).order_by("-at", "-id")
                                   .values_list("pk", flat=True))
 
@@ -121,7 +124,7 @@ def test_the_page_needs_7_queries_whatever_the_length_of_the_history(client, adm
     # account, roles, round, turn, count of changes, one page of changes with their names (and the session)
     with django_assert_num_queries(7):
         response = client.get(url(round_, turn))
-    assert len(shown_revisions(response.content.decode())) == 5 + more_saves
+    assert len(shown_revisions(response.content.decode())) == 6 + more_saves
 
 
 def test_the_consensus_page_links_each_item_to_its_history_for_admins_only(client, admin_user, expert, item):

@@ -22,8 +22,10 @@ from tests.factories import (
     RoundItemFactory,
     StudyFactory,
     StudyMemberFactory,
+    UserFactory,
     attribute,
 )
+from tests.form_fuzz import fingerprint
 
 pytestmark = pytest.mark.django_db
 
@@ -372,3 +374,38 @@ def test_a_locked_item_is_shown_read_only_with_the_reason(client, protocol):
     assert "compared with gold" not in page  # the service's words are for refusals; the page says it plainly
     assert "feedback against gold before the round was reopened" in page
     assert 'type="radio"' in page and "disabled" in page
+
+
+def test_gold_is_agreed_by_experts_of_the_panel_who_scored_the_item(admin_user):
+    """"Who agreed" names experts of the gold panel who scored the item (docs/reference.md#gold): a reviewer, an
+    expert who never scored it, or an expert taken off since whose own score is another value are refused, each
+    named with the reason, nothing written; an expert still on the study may agree to a value they did not code,
+    and the consensus screen shows their own score beside their name. Before, any name the form offered (every
+    expert, now or before) was recorded, whatever they had scored."""
+    round_ = RoundFactory(status="open", study=StudyFactory(status="open"))
+    item = RoundItemFactory(round=round_)
+    u1 = attribute("U1")
+    people = {name: UserFactory(username=name) for name in ("ex-1", "ex-2", "ex-silent", "rev-1")}
+    for name, user in people.items():
+        StudyMemberFactory(study=round_.study, user=user, role="reviewer" if name == "rev-1" else "expert")
+    for name, score in (("ex-1", 1), ("ex-2", 2), ("rev-1", 2)):
+        annotation_services.judgment_save(round=round_, by=people[name], attribute=u1, turn=item.turn, score=score)
+    annotation_services.study_member_remove(
+        member=StudyMember.objects.get(study=round_.study, user=people["ex-2"]), by=admin_user)
+
+    def record(score, *names):
+        return calibration_services.gold_record(round=round_, by=admin_user, attribute=u1, turn=item.turn,
+                                                response=None, score=score, agreed_by=[people[n] for n in names])
+
+    before = fingerprint()
+    with pytest.raises(ValidationError) as refused:
+        record(1, "rev-1", "ex-silent", "ex-2", "ex-1")
+    assert refused.value.message_dict == {"agreed_by": [
+        "who agreed: ex-2, taken off the study since, scored 2, not 1; ex-silent did not score this item in "
+        "calibration-1; rev-1 is not an expert of the study (now or before) (only the gold panel's experts who scored "
+        "the item agree to its gold, and one taken off the study only to their own score)"]}
+    assert fingerprint() == before
+    gold = record(2, "ex-1", "ex-2")  # the panel settled on 2: ex-1 agreed to it, ex-2 coded it
+    assert sorted(u.username for u in gold.agreed_by.all()) == ["ex-1", "ex-2"]
+    shown = next(shown for shown in calibration_selectors.consensus_items(round=round_) if shown.attribute == u1)
+    assert shown.agreed == [("ex-1", 1), ("ex-2", None)]

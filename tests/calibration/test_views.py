@@ -145,7 +145,9 @@ def test_consensus_page_records_gold_and_reports_bad_values(client, admin_user, 
 
 
 def test_the_consensus_page_keeps_an_expert_taken_off_and_names_them_as_agreeing(client, admin_user):
-    """Their column stays, marked, and "who agreed" may name them: their codings count for the round's gold."""
+    """Their column stays, marked, and "who agreed" may name them: their codings count for the round's gold. Having
+    left, they agreed to their own score only: another value naming them is refused, the page says why
+    (docs/reference.md#gold)."""
     call_command("load_demo", "--quiet")
     round_ = Round.objects.get(study__slug="demo", kind="calibration")
     study_member_remove(
@@ -154,8 +156,16 @@ def test_the_consensus_page_keeps_an_expert_taken_off_and_names_them_as_agreeing
     page = client.get(reverse("consensus", args=[round_.pk]) + "?show=all").content.decode()
     assert re.search(r"<th>demo-expert <span [^>]*>\(taken off\)</span></th>", page)
     turn = round_.items.first().turn
+    own = Judgment.objects.get(round=round_, is_gold=False, coder__username="demo-expert", attribute__code="U1",
+                               turn=turn).score
+    other = (own + 1) % 3
+    refused = client.post(reverse("gold-record", args=[round_.pk]), {
+        "attribute": "U1", "turn": turn.pk, "score": str(other), "agreed": ["demo-expert"], "version": "0"},
+        follow=True).content.decode()
+    assert f"demo-expert, taken off the study since, scored {own}, not {other}" in refused
+    assert not Judgment.objects.filter(round=round_, is_gold=True, attribute__code="U1", turn=turn).exists()
     client.post(reverse("gold-record", args=[round_.pk]),
-                {"attribute": "U1", "turn": turn.pk, "score": "2", "agreed": ["demo-expert"], "version": "0"})
+                {"attribute": "U1", "turn": turn.pk, "score": str(own), "agreed": ["demo-expert"], "version": "0"})
     gold = Judgment.objects.get(round=round_, is_gold=True, attribute__code="U1", turn=turn)
     assert [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
