@@ -279,11 +279,13 @@ def test_a_save_under_way_when_its_coder_is_taken_off_lands_before_the_removal(c
     from annotation.models import FormerStudyMember, Judgment
 
     locked = threading.Event()
+    writing: list[float] = []
     original = services.judgment_value
 
     def held(*args, **kwargs):  # the save, its locks taken, waits in the middle of its write
         locked.set()
         time.sleep(0.5)
+        writing.append(time.monotonic())  # still writing: before its commit, whenever its thread runs again
         return original(*args, **kwargs)
 
     remove = _remove_reviewer(coded)
@@ -295,7 +297,7 @@ def test_a_save_under_way_when_its_coder_is_taken_off_lands_before_the_removal(c
     with mock.patch.object(services, "judgment_value", held):
         saved, removed = together(_save(coded, 2), remove_once_locked)
     assert isinstance(saved, tuple) and isinstance(removed, float), (saved, removed)
-    assert removed > saved[1], "the coder was taken off while a save of theirs was under way, and it landed after"
+    assert removed > writing[-1], "the coder was taken off while a save of theirs was under way, and it landed after"
     assert Judgment.objects.get(pk=saved[0].pk).score == 2
     assert FormerStudyMember.objects.filter(user_id=coded[1], role="reviewer").exists()
 
