@@ -526,8 +526,8 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
 
 def _accounts(*, study: Study, roles_of: dict[str, str], taken_off: set[str], summary: JudgmentImportSummary,
               by: User | None) -> dict[str, User]:
-    """The file's coders as accounts and members: a new account gets its role, a new member that role too; a coder
-    taken off the study (``taken_off``) is not made a member again."""
+    """The coders the import writes judgments of (``roles_of``) as accounts and members: a new account gets its
+    role, a new member that role too; a coder taken off the study (``taken_off``) is not made a member again."""
     users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(roles_of))}
     for username, role in sorted(roles_of.items()):
         # a method registered in the study, or a coder taken off it (_member_roles): their account exists
@@ -557,7 +557,9 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     # overwrites), and none lands between that read and the insert, where it would meet the unique index (a 500,
     # nothing written). Saves into these rounds wait for the import; rounds it does not name go on.
     list(Round.objects.select_for_update().filter(pk__in={rounds[row.round].pk for row in rows}).values_list("pk"))
-    users = _accounts(study=study, roles_of=member_roles, taken_off=taken_off, summary=summary, by=by)
+    # The accounts the file names that exist; a coder without one has no judgment here yet (gold rows excepted, which
+    # are the panel's whoever recorded them), so each of their rows is new.
+    users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(member_roles))}
     slugs = {s.slug: s.pk for s in schema.subcategories.all()}
     existing: dict[tuple, tuple] = {}
     for j_id, round_id, coder_id, gold, attr_id, conversation_id, turn_id, response_id, session_id, score, count \
@@ -574,9 +576,9 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     conflicts: list[RowError] = []
     new: list[tuple[Judgment, _Row]] = []
     for row in rows:
-        coder = users[row.reviewer]
+        coder = users.get(row.reviewer)
         spans = sorted((s, e, slugs[slug]) for s, e, slug in row.spans)
-        key = (rounds[row.round].pk, None if row.is_gold else coder.pk, row.is_gold, row.attribute.pk,
+        key = (rounds[row.round].pk, None if row.is_gold or coder is None else coder.pk, row.is_gold, row.attribute.pk,
                row.conversation_id, row.turn_id, row.response_id, row.session_id)
         if key in existing:
             j_id, score, count = existing[key]
@@ -587,11 +589,18 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
                                                              f"judgment for this unit (score {score}); an import never "
                                                              "overwrites a judgment"))
             continue
-        new.append((Judgment(round=rounds[row.round], coder=coder, is_gold=row.is_gold, attribute=row.attribute,
+        new.append((Judgment(round=rounds[row.round], is_gold=row.is_gold, attribute=row.attribute,
                              conversation_id=row.conversation_id, turn_id=row.turn_id, response_id=row.response_id,
                              session_id=row.session_id, score=row.score, instance_count=row.instance_count), row))
     if conflicts:
         raise RowErrors(conflicts)
+    # Accounts and members only for the coders the import writes a judgment of: the study's own export imported
+    # again adds nobody (its gold rows name whoever recorded the consensus, on the page an admin, no member).
+    writers = {row.reviewer for _, row in new}
+    users = _accounts(study=study, roles_of={u: r for u, r in member_roles.items() if u in writers},
+                      taken_off=taken_off, summary=summary, by=by)
+    for judgment, row in new:
+        judgment.coder = users[row.reviewer]
     Judgment.objects.bulk_create([j for j, _ in new], batch_size=5000)
     span_rows = [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=slugs[slug])
                  for j, row in new for s, e, slug in row.spans]

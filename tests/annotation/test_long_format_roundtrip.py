@@ -9,13 +9,14 @@ import io
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
 from access import roles
 from access.services import user_ensure
 from annotation.long_format import COLUMNS, judgment_rows
-from annotation.models import Judgment, Study
+from annotation.models import Judgment, Study, StudyMember
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
@@ -131,3 +132,17 @@ def test_reimporting_the_export_into_its_own_study_changes_nothing(origin, tmp_p
     call_command("import_judgments", str(path), "--study", ORIGIN, stdout=out)
     assert f"0 judgments and 0 spans imported into existing study '{ORIGIN}'; {len(before)} unchanged" in out.getvalue()
     assert list(Judgment.objects.values_list("id", "score", "version", "updated_at").order_by("id")) == before
+
+
+def test_reimporting_the_export_into_its_own_study_makes_nobody_a_member(origin, tmp_path):
+    """An import that writes no judgment of a coder does not add them to the study: the gold rows' coder (whoever
+    recorded the consensus, on the demo the admin) and coders who are not members stay out of it; before, each was
+    added, the recorder as an expert, whose metric runs then listed them on the gold panel."""
+    StudyMember.objects.create(study=origin, user=get_user_model().objects.get(username=CODERS[0]), role="reviewer")
+    before = (list(StudyMember.objects.filter(study=origin).values_list("user__username", "role", "alias")),
+              get_user_model().objects.count())
+    path = tmp_path / "judgments.csv"
+    path.write_text(command_export(ORIGIN, "csv"), encoding="utf-8", newline="")
+    call_command("import_judgments", str(path), "--study", ORIGIN, stdout=io.StringIO())
+    assert (list(StudyMember.objects.filter(study=origin).values_list("user__username", "role", "alias")),
+            get_user_model().objects.count()) == before
