@@ -198,6 +198,20 @@ def test_reviewer_feedback_page_shows_own_agreement_only_after_close(client, syn
     assert "syn-r02" not in page, "other reviewers are never named"
 
 
+def test_feedback_of_a_reviewer_who_scored_nothing_says_so_not_that_every_item_matched_gold(client, synthetic,
+                                                                                             reviewer):
+    """A reviewer who coded none of a closed round's items (added after it, or never started, as demo-reviewer in the
+    README's walk-through) is told there is nothing to compare; before, the page showed an agreement over 0 items
+    and 'None — every item matched gold.'"""
+    StudyMember.objects.create(study=synthetic, user=reviewer, role="reviewer", alias="R99")
+    round_1 = synthetic.rounds.get(kind="calibration", number=1)
+    assert not Judgment.objects.filter(round=round_1, coder=reviewer).exists()
+    client.force_login(reviewer)
+    page = client.get(reverse("feedback", args=[round_1.pk])).content.decode()
+    assert "You scored none of calibration-1's items that have gold: there is nothing to compare." in page
+    assert "every item matched gold" not in page and "Agreement with gold over" not in page
+
+
 def test_a_closed_main_round_with_gold_shows_its_reviewers_no_feedback(client, synthetic):
     """A main round's gold (a judgments import may put some there) is not its reviewers' to see: after a reopening
     nothing would stop them coding to it (the feedback lock is a calibration round's). Before, the page showed it."""
