@@ -19,7 +19,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
-from common.outage import unreachable
+from common.outage import busy, unreachable
 from metrics import scaleout, selectors
 from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
     INDEXED,
@@ -176,10 +176,10 @@ class _Heartbeat(threading.Thread):
                     MetricRun.objects.filter(pk=self.run_id, status=MetricRun.Status.RUNNING).update(
                         heartbeat_at=timezone.now())
                 except DatabaseError as error:
-                    if unreachable(error) is None:
+                    if unreachable(error) is None and not busy(error):
                         raise
-                    log.warning("metric run %s: a heartbeat missed, the database cannot be reached (%s); beating "
-                                "on", self.run_id, type(error).__name__)
+                    log.warning("metric run %s: a heartbeat missed, the database cannot be reached or is busy (%s); "
+                                "beating on", self.run_id, type(error).__name__)
                     connection.close()  # the broken connection: the next beat opens a new one
         finally:
             connection.close()
@@ -189,32 +189,34 @@ class _Heartbeat(threading.Thread):
         self.join(timeout=settings.METRIC_RUN_HEARTBEAT_SECONDS * 2)
 
 
-INTERRUPTED = "the database could not be reached mid-run ({error}); it is sent again automatically"
+INTERRUPTED = "the database {what} mid-run ({error}); it is sent again automatically"
+_WHAT = {True: "was busy with another transaction", False: "could not be reached"}
 
 
 class RunInterrupted(Exception):
-    """What ``metric_run_execute`` raises when an outage of the database interrupted the run: not the run's failure,
-    it is computed again (``_interrupted``). Its message says what became of the run."""
+    """What ``metric_run_execute`` raises when an outage of the database, or a transaction the database rolled back
+    for another (a deadlock: ``common.outage.busy``), interrupted the run: not the run's failure, it is computed
+    again (``_interrupted``). Its message says what became of the run."""
 
 
 def _interrupted(run_id: int, error: BaseException) -> str:
-    """Put back in the queue a run the database's outage interrupted (PostgreSQL restarted, a statement cancelled),
-    saying so, unsent: the workers' recovery sends it again (``metrics.tasks.metric_runs_recover``). When the
-    database is still away it stays running, and the recovery takes it over once its heartbeat is stale. Returns
-    what became of it."""
+    """Put back in the queue a run the database's outage interrupted (PostgreSQL restarted), or a transaction the
+    database rolled back for another (a deadlock), saying so, unsent: the workers' recovery sends it again
+    (``metrics.tasks.metric_runs_recover``). When the database is still away it stays running, and the recovery
+    takes it over once its heartbeat is stale. Returns what became of it."""
+    what = _WHAT[busy(error)]
     if not connection.in_atomic_block:
         connection.close()  # a connection the outage ended is unusable: the update below opens a new one
     try:
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.QUEUED, enqueued_at=None,
-            progress_message=INTERRUPTED.format(error=type(error).__name__)[:200])
+            progress_message=INTERRUPTED.format(what=what, error=type(error).__name__)[:200])
     except DatabaseError as still:
         if unreachable(still) is None:
             raise
-        return (f"metric run {run_id}: interrupted, the database cannot be reached ({type(error).__name__}); the "
-                "workers' recovery takes it over once its heartbeat is stale")
-    return (f"metric run {run_id}: interrupted, the database could not be reached ({type(error).__name__}); queued "
-            "again")
+        return (f"metric run {run_id}: interrupted, the database {what} ({type(error).__name__}) and cannot be "
+                "reached now; the workers' recovery takes it over once its heartbeat is stale")
+    return f"metric run {run_id}: interrupted, the database {what} ({type(error).__name__}); queued again"
 
 
 def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: SendHelpers | None = None) -> bool:
@@ -222,10 +224,12 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
     computing it. ``heartbeat`` (the worker's task sets it) beats while computing, so a worker that dies
     mid-run is noticed and its run taken over (``metrics.tasks.metric_runs_recover``). ``send_helpers`` (the
     worker's task passes it) lets a large bootstrap be shared with helper workers (``metrics.scaleout``); without
-    it the run is computed here alone. An outage of the database mid-run is not the run's failure: the run goes
-    back to the queue and ``RunInterrupted`` is raised (at its METRIC_RUN_MAX_ATTEMPTS-th start it fails, as a run
-    whose workers keep stopping does; in embedded mode, where no worker's recovery would send it again, it fails at
-    once with its reason, and can be asked for again). This module never imports ``metrics.tasks``, which imports it
+    it the run is computed here alone. An outage of the database mid-run, or a deadlock, is not the run's failure:
+    the run goes back to the queue and ``RunInterrupted`` is raised (at its METRIC_RUN_MAX_ATTEMPTS-th start it
+    fails, as a run whose workers keep stopping does, so a run that deadlocks every time ends; in embedded mode,
+    where no worker's recovery would send it again, it fails at once with its reason, and can be asked for again).
+    A cancelled statement (a statement timeout) fails it at once: computed again, it would take as long again
+    (``common.outage``). This module never imports ``metrics.tasks``, which imports it
     (docs/architecture.md#no-circles)."""
     phases: dict[str, float] = {}  # wall seconds of each step, logged when the run is stored
     clock, cpu = [time.perf_counter()], time.process_time()
@@ -284,10 +288,13 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
             )
     except Exception as error:
         # In embedded mode (tasks in-process) no worker's recovery would send it again: there it fails, saying why.
-        if (unreachable(error) == "database" and run.attempts < settings.METRIC_RUN_MAX_ATTEMPTS
+        if ((unreachable(error) == "database" or busy(error)) and run.attempts < settings.METRIC_RUN_MAX_ATTEMPTS
                 and not settings.CELERY_TASK_ALWAYS_EAGER):
             raise RunInterrupted(_interrupted(run_id, error)) from error
-        # The one place a computation's failure is recorded, on a worker and in-process alike (embedded mode).
+        # The one place a computation's failure is recorded, on a worker and in-process alike (embedded mode); on a
+        # new connection when the outage ended the run's.
+        if unreachable(error) == "database" and not connection.in_atomic_block:
+            connection.close()
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),
             error=f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}",

@@ -2,10 +2,10 @@
 
 A run is never lost and never stuck: one the broker could not take stays queued (saying why) and is sent again;
 one whose worker died (no heartbeat for ``METRIC_RUN_STALE_SECONDS``) is sent again, up to
-``METRIC_RUN_MAX_ATTEMPTS`` starts, then failed with the reason; one a database outage interrupted goes back to the
-queue, saying so, and is sent again (``runs.RunInterrupted``). Every worker runs the recovery when it starts and
-every ``METRIC_RUN_RECOVER_SECONDS`` after. A delivery only computes a run no live worker holds
-(``runs.claimable``), so a duplicate message is a no-op and a run has exactly one result.
+``METRIC_RUN_MAX_ATTEMPTS`` starts, then failed with the reason; one a database outage or a deadlock interrupted goes
+back to the queue, saying so, and is sent again, within the same starts (``runs.RunInterrupted``). Every worker
+runs the recovery when it starts and every ``METRIC_RUN_RECOVER_SECONDS`` after. A delivery only computes a run no
+live worker holds (``runs.claimable``), so a duplicate message is a no-op and a run has exactly one result.
 
 In embedded mode (no REDIS_URL) a task runs inside the process that sends it, and what it raises stays in the task
 as on a worker (``CELERY_TASK_EAGER_PROPAGATES`` off): a run that fails is stored failed with its reason, and the
@@ -55,7 +55,7 @@ def metric_run_task(run_id: int) -> bool:
     try:
         return runs.metric_run_execute(run_id=run_id, heartbeat=True, send_helpers=metric_run_help_enqueue)
     except Exception as error:
-        if isinstance(error, runs.RunInterrupted):  # an outage, not the run's failure: it is computed again
+        if isinstance(error, runs.RunInterrupted):  # an outage or a deadlock, not the run's failure: computed again
             log.warning("%s", error)
             return False
         where = traceback.extract_tb(error.__traceback__)[-1]

@@ -1,10 +1,11 @@
 """A metric run through a PostgreSQL blip, on the test's real server: the connections of the code under test are
 ended from the server's side (``pg_terminate_backend``, what a restart does to every open connection: "terminating
-connection due to administrator command"; the test worker's other connections are left alone), or a statement of
-the run is cancelled. The heartbeat survives a blip and goes on beating; a run whose computation meets the
-database's outage is not failed for it but put back in the queue, saying so, and the workers' recovery sends it
-again; a run asked for through the API as the database drops right after the request's commit is answered with,
-not refused."""
+connection due to administrator command"; the test worker's other connections are left alone), a statement of
+the run is cancelled or times out, or a lock is not granted in time. The heartbeat survives a blip and goes on
+beating; a run whose computation meets the database's outage, or a busy database, is not failed for it but put back
+in the queue, saying so, and the workers' recovery sends it again (a cancelled statement fails it, saying why); a
+run asked for through the API as the database drops right after the request's commit is answered with, not
+refused."""
 
 from __future__ import annotations
 
@@ -79,9 +80,10 @@ def _computed_through_a_blip(run_id: int, blip: str) -> None:
     assert _through_a_blip(lambda: tasks.metric_run_task(run_id), blip) is False
 
 
-def _through_a_blip(compute, blip: str):  # noqa: ANN001, ANN202
+def _through_a_blip(compute, blip: str | None):  # noqa: ANN001, ANN202
     """What ``compute`` returns when the database cancels its statement (or ends its connection) as it waits for a
-    lock on the judgments' table that another connection holds."""
+    lock on the judgments' table that another connection holds; ``blip`` None: nobody does, the wait ends as the
+    test's connection's settings say (``statement_timeout``, ``lock_timeout``)."""
     locked, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -109,25 +111,30 @@ def _through_a_blip(compute, blip: str):  # noqa: ANN001, ANN202
     holder, interrupter = threading.Thread(target=hold), threading.Thread(target=interrupt)
     holder.start()
     assert locked.wait(10)
-    interrupter.start()
+    if blip is not None:
+        interrupter.start()
     try:
         return compute()
     finally:
         release.set()
-        interrupter.join(30)
+        if blip is not None:
+            interrupter.join(30)
         holder.join(30)
 
 
-@pytest.mark.parametrize("blip", ["pg_cancel_backend", "pg_terminate_backend"])
-def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_user, blip, caplog):
-    """Before, the catch-all stored the run failed with the outage's OperationalError when the failure's update
-    reached the database (a cancelled statement), or left it running, saying nothing, for the recovery to notice a
-    minute later (an ended connection)."""
+def _requested(by) -> MetricRun:  # noqa: ANN001
     study = StudyFactory()
     JudgmentFactory(round=RoundFactory(study=study))
-    run = services.metric_run_request(study=study, by=admin_user, bootstrap=5)
+    run = services.metric_run_request(study=study, by=by, bootstrap=5)
     MetricRun.objects.filter(pk=run.pk).update(enqueued_at=timezone.now())  # as if its worker took the message
-    _computed_through_a_blip(run.pk, blip)
+    return run
+
+
+def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_user, caplog):
+    """Before, the catch-all left the run running, saying nothing, for the recovery to notice a minute later (its
+    connection ended, as a restart of PostgreSQL ends it)."""
+    run = _requested(admin_user)
+    _computed_through_a_blip(run.pk, "pg_terminate_backend")
     run.refresh_from_db()
     assert (run.status, run.error, run.attempts, run.enqueued_at) == ("queued", "", 1, None)
     assert run.progress_message == ("the database could not be reached mid-run (OperationalError); it is sent "
@@ -140,16 +147,60 @@ def test_a_run_the_database_outage_interrupts_is_queued_again_not_failed(admin_u
     assert run.status == "succeeded" and run.attempts == 2
 
 
+@pytest.mark.parametrize("cancelled", ["statement_timeout", "pg_cancel_backend"])
+def test_a_run_whose_statement_is_cancelled_fails_at_once_saying_why(admin_user, cancelled):
+    """A statement timeout (or someone cancelling the statement: the same SQLSTATE 57014) is no outage: computed
+    again, the run would wait as long again. Before, it went back to the queue as if the database were down, up to
+    METRIC_RUN_MAX_ATTEMPTS times."""
+    run = _requested(admin_user)
+    if cancelled == "statement_timeout":
+        with connection.cursor() as cursor:
+            cursor.execute("SET statement_timeout = '300ms'")
+    try:
+        with pytest.raises(tasks.MetricRunFailed):
+            _through_a_blip(lambda: tasks.metric_run_task(run.pk), None if cancelled == "statement_timeout"
+                            else cancelled)
+    finally:
+        connection.close()
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == ("failed", 1)
+    assert run.error.startswith("OperationalError: canceling statement due to "), run.error
+
+
+def test_a_run_the_busy_database_interrupts_is_queued_again_until_its_last_start(admin_user, settings):
+    """A lock not granted in time (SQLSTATE 55P03, as a deadlock or a serialization failure: the database busy with
+    another transaction) puts the run back in the queue, saying so; its METRIC_RUN_MAX_ATTEMPTS-th start fails it
+    with the reason, so a run that meets it every time ends."""
+    settings.METRIC_RUN_MAX_ATTEMPTS = 2
+    run = _requested(admin_user)
+    for attempt in (1, 2):
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '300ms'")
+        try:
+            outcome = _through_a_blip(lambda: tasks.metric_run_task(run.pk), None)
+        except tasks.MetricRunFailed:
+            outcome = "failed"
+        finally:
+            connection.close()
+        run.refresh_from_db()
+        if attempt == 1:
+            assert (outcome, run.status, run.attempts) == (False, "queued", 1)
+            assert run.progress_message == ("the database was busy with another transaction mid-run "
+                                            "(OperationalError); it is sent again automatically")
+    assert (outcome, run.status, run.attempts) == ("failed", "failed", 2)
+    assert run.error.startswith("OperationalError: canceling statement due to lock timeout"), run.error
+
 
 def test_in_embedded_mode_a_run_the_database_outage_interrupts_fails_saying_why(admin_user, settings):
     """In-process (no REDIS_URL) no worker's recovery would send an interrupted run again: queued, it would wait
-    for ever. It fails with its reason, and can be asked for again."""
+    for ever. It fails with its reason, and can be asked for again. (Before, the failure was written on the
+    connection the outage had ended: it never reached the database, and the run stayed running.)"""
     study = StudyFactory()
     JudgmentFactory(round=RoundFactory(study=study))
     run = services.metric_run_request(study=study, by=admin_user, bootstrap=5)
     settings.CELERY_TASK_ALWAYS_EAGER = True
     with pytest.raises(OperationalError):
-        _through_a_blip(lambda: runs.metric_run_execute(run_id=run.pk), "pg_cancel_backend")
+        _through_a_blip(lambda: runs.metric_run_execute(run_id=run.pk), "pg_terminate_backend")
     run.refresh_from_db()
     assert run.status == "failed" and "OperationalError" in run.error, (run.status, run.error)
 
