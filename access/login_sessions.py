@@ -5,7 +5,7 @@ three queries on every page and autosave; instead a request renews it when the l
 ``SESSION_RENEW_SECONDS`` old (and signing in counts as one), so the idle limit holds to within that margin. A
 renewal the database cannot take (an outage after the request's own work was committed) is left to the next
 request: it is not the user's work, and failing on it would answer 503 "Nothing was changed" (``common.outage``)
-for a request whose work was saved.
+for a request whose work was saved. Any other save it cannot take (a sign-in's) answers that 503.
 
 ``SESSION_ENGINE = "access.login_sessions"``: Django's database sessions, in the same table, with the read that every
 signed-in request makes written as one statement instead of a queryset compiled per request (issue 34: the
@@ -31,7 +31,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND
-from common.outage import unreachable
+from common.outage import busy, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -72,15 +72,22 @@ class SessionStore(db.SessionStore):
     renewal_only = False  # set by IdleSessionMiddleware: the request changed nothing else of the session
 
     def save(self, must_create: bool = False) -> None:
-        """A renewal alone that the database cannot take is left out (logged), never the request's answer. (Django's
-        store raises UpdateError from the database's error.)"""
+        """A renewal alone that the database cannot take is left out (logged), never the request's answer. Any other
+        save the database cannot take (a sign-in's) raises the database's error, which answers the outage's 503
+        (``common.outage``): Django's store raises UpdateError from it, which its middleware turns into
+        SessionInterrupted, a 400 that blames the browser."""
         try:
             super().save(must_create=must_create)
         except (DatabaseError, UpdateError) as error:
-            if not self.renewal_only or unreachable(error) != "database":
-                raise
-            log.warning("session renewal left to the next request: the database cannot be reached (%s)",
-                        type(error).__name__)
+            outage = unreachable(error) == "database"
+            if outage and self.renewal_only:
+                log.warning("session renewal left to the next request: the database cannot be reached (%s)",
+                            type(error).__name__)
+                return
+            if isinstance(error, UpdateError) and isinstance(error.__context__, DatabaseError) and (
+                    outage or busy(error)):
+                raise error.__context__ from None
+            raise
 
     def load(self) -> dict[str, Any]:
         data = super().load()

@@ -10,13 +10,17 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends.db import SessionStore as DjangoStore
 from django.contrib.sessions.models import Session
+from django.db import connection
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
 from access.login_sessions import SessionStore
+from tests.common.test_outage import _ended, _own_pid
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +71,29 @@ def test_a_session_signed_in_through_djangos_model_backend_stays_signed_in(clien
     reviewer.set_password("changed-elsewhere-42")
     reviewer.save()
     assert client.get(reverse("home")).status_code == 302
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the request's connection is ended for real
+def test_a_sign_in_whose_session_the_database_cannot_save_answers_503_and_a_later_one_signs_in(reviewer, settings):
+    """The sign-in is checked and its session row made; then the database ends the request's connection, before
+    the session is saved with the user in it (on the answer's way out). Before, Django turned the failed save into
+    SessionInterrupted: 400 "Bad Request", as if the browser were at fault; now it is the outage's 503 (nothing
+    was changed: nobody is signed in), and once the database is back the same sign-in signs in."""
+    settings.DEBUG = False
+    browser = Client(raise_request_exception=False)
+
+    def end_the_connection(**_: object) -> None:
+        _ended(_own_pid())
+
+    user_logged_in.connect(end_the_connection, dispatch_uid="test-end-the-connection")
+    try:
+        answer = browser.post(reverse("login"), {"username": "reviewer", "password": "pw-for-tests"})
+    finally:
+        user_logged_in.disconnect(dispatch_uid="test-end-the-connection")
+        connection.close()
+    assert answer.status_code == 503, answer.status_code
+    assert b"The database cannot be reached" in answer.content
+    assert browser.get(reverse("home")).status_code == 302, "not signed in"
+    again = browser.post(reverse("login"), {"username": "reviewer", "password": "pw-for-tests"})
+    assert (again.status_code, again["Location"]) == (302, "/")
+    assert browser.get(reverse("home")).status_code == 200
