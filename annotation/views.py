@@ -49,7 +49,7 @@ from benchmark import conversation_ingest
 from benchmark.models import TOPICS, Conversation
 from benchmark.serializers import ConversationIn, conversation_example
 from common.errors import RowErrors
-from common.outage import RETRY_AFTER_SECONDS, unreachable
+from common.outage import RETRY_AFTER_SECONDS, logged, unreachable
 
 
 @require_GET
@@ -109,6 +109,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
                             status=200 if serving else 503)
     if not serving:
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        logged(request, response, said=f"the database is {checks['database']}")
     return response
 
 

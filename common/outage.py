@@ -130,9 +130,14 @@ def server_error(request: HttpRequest) -> HttpResponse:
     why = unreachable(error) or ("busy" if busy(error) else None)
     if why is None:
         return django_server_error(request)
-    if not getattr(request, "outage_logged", False):  # a middleware may meet it again on the answer's way out
-        log.warning("503 %s %s: %s (%s)", request.method, request.path, _SAID[why], type(error).__name__)
+    return logged(request, unavailable(request, why), said=f"{_SAID[why]} ({type(error).__name__})")
+
+
+def logged(request: HttpRequest, response: HttpResponse, *, said: str) -> HttpResponse:
+    """``response``, a 503 for an outage, logged in one WARNING line a request (a middleware may meet the outage
+    again on the answer's way out) and marked as logged, so that Django does not log it again at ERROR."""
+    if not getattr(request, "outage_logged", False):
+        log.warning("503 %s %s: %s", request.method, request.path, said)
         request.outage_logged = True  # type: ignore[attr-defined]
-    response = unavailable(request, why)
-    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's mark: its own ERROR is left out
+    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's own mark (django.utils.log)
     return response

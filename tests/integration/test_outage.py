@@ -84,8 +84,8 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         web_log = (tmp_path / "gunicorn.log").open("w")
         web = subprocess.Popen([sys.executable, "-m", "gunicorn", "cab.wsgi", "-b", f"127.0.0.1:{web_port}", "-w",
                                 "1", "--timeout", "60"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               # a file, not a pipe nobody reads while the test runs: the outage's 503s log a
-                               # traceback each, and a full pipe froze the worker on its next log line
+                               # a file, not a pipe nobody reads while the test runs: a full pipe froze the
+                               # worker on its next log line (the outage's 503s logged a traceback each, then)
                                stderr=web_log, start_new_session=True)
         _wait(lambda: _status(f"{base}/healthz") == 200, "gunicorn did not serve")
         browser, api = requests.Session(), requests.Session()
@@ -115,6 +115,12 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         assert health.status_code == 503 and health.headers["Retry-After"] == "10"
         assert health.json()["status"] == "unavailable"
         assert health.json()["checks"]["database"].startswith("unreachable (")
+        logged = (tmp_path / "gunicorn.log").read_text()  # one line a 503, no traceback
+        assert "WARNING common.outage 503 GET /: the database cannot be reached (OperationalError)" in logged, logged
+        assert "WARNING common.outage 503 GET /api/v1/studies/: the database cannot be reached" in logged, logged
+        assert "WARNING common.outage 503 GET /healthz: the database is unreachable (OperationalError)" in logged
+        assert "Traceback" not in logged, logged
+        assert "ERROR" not in logged, logged
         database = Server(tmp_path / "pg", tcp_port=pg_port)  # the same data directory, started again
         servers.append(database)
         database.attach()
