@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import email.utils
 import hashlib
 import io
 import json
@@ -27,7 +28,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, NoReturn
@@ -77,6 +79,34 @@ class Refused(Exception):
 # it): nothing of the request was written, and the same request may be sent again.
 UNAVAILABLE = {HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.BAD_GATEWAY, HTTPStatus.SERVICE_UNAVAILABLE,
                HTTPStatus.GATEWAY_TIMEOUT}
+# A Retry-After longer than this is waited this long: a wrong header must not hold the command for hours. Never
+# past the command's --timeout either.
+RETRY_AFTER_MOST = 60.0
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds an answer's Retry-After asks for (a number of seconds or an HTTP date), or None when it has none
+    the command can read."""
+    value = headers.get("Retry-After", "").strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, as HTTP dates are
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _pause(every: float, retry_after: float | None) -> float:
+    """How long to wait before asking again: what the server's Retry-After asks (at most RETRY_AFTER_MOST), and
+    never less than ``every``."""
+    return every if retry_after is None else max(every, min(retry_after, RETRY_AFTER_MOST))
+
+
+def _asked(retry_after: float | None) -> str:
+    return "" if retry_after is None else f" in {retry_after:g} s (the server's Retry-After)"
 
 
 class Usage(Exception):
@@ -235,18 +265,19 @@ def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, eve
     briefly unreachable) or does not answer at all (restarting) is no refusal: the run goes on on the server, so
     the wait goes on, said once per outage on standard error (docs/api.md#the-researcher-cli)."""
     deadline = time.monotonic() + timeout
-    outage = False
+    outage, pause = False, every
     with progress.fraction_bar(f"metric run {run.id}") as report:
         while run.status not in FINAL:
             if time.monotonic() > deadline:
                 raise Refused(f"metric run {run.id} is still {run.status.value} after {timeout:g} s (it goes on; "
                               f"wait again with: cab wait {run.id})")
-            time.sleep(every)
-            now, unavailable = _poll(client, run.id)
+            time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+            now, unavailable, retry_after = _poll(client, run.id)
+            pause = _pause(every, retry_after)
             if now is None:
                 if not outage:
                     print(f"cab: the server is briefly unavailable ({unavailable}); metric run {run.id} goes on "
-                          "there: still waiting", file=sys.stderr)
+                          f"there: still waiting, polling again{_asked(retry_after)}", file=sys.stderr)
                 outage = True
                 continue
             if outage:
@@ -256,16 +287,18 @@ def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, eve
     return run
 
 
-def _poll(client: AuthenticatedClient, run_id: int) -> tuple[MetricRunOut | None, str]:
+def _poll(client: AuthenticatedClient, run_id: int) -> tuple[MetricRunOut | None, str, float | None]:
     """The run as the server has it now; or None and why the server is briefly unavailable: a 503 (the server's
-    answer to an outage of its database or broker, after which nothing was changed) or no answer at all."""
+    answer to an outage of its database or broker, after which nothing was changed) or no answer at all. Last, the
+    seconds the 503's Retry-After asks the client to wait (None: it asks nothing)."""
     try:
         answer = metric_runs_retrieve.sync_detailed(run_id, client=client)
     except httpx.TransportError as problem:
-        return None, f"no answer: {problem}"
+        return None, f"no answer: {problem}", None
     if answer.status_code == HTTPStatus.SERVICE_UNAVAILABLE:
-        return None, f"HTTP 503: {answer.content[:200].decode(errors='replace')}"
-    return _ok(answer), ""
+        return (None, f"HTTP 503: {answer.content[:200].decode(errors='replace')}",
+                _retry_after(answer.headers))
+    return _ok(answer), "", None
 
 
 def _run_line(run: MetricRunOut) -> str:
@@ -283,11 +316,13 @@ def _started(client: AuthenticatedClient, study: str, body: MetricRunInRequest, 
              every: float) -> MetricRunOut:
     """Ask for the run under an Idempotency-Key of this command's own, and ask again with it while the server is
     briefly unavailable (503, 502, 504, 429) or its answer is lost: the server makes one run however often it is
-    asked (docs/api.md#the-researcher-cli). A second ``cab run`` is another key, so another run."""
+    asked (docs/api.md#the-researcher-cli). A second ``cab run`` is another key, so another run. Between two asks
+    it waits ``every`` seconds, or as long as the answer's Retry-After says (``_pause``), never past ``timeout``."""
     key = f"cab-cli-run-{uuid.uuid4().hex}"
     deadline = time.monotonic() + timeout
     said = False
     while True:
+        retry_after = None
         try:
             answer = studies_metric_runs_create.sync_detailed(study, client=client, body=body, idempotency_key=key)
         except httpx.TransportError as problem:
@@ -295,16 +330,16 @@ def _started(client: AuthenticatedClient, study: str, body: MetricRunInRequest, 
         else:
             if answer.status_code not in UNAVAILABLE:
                 return _ok(answer)
-            status = int(answer.status_code)
+            status, retry_after = int(answer.status_code), _retry_after(answer.headers)
             unavailable = f"HTTP {status}: {answer.content[:200].decode(errors='replace')}"
         if time.monotonic() > deadline:
             raise Refused(f"the server could not take the run after {timeout:g} s ({unavailable}); ask again with "
                           "cab run", status=status)
         if not said:
-            print(f"cab: the server is briefly unavailable ({unavailable}); asking again for the same run",
-                  file=sys.stderr)
+            print(f"cab: the server is briefly unavailable ({unavailable}); asking again for the same run"
+                  f"{_asked(retry_after)}", file=sys.stderr)
             said = True
-        time.sleep(every)
+        time.sleep(max(0.0, min(_pause(every, retry_after), deadline - time.monotonic())))
 
 
 def cmd_run(args: argparse.Namespace) -> None:

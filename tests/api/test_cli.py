@@ -28,7 +28,7 @@ from benchmark.models import ModelResponse
 from cab_cli import main as cli
 from metrics.models import MetricRun
 from tests.api.test_generated_client import judgments_csv
-from tests.factories import StudyFactory, conversations_without_responses, jsonl, response_items
+from tests.factories import MetricRunFactory, StudyFactory, conversations_without_responses, jsonl, response_items
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -185,9 +185,10 @@ def test_a_refused_part_names_its_lines_and_what_was_written(cab, tmp_path, monk
 
 @contextlib.contextmanager
 def _in_front(monkeypatch, answer):  # noqa: ANN001, ANN202
-    """A server of the test's own in front of (or instead of) the live one, for the CLI's CAB_URL: each POST is
-    answered by ``answer(headers, path, body)``, a (status, content type, content), or None to close the connection
-    without an answer (an answer lost on its way back)."""
+    """A server of the test's own in front of (or instead of) the live one, for the CLI's CAB_URL: each POST (and
+    GET, its body empty) is answered by ``answer(headers, path, body)``, a (status, content type, content) with
+    optionally a dict of more headers, or None to close the connection without an answer (an answer lost on its way
+    back)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class InFront(BaseHTTPRequestHandler):
@@ -196,12 +197,16 @@ def _in_front(monkeypatch, answer):  # noqa: ANN001, ANN202
             if answered is None:
                 self.close_connection = True
                 return
-            status, content_type, content = answered
+            status, content_type, content, *more = answered
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(content)))
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(content)
+
+        do_GET = do_POST  # noqa: N815 - the standard library's name
 
         def log_message(self, *args: object) -> None:
             pass
@@ -405,3 +410,72 @@ def test_a_run_whose_answer_is_lost_is_asked_for_again_as_the_same_run(cab, monk
     assert json.loads(out)["run"] == run.pk
     assert len(keys) == 2 and keys[0] == keys[1] and keys[0].startswith("cab-cli-run-"), keys
     assert "the server is briefly unavailable (no answer:" in err and "asking again for the same run" in err
+
+
+def _passed_on(url: str, method: str, headers, path: str, body: bytes) -> tuple[int, str, bytes]:  # noqa: ANN001
+    """The live server's answer to the request the CLI sent to the test's server."""
+    import urllib.error
+    import urllib.request
+    sent = urllib.request.Request(url + path, data=body if method == "POST" else None, method=method,  # noqa: S310
+                                  headers={name: value for name, value in headers.items()
+                                           if name.lower() not in {"host", "content-length"}})
+    try:
+        with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310 - the test's live server
+            return answer.status, "application/json", answer.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, "application/json", refused.read()
+
+
+BUSY = (503, "application/json", b'{"detail": "The service is briefly unavailable"}')
+
+
+def test_a_run_asked_for_again_waits_as_long_as_the_servers_retry_after_says(cab, monkeypatch):
+    """Before, `cab run` asked again every --every seconds, whatever the 503's Retry-After said."""
+    import time
+    asked: list[float] = []
+
+    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(time.monotonic())
+        if len(asked) == 1:
+            return (*BUSY, {"Retry-After": "1"})
+        return _passed_on(cab.url, "POST", headers, path, body)
+
+    with _in_front(monkeypatch, unavailable_once):
+        status, out, err = cab("run", "--bootstrap", "5", "--no-wait", "--every", "0.05")
+    assert status == 0, err
+    assert json.loads(out)["run"] == MetricRun.objects.get().pk
+    assert len(asked) == 2 and asked[1] - asked[0] >= 1.0, asked
+    assert "asking again for the same run in 1 s (the server's Retry-After)" in err, err
+
+
+def test_a_wait_polls_again_as_late_as_the_servers_retry_after_says(cab, monkeypatch):
+    """Before, `cab wait` polled again every --every seconds, whatever the 503's Retry-After said."""
+    import time
+    run = MetricRunFactory(study=Study.objects.get(slug=SLUG))  # queued: no worker computes it here
+    polled: list[float] = []
+
+    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        polled.append(time.monotonic())
+        if len(polled) == 2:  # the first is the wait's own first read; the second its first poll
+            return (*BUSY, {"Retry-After": "1"})
+        answer = _passed_on(cab.url, "GET", headers, path, body)
+        if len(polled) == 3:  # the run as a worker would have finished it meanwhile
+            return answer[0], answer[1], json.dumps(json.loads(answer[2]) | {"status": "succeeded"}).encode()
+        return answer
+
+    with _in_front(monkeypatch, unavailable_once):
+        status, out, err = cab("wait", str(run.pk), "--every", "0.05")
+    assert status == 0, err
+    assert len(polled) == 3 and polled[2] - polled[1] >= 1.0, polled
+    assert "polling again in 1 s (the server's Retry-After)" in err, err
+
+
+def test_a_retry_after_longer_than_the_timeout_is_not_waited_out(cab, monkeypatch):
+    """A Retry-After of an hour is waited at most cli.RETRY_AFTER_MOST seconds, and never past --timeout."""
+    import time
+    started = time.monotonic()
+    with _in_front(monkeypatch, lambda *_: (*BUSY, {"Retry-After": "3600"})):
+        status, _, err = cab("run", "--bootstrap", "5", "--no-wait", "--every", "0.05", "--timeout", "1.5")
+    assert status == 1 and "could not take the run after 1.5 s" in err, err
+    assert time.monotonic() - started < 10
+    assert not MetricRun.objects.exists()
