@@ -241,8 +241,15 @@ def _save_answer(context: dict[str, Any], *, status: int = 200) -> HttpResponse:
 @_signed_in_or_401
 @require_POST
 def complete(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
+    """Complete the turn and go on to the coder's next one (or the queue). The next one is read before the
+    completion's commit: a read after it that met an outage would answer 503 "Nothing was changed" for a turn that
+    was completed (common.outage)."""
     assignment = get_object_or_404(
         selectors.coder_assignments(user=request.user).select_related("round"), round_id=round_id, position=position
+    )
+    following = (
+        Assignment.objects.filter(round_id=round_id, coder=request.user, position__gt=position)
+        .order_by("position").values_list("position", flat=True).first()
     )
     form = CompleteForm(request.POST)
     form.is_valid()  # a checkbox: anything but a true value is "not confirmed"
@@ -254,10 +261,6 @@ def complete(request: AuthedRequest, round_id: int, position: int) -> HttpRespon
         return render(request, "annotation/turn.html#complete-result", {"error": "; ".join(error.messages)},
                       status=422)
     if check.completed:
-        following = (
-            Assignment.objects.filter(round_id=round_id, coder=request.user, position__gt=position)
-            .order_by("position").values_list("position", flat=True).first()
-        )
         target = (reverse("turn", args=[round_id, following]) if following is not None
                   else reverse("queue", args=[round_id]))
         if request.htmx:

@@ -1,0 +1,65 @@
+"""A coding page's request whose work is committed answers with it, however the database is afterwards: the
+database ends the request's connection right after the commit (``pg_terminate_backend``, as a restart does), and the
+answer is never the 503 that says "Nothing was changed" (common.outage): a reviewer told so would do it again."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection, transaction
+from django.test import Client
+from django.urls import reverse
+
+from annotation.models import Assignment, Round
+from tests.annotation.test_views import fill_turn
+from tests.common.test_outage import _ended, _own_pid
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the connection is ended for real
+
+
+@contextlib.contextmanager
+def _ended_after_the_commit_of(statement: str) -> Iterator[list[str]]:
+    """End the test's connection (the one its requests use) once the transaction that ran a statement starting
+    with ``statement`` has committed. Yields the statements seen, to check it was."""
+    seen: list[str] = []
+
+    def watch(execute: Callable, sql: str, params, many, context):  # noqa: ANN001, ANN202
+        result = execute(sql, params, many, context)
+        if sql.startswith(statement) and not seen:
+            seen.append(sql)
+            transaction.on_commit(lambda: _ended(_own_pid()))
+        return result
+
+    try:
+        with connection.execute_wrapper(watch):
+            yield seen
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def demo_round(settings) -> Round:
+    settings.DEBUG = False  # the pages' own 500 and 503
+    call_command("load_demo", "--quiet")
+    return Round.objects.get(study__slug="demo", kind="calibration", number=1)
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_a_turn_completed_as_the_database_drops_goes_on_to_the_next_turn(demo_round, htmx):
+    """Before, the view read the next turn's position after the commit: 503 "Nothing was changed" for a turn that
+    was completed."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    fill_turn(demo_round, reviewer, 1)
+    page = Client(raise_request_exception=False)
+    page.force_login(reviewer)
+    headers = {"HX-Request": "true"} if htmx else {}
+    with _ended_after_the_commit_of('UPDATE "annotation_assignment" SET "completed_at"') as seen:
+        answer = page.post(reverse("turn-complete", args=[demo_round.pk, 1]), headers=headers)
+    assert seen, "the completion was committed"
+    assert answer.status_code == (204 if htmx else 302), (answer.status_code, answer.content[-300:])
+    assert (answer["HX-Redirect"] if htmx else answer["Location"]) == reverse("turn", args=[demo_round.pk, 2])
+    assert Assignment.objects.get(round=demo_round, coder=reviewer, position=1).completed_at is not None
