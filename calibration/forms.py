@@ -91,7 +91,10 @@ class ItemForm(forms.Form):
             return data
         attribute = AttributeDefinition.objects.filter(schema_id=self.round.study.schema_id,
                                                        code=data["attribute"]).first()
-        turn = Turn.objects.filter(pk=data["turn"], round_items__round=self.round).first()
+        # With what names it (its conversation and dataset): the answer says it once the work is committed, when a
+        # read that met an outage would answer 503 "Nothing was changed" (common.outage).
+        turn = (Turn.objects.select_related("conversation__dataset")
+                .filter(pk=data["turn"], round_items__round=self.round).first())
         if attribute is None:
             raise forms.ValidationError(f"{data['attribute']!r} is not an attribute of this study's schema")
         if turn is None:
