@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import get_template
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
@@ -18,6 +19,7 @@ from access.authed_request import AuthedRequest
 from access.checks import is_study_admin, token_scopes_allowed, user_sees_all_studies
 from api import forms, services
 from api.models import ApiToken
+from common.outage import read_after_commit
 
 
 def _studies(request: AuthedRequest) -> Any:
@@ -37,7 +39,8 @@ def _tokens(request: AuthedRequest) -> Any:
 @require_http_methods(["GET", "POST"])
 def tokens(request: AuthedRequest) -> HttpResponse:
     scopes = token_scopes_allowed(request.user)
-    form = forms.TokenForm(request.POST or None, scopes=scopes, studies=_studies(request))
+    studies, listed = _studies(request), _tokens(request)  # the account's roles are read here, before any commit
+    form = forms.TokenForm(request.POST or None, scopes=scopes, studies=studies)
     raw = None
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -45,10 +48,15 @@ def tokens(request: AuthedRequest) -> HttpResponse:
         token, raw = services.api_token_create(
             user=request.user, name=data["name"], scopes=data["scopes"], study=data["study"], by=request.user,
             expires_at=timezone.now() + timedelta(days=days) if days else None)
-        form = forms.TokenForm(scopes=scopes, studies=_studies(request))
+        form = forms.TokenForm(scopes=scopes, studies=studies)
     # The key is in this one answer only (never in the session or a redirect), which no cache keeps.
-    return render(request, "api/tokens.html", {"form": form, "raw": raw, "tokens": _tokens(request),
-                                               "scopes": scopes, "now": timezone.now()})
+    context = {"form": form, "raw": raw, "tokens": listed, "scopes": scopes, "now": timezone.now()}
+    if raw is None:
+        return render(request, "api/tokens.html", context)
+    # The token is committed: a page the database cannot be read for still shows its key, never the 503 that says
+    # nothing was changed (common.outage), after which the key would be lost.
+    page = read_after_commit(lambda: render(request, "api/tokens.html", context), otherwise=None)
+    return page or HttpResponse(get_template("api/token_made.html").render({"raw": raw}))
 
 
 @login_required

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from api.models import ApiToken
 from api.services import api_token_hash
+from tests.annotation.test_after_commit import _ended_after_the_commit_of
 
 pytestmark = pytest.mark.django_db
 
@@ -52,3 +54,24 @@ def test_someone_elses_token_cannot_be_revoked_by_a_reviewer(client, admin_user,
     client.force_login(reviewer)
     assert client.post(reverse("api-token-revoke", args=[ApiToken.objects.get().pk])).status_code == 404
     assert ApiToken.objects.get().revoked_at is None
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the request's connection is ended for real
+def test_a_token_made_as_the_database_drops_shows_its_key(admin_user, settings):
+    """The token is committed, then the database ends the request's connection before the page that shows its key
+    is read (the list of tokens, the form's studies). Before, the answer was 503 "Nothing was changed": the token
+    was made but its key, shown in that one answer only, was lost. Now the key is shown on a page that reads
+    nothing, saying the list will be back; it works once the database is."""
+    settings.DEBUG = False  # the pages' own 500 and 503
+    page = Client(raise_request_exception=False)
+    page.force_login(admin_user)
+    with _ended_after_the_commit_of('INSERT INTO "cab_apitoken"') as seen:
+        answer = page.post(reverse("api-tokens"), {"name": "ingest script", "scopes": ["read"]})
+    assert seen, "the token was committed"
+    assert answer.status_code == 200, (answer.status_code, answer.content[-300:])
+    assert "no-cache" in answer["Cache-Control"] or "max-age=0" in answer["Cache-Control"]
+    text = answer.content.decode()
+    raw = re.search(r'<code class="token">(cab_[^<]+)</code>', text).group(1)
+    assert "the list of tokens cannot be read just now" in text
+    assert ApiToken.objects.get().key_hash == api_token_hash(raw)
+    assert page.get("/api/v1/studies/", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
