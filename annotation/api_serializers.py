@@ -33,7 +33,9 @@ class StudyOut(serializers.Serializer):
         return None if study.pk in self.context.get("blinded", set()) else list(study.model_slots)
 
     def get_rounds(self, study: Study) -> list[str]:
-        return [r.name for r in study.rounds.all()]
+        # A study just created (context "created") has none: the answer to its creation reads nothing after the
+        # commit, which an outage would turn into the 503 that says nothing was changed (common.outage).
+        return [] if self.context.get("created") else [r.name for r in study.rounds.all()]
 
 
 def _text(help_text: str, *, required: bool = False) -> TextField:

@@ -160,7 +160,7 @@ class StudyListApi(APIView):
             if any(e.code == "unique" for e in error.error_dict.get("slug", ())):
                 return Response({"detail": "; ".join(fields["slug"]), "fields": fields}, status=409)
             raise exceptions.ValidationError(fields) from error
-        return Response(StudyOut(study, context={"blinded": set()}).data, status=201,
+        return Response(StudyOut(study, context={"blinded": set(), "created": True}).data, status=201,
                         headers={"Location": reverse("api-study", args=[study.slug])})
 
 

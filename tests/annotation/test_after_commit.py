@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Assignment, Round
+from annotation.models import Assignment, Round, Study
 from tests.annotation.test_views import fill_turn
 from tests.common.test_outage import _ended, _own_pid
 
@@ -63,3 +63,18 @@ def test_a_turn_completed_as_the_database_drops_goes_on_to_the_next_turn(demo_ro
     assert answer.status_code == (204 if htmx else 302), (answer.status_code, answer.content[-300:])
     assert (answer["HX-Redirect"] if htmx else answer["Location"]) == reverse("turn", args=[demo_round.pk, 2])
     assert Assignment.objects.get(round=demo_round, coder=reviewer, position=1).completed_at is not None
+
+
+def test_a_study_created_through_the_api_as_the_database_drops_answers_201_with_it(admin_user, as_token, settings):
+    """Before, the answer's list of the new study's rounds was read after the commit: 503 "Nothing was changed",
+    and the client's same request again was refused, the slug being in use (409)."""
+    settings.DEBUG = False
+    api = as_token(admin_user, scopes=["setup"])
+    api.raise_request_exception = False  # the API's own 503
+    with _ended_after_the_commit_of('INSERT INTO "annotation_study"') as seen:
+        answer = api.post("/api/v1/studies/", {"slug": "made", "schema": "cab-v1", "model_slots": ["GPT"]},
+                          format="json")
+    assert seen, "the study was committed"
+    assert answer.status_code == 201, (answer.status_code, answer.content[-300:])
+    assert (answer.json()["slug"], answer.json()["rounds"], answer["Location"]) == ("made", [], "/api/v1/studies/made/")
+    assert Study.objects.filter(slug="made").exists()
