@@ -102,8 +102,8 @@ def read_after_commit(read: Callable[[], T], *, otherwise: T) -> T:
     except DatabaseError as error:
         if unreachable(error) != "database" and not busy(error):
             raise
-        log.warning("a read after the request's commit was left out: the database cannot be reached (%s)",
-                    type(error).__name__)
+        log.warning("a read after the request's commit was left out: the database cannot be reached or is busy "
+                    "(%s)", type(error).__name__)
         return otherwise
 
 
