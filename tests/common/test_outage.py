@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
 from annotation.models import Study
-from common.outage import busy, unreachable
+from common.outage import busy, read_after_commit, unreachable
 from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # connections of their own
@@ -210,3 +210,15 @@ def test_a_statement_timeout_is_the_ordinary_500_with_its_traceback(page, caplog
     logged = _logged(caplog)
     assert logged and all((r.levelname, r.name) == ("ERROR", "django.request") and r.exc_info for r in logged)
     assert "QueryCanceled" in caplog.text
+
+
+@pytest.mark.parametrize(("setting", "left_out"), [("lock_timeout", True), ("statement_timeout", False)])
+def test_a_read_after_the_commit_is_left_out_for_a_busy_database_not_for_a_cancelled_statement(
+        own_connection_settings, setting, left_out):
+    own_connection_settings(f"SET {setting} = '300ms'")
+    with _TableLocked(Study._meta.db_table):
+        if left_out:
+            assert read_after_commit(lambda: list(Study.objects.all()), otherwise="left out") == "left out"
+        else:
+            with pytest.raises(DatabaseError, match="statement timeout"):
+                read_after_commit(lambda: list(Study.objects.all()), otherwise="left out")
