@@ -125,6 +125,8 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     queries (one more for the trajectory named ``conversation`` alone). The sessions carry their trajectory's name,
     made here (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID when two trajectories of the
     study share it)."""
+    import numpy as np
+
     from lc8.core.rows import Lc8Rows, item_codes
     from metrics.core.history_names import history_names
 
@@ -171,11 +173,16 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
                   None if session_id is None else position.get(session_id, -1), column.get(attribute_id, -1),
                   None if score is None else score)
                  for username, is_gold, session_id, attribute_id, score in judged]
+    coder, session = _index_of([member.user_id for member in members], coder), _index_of(session_ids, session)
+    attribute = _index_of(column_ids, attribute)
+    # The query's rows come in the order its plan reads them (a table analysed since, or written in another order,
+    # gives another): the labels are put in the order of what they say, which the input fingerprint covers.
+    order = np.lexsort((value, attribute, session, seed, seedless, coder))  # the last key sorts first
     return Lc8Rows(block=block, study=study.slug, schema=study.schema.slug, codes=sorted(codes),
                    members=[(member.username, str(member.role)) for member in members], sessions=sessions,
-                   label_coder=_index_of([member.user_id for member in members], coder), label_seed=seed,
-                   label_seedless=seedless.astype(bool), label_session=_index_of(session_ids, session),
-                   label_attribute=_index_of(column_ids, attribute), label_value=value, judgments=judgments)
+                   label_coder=coder[order], label_seed=seed[order], label_seedless=seedless[order].astype(bool),
+                   label_session=session[order], label_attribute=attribute[order], label_value=value[order],
+                   judgments=judgments)
 
 
 def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str | None = None) -> Lc8Inputs:

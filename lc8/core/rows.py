@@ -46,7 +46,8 @@ class Lc8Unavailable(ValueError):
 class Lc8Rows:
     """``sessions``: the sessions of the study's longitudinal conversations, (dataset, the trajectory's name: its
     conversation id, or DATASET/ID when two trajectories share the id, index), in conversation order then index.
-    Labels (one array each, a row per session label of the study): ``label_coder`` indexes ``members`` (-1: none
+    Labels (one array each, a row per session label of the study, by coder, seed, session, attribute and value: the
+    server's order, whatever order the database gave them in): ``label_coder`` indexes ``members`` (-1: none
     of them), ``label_seed`` (None as 0 with ``label_seedless``),
     ``label_session`` indexes ``sessions`` (-1: a session of no trajectory), ``label_attribute`` indexes
     ``block["items"]`` then the total (-1: neither), ``label_value``. ``judgments``, in judgment order: (coder name,
