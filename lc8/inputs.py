@@ -12,7 +12,8 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
 - A **trajectory** is a conversation of the study (``annotation.selectors.conversations_of_study``: those it
   ingested, and those it labelled, judged or put in a round, whoever ingested them) of kind ``longitudinal``; its
   row holds sessions 1..S (S = the block's ``sessions``) by ``benchmark.Session.index``; a session missing, or
-  without a label, is NaN. Rows are in conversation id order (external id, then primary key). A session index
+  without a label, is NaN. Rows are in conversation id order (external id, then dataset name: never the order in
+  which they were ingested, which is no part of the study's data). A session index
   outside 1..S is an error naming it. A trajectory is named by its external id, or ``DATASET/EXTERNAL_ID`` when
   two trajectories of the study share the id (``metrics.core.history_names``): the rows carry the names, and the
   dashboard's trajectory plot takes one.
@@ -146,7 +147,7 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
         "conversation_id__in": history_named(_trajectories_of(study), conversation)}
     found = Session.objects.filter(conversation__in=conversations_of_study(study=study),
                                    conversation__kind=Conversation.Kind.LONGITUDINAL, **one)
-    rows = list(found.order_by("conversation__external_id", "conversation_id", "index")
+    rows = list(found.order_by("conversation__external_id", "conversation__dataset__name", "index")
                 .values_list("pk", "conversation__dataset__name", "conversation__external_id", "index"))
     keys = {(dataset, external_id) for _pk, dataset, external_id, _index in rows}
     names = history_names(keys) if conversation is None else dict.fromkeys(keys, conversation)
@@ -223,7 +224,7 @@ def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
 def _trajectories_of(study: Study) -> QuerySet[Conversation]:
     """The study's trajectories: its longitudinal conversations with sessions, in the section's row order."""
     return (conversations_of_study(study=study).filter(kind=Conversation.Kind.LONGITUDINAL, sessions__isnull=False)
-            .order_by("external_id", "pk").distinct())
+            .order_by("external_id", "dataset__name").distinct())
 
 
 def trajectory_names(*, study: Study) -> list[str]:

@@ -542,3 +542,19 @@ def test_the_input_fingerprint_does_not_depend_on_how_the_labels_lie_in_the_tabl
             label.pk = None
         SessionLabel.objects.bulk_create(labels)
     assert _rows_fingerprint(study) == before
+
+
+def test_trajectories_of_one_id_come_in_dataset_order_whichever_was_ingested_first(db):
+    """Two trajectories of one id, ingested B's first: their rows (and ``data/lc8_sessions.csv``, which the input
+    fingerprint covers) came in primary key order, so in the order of ingestion, which is not the study's data."""
+    study = StudyFactory(slug="lc8-order", schema=lc8_schema(), model_slots=[])
+    reference = StudyMemberFactory(study=study, user=UserFactory(username="ref-3", is_active=False),
+                                   role="reference")
+    total = AttributeDefinition.objects.get(schema=study.schema, code=study.schema.definition["lc8"]["total"])
+    for dataset in ("B", "A"):
+        conversation = Conversation.objects.create(dataset=DatasetFactory(name=dataset), external_id="same",
+                                                   kind="longitudinal", topic="Depression", study=study)
+        session = Session.objects.create(conversation=conversation, index=1, kind="counseling")
+        SessionLabel.objects.create(study=study, coder=reference, session=session, attribute=total, value=1.0)
+    assert loader.trajectory_names(study=study) == ["A/same", "B/same"]
+    assert loader.lc8_rows(study=study).sessions == [("A", "A/same", 1), ("B", "B/same", 1)]
