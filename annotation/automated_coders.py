@@ -72,6 +72,14 @@ def method_account_ensure(*, username: str) -> User:
     return user
 
 
+def _with_account(member: StudyMember, user: User) -> StudyMember:
+    """``member`` holding its account ``user``, read inside the registration's transaction: a membership found (or
+    refreshed) holds none, and the answer reading it after the commit would meet an outage there with the 503 that
+    says nothing was changed (common.outage), for a coder that was registered."""
+    member.user = user
+    return member
+
+
 # An archived study's coders stay as they were: a registration that would add or change one is refused.
 ARCHIVED_CODERS = "it takes no new coders and its coders no longer change"
 
@@ -107,7 +115,7 @@ def method_register(*, study: Study, name: str, version: str = "", prompt_id: st
     if created or changed:
         audit_record(by=by, action="method.register", study=study, target=f"user:{name}", version=version,
                      prompt_id=prompt_id)
-    return member
+    return _with_account(member, user)
 
 
 @transaction.atomic
@@ -135,7 +143,7 @@ def reference_register(*, study: Study, name: str, description: str = "", by: Us
         member.refresh_from_db()
     if created or changed:
         audit_record(by=by, action="reference.register", study=study, target=f"user:{name}")
-    return member
+    return _with_account(member, user)
 
 
 AUTOMATED_ROLES = (StudyMember.Role.METHOD, StudyMember.Role.REFERENCE)  # coders that are not people

@@ -14,9 +14,10 @@ from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import Assignment, Round, Study
+from annotation.models import Assignment, Round, Study, StudyMember
 from tests.annotation.test_views import fill_turn
 from tests.common.test_outage import _ended, _own_pid
+from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the connection is ended for real
 
@@ -78,3 +79,38 @@ def test_a_study_created_through_the_api_as_the_database_drops_answers_201_with_
     assert answer.status_code == 201, (answer.status_code, answer.content[-300:])
     assert (answer.json()["slug"], answer.json()["rounds"], answer["Location"]) == ("made", [], "/api/v1/studies/made/")
     assert Study.objects.filter(slug="made").exists()
+
+
+_CODERS = "/api/v1/studies/coded/"
+
+
+@pytest.mark.parametrize(("kind", "before", "sent", "statement"), [
+    ("methods", None, {"name": "judge", "version": "v1", "prompt_id": "p1"}, 'INSERT INTO "annotation_studymember"'),
+    ("methods", {"name": "judge", "version": "v1", "prompt_id": "p1"},
+     {"name": "judge", "version": "v2", "prompt_id": "p1"}, 'UPDATE "annotation_studymember"'),
+    ("methods", {"name": "judge", "version": "v1", "prompt_id": "p1"},
+     {"name": "judge", "version": "v1", "prompt_id": "p1"}, 'SELECT "annotation_studymember"'),
+    ("references", None, {"name": "phq", "description": "the controlled state"},
+     'INSERT INTO "annotation_studymember"'),
+    ("references", {"name": "phq", "description": "old"}, {"name": "phq", "description": "the controlled state"},
+     'UPDATE "annotation_studymember"'),
+    ("references", {"name": "phq", "description": "the controlled state"},
+     {"name": "phq", "description": "the controlled state"}, 'SELECT "annotation_studymember"'),
+])
+def test_a_coder_registered_as_the_database_drops_answers_200_with_it(admin_user, as_token, settings, kind, before,
+                                                                      sent, statement):
+    """Before, the answer read the coder's account after the commit (a registration that found or changed the
+    membership): 503 "Nothing was changed" for a coder that was registered."""
+    settings.DEBUG = False
+    study = StudyFactory(slug="coded")
+    api = as_token(admin_user, scopes=["read", "import"], study=study)
+    api.raise_request_exception = False  # the API's own 503
+    if before is not None:
+        assert api.post(f"{_CODERS}{kind}/", before, format="json").status_code == 200
+    with _ended_after_the_commit_of(statement) as seen:
+        answer = api.post(f"{_CODERS}{kind}/", sent, format="json")
+    assert seen, "the registration was committed"
+    assert answer.status_code == 200, (answer.status_code, answer.content[-300:])
+    assert answer.json() == sent
+    member = StudyMember.objects.get(study=study, user__username=sent["name"])
+    assert member.method_version == sent.get("version", sent.get("description"))
