@@ -86,7 +86,8 @@ class SessionStore(db.SessionStore):
                 return
             if isinstance(error, UpdateError) and isinstance(error.__context__, DatabaseError) and (
                     outage or busy(error)):
-                raise error.__context__ from None
+                database = error.__context__  # with its cause, psycopg's error: its SQLSTATE says which 503
+                raise database from database.__cause__
             raise
 
     def load(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ signed in."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends.db import SessionStore as DjangoStore
 from django.contrib.sessions.models import Session
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -97,3 +98,59 @@ def test_a_sign_in_whose_session_the_database_cannot_save_answers_503_and_a_late
     again = browser.post(reverse("login"), {"username": "reviewer", "password": "pw-for-tests"})
     assert (again.status_code, again["Location"]) == (302, "/")
     assert browser.get(reverse("home")).status_code == 200
+
+
+class _RowLocked:
+    """Another connection holds the session row ``key`` locked (``SELECT … FOR UPDATE``) until the block ends: the
+    test's connection may read it, but its update waits."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.locked, self.release = key, threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.hold)
+
+    def hold(self) -> None:
+        try:
+            with transaction.atomic():
+                Session.objects.select_for_update().get(session_key=self.key)
+                self.locked.set()
+                self.release.wait(30)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> _RowLocked:
+        self.thread.start()
+        assert self.locked.wait(10)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release.set()
+        self.thread.join(30)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the row is locked from a connection of its own
+def test_a_sign_in_whose_session_the_busy_database_cannot_save_answers_the_busy_503(reviewer, settings, caplog):
+    """The sign-in's session row is made, then another transaction locks it before the session is saved with the
+    user in it: the save's lock is not granted in time (55P03). Before, the 503 said the database could not be
+    reached (the error was raised without the database's SQLSTATE); now it says the database was busy."""
+    settings.DEBUG = False
+    browser = Client(raise_request_exception=False)
+    locks: list[_RowLocked] = []
+
+    def lock_the_row(request, **_: object) -> None:  # noqa: ANN001
+        locks.append(_RowLocked(request.session.session_key).__enter__())
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '300ms'")
+    user_logged_in.connect(lock_the_row, dispatch_uid="test-lock-the-row")
+    try:
+        answer = browser.post(reverse("login"), {"username": "reviewer", "password": "pw-for-tests"})
+    finally:
+        user_logged_in.disconnect(dispatch_uid="test-lock-the-row")
+        for lock in locks:
+            lock.__exit__()
+        connection.close()
+    assert locks, "the sign-in's session row was locked"
+    assert answer.status_code == 503, answer.status_code
+    assert b"busy with another request" in answer.content and b"Nothing was changed" in answer.content
+    assert "503 POST /login/: the database was busy with another request at the same time (OperationalError)" in (
+        caplog.text)
