@@ -3,9 +3,10 @@
 Each save of a session moves its expiry to now + ``SESSION_COOKIE_AGE``. Saving it on every request would cost
 three queries on every page and autosave; instead a request renews it when the last renewal is more than
 ``SESSION_RENEW_SECONDS`` old (and signing in counts as one), so the idle limit holds to within that margin. A
-renewal the database cannot take (an outage after the request's own work was committed) is left to the next
-request: it is not the user's work, and failing on it would answer 503 "Nothing was changed" (``common.outage``)
-for a request whose work was saved. Any other save it cannot take (a sign-in's) answers that 503.
+renewal the database cannot take (an outage after the request's own work was committed, or its row locked by
+another request past ``lock_timeout``) is left to the next request: it is not the user's work, and failing on it
+would answer 503 "Nothing was changed" (``common.outage``) for a request whose work was saved. Any other save it
+cannot take (a sign-in's) answers that 503.
 
 ``SESSION_ENGINE = "access.login_sessions"``: Django's database sessions, in the same table, with the read that every
 signed-in request makes written as one statement instead of a queryset compiled per request (issue 34: the
@@ -72,23 +73,23 @@ class SessionStore(db.SessionStore):
     renewal_only = False  # set by IdleSessionMiddleware: the request changed nothing else of the session
 
     def save(self, must_create: bool = False) -> None:
-        """A renewal alone that the database cannot take is left out (logged), never the request's answer. Any other
-        save the database cannot take (a sign-in's) raises the database's error, which answers the outage's 503
-        (``common.outage``): Django's store raises UpdateError from it, which its middleware turns into
-        SessionInterrupted, a 400 that blames the browser."""
+        """A renewal alone that the database cannot take, unreachable or busy, is left out (logged), never the
+        request's answer. Any other save the database cannot take (a sign-in's) raises the database's error, which
+        answers the outage's 503 (``common.outage``): Django's store raises UpdateError from it, which its middleware
+        turns into SessionInterrupted, a 400 that blames the browser."""
         try:
             super().save(must_create=must_create)
         except (DatabaseError, UpdateError) as error:
+            database = error.__context__ if isinstance(error, UpdateError) else error
             outage = unreachable(error) == "database"
-            if outage and self.renewal_only:
-                log.warning("session renewal left to the next request: the database cannot be reached (%s)",
-                            type(error).__name__)
+            if not isinstance(database, DatabaseError) or not (outage or busy(error)):
+                raise
+            if self.renewal_only:
+                log.warning("session renewal left to the next request: the database %s (%s)",
+                            "cannot be reached" if outage else "was busy", type(database).__name__)
                 return
-            if isinstance(error, UpdateError) and isinstance(error.__context__, DatabaseError) and (
-                    outage or busy(error)):
-                database = error.__context__  # with its cause, psycopg's error: its SQLSTATE says which 503
-                raise database from database.__cause__
-            raise
+            # With its cause, psycopg's error: its SQLSTATE says which 503 (unreachable or busy).
+            raise database from database.__cause__
 
     def load(self) -> dict[str, Any]:
         data = super().load()

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
-from access.login_sessions import SessionStore
+from access.login_sessions import RENEWED, SessionStore
 from tests.common.test_outage import _ended, _own_pid
 
 pytestmark = pytest.mark.django_db
@@ -125,6 +125,33 @@ class _RowLocked:
     def __exit__(self, *_: object) -> None:
         self.release.set()
         self.thread.join(30)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the row is locked from a connection of its own
+def test_a_renewal_the_busy_database_cannot_take_is_left_to_the_next_request(reviewer, settings, caplog):
+    """The session is due for its renewal, and another transaction holds its row: the renewal's update is not granted
+    its lock in time (SQLSTATE 55P03). Before, the request answered 503 "Nothing was changed" for a renewal, which is
+    not the user's work (and had the request saved any, it was saved); now the page answers, and the next request
+    renews the session."""
+    settings.DEBUG = False
+    browser = Client(raise_request_exception=False)
+    browser.force_login(reviewer)
+    session = browser.session
+    session[RENEWED] = 0
+    session.save()
+    expiry = Session.objects.get(session_key=session.session_key).expire_date
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '300ms'")  # the test's connection, the one its requests use
+    try:
+        with _RowLocked(session.session_key):
+            answer = browser.get(reverse("home"))
+        assert answer.status_code == 200, (answer.status_code, answer.content[-300:])
+        assert Session.objects.get(session_key=session.session_key).expire_date == expiry, "not renewed"
+        assert "session renewal left to the next request: the database was busy (OperationalError)" in caplog.text
+        assert browser.get(reverse("home")).status_code == 200
+        assert Session.objects.get(session_key=session.session_key).expire_date > expiry, "renewed"
+    finally:
+        connection.close()
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the row is locked from a connection of its own
