@@ -3,6 +3,9 @@ target, with the server's ETag in ``NAME.part.etag``; an interrupted download (a
 earlier run of the command) asks only for the bytes it misses (``Range``) and gets them only if the file on the
 server is still the one it began (``If-Range``: the server sends the whole file again otherwise). The finished
 file's SHA-256 is checked against the ETag before it takes the target's name (docs/api.md#resuming-a-download).
+An answer that says the server could not take the request just then (a 503 while its database is away, a 429,
+a proxy's 502 or 504: ``cab_cli.retry.UNAVAILABLE``) is asked again like a dropped connection, as late as its
+Retry-After asks (``cab_cli.retry.pause``), and touches neither the part nor the target.
 
 Downloads stream into the file: memory stays flat at any size. What the server says of the file's provenance (its
 ``CAB-*`` and ``Repr-Digest`` headers: docs/metrics.md#provenance) comes back with it (``Downloaded.provenance``),
@@ -21,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from cab_cli import retry
 from common import progress
 
 _pause = time.sleep  # between attempts (a test makes it instant)
@@ -72,13 +76,21 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _refusal(answer: httpx.Response) -> DownloadError:
+def _said(answer: httpx.Response) -> str:
     answer.read()
     try:
         detail = answer.json().get("detail", "")
-    except ValueError:
+    except (ValueError, AttributeError):
         detail = answer.text[:200]
-    return DownloadError(f"HTTP {answer.status_code}: {detail}".rstrip(": "))
+    return f"HTTP {answer.status_code}: {detail}".rstrip(": ")
+
+
+class _Unavailable(Exception):
+    """The server could not take the request just then (``retry.UNAVAILABLE``): nothing of the file came."""
+
+    def __init__(self, answer: httpx.Response) -> None:
+        super().__init__(_said(answer))
+        self.retry_after = retry.retry_after(answer.headers)
 
 
 def _finish(part: Path, tag: Path, target: Path, etag: str) -> int:
@@ -94,8 +106,9 @@ def _finish(part: Path, tag: Path, target: Path, etag: str) -> int:
 
 
 def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, desc: str = "") -> Downloaded:
-    """``url`` into ``target``, resuming a ``.part`` left beside it; a dropped connection is resumed up to
-    ``retries`` times (waiting 1, 2, 4… s) before the error is raised (the ``.part`` stays for the next run)."""
+    """``url`` into ``target``, resuming a ``.part`` left beside it; a dropped connection or an answer of a server
+    briefly unavailable is asked again up to ``retries`` times (waiting 1, 2, 4… s, or as long as the answer's
+    Retry-After asks) before the error is raised (the ``.part`` stays for the next run)."""
     part, tag = _paths(target)
     attempt = 0
     while True:
@@ -104,6 +117,8 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
         headers = {"Range": f"bytes={have}-", "If-Range": tag.read_text().strip()} if have else {}
         try:
             with http.stream("GET", url, headers=headers) as answer:
+                if answer.status_code in retry.UNAVAILABLE:
+                    raise _Unavailable(answer)
                 if answer.status_code == 416 and have:
                     # Nothing left to send: the part is whole (it was not renamed yet) or it is not this file.
                     etag = answer.headers.get("ETag", "")
@@ -113,7 +128,7 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                     part.unlink()
                     continue
                 if answer.status_code not in (200, 206):
-                    raise _refusal(answer)
+                    raise DownloadError(_said(answer))
                 etag, said = answer.headers.get("ETag", ""), _provenance(answer)
                 if answer.status_code == 206:
                     span = _CONTENT_RANGE.match(answer.headers.get("Content-Range", ""))
@@ -136,9 +151,20 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                 raise httpx.ReadError(f"the connection closed after {part.stat().st_size:,} of {total:,} bytes")
             size = _finish(part, tag, target, etag)
             return Downloaded(target, size, have, attempt, said)
-        except httpx.TransportError as problem:
-            if attempt > retries:
-                raise DownloadError(f"{problem}; the part downloaded so far is kept in {part.name}: run the "
-                                    "command again to resume") from problem
-            print(f"{target.name}: {problem}; resuming (attempt {attempt + 1})", file=sys.stderr)
-            _pause(min(2 ** (attempt - 1), 30))
+        except (httpx.TransportError, _Unavailable) as problem:
+            _again_or_refused(problem, attempt=attempt, retries=retries, part=part, target=target)
+
+
+def _again_or_refused(problem: httpx.TransportError | _Unavailable, *, attempt: int, retries: int, part: Path,
+                      target: Path) -> None:
+    """Wait before attempt ``attempt + 1`` (1, 2, 4… s, or as long as the answer's Retry-After asks), or raise the
+    DownloadError once ``retries`` are spent; the part stays either way."""
+    kept = part.exists()
+    if attempt > retries:
+        again = (f"the part downloaded so far is kept in {part.name}: run the command again to resume" if kept
+                 else "run the command again")
+        raise DownloadError(f"{problem}; {again}") from problem
+    asked = problem.retry_after if isinstance(problem, _Unavailable) else None
+    print(f"{target.name}: {problem}; {'resuming' if kept else 'asking again'} (attempt {attempt + 1})"
+          f"{retry.asked(asked)}", file=sys.stderr)
+    _pause(retry.pause(retry.backoff(attempt), asked))

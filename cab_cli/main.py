@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import email.utils
 import hashlib
 import io
 import json
@@ -28,14 +27,14 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
 
+from cab_cli import retry
 from cab_cli.api_client import AuthenticatedClient
 from cab_cli.api_client.api.metric_runs import metric_runs_retrieve
 from cab_cli.api_client.api.studies import (
@@ -73,40 +72,6 @@ class Refused(Exception):
     def __init__(self, text: str, *, status: int = 0):
         super().__init__(text)
         self.status = status
-
-
-# The server could not take the request just then (its database or broker unreachable, overloaded, a proxy without
-# it): nothing of the request was written, and the same request may be sent again.
-UNAVAILABLE = {HTTPStatus.TOO_MANY_REQUESTS, HTTPStatus.BAD_GATEWAY, HTTPStatus.SERVICE_UNAVAILABLE,
-               HTTPStatus.GATEWAY_TIMEOUT}
-# A Retry-After longer than this is waited this long: a wrong header must not hold the command for hours. Never
-# past the command's --timeout either.
-RETRY_AFTER_MOST = 60.0
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The seconds an answer's Retry-After asks for (a number of seconds or an HTTP date), or None when it has none
-    the command can read."""
-    value = headers.get("Retry-After", "").strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # "-0000": UTC, as HTTP dates are
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _pause(every: float, retry_after: float | None) -> float:
-    """How long to wait before asking again: what the server's Retry-After asks (at most RETRY_AFTER_MOST), and
-    never less than ``every``."""
-    return every if retry_after is None else max(every, min(retry_after, RETRY_AFTER_MOST))
-
-
-def _asked(retry_after: float | None) -> str:
-    return "" if retry_after is None else f" in {retry_after:g} s (the server's Retry-After)"
 
 
 class Usage(Exception):
@@ -233,7 +198,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                     number, f"parts 1–{number - 1} of {len(parts)} were written; ")
                 # a part the server could not take just then is no fault of the file: sending it again is safe
                 remedy = ("the server was unavailable, not the file at fault: send the same file again" if
-                          refused.status in UNAVAILABLE else "fix the file and send it again")
+                          refused.status in retry.UNAVAILABLE else "fix the file and send it again")
                 raise Refused(f"{refused}\n{done}part {number} (lines {lines[0]}–{lines[-1]}) and after were not; "
                               f"{remedy} (what was written counts as unchanged)", status=refused.status) from None
             for name, value in summary.to_dict().items():
@@ -273,11 +238,11 @@ def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, eve
                               f"wait again with: cab wait {run.id})")
             time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
             now, unavailable, retry_after = _poll(client, run.id)
-            pause = _pause(every, retry_after)
+            pause = retry.pause(every, retry_after)
             if now is None:
                 if not outage:
                     print(f"cab: the server is briefly unavailable ({unavailable}); metric run {run.id} goes on "
-                          f"there: still waiting, polling again{_asked(retry_after)}", file=sys.stderr)
+                          f"there: still waiting, polling again{retry.asked(retry_after)}", file=sys.stderr)
                 outage = True
                 continue
             if outage:
@@ -297,7 +262,7 @@ def _poll(client: AuthenticatedClient, run_id: int) -> tuple[MetricRunOut | None
         return None, f"no answer: {problem}", None
     if answer.status_code == HTTPStatus.SERVICE_UNAVAILABLE:
         return (None, f"HTTP 503: {answer.content[:200].decode(errors='replace')}",
-                _retry_after(answer.headers))
+                retry.retry_after(answer.headers))
     return _ok(answer), "", None
 
 
@@ -317,7 +282,8 @@ def _started(client: AuthenticatedClient, study: str, body: MetricRunInRequest, 
     """Ask for the run under an Idempotency-Key of this command's own, and ask again with it while the server is
     briefly unavailable (503, 502, 504, 429) or its answer is lost: the server makes one run however often it is
     asked (docs/api.md#the-researcher-cli). A second ``cab run`` is another key, so another run. Between two asks
-    it waits ``every`` seconds, or as long as the answer's Retry-After says (``_pause``), never past ``timeout``."""
+    it waits ``every`` seconds, or as long as the answer's Retry-After says (``retry.pause``), never past
+    ``timeout``."""
     key = f"cab-cli-run-{uuid.uuid4().hex}"
     deadline = time.monotonic() + timeout
     said = False
@@ -328,18 +294,18 @@ def _started(client: AuthenticatedClient, study: str, body: MetricRunInRequest, 
         except httpx.TransportError as problem:
             status, unavailable = 0, f"no answer: {problem}"
         else:
-            if answer.status_code not in UNAVAILABLE:
+            if answer.status_code not in retry.UNAVAILABLE:
                 return _ok(answer)
-            status, retry_after = int(answer.status_code), _retry_after(answer.headers)
+            status, retry_after = int(answer.status_code), retry.retry_after(answer.headers)
             unavailable = f"HTTP {status}: {answer.content[:200].decode(errors='replace')}"
         if time.monotonic() > deadline:
             raise Refused(f"the server could not take the run after {timeout:g} s ({unavailable}); ask again with "
                           "cab run", status=status)
         if not said:
             print(f"cab: the server is briefly unavailable ({unavailable}); asking again for the same run"
-                  f"{_asked(retry_after)}", file=sys.stderr)
+                  f"{retry.asked(retry_after)}", file=sys.stderr)
             said = True
-        time.sleep(max(0.0, min(_pause(every, retry_after), deadline - time.monotonic())))
+        time.sleep(max(0.0, min(retry.pause(every, retry_after), deadline - time.monotonic())))
 
 
 def cmd_run(args: argparse.Namespace) -> None:
@@ -361,19 +327,34 @@ def cmd_wait(args: argparse.Namespace) -> None:
 
 # --- downloads ----------------------------------------------------------------------------------------------------
 
-def _newest_succeeded(client: AuthenticatedClient, study: str) -> int:
-    runs = _ok(studies_metric_runs_list.sync_detailed(study, client=client))  # newest first
+def _read(ask: Callable[[], Response[Any]], *, retries: int) -> Any:
+    """What ``ask()`` answers (as ``_ok`` reads it), asked again up to ``retries`` times while the server is briefly
+    unavailable (``retry.UNAVAILABLE``), as late as its Retry-After asks: a read changes nothing."""
+    attempt = 0
+    while True:
+        attempt += 1
+        answer = ask()
+        if answer.status_code not in retry.UNAVAILABLE or attempt > retries:
+            return _ok(answer)
+        wait = retry.retry_after(answer.headers)
+        print(f"cab: the server is briefly unavailable (HTTP {int(answer.status_code)}); asking again (attempt "
+              f"{attempt + 1}){retry.asked(wait)}", file=sys.stderr)
+        time.sleep(retry.pause(retry.backoff(attempt), wait))
+
+
+def _newest_succeeded(client: AuthenticatedClient, study: str, *, retries: int) -> int:
+    runs = _read(lambda: studies_metric_runs_list.sync_detailed(study, client=client), retries=retries)  # newest first
     for run in runs:
         if run.status == MetricRunOutStatusEnum.SUCCEEDED:
             return int(run.id)
     raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
 
 
-def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int) -> int:
+def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int, *, retries: int) -> int:
     """``run_id`` when it is a succeeded run of the study. The bundle's URL names the run only: without this, a run
     of another study would be downloaded under this study's name, where the report's download (``?run=``), the
     reports page and ``manage.py export_bundle`` refuse it."""
-    run = _ok(metric_runs_retrieve.sync_detailed(run_id, client=client))
+    run = _read(lambda: metric_runs_retrieve.sync_detailed(run_id, client=client), retries=retries)
     if run.study != study or run.status != MetricRunOutStatusEnum.SUCCEEDED:
         raise Refused(f"{study} has no succeeded metric run {run_id}: start one with `cab run`")
     return run_id
@@ -384,7 +365,8 @@ def cmd_download(args: argparse.Namespace) -> None:
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
     elif args.what == "bundle":
-        run = _newest_succeeded(client, study) if args.run is None else _succeeded_run_of(client, study, args.run)
+        run = (_newest_succeeded(client, study, retries=args.retries) if args.run is None
+               else _succeeded_run_of(client, study, args.run, retries=args.retries))
         url, name = f"/api/v1/metric-runs/{run}/bundle.zip", f"{study}-run-{run}-bundle.zip"
     else:
         url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"
@@ -440,7 +422,8 @@ def parser() -> argparse.ArgumentParser:
                            "STUDY-run-N-bundle.zip, STUDY-report.json)")
     downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format")
     downloads.add_argument("--run", type=int, help="bundle, report: this run's (default: the newest succeeded)")
-    downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection this often")
+    downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection, or ask again a server "
+                           "briefly unavailable (503: as late as its Retry-After asks), this often")
     return top
 
 

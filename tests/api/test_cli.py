@@ -471,7 +471,7 @@ def test_a_wait_polls_again_as_late_as_the_servers_retry_after_says(cab, monkeyp
 
 
 def test_a_retry_after_longer_than_the_timeout_is_not_waited_out(cab, monkeypatch):
-    """A Retry-After of an hour is waited at most cli.RETRY_AFTER_MOST seconds, and never past --timeout."""
+    """A Retry-After of an hour is waited at most cab_cli.retry.RETRY_AFTER_MOST seconds, and never past --timeout."""
     import time
     started = time.monotonic()
     with _in_front(monkeypatch, lambda *_: (*BUSY, {"Retry-After": "3600"})):
@@ -479,3 +479,86 @@ def test_a_retry_after_longer_than_the_timeout_is_not_waited_out(cab, monkeypatc
     assert status == 1 and "could not take the run after 1.5 s" in err, err
     assert time.monotonic() - started < 10
     assert not MetricRun.objects.exists()
+
+
+_HOP_HEADERS = {"content-type", "content-length", "date", "server", "connection", "transfer-encoding"}
+
+
+def _passed_on_with_headers(url: str, headers, path: str) -> tuple[int, str, bytes, dict[str, str]]:  # noqa: ANN001
+    """The live server's answer to the CLI's GET, with the headers a download reads (ETag, Content-Range, …)."""
+    import urllib.error
+    import urllib.request
+    sent = urllib.request.Request(url + path, headers={name: value for name, value in headers.items()  # noqa: S310
+                                                       if name.lower() not in {"host", "content-length"}})
+    try:
+        with urllib.request.urlopen(sent, timeout=60) as answer:  # noqa: S310 - the test's live server
+            status, said, content = answer.status, answer.headers, answer.read()
+    except urllib.error.HTTPError as refused:
+        status, said, content = refused.code, refused.headers, refused.read()
+    more = {name: value for name, value in said.items() if name.lower() not in _HOP_HEADERS}
+    return status, said.get("Content-Type", "application/octet-stream"), content, more
+
+
+def test_a_download_the_server_could_not_take_is_asked_again_as_late_as_its_retry_after_and_resumes(
+        cab, tmp_path, monkeypatch):
+    """Before, `cab download` gave up at the first 503 (the server's database briefly away), where `cab run` and
+    `cab wait` ask again. Now the same request goes again after the Retry-After, and resumes the part an earlier run
+    left (never the whole file again)."""
+    coded_study(cab, tmp_path)
+    whole = export("jsonl")
+    (tmp_path / "late.jsonl.part").write_bytes(whole[:1234])
+    (tmp_path / "late.jsonl.part.etag").write_text(f'"sha256-{hashlib.sha256(whole).hexdigest()}"\n')
+    paused: list[float] = []
+    monkeypatch.setattr("cab_cli.download._pause", paused.append)
+    asked: list[str] = []
+
+    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(headers.get("Range", ""))
+        if len(asked) == 1:
+            return (*BUSY, {"Retry-After": "7"})
+        return _passed_on_with_headers(cab.url, headers, path)
+
+    with _in_front(monkeypatch, unavailable_once):
+        status, out, err = cab("download", "judgments", "--format", "jsonl", "-o", "late.jsonl")
+    assert status == 0, err
+    assert (tmp_path / "late.jsonl").read_bytes() == whole and json.loads(out)["resumed_from"] == 1234
+    assert asked == ["bytes=1234-", "bytes=1234-"] and paused == [7.0], (asked, paused)
+    assert ("late.jsonl: HTTP 503: The service is briefly unavailable; resuming (attempt 2) in 7 s (the server's "
+            "Retry-After)") in err, err
+    assert not list(tmp_path.glob("late.jsonl.part*"))
+
+
+def test_a_download_the_server_never_takes_stops_after_its_retries_and_keeps_the_part(cab, tmp_path, monkeypatch):
+    """Each wait is the Retry-After at most cab_cli.retry.RETRY_AFTER_MOST; the part is left as it was for the next
+    run, and no file takes the target's name."""
+    part, tag = tmp_path / "away.csv.part", tmp_path / "away.csv.part.etag"
+    part.write_bytes(b"x" * 100)
+    tag.write_text('"sha256-' + "0" * 64 + '"\n')
+    paused: list[float] = []
+    monkeypatch.setattr("cab_cli.download._pause", paused.append)
+    with _in_front(monkeypatch, lambda *_: (*BUSY, {"Retry-After": "3600"})):
+        status, out, err = cab("download", "judgments", "-o", "away.csv", "--retries", "2")
+    assert status == 1 and out == ""
+    assert paused == [60.0, 60.0], paused
+    assert ("away.csv: HTTP 503: The service is briefly unavailable; the part downloaded so far is kept in "
+            "away.csv.part: run the command again to resume") in err, err
+    assert not (tmp_path / "away.csv").exists()
+    assert (part.read_bytes(), tag.read_text()) == (b"x" * 100, '"sha256-' + "0" * 64 + '"\n')
+
+
+def test_a_bundles_run_the_server_could_not_read_just_then_is_read_again(cab, monkeypatch):
+    """The bundle's run is read before the download: a 503 there is asked again too, not the command's end."""
+    run = MetricRunFactory(study=Study.objects.get(slug=SLUG))  # queued: no bundle, which the second read says
+    asked: list[str] = []
+
+    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(path)
+        if len(asked) == 1:
+            return (*BUSY, {"Retry-After": "1"})
+        return _passed_on(cab.url, "GET", headers, path, body)
+
+    with _in_front(monkeypatch, unavailable_once):
+        status, _, err = cab("download", "bundle", "--run", str(run.pk))
+    assert asked == [f"/api/v1/metric-runs/{run.pk}/"] * 2, asked
+    assert "cab: the server is briefly unavailable (HTTP 503); asking again (attempt 2) in 1 s" in err, err
+    assert status == 1 and f"{SLUG} has no succeeded metric run {run.pk}" in err, err
