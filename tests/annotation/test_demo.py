@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 from django.db.models import Count
 
 from annotation.models import Assignment, Judgment, Round, Study
@@ -54,7 +55,25 @@ def test_load_demo_again_says_what_the_demo_holds_now_not_that_it_was_created(ca
     assert "created" not in again and "calibration-1 is open" not in again
     assert ("Demo study 'Demo: Appendix D examples' already present, left as it is: 2 conversations in use, "
             f"{judgments} judgments (0 gold); rounds: calibration-1 closed.") in again
-    assert "Open http://127.0.0.1:8000/" in again  # runserver's address when none is given
+    # no --url: the command cannot know the port the server will take, so it names no address of its own
+    assert "Open the address ./scripts/run (or manage.py runserver) prints (the study: /studies/demo/" in again
+    assert "8000" not in again
+
+
+def test_load_demo_again_says_how_to_empty_the_database_it_runs_on(capsys, monkeypatch, tmp_path):
+    """Before, it always said to delete var/postgres: no help where CAB_VAR_DIR moved the embedded server's folder,
+    or with a PostgreSQL of one's own (DATABASE_URL)."""
+    call_command("load_demo", "--quiet")
+    call_command("load_demo")
+    own = capsys.readouterr().out
+    assert (f"To start the walk-through again, stop the server, drop and create the database "
+            f"{connection.settings_dict['NAME']} (DATABASE_URL) and run ./scripts/run") in own
+    elsewhere = tmp_path / "var-elsewhere" / "postgres"  # the embedded server's folder under CAB_VAR_DIR
+    monkeypatch.setitem(connection.settings_dict, "EMBEDDED_ROOT", str(elsewhere))
+    call_command("load_demo")
+    embedded = capsys.readouterr().out
+    assert f"To start the walk-through again, stop the server, delete {elsewhere} and run ./scripts/run" in embedded
+    assert "var/postgres" not in own + embedded
 
 
 def test_load_demo_twice_changes_nothing():

@@ -1,5 +1,5 @@
 from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.db import connection, transaction
 
 from annotation import demo, selectors
 from annotation.kinds import StudyKind, kinds
@@ -12,13 +12,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--quiet", action="store_true", help="Do not print the logins.")
-        parser.add_argument("--url", default="http://127.0.0.1:8000/",
-                            help="Where the product is served, for the closing line (scripts/run passes the address "
-                                 "it serves; default %(default)s, runserver's).")
+        parser.add_argument("--url", help="Where the product is served, for the closing line (scripts/run passes the "
+                                          "address it serves; without it the line points to the address the server "
+                                          "prints, which this command cannot know).")
         for kind in _with_demo():  # --<kind>: each kind's demo study
             parser.add_argument(f"--{kind.slug}", action="store_true", help=kind.demo.option_help)  # type: ignore[union-attr]
 
-    def handle(self, *args, quiet: bool, url: str = "http://127.0.0.1:8000/", **options):
+    def handle(self, *args, quiet: bool, url: str | None = None, **options):
         chosen = [kind for kind in _with_demo() if options.get(kind.slug)]
         # A demo study found loaded is left as it is (its admin may have taken it further): say what it holds now.
         slugs = [demo.DEMO_STUDY, *(kind.demo.study for kind in chosen if kind.demo is not None)]
@@ -32,8 +32,8 @@ class Command(BaseCommand):
                 f"Demo study '{result.study.name}' already present, left as it is: "
                 f"{selectors.study_state_said(study=result.study)}."
             ))
-            self.stdout.write("To start the walk-through again, stop the server, delete var/postgres and run "
-                              "./scripts/run (README, 'Walk-through on the demo study').")
+            self.stdout.write(f"To start the walk-through again, {_start_afresh()} and run ./scripts/run (README, "
+                              "'Walk-through on the demo study').")
         else:
             self.stdout.write(self.style.SUCCESS(
                 f"Demo study '{result.study.name}' created: {result.conversations} conversations, {result.responses} "
@@ -50,7 +50,8 @@ class Command(BaseCommand):
         self.stdout.write("Demo logins (username / password):")
         for role, username in result.logins.items():
             self.stdout.write(f"  {role:<10}  {username} / {demo.DEMO_PASSWORD}")
-        self.stdout.write(f"Open {url} (the study: /studies/{result.study.slug}/; the Django admin: /admin/)")
+        where = url or "the address ./scripts/run (or manage.py runserver) prints"
+        self.stdout.write(f"Open {where} (the study: /studies/{result.study.slug}/; the Django admin: /admin/)")
 
     def _said(self, slug: str, present: set[str], created: str, *, label: str) -> None:
         if slug in present:
@@ -59,6 +60,15 @@ class Command(BaseCommand):
                               f"{state}.")
         else:
             self.stdout.write(f"{label} demo study '{slug}' (/studies/{slug}/) created: {created}")
+
+
+def _start_afresh() -> str:
+    """How to empty this installation's database: the embedded server's folder (``CAB_VAR_DIR``'s ``postgres``,
+    cab.embedded_db) is deleted; a PostgreSQL of its own (``DATABASE_URL``) is the operator's to drop and create."""
+    embedded = connection.settings_dict.get("EMBEDDED_ROOT")
+    if embedded:
+        return f"stop the server, delete {embedded}"
+    return f"stop the server, drop and create the database {connection.settings_dict['NAME']} (DATABASE_URL)"
 
 
 def _with_demo() -> list[StudyKind]:
