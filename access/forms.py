@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.validators import MaxLengthValidator
 
 from access import roles
 from access.services import EMAIL_MAX_LENGTH
+from common.uploads import upload_size_check
 
 ROLE_CHOICES = [(role, role) for role in roles.ROLES]
 
@@ -26,8 +28,7 @@ class AccountsCsvForm(forms.Form):
 
     def clean_file(self) -> str:
         upload = self.cleaned_data["file"]
-        if upload.size > 1024 * 1024:
-            raise forms.ValidationError("at most 1 MiB")
+        upload_size_check(upload, settings.ACCOUNTS_CSV_MAX_SIZE)
         try:
             return upload.read().decode("utf-8-sig")
         except UnicodeDecodeError as error:

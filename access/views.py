@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -18,6 +19,7 @@ from access import forms, password_links, services
 from access.authed_request import AuthedRequest
 from access.checks import require_study_admin, user_roles
 from common.errors import RowErrors
+from common.uploads import size_said
 
 View = Callable[..., HttpResponse]
 
@@ -50,6 +52,7 @@ def people(request: AuthedRequest) -> HttpResponse:
     return render(request, "access/people.html", {
         "accounts": [(a, [g.name for g in a.groups.all()], links.get(a.pk)) for a in accounts],
         "form": forms.AccountForm(), "csv_form": forms.AccountsCsvForm(), "roles": user_roles(user=request.user),
+        "csv_max_size": size_said(settings.ACCOUNTS_CSV_MAX_SIZE),
     })
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
@@ -18,6 +19,7 @@ from annotation import selectors, services
 from annotation.models import Assignment, AttributeDefinition, Schema, Study
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse, Session
+from common.uploads import upload_size_check
 
 _INT32 = 2**31 - 1
 _WHOLE = {"invalid": "is not a whole number"}
@@ -314,6 +316,8 @@ class UploadForm(forms.Form):
 
     def clean_file(self) -> list[str]:
         upload = self.cleaned_data["file"]
+        upload_size_check(upload, settings.CONVERSATIONS_UPLOAD_MAX_SIZE,
+                          larger=" A larger file goes through the API in parts: cab ingest conversations FILE.")
         try:
             return upload.read().decode("utf-8-sig").split("\n")
         except UnicodeDecodeError as error:

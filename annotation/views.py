@@ -50,6 +50,7 @@ from benchmark.models import TOPICS, Conversation
 from benchmark.serializers import ConversationIn, conversation_example
 from common.errors import RowErrors
 from common.outage import RETRY_AFTER_SECONDS, logged, unreachable
+from common.uploads import size_said
 
 
 @require_GET
@@ -486,6 +487,7 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
         "kind_help": ConversationIn().fields["kind"].help_text,
         "complexity_help": ConversationIn().fields["complexity"].help_text,
         "example": conversation_example(model_slots=study.model_slots),
+        "max_size": size_said(settings.CONVERSATIONS_UPLOAD_MAX_SIZE),
     })
 
 

@@ -375,6 +375,11 @@ if env_bool("SECURE_PROXY_SSL_HEADER", False):
 
 # Upload and request limits (bulk ingestion sends large bodies; anything bigger gets 413, never 500).
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(env("DATA_UPLOAD_MAX_MEMORY_SIZE", str(64 * 1024 * 1024)))
+# The files of the pages' forms, in bytes (common/uploads.py): a file over its limit is refused by its size and
+# never read. The conversations page holds a file's rows at once, as one API request does; larger files go through
+# the API in parts (cab ingest).
+ACCOUNTS_CSV_MAX_SIZE = int(env("ACCOUNTS_CSV_MAX_SIZE", str(1024 * 1024)))
+CONVERSATIONS_UPLOAD_MAX_SIZE = int(env("CONVERSATIONS_UPLOAD_MAX_SIZE", str(16 * 1024 * 1024)))
 
 # E-mail (forgotten-password links): SMTP when EMAIL_HOST is set, otherwise printed to the console log.
 EMAIL_HOST = env("EMAIL_HOST")

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from access.forms import AccountForm
@@ -69,6 +69,19 @@ def test_a_csv_of_accounts_is_all_or_nothing_with_line_numbers(client, admin_use
                        follow=True).content.decode()
     assert page.count("/reset/") == 2 and set(_links_shown(client)) == {"ann", "eve"}
     assert User.objects.get(username="eve").groups.get().name == "expert"
+
+
+def test_a_csv_of_accounts_over_the_limit_is_refused_by_its_size_and_one_at_it_is_read(client, admin_user):
+    client.force_login(admin_user)
+    content = b"username,email,role\nann,ann@x.org,reviewer\n"
+    with override_settings(ACCOUNTS_CSV_MAX_SIZE=len(content)):
+        page = client.post(reverse("accounts-upload"), {"file": SimpleUploadedFile("p.csv", content + b"\n")},
+                           follow=True).content.decode()
+        assert f"file: at most {len(content):,} bytes here; this file is {len(content) + 1:,} bytes." in page
+        assert not User.objects.filter(username="ann").exists()
+        client.post(reverse("accounts-upload"), {"file": SimpleUploadedFile("p.csv", content)})
+    assert User.objects.filter(username="ann").exists()
+    assert "up to 1 MiB (1,048,576 bytes)" in client.get(reverse("people")).content.decode()
 
 
 def test_a_link_stays_beside_its_account_until_used_and_names_the_account(client, admin_user):

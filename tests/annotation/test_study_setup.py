@@ -10,6 +10,7 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -95,6 +96,24 @@ def test_a_refused_value_is_named_with_the_allowed_ones_and_nothing_is_written(c
     assert "Nothing was imported" in page
     assert escape(f'line 3: {field}: "{value}" is not a valid choice; allowed: {allowed}') in page
     assert not Conversation.objects.exists()
+
+
+def test_a_file_over_the_pages_limit_is_refused_by_its_size_and_one_at_it_imports(client, study):
+    content = "\n".join(json.dumps(r) for r in _two_model_records()).encode()
+    with override_settings(CONVERSATIONS_UPLOAD_MAX_SIZE=len(content)):
+        page = client.post(reverse("conversations-upload", args=["pilot"]),
+                           {"file": SimpleUploadedFile("c.jsonl", content + b"\n")}).content.decode()
+        assert f"at most {len(content):,} bytes here; this file is {len(content) + 1:,} bytes." in page
+        assert "cab ingest conversations FILE" in page
+        assert not Conversation.objects.exists()
+        done = client.post(reverse("conversations-upload", args=["pilot"]),
+                           {"file": SimpleUploadedFile("c.jsonl", content)}, follow=True).content.decode()
+    assert "4 conversations" in done and Conversation.objects.count() == 4
+
+
+def test_the_upload_page_says_its_limit(client, study):
+    page = client.get(reverse("conversations-upload", args=["pilot"])).content.decode()
+    assert "A file\n  may be up to 16 MiB (16,777,216 bytes)" in page
 
 
 def test_an_upload_imports_and_the_data_page_shows_it(client, study):
