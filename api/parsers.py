@@ -26,6 +26,7 @@ from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from rest_framework import exceptions, parsers, status
 
 from common.errors import json_line
+from common.uploads import body_limit
 
 MAX_ITEMS = 50_000  # per bulk request; each request is validated and applied as one transaction
 
@@ -58,10 +59,6 @@ class BulkBody:
     def sha256(self) -> str:
         """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing)."""
         return hashlib.sha256(self.content).hexdigest()
-
-
-def body_limit() -> int:
-    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 64 * 1024 * 1024
 
 
 def declared_length_check(parser_context: dict | None) -> None:
@@ -371,11 +368,12 @@ def read_upload(stream, media_type: str | None, parser_context: dict | None) -> 
         raise exceptions.ParseError('Send the file as the form\'s one part named "file" (multipart/form-data).')
     upload = uploads[0]
     try:
-        content = upload.read(body_limit() + 1)
+        if (upload.size or 0) > body_limit():  # a body of no declared length: the file's size, read by the handlers
+            raise PayloadTooLarge(f"The file is {upload.size:,} bytes; at most {body_limit():,} bytes are accepted "
+                                  "per request.")
+        content = upload.read()
     finally:
         upload.close()  # a temporary file goes now, not when the request is collected
-    if len(content) > body_limit():
-        raise PayloadTooLarge(f"The file is over {body_limit():,} bytes, the limit per request.")
     return Upload(content=content, file_name=upload.name or "", content_type=upload.content_type or "",
                   fields={name: fields.get(name, "") for name in fields})
 

@@ -380,6 +380,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(env("DATA_UPLOAD_MAX_MEMORY_SIZE", str(64 * 10
 # the API in parts (cab ingest).
 ACCOUNTS_CSV_MAX_SIZE = int(env("ACCOUNTS_CSV_MAX_SIZE", str(1024 * 1024)))
 CONVERSATIONS_UPLOAD_MAX_SIZE = int(env("CONVERSATIONS_UPLOAD_MAX_SIZE", str(16 * 1024 * 1024)))
+# An upload too large for memory goes to a temporary file that keeps no more than the largest limit above allows.
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler", "common.uploads.KeptUploadHandler"]
 
 # E-mail (forgotten-password links): SMTP when EMAIL_HOST is set, otherwise printed to the console log.
 EMAIL_HOST = env("EMAIL_HOST")

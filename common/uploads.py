@@ -1,15 +1,35 @@
-"""The size limit of a file uploaded through a page's form (the people page's accounts CSV, a study's conversations).
+"""The size limits of uploaded files: an API request's body (DATA_UPLOAD_MAX_MEMORY_SIZE) and a page's file (the
+people page's accounts CSV, a study's conversations), and what Django keeps of an upload.
 
 Django keeps an uploaded file in memory up to FILE_UPLOAD_MAX_MEMORY_SIZE and in a temporary file past it, so its
-size is known before a byte of it is read: a file over its page's limit is refused by its size, naming both, and is
-never read into memory. (DATA_UPLOAD_MAX_MEMORY_SIZE bounds a form's other fields, not its files.)"""
+size is known before a byte of it is read: a file over its limit is refused by its size, naming both, and is never
+read into memory. (Django's DATA_UPLOAD_MAX_MEMORY_SIZE bounds a form's other fields, not its files.) The temporary
+file (``KeptUploadHandler``) keeps one byte past the largest limit and counts the rest: a form is parsed before its
+view runs (the CSRF check reads it), so an upload of any size would otherwise be written whole to the disk."""
 
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import TemporaryFileUploadHandler
 
 MIB = 1024 * 1024
+
+
+def body_limit() -> int:
+    """The largest API request body, in bytes (Django's None, no limit, is taken as the default, 64 MiB)."""
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 64 * MIB
+
+
+class KeptUploadHandler(TemporaryFileUploadHandler):
+    """Django's temporary file of an upload, with at most one byte past the largest limit of any path written to it;
+    its ``size`` is still the whole file's (Django counts every byte received), which a refusal names."""
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        kept = max(body_limit(), settings.CONVERSATIONS_UPLOAD_MAX_SIZE, settings.ACCOUNTS_CSV_MAX_SIZE) + 1 - start
+        if kept > 0:
+            self.file.write(raw_data[:kept])
 
 
 def size_said(size: int) -> str:
