@@ -4,6 +4,8 @@ them and a reviewer who may not. Never a 5xx, and a refused post changes nothing
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -36,6 +38,17 @@ def test_a_username_longer_than_an_account_can_have_is_refused_not_a_500(client,
     assert "Ensure this value has at most 150 characters" in str(response.context["form"].errors)
     assert "_auth_user_id" not in client.session
     assert sign_in(client, "reviewer", PASSWORD), "the account's own sign-in is not held up"
+
+
+def test_the_sign_in_page_says_a_fields_own_refusal_and_never_whether_an_account_exists(client, reviewer):
+    """The page said "didn't match" for every error: a name too long was never said to be too long."""
+    page = client.post("/login/", {"username": "u" * 151, "password": "guess"}).content.decode()
+    assert "Username: Ensure this value has at most 150 characters (it has 151)." in page
+    assert "didn't match" not in page
+    refusals = {name: re.findall(r'<p class="error">(.*?)</p>', client.post(
+        "/login/", {"username": name, "password": "guess"}).content.decode()) for name in ("reviewer", "nobody")}
+    assert refusals["reviewer"] == refusals["nobody"] == [
+        "Your username and password didn't match. Please try again."]
 
 
 def test_sign_in_never_fails_whatever_is_posted(client, reviewer):
