@@ -272,6 +272,8 @@ class JudgmentImportApi(APIView):
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
     parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser, RawUploadParser]
     error_row_key = "line"
+    # A file is imported whole, so a file over the body limit cannot be split: the command reads it from the disk
+    too_large = "Import a larger file with manage.py import_judgments on the server (docs/api.md#importing-judgments)."
 
     @extend_schema(
         # The file as the body itself (text/csv, application/x-ndjson, application/jsonl) is read too, and said in

@@ -63,7 +63,7 @@ class BulkBody:
 
 def declared_length_check(parser_context: dict | None) -> None:
     """413 when the declared length is over the limit, before anything is read (Django's own check would answer
-    400, and only after buffering)."""
+    400, and only after buffering), with what to do instead: the view's ``too_large``, else fewer items a request."""
     request = (parser_context or {}).get("request")
     meta = request.META if request is not None else {}
     try:
@@ -72,10 +72,9 @@ def declared_length_check(parser_context: dict | None) -> None:
         length = 0
     limit = body_limit()
     if length > limit:
-        raise PayloadTooLarge(
-            f"The body is {length:,} bytes; at most {limit:,} bytes are accepted per request. Send fewer items "
-            "per request."
-        )
+        instead = getattr((parser_context or {}).get("view"), "too_large", "Send fewer items per request.")
+        raise PayloadTooLarge(f"The body is {length:,} bytes; at most {limit:,} bytes are accepted per request. "
+                              f"{instead}")
 
 
 def read_body(stream, parser_context: dict | None) -> bytes:

@@ -145,3 +145,20 @@ def test_a_resent_upload_with_its_idempotency_key_gets_the_first_answer(admin_us
     assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
     other = upload(api, IMPORT, exported[1]["jsonl"], name="j.jsonl", headers={"Idempotency-Key": "import-1"})
     assert other.status_code == 422
+
+
+def test_an_import_body_at_the_limit_is_read_and_one_byte_over_is_a_413_naming_both_sizes(admin_user, as_token,
+                                                                                           study, exported):
+    rows, files = exported
+    api = as_token(admin_user, scopes=["import"])
+    content = files["csv"]
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=len(content)):
+        over = api.generic("POST", IMPORT, content + b"\n", content_type="text/csv")
+        assert over.status_code == 413
+        assert over.json()["detail"] == (f"The body is {len(content) + 1:,} bytes; at most {len(content):,} bytes "
+                                         "are accepted per request. Import a larger file with manage.py "
+                                         "import_judgments on the server (docs/api.md#importing-judgments).")
+        assert Judgment.objects.count() == 0
+        at = api.generic("POST", IMPORT, content, content_type="text/csv")
+    assert at.status_code == 200, at.json()
+    assert at.json()["judgments_created"] == len(rows)
