@@ -15,7 +15,20 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import CharField, Count, Exists, Model, OuterRef, Prefetch, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    Model,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import MD5, Cast, Coalesce, Concat
 from django.utils.crypto import constant_time_compare
 
@@ -939,6 +952,17 @@ class StudyCoder:
     role: str  # StudyMember.Role
     retained: bool | None
     member: bool  # a member now; False: taken off (``FormerStudyMember``)
+
+
+def judgments_in_round_order(judgments: QuerySet[Judgment], *within: str) -> QuerySet[Judgment]:
+    """``judgments`` in the order of their rounds, the round whose judgment counts last: calibration rounds by
+    number, then the main round (docs/reference.md#a-unit-coded-in-several-rounds); within a round by the fields
+    ``within``, which the caller takes from what its rows say. A kind's section reads a coder's unit coded in two
+    rounds as the later row replacing the earlier: in primary key order, which judgment counted was the order the
+    rows were inserted in (an import, a study archive moved to a fresh database), and so was its rows' order,
+    which the input fingerprint covers."""
+    main_last = Case(When(round__kind=Round.Kind.MAIN, then=Value(1)), default=Value(0))
+    return judgments.order_by(main_last, "round__number", *within)
 
 
 def study_coders(*, study: Study) -> list[StudyCoder]:

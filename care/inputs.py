@@ -16,7 +16,7 @@ Choices (also in docs/metrics.md#choices, item 18):
 - The judgments read are those of the study's rounds. What the section leaves out is counted, by reason, in
   ``care.input`` (``CareInputs.dropped``): a judgment without a score, on a conversation without sessions (no
   history), of an attribute the ``care`` block gives no role (nor a checklist item), on a unit its role does not
-  read, or replaced by a later judgment of the same unit and coder.
+  read, or replaced by the same coder's judgment of the unit in a round that counts over it.
 - The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
   the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
   loader); else the first expert (by username) with codings; else the first human coder with codings; else the
@@ -25,7 +25,9 @@ Choices (also in docs/metrics.md#choices, item 18):
   are still an expert's, so the reference does not move to someone else's when its coder leaves.
 - The coders compared for validation are every non-gold coder (humans and methods) with codings, the reference coder
   included when it is one of them (judge vs each human and human vs human are the pairs docs/care.md#metrics asks for).
-- A coder's codes come from every round of the study; a unit coded twice (two rounds) keeps the later judgment.
+- A coder's codes come from every round of the study; a unit coded in two rounds keeps the judgment of the round
+  that counts: the main round's, else the latest calibration round's
+  (``annotation.selectors.judgments_in_round_order``, docs/reference.md#a-unit-coded-in-several-rounds).
 - Nominal scores become their scale labels; the marker's labels map onto the engine's states through the ``care``
   block's ``states`` (by position); flags are 0/1. Roles (marker, hold, strategy, …) are looked up through the
   ``care`` block, never by attribute code.
@@ -41,7 +43,7 @@ from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, Study
-from annotation.selectors import conversations_of_study, study_coders
+from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from care.kind import CARE
 from common.lookups import any_of
@@ -96,11 +98,14 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
 
     conversation_name, session_index, turn_index, sessions = _histories(study, conversation)
     one = {"conversation_id__in": list(conversation_name)} if conversation is not None else {}
-    # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted.
-    judged: list[tuple[Any, ...]] = list(
-        Judgment.objects.filter(round__study=study, **one)
-        .order_by("pk").values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id",
-                                    "response_id", "session_id", "score"))
+    # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted. The
+    # round whose judgment counts comes last, and within a round the rows come in the order of what they say.
+    judged: list[tuple[Any, ...]] = list(judgments_in_round_order(
+        Judgment.objects.filter(round__study=study, **one), "coder__username", "is_gold", "attribute__code",
+        "conversation__external_id", "conversation__dataset__name", "turn__index", "response__model_slot",
+        "session__index", "score",
+    ).values_list("coder_id", "is_gold", "attribute_id", "conversation_id", "turn_id", "response_id", "session_id",
+                  "score"))
     unknown_coders = {row[0] for row in judged if row[0] not in members}
     names = dict(usernames_of(unknown_coders))
     judgments = [

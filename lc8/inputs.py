@@ -21,8 +21,8 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   counted by reason in ``lc8.input`` (``Lc8Inputs.input``): labels of an attribute that is neither an item nor the
   total, of a member who is neither a reference nor a method, or on a session of no trajectory; judgments without
   a score, gold, not on a session, of an attribute that is not an item, of a method member, on a session of no
-  trajectory, or replaced by a later judgment of the same session and item. A section that is unavailable counts
-  every row under ``unavailable``.
+  trajectory, or replaced by the coder's judgment of the same session and item in a round that counts over it. A
+  section that is unavailable counts every row under ``unavailable``.
 - Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
 - A coder's **role** is the one they have in the study, or had when taken off it (``annotation.selectors.
   study_coders``, as the main report reads it): a former reviewer's or expert's judgments stay theirs under that
@@ -41,10 +41,12 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   them, in any session) are passed on with that seed, so a method is measured on its items like every other coder
   (item fidelity); a seed without items has none. The methods are the study's ranked coders (``Lc8Study.methods``):
   the reference sources and the people are measured but not ranked.
-- A **person** (any non-gold coder of session judgments on the items: reviewers and experts) has one series (seed
-  None): the sum of the items when all are coded, and the items themselves. A session coded twice (two rounds)
-  keeps the later judgment. A typed total is never read (the total is derived). Judgments of method members are
-  not read (a method's LC8 predictions are its session labels). Names are usernames, as in every section.
+- A **person** (any non-gold coder of session judgments on the items: reviewers and experts) has one series (seed None):
+  the sum of the items when all are coded, and the items themselves. A session coded in two rounds keeps the judgment of
+  the round that counts: the main round's, else the latest calibration round's
+  (``annotation.selectors.judgments_in_round_order``, docs/reference.md#a-unit-coded-in-several-rounds). A typed total
+  is never read (the total is derived). Judgments of method members are not read (a method's LC8 predictions are its
+  session labels). Names are usernames, as in every section.
 - The bootstrap's B is the run's ``bootstrap`` parameter (the benchmark asks for 2,000; run with ``bootstrap=2000`` for
   the paper's setting); the seed is the run's.
 """
@@ -59,7 +61,7 @@ from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
-from annotation.selectors import conversations_of_study, study_coders
+from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
 from benchmark.models import Conversation, Session
 from lc8.kind import LC8
 from metrics.selectors import history_named, history_names_of
@@ -164,10 +166,13 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
         f"FROM {SessionLabel._meta.db_table} label JOIN {StudyMember._meta.db_table} member"
         f" ON member.id = label.coder_id {where}")  # integers and models' tables only
 
-    # Every judgment of the study's rounds, in judgment order, with its coder's username (a member's, a former
+    # Every judgment of the study's rounds, the round whose judgment counts last and within a round in the order of
+    # what the rows say (never the order they were inserted in), with its coder's username (a member's, a former
     # member's, or that of someone who never was one, such as a gold row's: every row the bundle ships is named)
-    judged = list(Judgment.objects.filter(round__study=study, **one)
-                  .order_by("pk").values_list("coder__username", "is_gold", "session_id", "attribute_id", "score"))
+    judged = list(judgments_in_round_order(
+        Judgment.objects.filter(round__study=study, **one), "coder__username", "is_gold",
+        "session__conversation__external_id", "session__conversation__dataset__name", "session__index",
+        "attribute__code", "score").values_list("coder__username", "is_gold", "session_id", "attribute_id", "score"))
     position = dict(zip(session_ids, range(len(session_ids)), strict=True))
     column = {pk: at for at, pk in enumerate(column_ids[:len(items)]) if pk != -1}
     judgments = [(username, bool(is_gold),

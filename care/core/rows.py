@@ -66,8 +66,9 @@ class CareSessionRow:
 
 @dataclass(frozen=True)
 class CareJudgmentRow:
-    """A judgment of the study's rounds, in judgment order: its coder by name (a gold coding's: who recorded it),
-    the history's name (None: a conversation without sessions, no history), the turn or session it is on by index,
+    """A judgment of the study's rounds, in round order (the one that counts of a coder's unit last:
+    ``annotation.selectors.judgments_in_round_order``): its coder by name (a gold coding's: who recorded it), the
+    history's name (None: a conversation without sessions, no history), the turn or session it is on by index,
     whether it is on a response, and its score (None: not scored yet)."""
 
     coder: str

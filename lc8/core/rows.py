@@ -50,9 +50,10 @@ class Lc8Rows:
     server's order, whatever order the database gave them in): ``label_coder`` indexes ``members`` (-1: none
     of them), ``label_seed`` (None as 0 with ``label_seedless``),
     ``label_session`` indexes ``sessions`` (-1: a session of no trajectory), ``label_attribute`` indexes
-    ``block["items"]`` then the total (-1: neither), ``label_value``. ``judgments``, in judgment order: (coder name,
-    gold, session (None: not on a session; -1: of no trajectory; else an index of ``sessions``), item column (-1: not
-    an item), score (None: not scored))."""
+    ``block["items"]`` then the total (-1: neither), ``label_value``. ``judgments``, in round order (the one that
+    counts of a coder's session and item last: ``annotation.selectors.judgments_in_round_order``): (coder name, gold,
+    session (None: not on a session; -1: of no trajectory; else an index of ``sessions``), item column (-1: not an
+    item), score (None: not scored))."""
 
     block: Mapping[str, Any]
     study: str  # the study's and its schema's slugs, named in what the section says
@@ -171,7 +172,7 @@ def _people_labels(rows: Lc8Rows, grid: _Grid, items: int, counts: Counts) -> di
     """name -> items (n, S, K) of every person with non-gold session judgments on the items (methods' judgments
     left out): the later judgment of a session kept."""
     methods = {name for name, role in rows.members if role == METHOD}
-    latest: dict[tuple[str, int, int], int] = {}  # in judgment order: a later one replaces an earlier one
+    latest: dict[tuple[str, int, int], int] = {}  # in round order: a later one replaces an earlier one
     for coder, is_gold, session, column, score in rows.judgments:
         counts.judgments += 1
         if score is None:

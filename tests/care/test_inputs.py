@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 
 from annotation import checklists, judgment_import, services
-from annotation.models import Study, StudyMember
+from annotation.models import Judgment, Study, StudyMember
 from benchmark import conversation_ingest
 from care import inputs as loader
 from care.core.metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem, care_report
@@ -20,6 +20,8 @@ from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CAR
 from care.synthetic import CareSyntheticSpec, care_synthetic_generate
 from common.errors import jsonl_rows
 from metrics import runs
+from metrics.core.provenance import PREFIX, fingerprint_rows
+from tests.factories import RoundFactory
 
 pytestmark = pytest.mark.django_db
 CONVERSATION = "care-demo-1"
@@ -221,6 +223,39 @@ def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_d
     # the bare id names no history any more (two share it)
     assert loader.care_inputs(study=study, conversation=CONVERSATION).histories == []
     assert loader.history_texts(study=study, conversation=CONVERSATION) == {}
+
+
+def test_a_unit_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_inserted_first(demo):
+    """The human coded turn 8's marker Settling in the main round and, written after it, Open (the judge's) in
+    calibration round 1: the main round's code counts. The judgments were read in primary key order and the later
+    row won, so the calibration round's code counted; and the same judgments written again last first (as an import
+    or a study archive moved to a fresh database may write them) gave other rows, so another input fingerprint."""
+    study = _study(demo)
+    main = Judgment.objects.get(round__study=study, coder__username=HUMAN, turn__index=8, attribute__code="marker")
+    judges = Judgment.objects.get(round__study=study, coder__username=CARE_DEMO_JUDGE, turn__index=8,
+                                  attribute__code="marker")
+    Judgment.objects.create(round=RoundFactory(study=study, kind="calibration", number=1), coder=main.coder,
+                            attribute=main.attribute, conversation=main.conversation, turn=main.turn,
+                            score=judges.score)
+    judge, human = _coding({}, with_checklists=True), _coding(HUMAN_CHANGES, with_checklists=False)
+    expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
+                           CareParams(resamples=20, seed=1))
+    counted = {"histories": 1, "judgments": 199, "used": 198,
+               "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}}
+
+    def section_and_fingerprint() -> tuple[dict, str]:
+        found = loader.care_section_and_rows(study=study, seed=1, resamples=20)
+        assert found is not None
+        return found[0], fingerprint_rows(PREFIX, found[1])
+
+    section, before = section_and_fingerprint()
+    assert section == expected | {"reference": HUMAN, "input": counted}
+    judgments = list(Judgment.objects.filter(round__study=study).order_by("-pk"))
+    services.judgments_purge(judgments=Judgment.objects.filter(round__study=study), by=None, reason="written again")
+    for judgment in judgments:
+        judgment.pk = None
+    Judgment.objects.bulk_create(judgments)
+    assert section_and_fingerprint() == (section, before)
 
 
 def test_a_report_of_another_study_has_no_care_section(study):

@@ -544,6 +544,23 @@ def test_the_input_fingerprint_does_not_depend_on_how_the_labels_lie_in_the_tabl
     assert _rows_fingerprint(study) == before
 
 
+def test_a_session_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_inserted_first(lc8_study_id):
+    """The rater coded PHQ1 of lc8-a session 2 in calibration round 1 and again in the main round: the main round's
+    code counts. The judgments were read in primary key order and the later row won, so the same judgments
+    written again last first (as an import or a study archive moved to a fresh database may write them) made the
+    calibration round's code count, and moved the input fingerprint."""
+    study = _study(lc8_study_id)
+    section, before = loader.lc8_section(study=study, seed=3, resamples=40), _rows_fingerprint(study)
+    judgments = list(Judgment.objects.filter(round__study=study).order_by("-pk"))
+    services.judgments_purge(judgments=Judgment.objects.filter(round__study=study), by=None, reason="written again")
+    for judgment in judgments:
+        judgment.pk = None
+    Judgment.objects.bulk_create(judgments)
+    assert loader.lc8_section(study=study, seed=3, resamples=40) == section == lc8_report(
+        expected_study(), resamples=40, seed=3) | {"reference": "ref-controlled", "roles": ROLES, "input": COUNTED}
+    assert _rows_fingerprint(study) == before
+
+
 def test_trajectories_of_one_id_come_in_dataset_order_whichever_was_ingested_first(db):
     """Two trajectories of one id, ingested B's first: their rows (and ``data/lc8_sessions.csv``, which the input
     fingerprint covers) came in primary key order, so in the order of ingestion, which is not the study's data."""
