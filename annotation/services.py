@@ -412,6 +412,7 @@ def judgment_save(
         # one snapshot per statement), and the save would land in an item already compared with gold.
         raise ItemLockedError({"round": f"this item of {round.name} was compared with gold in your feedback before "
                                         "the round was reopened: its judgments stay as they were"}, judgment)
+    _refuse_if_agreed_to_gold(lookup=lookup, judgment=judgment, score=score, role=state["role"])
     # Spans are of the judgment's own attribute (the rules, and a trigger in PostgreSQL): an attribute without
     # subcategories has none to read. Read before the rules, which let a span the judgment holds be sent again.
     kept_spans = _span_values(judgment) if judgment is not None and attribute.subcategories.all() else []
@@ -450,6 +451,25 @@ def judgment_save(
         _judgment_update_recorded(judgment=judgment, by=by, source=JudgmentRevision.Source.AUTOSAVE, before=before,
                                   after=after)
     return judgment
+
+
+def _refuse_if_agreed_to_gold(*, lookup: dict[str, Any], judgment: Judgment | None, score: int | None,
+                              role: str) -> None:
+    """Refuse a change of the coder's score of a unit (``lookup`` and ``judgment``: their own judgment's, None when none
+    yet) to ``score`` when the unit's gold value names them among who agreed to it. An expert agrees to a gold value
+    after scoring the item, against the scores the consensus screen showed (``gold_agreement_problems``): their own
+    score then stays, so that who agreed never goes stale, above all for an expert taken off since, who agreed to their
+    own score only (docs/reference.md#gold)."""
+    # who agreed names experts of the gold panel who scored the unit: a reviewer's autosave asks nothing more
+    if role != StudyMember.Role.EXPERT or judgment is None or score == judgment.score:
+        return
+    unit = {key: value for key, value in lookup.items() if key not in ("coder", "is_gold")}
+    gold = (Judgment.objects.filter(**unit, is_gold=True, agreed_by=lookup["coder"])
+            .values_list("score", flat=True).first())
+    if gold is not None:
+        raise ItemLockedError({"score": f"you agreed to the gold value {gold} of this item: your score stays "
+                                        f"{judgment.score} while the gold names you among who agreed (a study admin "
+                                        "can take your name off it on the consensus screen)"}, judgment)
 
 
 def _closed_refusal(round: Round, status: str, what: str, *, archived: str = ARCHIVED_JUDGMENTS) -> str:
@@ -536,9 +556,9 @@ def _judgment_create_sql(fields: list[Any]) -> str:
 
 def _round_and_judgment_locked(*, round: Round, coder: User,
                                lookup: dict[str, Any]) -> tuple[dict[str, Any], Judgment | None]:
-    """The round's status and whether ``coder`` is (still) a member of its study, each read under a shared lock on
-    its row (the round's, the coder's membership), and the coder's judgment named by ``lookup`` (field name ->
-    value, instance or None), or None, under an exclusive lock: in one statement.
+    """The round's status and whether ``coder`` is (still) a member of its study, with their role (None: no member),
+    each read under a shared lock on its row (the round's, the coder's membership), and the coder's judgment named by
+    ``lookup`` (field name -> value, instance or None), or None, under an exclusive lock: in one statement.
 
     The shared lock on the round (``FOR SHARE``, which Django's ``select_for_update`` cannot take) lets the saves of
     a round run side by side, while closing or reopening it (an UPDATE of the row) waits for them and they wait for
@@ -564,10 +584,10 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
             params.append(value.pk if hasattr(value, "_meta") else value)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT r.status, m.id IS NOT NULL, {', '.join('j.' + quote(str(f.column)) for f in fields)} FROM ("  # noqa: S608  # nosec B608 - table and column names from the models, values bound
-            f"SELECT status FROM {quote(Round._meta.db_table)} WHERE id = %s FOR SHARE) r "
-            f"LEFT JOIN (SELECT id FROM {quote(StudyMember._meta.db_table)} WHERE study_id = %s AND user_id = %s "
-            "FOR KEY SHARE) m ON true "
+            f"SELECT r.status, m.id IS NOT NULL, m.role, {', '.join('j.' + quote(str(f.column)) for f in fields)} "  # noqa: S608  # nosec B608 - table and column names from the models, values bound
+            f"FROM (SELECT status FROM {quote(Round._meta.db_table)} WHERE id = %s FOR SHARE) r "
+            f"LEFT JOIN (SELECT id, role FROM {quote(StudyMember._meta.db_table)} "
+            "WHERE study_id = %s AND user_id = %s FOR KEY SHARE) m ON true "
             f"LEFT JOIN (SELECT * FROM {quote(Judgment._meta.db_table)} WHERE {' AND '.join(where)} "
             "LIMIT 1 FOR UPDATE) j ON true",
             (round.pk, round.study_id, coder.pk, *params),
@@ -575,10 +595,10 @@ def _round_and_judgment_locked(*, round: Round, coder: User,
         row = cursor.fetchone()
     if row is None:
         raise Round.DoesNotExist("the round is gone")
-    state: dict[str, Any] = {"status": row[0], "member": row[1]}
-    if row[2 + fields.index(Judgment._meta.pk)] is None:  # no judgment yet: the joined columns are NULL
+    state: dict[str, Any] = {"status": row[0], "member": row[1], "role": row[2]}
+    if row[3 + fields.index(Judgment._meta.pk)] is None:  # no judgment yet: the joined columns are NULL
         return state, None
-    return state, Judgment.from_db(connection.alias, [f.attname for f in fields], row[2:])
+    return state, Judgment.from_db(connection.alias, [f.attname for f in fields], row[3:])
 
 
 def _judgment_update_recorded(*, judgment: Judgment, by: User, source: str, before: dict[str, Any],

@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from annotation import services
-from annotation.models import Assignment, AttributeDefinition, Judgment, Round
+from annotation.models import Assignment, AttributeDefinition, Judgment, Round, StudyMember
 from annotation.services import SpanInput
 from tests.factories import attribute
 
@@ -49,7 +49,8 @@ def test_the_locked_read_finds_what_the_orm_filter_finds(round_, reviewer, other
             state, found = services._round_and_judgment_locked(round=round_, coder=lookup["coder"], lookup=lookup)
         expected = Judgment.objects.filter(**lookup).first()
         assert _columns(found) == _columns(expected), lookup
-        assert state == {"status": Round.Status.OPEN, "member": True}
+        role = StudyMember.Role.EXPERT if lookup["coder"] == expert else StudyMember.Role.REVIEWER
+        assert state == {"status": Round.Status.OPEN, "member": True, "role": role}
         found_some += found is not None
     assert found_some == 5
 
@@ -60,7 +61,7 @@ def test_the_locked_read_says_status_and_membership(round_, reviewer, outsider, 
     Round.objects.filter(pk=round_.pk).update(status=Round.Status.CLOSED)
     with transaction.atomic():
         state, found = services._round_and_judgment_locked(round=round_, coder=outsider, lookup=lookup)
-    assert state == {"status": Round.Status.CLOSED, "member": False} and found is None
+    assert state == {"status": Round.Status.CLOSED, "member": False, "role": None} and found is None
     Round.objects.filter(pk=round_.pk).delete()
     with pytest.raises(Round.DoesNotExist), transaction.atomic():
         services._round_and_judgment_locked(round=round_, coder=outsider, lookup=lookup)

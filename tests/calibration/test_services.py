@@ -409,3 +409,44 @@ def test_gold_is_agreed_by_experts_of_the_panel_who_scored_the_item(admin_user):
     assert sorted(u.username for u in gold.agreed_by.all()) == ["ex-1", "ex-2"]
     shown = next(shown for shown in calibration_selectors.consensus_items(round=round_) if shown.attribute == u1)
     assert shown.agreed == [("ex-1", 1), ("ex-2", None)]
+
+
+def test_an_expert_named_among_who_agreed_to_gold_keeps_their_score(admin_user):
+    """Who agreed to a gold value is checked when it is recorded, against the experts' scores then
+    (docs/reference.md#gold). ex-2 scored 2 and agreed to the gold 2; changing their score to 1 in the still open
+    round was saved, and, once they were taken off the study, the gold named as agreeing a former expert whose
+    score is not its value, which its recording refuses: "agreed by" had gone stale, silently. The change is
+    refused, the score stays, and it may change again once the gold no longer names them."""
+    round_ = RoundFactory(status="open", study=StudyFactory(status="open"))
+    item = RoundItemFactory(round=round_)
+    u1, u2 = attribute("U1"), attribute("U2")
+    people = {name: UserFactory(username=name) for name in ("ex-1", "ex-2")}
+    for user in people.values():
+        StudyMemberFactory(study=round_.study, user=user, role="expert")
+
+    def save(name, code, score):
+        return annotation_services.judgment_save(round=round_, by=people[name], attribute=code, turn=item.turn,
+                                                 score=score)
+
+    for name, score in (("ex-1", 1), ("ex-2", 2)):
+        save(name, u1, score)
+        save(name, u2, score)
+
+    def record(score, *names):
+        return calibration_services.gold_record(round=round_, by=admin_user, attribute=u1, turn=item.turn,
+                                                response=None, score=score, agreed_by=[people[n] for n in names])
+
+    record(2, "ex-1", "ex-2")
+    before = fingerprint()
+    for score in (1, None):
+        with pytest.raises(annotation_services.ItemLockedError) as refused:
+            save("ex-2", u1, score)
+        assert refused.value.message_dict == {"score": [
+            "you agreed to the gold value 2 of this item: your score stays 2 while the gold names you among who "
+            "agreed (a study admin can take your name off it on the consensus screen)"]}
+        assert refused.value.current.score == 2
+    assert fingerprint() == before
+    assert save("ex-2", u2, 1).score == 1  # another attribute of the item: no gold names them there
+    assert save("ex-1", u1, 1).score == 1  # the same score again: nothing changes
+    record(2, "ex-1")
+    assert save("ex-2", u1, 1).score == 1
