@@ -1,5 +1,6 @@
 """Two writers at once on real PostgreSQL connections, for the tests that provoke a lost race
-(tests/*/test_services_races.py).
+(tests/*/test_services_races.py), and a lock held by another connection for as long as a test needs it
+(``HeldLock``).
 
 ``meet_at(target, name)`` patches the function a service calls *after* its check and before its write so that
 each caller waits there for the other: without a lock both pass the check before either writes (the race happens
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from unittest import mock
 
-from django.db import close_old_connections, connections
+from django.db import close_old_connections, connection, connections, transaction
 
 WAIT = 2.0  # seconds the first writer waits for the second before going on alone
 
@@ -52,3 +53,32 @@ def together(*calls: Callable[[], Any]) -> list[Any]:
     for thread in threads:
         thread.join(timeout=60)
     return results
+
+
+class HeldLock:
+    """Another connection runs ``sql`` (a statement that takes a lock: ``SELECT … FOR UPDATE``, ``LOCK TABLE``) in a
+    transaction and holds what it took until the block ends: a statement of the test's connection that needs it
+    waits (or, under a ``lock_timeout``, fails as a busy database does)."""
+
+    def __init__(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self.sql, self.params = sql, params
+        self.locked, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self.hold)
+
+    def hold(self) -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(self.sql, self.params)
+                self.locked.set()
+                self.release.wait(30)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> HeldLock:
+        self.thread.start()
+        assert self.locked.wait(10)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release.set()
+        self.thread.join(30)

@@ -5,7 +5,6 @@ signed in."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -14,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends.db import SessionStore as DjangoStore
 from django.contrib.sessions.models import Session
-from django.db import connection, transaction
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -22,6 +21,7 @@ from django.utils import timezone
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
 from access.login_sessions import RENEWED, SessionStore
 from tests.common.test_outage import _ended, _own_pid
+from tests.races import HeldLock
 
 pytestmark = pytest.mark.django_db
 
@@ -100,31 +100,10 @@ def test_a_sign_in_whose_session_the_database_cannot_save_answers_503_and_a_late
     assert browser.get(reverse("home")).status_code == 200
 
 
-class _RowLocked:
+def _row_locked(key: str) -> HeldLock:
     """Another connection holds the session row ``key`` locked (``SELECT … FOR UPDATE``) until the block ends: the
     test's connection may read it, but its update waits."""
-
-    def __init__(self, key: str) -> None:
-        self.key, self.locked, self.release = key, threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self.hold)
-
-    def hold(self) -> None:
-        try:
-            with transaction.atomic():
-                Session.objects.select_for_update().get(session_key=self.key)
-                self.locked.set()
-                self.release.wait(30)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> _RowLocked:
-        self.thread.start()
-        assert self.locked.wait(10)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release.set()
-        self.thread.join(30)
+    return HeldLock("SELECT 1 FROM django_session WHERE session_key = %s FOR UPDATE", (key,))
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the row is locked from a connection of its own
@@ -143,7 +122,7 @@ def test_a_renewal_the_busy_database_cannot_take_is_left_to_the_next_request(rev
     with connection.cursor() as cursor:
         cursor.execute("SET lock_timeout = '300ms'")  # the test's connection, the one its requests use
     try:
-        with _RowLocked(session.session_key):
+        with _row_locked(session.session_key):
             answer = browser.get(reverse("home"))
         assert answer.status_code == 200, (answer.status_code, answer.content[-300:])
         assert Session.objects.get(session_key=session.session_key).expire_date == expiry, "not renewed"
@@ -161,10 +140,10 @@ def test_a_sign_in_whose_session_the_busy_database_cannot_save_answers_the_busy_
     reached (the error was raised without the database's SQLSTATE); now it says the database was busy."""
     settings.DEBUG = False
     browser = Client(raise_request_exception=False)
-    locks: list[_RowLocked] = []
+    locks: list[HeldLock] = []
 
     def lock_the_row(request, **_: object) -> None:  # noqa: ANN001
-        locks.append(_RowLocked(request.session.session_key).__enter__())
+        locks.append(_row_locked(request.session.session_key).__enter__())
 
     with connection.cursor() as cursor:
         cursor.execute("SET lock_timeout = '300ms'")

@@ -17,6 +17,7 @@ from django.test import Client
 from annotation.models import Study
 from common.outage import busy, read_after_commit, unreachable
 from tests.factories import StudyFactory
+from tests.races import HeldLock
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # connections of their own
 
@@ -66,31 +67,10 @@ def _own_pid() -> int:
         return cursor.fetchone()[0]
 
 
-class _TableLocked:
+def _table_locked(table: str) -> HeldLock:
     """Another connection holds ``table`` locked (ACCESS EXCLUSIVE) until the block ends: a statement of the test's
     connection on it waits."""
-
-    def __init__(self, table: str) -> None:
-        self.table, self.locked, self.release = table, threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self.hold)
-
-    def hold(self) -> None:
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(f"LOCK TABLE {self.table} IN ACCESS EXCLUSIVE MODE")
-                self.locked.set()
-                self.release.wait(30)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> _TableLocked:
-        self.thread.start()
-        assert self.locked.wait(10)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.release.set()
-        self.thread.join(30)
+    return HeldLock(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
 
 
 def test_a_connection_the_server_ended_is_unreachable():
@@ -192,7 +172,7 @@ def test_an_outage_is_one_warning_line_without_a_traceback(page, caplog):
 
 def test_a_lock_not_granted_in_time_answers_busy_503_in_one_warning_line(page, caplog, own_connection_settings):
     own_connection_settings("SET lock_timeout = '300ms'")
-    with _TableLocked(Session._meta.db_table):
+    with _table_locked(Session._meta.db_table):
         answer = page.get("/")
     assert answer.status_code == 503 and answer["Retry-After"] == "10"
     assert b"busy with another request" in answer.content and b"Nothing was changed" in answer.content
@@ -204,7 +184,7 @@ def test_a_lock_not_granted_in_time_answers_busy_503_in_one_warning_line(page, c
 
 def test_a_statement_timeout_is_the_ordinary_500_with_its_traceback(page, caplog, own_connection_settings):
     own_connection_settings("SET statement_timeout = '300ms'")
-    with _TableLocked(Session._meta.db_table):
+    with _table_locked(Session._meta.db_table):
         answer = page.get("/")
     assert answer.status_code == 500
     logged = _logged(caplog)
@@ -216,7 +196,7 @@ def test_a_statement_timeout_is_the_ordinary_500_with_its_traceback(page, caplog
 def test_a_read_after_the_commit_is_left_out_for_a_busy_database_not_for_a_cancelled_statement(
         own_connection_settings, setting, left_out):
     own_connection_settings(f"SET {setting} = '300ms'")
-    with _TableLocked(Study._meta.db_table):
+    with _table_locked(Study._meta.db_table):
         if left_out:
             assert read_after_commit(lambda: list(Study.objects.all()), otherwise="left out") == "left out"
         else:
