@@ -22,14 +22,27 @@ def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 64 * MIB
 
 
+def _kept() -> int:
+    """The bytes an upload's temporary file keeps: one past the largest limit of any path."""
+    return max(body_limit(), settings.CONVERSATIONS_UPLOAD_MAX_SIZE, settings.ACCOUNTS_CSV_MAX_SIZE) + 1
+
+
 class KeptUploadHandler(TemporaryFileUploadHandler):
     """Django's temporary file of an upload, with at most one byte past the largest limit of any path written to it;
-    its ``size`` is still the whole file's (Django counts every byte received), which a refusal names."""
+    its ``size`` is still the whole file's (Django counts every byte received), which a refusal names. A file cut so
+    is closed (its temporary file gone): a path that read it without checking its size would fail loudly, never read
+    a cut file as if it were whole."""
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
-        kept = max(body_limit(), settings.CONVERSATIONS_UPLOAD_MAX_SIZE, settings.ACCOUNTS_CSV_MAX_SIZE) + 1 - start
+        kept = _kept() - start
         if kept > 0:
             self.file.write(raw_data[:kept])
+
+    def file_complete(self, file_size: int) -> UploadedFile | None:
+        upload = super().file_complete(file_size)
+        if upload is not None and file_size > _kept():
+            upload.close()
+        return upload
 
 
 def size_said(size: int) -> str:
