@@ -121,6 +121,10 @@ def test_postgresql_down_answers_503_redis_down_keeps_serving_and_both_recover(t
         assert "WARNING common.outage 503 GET /healthz: the database is unreachable (OperationalError)" in logged
         assert "Traceback" not in logged, logged
         assert "ERROR" not in logged, logged
+        # Down until the CLI's own poll has met the outage (its one line in gunicorn's log): on a loaded host the CLI
+        # may start after the checks above, and a restart before its first poll leaves it no outage to wait through.
+        _wait(lambda: f"503 GET /api/v1/metric-runs/{run_id}/:" in (tmp_path / "gunicorn.log").read_text(),
+              "the CLI never asked while PostgreSQL was down")
         database = Server(tmp_path / "pg", tcp_port=pg_port)  # the same data directory, started again
         servers.append(database)
         database.attach()
