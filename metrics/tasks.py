@@ -32,7 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from common.outage import unreachable
+from common.outage import busy, unreachable
 from metrics.models import MetricRun
 
 log = logging.getLogger(__name__)
@@ -118,14 +118,17 @@ def metric_run_enqueue(run_id: int, *, note: str = "queued for a worker", resent
 
 
 def _noted(run_id: int, **fields: object) -> None:
-    """Note on a queued run how its sending went; an outage of the database leaves the note out (logged)."""
+    """Note on a queued run how its sending went; an outage of the database, or a database busy with another
+    transaction (a lock not granted in time, a deadlock), leaves the note out (logged): the run was committed before,
+    and the request that asked for it answers with it; the workers' recovery sends it again."""
     try:
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.QUEUED).update(**fields)
     except DatabaseError as error:
-        if unreachable(error) is None:
+        if unreachable(error) is None and not busy(error):
             raise
-        log.warning("metric run %s: saved, but the database cannot be reached to note its sending (%s); the "
-                    "workers' recovery sends it again", run_id, type(error).__name__)
+        said = "is busy with another transaction" if busy(error) else "cannot be reached"
+        log.warning("metric run %s: saved, but its sending is not noted: the database %s (%s); the workers' "
+                    "recovery sends it again", run_id, said, type(error).__name__)
 
 
 def metric_runs_recover() -> dict[str, int]:

@@ -26,6 +26,7 @@ from metrics import runs, services, tasks
 from metrics.models import MetricRun
 from tests.celery_worker import process_env, wait_for
 from tests.factories import JudgmentFactory, MetricRunFactory, RoundFactory, StudyFactory
+from tests.races import HeldLock
 from tests.redis_server import free_port, redis_server
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # blips on connections of their own
@@ -249,7 +250,7 @@ def test_a_run_asked_for_through_the_api_as_the_database_drops_after_the_commit_
     (run,) = MetricRun.objects.filter(study__slug="blip")
     assert (status, json.loads(body)["id"], json.loads(body)["status"]) == ("202", run.pk, "queued"), body
     assert run.enqueued_at is None, "its sending was not noted: the recovery sends it"
-    assert "the database cannot be reached to note its sending (OperationalError)" in err, err[-3000:]
+    assert "its sending is not noted: the database cannot be reached (OperationalError)" in err, err[-3000:]
 
 
 # A signed-in page's POST whose session is due for its renewal (access.login_sessions): the renewal is written on
@@ -299,3 +300,22 @@ def test_a_round_closed_as_the_database_drops_after_the_commit_says_it_closed(ad
     assert out.strip().splitlines()[-1] == (
         "302 /studies/blip/ ['calibration-1 closed and the workshop is open; a metrics run was requested; what became "
         "of it cannot be read just now (the database is briefly unreachable): the reports page shows it.']"), out
+
+
+def test_a_run_sent_while_its_row_is_locked_past_the_lock_timeout_is_sent_and_its_note_left_out(admin_user, caplog):
+    """Handing a committed run to the broker notes on the run how it went. Before, a busy database there (a lock
+    not granted in time, a deadlock) raised out of the hand-off, which runs after the request's commit: the request
+    that had saved the run answered with an error. Now the note is left out (logged) and the recovery sends it again."""
+    run = _requested(admin_user)
+    MetricRun.objects.filter(pk=run.pk).update(enqueued_at=None, progress_message="")
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '200ms'")
+    try:
+        with HeldLock("SELECT id FROM metrics_metricrun WHERE id = %s FOR UPDATE", (run.pk,)):
+            assert tasks.metric_run_enqueue(run.pk) is True
+    finally:
+        connection.close()
+    run.refresh_from_db()
+    assert (run.status, run.enqueued_at, run.progress_message) == ("queued", None, "")
+    assert (f"metric run {run.pk}: saved, but its sending is not noted: the database is busy with another "
+            "transaction (OperationalError)") in caplog.text
