@@ -32,6 +32,26 @@ def units_of(attribute: AttributeDefinition, responses: Sequence[T]) -> list[T |
     return []
 
 
+def agreement_problems(*, agreed: Iterable[str], panel: Mapping[str, bool], scores: Mapping[str, int | None],
+                       gold: int | None, round_name: str) -> list[str]:
+    """Why each of ``agreed`` (usernames) may not be named as agreeing to a unit's gold value ``gold``: who agrees
+    is on the study's gold panel (``panel``: each expert's username, True while a member, False once taken off) and
+    scored the unit in the round (``scores``: each one's score, None or absent when not scored); an expert still on
+    the study may agree to a value they did not code (the panel settled it together), one taken off only to their own
+    score. Asked when gold is recorded (``annotation.services.gold_agreement_problems``) and of gold recorded
+    before, which a later change can leave stale (the consensus screen flags it): docs/reference.md#gold."""
+    problems = []
+    for name in sorted(agreed):
+        own = scores.get(name)
+        if name not in panel:
+            problems.append(f"{name} is not an expert of the study (now or before)")
+        elif own is None:
+            problems.append(f"{name} did not score this item in {round_name}")
+        elif not panel[name] and own != gold:
+            problems.append(f"{name}, taken off the study since, scored {own}, not {gold}")
+    return problems
+
+
 CHECKLIST_SESSION_KINDS = ("crisis", "callback")  # the sessions whose checklist is coded (a history's)
 
 

@@ -745,20 +745,13 @@ def gold_agreement_problems(*, round: Round, attribute: AttributeDefinition, tur
     agreed (the consensus screen, its unanimous items): docs/reference.md#gold."""
     if not agreed_by:
         return ""
-    panel = {coder.user_id: coder.member for coder in selectors.study_coders(study=round.study)
+    panel = {coder.username: coder.member for coder in selectors.study_coders(study=round.study)
              if coder.role == StudyMember.Role.EXPERT}
     scores = dict(Judgment.objects.filter(
         round=round, is_gold=False, attribute=attribute, turn=turn, response=response, score__isnull=False,
-        coder_id__in=[user.pk for user in agreed_by]).values_list("coder_id", "score"))
-    problems = []
-    for user in sorted(agreed_by, key=lambda user: user.get_username()):
-        name = user.get_username()
-        if user.pk not in panel:
-            problems.append(f"{name} is not an expert of the study (now or before)")
-        elif user.pk not in scores:
-            problems.append(f"{name} did not score this item in {round.name}")
-        elif not panel[user.pk] and scores[user.pk] != score:
-            problems.append(f"{name}, taken off the study since, scored {scores[user.pk]}, not {score}")
+        coder_id__in=[user.pk for user in agreed_by]).values_list("coder__username", "score"))
+    problems = rules.agreement_problems(agreed=[user.get_username() for user in agreed_by], panel=panel,
+                                        scores=scores, gold=score, round_name=round.name)
     if not problems:
         return ""
     return ("who agreed: " + "; ".join(problems) + " (only the gold panel's experts who scored the item agree to "

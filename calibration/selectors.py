@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -75,6 +76,7 @@ class ConsensusItem:
     label: str = ""  # the response as the viewer knows it: its model slot, or the letter an expert saw
     handle: str = ""  # for an expert reading the screen: the response's opaque handle, never its id
     former: frozenset[str] = frozenset()  # the experts taken off the study since they coded the round
+    panel: Mapping[str, bool] = field(default_factory=dict)  # the gold panel: username -> a member now (``gold_panel``)
 
     @property
     def counted(self) -> dict[str, int | None]:
@@ -93,6 +95,25 @@ class ConsensusItem:
         names = sorted(user.get_username() for user in self.gold.agreed_by.all())
         return [(name, None if self.expert_scores.get(name) in (None, self.gold.score) else self.expert_scores[name])
                 for name in names]
+
+    @property
+    def agreement_choices(self) -> list[tuple[str, int | None, bool]]:
+        """The admin's "who agreed" choices: each expert shown, with their score (None: not scored) and whether the
+        gold names them; then anyone else the gold names (recorded before a change made it stale), so that no
+        name is dropped unseen when the gold is recorded again."""
+        named = {user.get_username() for user in self.gold.agreed_by.all()} if self.gold else set()
+        return ([(name, score, name in named) for name, score in self.expert_scores.items()]
+                + [(name, None, True) for name in sorted(named - set(self.expert_scores))])
+
+    @cached_property
+    def stale(self) -> list[str]:
+        """Why the recorded gold's "agreed by" no longer holds (``annotation.rules.agreement_problems``): an expert
+        named there whose score changed, or who was taken off, since it was recorded; empty when it holds."""
+        if self.gold is None:
+            return []
+        return rules.agreement_problems(agreed=[user.get_username() for user in self.gold.agreed_by.all()],
+                                        panel=self.panel, scores=self.expert_scores, gold=self.gold.score,
+                                        round_name=self.gold.round.name)
 
     @property
     def unanimous(self) -> bool:
@@ -152,7 +173,9 @@ def consensus_items(*, round: Round, seen_by: User | None = None) -> list[Consen
     shown = [coder for coder in panel.values() if coder.member or coder.user_id in coded]
     names = [coder.username for coder in sorted(shown, key=lambda coder: (not coder.member, coder.username))]
     former = frozenset(coder.username for coder in shown if not coder.member)
-    for judgment in Judgment.objects.filter(round=round, is_gold=True).prefetch_related("agreed_by"):
+    on_panel = {coder.username: coder.member for coder in panel.values()}
+    for judgment in Judgment.objects.filter(round=round, is_gold=True).select_related("round").prefetch_related(
+            "agreed_by"):
         gold[(judgment.turn_id, judgment.response_id, judgment.attribute_id)] = judgment
     handles: dict[int, str] = {}
     if seen_by is None:
@@ -175,7 +198,8 @@ def consensus_items(*, round: Round, seen_by: User | None = None) -> list[Consen
                 items.append(ConsensusItem(turn, response, attribute,
                                            {name: scores[key].get(name) for name in names}, gold.get(key),
                                            labels.get(response.pk, "") if response else "",
-                                           handles.get(response.pk, "") if response else "", former))
+                                           handles.get(response.pk, "") if response else "", former,
+                                           on_panel))
     return items
 
 

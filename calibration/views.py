@@ -213,7 +213,8 @@ def _calibration_round(round_id: int) -> Round:
     return get_object_or_404(Round.objects.select_related("study"), pk=round_id, kind=Round.Kind.CALIBRATION)
 
 
-CONSENSUS_SHOWS = {"open": "without gold", "differ": "where experts differ", "all": "all"}
+CONSENSUS_SHOWS = {"open": "without gold", "differ": "where experts differ",
+                   "stale": "where who agreed no longer holds", "all": "all"}
 CONSENSUS_KEYS = ("show", "page")
 
 
@@ -227,7 +228,10 @@ def consensus(request: AuthedRequest, round_id: int) -> HttpResponse:
     show = request.GET.get("show", "")
     if show not in CONSENSUS_SHOWS:
         show = "open" if may_edit else "all"
-    shown = [i for i in items if (i.gold is None if show == "open" else not i.unanimous if show == "differ" else True)]
+    kept: dict[str, Callable[[selectors.ConsensusItem], bool]] = {
+        "open": lambda i: i.gold is None, "differ": lambda i: not i.unanimous, "stale": lambda i: bool(i.stale),
+        "all": lambda i: True}
+    shown = [i for i in items if kept[show](i)]
     page = _page(request, shown)
     rows = list(page)
     # Each row names the one after it: recording gold takes an item out of "without gold", and the page then
@@ -238,7 +242,7 @@ def consensus(request: AuthedRequest, round_id: int) -> HttpResponse:
         "experts": list(items[0].expert_scores) if items else [], "former": items[0].former if items else (),
         "show": show, "shows": CONSENSUS_SHOWS,
         "total": len(items), "recorded": sum(1 for i in items if i.gold is not None),
-        "differ": sum(1 for i in items if not i.unanimous),
+        "differ": sum(1 for i in items if not i.unanimous), "stale": sum(1 for i in items if i.stale),
     })
 
 

@@ -170,6 +170,51 @@ def test_the_consensus_page_keeps_an_expert_taken_off_and_names_them_as_agreeing
     assert [u.username for u in gold.agreed_by.all()] == ["demo-expert"]
 
 
+def test_the_consensus_page_flags_gold_whose_who_agreed_no_longer_holds_and_shows_each_experts_score(
+        client, admin_user):
+    """"Who agreed" is checked when gold is recorded (docs/reference.md#gold), but a change afterwards can leave it
+    stale: an expert who agreed to a value they did not code, taken off the study since (they agreed to their own
+    score only), or a name recorded before the rule (here: a reviewer, written as an older version could). Before,
+    the page showed such gold like any other, and its form offered the experts without their scores, so recording
+    it again was refused without the admin seeing why. Now each such item says what no longer holds, the page counts
+    them and lists them under their own filter, and the form shows each expert's own score."""
+    call_command("load_demo", "--quiet")
+    round_ = Round.objects.get(study__slug="demo", kind="calibration")
+    turn = round_.items.order_by("position").first().turn
+    expert = StudyMember.objects.get(study=round_.study, user__username="demo-expert")
+    own = Judgment.objects.get(round=round_, is_gold=False, coder=expert.user, attribute__code="U1", turn=turn).score
+    other = (own + 1) % 3
+    gold = calibration_services.gold_record(round=round_, by=admin_user, attribute=attribute("U1"), turn=turn,
+                                            response=None, score=other, agreed_by=[expert.user])
+    client.force_login(admin_user)
+    url = reverse("consensus", args=[round_.pk])
+    page = client.get(url + "?show=all").content.decode()
+    assert "stale-agreement" not in page
+    assert re.search(rf'value="demo-expert" checked> demo-expert <span class="muted">\(coded {own}\)</span>', page)
+
+    study_member_remove(member=expert, by=admin_user)
+    reviewer = StudyMember.objects.filter(study=round_.study, role="reviewer").first().user
+    gold.agreed_by.add(reviewer)  # as an older version could record it
+    page = client.get(url + "?show=stale").content.decode()
+    said = (f"demo-expert, taken off the study since, scored {own}, not {other}; {reviewer.username} is not an "
+            "expert of the study (now or before)")
+    assert f"\"Who agreed\" no longer holds: {said}. Record the gold again" in page
+    assert 'on 1 the recorded "who agreed" no longer holds' in page
+    assert page.count('class="gold-form"') == 1
+    # the name the panel does not hold stays in the form, checked, so that recording again says why, not drops it
+    assert re.search(rf'value="{reviewer.username}" checked> {reviewer.username} <span class="muted">\(not '
+                     r'scored\)</span>', page)
+    refused = client.post(reverse("gold-record", args=[round_.pk]), {
+        "attribute": "U1", "turn": turn.pk, "score": str(other), "agreed": ["demo-expert"],
+        "version": str(gold.version)}, follow=True).content.decode()
+    assert f"demo-expert, taken off the study since, scored {own}, not {other}" in refused
+    assert Judgment.objects.get(pk=gold.pk).version == gold.version
+    client.post(reverse("gold-record", args=[round_.pk]),
+                {"attribute": "U1", "turn": turn.pk, "score": str(other), "version": str(gold.version)})
+    assert "stale-agreement" not in client.get(url + "?show=all").content.decode()
+    assert client.get(url + "?show=stale").content.decode().count('class="gold-form"') == 0
+
+
 def test_gold_on_a_model_the_study_does_not_code_is_refused_by_the_page_and_the_service(client, admin_user):
     """A turn may have responses of models the study does not code (its model slots): the coders never see them,
     so no gold value or workshop note is recorded on one; the page says why and nothing is written."""
