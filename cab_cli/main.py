@@ -329,16 +329,23 @@ def cmd_wait(args: argparse.Namespace) -> None:
 
 def _read(ask: Callable[[], Response[Any]], *, retries: int) -> Any:
     """What ``ask()`` answers (as ``_ok`` reads it), asked again up to ``retries`` times while the server is briefly
-    unavailable (``retry.UNAVAILABLE``), as late as its Retry-After asks: a read changes nothing."""
+    unavailable (``retry.UNAVAILABLE``, as late as its Retry-After asks) or its answer does not come (the connection
+    refused or dropped, as while the server restarts): a read changes nothing, as ``cab download``'s file reads."""
     attempt = 0
     while True:
         attempt += 1
-        answer = ask()
-        if answer.status_code not in retry.UNAVAILABLE or attempt > retries:
-            return _ok(answer)
-        wait = retry.retry_after(answer.headers)
-        print(f"cab: the server is briefly unavailable (HTTP {int(answer.status_code)}); asking again (attempt "
-              f"{attempt + 1}){retry.asked(wait)}", file=sys.stderr)
+        try:
+            answer = ask()
+        except httpx.TransportError as problem:
+            if attempt > retries:
+                raise
+            said, wait = f"no answer: {problem}", None
+        else:
+            if answer.status_code not in retry.UNAVAILABLE or attempt > retries:
+                return _ok(answer)
+            said, wait = f"HTTP {int(answer.status_code)}", retry.retry_after(answer.headers)
+        print(f"cab: the server is briefly unavailable ({said}); asking again (attempt {attempt + 1})"
+              f"{retry.asked(wait)}", file=sys.stderr)
         time.sleep(retry.pause(retry.backoff(attempt), wait))
 
 

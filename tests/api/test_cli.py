@@ -546,6 +546,27 @@ def test_a_download_the_server_never_takes_stops_after_its_retries_and_keeps_the
     assert (part.read_bytes(), tag.read_text()) == (b"x" * 100, '"sha256-' + "0" * 64 + '"\n')
 
 
+def test_a_bundles_run_whose_answer_was_lost_is_read_again(cab, monkeypatch):
+    """The connection dropped before the run's read was answered (a server restarting, a proxy ending it): the read
+    changes nothing, so it is asked again, as the file's own reads are. Before, the command ended with "cannot
+    reach" at the first drop, retries or not."""
+    run = MetricRunFactory(study=Study.objects.get(slug=SLUG))
+    asked: list[str] = []
+
+    def dropped_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(path)
+        return None if len(asked) == 1 else _passed_on(cab.url, "GET", headers, path, body)
+
+    with _in_front(monkeypatch, dropped_once):
+        status, _, err = cab("download", "bundle", "--run", str(run.pk))
+    assert asked == [f"/api/v1/metric-runs/{run.pk}/"] * 2, asked
+    assert "cab: the server is briefly unavailable (no answer: " in err and "asking again (attempt 2)" in err, err
+    assert status == 1 and f"{SLUG} has no succeeded metric run {run.pk}" in err, err
+    with _in_front(monkeypatch, lambda *_: None):
+        status, _, err = cab("download", "bundle", "--run", str(run.pk), "--retries", "1")
+    assert status == 1 and "cannot reach http://127.0.0.1:" in err and "(attempt 2)" in err, err
+
+
 def test_a_bundles_run_the_server_could_not_read_just_then_is_read_again(cab, monkeypatch):
     """The bundle's run is read before the download: a 503 there is asked again too, not the command's end."""
     run = MetricRunFactory(study=Study.objects.get(slug=SLUG))  # queued: no bundle, which the second read says
