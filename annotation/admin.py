@@ -3,12 +3,14 @@ the services (which validate and version them), never by hand in the admin; so i
 as they were: a round's state, kind and number, an opened round's set and queues (nothing added, the round never
 deleted; checked under the round's lock, so a round opened meanwhile is seen opened), an item's coder, turn and
 feedback lock, a member's role, alias and panel place (members are shown and taken off, never added or changed:
-an archived study's not even taken off). A JSON field refuses here what its column cannot store."""
+an archived study's not even taken off), and a frozen schema with its attributes and subcategories. A JSON field
+refuses here what its column cannot store."""
 
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import JSONField
@@ -52,7 +54,76 @@ class AnnotationAdmin(admin.ModelAdmin):
     formfield_overrides = {JSONField: {"form_class": StorableJSONField}}
 
 
-class AttributeInline(admin.TabularInline):
+# A schema is frozen once a study using it has been opened (``annotation.services.schema_is_frozen``; the database
+# refuses any change of it, its attributes and subcategories): the admin shows a frozen schema and its parts
+# read-only, saying why, and refuses to add a part to it or delete one in words, where the database's refusal was a
+# 500.
+
+
+def _schema_of(obj: Any) -> models.Schema | None:
+    return obj if isinstance(obj, models.Schema) or obj is None else obj.schema
+
+
+def _frozen(obj: Any) -> models.Schema | None:
+    """The schema of ``obj`` (a schema or one of its parts) when it is frozen."""
+    schema = _schema_of(obj)
+    return schema if schema is not None and schema.pk is not None and schema_is_frozen(schema=schema) else None
+
+
+def _frozen_refusal(schema: models.Schema) -> str:
+    return f"schema {schema.slug} is frozen: a study using it has been opened"
+
+
+class SchemaPartAdmin(AnnotationAdmin):
+    """The admin of a schema and its parts: read-only once the schema is frozen."""
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and _frozen(obj) is None
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and _frozen(obj) is None
+
+    def change_view(self, request: Any, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> Any:
+        obj = self.get_object(request, unquote(object_id))
+        if request.method == "GET" and (schema := _frozen(obj)) is not None:
+            messages.info(request, f"{_frozen_refusal(schema)}, so it is shown read-only")
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def get_deleted_objects(self, objs: Any, request: Any) -> Any:
+        """The confirmation page of "delete selected" says why a frozen schema's parts cannot be deleted (listed
+        as protected, in place of a permission the account seems to lack)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        frozen = {schema.slug: schema for obj in objs if (schema := _frozen(obj)) is not None}
+        if not frozen:
+            return deleted, counts, perms_needed, protected
+        return deleted, counts, set(), [*protected, *(_frozen_refusal(frozen[slug]) for slug in sorted(frozen))]
+
+
+class SchemaPartForm(forms.ModelForm):
+    """A part added to (or moved into) a frozen schema is refused in words (the database refuses it too)."""
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if (schema := _frozen(data.get("schema"))) is not None:
+            raise ValidationError(_frozen_refusal(schema))
+        return data
+
+
+class FrozenInlineMixin:
+    """An inline of a frozen schema's page, or of its part's page: nothing added, changed or deleted."""
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return super().has_add_permission(request, obj) and _frozen(obj) is None  # type: ignore[misc]
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) and _frozen(obj) is None  # type: ignore[misc]
+
+    def has_delete_permission(self, request: Any, obj: Any = None) -> bool:
+        return super().has_delete_permission(request, obj) and _frozen(obj) is None  # type: ignore[misc]
+
+
+class AttributeInline(FrozenInlineMixin, admin.TabularInline):
     model = models.AttributeDefinition
     fields = ("position", "code", "name", "group", "unit", "cluster", "scale_min", "scale_max", "level")
     readonly_fields = fields
@@ -62,32 +133,29 @@ class AttributeInline(admin.TabularInline):
 
 
 @admin.register(models.Schema)
-class SchemaAdmin(AnnotationAdmin):
+class SchemaAdmin(SchemaPartAdmin):
     list_display = ("slug", "version", "name", "created_at")
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)
     inlines = [AttributeInline]
 
 
-class SubcategoryInline(admin.TabularInline):
+class SubcategoryInline(FrozenInlineMixin, admin.TabularInline):
     model = models.SpanSubcategory
     fields = ("position", "slug", "name", "colour", "style")
     extra = 0
 
 
-class AttributeDefinitionForm(forms.ModelForm):
+class AttributeDefinitionForm(SchemaPartForm):
     """Session checklist items (text = name, type, crisis types) are checked like ``checklists.checklist_item_save``
-    does, and no attribute of a frozen schema changes (the database refuses it too)."""
+    does, and no attribute of a frozen schema changes (``SchemaPartForm``)."""
 
     class Meta:
         model = models.AttributeDefinition
         fields = [f.name for f in models.AttributeDefinition._meta.fields if f.editable and f.name != "id"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        schema = data.get("schema")
-        if schema is not None and schema_is_frozen(schema=schema):
-            raise ValidationError(f"schema {schema.slug} is frozen: a study using it is open")
+        data = super().clean()
         if data.get("item_type") or data.get("crisis_types"):
             if data.get("unit") != models.AttributeDefinition.Unit.SESSION:
                 self.add_error("unit", "a checklist item is coded once per session")
@@ -100,7 +168,7 @@ class AttributeDefinitionForm(forms.ModelForm):
 
 
 @admin.register(models.AttributeDefinition)
-class AttributeDefinitionAdmin(AnnotationAdmin):
+class AttributeDefinitionAdmin(SchemaPartAdmin):
     form = AttributeDefinitionForm
     list_display = ("code", "name", "schema", "group", "unit", "cluster", "scale_min", "scale_max", "level",
                     "item_type", "crisis_types")
@@ -109,8 +177,15 @@ class AttributeDefinitionAdmin(AnnotationAdmin):
     inlines = [SubcategoryInline]
 
 
+class SpanSubcategoryForm(SchemaPartForm):
+    class Meta:
+        model = models.SpanSubcategory
+        fields = [f.name for f in models.SpanSubcategory._meta.fields if f.editable and f.name != "id"]
+
+
 @admin.register(models.SpanSubcategory)
-class SpanSubcategoryAdmin(AnnotationAdmin):
+class SpanSubcategoryAdmin(SchemaPartAdmin):
+    form = SpanSubcategoryForm
     list_display = ("slug", "name", "attribute", "colour", "style")
     list_filter = ("schema",)
     search_fields = ("slug", "name")

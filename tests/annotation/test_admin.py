@@ -300,3 +300,36 @@ def test_a_draft_round_opened_while_its_deletion_is_confirmed_is_not_deleted(adm
     assert isinstance(opened, Round), opened
     assert deleted == 403
     assert Round.objects.get(pk=round_.pk).status == Round.Status.OPEN
+
+
+def test_a_frozen_schema_and_its_parts_are_shown_read_only_and_refused_in_words(client, admin_user):
+    """A schema is frozen once a study using it has been opened (the database refuses any change of it). Before,
+    the admin offered its pages as forms: saving the schema, an attribute or a subcategory unchanged answered 500
+    (the database's refusal), and so did adding a subcategory to it or deleting an attribute with "delete
+    selected". Now its pages are read-only and say why, a part added to it is refused by its form, and "delete
+    selected" names the frozen schema as what cannot be deleted."""
+    StudyFactory(status="open")  # on cab-v1
+    attribute = AttributeDefinition.objects.filter(schema__slug="cab-v1").order_by("position").first()
+    subcategory = attribute.subcategories.first() or attribute.schema.subcategories.first()
+    client.force_login(admin_user)
+    before = fingerprint()
+    for url in (reverse("admin:annotation_schema_change", args=[attribute.schema_id]),
+                reverse("admin:annotation_attributedefinition_change", args=[attribute.pk]),
+                reverse("admin:annotation_spansubcategory_change", args=[subcategory.pk])):
+        page = client.get(url)
+        text = page.content.decode()
+        assert page.status_code == 200 and 'name="_save"' not in text, url
+        assert "chema cab-v1 is frozen: a study using it has been opened, so it is shown read-only" in text, url
+        assert client.post(url, _form(client, url)).status_code == 403, url
+    add = reverse("admin:annotation_spansubcategory_add")
+    refused = client.post(add, {"schema": attribute.schema_id, "attribute": attribute.pk, "slug": "by-hand",
+                                "name": "By hand", "colour": "#123456", "style": "solid", "position": "9"})
+    assert refused.status_code == 200
+    assert refused.context["adminform"].form.non_field_errors() == [
+        "schema cab-v1 is frozen: a study using it has been opened"]
+    changelist = reverse("admin:annotation_attributedefinition_changelist")
+    chosen = {"action": "delete_selected", "_selected_action": [attribute.pk]}
+    confirm = client.post(changelist, chosen).content.decode()
+    assert "schema cab-v1 is frozen: a study using it has been opened" in confirm
+    assert client.post(changelist, chosen | {"post": "yes"}).status_code == 200
+    assert fingerprint() == before
