@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import JSONField
 from django.forms.fields import InvalidJSONInput
 from django.shortcuts import redirect
+from django.urls import reverse
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
@@ -226,6 +227,12 @@ class RoundInline(admin.TabularInline):
         return False
 
 
+# A study is made on the New study page (or by the API, or manage.py create_study: one service, its checks and its
+# audit event) and its settings change on its settings page (``study_settings_update``: checked, locked, recorded);
+# what its data depends on (its slug, schema and model slots) never changes, and its state only through the
+# services (opened with its first round, archived on its page). So the admin shows a study read-only. Before, it let
+# anyone set an open study back to "setting up" (which unfreezes its schema under its codings), change its schema
+# (a 500: the database refuses it), change settings unrecorded, or add a study past every check.
 @admin.register(models.Study)
 class StudyAdmin(AnnotationAdmin):
     list_display = ("slug", "name", "schema", "status", "method_labels", "is_synthetic", "created_at")
@@ -233,6 +240,21 @@ class StudyAdmin(AnnotationAdmin):
     search_fields = ("slug", "name")
     inlines = [MemberInline, RoundInline]
     actions = ["compute_metrics"]
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+    def change_view(self, request: Any, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> Any:
+        study = self.get_object(request, unquote(object_id))
+        if request.method == "GET" and study is not None:
+            page = reverse("study-settings", args=[study.slug])
+            messages.info(request, f"A study's settings change on its settings page ({page}), recorded; its slug, "
+                                   "schema and model slots never change.")
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.action(description="Compute the metrics report (runs in a worker)", permissions=["view"])
     def compute_metrics(self, request, queryset):

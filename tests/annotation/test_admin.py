@@ -202,7 +202,7 @@ UNSTORABLE_JSON = [
 
 @pytest.mark.parametrize(("text", "message"), UNSTORABLE_JSON, ids=[m + text[:12] for text, m in UNSTORABLE_JSON])
 def test_json_the_database_cannot_store_is_refused_by_the_admins_forms(client, admin_user, text, message):
-    """A study's model slots, a schema's definition and an attribute's anchors (every JSON field the admin edits,
+    """A schema's definition and an attribute's anchors (every JSON field the admin edits,
     annotation.admin.StorableJSONField): the form is shown again with the refusal and nothing is written. Before,
     Django's JSON field passed them on to PostgreSQL (or failed reading them, or writing them back into the page),
     and the page answered 500."""
@@ -211,9 +211,7 @@ def test_json_the_database_cannot_store_is_refused_by_the_admins_forms(client, a
     assert attribute is not None
     client.force_login(admin_user)
     before = fingerprint()
-    for url, field in ((reverse("admin:annotation_study_change", args=[study.pk]), "model_slots"),
-                       (reverse("admin:annotation_study_add"), "model_slots"),
-                       (reverse("admin:annotation_schema_change", args=[study.schema_id]), "definition"),
+    for url, field in ((reverse("admin:annotation_schema_change", args=[study.schema_id]), "definition"),
                        (reverse("admin:annotation_attributedefinition_change", args=[attribute.pk]), "anchors")):
         response = client.post(url, _form(client, url) | {field: text})
         assert response.status_code == 200, (url, response.status_code)
@@ -333,3 +331,26 @@ def test_a_frozen_schema_and_its_parts_are_shown_read_only_and_refused_in_words(
     assert "schema cab-v1 is frozen: a study using it has been opened" in confirm
     assert client.post(changelist, chosen | {"post": "yes"}).status_code == 200
     assert fingerprint() == before
+
+
+def test_a_study_is_shown_read_only_its_settings_and_state_changing_only_through_the_services(client, admin_user):
+    """A study's slug, schema and model slots are what its data depends on, its state changes with its rounds and
+    its archiving, its settings on its settings page (recorded). Before, the admin's study page changed any of them
+    unrecorded: an open study set back to "setting up" unfroze its schema under its codings, its schema changed
+    answered 500 (the database refuses it), and a study added there skipped the New study page's checks."""
+    study = StudyFactory(status="open")
+    client.force_login(admin_user)
+    change = reverse("admin:annotation_study_change", args=[study.pk])
+    page = client.get(change)
+    text = page.content.decode()
+    assert page.status_code == 200 and 'name="_save"' not in text
+    assert f"settings change on its settings page (/studies/{study.slug}/settings/), recorded" in text
+    before = fingerprint()
+    form = _form(client, change)
+    for changed in ({}, {"status": "setup"}, {"schema": str(study.schema_id + 1)}, {"name": "renamed"}):
+        assert client.post(change, form | changed).status_code == 403, changed
+    assert client.post(reverse("admin:annotation_study_add"), {"slug": "by-hand", "name": "x"}).status_code == 403
+    assert fingerprint() == before
+    changelist = client.post(reverse("admin:annotation_study_changelist"),
+                             {"action": "compute_metrics", "_selected_action": [study.pk]}, follow=True)
+    assert "1 metric run(s) queued" in changelist.content.decode()  # the action stays
