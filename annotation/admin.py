@@ -363,31 +363,38 @@ class RoundItemForm(forms.ModelForm):
         return _draft(self.cleaned_data["round"], "items")
 
 
-@admin.register(models.RoundItem)
-class RoundItemAdmin(AnnotationAdmin):
-    form = RoundItemForm
-    list_display = ("round", "position", "turn")
-    list_filter = ("round__study", "round")
-    list_select_related = ("round__study", "turn__conversation__dataset")
-    raw_id_fields = ("turn",)
+class DraftRoundPartAdmin(AnnotationAdmin):
+    """A part of a round that is fixed once the round opens (its set's items, its coders' queue items): changed or
+    deleted only while the round is a draft, asked again under the round's lock (``_draft_locked``), so a round
+    opened meanwhile is refused (403), nothing changed; a change is checked so by the form."""
 
-    # A round's set is fixed once it opens (annotation.services.round_items_set): its items were coded as they are.
+    fixed_what = "items"
+
     def has_change_permission(self, request, obj=None):
         return super().has_change_permission(request, obj) and (obj is None or obj.round.status == "draft")
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or obj.round.status == "draft")
 
-    # Asked again under the round's lock (``RoundAdmin.delete_model``); a change is checked so by the form.
     def delete_model(self, request, obj):
         if not _draft_locked(obj.round):
-            raise PermissionDenied(f"{obj.round.name} is no longer a draft: its items are fixed")
+            raise PermissionDenied(f"{obj.round.name} is no longer a draft: its {self.fixed_what} are fixed")
         super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
         with transaction.atomic():
             for item in queryset.select_related("round"):
                 self.delete_model(request, item)
+
+
+# A round's set is fixed once it opens (annotation.services.round_items_set): its items were coded as they are.
+@admin.register(models.RoundItem)
+class RoundItemAdmin(DraftRoundPartAdmin):
+    form = RoundItemForm
+    list_display = ("round", "position", "turn")
+    list_filter = ("round__study", "round")
+    list_select_related = ("round__study", "turn__conversation__dataset")
+    raw_id_fields = ("turn",)
 
 
 class AssignmentForm(forms.ModelForm):
@@ -398,20 +405,30 @@ class AssignmentForm(forms.ModelForm):
     def clean_round(self) -> models.Round:
         return _draft(self.cleaned_data["round"], "queues")
 
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.instance.pk is not None:  # its round is not on the form: checked here, under the round's lock
+            _draft(self.instance.round, "queues")
+        return data
 
+
+# A coder's queue is what they were given once the round opens: its items are neither moved, changed nor deleted by
+# hand then (a moved item would move the coder's pages under them). Whose item it is and whether it was compared
+# with gold in feedback never change: the coder's judgments of the turn are found by them, and the lock keeps those
+# judgments as they were compared (calibration.services.round_reopen). The comment and flags are the coder's own
+# words, changed on their turn page only.
 @admin.register(models.Assignment)
-class AssignmentAdmin(AnnotationAdmin):
+class AssignmentAdmin(DraftRoundPartAdmin):
     form = AssignmentForm
+    fixed_what = "queues"
     list_display = ("round", "coder", "position", "turn", "is_check_item", "completed_at", "active_seconds")
     list_filter = ("round__study", "round", "is_check_item")
     search_fields = ("coder__username",)
     list_select_related = ("round__study", "coder", "turn__conversation__dataset")
     raw_id_fields = ("turn",)
 
-    # Whose item it is and whether it was compared with gold in feedback: the coder's judgments of the turn are
-    # found by them, and the lock keeps those judgments as they were compared (calibration.services.round_reopen).
     def get_readonly_fields(self, request, obj=None):
-        fixed = ("completed_at", "active_seconds")
+        fixed = ("completed_at", "active_seconds", "comment", "flags")
         return fixed if obj is None else ("round", "coder", "turn", "is_check_item", "feedback_locked", *fixed)
 
 
@@ -450,6 +467,11 @@ class JudgmentAdmin(AnnotationAdmin):
     inlines = [SpanInline, RevisionInline]
 
     def has_add_permission(self, request):
+        return False
+
+    # Nothing of a judgment changes here, who agreed to a gold value included: recorded on the consensus screen,
+    # under its rule (annotation.services.gold_agreement_problems) and with the judgment's history.
+    def has_change_permission(self, request, obj=None):
         return False
 
     def has_delete_permission(self, request, obj=None):

@@ -354,3 +354,32 @@ def test_a_study_is_shown_read_only_its_settings_and_state_changing_only_through
     changelist = client.post(reverse("admin:annotation_study_changelist"),
                              {"action": "compute_metrics", "_selected_action": [study.pk]}, follow=True)
     assert "1 metric run(s) queued" in changelist.content.decode()  # the action stays
+
+
+def test_an_opened_rounds_queue_items_and_a_gold_values_who_agreed_are_not_changed_by_hand(client, admin_user):
+    """A coder's queue item in an opened round was what they were given: before, the admin moved it (its position:
+    the coder's open page then named another item), deleted it, and changed the coder's own comment and flags,
+    unrecorded; and a gold judgment's "who agreed" was changed past its rule (a reviewer named as agreeing), with no
+    version or history. Now those pages are read-only (403 on a post), nothing changed. In a draft round, nobody given
+    anything yet, a queue item still moves, and the coder's words stay read-only there too."""
+    judgment = JudgmentFactory(round=RoundFactory(status=Round.Status.OPEN), is_gold=True, score=1)
+    assignment = AssignmentFactory(round=judgment.round, coder=UserFactory(), turn=judgment.turn, comment="mine")
+    reviewer = UserFactory()
+    client.force_login(admin_user)
+    before = fingerprint()
+    page = reverse("admin:annotation_assignment_change", args=[assignment.pk])
+    assert 'name="_save"' not in client.get(page).content.decode()
+    for changed in ({"position": "9"}, {"comment": "the admin's words"}, {"flags": "[]"}):
+        assert client.post(page, _form(client, page) | changed).status_code == 403, changed
+    assert client.post(reverse("admin:annotation_assignment_delete", args=[assignment.pk]),
+                       {"post": "yes"}).status_code == 403
+    gold = reverse("admin:annotation_judgment_change", args=[judgment.pk])
+    assert client.post(gold, _form(client, gold) | {"agreed_by": str(reviewer.pk)}).status_code == 403
+    assert fingerprint() == before
+
+    draft = AssignmentFactory(round=RoundFactory(status=Round.Status.DRAFT), comment="theirs")
+    page = reverse("admin:annotation_assignment_change", args=[draft.pk])
+    assert 'name="comment"' not in client.get(page).content.decode()
+    assert client.post(page, _form(client, page) | {"position": "7", "comment": "x"}).status_code == 302
+    draft.refresh_from_db()
+    assert (draft.position, draft.comment) == (7, "theirs")
