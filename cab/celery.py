@@ -1,12 +1,24 @@
 import os
 
-from celery import Celery
+from celery import Celery, signals
+
+from common.logs import WithoutRowValues
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "cab.settings")
 
 app = Celery("cab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _without_row_values(logger: object, **_: object) -> None:
+    """A worker sets up its own log handlers in place of Django's (``LOGGING``): they leave the row values of a
+    database refusal out too (``common.logs.WithoutRowValues``, docs/architecture.md#conventions)."""
+    for handler in getattr(logger, "handlers", []):
+        if not any(isinstance(each, WithoutRowValues) for each in handler.filters):
+            handler.addFilter(WithoutRowValues())
 
 
 @app.task(name="cab.ping")

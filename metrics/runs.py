@@ -19,6 +19,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from annotation.models import Study
+from common.logs import without_row_values
 from common.outage import busy, unreachable
 from metrics import scaleout, selectors
 from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
@@ -297,7 +298,7 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
             connection.close()
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),
-            error=f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}",
+            error=without_row_values(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}"),
         )
         raise
     finally:

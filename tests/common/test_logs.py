@@ -1,7 +1,9 @@
 import logging
 import time
 
-from common.logs import OnceAMinute
+import pytest
+
+from common.logs import OnceAMinute, WithoutRowValues, without_row_values
 
 
 def _record(msg: str) -> logging.LogRecord:
@@ -20,3 +22,70 @@ def test_a_message_repeated_within_the_period_is_held_back_and_counted_when_said
     again = _record("Exception ignored")
     assert once.filter(again)
     assert again.getMessage().startswith("Exception ignored (2 more in the last 0 s)")
+
+
+def _refusal_of(row: str) -> Exception:
+    """The real error PostgreSQL gives for a row its check constraint refuses (DETAIL: Failing row contains …)."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE said (text text CHECK (length(text) < 5)) ON COMMIT DROP")
+        try:
+            with transaction.atomic():
+                cursor.execute("INSERT INTO said VALUES (%s)", [row])
+        except Exception as error:  # noqa: BLE001 - the error is what the test looks at
+            return error
+    raise AssertionError("the row was not refused")
+
+
+@pytest.mark.django_db
+def test_a_database_refusal_logged_with_its_traceback_leaves_out_the_rows_text():
+    """A 500's traceback is logged with the database error's message, whose DETAIL names the refused row's values:
+    what a client wrote, when the row holds it. The project's log handler leaves the values out, and keeps the
+    rest (the constraint, the traceback)."""
+    import io
+
+    error = _refusal_of("I have not slept since my brother died")
+    assert "I have not slept" in str(error)  # what PostgreSQL says
+    (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
+    written = io.StringIO()
+    previous = handler.setStream(written)
+    try:
+        try:
+            raise error
+        except Exception:
+            logging.getLogger("django.request").exception("Internal Server Error: %s", "/rounds/1/turns/2/save")
+        logging.getLogger("cab.test").warning("refused: %s", error)
+    finally:
+        handler.setStream(previous)
+    text = written.getvalue()
+    assert "I have not slept" not in text, text
+    refusals = text.count('violates check constraint "said_text_check"')  # psycopg's and Django's, and the warning's
+    assert refusals == 3, text
+    assert text.count("DETAIL:  Failing row contains (values left out: they may be what people wrote)") == refusals
+    assert "Internal Server Error: /rounds/1/turns/2/save" in text and "Traceback (most recent call last)" in text
+
+
+def test_without_row_values_leaves_out_a_keys_values_and_nothing_else():
+    said = ('duplicate key value violates unique constraint "k"\nDETAIL:  Key (text)=(my secret) already exists.\n'
+            "the next line stays")
+    assert without_row_values(said) == ('duplicate key value violates unique constraint "k"\nDETAIL:  Key (values '
+                                        "left out: they may be what people wrote)\nthe next line stays")
+
+
+def test_a_workers_own_log_handlers_leave_the_row_values_out_too():
+    """A Celery worker replaces Django's log handlers with its own when it starts (``app.log.setup``, as ``celery
+    worker`` does): they carry the same filter, so a task's failure logged with its traceback leaves the values
+    out."""
+    import subprocess
+    import sys
+
+    script = ("import logging, django; django.setup()\n"
+              "from cab.celery import app\n"
+              "app.log.setup(loglevel='INFO')\n"
+              "logging.getLogger('celery.app.trace').warning('DETAIL:  Failing row contains (my words).')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=__import__("os").environ | {"DJANGO_SETTINGS_MODULE": "cab.settings"})
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "my words" not in said and "Failing row contains (values left out" in said, said
