@@ -483,10 +483,11 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
     contradict a role.
 
     A coder's own rows say their role (all of them the same one; left out = reviewer); a coder with gold rows
-    only recorded the panel's consensus and is an expert. A member of the study keeps their role: a row that
-    names another one is refused rather than silently moving someone between the panel and the reviewers. So
-    does a coder taken off the study, who keeps the role they had (``FormerStudyMember``, as the exports and
-    reports do) and stays off it: their judgments come in, their access does not come back.
+    only recorded the panel's consensus: an expert's account, never made a member (``_accounts``). A member of the
+    study keeps their role: a row that names another one is refused rather than silently moving someone between the
+    panel and the reviewers. So does a coder taken off the study, who keeps the role they had
+    (``FormerStudyMember``, as the exports and reports do) and stays off it: their judgments come in, their access
+    does not come back.
     """
     members = dict(StudyMember.objects.filter(study=study).values_list("user__username", "role")) if study else {}
     former = dict(FormerStudyMember.objects.filter(study=study).exclude(user__username__in=members)
@@ -524,10 +525,14 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
     return roles_of, set(former) & set(roles_of), errors
 
 
-def _accounts(*, study: Study, roles_of: dict[str, str], taken_off: set[str], summary: JudgmentImportSummary,
-              by: User | None) -> dict[str, User]:
-    """The coders the import writes judgments of (``roles_of``) as accounts and members: a new account gets its
-    role, a new member that role too; a coder taken off the study (``taken_off``) is not made a member again."""
+def _accounts(*, study: Study, roles_of: dict[str, str], coding: set[str], taken_off: set[str],
+              summary: JudgmentImportSummary, by: User | None) -> dict[str, User]:
+    """The coders the import writes judgments of (``roles_of``) as accounts, and those of them it writes codings of
+    their own of (``coding``) as members: a new account gets its role, a new member that role too. A coder of gold
+    rows only recorded the panel's consensus, which is no coding of theirs: they get an account (an expert's) when
+    they have none, and are not made a member, so a study's export imported into it emptied does not put whoever
+    recorded its gold (an admin) on its panel. A coder taken off the study (``taken_off``) is not made a member
+    again."""
     users = {u.get_username(): u for u in get_user_model().objects.filter(username__in=set(roles_of))}
     for username, role in sorted(roles_of.items()):
         # a method registered in the study, or a coder taken off it (_member_roles): their account exists
@@ -537,7 +542,8 @@ def _accounts(*, study: Study, roles_of: dict[str, str], taken_off: set[str], su
             account_role = roles.EXPERT if role == StudyMember.Role.EXPERT else roles.REVIEWER
             users[username] = user_ensure(username=username, role=account_role)
             summary.accounts_created.append(username)
-        services.study_member_add(study=study, user=users[username], role=role, by=by)
+        if username in coding:
+            services.study_member_add(study=study, user=users[username], role=role, by=by)
     return users
 
 
@@ -594,11 +600,13 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
                              session_id=row.session_id, score=row.score, instance_count=row.instance_count), row))
     if conflicts:
         raise RowErrors(conflicts)
-    # Accounts and members only for the coders the import writes a judgment of: the study's own export imported
-    # again adds nobody (its gold rows name whoever recorded the consensus, on the page an admin, no member).
+    # Accounts only for the coders the import writes a judgment of, and members only for those it writes a coding of
+    # their own of: the study's own export imported again adds nobody, and into the study emptied it adds no gold
+    # row's coder (whoever recorded the consensus, on the page an admin, no member).
     writers = {row.reviewer for _, row in new}
     users = _accounts(study=study, roles_of={u: r for u, r in member_roles.items() if u in writers},
-                      taken_off=taken_off, summary=summary, by=by)
+                      coding={row.reviewer for _, row in new if not row.is_gold}, taken_off=taken_off,
+                      summary=summary, by=by)
     for judgment, row in new:
         judgment.coder = users[row.reviewer]
     Judgment.objects.bulk_create([j for j, _ in new], batch_size=5000)

@@ -120,9 +120,9 @@ def test_a_new_account_and_membership_take_the_files_role(conversations, tmp_pat
         row(reviewer="erin", role="expert"),
         row(reviewer="rita", role="reviewer"),
         row(reviewer="nora"),  # left out: reviewer
-        row(reviewer="gold", is_gold=True, role=""),  # a gold row's recorder is an expert
+        row(reviewer="gold", is_gold=True, role=""),  # a gold row's recorder: an expert's account, no member
     ])
-    assert membership("imported") == {"erin": "expert", "rita": "reviewer", "nora": "reviewer", "gold": "expert"}
+    assert membership("imported") == {"erin": "expert", "rita": "reviewer", "nora": "reviewer"}
     groups = {u.username: u.groups.get().name for u in get_user_model().objects.filter(
         username__in=["erin", "rita", "nora", "gold"])}
     assert groups == {"erin": "expert", "rita": "reviewer", "nora": "reviewer", "gold": "expert"}

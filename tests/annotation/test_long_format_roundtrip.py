@@ -17,6 +17,7 @@ from access import roles
 from access.services import user_ensure
 from annotation.long_format import COLUMNS, judgment_rows
 from annotation.models import Judgment, Study, StudyMember
+from annotation.services import judgments_purge
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
@@ -146,3 +147,18 @@ def test_reimporting_the_export_into_its_own_study_makes_nobody_a_member(origin,
     call_command("import_judgments", str(path), "--study", ORIGIN, stdout=io.StringIO())
     assert (list(StudyMember.objects.filter(study=origin).values_list("user__username", "role", "alias")),
             get_user_model().objects.count()) == before
+
+
+def test_the_export_imported_into_its_emptied_study_gives_the_same_judgments_and_members(origin, tmp_path):
+    """The documented way back (an export imported into the study emptied of its judgments) writes the gold rows
+    again; their coder, whoever recorded the consensus ('+gold', no member), stays no member, and the reviewers, who
+    were no members either, come in as reviewers. Before, a coder of gold rows only was added as an expert, whose
+    metric runs then listed them among the experts."""
+    before = list(judgment_rows(study=origin))
+    path = tmp_path / "judgments.csv"
+    path.write_text(command_export(ORIGIN, "csv"), encoding="utf-8", newline="")
+    judgments_purge(judgments=Judgment.objects.filter(round__study=origin), by=None, reason="test: empty the study")
+    call_command("import_judgments", str(path), "--study", ORIGIN, stdout=io.StringIO())
+    assert list(judgment_rows(study=origin)) == before
+    assert set(StudyMember.objects.filter(study=origin).values_list("user__username", "role")) == {
+        (name, "reviewer") for name in CODERS}
