@@ -52,11 +52,13 @@ from metrics.models import MetricRun
 from study_archive.records import (
     CHUNK,
     FORMAT,
+    NESTED,
     ORDER,
     RELATIONS,
     VERSION,
     ArchiveError,
     Checksum,
+    column_names,
     columns,
     dumps,
     read_records,
@@ -562,7 +564,15 @@ def _built(batch: list[Record], build: Callable[[dict[str, Any]], T]) -> list[T]
 
 def _new(model: type[models.Model], record: dict[str, Any], **relations: Any) -> Any:
     """An unsaved instance from a record's plain columns (checked and converted by the model fields, so a bad value
-    is a ValidationError naming the field) and the resolved relations."""
+    is a ValidationError naming the field) and the resolved relations. A key that is none of the record's columns,
+    relations or nested rows (``records.NESTED``) is refused: a column of a newer version's model, which this
+    installation would drop."""
+    unknown = set(record) - {"type", *column_names(model), *RELATIONS[model], *NESTED.get(model, ())}
+    if unknown:
+        name = model._meta.model_name
+        raise ValueError(f"{name}: {', '.join(map(repr, sorted(unknown)))} is not a column of this installation's "
+                         f"{name} records, which would leave it out; an archive written by a newer version of the "
+                         "software holds it: import the archive into an installation of that version or newer")
     values: dict[str, Any] = {}
     for field in columns(model):
         if field.attname not in record:

@@ -11,8 +11,10 @@ the schema slug and attribute codes, dataset name + conversation external id (+ 
 index for a session label), round names (``calibration-N``, ``main``), subcategory slugs. A judgment's line carries
 its spans, the experts who agreed to it (gold) and its revisions. Every other column is written under its model
 field's name, so a field added to one of these models is archived without a change here (a test checks that every
-model and relation is covered). The file is a function of the study and of the software version that writes it:
-no export time, no database ids, rows in a fixed order, so the same study always gives the same bytes.
+model and relation is covered), and an installation whose model lacks a column an archive holds refuses the archive
+by its line rather than leave the column out (``NESTED``). The file is a function of the study and of the software
+version that writes it: no export time, no database ids, rows in a fixed order, so the same study always gives the
+same bytes.
 
 The study record carries the study's blinding key (``Study.blinding_key``), deliberately: it is the study's state,
 and a file that names every response's model is no less secret than the key. Handles are made of the key and
@@ -96,6 +98,16 @@ RELATIONS: dict[type[models.Model], set[str]] = {
     ReviewerAlert: {"study", "reviewer"},
     MetricRun: {"study", "requested_by"},
     AuditEvent: {"actor"},
+}
+# The keys of a record besides its model's columns and relations: the rows nested in it, and a conversation's
+# ``owned``. A record's every other key is a column this installation's model lacks (an archive written by a newer
+# version, where a field was added): the import refuses it rather than leave the column out.
+NESTED: dict[type[models.Model], set[str]] = {
+    Schema: {"attributes", "subcategories"},
+    Conversation: {"owned", "sessions", "turns"},
+    Turn: {"responses"},
+    Round: {"items"},
+    Judgment: {"spans", "revisions"},
 }
 # Columns that are not copied: the audit event's study id is the new study's.
 NOT_COPIED: dict[type[models.Model], set[str]] = {AuditEvent: {"study_id"}}

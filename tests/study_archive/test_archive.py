@@ -277,6 +277,38 @@ def test_a_bad_record_is_refused_by_line_and_nothing_is_written(rich_study, tmp_
     assert not Study.objects.filter(slug="copy").exists()
 
 
+def a_newer_column(record: dict, *, dry: bool) -> bool:
+    if not dry:
+        record["confidence"] = 0.9
+    return True
+
+
+def a_newer_nested_column(record: dict, *, dry: bool) -> bool:
+    if dry:
+        return bool(record["turns"][0]["responses"])
+    record["turns"][0]["responses"][0]["tokens"] = 412
+    return True
+
+
+@pytest.mark.parametrize(("kind", "change", "message"), [
+    ("judgment", a_newer_column, "judgment: 'confidence' is not a column of this installation's"),
+    ("conversation", a_newer_nested_column, "modelresponse: 'tokens' is not a column of this installation's"),
+    ("member", a_newer_column, "studymember: 'confidence' is not a column of this installation's"),
+])
+def test_a_column_this_installation_lacks_is_refused_not_dropped(rich_study, tmp_path, kind, change, message):
+    """An archive written by a newer version whose model has a column this one lacks (its format version is the
+    same: a column is archived under its field's name), into a fresh installation: before, the column was left out
+    silently."""
+    lines, number = edited(export("demo"), kind, change, which=1)
+    truncate_everything_archived()
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), stdout=io.StringIO())
+    assert f"line {number} ({kind})" in str(refused.value) and message in str(refused.value)
+    assert "nothing was imported" in str(refused.value)
+    assert table_counts() == before
+
+
 def test_an_archive_of_another_format_version_is_refused(rich_study, tmp_path):
     lines = export("demo").splitlines()
     header = json.loads(lines[0])
