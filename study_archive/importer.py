@@ -9,8 +9,9 @@ judgment revisions of its own (the archived history is the history); it is one `
 
 Importing: the schema is reused when the target has one with the same slug and the same definition (attributes
 and subcategories included), and refused when it differs. A dataset is reused by name. A conversation that
-exists is reused when every archived turn and response is there with the same text (its owning study is left as
-it is), and refused otherwise. The study's slug must be free (``as_slug`` imports under another one).
+exists is reused when every archived session, turn and response is there as archived (the same texts, each turn in
+the same session, each response of the same model version; its owning study is left as it is), and refused
+otherwise. The study's slug must be free (``as_slug`` imports under another one).
 """
 
 from __future__ import annotations
@@ -359,7 +360,8 @@ class _Importer:
             self.responses[(response.turn_id, response.model_slot)] = (response.pk, len(response.text))
 
     def _check_reused(self, batch: list[Record], existing: dict[tuple[str, str], Conversation]) -> int:
-        """A conversation that exists is reused if it holds every archived turn and response with the same text."""
+        """A conversation that exists is reused if it holds every archived session, turn and response as archived:
+        the same texts, each turn in the same session, each response of the same model version."""
         if not existing:
             return 0
         ids = [c.pk for c in existing.values()]
@@ -367,6 +369,7 @@ class _Importer:
         stored_responses = {(r.turn_id, r.model_slot): r
                             for r in ModelResponse.objects.filter(turn__conversation_id__in=ids)}
         stored_sessions = {(s.conversation_id, s.index): s for s in Session.objects.filter(conversation_id__in=ids)}
+        session_index: dict[int | None, int] = {s.pk: s.index for s in stored_sessions.values()}
         for number, record in batch:
             key = (record["dataset"], record["external_id"])
             conversation = existing.get(key)
@@ -385,14 +388,21 @@ class _Importer:
                 self.sessions[(key[0], key[1], session.index)] = session.pk
             for turn_record in record["turns"]:
                 turn = stored_turns.get((conversation.pk, turn_record["index"]))
-                if turn is None or (turn.client_text, turn.therapist_reference) != (
-                        turn_record["client_text"], turn_record["therapist_reference"]):
-                    raise ArchiveError(f"{name} exists in this installation with another turn {turn_record['index']}")
+                differs = [] if turn is None else [field for field, stored, archived in (
+                    ("client_text", turn.client_text, turn_record["client_text"]),
+                    ("therapist_reference", turn.therapist_reference, turn_record["therapist_reference"]),
+                    ("session", session_index.get(turn.session_id), turn_record.get("session"))) if stored != archived]
+                if turn is None or differs:
+                    raise ArchiveError(f"{name} exists in this installation with another turn {turn_record['index']}"
+                                       + (f" (its {differs[0]})" if differs else ""))
                 for response_record in turn_record["responses"]:
                     response = stored_responses.get((turn.pk, response_record["model_slot"]))
-                    if response is None or response.text != response_record["text"]:
+                    differs = [field for field in ("text", "model_version")
+                               if response is not None and getattr(response, field) != response_record[field]]
+                    if response is None or differs:
                         raise ArchiveError(f"{name} exists in this installation with another response of model "
-                                         f"{response_record['model_slot']!r} in turn {turn.index}")
+                                           f"{response_record['model_slot']!r} in turn {turn_record['index']}"
+                                           + (f" (its {differs[0]})" if differs else ""))
                     self.responses[(turn.pk, response.model_slot)] = (response.pk, len(response.text))
                 self.turns[(key[0], key[1], turn.index)] = (turn.pk, conversation.pk)
             self.conversations[key] = conversation.pk

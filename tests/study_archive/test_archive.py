@@ -374,17 +374,22 @@ def test_a_taken_slug_and_a_different_schema_are_refused(rich_study, tmp_path):
         call_command("import_study", str(write(tmp_path, lines)), "--as", "copy")
 
 
-def test_a_changed_conversation_is_not_reused(rich_study, tmp_path):
-    def other_text(record: dict, *, dry: bool) -> bool:
+@pytest.mark.parametrize("field", ["text", "model_version"])
+def test_a_changed_conversation_is_not_reused(rich_study, tmp_path, field):
+    """A response's text or model version differs from the one stored: before, a model version that differed was
+    taken from the installation silently, and the study's bundle then named another version than its archive."""
+    def changed(record: dict, *, dry: bool) -> bool:
         if dry:
             return bool(record["turns"] and record["turns"][0]["responses"])
-        record["turns"][0]["responses"][0]["text"] += " (edited)"
+        record["turns"][0]["responses"][0][field] += " (edited)"
         return True
 
-    lines, number = edited(export("demo"), "conversation", other_text)
+    lines, number = edited(export("demo"), "conversation", changed)
+    before = table_counts()
     with pytest.raises(CommandError, match=rf"line {number} \(conversation\): .* exists in this installation with "
-                                           "another response of model"):
-        call_command("import_study", str(write(tmp_path, lines)), "--as", "copy")
+                                           rf"another response of model .* \(its {field}\)"):
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy")
+    assert table_counts() == before
 
 
 def test_an_export_to_a_file_is_whole_or_absent(rich_study, tmp_path):

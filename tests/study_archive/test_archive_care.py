@@ -4,16 +4,25 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from access import roles
 from access.services import user_ensure
 from annotation.models import Judgment, StudyMember
 from benchmark.models import Session, Turn
 from care.demo import care_demo_load
-from tests.study_archive.test_archive import records, truncate_everything_archived, without_the_import_event
+from study_archive.records import dumps
+from tests.study_archive.test_archive import (
+    checksummed,
+    records,
+    table_counts,
+    truncate_everything_archived,
+    without_the_import_event,
+    write,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -44,3 +53,22 @@ def test_a_care_study_round_trips_with_its_sessions_and_method(tmp_path):
     assert Turn.objects.get(index=13).session.index == 5
     assert Judgment.objects.filter(session__index=5).count() == 9
     assert StudyMember.objects.get(user__username="demo-care-judge").role == "method"
+
+
+def test_a_history_whose_turns_are_in_other_sessions_here_is_not_reused(tmp_path):
+    """The installation holds the history with the same texts but a turn in another session: the archive's turn 5
+    is in session 2, the stored one in session 3. Before, the history was reused as it is here, and the imported
+    study read turn 5 in session 3 without a word."""
+    care_demo_load(admin=user_ensure(username="demo-admin", role=roles.ADMIN),
+                   reviewer=user_ensure(username="demo-reviewer", role=roles.REVIEWER),
+                   expert=user_ensure(username="demo-expert", role=roles.EXPERT))
+    lines = export("care-demo").splitlines()
+    number, record = next((n, r) for n, r in enumerate(map(json.loads, lines)) if r["type"] == "conversation")
+    assert record["turns"][4]["session"] == 3
+    record["turns"][4]["session"] = 2
+    lines[number] = dumps(record)
+    before = table_counts()
+    with pytest.raises(CommandError, match=rf"line {number + 1} \(conversation\): .* exists in this installation "
+                                           r"with another turn 5 \(its session\)"):
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=io.StringIO())
+    assert table_counts() == before
