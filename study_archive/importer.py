@@ -56,6 +56,7 @@ from study_archive.records import (
     NESTED,
     ORDER,
     RELATIONS,
+    USER_KEYS,
     VERSION,
     ArchiveError,
     Checksum,
@@ -241,6 +242,11 @@ class _Importer:
         groups = {group.name: group for group in Group.objects.filter(name__in=roles.ROLES)}
 
         def create(record: dict[str, Any]) -> None:
+            if unknown := set(record) - USER_KEYS:
+                raise ValueError(f"user: {', '.join(map(repr, sorted(unknown)))} is not a column of this "
+                                 "installation's user records, which would leave it out; an archive written by a newer "
+                                 "version of the software holds it: import the archive into an installation of that "
+                                 "version or newer")
             if record["username"] in self.users:
                 return  # an existing account is used as it is
             wanted = record.get("roles", [])

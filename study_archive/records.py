@@ -109,6 +109,9 @@ NESTED: dict[type[models.Model], set[str]] = {
     Round: {"items"},
     Judgment: {"spans", "revisions"},
 }
+# A user record's keys (an account is archived by these, not by its model's columns): any other is refused as the
+# columns above are.
+USER_KEYS = {"type", "username", "first_name", "last_name", "email", "roles"}
 # Columns that are not copied: the audit event's study id is the new study's.
 NOT_COPIED: dict[type[models.Model], set[str]] = {AuditEvent: {"study_id"}}
 

@@ -294,6 +294,7 @@ def a_newer_nested_column(record: dict, *, dry: bool) -> bool:
     ("judgment", a_newer_column, "judgment: 'confidence' is not a column of this installation's"),
     ("conversation", a_newer_nested_column, "modelresponse: 'tokens' is not a column of this installation's"),
     ("member", a_newer_column, "studymember: 'confidence' is not a column of this installation's"),
+    ("user", a_newer_column, "user: 'confidence' is not a column of this installation's"),
 ])
 def test_a_column_this_installation_lacks_is_refused_not_dropped(rich_study, tmp_path, kind, change, message):
     """An archive written by a newer version whose model has a column this one lacks (its format version is the
