@@ -6,7 +6,8 @@ and every helper then take chunks by claiming them one at a time (``SET NX`` wit
 computed once and a helper that never starts (every worker busy) costs nothing: the run's worker takes what
 nobody claimed, and after a claim expires without a result it computes that chunk too. Chunk i always uses
 seed stream i, so the result is the single-worker result bit for bit, whoever computed which chunk. A claim's
-value names who holds the chunk (``owner``): read by people looking at Redis, never compared.
+value names who holds the chunk (``owner``), and the connection through which it claims and stores chunks has the
+same name in Redis's ``CLIENT LIST`` (``connection_name``): read by people looking at Redis, never compared.
 
 Redis is a help here, never a point of failure: when it cannot be reached (refused, or no answer within
 ``SOCKET_SECONDS``), the run's own worker computes every chunk it does not hold yet (``compute_shared``; the run's
@@ -39,11 +40,14 @@ TTL_SECONDS = 3600  # everything a split run leaves in Redis expires by itself
 SOCKET_SECONDS = 5  # a Redis that does not answer within this long (frozen, its host gone) counts as unreachable
 
 
-def redis_client():  # noqa: ANN201 - redis is an optional dependency of the web side
+def redis_client(holder: str | None = None):  # noqa: ANN201 - redis is an optional dependency of the web side
+    """A connection to the broker's Redis; one that claims chunks is named after its ``holder`` (``connection_name``),
+    so that Redis's ``CLIENT LIST`` shows which process each connection is."""
     import redis
 
     return redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=SOCKET_SECONDS,
-                                socket_connect_timeout=SOCKET_SECONDS)
+                                socket_connect_timeout=SOCKET_SECONDS,
+                                client_name=connection_name(holder) if holder is not None else None)
 
 
 def redis_unreachable(error: BaseException) -> bool:
@@ -123,6 +127,13 @@ def owner(role: str) -> str:
     return f"{role} {socket.gethostname()}:{os.getpid()} {uuid.uuid4().hex[:8]}"
 
 
+def connection_name(holder: str) -> str:
+    """The name in Redis's ``CLIENT LIST`` of the connection through which ``holder`` (an ``owner``) claims and stores
+    chunks: the holder with slashes for its spaces (a connection's name has none), e.g.
+    ``helper/worker-2:4182/9f3c01aa``."""
+    return holder.replace(" ", "/")
+
+
 def _claim(client, prefix: str, chunk: int, holder: str) -> bool:  # noqa: ANN001
     return bool(client.set(f"{prefix}:claim:{chunk}", holder, nx=True, ex=settings.METRIC_RUN_CHUNK_CLAIM_SECONDS))
 
@@ -133,7 +144,8 @@ def help_with(prefix: str, *, on_chunk: Callable[[], None] | None = None) -> int
     if problem is None:
         return 0
     single_blas_thread()  # as the run's own worker computes its chunks: the same bits whoever computes a chunk
-    boot, client, helper, done = problem.bootstrap(), redis_client(), owner("helper"), 0
+    boot, helper, done = problem.bootstrap(), owner("helper"), 0
+    client = redis_client(helper)
     try:
         for chunk in range(boot.chunks):
             if client.exists(f"{prefix}:done"):
@@ -159,7 +171,8 @@ def compute_shared(
     """The run's own worker: take every chunk nobody claimed, then collect the helpers' chunks (computing any
     whose claim expired without a result); when Redis cannot be reached, compute every chunk not collected yet.
     ``progress(done, total, by_helpers)`` after each chunk."""
-    client = redis_client()
+    own = owner("run")
+    client = redis_client(own)
     results: dict[int, list[np.ndarray]] = {}
     by_helpers: set[int] = set()
 
@@ -168,7 +181,7 @@ def compute_shared(
             progress(len(results), boot.chunks, len(by_helpers))
 
     try:
-        _share(client, boot, prefix, results, by_helpers, report=report, poll_seconds=poll_seconds)
+        _share(client, own, boot, prefix, results, by_helpers, report=report, poll_seconds=poll_seconds)
     except Exception as error:
         if not redis_unreachable(error):
             raise
@@ -183,11 +196,11 @@ def compute_shared(
     return [results[c] for c in range(boot.chunks)]
 
 
-def _share(client, boot: Bootstrap, prefix: str, results: dict[int, list[np.ndarray]],  # noqa: ANN001
-           by_helpers: set[int], *, report: Callable[[], None], poll_seconds: float) -> None:
-    """Fill ``results`` with every chunk: those this worker claims, computed here, and the helpers' (their chunks
-    in ``by_helpers``)."""
-    own = owner("run")
+def _share(client, own: str, boot: Bootstrap, prefix: str,  # noqa: ANN001
+           results: dict[int, list[np.ndarray]], by_helpers: set[int], *, report: Callable[[], None],
+           poll_seconds: float) -> None:
+    """Fill ``results`` with every chunk: those this worker (``own``) claims, computed here, and the helpers' (their
+    chunks in ``by_helpers``)."""
     for chunk in range(boot.chunks):
         if _claim(client, prefix, chunk, own):
             results[chunk] = boot.chunk_samples(chunk)
