@@ -456,9 +456,13 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
     session_ids = {j.session_id for j, _ in differing if j.session_id is not None}
     # Name each response as this reviewer saw it, and link back to the item in their own queue (a session's item:
     # the assignment of its first turn in the queue).
-    labels = {r.pk: label for turn_id, responses in study_responses(study=round.study, turn_ids=turn_ids).items()
-              for r, label in responses_as_seen(study=round.study, coder_id=user.pk, turn_id=turn_id,
-                                                responses=responses)}
+    labels: dict[int, str] = {}
+    handles: dict[int, str] = {}
+    for turn_id, responses in study_responses(study=round.study, turn_ids=turn_ids).items():
+        handles |= {r.pk: response_handle(study=round.study, coder_id=user.pk, turn_id=turn_id, response_id=r.pk)
+                    for r in responses}
+        labels |= {r.pk: label for r, label in responses_as_seen(study=round.study, coder_id=user.pk, turn_id=turn_id,
+                                                                 responses=responses, handles=handles)}
     mine = Assignment.objects.filter(round=round, coder=user)
     positions = dict(mine.filter(turn_id__in=turn_ids).values_list("turn_id", "position"))
     session_positions: dict[int, int] = {}
@@ -474,8 +478,9 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
         for j, g in differing
     ]
     for d in differences:
-        # A turn's items by turn id; a session's by its place in the reviewer's queue: a session's id would date it.
-        d["key"] = (f"{d['turn'].pk}-{d['response'].pk if d['response'] else 0}-{d['attribute'].code}"
+        # A turn's items by turn id and the reviewer's handle of the response (its id would tell the model slot's
+        # order); a session's by its place in the reviewer's queue: a session's id would date it.
+        d["key"] = (f"{d['turn'].pk}-{handles[d['response'].pk] if d['response'] else 0}-{d['attribute'].code}"
                     if d["turn"] is not None else f"s{d['position'] or 0}-{d['attribute'].code}")
     # By label within a turn: the judgments come in id order, which may be the model-slot order.
     differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk if d["turn"] else 0, d["position"] or 0,

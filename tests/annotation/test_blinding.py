@@ -339,10 +339,14 @@ def test_other_reviewer_facing_api_answers_carry_no_id(blind):
         assert api.get(reverse("api-export-judgments", args=["blind", fmt])).status_code in (403, 404)
 
 
-def test_feedback_lists_a_turns_differences_in_no_order_of_the_slots(blind):
+def test_feedback_lists_a_turns_differences_in_no_order_of_the_slots(client, blind):
     round_, reviewer = blind["round"], blind["reviewer"]
     Round.objects.filter(pk=round_.pk).update(status="closed")
     round_.refresh_from_db()
+    client.force_login(reviewer)
+    page = client.get(reverse("feedback", args=[round_.pk]))
+    assert page.status_code == 200 and 'class="difference"' in page.content.decode()
+    assert not ids_shown(page.content.decode(), blind["responses"]), "a difference's anchor named the response's id"
     differences = reviewer_feedback(round=round_, user=reviewer).differences
     assert len(differences) == TURNS * len(MODELS) * 2
     ranks = Ranks()
