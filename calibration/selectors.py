@@ -478,12 +478,17 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
         for j, g in differing
     ]
     for d in differences:
-        # A turn's items by turn id and the reviewer's handle of the response (its id would tell the model slot's
-        # order); a session's by its place in the reviewer's queue: a session's id would date it.
-        d["key"] = (f"{d['turn'].pk}-{handles[d['response'].pk] if d['response'] else 0}-{d['attribute'].code}"
-                    if d["turn"] is not None else f"s{d['position'] or 0}-{d['attribute'].code}")
-    # By label within a turn: the judgments come in id order, which may be the model-slot order.
-    differences.sort(key=lambda d: (d["attribute"].position, d["turn"].pk if d["turn"] else 0, d["position"] or 0,
+        # Each item by its place in the reviewer's queue (a turn's or a session's id rises along its conversation,
+        # so it would date it where the session order is blinded), a response by the reviewer's handle of it (its id
+        # would tell the model slot's order).
+        unit = handles[d["response"].pk] if d["response"] else 0
+        d["key"] = (f"s{d['position'] or 0}-{d['attribute'].code}" if d["turn"] is None
+                    else f"{d['position']}-{unit}-{d['attribute'].code}" if d["position"] is not None
+                    else f"t{d['turn'].pk}-{unit}-{d['attribute'].code}")
+    # In the reviewer's queue order, by label within a turn: the judgments come in id order, which may be the
+    # model-slot order, and the turns' ids may date them.
+    differences.sort(key=lambda d: (d["attribute"].position, d["position"] is None, d["position"] or 0,
+                                    d["turn"].pk if d["turn"] is not None and d["position"] is None else 0,
                                     d["label"]))
     previous = (Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, number__lt=round.number,
                                      status=Round.Status.CLOSED).order_by("-number").first()

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.db.models import F
 from django.test import override_settings
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -347,7 +348,22 @@ def test_feedback_lists_a_turns_differences_in_no_order_of_the_slots(client, bli
     page = client.get(reverse("feedback", args=[round_.pk]))
     assert page.status_code == 200 and 'class="difference"' in page.content.decode()
     assert not ids_shown(page.content.decode(), blind["responses"]), "a difference's anchor named the response's id"
+    # Each item is named by its place in the reviewer's queue, not by its turn's id (which rises along a conversation,
+    # so it would date the turn where the session order is blinded), and listed in that order.
+    # (The reviewer's queue here in the reverse of the turns' order, as a blinded session order may give it.)
+    queue = Assignment.objects.filter(round=round_, coder=reviewer)
+    last = queue.count()
+    queue.update(position=F("position") + 1000)
+    queue.update(position=last + 1001 - F("position"))
+    places = dict(queue.values_list("turn_id", "position"))
+    page = client.get(reverse("feedback", args=[round_.pk])).content.decode()
     differences = reviewer_feedback(round=round_, user=reviewer).differences
+    shown = [places[d["turn"].pk] for d in differences]
+    anchored = [int(n) for n in re.findall(r'<tbody id="item-(\d+)-', page)]  # the page's first page of them
+    assert anchored and anchored == shown[:len(anchored)]
+    for code in {d["attribute"].code for d in differences}:
+        listed = [places[d["turn"].pk] for d in differences if d["attribute"].code == code]
+        assert listed == sorted(listed), f"{code}: not in the reviewer's queue order"
     assert len(differences) == TURNS * len(MODELS) * 2
     ranks = Ranks()
     units: dict[tuple, dict[ModelResponse, int]] = defaultdict(dict)
