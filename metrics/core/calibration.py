@@ -351,10 +351,13 @@ def calibration_section(
         alpha[name] = _alpha_by_attribute(enc, m)
         last_matrix = m
 
-        def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers) -> None:
+        def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers,
+                      ranked: tuple[bool, ...] = tuple(entries[r]["n_items"] != 0 for r in m.reviewers)) -> None:
+            # a reviewer without a valid item in the round has no rank, hence no share (null), not 0
             shares = top_k_shares(bucketed, params.top_k)
             for k in params.top_k:
-                top_k[str(k)].update({reviewer: nan_to_none(shares[k][r]) for r, reviewer in enumerate(reviewers)})
+                top_k[str(k)].update({reviewer: nan_to_none(shares[k][r]) if ranked[r] else None
+                                      for r, reviewer in enumerate(reviewers)})
 
         agreement_ci[name] = _bootstrap_round(enc, m, groups, params, boot, stability if name == last else None)
 

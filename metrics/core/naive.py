@@ -147,7 +147,8 @@ def naive_calibration(
         resample_picks(len(turns), resamples, seed) if turns else []
     )
     samples = [statistics([turns[i] for i in row]) for row in picks]
-    shares = {k: {reviewer: _top_k_share(samples, reviewers, reviewer, k) for reviewer in reviewers} for k in top_k}
+    shares = {k: {reviewer: _top_k_share(samples, reviewers, reviewer, k) if point[reviewer]["bucketed"] is not None
+                  else None for reviewer in reviewers} for k in top_k}
     metrics = ["exact", "bucketed", *(f"kappa:{g}" for g in groups)]
     intervals = {
         reviewer: {m: _quantiles([s[reviewer][m] for s in samples], ci_level) for m in metrics}

@@ -347,6 +347,27 @@ def test_a_single_calibration_item() -> None:
     assert report["calibration"]["alpha"]["calibration-1"]["F1"]["alpha"] is None
 
 
+def test_a_reviewer_without_a_valid_item_has_no_selection_stability() -> None:
+    # "ann" and gold share the turn c1; "bob" coded c2 only, which gold did not score: bob has no valid item in the
+    # round, so no rank and no top-k share (null), not a share of 0 that reads "never among the best".
+    rows = [
+        ("calibration-1", "gold", True, "D", "c1", 1, "GPT", "F1", 1),
+        ("calibration-1", "ann", False, "D", "c1", 1, "GPT", "F1", 1),
+        ("calibration-1", "bob", False, "D", "c2", 1, "GPT", "F1", 0),
+    ]
+    calibration = build_report(attributes=DEFAULT_SCHEMA, judgments=judgment_table(rows),
+                               params=ReportParams(bootstrap=40))["calibration"]
+    assert calibration["reviewers"]["bob"]["calibration-1"]["n_items"] == 0
+    assert [row["rank"] for row in calibration["panel_ranking"]["ranking"]] == [1, None]
+    for shares in calibration["bootstrap"]["top_k"].values():
+        assert shares["bob"] is None
+        assert 0.0 < shares["ann"] < 1.0  # a resample without c1 leaves ann without a valid item too
+    # without gold in the round, nobody has a valid item: every share is null
+    no_gold = build_report(attributes=DEFAULT_SCHEMA, judgments=judgment_table(rows[1:]),
+                           params=ReportParams(bootstrap=40))["calibration"]
+    assert no_gold["bootstrap"]["top_k"] == {k: {"ann": None, "bob": None} for k in ("4", "5", "6")}
+
+
 def test_a_constant_rater_has_defined_agreement_and_zero_kappa_against_varying_gold() -> None:
     rows = []
     for turn, gold in enumerate([0, 1, 2, 1], start=1):
