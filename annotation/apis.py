@@ -6,7 +6,6 @@ see what is decided by the permissions (token scope, role) and the selectors (ro
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import io
 import re
@@ -60,7 +59,7 @@ from api.parsers import (
     BoundedJSONParser,
     BulkUploadParser,
     PayloadTooLarge,
-    RawBody,
+    RawFile,
     RawJSONLinesAltParser,
     RawJSONLinesParser,
     RawTextParser,
@@ -83,7 +82,6 @@ from benchmark.api_serializers import (
     ResponsesIngestOut,
 )
 from common import downloads, provenance
-from common.errors import text_newline
 
 READ = {"GET": ApiToken.Scope.READ}
 # What a file sent as a form upload may be: a long-format file (its format is the form's field, its name's or its
@@ -272,7 +270,8 @@ class JudgmentImportApi(APIView):
     required_perms = {"POST": ("annotation.add_judgment", "annotation.change_study")}
     parser_classes = [RawTextParser, RawJSONLinesParser, RawJSONLinesAltParser, RawUploadParser]
     error_row_key = "line"
-    # A file is imported whole, so a file over the body limit cannot be split: the command reads it from the disk
+    # A file is imported whole, so it cannot be split: it may be larger than a body (JUDGMENTS_IMPORT_MAX_SIZE,
+    # streamed to a temporary file: api.parsers.RawFile), and past that the command reads it from the disk
     too_large = "Import a larger file with manage.py import_judgments on the server (docs/api.md#importing-judgments)."
 
     @extend_schema(
@@ -289,26 +288,19 @@ class JudgmentImportApi(APIView):
             "written."),
     )
     def post(self, request, slug: str):
-        study = study_for(request, slug)
+        study = study_for(request, slug)  # before the body is read: a study you cannot see is a 404 at once
         body = request.data
-        if not isinstance(body, RawBody):
+        if not isinstance(body, RawFile):
             raise exceptions.ParseError("The body is empty: send the CSV or JSON Lines file as the body.")
-        try:
-            text = body.content.decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise exceptions.ParseError(f"The file is not UTF-8 ({error.reason} at byte {error.start}).") from error
-        fmt = "csv" if body.media_type == "text/csv" else "jsonl"
+        with body.file:  # the temporary file goes when the import is done, whatever its answer
+            fmt = "csv" if body.media_type == "text/csv" else "jsonl"
 
-        def call():
-            rows = long_format.read_rows(io.StringIO(text, newline=text_newline(fmt)), fmt=fmt)
-            try:
-                summary = judgment_import.judgments_import(rows=rows, study_slug=study.slug, by=request.user,
-                                                           typed=fmt == "jsonl")
-            except csv.Error as error:
-                raise exceptions.ParseError(f"Not a readable CSV file: {error}.") from error
-            return 200, JudgmentImportOut(summary).data
+            def call():
+                summary = judgment_import.judgments_file_import(file=body.file, fmt=fmt, study_slug=study.slug,
+                                                                by=request.user)
+                return 200, JudgmentImportOut(summary).data
 
-        return _replayable(request, body, call)
+            return _replayable(request, body, call)
 
 
 class MethodListApi(APIView):

@@ -10,11 +10,12 @@ cost seconds. Messages follow the "line N: field: why" form of every importer.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -32,6 +33,7 @@ from annotation.long_format import (
     OPTIONAL_COLUMNS,
     ROLES,
     SESSION_INDEX,
+    read_rows,
 )
 from annotation.models import (
     AttributeDefinition,
@@ -46,7 +48,7 @@ from annotation.models import (
 )
 from audit.services import audit_record
 from benchmark.models import ModelResponse, Session, Turn
-from common.errors import RowError, RowErrors
+from common.errors import RowError, RowErrors, not_utf8, text_newline
 from common.rounds import round_parse
 
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
@@ -385,6 +387,21 @@ def _unit_column(r: _Row) -> str:
     if r.attribute.unit == AttributeDefinition.Unit.SESSION or r.session_id is not None:
         return SESSION_INDEX
     return "model"
+
+
+def judgments_file_import(*, file: IO[bytes], fmt: str, study_slug: str, by: User | None) -> JudgmentImportSummary:
+    """Import a long-format file of format ``fmt`` ("csv" or "jsonl"), a binary file read from its start, all or
+    nothing: what ``manage.py import_judgments`` and the import API both call, so that a file is read alike by
+    either (UTF-8 with or without a byte order mark, its lines as ``text_newline`` says). The file is read a line at a
+    time, never whole; a file that is not UTF-8 is refused by the first line that is not (its RowError)."""
+    text = io.TextIOWrapper(file, encoding="utf-8-sig", newline=text_newline(fmt))
+    try:
+        return judgments_import(rows=read_rows(text, fmt=fmt), study_slug=study_slug, by=by, typed=fmt == "jsonl")
+    except UnicodeDecodeError as error:
+        file.seek(0)
+        raise RowErrors([not_utf8(file)]) from error
+    finally:
+        text.detach()  # the file stays the caller's to close
 
 
 @transaction.atomic

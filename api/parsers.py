@@ -1,6 +1,10 @@
-"""Bounded body parsers: JSON objects, bulk JSON arrays or JSON Lines, and raw files (CSV / JSON Lines). A body
-over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a 400. A UTF-8
-byte order mark that begins a body is dropped, as every path that reads a file drops it (utf-8-sig).
+"""Bounded body parsers: JSON objects, bulk JSON arrays or JSON Lines, and the judgments import's file (CSV / JSON
+Lines). A body over the limit is refused with 413 before it is buffered; a body that is not UTF-8 or not JSON is a
+400. A UTF-8 byte order mark that begins a body is dropped, as every path that reads a file drops it (utf-8-sig).
+
+The judgments import's file is never held in memory: it is imported whole (it cannot be sent in parts), so it may be
+larger than a body (its own limit, ``common.uploads.import_limit``), and it is streamed to a temporary file, as the
+body itself or as a form's part, which the importer then reads as ``manage.py import_judgments`` reads a file.
 
 A bulk body stays bytes: its items are found (msgspec splits a JSON array into slices of the body without decoding
 them; JSON Lines are split at "\n") and each is decoded only when the ingestion reads it, so a request never holds
@@ -14,19 +18,22 @@ import codecs
 import hashlib
 import json
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, overload
+from typing import IO, Any, cast, overload
 
 import msgspec
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, MemoryFileUploadHandler
 from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from rest_framework import exceptions, parsers, status
 
 from common.errors import json_line
-from common.uploads import body_limit
+from common.uploads import ImportUploadHandler, body_limit, import_limit
 
 MAX_ITEMS = 50_000  # per bulk request; each request is validated and applied as one transaction
 
@@ -37,17 +44,26 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
-@dataclass
-class RawBody:
-    """A request body as bytes, read within the size limit."""
+_CHUNK = 1 << 20  # bytes of a streamed file read (and written, and hashed) at a time
 
-    content: bytes
+
+@dataclass
+class RawFile:
+    """The judgments import's file, in a temporary file (read from its start) within the import's size limit, and
+    its media type (text/csv or application/x-ndjson). The view closes it: the temporary file goes with it."""
+
+    file: IO[bytes]
     media_type: str
 
     @cached_property
     def sha256(self) -> str:
-        """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing)."""
-        return hashlib.sha256(self.content).hexdigest()
+        """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing),
+        a chunk at a time; the file is then read again from its start."""
+        digest = hashlib.sha256()
+        while chunk := self.file.read(_CHUNK):
+            digest.update(chunk)
+        self.file.seek(0)
+        return digest.hexdigest()
 
 
 @dataclass
@@ -61,16 +77,17 @@ class BulkBody:
         return hashlib.sha256(self.content).hexdigest()
 
 
-def declared_length_check(parser_context: dict | None) -> None:
-    """413 when the declared length is over the limit, before anything is read (Django's own check would answer
-    400, and only after buffering), with what to do instead: the view's ``too_large``, else fewer items a request."""
+def declared_length_check(parser_context: dict | None, *, limit: int | None = None) -> None:
+    """413 when the declared length is over the limit (``limit``, else a body's), before anything is read (Django's
+    own check would answer 400, and only after buffering), with what to do instead: the view's ``too_large``, else
+    fewer items a request."""
     request = (parser_context or {}).get("request")
     meta = request.META if request is not None else {}
     try:
         length = int(meta.get("CONTENT_LENGTH") or 0)
     except ValueError:
         length = 0
-    limit = body_limit()
+    limit = body_limit() if limit is None else limit
     if length > limit:
         instead = getattr((parser_context or {}).get("view"), "too_large", "Send fewer items per request.")
         raise PayloadTooLarge(f"The body is {length:,} bytes; at most {limit:,} bytes are accepted per request. "
@@ -302,7 +319,7 @@ class BulkUploadParser(parsers.BaseParser):
     media_type = "multipart/form-data"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        content = read_upload(stream, media_type, parser_context).content
+        content = read_upload(stream, media_type, parser_context)
         first = _FIRST_CHARACTER.search(content, len(codecs.BOM_UTF8) if content.startswith(codecs.BOM_UTF8) else 0)
         return _array_items(content) if first is not None and first.group() == b"[" else _lines_items(content)
 
@@ -316,14 +333,34 @@ def _bulk(items: Sequence[Any], content: bytes) -> BulkBody:
     return BulkBody(items=items, content=content)
 
 
+def _spooled(stream, parser_context: dict | None) -> IO[bytes]:
+    """The body, written to a temporary file a chunk at a time (never held whole), refused with 413 before reading
+    when its declared length is over the import's limit, and cut there with a 413 when it says no length."""
+    limit = import_limit()
+    declared_length_check(parser_context, limit=limit)
+    file = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)  # noqa: SIM115 - the view closes it
+    try:
+        size = 0
+        while chunk := stream.read(_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"The body is over {limit:,} bytes, the limit of an import.")
+            file.write(chunk)
+        file.seek(0)
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
 class RawTextParser(parsers.BaseParser):
-    """A file sent as the body (CSV or JSON Lines), kept as bytes for the importer."""
+    """The judgments import's file sent as the body (CSV or JSON Lines), streamed to a temporary file."""
 
     media_type = "text/csv"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        content = read_body(stream, parser_context)
-        return RawBody(content=content, media_type=(media_type or self.media_type).split(";")[0].strip())
+        return RawFile(file=_spooled(stream, parser_context),
+                       media_type=(media_type or self.media_type).split(";")[0].strip())
 
 
 class RawJSONLinesParser(RawTextParser):
@@ -339,24 +376,37 @@ class RawJSONLinesAltParser(RawTextParser):
 
 @dataclass
 class Upload:
-    """The part ``file`` of a form upload, read within the size limit, and the form's other fields."""
+    """The part ``file`` of a form upload, within the size limit (in memory, or a temporary file: whoever reads it
+    closes it), and the form's other fields."""
 
-    content: bytes
+    file: UploadedFile
     file_name: str
     content_type: str
     fields: dict[str, str]
 
 
-def read_upload(stream, media_type: str | None, parser_context: dict | None) -> Upload:
-    """The form's one ``file`` part. The declared length is checked before anything is read (413, as for any body);
-    Django's multipart parser then streams the file to its upload handlers (memory, or a temporary file past
-    FILE_UPLOAD_MAX_MEMORY_SIZE), and every refusal of the form is a 400 or 413 in the API's error shape."""
+def read_upload(stream, media_type: str | None, parser_context: dict | None) -> bytes:
+    """The content of the form's one ``file`` part, within a body's limit (``form_file``)."""
+    upload = form_file(stream, media_type, parser_context)
+    try:
+        return upload.file.read()
+    finally:
+        upload.file.close()  # a temporary file goes now, not when the request is collected
+
+
+def form_file(stream, media_type: str | None, parser_context: dict | None, *, limit: int | None = None,
+              handlers: list[FileUploadHandler] | None = None) -> Upload:
+    """The form's one ``file`` part, of at most ``limit`` bytes (default: a body's), not read. The declared length
+    is checked before anything is read (413, as for any body); Django's multipart parser then streams the file to
+    the upload handlers (default: the request's: memory, or a temporary file past FILE_UPLOAD_MAX_MEMORY_SIZE), and
+    every refusal of the form is a 400 or 413 in the API's error shape."""
     request = (parser_context or {})["request"]
-    declared_length_check(parser_context)
+    limit = body_limit() if limit is None else limit
+    declared_length_check(parser_context, limit=limit)
     meta = request.META.copy()
     meta["CONTENT_TYPE"] = media_type
     try:
-        fields, files = MultiPartParser(meta, stream, request.upload_handlers,
+        fields, files = MultiPartParser(meta, stream, request.upload_handlers if handlers is None else handlers,
                                         (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)).parse()
     except RequestDataTooBig as error:
         raise PayloadTooLarge(f"The form is over the size limit: {error}") from error
@@ -366,14 +416,10 @@ def read_upload(stream, media_type: str | None, parser_context: dict | None) -> 
     if len(uploads) != 1:
         raise exceptions.ParseError('Send the file as the form\'s one part named "file" (multipart/form-data).')
     upload = uploads[0]
-    try:
-        if (upload.size or 0) > body_limit():  # a body of no declared length: the file's size, read by the handlers
-            raise PayloadTooLarge(f"The file is {upload.size:,} bytes; at most {body_limit():,} bytes are accepted "
-                                  "per request.")
-        content = upload.read()
-    finally:
-        upload.close()  # a temporary file goes now, not when the request is collected
-    return Upload(content=content, file_name=upload.name or "", content_type=upload.content_type or "",
+    if (upload.size or 0) > limit:  # a body of no declared length: the file's size, counted by the handlers
+        upload.close()
+        raise PayloadTooLarge(f"The file is {upload.size:,} bytes; at most {limit:,} bytes are accepted per request.")
+    return Upload(file=upload, file_name=upload.name or "", content_type=upload.content_type or "",
                   fields={name: fields.get(name, "") for name in fields})
 
 
@@ -399,14 +445,23 @@ def upload_format(upload: Upload) -> str:
 
 
 class RawUploadParser(parsers.BaseParser):
-    """A file uploaded as a form (``multipart/form-data``, the part ``file``), kept as bytes for the importer, with
-    its format (``upload_format``) as the media type it would have been sent with as the body."""
+    """The judgments import's file uploaded as a form (``multipart/form-data``, the part ``file``), within the
+    import's limit and kept in its temporary file (``ImportUploadHandler``), with its format (``upload_format``) as
+    the media type it would have been sent with as the body."""
 
     media_type = "multipart/form-data"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        upload = read_upload(stream, media_type, parser_context)
-        return RawBody(content=upload.content, media_type=RAW_FORMATS[upload_format(upload)])
+        request = (parser_context or {})["request"]
+        upload = form_file(stream, media_type, parser_context, limit=import_limit(),
+                           handlers=[MemoryFileUploadHandler(request), ImportUploadHandler(request)])
+        try:
+            media = RAW_FORMATS[upload_format(upload)]
+        except BaseException:
+            upload.file.close()
+            raise
+        # The file object itself (a BytesIO, or the temporary file that goes when it is closed), for a text reader
+        return RawFile(file=cast("IO[bytes]", upload.file.file), media_type=media)
 
 
 def bulk_body(request) -> BulkBody:

@@ -69,10 +69,10 @@ def flatten_serializer_errors(detail: Any, prefix: str = "") -> list[tuple[str, 
     return pairs
 
 
-def not_utf8(data: bytes) -> RowError:
-    """The first line of ``data`` that is not UTF-8 text, as a row error (a file's reader only knows the byte
-    offset in the chunk it was decoding)."""
-    for number, line in enumerate(data.split(b"\n"), start=1):
+def not_utf8(data: bytes | Iterable[bytes]) -> RowError:
+    """The first line of ``data`` (bytes, or a binary file's lines) that is not UTF-8 text, as a row error (a file's
+    reader only knows the byte offset in the chunk it was decoding)."""
+    for number, line in enumerate(data.split(b"\n") if isinstance(data, bytes) else data, start=1):
         try:
             line.decode("utf-8")
         except UnicodeDecodeError as error:

@@ -1,5 +1,6 @@
-"""The size limits of uploaded files: an API request's body (DATA_UPLOAD_MAX_MEMORY_SIZE) and a page's file (the
-people page's accounts CSV, a study's conversations), and what Django keeps of an upload.
+"""The size limits of uploaded files: an API request's body (DATA_UPLOAD_MAX_MEMORY_SIZE), the judgments import's
+file (JUDGMENTS_IMPORT_MAX_SIZE) and a page's file (the people page's accounts CSV, a study's conversations), and
+what Django keeps of an upload.
 
 Django keeps an uploaded file in memory up to FILE_UPLOAD_MAX_MEMORY_SIZE and in a temporary file past it, so its
 size is known before a byte of it is read: a file over its limit is refused by its size, naming both, and is never
@@ -22,6 +23,12 @@ def body_limit() -> int:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 64 * MIB
 
 
+def import_limit() -> int:
+    """The largest file of the judgments import, in bytes (JUDGMENTS_IMPORT_MAX_SIZE): larger than a body, since the
+    file is imported whole, and it is streamed to a temporary file, never held in memory."""
+    return settings.JUDGMENTS_IMPORT_MAX_SIZE
+
+
 def _kept() -> int:
     """The bytes an upload's temporary file keeps: one past the largest limit of any path."""
     return max(body_limit(), settings.CONVERSATIONS_UPLOAD_MAX_SIZE, settings.ACCOUNTS_CSV_MAX_SIZE) + 1
@@ -33,16 +40,27 @@ class KeptUploadHandler(TemporaryFileUploadHandler):
     is closed (its temporary file gone): a path that read it without checking its size would fail loudly, never read
     a cut file as if it were whole."""
 
+    def kept(self) -> int:
+        return _kept()
+
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
-        kept = _kept() - start
+        kept = self.kept() - start
         if kept > 0:
             self.file.write(raw_data[:kept])
 
     def file_complete(self, file_size: int) -> UploadedFile | None:
         upload = super().file_complete(file_size)
-        if upload is not None and file_size > _kept():
+        if upload is not None and file_size > self.kept():
             upload.close()
         return upload
+
+
+class ImportUploadHandler(KeptUploadHandler):
+    """The judgments import's file: kept up to one byte past its own limit (``import_limit``). Only the import's
+    parser uses it, so no other form's file is written to the disk past the limits above."""
+
+    def kept(self) -> int:
+        return import_limit() + 1
 
 
 def size_said(size: int) -> str:

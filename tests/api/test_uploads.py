@@ -152,7 +152,7 @@ def test_an_import_body_at_the_limit_is_read_and_one_byte_over_is_a_413_naming_b
     rows, files = exported
     api = as_token(admin_user, scopes=["import"])
     content = files["csv"]
-    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=len(content)):
+    with override_settings(JUDGMENTS_IMPORT_MAX_SIZE=len(content)):
         over = api.generic("POST", IMPORT, content + b"\n", content_type="text/csv")
         assert over.status_code == 413
         assert over.json()["detail"] == (f"The body is {len(content) + 1:,} bytes; at most {len(content):,} bytes "

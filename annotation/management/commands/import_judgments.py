@@ -3,8 +3,8 @@ from typing import IO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation import judgment_import, long_format
-from common.errors import RowErrors, not_utf8, text_newline
+from annotation import judgment_import
+from common.errors import RowErrors
 from common.progress import ReadProgress
 
 
@@ -26,14 +26,10 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: no such file")
         fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
-            with file.open(encoding="utf-8-sig", newline=text_newline(fmt)) as opened, \
+            with file.open("rb") as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
-                summary = judgment_import.judgments_import(
-                    rows=long_format.read_rows(cast("IO[str]", stream), fmt=fmt), study_slug=study, by=None,
-                    typed=fmt == "jsonl",
-                )
-        except UnicodeDecodeError as error:
-            raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
+                summary = judgment_import.judgments_file_import(file=cast("IO[bytes]", stream), fmt=fmt,
+                                                                study_slug=study, by=None)
         except RowErrors as error:
             raise CommandError(f"{file}: {error.summary()}") from error
         created = "created" if summary.study_created else "existing"
