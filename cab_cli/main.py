@@ -27,7 +27,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, NoReturn
@@ -171,10 +171,21 @@ def _parts(path: Path) -> Iterator[tuple[bytes, list[int]]]:
         yield b"\n".join(part) + b"\n", lines
 
 
-def _key(kind: str, study: str, body: bytes) -> str:
-    """The same part of the same file to the same study is the same request: a resend after a lost answer gets the
-    first answer again instead of being applied twice (the server's Idempotency-Key)."""
-    return f"cab-cli-{kind}-" + hashlib.sha256(study.encode() + b"\0" + body).hexdigest()[:48]
+def _key(kind: str, study: str, body: Iterable[bytes]) -> str:
+    """The same part of the same file (``body``, its bytes in chunks) to the same study is the same request: a
+    resend after a lost answer gets the first answer again instead of being applied twice (the server's
+    Idempotency-Key)."""
+    digest = hashlib.sha256(study.encode() + b"\0")
+    for chunk in body:
+        digest.update(chunk)
+    return f"cab-cli-{kind}-" + digest.hexdigest()[:48]
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The file's bytes a MiB at a time: a large file is never read whole."""
+    with path.open("rb") as opened:
+        while chunk := opened.read(1 << 20):
+            yield chunk
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
@@ -192,7 +203,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                                                   mime_type="application/x-ndjson"))
             try:
                 summary = _ok(operation.sync_detailed(study, client=client, body=upload,
-                                                      idempotency_key=_key(args.what, study, body)), lines=lines)
+                                                      idempotency_key=_key(args.what, study, [body])), lines=lines)
             except Refused as refused:
                 done = {1: "", 2: f"part 1 of {len(parts)} was written; "}.get(
                     number, f"parts 1–{number - 1} of {len(parts)} were written; ")
@@ -210,13 +221,43 @@ def cmd_ingest(args: argparse.Namespace) -> None:
 
 # --- import judgments ---------------------------------------------------------------------------------------------
 
+# Answers after which the import surely did not land, so it is sent again: the server's own 503 (its database or
+# broker unreachable: the import's one transaction did not commit) and 429 (refused before the import ran). A 502 or
+# 504 comes from a proxy, whose server may have run the import: it is never sent again by itself.
+NOT_LANDED = {HTTPStatus.SERVICE_UNAVAILABLE, HTTPStatus.TOO_MANY_REQUESTS}
+IMPORT_ASKS = 5
+
+
 def cmd_import(args: argparse.Namespace) -> None:
+    """The file as one form upload, streamed from the disk (never read whole: a paper-scale file is 200 MB), under
+    an Idempotency-Key made of the study and the file's bytes. Answered 503 or 429, it is sent again as late as the
+    answer's Retry-After asks; with no answer, or a proxy's 502 or 504, it may have landed, so the command stops and
+    says that running it again is safe: the key gets the first answer back, and an identical file's rows that
+    landed count unchanged (docs/api.md#the-researcher-cli)."""
     client, study, path = _client(), _study(args), Path(args.file)
-    body = path.read_bytes()
     fmt = FormatEnum.CSV if path.suffix.lower() == ".csv" else FormatEnum.JSONL
-    upload = JudgmentsFileInRequest(file=File(payload=io.BytesIO(body), file_name=path.name), format_=fmt)
-    summary = _ok(studies_judgments_import_create.sync_detailed(study, client=client, body=upload,
-                                                                idempotency_key=_key("import", study, body)))
+    key = _key("import", study, _chunks(path))
+    with path.open("rb") as opened:
+        for ask in range(1, IMPORT_ASKS + 1):
+            opened.seek(0)
+            upload = JudgmentsFileInRequest(file=File(payload=opened, file_name=path.name), format_=fmt)
+            try:
+                answer = studies_judgments_import_create.sync_detailed(study, client=client, body=upload,
+                                                                       idempotency_key=key)
+            except httpx.TransportError as problem:
+                raise Refused(f"no answer from the server ({problem}): the import may have landed. Run the same "
+                              "command again: what landed counts as unchanged, nothing is written twice") from None
+            if answer.status_code not in NOT_LANDED or ask == IMPORT_ASKS:
+                break
+            retry_after = retry.retry_after(answer.headers)
+            print(f"cab: the server could not take the import just then (HTTP {int(answer.status_code)}); sending "
+                  f"it again{retry.asked(retry_after)}", file=sys.stderr)
+            time.sleep(retry.pause(retry.backoff(ask), retry_after))
+    if answer.status_code in {HTTPStatus.BAD_GATEWAY, HTTPStatus.GATEWAY_TIMEOUT}:
+        raise Refused(f"{_error_text(int(answer.status_code), None, answer.content)}\nthe import may have landed "
+                      "(a proxy answered, not the server): run the same command again: what landed counts as "
+                      "unchanged, nothing is written twice", status=int(answer.status_code))
+    summary = _ok(answer)
     print(json.dumps({"file": str(path), **summary.to_dict()}))
 
 

@@ -24,6 +24,7 @@ from access.services import user_ensure
 from annotation import long_format
 from annotation.models import Judgment, Study
 from api import services as api_services
+from api.models import IdempotencyRecord
 from benchmark.models import ModelResponse
 from cab_cli import main as cli
 from metrics.models import MetricRun
@@ -145,6 +146,84 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
         assert done["provenance"] == f"{SLUG}-judgments.{fmt}.provenance.json"
         assert set(said) == {"CAB-Software", "CAB-Exported", "Repr-Digest"} and json.loads(said["CAB-Software"])
         assert said["Repr-Digest"] == f"sha-256=:{base64.b64encode(hashlib.sha256(export(fmt)).digest()).decode()}:"
+
+
+@pytest.mark.slow(30)
+def test_an_import_over_the_body_limit_lands_streamed(cab, tmp_path):
+    """Before, `cab import` read the file whole and the server refused any over 64 MiB (413): a paper-scale study's
+    judgments (203 MB as JSON Lines) could not be imported without shell access to the server. The file here is the
+    study's own export padded with blank lines; the command and the live server (one process) hold no copy of it."""
+    import tracemalloc
+
+    from annotation.services import judgments_purge
+    from common.uploads import MIB
+    from tests.api.test_import_streamed import padded
+
+    coded_study(cab, tmp_path)
+    rows = list(long_format.judgment_rows(study=Study.objects.get(slug=SLUG)))
+    content = padded(export("jsonl"), 64 * MIB)
+    judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: import it again")
+    (tmp_path / "judgments.jsonl").write_bytes(content)
+    del content
+    tracemalloc.start()
+    try:
+        status, out, err = cab("import", "judgments.jsonl")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert status == 0, err
+    assert json.loads(out)["judgments_created"] == len(rows)
+    assert list(long_format.judgment_rows(study=Study.objects.get(slug=SLUG))) == rows
+    assert peak < 16 * MIB, f"{peak:,} bytes at the peak"
+
+    # Sent again: the Idempotency-Key gets the first answer back; under another key (another token, the key's day
+    # gone) an identical file is all unchanged, and nothing is written twice.
+    status, out, err = cab("import", "judgments.jsonl")
+    assert status == 0 and json.loads(out)["judgments_created"] == len(rows), err
+    IdempotencyRecord.objects.all().delete()
+    status, out, err = cab("import", "judgments.jsonl")
+    assert status == 0, err
+    assert (json.loads(out)["judgments_created"], json.loads(out)["judgments_unchanged"]) == (0, len(rows))
+    assert list(long_format.judgment_rows(study=Study.objects.get(slug=SLUG))) == rows
+
+
+def test_an_import_the_server_could_not_take_is_sent_again_as_late_as_its_retry_after(cab, tmp_path, monkeypatch):
+    import time
+    content, rows = judgments_csv()
+    (tmp_path / "judgments.csv").write_bytes(content)
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    (tmp_path / "responses.jsonl").write_text(jsonl(response_items()))
+    for args in (("ingest", "conversations", "conversations.jsonl"), ("ingest", "responses", "responses.jsonl")):
+        assert cab(*args)[0] == 0
+    asked: list[float] = []
+
+    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(time.monotonic())
+        if len(asked) == 1:
+            return (*BUSY, {"Retry-After": "1"})
+        return _passed_on(cab.url, "POST", headers, path, body)
+
+    with _in_front(monkeypatch, unavailable_once):
+        status, out, err = cab("import", "judgments.csv")
+    assert status == 0, err
+    assert json.loads(out)["judgments_created"] == rows == Judgment.objects.count()
+    assert len(asked) == 2 and asked[1] - asked[0] >= 1.0, asked
+    assert "sending it again in 1 s (the server's Retry-After)" in err, err
+
+
+@pytest.mark.parametrize("lost", ["no answer", "a proxy's 504"])
+def test_an_import_that_may_have_landed_is_not_sent_again(cab, tmp_path, monkeypatch, lost):
+    (tmp_path / "judgments.csv").write_bytes(judgments_csv()[0])
+    asked: list[bytes] = []
+
+    def landed_perhaps(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(body)
+        return None if lost == "no answer" else (504, "text/plain", b"upstream timed out")
+
+    with _in_front(monkeypatch, landed_perhaps):
+        status, out, err = cab("import", "judgments.csv")
+    assert status == 1 and out == "" and len(asked) == 1
+    assert "the import may have landed" in err and "Run the same command again".lower() in err.lower(), err
 
 
 def test_a_file_that_begins_with_a_utf8_bom_is_read_as_without_it(tmp_path):
