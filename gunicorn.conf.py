@@ -30,7 +30,9 @@ from typing import Any
 
 preload_app = True
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
-timeout = 120
+# A worker still in one request after this long is killed (the request's transaction rolls back). The longest request
+# is a paper-scale judgments import over the API: 690,000 judgments took 112-163 s on a loaded 2-core host.
+timeout = int(os.environ.get("WEB_TIMEOUT", 300))
 # A worker is replaced after this many requests (spread so that they do not all restart together): whatever a
 # long-lived process accumulates is given back.
 max_requests = 20_000

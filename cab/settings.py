@@ -378,7 +378,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(env("DATA_UPLOAD_MAX_MEMORY_SIZE", str(64 * 10
 # The judgments import's file (docs/api.md#importing-judgments), which is imported whole and cannot be sent in parts:
 # streamed to a temporary file, never held in memory, so it may be larger than a body (a paper-scale study's
 # judgments are about 200 MB as JSON Lines).
-JUDGMENTS_IMPORT_MAX_SIZE = int(env("JUDGMENTS_IMPORT_MAX_SIZE", str(1024 * 1024 * 1024)))
+JUDGMENTS_IMPORT_MAX_SIZE = int(env("JUDGMENTS_IMPORT_MAX_SIZE", str(256 * 1024 * 1024)))
 # The files of the pages' forms, in bytes (common/uploads.py): a file over its limit is refused by its size and
 # never read. The conversations page holds a file's rows at once, as one API request does; larger files go through
 # the API in parts (cab ingest).
