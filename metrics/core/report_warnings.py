@@ -52,14 +52,33 @@ def _main(report: Mapping[str, Any]) -> str | None:
             f"used ({'; '.join(reasons) or 'no reason counted'}).")
 
 
+def _rounds_without_gold(report: Mapping[str, Any]) -> list[str]:
+    """A calibration round its reviewers coded, none of whose items they coded has a gold value (gold not recorded
+    yet, or recorded on other items): every reviewer figure of the round is null, which reads as a study with
+    nothing to say unless it is said why."""
+    calibration = report.get("calibration") or {}
+    reviewers = calibration.get("reviewers") or {}
+    said = []
+    for name in calibration.get("rounds") or []:
+        entries = [rounds[name] for rounds in reviewers.values() if isinstance(rounds, Mapping) and
+                   isinstance(rounds.get(name), Mapping) and "n_items" in rounds[name]]
+        if entries and all(int(entry["n_items"] or 0) == 0 for entry in entries):
+            said.append(f"Calibration round {name}: none of the items its reviewers coded has a gold value yet, so "
+                        "its agreement with gold, ranks and selection stability are empty (record the round's gold "
+                        "on its consensus screen, then run the report again).")
+    return said
+
+
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
-    although the study has judgments or labels for it (a kind's section by its core section's ``warning``), the
-    main report first; [] when there is none."""
+    although the study has judgments or labels for it (a kind's section by its core section's ``warning``), and each
+    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), the main
+    report first; [] when there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
         found.append({"section": MAIN, "message": main})
+    found.extend({"section": MAIN, "message": message} for message in _rounds_without_gold(report))
     for name in kind_sections(report):
         section = core_section(name)
         message = section.warning(report[name]) if section is not None and section.warning is not None else None

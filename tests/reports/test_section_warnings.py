@@ -167,3 +167,23 @@ def test_a_main_report_that_uses_none_of_its_judgments_warns():
     # a report from before the sections counted what they left out: no warning can be said
     assert report_warnings({"input": {"judgments": 4, "used": 4}, "care": {"states": {}}, "lc8": {"unavailable": "x"}}
                            ) == []
+
+
+def test_a_calibration_round_whose_reviewers_coded_nothing_with_gold_warns():
+    """A calibration round its reviewers coded, with no gold on any item they coded (the admin ran the report before
+    recording the round's gold): every reviewer figure of the round is null. Before, nothing said why; the report's
+    warnings now name the round."""
+    def reviewer(*n_items):
+        return {name: {"bucketed": None if n == 0 else 0.5, "n_items": n}
+                for name, n in zip(("calibration-1", "calibration-2"), n_items, strict=True)} | {"delta_pp": None}
+
+    report = {"input": {"judgments": 40, "used": 40},
+              "calibration": {"rounds": ["calibration-1", "calibration-2"],
+                              "reviewers": {"r1": reviewer(5, 0), "r2": reviewer(3, 0)}}}
+    assert report_warnings(report) == [{"section": "main", "message": (
+        "Calibration round calibration-2: none of the items its reviewers coded has a gold value yet, so its "
+        "agreement with gold, ranks and selection stability are empty (record the round's gold on its consensus "
+        "screen, then run the report again).")}]
+    report["calibration"]["reviewers"]["r2"] = reviewer(3, 1)  # one reviewer with one item against gold: no warning
+    assert report_warnings(report) == []
+    assert report_warnings({"input": {"judgments": 1, "used": 1}, "calibration": {"rounds": [], "reviewers": {}}}) == []
