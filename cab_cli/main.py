@@ -54,6 +54,7 @@ from cab_cli.api_client.models import (
     MetricRunInRequest,
     MetricRunOut,
     MetricRunOutStatusEnum,
+    StudiesMetricRunsListStatus,
 )
 from cab_cli.api_client.types import File, Response, Unset
 from cab_cli.download import DownloadError, download, provenance_write
@@ -391,11 +392,12 @@ def _read(ask: Callable[[], Response[Any]], *, retries: int) -> Any:
 
 
 def _newest_succeeded(client: AuthenticatedClient, study: str, *, retries: int) -> int:
-    runs = _read(lambda: studies_metric_runs_list.sync_detailed(study, client=client), retries=retries)  # newest first
-    for run in runs:
-        if run.status == MetricRunOutStatusEnum.SUCCEEDED:
-            return int(run.id)
-    raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
+    """The study's newest succeeded run: the first of the succeeded ones, which the list gives newest first."""
+    page = _read(lambda: studies_metric_runs_list.sync_detailed(
+        study, client=client, status=StudiesMetricRunsListStatus.SUCCEEDED, page_size=1), retries=retries)
+    if not page.results:
+        raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
+    return int(page.results[0].id)
 
 
 def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int, *, retries: int) -> int:

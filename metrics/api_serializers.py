@@ -22,6 +22,11 @@ class MetricRunIn(serializers.Serializer):
                                                "selection-stability shares")
 
 
+class MetricRunFilterIn(serializers.Serializer):
+    status = serializers.ChoiceField(choices=MetricRun.Status.values, required=False,
+                                     help_text="only the runs in this state (succeeded: the runs with a report)")
+
+
 class MetricRunOut(serializers.Serializer):
     id = serializers.IntegerField()
     study = serializers.CharField(source="study.slug")

@@ -8,7 +8,7 @@ import json
 from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, status
+from rest_framework import exceptions, generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -18,13 +18,14 @@ from api import services as api_services
 from api.errors import error_responses
 from api.models import ApiToken
 from api.openapi import ATTACHMENT_HEADER, RUN_PROVENANCE_HEADERS
+from api.pagination import IdCursorPagination
 from api.permissions import token_allows_study
-from api.requests import idempotency_headers, idempotency_key, request_fingerprint, request_user
+from api.requests import idempotency_headers, idempotency_key, query_filters, request_fingerprint, request_user
 from common import provenance
 from common.cells import csv_stream
 from common.outage import read_after_commit
 from metrics import selectors, services
-from metrics.api_serializers import MetricReportOut, MetricRunIn, MetricRunOut, ReportFileOut
+from metrics.api_serializers import MetricReportOut, MetricRunFilterIn, MetricRunIn, MetricRunOut, ReportFileOut
 from metrics.core.report_file import report_file_text
 
 READ = {"GET": ApiToken.Scope.READ}
@@ -33,16 +34,36 @@ RUN_PARAMETER = OpenApiParameter("run", OpenApiTypes.INT, OpenApiParameter.QUERY
                                  description="a run id; default: the study's newest succeeded run")
 
 
-class MetricRunListApi(APIView):
+class NewestRunsFirst(IdCursorPagination):
+    """A study's runs, newest first, a page at a time: every run is listed (a study run a few hundred times for a
+    sensitivity analysis loses none of them past a first page), and a new run does not move the pages after it."""
+
+    ordering = "-id"
+    page_size = 100
+    max_page_size = 1000
+
+
+class MetricRunListApi(generics.ListAPIView):
     required_scopes = {"GET": ApiToken.Scope.READ, "POST": ApiToken.Scope.METRICS}
     required_perms = {"POST": ("metrics.add_metricrun",)}
     staff_only = True
+    serializer_class = MetricRunOut
+    pagination_class = NewestRunsFirst
 
-    @extend_schema(responses={200: MetricRunOut(many=True), **error_responses(404)},
-                   summary="A study's metric runs, newest first")
-    def get(self, request, slug: str):
-        study = study_for(request, slug)
-        return Response(MetricRunOut(selectors.metric_runs_for(study=study)[:100], many=True).data)
+    @extend_schema(parameters=[MetricRunFilterIn], responses={200: MetricRunOut(many=True),
+                                                               **error_responses(400, 404)},
+                   summary="A study's metric runs, newest first, cursor-paginated (?page_size= at most 1000, "
+                           "default 100; follow next)")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        study = study_for(self.request, self.kwargs["slug"])
+        filters = MetricRunFilterIn(data=query_filters(self.request))
+        filters.is_valid(raise_exception=True)
+        runs = selectors.metric_runs_for(study=study)
+        wanted = filters.validated_data.get("status")
+        return runs if wanted is None else runs.filter(status=wanted)
 
     @extend_schema(request=MetricRunIn, parameters=RUN_IDEMPOTENCY_HEADERS,
                    responses={202: MetricRunOut, **error_responses(404, 422)},

@@ -59,7 +59,7 @@ def test_poll_a_run_then_fetch_its_result(researcher, as_token, study, django_as
     MetricRun.objects.filter(pk=run.pk).update(status="succeeded", result={"indices": {}, "version": 1}, progress=1)
     result = api.get(f"/api/v1/metric-runs/{run.pk}/result/")
     assert result.status_code == 200 and result.json() == {"indices": {}, "version": 1}
-    assert [r["id"] for r in api.get(RUNS).json()] == [run.pk]
+    assert [r["id"] for r in api.get(RUNS).json()["results"]] == [run.pk]
 
 
 def test_a_failed_run_shows_the_first_line_of_its_error_only(researcher, as_token, study):
@@ -174,3 +174,20 @@ def test_a_run_asked_for_again_with_its_idempotency_key_is_the_same_run(research
     assert api.post(RUNS, {"bootstrap": 50}, format="json", HTTP_IDEMPOTENCY_KEY="run 2").status_code == 400
     assert api.post(RUNS, {"bootstrap": 50}, format="json").status_code == 202  # without a key: another run
     assert MetricRun.objects.count() == 2
+
+
+def test_every_run_of_a_study_is_listed_newest_first_a_page_at_a_time(researcher, as_token, study):
+    """A study run more than a page's worth of times (a sensitivity analysis over seeds) keeps every run in the list:
+    before, the list stopped at the 100 newest, without a word, and `cab download bundle` took the newest succeeded
+    run among those only. Now the list is cursor-paginated, newest first, and filters by state."""
+    runs = [MetricRunFactory(study=study, status="failed") if n % 7
+            else MetricRunFactory(study=study, status="succeeded", result=REPORT) for n in range(105)]
+    api = as_token(researcher)
+    first = api.get(RUNS).json()
+    assert [r["id"] for r in first["results"]] == [run.pk for run in reversed(runs)][:100]
+    rest = api.get(first["next"]).json()
+    assert [r["id"] for r in rest["results"]] == [run.pk for run in reversed(runs)][100:] and rest["next"] is None
+    succeeded = api.get(RUNS, {"status": "succeeded", "page_size": "1"}).json()
+    assert [r["id"] for r in succeeded["results"]] == [max(run.pk for run in runs if run.status == "succeeded")]
+    refused = api.get(RUNS, {"status": "done"})
+    assert refused.status_code == 400 and "status" in json.dumps(refused.json()), refused.json()

@@ -107,7 +107,7 @@ def test_metric_run_list_api_needs_a_fixed_number_of_queries_at_any_size(data, r
     # token, roles (scope and staff checks), study, the runs with who requested them
     with django_assert_num_queries(5):
         response = api.get(reverse("api-metric-runs", args=[SLUG]))
-    runs = response.json()
+    runs = response.json()["results"]
     assert len(runs) == size["succeeded"] + size["failed"] + size["queued"]
     assert {run["requested_by"] for run in runs} <= {researcher_user.username, "study-admin", None}
 

@@ -32,6 +32,7 @@ from .metric_run_out_status_enum import MetricRunOutStatusEnum
 from .paginated_assignment_out_list import PaginatedAssignmentOutList
 from .paginated_conversation_out_list import PaginatedConversationOutList
 from .paginated_judgment_out_list import PaginatedJudgmentOutList
+from .paginated_metric_run_out_list import PaginatedMetricRunOutList
 from .paginated_response_item_out_list import PaginatedResponseItemOutList
 from .paginated_session_label_out_list import PaginatedSessionLabelOutList
 from .reference_in_request import ReferenceInRequest
@@ -71,6 +72,7 @@ from .session_out import SessionOut
 from .span_out import SpanOut
 from .studies_conversations_list_kind import StudiesConversationsListKind
 from .studies_exports_judgments_retrieve_fmt import StudiesExportsJudgmentsRetrieveFmt
+from .studies_metric_runs_list_status import StudiesMetricRunsListStatus
 from .studies_session_labels_list_role import StudiesSessionLabelsListRole
 from .study_in_request import StudyInRequest
 from .study_out import StudyOut
@@ -112,6 +114,7 @@ __all__ = (
     "PaginatedAssignmentOutList",
     "PaginatedConversationOutList",
     "PaginatedJudgmentOutList",
+    "PaginatedMetricRunOutList",
     "PaginatedResponseItemOutList",
     "PaginatedSessionLabelOutList",
     "ReferenceInRequest",
@@ -151,6 +154,7 @@ __all__ = (
     "SpanOut",
     "StudiesConversationsListKind",
     "StudiesExportsJudgmentsRetrieveFmt",
+    "StudiesMetricRunsListStatus",
     "StudiesSessionLabelsListRole",
     "StudyInRequest",
     "StudyOut",

@@ -9,24 +9,45 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.error_out import ErrorOut
-from ...models.metric_run_out import MetricRunOut
+from ...models.paginated_metric_run_out_list import PaginatedMetricRunOutList
+from ...models.studies_metric_runs_list_status import StudiesMetricRunsListStatus
+from ...types import UNSET, Unset
 from typing import cast
 
 
 
 def _get_kwargs(
     slug: str,
+    *,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    status: StudiesMetricRunsListStatus | Unset = UNSET,
 
 ) -> dict[str, Any]:
     
 
     
 
-    
+    params: dict[str, Any] = {}
+
+    params["cursor"] = cursor
+
+    params["page_size"] = page_size
+
+    json_status: str | Unset = UNSET
+    if not isinstance(status, Unset):
+        json_status = status.value
+
+    params["status"] = json_status
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/api/v1/studies/{slug}/metric-runs/".format(slug=quote(str(slug), safe=""),),
+        "params": params,
     }
 
 
@@ -34,18 +55,20 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorOut | list[MetricRunOut] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ErrorOut | PaginatedMetricRunOutList | None:
     if response.status_code == 200:
-        response_200 = []
-        _response_200 = response.json()
-        for response_200_item_data in (_response_200):
-            response_200_item = MetricRunOut.from_dict(response_200_item_data)
+        response_200 = PaginatedMetricRunOutList.from_dict(response.json())
 
 
-
-            response_200.append(response_200_item)
 
         return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorOut.from_dict(response.json())
+
+
+
+        return response_400
 
     if response.status_code == 401:
         response_401 = ErrorOut.from_dict(response.json())
@@ -88,7 +111,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ErrorOut | list[MetricRunOut]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ErrorOut | PaginatedMetricRunOutList]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -101,27 +124,37 @@ def sync_detailed(
     slug: str,
     *,
     client: AuthenticatedClient,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    status: StudiesMetricRunsListStatus | Unset = UNSET,
 
-) -> Response[ErrorOut | list[MetricRunOut]]:
-    """ A study's metric runs, newest first
+) -> Response[ErrorOut | PaginatedMetricRunOutList]:
+    """ A study's metric runs, newest first, cursor-paginated (?page_size= at most 1000, default 100; follow
+    next)
 
      **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
     signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        status (StudiesMetricRunsListStatus | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorOut | list[MetricRunOut]]
+        Response[ErrorOut | PaginatedMetricRunOutList]
      """
 
 
     kwargs = _get_kwargs(
         slug=slug,
+cursor=cursor,
+page_size=page_size,
+status=status,
 
     )
 
@@ -135,28 +168,38 @@ def sync(
     slug: str,
     *,
     client: AuthenticatedClient,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    status: StudiesMetricRunsListStatus | Unset = UNSET,
 
-) -> ErrorOut | list[MetricRunOut] | None:
-    """ A study's metric runs, newest first
+) -> ErrorOut | PaginatedMetricRunOutList | None:
+    """ A study's metric runs, newest first, cursor-paginated (?page_size= at most 1000, default 100; follow
+    next)
 
      **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
     signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        status (StudiesMetricRunsListStatus | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorOut | list[MetricRunOut]
+        ErrorOut | PaginatedMetricRunOutList
      """
 
 
     return sync_detailed(
         slug=slug,
 client=client,
+cursor=cursor,
+page_size=page_size,
+status=status,
 
     ).parsed
 
@@ -164,27 +207,37 @@ async def asyncio_detailed(
     slug: str,
     *,
     client: AuthenticatedClient,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    status: StudiesMetricRunsListStatus | Unset = UNSET,
 
-) -> Response[ErrorOut | list[MetricRunOut]]:
-    """ A study's metric runs, newest first
+) -> Response[ErrorOut | PaginatedMetricRunOutList]:
+    """ A study's metric runs, newest first, cursor-paginated (?page_size= at most 1000, default 100; follow
+    next)
 
      **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
     signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        status (StudiesMetricRunsListStatus | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorOut | list[MetricRunOut]]
+        Response[ErrorOut | PaginatedMetricRunOutList]
      """
 
 
     kwargs = _get_kwargs(
         slug=slug,
+cursor=cursor,
+page_size=page_size,
+status=status,
 
     )
 
@@ -198,27 +251,37 @@ async def asyncio(
     slug: str,
     *,
     client: AuthenticatedClient,
+    cursor: str | Unset = UNSET,
+    page_size: int | Unset = UNSET,
+    status: StudiesMetricRunsListStatus | Unset = UNSET,
 
-) -> ErrorOut | list[MetricRunOut] | None:
-    """ A study's metric runs, newest first
+) -> ErrorOut | PaginatedMetricRunOutList | None:
+    """ A study's metric runs, newest first, cursor-paginated (?page_size= at most 1000, default 100; follow
+    next)
 
      **Needs** a token with the `read` scope (a token limited to one study reaches that study only), or a
     signed-in session; admins and researchers only.
 
     Args:
         slug (str):
+        cursor (str | Unset):
+        page_size (int | Unset):
+        status (StudiesMetricRunsListStatus | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorOut | list[MetricRunOut]
+        ErrorOut | PaginatedMetricRunOutList
      """
 
 
     return (await asyncio_detailed(
         slug=slug,
 client=client,
+cursor=cursor,
+page_size=page_size,
+status=status,
 
     )).parsed
