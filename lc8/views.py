@@ -61,9 +61,7 @@ def lc8_study_or_404(request: HttpRequest, slug: str) -> Study:
 
 def _state(request: HttpRequest, study: Study) -> dict[str, Any]:
     """The chosen run and its report, the chosen trajectory, the form, and what could not be used."""
-    succeeded = selectors.succeeded_runs(study=study)
-    labels = [(run.pk, f"run {run.pk} · {run.finished_at:%Y-%m-%d %H:%M} · B = {run.parameters.get('bootstrap')}")
-              for run in succeeded]
+    labels = selectors.run_choices(study=study, asked=request.GET.get("run"))
     trajectories = lc8_inputs.trajectory_names(study=study)
     form = Lc8Form(request.GET, runs=labels, trajectories=trajectories)
     form.is_valid()

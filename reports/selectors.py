@@ -98,9 +98,21 @@ def newest_warnings(runs: list[MetricRun]) -> tuple[MetricRun | None, list[str]]
     return newest, section_warnings({"warnings": getattr(newest, "warnings", None)})
 
 
-def succeeded_runs(*, study: Study) -> list[MetricRun]:
-    return list(metrics_selectors.metric_runs_for(study=study).filter(status=MetricRun.Status.SUCCEEDED)
-                .order_by("-finished_at", "-pk")[:50])
+RUN_CHOICES = 50  # the newest succeeded runs a page's run picker lists; an older one is reached by its number
+
+
+def run_choices(*, study: Study, asked: str | None) -> list[tuple[int, str]]:
+    """A report page's run picker: the study's ``RUN_CHOICES`` newest succeeded runs, and the run ``asked`` (the
+    page's ``?run=``) when it is an older succeeded run of the study, so that a link to it (the run line's "link to
+    this view", one kept in a paper's notes) shows it chosen once newer runs have been made. Before, the picker did
+    not hold it, and the browser showed the newest run as chosen above the older run's figures."""
+    succeeded = metrics_selectors.metric_runs_for(study=study).filter(status=MetricRun.Status.SUCCEEDED)
+    runs = list(succeeded.order_by("-finished_at", "-pk")[:RUN_CHOICES])
+    if (asked and asked.isascii() and asked.isdigit() and int(asked) < 2**63
+            and all(run.pk != int(asked) for run in runs)):
+        runs.extend(succeeded.filter(pk=int(asked)))
+    return [(run.pk, f"run {run.pk} · {run.finished_at:%Y-%m-%d %H:%M} · B = {run.parameters.get('bootstrap')}")
+            for run in runs]
 
 
 class _Without(Func):

@@ -98,9 +98,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
 def _report(
     request: HttpRequest, study: Study, report_page: charts.Page,
 ) -> tuple[FilterForm, charts.Filters, list[str], MetricRun | None, dict | None]:
-    succeeded = selectors.succeeded_runs(study=study)
-    labels = [(run.pk, f"run {run.pk} · {run.finished_at:%Y-%m-%d %H:%M} · B = {run.parameters.get('bootstrap')}")
-              for run in succeeded]
+    labels = selectors.run_choices(study=study, asked=request.GET.get("run"))
     probe = FilterForm(request.GET, runs=labels)
     probe.is_valid()
     run_id = probe.cleaned_data.get("run") if hasattr(probe, "cleaned_data") else None

@@ -460,3 +460,23 @@ def test_chart_named_renames_only_the_parts_its_table_names():
     assert named.rows == [["GPT", "D"]] and chart.spec["series"] == {"D": [0.1], "X": [0.2]}  # the CSV's, unchanged
     other = Chart("pairwise", "t", "heatmap", {"rows": ["D"], "columns": ["D"]}, [], [])
     assert chart_named(other, {"D": "Directiveness"}) is other
+
+
+def test_a_link_to_an_older_run_keeps_opening_it_once_newer_runs_are_made(client, synthetic, researcher):
+    """The run picker lists the study's 50 newest succeeded runs (reports.selectors.RUN_CHOICES); a link to an older
+    one (the run line's "link to this view", kept in a paper's notes) opens it with the run chosen in the picker.
+    Before, the picker did not hold it, so the browser showed the newest run as chosen above the older run's
+    figures: a figure read off that page was credited to the wrong run."""
+    from tests.factories import MetricRunFactory
+
+    old = _run(synthetic)
+    for _ in range(50):
+        MetricRunFactory(study=synthetic, status="succeeded", result=old.result, parameters=old.parameters,
+                         finished_at=old.finished_at)
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=["syn", "risk"]), {"run": str(old.pk)})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert re.search(rf'<option value="{old.pk}" selected>run {old.pk} ', text), "the old run is the one shown"
+    assert f"Run {old.pk} · finished" in text
+    assert client.get(reverse("reports-page", args=["syn", "risk"]), {"run": "999999"}).status_code == 404
