@@ -65,7 +65,7 @@ def report_prepare(
         phases["load"] = time.perf_counter() - started
     step(LOADED, f"loaded {len(inputs.judgments):,} judgments and {len(inputs.spans):,} spans")
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
-                          methods=inputs.methods,
+                          methods=inputs.methods, models=inputs.models,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
     prepared = core_report_prepare(
         attributes=selectors.core_attributes(inputs.attributes),  # session units: the kind section's

@@ -43,6 +43,7 @@ class ReportInputs:
     panel: tuple[str, ...] | None
     experts: tuple[str, ...]  # the study's gold-panel members: their own codings are never a reviewer's
     methods: tuple[str, ...] = ()  # the study's automated coders: never reviewers, not in the indices
+    models: tuple[str, ...] = ()  # the study's model slots: one without a scored response is named in the warnings
 
 
 def attribute_specs(*, study: Study) -> list[AttributeSpec]:
@@ -380,6 +381,7 @@ def report_inputs(*, study: Study) -> ReportInputs:
         panel=retained or None,
         experts=experts,
         methods=methods,
+        models=tuple(study.model_slots or ()),
     )
 
 

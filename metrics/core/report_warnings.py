@@ -1,8 +1,10 @@
 """The report's ``warnings``: a section that came out empty although the study has judgments or session labels for
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
-kind's section, which its core section reads: ``metrics.core.kind_sections``). A report never drops what reviewers
-coded without saying so: ``metrics_report`` prints these on stderr, and the dashboards show them on the overview and
-on the section's page. Plain data in, plain data out (no database, no science stack)."""
+kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
+(a calibration round without gold, a model slot without a scored response: ``parameters.models``). A report never
+drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report`` prints these on
+stderr, and the dashboards show them on the overview and on the section's page. Plain data in, plain data out (no
+database, no science stack)."""
 
 from __future__ import annotations
 
@@ -69,16 +71,33 @@ def _rounds_without_gold(report: Mapping[str, Any]) -> list[str]:
     return said
 
 
+def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
+    """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
+    slot has one: no reviewer of the main round scored a response of it (none coded yet, or none imported), and a
+    table of four models where the study has five reads as complete unless it is said. A report whose indices hold
+    no model at all (no main round yet, or an LC8 study's, empty by design) says nothing of each slot."""
+    scored = (report.get("indices") or {}).get("ari") or {}
+    models = (report.get("parameters") or {}).get("models") or []
+    if not isinstance(scored, Mapping) or not scored:
+        return []
+    return [f"Model {name} has no scored response: it is missing from the main round's per-model figures (ARI, "
+            "flags, attribute risk, fingerprint, their intervals and their splits by dataset and conversation kind) "
+            "until a reviewer of the main round scores one of its responses (none coded yet, or none imported)."
+            for name in models if name not in scored]
+
+
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
-    although the study has judgments or labels for it (a kind's section by its core section's ``warning``), and each
-    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), the main
-    report first; [] when there is none."""
+    although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
+    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``) and each model
+    slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when there is
+    none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
         found.append({"section": MAIN, "message": main})
     found.extend({"section": MAIN, "message": message} for message in _rounds_without_gold(report))
+    found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):
         section = core_section(name)
         message = section.warning(report[name]) if section is not None and section.warning is not None else None

@@ -140,6 +140,9 @@ class ReportParams:
     # Automated coders (members of role method, such as an LLM judge): never reviewers either, and not in the
     # main round's indices; they have no section of their own here (a study kind's section may compare them).
     methods: tuple[str, ...] = ()
+    # The study's model slots (``Study.model_slots``; none: the study names none): a slot no reviewer scored a
+    # response of has no row in the per-model indices, and the report's warnings name it.
+    models: tuple[str, ...] = ()
     panel: tuple[str, ...] | None = None
     panel_size: int = 6  # docs/metrics.md#panel-selection: the admin retains the top k of the last calibration round
     ci_resample: str = "conversation"  # main-round CIs resample "conversation"s or "turn"s
@@ -160,9 +163,10 @@ class ReportParams:
             raise ValueError("ci_resample must be 'conversation' or 'turn'")
         if self.slope_flat_threshold < 0:
             raise ValueError("slope_flat_threshold must be >= 0")
-        for name, coders in (("experts", self.experts), ("methods", self.methods)):
-            if isinstance(coders, str) or not all(isinstance(coder, str) for coder in coders):
-                raise ValueError(f"{name} must be a tuple of coder names")
+        for name, names, what in (("experts", self.experts, "coder"), ("methods", self.methods, "coder"),
+                                  ("models", self.models, "model slot")):
+            if isinstance(names, str) or not all(isinstance(one, str) for one in names):
+                raise ValueError(f"{name} must be a tuple of {what} names")
         low, high = self.uiri_bands
         if not (0.0 <= low <= high <= 1.0):
             raise ValueError("uiri_bands must be 0 <= low <= high <= 1")

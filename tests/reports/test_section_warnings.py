@@ -1,7 +1,8 @@
 """A section that is empty although the study coded or labelled something for it says so (issue 29): its counts of
 what it left out and why are in the report (``care.input``, ``lc8.input``), the report's ``warnings`` name it, the
 dashboards show the warning on the overview and on the section's page, and ``metrics_report`` prints it on stderr
-beside the JSON.
+beside the JSON. A model slot of the study without a scored response is named too: before, it was silently absent
+from the per-model indices.
 
 The studies are built by the README's commands: a CARE study that coded the turns of a conversation without
 sessions (no history: nothing for the care section to read), and an LC8 study whose reference labelled a session of
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -26,8 +28,10 @@ from care import inputs as care_inputs
 from lc8 import inputs as lc8_inputs
 from metrics import runs as metric_runs
 from metrics import services as metric_services
+from metrics.core import recompute
 from metrics.models import MetricRun
 from metrics.report_warnings import report_warnings
+from reports import bundle
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +39,15 @@ CARE_SLUG, LC8_SLUG = "care-flat", "lc8-flat"
 CARE_WARNING = ("The CARE section is empty although the study has 3 judgments: none could be used (the study has no "
                 "history (a conversation of the study with sessions); 3 judgments on a conversation without sessions "
                 "(not a history)).")
+MODELS_SLUG = "models-unscored"
+
+
+def model_warning(name: str) -> str:
+    return (f"Model {name} has no scored response: it is missing from the main round's per-model figures (ARI, flags, "
+            "attribute risk, fingerprint, their intervals and their splits by dataset and conversation kind) until a "
+            "reviewer of the main round scores one of its responses (none coded yet, or none imported).")
+
+
 LC8_WARNING = ("The LongCounsel-8 section is unavailable although the study has 8 session labels and 0 judgments: "
                "the study has no trajectory (a longitudinal conversation with sessions) yet.")
 
@@ -87,6 +100,34 @@ def flat_studies(shared_state, tmp_path_factory):
         ]), "--study", LC8_SLUG, **quiet)
         _run(lc8)
         yield care.pk, lc8.pk
+
+
+@pytest.fixture(scope="module")
+def unscored_models(shared_state, tmp_path_factory):
+    """A default study of three model slots: Alpha's response scored in the main round, Beta's response imported but
+    not scored, Gamma's none imported."""
+    folder = tmp_path_factory.mktemp("models")
+    quiet = {"stdout": io.StringIO()}
+    with shared_state():
+        admin = user_ensure(username="models-admin", role=roles.ADMIN)
+        study = services.study_create(slug=MODELS_SLUG, name="A model not coded yet",
+                                      schema=Schema.objects.get(slug="cab-v1"), model_slots=["Alpha", "Beta", "Gamma"],
+                                      by=admin)
+        call_command("import_conversations", _jsonl(folder / "conversations.jsonl", [{
+            "dataset": "models", "conversation_id": "one", "kind": "multi", "topic": "Anxiety",
+            "turns": [{"index": 1, "client": "My boss shouted at me today.",
+                       "responses": [{"model": "Alpha", "text": "That sounds upsetting."},
+                                     {"model": "Beta", "text": "What happened next?"}]}],
+        }]), **quiet)
+        code = {"study": MODELS_SLUG, "round": "main", "reviewer": "models-coder", "role": "reviewer",
+                "is_gold": False, "dataset": "models", "conversation_id": "one", "turn_index": 1, "spans": [],
+                "instance_count": None}
+        call_command("import_judgments", _jsonl(folder / "codes.jsonl", [
+            code | {"model": None, "attribute": "U1", "score": 1},
+            code | {"model": "Alpha", "attribute": "AUR", "score": 2},
+        ]), "--study", MODELS_SLUG, **quiet)
+        _run(study)
+        yield study.pk
 
 
 def _report(pk: int) -> dict:
@@ -187,3 +228,45 @@ def test_a_calibration_round_whose_reviewers_coded_nothing_with_gold_warns():
     report["calibration"]["reviewers"]["r2"] = reviewer(3, 1)  # one reviewer with one item against gold: no warning
     assert report_warnings(report) == []
     assert report_warnings({"input": {"judgments": 1, "used": 1}, "calibration": {"rounds": [], "reviewers": {}}}) == []
+
+
+def test_a_model_slot_without_a_scored_response_is_named_in_the_warnings(unscored_models):
+    report = _report(unscored_models)
+    assert report["parameters"]["models"] == ["Alpha", "Beta", "Gamma"]
+    assert list(report["indices"]["ari"]) == ["Alpha"]
+    assert report["warnings"] == [{"section": "main", "message": model_warning(name)} for name in ("Beta", "Gamma")]
+    assert report_warnings(report) == report["warnings"]
+
+
+def test_the_dashboards_and_metrics_report_name_the_model_without_a_scored_response(client, unscored_models,
+                                                                                    researcher):
+    client.force_login(researcher)
+    run = MetricRun.objects.get(study_id=unscored_models, status="succeeded").pk
+    overview = client.get(reverse("reports", args=[MODELS_SLUG])).content.decode()
+    assert _warnings_shown(overview) == [
+        f"<strong>Warning</strong> (run {run}, the newest report): {escape(model_warning(name))}"
+        for name in ("Beta", "Gamma")]
+    out, err = io.StringIO(), io.StringIO()
+    call_command("metrics_report", "--study", MODELS_SLUG, "--bootstrap", "20", stdout=out, stderr=err)
+    assert err.getvalue() == "".join(f"warning: {model_warning(name)}\n" for name in ("Beta", "Gamma"))
+
+
+def test_the_bundles_recompute_names_the_model_slots_too(unscored_models, tmp_path):
+    """The study's model slots travel in the bundle (``run.json``'s parameters), so its recompute warns alike."""
+    run = MetricRun.objects.get(study_id=unscored_models, status="succeeded")
+    with override_settings(BUNDLE_DIR=str(tmp_path)):
+        path = bundle.bundle_file(run=run).path
+    assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert [w["message"] for w in again["warnings"]] == [model_warning(name) for name in ("Beta", "Gamma")]
+
+
+def test_a_model_slot_warns_only_beside_a_model_with_scores():
+    """A report whose per-model indices hold no model (no main round yet, or an LC8 study's main report) says nothing
+    of each slot; a slot the indices hold, or a report without ``parameters.models`` (an older one), says nothing."""
+    report = {"input": {"judgments": 2, "used": 2}, "parameters": {"models": ["A", "B"]},
+              "indices": {"ari": {"A": {"ARI": 0.5, "n_responses": 1}}}}
+    assert report_warnings(report) == [{"section": "main", "message": model_warning("B")}]
+    assert report_warnings(report | {"indices": {"ari": {}}}) == []
+    assert report_warnings(report | {"parameters": {}}) == []
+    assert report_warnings(report | {"parameters": {"models": ["A"]}}) == []

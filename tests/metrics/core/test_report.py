@@ -454,9 +454,26 @@ def test_unequal_columns_and_bad_parameters_are_refused() -> None:
         (ReportParams(bootstrap=-1), "bootstrap"),
         (ReportParams(top_k=(0,)), "top_k"),
         (ReportParams(ci_resample="item"), "ci_resample"),
+        (ReportParams(models="AB"), "models must be a tuple of model slot names"),  # a string is no tuple of names
     ):
         with pytest.raises(ValueError, match=message):
             build_report(attributes=DEFAULT_SCHEMA, judgments=table, params=params)
+
+
+def test_the_study_model_slots_add_their_key_and_change_no_figure(study: SyntheticStudy, report: dict) -> None:
+    """``parameters.models`` echoes the study's model slots; every model coded, the report is the same but for it."""
+    models = tuple(report["indices"]["ari"])
+    assert len(models) > 1
+    with_models = build_report(
+        attributes=DEFAULT_SCHEMA, judgments=study.judgments, spans=study.spans, response_texts=study.response_texts,
+        conversation_kinds=study.conversation_kinds, subcategory_attribute=DEFAULT_SUBCATEGORIES,
+        params=ReportParams(bootstrap=60, seed=3, models=models))
+    assert (with_models["parameters"]["models"], report["parameters"]["models"]) == (list(models), [])
+
+    def without_models(made: dict) -> dict:
+        return made | {"parameters": {k: v for k, v in made["parameters"].items() if k != "models"}}
+
+    assert without_models(with_models) == without_models(report)
 
 
 def test_progress_is_reported_from_zero_to_one(study: SyntheticStudy) -> None:
