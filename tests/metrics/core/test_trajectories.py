@@ -60,6 +60,22 @@ def test_summary_means_over_conversations_and_change_from_turn1() -> None:
     assert summary["change_from_turn1"] == pytest.approx({"1": 0.0, "2": 0.25, "3": 1.0})
 
 
+def test_each_summary_carries_the_count_each_of_its_means_is_over() -> None:
+    """Open, peak and mean average over every conversation with a coded turn (``n_conversations``); Δ, σ and the
+    slope need two turns, so they (and the class shares) average over those with two or more (``n_classified``)."""
+    # conversation 0 rises over three turns (0, .5, 1); conversation 1 has turn 1 coded only (.6)
+    series = np.array([0, 0, 0, 1])
+    turn = np.array([1, 2, 3, 1])
+    value = np.array([0.0, 0.5, 1.0, 0.6])
+    stats = series_statistics(series, turn, value, 2)
+    (summary,) = summarise(stats, np.array([0, 0]), 1, series, turn, 0.005)
+    assert (summary["n_conversations"], summary["n_classified"]) == (2, 1)
+    assert summary["open"] == pytest.approx((0.0 + 0.6) / 2) and summary["peak"] == pytest.approx((1.0 + 0.6) / 2)
+    assert summary["mean"] == pytest.approx((0.5 + 0.6) / 2)
+    assert summary["delta"] == pytest.approx(1.0) and summary["slope"] == pytest.approx(0.5)
+    assert summary["sd"] == pytest.approx(0.5)
+
+
 def test_summary_by_group_keeps_each_groups_conversations_apart() -> None:
     # signal 0: series 0 (group 0) rises 0 -> .5 -> 1, series 1 (group 1) falls 1 -> .8; series 2 (group 1)
     # stays at .4 over turns 1-2. Signal 1: series 3 (group 0) only, one point.
