@@ -75,7 +75,7 @@ def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
     """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
     slot has one: no reviewer of the main round scored a response of it (none coded yet, or none imported), and a
     table of four models where the study has five reads as complete unless it is said. A report whose indices hold
-    no model at all (no main round yet, or a study kind's whose main report is empty by design) says nothing of each
+    no model at all (no main round yet, or a study kind whose main report is empty by design) says nothing of each
     slot."""
     scored = (report.get("indices") or {}).get("ari") or {}
     models = (report.get("parameters") or {}).get("models") or []
