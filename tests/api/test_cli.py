@@ -188,7 +188,6 @@ def test_an_import_over_the_body_limit_lands_streamed(cab, tmp_path):
 
 
 def test_an_import_the_server_could_not_take_is_sent_again_as_late_as_its_retry_after(cab, tmp_path, monkeypatch):
-    import time
     content, rows = judgments_csv()
     (tmp_path / "judgments.csv").write_bytes(content)
     (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
@@ -196,14 +195,7 @@ def test_an_import_the_server_could_not_take_is_sent_again_as_late_as_its_retry_
     for args in (("ingest", "conversations", "conversations.jsonl"), ("ingest", "responses", "responses.jsonl")):
         assert cab(*args)[0] == 0
     asked: list[float] = []
-
-    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
-        asked.append(time.monotonic())
-        if len(asked) == 1:
-            return (*BUSY, {"Retry-After": "1"})
-        return _passed_on(cab.url, "POST", headers, path, body)
-
-    with _in_front(monkeypatch, unavailable_once):
+    with _in_front(monkeypatch, _busy_once(cab.url, asked)):
         status, out, err = cab("import", "judgments.csv")
     assert status == 0, err
     assert json.loads(out)["judgments_created"] == rows == Judgment.objects.count()
@@ -508,18 +500,24 @@ def _passed_on(url: str, method: str, headers, path: str, body: bytes) -> tuple[
 BUSY = (503, "application/json", b'{"detail": "The service is briefly unavailable"}')
 
 
-def test_a_run_asked_for_again_waits_as_long_as_the_servers_retry_after_says(cab, monkeypatch):
-    """Before, `cab run` asked again every --every seconds, whatever the 503's Retry-After said."""
+def _busy_once(url: str, asked: list[float]):  # noqa: ANN202
+    """An answerer for ``_in_front``: a 503 asking to wait 1 s to the first POST, the live server's answer after;
+    each POST's time in ``asked``."""
     import time
-    asked: list[float] = []
 
-    def unavailable_once(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+    def answer(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
         asked.append(time.monotonic())
         if len(asked) == 1:
             return (*BUSY, {"Retry-After": "1"})
-        return _passed_on(cab.url, "POST", headers, path, body)
+        return _passed_on(url, "POST", headers, path, body)
 
-    with _in_front(monkeypatch, unavailable_once):
+    return answer
+
+
+def test_a_run_asked_for_again_waits_as_long_as_the_servers_retry_after_says(cab, monkeypatch):
+    """Before, `cab run` asked again every --every seconds, whatever the 503's Retry-After said."""
+    asked: list[float] = []
+    with _in_front(monkeypatch, _busy_once(cab.url, asked)):
         status, out, err = cab("run", "--bootstrap", "5", "--no-wait", "--every", "0.05")
     assert status == 0, err
     assert json.loads(out)["run"] == MetricRun.objects.get().pk

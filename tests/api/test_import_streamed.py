@@ -23,9 +23,7 @@ from annotation.long_format import judgment_rows
 from annotation.models import Judgment
 from annotation.services import judgments_purge
 from audit.models import AuditEvent
-from benchmark.models import ModelResponse
 from common.uploads import MIB
-from tests.factories import JudgmentFactory, RoundFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -43,15 +41,11 @@ def padded(content: bytes, size: int) -> bytes:
 
 
 @pytest.fixture
-def exported(study, demo_conversations, reviewer):
+def exported(study, coded):
     """The study's judgments as JSON Lines padded to just over 64 MiB, then none in the database."""
-    calibration = RoundFactory(study=study, kind="calibration", number=1, status="closed")
-    for number, response in enumerate(ModelResponse.objects.order_by("pk")[:6]):
-        JudgmentFactory(round=calibration, coder=reviewer, response=response, score=number % 3)
-    rows = list(judgment_rows(study=study))
     content = padded("".join(long_format.WRITERS["jsonl"](study=study)).encode(), BODY_LIMIT)
     judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: import it again")
-    return rows, content
+    return coded, content
 
 
 def send(api, content: bytes, how: str):

@@ -17,7 +17,7 @@ from annotation.models import Judgment
 from annotation.services import judgments_purge
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
-from tests.factories import JudgmentFactory, RoundFactory, conversations_without_responses, jsonl, response_items
+from tests.factories import conversations_without_responses, jsonl, response_items
 
 pytestmark = pytest.mark.django_db
 
@@ -92,15 +92,11 @@ def test_an_uploaded_file_over_the_limit_is_a_413(ingester):
 
 
 @pytest.fixture
-def exported(study, demo_conversations, reviewer):
+def exported(study, coded):
     """The study's judgments in both formats, then none in the database: what the import must bring back."""
-    calibration = RoundFactory(study=study, kind="calibration", number=1, status="closed")
-    for number, response in enumerate(ModelResponse.objects.order_by("pk")[:6]):
-        JudgmentFactory(round=calibration, coder=reviewer, response=response, score=number % 3)
-    rows = list(judgment_rows(study=study))
     files = {"csv": _export(study, "csv"), "jsonl": _export(study, "jsonl")}
     judgments_purge(judgments=Judgment.objects.all(), by=None, reason="test: import it again")
-    return rows, files
+    return coded, files
 
 
 def _export(study, fmt) -> bytes:
