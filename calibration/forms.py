@@ -113,7 +113,10 @@ class ItemForm(forms.Form):
 
 class GoldForm(ItemForm):
     score = forms.IntegerField(error_messages={"required": "choose the gold value"})
-    agreed = forms.MultipleChoiceField(choices=(), required=False)
+    # A name the gold panel does not hold (one a stale gold value still names, shown ticked on the screen) is
+    # refused in the words of the rule (annotation.rules.agreement_problems), not Django's "not a valid choice".
+    agreed = forms.MultipleChoiceField(choices=(), required=False, error_messages={"invalid_choice": (
+        "who agreed: %(value)s is not an expert of the study (now or before): untick them")})
     note = forms.CharField(max_length=10_000, required=False)
     version = forms.IntegerField(min_value=0, required=False)
     reason = forms.CharField(max_length=1000, required=False, label="reason for changing closed gold")

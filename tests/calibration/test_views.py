@@ -208,6 +208,11 @@ def test_the_consensus_page_flags_gold_whose_who_agreed_no_longer_holds_and_show
         "attribute": "U1", "turn": turn.pk, "score": str(other), "agreed": ["demo-expert"],
         "version": str(gold.version)}, follow=True).content.decode()
     assert f"demo-expert, taken off the study since, scored {own}, not {other}" in refused
+    unticked = client.post(reverse("gold-record", args=[round_.pk]), {  # the form as shown: every name ticked
+        "attribute": "U1", "turn": turn.pk, "score": str(other), "agreed": [reviewer.username],
+        "version": str(gold.version)}, follow=True).content.decode()
+    assert (f"who agreed: {reviewer.username} is not an expert of the study (now or before): untick them"
+            in unticked), unticked[-3000:]
     assert Judgment.objects.get(pk=gold.pk).version == gold.version
     client.post(reverse("gold-record", args=[round_.pk]),
                 {"attribute": "U1", "turn": turn.pk, "score": str(other), "version": str(gold.version)})
