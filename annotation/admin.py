@@ -17,6 +17,7 @@ from django.db.models import JSONField
 from django.forms.fields import InvalidJSONInput
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.html import format_html
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
@@ -251,9 +252,9 @@ class StudyAdmin(AnnotationAdmin):
                     extra_context: dict[str, Any] | None = None) -> Any:
         study = self.get_object(request, unquote(object_id))
         if request.method == "GET" and study is not None:
-            page = reverse("study-settings", args=[study.slug])
-            messages.info(request, f"A study's settings change on its settings page ({page}), recorded; its slug, "
-                                   "schema and model slots never change.")
+            messages.info(request, format_html(
+                "A study's settings change on <a href=\"{}\">its settings page</a>, recorded; its slug, schema and "
+                "model slots never change.", reverse("study-settings", args=[study.slug])))
         return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.action(description="Compute the metrics report (runs in a worker)", permissions=["view"])

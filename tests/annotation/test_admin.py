@@ -344,7 +344,7 @@ def test_a_study_is_shown_read_only_its_settings_and_state_changing_only_through
     page = client.get(change)
     text = page.content.decode()
     assert page.status_code == 200 and 'name="_save"' not in text
-    assert f"settings change on its settings page (/studies/{study.slug}/settings/), recorded" in text
+    assert f'settings change on <a href="/studies/{study.slug}/settings/">its settings page</a>, recorded' in text
     before = fingerprint()
     form = _form(client, change)
     for changed in ({}, {"status": "setup"}, {"schema": str(study.schema_id + 1)}, {"name": "renamed"}):
