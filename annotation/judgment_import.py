@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -51,6 +52,7 @@ from benchmark.models import ModelResponse, Session, Turn
 from common.errors import RowError, RowErrors, not_utf8, text_newline
 from common.rounds import round_parse
 
+_BATCH = 5000  # judgments written at a time (_write)
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
 _TRUE = {"true", "True", "TRUE", "1"}
 _FALSE = {"false", "False", "FALSE", "0"}
@@ -70,8 +72,11 @@ class JudgmentImportSummary:
     session_labels_unchanged: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Row:
+    """One row as read; slotted, as a paper-scale file holds about 700,000 of them (a ``__dict__`` each was about
+    a kilobyte)."""
+
     line: int
     round: str
     reviewer: str
@@ -83,8 +88,8 @@ class _Row:
     attribute: AttributeDefinition
     score: int
     instance_count: int | None
-    spans: list[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
-    quotes: list[str | None]  # the passage each span says it marks (its "text"), None where it says none
+    spans: Sequence[tuple[Any, Any, Any]]  # (start, end, subcategory slug) as given
+    quotes: Sequence[str | None]  # the passage each span says it marks (its "text"), None where it says none
     role: str | None = None  # as given; None when the file leaves it out
     session_index: int | None = None  # longitudinal studies; None when the file leaves it out
     conversation_id: int = 0
@@ -117,18 +122,18 @@ def _boolean(value: Any) -> bool | None:
     return None
 
 
-def _spans(value: Any) -> tuple[list[tuple[Any, Any, Any]], list[str | None], list[tuple[str, str]]]:
+def _spans(value: Any) -> tuple[Sequence[tuple[Any, Any, Any]], Sequence[str | None], list[tuple[str, str]]]:
     """Spans as (start, end, slug), the passage each says it marks (its optional ``text``, checked against the
     response text by ``rules.span_problem``) and the (field, message) problems of their shape."""
     if isinstance(value, str):
         try:
             value = json.loads(value) if value.strip() else []
         except (ValueError, RecursionError):  # ValueError: JSONDecodeError, or a number of more than 4,300 digits
-            return [], [], [("spans", "not a JSON list of {start, end, subcategory}")]
+            return (), (), [("spans", "not a JSON list of {start, end, subcategory}")]
     if not value:
-        return [], [], []
+        return (), (), []  # most rows: shared empty tuples rather than two new lists each
     if not isinstance(value, list):
-        return [], [], [("spans", "must be a list of {start, end, subcategory}")]
+        return (), (), [("spans", "must be a list of {start, end, subcategory}")]
     spans, quotes, problems = [], [], []
     for i, span in enumerate(value):
         if not (isinstance(span, dict) and isinstance(span.get("subcategory"), str)):
@@ -168,6 +173,12 @@ def _role(value: Any, *, is_gold: bool | None) -> tuple[str | None, list[tuple[s
     if is_gold and value != GOLD_ROLE:
         return None, [("role", f"a gold row is the expert panel's consensus: role must be {GOLD_ROLE} or empty")]
     return str(value), []
+
+
+def _shared(value: str) -> str:
+    """One string object for each value of a column that repeats on row after row (a round, a coder, a dataset, a
+    conversation, a model): a paper-scale file names each of them thousands of times."""
+    return sys.intern(value)
 
 
 def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, AttributeDefinition],
@@ -212,9 +223,9 @@ def _read(line: int, raw: Any, *, study_slug: str, attributes: dict[str, Attribu
     if problems:
         return [RowError(line, name, message) for name, message in problems]
     assert attribute is not None and isinstance(score, int) and not isinstance(turn_index, str)
-    return _Row(line=line, round=str(raw["round"]), reviewer=reviewer, is_gold=bool(is_gold),
-                dataset=str(raw["dataset"]), conversation=str(raw["conversation_id"]), turn_index=turn_index,
-                model=str(raw.get("model") or ""), attribute=attribute, score=score,
+    return _Row(line=line, round=_shared(str(raw["round"])), reviewer=_shared(reviewer), is_gold=bool(is_gold),
+                dataset=_shared(str(raw["dataset"])), conversation=_shared(str(raw["conversation_id"])),
+                turn_index=turn_index, model=_shared(str(raw.get("model") or "")), attribute=attribute, score=score,
                 instance_count=instance_count if isinstance(instance_count, int) else None, spans=spans,
                 quotes=quotes,
                 role=role, session_index=session_index if isinstance(session_index, int) else None)
@@ -597,7 +608,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
     ):
         existing_spans.setdefault(j_id, []).append((start, end, sub))
     conflicts: list[RowError] = []
-    new: list[tuple[Judgment, _Row]] = []
+    new: list[_Row] = []
     for row in rows:
         coder = users.get(row.reviewer)
         spans = sorted((s, e, slugs[slug]) for s, e, slug in row.spans)
@@ -612,32 +623,35 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
                                                              f"judgment for this unit (score {score}); an import never "
                                                              "overwrites a judgment"))
             continue
-        new.append((Judgment(round=rounds[row.round], is_gold=row.is_gold, attribute=row.attribute,
-                             conversation_id=row.conversation_id, turn_id=row.turn_id, response_id=row.response_id,
-                             session_id=row.session_id, score=row.score, instance_count=row.instance_count), row))
+        new.append(row)
     if conflicts:
         raise RowErrors(conflicts)
     # Accounts only for the coders the import writes a judgment of, and members only for those it writes a coding of
     # their own of: the study's own export imported again adds nobody, and into the study emptied it adds no gold
     # row's coder (whoever recorded the consensus, on the page an admin, no member).
-    writers = {row.reviewer for _, row in new}
+    writers = {row.reviewer for row in new}
     users = _accounts(study=study, roles_of={u: r for u, r in member_roles.items() if u in writers},
-                      coding={row.reviewer for _, row in new if not row.is_gold}, taken_off=taken_off,
+                      coding={row.reviewer for row in new if not row.is_gold}, taken_off=taken_off,
                       summary=summary, by=by)
-    for judgment, row in new:
-        judgment.coder = users[row.reviewer]
-    Judgment.objects.bulk_create([j for j, _ in new], batch_size=5000)
-    span_rows = [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=slugs[slug])
-                 for j, row in new for s, e, slug in row.spans]
-    Span.objects.bulk_create(span_rows, batch_size=5000)
-    # Each judgment's history starts with the import (an import only ever creates judgments).
-    services.revisions_start(created=((j, row.spans) for j, row in new), by=by,
-                             source=JudgmentRevision.Source.IMPORT)
+    # Written a batch at a time, all in the caller's transaction: the model instances of one batch at most are
+    # alive at once (a paper-scale file's 700,000 of them took about a gigabyte).
+    for start in range(0, len(new), _BATCH):
+        batch = [(Judgment(round=rounds[row.round], coder=users[row.reviewer], is_gold=row.is_gold,
+                           attribute=row.attribute, conversation_id=row.conversation_id, turn_id=row.turn_id,
+                           response_id=row.response_id, session_id=row.session_id, score=row.score,
+                           instance_count=row.instance_count), row) for row in new[start:start + _BATCH]]
+        Judgment.objects.bulk_create([j for j, _ in batch])
+        spans_written = Span.objects.bulk_create(
+            [Span(judgment_id=j.pk, start=s, end=e, subcategory_id=slugs[slug])
+             for j, row in batch for s, e, slug in row.spans])
+        summary.spans_created += len(spans_written)
+        # Each judgment's history starts with the import (an import only ever creates judgments).
+        services.revisions_start(created=((j, row.spans) for j, row in batch), by=by,
+                                 source=JudgmentRevision.Source.IMPORT)
     if study.status == Study.Status.SETUP:
         Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
     summary.judgments_created = len(new)
-    summary.spans_created = len(span_rows)
-    audit_data = {"created": len(new), "unchanged": summary.judgments_unchanged, "spans": len(span_rows),
+    audit_data = {"created": len(new), "unchanged": summary.judgments_unchanged, "spans": summary.spans_created,
                   "rounds_created": summary.rounds_created, "accounts_created": len(summary.accounts_created)}
     audit_record(by=by, action="judgments.import", study=study, target=f"study:{study.slug}", **audit_data)
     return summary
