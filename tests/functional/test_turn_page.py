@@ -166,6 +166,34 @@ def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live
     assert Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1").score == 2
 
 
+def test_a_turn_gone_back_to_shows_what_was_saved_on_it(browser_page, live_server, study_round):
+    """Back (or forward) to a turn is the turn as the server has it, not the browser's copy of the page as it was
+    first loaded: a score and a highlight saved on it are shown, and a change made there is saved on their version."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.locator("#t-U1 input[name=score][value='1']").check()
+    text = page.locator(".response-text").first
+    text.focus()
+    for _ in range(6):
+        page.keyboard.press("Shift+ArrowRight")
+    page.keyboard.press("h")
+    page.keyboard.press("1")
+    wait_saved(page)
+    page.click("a[rel=next]")
+    page.wait_for_url(re.compile(r"/turns/2/$"))
+    page.go_back()
+    page.wait_for_url(re.compile(r"/turns/1/$"))
+    assert page.locator("#turn-progress").inner_text() == "1 / 80 scored"
+    assert page.locator(".response-card").first.locator(".span-list .chip").count() == 1
+    page.locator("#t-U1 input[name=score][value='2']").click()
+    page.wait_for_selector("#t-U1 .state-saved")
+    wait_saved(page)
+    judgment = Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1")
+    assert (judgment.score, judgment.version) == (2, 2)
+
+
 def test_complete_turn_lists_missing_codings_then_moves_on_and_resume_follows(browser_page, live_server,
                                                                                study_round):
     page = browser_page
