@@ -116,19 +116,30 @@ class TimeForm(forms.Form):
     seconds = forms.IntegerField(min_value=-_INT32, max_value=_INT32, error_messages=_WHOLE)  # clamped by the service
 
 
+def _flag_list(flags: list[str] | None) -> list[str]:
+    flags = flags or []
+    if len(flags) > 20 or any(len(flag) > 100 for flag in flags):
+        raise forms.ValidationError("too many or too long flags")
+    return list(flags)
+
+
 class AssignmentNoteForm(forms.Form):
-    """A coder's comment and flags on one item. Only the shape is checked here (text, a list of short words);
-    which flags exist and how long a comment may be are the service's rules."""
+    """A coder's comment and flags on one item, and the note the page had from the server when the change was made
+    (``base_``: left out, an empty note). Only the shape is checked here (text, a list of short words); which flags
+    exist, how long a comment may be and whether the note changed meanwhile are the service's rules."""
 
     comment = forms.CharField(required=False, strip=False, max_length=100_000,
                               error_messages={"max_length": "the comment is far too long"})
     flags = forms.Field(required=False, widget=forms.MultipleHiddenInput)  # repeated: flags=unsure&flags=discuss
+    base_comment = forms.CharField(required=False, strip=False, max_length=100_000,
+                                   error_messages={"max_length": "the comment is far too long"})
+    base_flags = forms.Field(required=False, widget=forms.MultipleHiddenInput)
 
     def clean_flags(self) -> list[str]:
-        flags = self.cleaned_data.get("flags") or []
-        if len(flags) > 20 or any(len(flag) > 100 for flag in flags):
-            raise forms.ValidationError("too many or too long flags")
-        return list(flags)
+        return _flag_list(self.cleaned_data.get("flags"))
+
+    def clean_base_flags(self) -> list[str]:
+        return _flag_list(self.cleaned_data.get("base_flags"))
 
 
 def error_text(form: forms.Form) -> str:

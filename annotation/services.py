@@ -332,6 +332,15 @@ class ItemLockedError(ValidationError):
         super().__init__(errors)
 
 
+class StaleNoteError(Exception):
+    """An item's note (comment and flags) changed since the page making the change read it (another tab or device
+    saved first): ``comment`` and ``flags`` are the note as it is now, for the page to show."""
+
+    def __init__(self, comment: str, flags: list[str]):
+        self.comment, self.flags = comment, flags
+        super().__init__("the note was changed elsewhere; reload to see the newer one")
+
+
 class StaleJudgmentError(Exception):
     """The judgment changed since the editor loaded it (another tab or device saved first), or is gone
     (``current`` None: purged since)."""
@@ -968,13 +977,17 @@ MAX_ITEM_COMMENT_CHARS = 5000
 
 
 @transaction.atomic
-def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flags: Sequence[str]) -> Assignment:
+def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flags: Sequence[str],
+                         base: tuple[str, Sequence[str]] | None = None) -> Assignment:
     """The coder's comment and flags (slugs of ``Assignment.FLAGS``) on one item, for the admins: kept stripped,
     the flags sorted and without repeats. Refused, field by field, for an unknown flag, a comment over
     ``MAX_ITEM_COMMENT_CHARS``, anyone but the item's coder (or a coder no longer a member of the study), a round
     that is not open and an item compared with gold in feedback; an unchanged note writes nothing. The round is
     re-read under a row lock, as the autosave does, so a note racing the round's closing lands before it or is
-    refused."""
+    refused. ``base``: the note (comment, flags) the change was made on, as the coding page had it from the server;
+    a note that is neither that nor the new one was changed meanwhile (another tab), and the change is refused
+    (``StaleNoteError``) rather than written over it: a flag ticked in one tab would otherwise send that tab's older
+    comment along."""
     comment = comment.strip()
     wanted = sorted(set(flags))
     errors: dict[str, str] = {}
@@ -1001,9 +1014,12 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
                            "was reopened: its note stays as it was")
     if errors:
         raise ValidationError(errors)
-    assignment.comment, assignment.flags = comment, wanted
-    if comment == current_comment and wanted == current_flags:
+    if (comment, wanted) == (current_comment, current_flags):
+        assignment.comment, assignment.flags = comment, wanted
         return assignment
+    if base is not None and (base[0].strip(), sorted(set(base[1]))) != (current_comment, sorted(current_flags)):
+        raise StaleNoteError(current_comment, current_flags)
+    assignment.comment, assignment.flags = comment, wanted
     Assignment.objects.filter(pk=assignment.pk).update(comment=comment, flags=wanted)
     audit_record(by=by, action="assignment.note", study=round_.study, target=f"round:{round_.name}",
                  position=assignment.position, flags=wanted, comment_chars=len(comment))

@@ -45,7 +45,7 @@ from annotation.forms import (
 )
 from annotation.kinds import kind_of
 from annotation.models import Assignment, Judgment, Round, Schema, SpanSubcategory, Study, StudyMember
-from annotation.services import ItemLockedError, StaleJudgmentError
+from annotation.services import ItemLockedError, StaleJudgmentError, StaleNoteError
 from benchmark import conversation_ingest
 from benchmark.models import TOPICS, Conversation
 from benchmark.serializers import ConversationIn, conversation_example
@@ -296,7 +296,8 @@ def time_on_task(request: AuthedRequest, round_id: int, position: int) -> HttpRe
 @require_POST
 def note(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     """The coder's comment and flags on one item (for the admins' workshop and exports). Answers with the state to
-    show beside them: "Saved", or "Not saved: why" (422); 401 without a session, as the autosave."""
+    show beside them: "Saved", "Not saved: why" (422), or, when the note changed since the page had it (another
+    tab), "Not saved" with the newer note for the page to show (409); 401 without a session, as the autosave."""
     assignment = get_object_or_404(selectors.coder_assignments(user=request.user).select_related("round__study"),
                                    round_id=round_id, position=position)
     form = AssignmentNoteForm(request.POST)
@@ -304,13 +305,21 @@ def note(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
         return _note_state(refused=error_text(form))
     try:
         services.assignment_note_save(assignment=assignment, by=request.user, comment=form.cleaned_data["comment"],
-                                      flags=form.cleaned_data["flags"])
+                                      flags=form.cleaned_data["flags"],
+                                      base=(form.cleaned_data["base_comment"], form.cleaned_data["base_flags"]))
     except ValidationError as error:
         return _note_state(refused="; ".join(error.messages))
+    except StaleNoteError as stale:
+        return _note_state(stale=stale)
     return _note_state()
 
 
-def _note_state(*, refused: str = "") -> HttpResponse:
+def _note_state(*, refused: str = "", stale: StaleNoteError | None = None) -> HttpResponse:
+    if stale is not None:
+        return HttpResponse(format_html(
+            '<span class="state state-stale" data-state="stale" data-comment="{}" data-flags="{}">Not saved: changed '
+            "in another tab or device — showing the newer note</span>", stale.comment, " ".join(stale.flags)),
+            status=409)
     if refused:
         return HttpResponse(format_html('<span class="state state-refused" data-state="refused">Not saved: {}</span>',
                                         refused), status=422)

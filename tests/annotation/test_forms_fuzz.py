@@ -193,17 +193,18 @@ def test_a_form_posted_in_another_charset_is_never_a_500(demo, charset):
 
 
 def test_item_note_never_fails_and_a_refused_one_changes_nothing(demo):
-    """The coder's comment and flags on an item (annotation.views.note): 200 "Saved" or 422 "Not saved: why"."""
+    """The coder's comment and flags on an item (annotation.views.note): 200 "Saved", 422 "Not saved: why" or 409
+    "Not saved: changed in another tab" (a base note that is not the stored one)."""
     client = signed_in("demo-reviewer")
     url = reverse("turn-note", args=[demo.pk, 1])
+    flags = field_values(["unsure", "discuss"], st.sampled_from(["x" * 101, "\x00", "unsure"]))
     statuses = drive(lambda body: client.post(url, body),
                      form_posts([{"comment": "look again", "flags": ["unsure"]}, {"comment": "", "flags": []}],
-                                {"comment": field_values(["", "why"]),
-                                 "flags": field_values(["unsure", "discuss"], st.sampled_from(["x" * 101,
-                                                                                              "\x00", "unsure"]))}),
+                                {"comment": field_values(["", "why"]), "flags": flags,
+                                 "base_comment": field_values(["", "look again"]), "base_flags": flags}),
                      accepted=lambda response: response.status_code == 200, examples=40)
     # 401: a stray ``coder`` naming another account, as for the autosave.
-    assert {code for code in statuses if isinstance(code, int)} <= {200, 401, 422}, statuses
+    assert {code for code in statuses if isinstance(code, int)} <= {200, 401, 409, 422}, statuses
     assert statuses.get("accepted") and statuses.get("refused"), statuses
 
 

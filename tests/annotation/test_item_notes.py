@@ -53,6 +53,22 @@ def test_an_unchanged_note_writes_no_audit_event_and_clearing_one_does(item, rev
     assert AuditEvent.objects.filter(action="assignment.note").count() == 2
 
 
+def test_a_note_changed_since_its_base_is_refused_with_the_newer_one_and_written_over_never(item, reviewer):
+    services.assignment_note_save(assignment=item, by=reviewer, comment="Cut off", flags=["truncated"], base=("", []))
+    # Another tab, still on the empty note, ticks a flag: its empty comment would erase the newer one.
+    with pytest.raises(services.StaleNoteError) as caught:
+        services.assignment_note_save(assignment=item, by=reviewer, comment="", flags=["unsure"], base=("", []))
+    assert (caught.value.comment, caught.value.flags) == ("Cut off", ["truncated"])
+    assert stored(item) == ("Cut off", ["truncated"])
+    assert AuditEvent.objects.filter(action="assignment.note").count() == 1
+    # On the newer note (compared as stored: stripped, flags sorted), or the very note it holds, it is no conflict.
+    services.assignment_note_save(assignment=item, by=reviewer, comment="Cut off", flags=["truncated"],
+                                  base=("", []))
+    services.assignment_note_save(assignment=item, by=reviewer, comment="Cut off", flags=["truncated", "unsure"],
+                                  base=(" Cut off\n", ["truncated", "truncated"]))
+    assert stored(item) == ("Cut off", ["truncated", "unsure"])
+
+
 @pytest.mark.parametrize(("comment", "flags", "field", "message"), [
     ("", ["unsure", "shrug"], "flags", "unknown flag 'shrug' (known: unsure, truncated, discuss)"),
     ("x" * 5001, [], "comment", "the comment has 5,001 characters; at most 5,000 are kept"),
@@ -127,6 +143,20 @@ def test_a_refused_note_answers_422_with_the_reason_escaped(client, item):
     closed = client.post(note_url(item), {"comment": "ok"})
     assert closed.status_code == 422 and "Not saved: calibration-1 is closed" in closed.content.decode()
     assert stored(item) == ("", [])
+
+
+def test_a_note_changed_since_the_page_had_it_answers_409_with_the_newer_one(client, item, reviewer):
+    assert sign_in(client, "reviewer", "pw-for-tests")
+    assert client.post(note_url(item), {"comment": 'Says "stop"', "flags": ["discuss", "unsure"]}).status_code == 200
+    stale = client.post(note_url(item), {"comment": "", "flags": ["truncated"]})  # no base: an empty note
+    assert stale.status_code == 409
+    assert stale.content.decode() == (
+        '<span class="state state-stale" data-state="stale" data-comment="Says &quot;stop&quot;" '
+        'data-flags="discuss unsure">Not saved: changed in another tab or device — showing the newer note</span>')
+    assert stored(item) == ('Says "stop"', ["discuss", "unsure"])
+    saved = client.post(note_url(item), {"comment": "", "flags": ["truncated"], "base_comment": 'Says "stop"',
+                                         "base_flags": ["unsure", "discuss"]})
+    assert saved.status_code == 200 and stored(item) == ("", ["truncated"])
 
 
 def test_another_reviewer_an_outsider_and_a_removed_member_get_404(client, item, reviewer, other_reviewer, outsider):

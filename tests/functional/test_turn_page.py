@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import Assignment, Judgment, Span, StudyMember
 from annotation.selectors import response_by_handle, response_handle
@@ -192,6 +193,32 @@ def test_a_turn_gone_back_to_shows_what_was_saved_on_it(browser_page, live_serve
     wait_saved(page)
     judgment = Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U1")
     assert (judgment.score, judgment.version) == (2, 2)
+
+
+def test_a_note_changed_in_another_tab_is_never_silently_overwritten(browser_page, live_server, study_round):
+    """The item's comment and flags are one note: a flag ticked in a tab opened before another tab saved a comment
+    would send that tab's empty comment with it. It is refused, the newer note shown, and saved once ticked again."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    url = f"{live_server.url}/rounds/{round_.pk}/turns/1/"
+    page.goto(url)
+    other = page.context.new_page()
+    other.goto(url)
+    page.fill("#note-comment", "Response B stops mid-sentence.")
+    page.locator("#note-comment").press("Tab")
+    page.locator("#item-note .state-saved").wait_for()
+    other.locator("#item-note input[value=truncated]").click()
+    expect(other.locator("#item-note .state-stale")).to_contain_text("changed in another tab")
+    expect(other.locator("#note-comment")).to_have_value("Response B stops mid-sentence.")
+    expect(other.locator("#item-note input[value=truncated]")).not_to_be_checked()
+    assert other.locator("#global-state").get_attribute("data-state") == "error"
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    assert (assignment.comment, assignment.flags) == ("Response B stops mid-sentence.", [])
+    other.locator("#item-note input[value=truncated]").click()
+    other.locator("#item-note .state-saved").wait_for()
+    assignment.refresh_from_db()
+    assert (assignment.comment, assignment.flags) == ("Response B stops mid-sentence.", ["truncated"])
 
 
 def test_complete_turn_lists_missing_codings_then_moves_on_and_resume_follows(browser_page, live_server,

@@ -49,6 +49,8 @@ function bodyOf(form) {
   if (form === note) {
     data.append("comment", form.elements.comment.value);
     form.querySelectorAll('input[name="flags"]:checked').forEach(function (box) { data.append("flags", box.value); });
+    data.append("base_comment", note.base.comment);
+    note.base.flags.forEach(function (flag) { data.append("base_flags", flag); });
     return data;
   }
   data.append("form_id", form.id);
@@ -143,12 +145,14 @@ function handle(form, status, text) {
   if (status === 200 && state === "saved") {
     signInsWithoutSuccess = 0;
     form.q.retries = 0;
+    if (form === note) note.base = noteOf(form.q.sent);
     if (result.dataset.version) form.dataset.version = result.dataset.version;
     if (result.dataset.score !== undefined) form.savedScore = result.dataset.score;
     if (form.q.dirty) { pump(form); return; }
     setState(form, "saved", "Saved");
     return;
   }
+  if (form === note && status === 409 && state === "stale") { noteStale(result, unanswered); return; }
   if (status === 409 && state === "stale" && unanswered.some(function (b) { return sameAsResult(form, b, result); })) {
     // The newer value is this page's own save whose answer was lost: taken as saved, and the newest values (if
     // they changed since) sent on its version; never shown as another tab's change, a later change never dropped.
@@ -180,6 +184,35 @@ function handle(form, status, text) {
   let message = result ? result.textContent : "Not saved: refused by the server (" + status + ")";
   if (!result && status === 404) message = "Not saved: this item is no longer yours to code (404)";
   setState(form, "refused", message);
+}
+
+// The note (comment and flags) in a save's body, or as the page holds it; two compared as the server stores them.
+function noteOf(body) { return { comment: body.get("comment"), flags: body.getAll("flags") }; }
+
+function sameNote(a, b) {
+  return a.comment.trim() === b.comment.trim() && a.flags.slice().sort().join(" ") === b.flags.slice().sort().join(" ");
+}
+
+// The note changed since the page had it (another tab or device): refused, the newer note shown, and the comment
+// typed here said in the message (the field now holds the newer one). Unless the newer note is this page's own save
+// whose answer was lost: then taken as saved, and the newest values (if they changed since) sent on it.
+function noteStale(result, unanswered) {
+  const newer = { comment: result.dataset.comment, flags: result.dataset.flags ? result.dataset.flags.split(" ") : [] };
+  note.base = newer;
+  if (unanswered.some(function (body) { return sameNote(noteOf(body), newer); })) {
+    if (!sameNote(noteOf(bodyOf(note)), newer)) note.q.dirty = true;
+    if (note.q.dirty) { pump(note); return; }
+    setState(note, "saved", "Saved");
+    return;
+  }
+  note.q.dirty = false;
+  const typed = note.elements.comment.value.trim();
+  note.elements.comment.value = newer.comment;
+  note.querySelectorAll('input[name="flags"]').forEach(function (box) {
+    box.checked = newer.flags.includes(box.value);
+  });
+  const yours = typed && typed !== newer.comment.trim() ? " (your comment was: “" + typed + "”)" : "";
+  setState(note, "stale", result.textContent + yours);
 }
 
 // Signed in again (relogin.js): the kept changes are sent.
@@ -282,6 +315,13 @@ export function startSaving() {
   });
   if (!note) return;
   note.q = newQueue();
+  // The note as the server sent it (the HTML's, not what the browser may have put back in the fields).
+  note.base = {
+    comment: note.elements.comment.defaultValue,
+    flags: Array.from(note.querySelectorAll('input[name="flags"]')).filter(function (box) {
+      return box.defaultChecked;
+    }).map(function (box) { return box.value; }),
+  };
   note.addEventListener("submit", function (event) { event.preventDefault(); });
   if (editable) {
     note.addEventListener("change", saveNote);
