@@ -29,15 +29,19 @@ Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/c
   chat sessions), none with state Acute or an Acute marker in the reference coding; the one whose start is nearest
   the crisis window's start is taken, the earlier on a tie; a crisis window with none is left out; two crisis
   windows may share a control window.
-- C3 Per history, AR and PR of its crisis windows and of their controls pool their action turns; the difference is
-  crisis - control. `delta_AR`/`delta_PR` are means over histories where both sides have an action turn;
-  `n_histories` counts them. The Wilcoxon test and rank-biserial r are on the `control_metric` differences (AR by
-  default), two-sided, zero differences dropped (scipy's "wilcox"), r = (R+ - R-) / (R+ + R-) over the same ranks;
-  both null when no difference is nonzero.
+- C3 Per history, AR and PR of its crisis windows and of their controls pool their action turns (a control window
+  that two crisis windows share counts once for each); the difference is crisis - control. `delta_AR`/`delta_PR`
+  are means over histories where both sides have an action turn; `n_histories` counts them. The Wilcoxon test and
+  rank-biserial r are on the `control_metric` differences (AR by default), two-sided, zero differences dropped
+  (scipy's "wilcox"), r = (R+ - R-) / (R+ + R-) over the same ranks; both null when no difference is nonzero.
 - Q1 Quality sessions: crisis and callback sessions (`quality_scope="episode_sessions"`), or also every session
-  after the first crisis (`"after_crisis"`, the study setting). A session counts when its checklist was coded.
-- Q2 A session's crisis type is its own, else that of the latest earlier session with one, else "none". An item
-  applies when it is tagged with that type or has no tag; only applicable items count, for all three rates.
+  after the first crisis (`"after_crisis"`). The scope is a parameter of the core (`CareParams.quality_scope`); no
+  study setting chooses it yet, so a study's report uses `episode_sessions`. A session counts when its checklist was
+  coded.
+- Q2 A session's crisis type is its own, else that of the latest earlier session with one, else "none": it is the
+  `quality_by` key (a callback of another crisis type than the history's counts under its own type, not under the
+  history's `alignment_by` key of M2), and a type with no quality session has no entry. An item applies when it is
+  tagged with that type or has no tag; only applicable items count, for all three rates.
 - Q3 An applicable item missing from a coded checklist is absent (an unticked box), so a missing required item is
   an omission.
 - V1 Validation compares every pair of coders ("A|B", A < B) on the units both coded; agreement is a fraction
