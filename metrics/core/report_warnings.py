@@ -1,7 +1,8 @@
 """The report's ``warnings``: a section that came out empty although the study has judgments or session labels for
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
 kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
-(a calibration round without gold, a model slot without a scored response: ``parameters.models``). A report never
+(a calibration round without gold, a model slot without a scored response: ``parameters.models``), and the
+calibration bootstrap's figures when it resamples too few clusters to mean anything. A report never
 drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report`` prints these on
 stderr, and the dashboards show them on the overview and on the section's page. Plain data in, plain data out (no
 database, no science stack)."""
@@ -9,6 +10,7 @@ database, no science stack)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from math import comb
 from typing import Any
 
 from .kind_sections import core_section
@@ -26,6 +28,11 @@ _MAIN_REASONS = {
     "off_scale": "with a score off its attribute's scale",
     "duplicate": "replaced by a later judgment of the same unit",
 }
+# Fewer resampled clusters than this and the calibration bootstrap's intervals and top-k shares are too coarse to
+# read (docs/metrics.md#bootstrap-selection-stability): a 95% interval covers under 90% even of a plain mean.
+MIN_BOOTSTRAP_CLUSTERS = 10
+
+
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -55,20 +62,41 @@ def _main(report: Mapping[str, Any]) -> str | None:
 
 
 def _rounds_without_gold(report: Mapping[str, Any]) -> list[str]:
-    """A calibration round its reviewers coded, none of whose items they coded has a gold value (gold not recorded
-    yet, or recorded on other items): every reviewer figure of the round is null, which reads as a study with
-    nothing to say unless it is said why."""
+    """The calibration rounds its reviewers coded, none of whose items they coded has a gold value (gold not
+    recorded yet, or recorded on other items): every reviewer figure of the round is null, which reads as a study
+    with nothing to say unless it is said why."""
     calibration = report.get("calibration") or {}
     reviewers = calibration.get("reviewers") or {}
-    said = []
+    found = []
     for name in calibration.get("rounds") or []:
         entries = [rounds[name] for rounds in reviewers.values() if isinstance(rounds, Mapping) and
                    isinstance(rounds.get(name), Mapping) and "n_items" in rounds[name]]
         if entries and all(int(entry["n_items"] or 0) == 0 for entry in entries):
-            said.append(f"Calibration round {name}: none of the items its reviewers coded has a gold value yet, so "
-                        "its agreement with gold, ranks and selection stability are empty (record the round's gold "
-                        "on its consensus screen, then run the report again).")
-    return said
+            found.append(name)
+    return found
+
+
+def _without_gold_said(name: str) -> str:
+    return (f"Calibration round {name}: none of the items its reviewers coded has a gold value yet, so its agreement "
+            "with gold, ranks and selection stability are empty (record the round's gold on its consensus screen, "
+            "then run the report again).")
+
+
+def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
+    """The last calibration round, when its bootstrap resamples fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its
+    turns, a conversation-level item one of its own: ``calibration.bootstrap.n_turns``): n clusters give
+    C(2n − 1, n) distinct resamples (3 for 2), and the intervals of so few undercover, so its agreement intervals
+    and top-k shares would be read as usual though they say next to nothing. A round whose figures are all empty
+    for want of gold is said so already."""
+    bootstrap = (report.get("calibration") or {}).get("bootstrap") or {}
+    name, n = bootstrap.get("round"), int(bootstrap.get("n_turns") or 0)
+    if not name or name in without_gold or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+        return []
+    distinct = plural(comb(2 * n - 1, n), "distinct resample")
+    return [f"Calibration round {name}: its bootstrap resamples only {plural(n, 'cluster')} (the turns of its "
+            f"items, a conversation-level item one of its own), which give {distinct}: its agreement intervals and "
+            f"the top-k shares of selection stability say next to nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} "
+            "clusters an interval covers well below its level; a round needs more items for them to be read)."]
 
 
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
@@ -90,14 +118,17 @@ def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
-    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``) and each model
+    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), the last
+    calibration round when its bootstrap has too few clusters (``_few_bootstrap_clusters``) and each model
     slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when there is
     none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
         found.append({"section": MAIN, "message": main})
-    found.extend({"section": MAIN, "message": message} for message in _rounds_without_gold(report))
+    without_gold = _rounds_without_gold(report)
+    found.extend({"section": MAIN, "message": _without_gold_said(name)} for name in without_gold)
+    found.extend({"section": MAIN, "message": message} for message in _few_bootstrap_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):
         section = core_section(name)

@@ -15,6 +15,7 @@ import pytest
 
 from metrics.core.bootstrap import resample_picks
 from metrics.core.report import AttributeSpec, JudgmentTable, ReportParams, SpanTable, build_report
+from metrics.core.report_warnings import report_warnings
 
 from ._tables import judgment_table, span_table
 
@@ -233,3 +234,25 @@ def test_panel_ranking_uses_last_round(report: dict) -> None:
     ranking = report["calibration"]["panel_ranking"]
     assert ranking["round"] == "calibration-2"
     assert [(r["reviewer"], r["rank"]) for r in ranking["ranking"]] == [("ann", 1), ("bob", 1), ("dan", 1)]
+
+
+def test_a_bootstrap_of_two_clusters_is_named_in_the_warnings(report: dict) -> None:
+    """Round 2's bootstrap draws its 2 turns: 3 distinct resamples, whose intervals and top-k shares the report
+    printed as usual, unsaid."""
+    assert report_warnings(report) == [{"section": "main", "message": (
+        "Calibration round calibration-2: its bootstrap resamples only 2 clusters (the turns of its items, a "
+        "conversation-level item one of its own), which give 3 distinct resamples: its agreement intervals and the "
+        "top-k shares of selection stability say next to nothing (with fewer than 10 clusters an interval covers well "
+        "below its level; a round needs more items for them to be read).")}]
+
+
+@pytest.mark.parametrize(("n_turns", "warned"), [(0, False), (1, True), (9, True), (10, False), (40, False)])
+def test_the_bootstrap_warning_starts_below_ten_clusters(n_turns: int, warned: bool) -> None:
+    reviewer = {"calibration-1": {"bucketed": 0.5, "n_items": 3}}
+    report = {"calibration": {"rounds": ["calibration-1"], "reviewers": {"r1": reviewer},
+                              "bootstrap": {"round": "calibration-1", "n_turns": n_turns}}}
+    assert bool(report_warnings(report)) is warned
+    # a round whose figures are all empty for want of gold is said so, once
+    reviewer["calibration-1"] = {"bucketed": None, "n_items": 0}
+    assert [w["message"][:60] for w in report_warnings(report)] == [
+        "Calibration round calibration-1: none of the items its revie"]
