@@ -111,6 +111,29 @@ def _main_rows(enc: Encoded, params: ReportParams) -> np.ndarray | None:
     return np.flatnonzero(keep)
 
 
+def models_left_out(enc: Encoded, params: ReportParams) -> dict[str, dict[str, int]]:
+    """The main round's judgments of each model's responses that ``_main_rows`` leaves out, by why: ``methods`` (an
+    automated coder's) and ``outside_panel`` (a reviewer's outside the retained panel); only the models with some.
+    What a model without a row in the per-model figures was scored by (``input.models_left_out``), for the report's
+    warnings."""
+    if MAIN not in enc.rounds:
+        return {}
+    j, keys = enc.judgments, enc.keys
+    model = keys.unit_model[j.unit]
+    of_responses = (j.round == enc.rounds.index(MAIN)) & (j.coder != GOLD) & (
+        np.array([name != "" for name in keys.models], dtype=bool)[model])
+    by_method = of_responses & np.isin(j.coder, [enc.coders.index(c) for c in params.methods if c in enc.coders])
+    outside = np.zeros_like(by_method)
+    if params.panel is not None:
+        outside = of_responses & ~by_method & ~np.isin(
+            j.coder, [enc.coders.index(c) for c in params.panel if c in enc.coders])
+    counts = {"methods": np.bincount(model[by_method], minlength=len(keys.models)),
+              "outside_panel": np.bincount(model[outside], minlength=len(keys.models))}
+    return {keys.models[m]: {why: int(n[m]) for why, n in counts.items()}
+            for m in sorted(range(len(keys.models)), key=lambda m: keys.models[m])
+            if counts["methods"][m] or counts["outside_panel"][m]}
+
+
 def main_round(enc: Encoded, rows: np.ndarray) -> MainRound:
     j, schema, keys = enc.judgments, enc.schema, enc.keys
     n_attributes = len(schema.attributes)

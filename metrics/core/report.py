@@ -16,7 +16,7 @@ from .bootstrap import Bootstrap
 from .calibration import calibration_section
 from .common import to_jsonable
 from .encode import encode
-from .indices import indices_section
+from .indices import indices_section, models_left_out
 from .provenance import KindRows, fingerprint, fingerprint_rows
 from .report_warnings import report_warnings
 from .tables import AttributeSpec, JudgmentTable, ReportParams, SpanTable
@@ -107,6 +107,7 @@ def report_prepare(
             "used": len(enc.judgments),
             "dropped": enc.dropped,
             "rounds": sorted(enc.rounds),
+            "models_left_out": models_left_out(enc, params),  # what the per-model figures do not read, by why
         },
         "calibration": calibration,
         "indices": indices,

@@ -101,18 +101,37 @@ def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) 
 
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
     """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
-    slot has one: no reviewer of the main round scored a response of it (none coded yet, or none imported), and a
-    table of four models where the study has five reads as complete unless it is said. A report whose indices hold
-    no model at all (no main round yet, or a study kind whose main report is empty by design) says nothing of each
-    slot."""
+    slot has one, and what its responses were scored by (``input.models_left_out``): the per-model figures read the main
+    round's reviewers (the retained panel's only, once there is one), never an automated coder, so a slot scored by
+    automated coders or reviewers outside the panel alone is missing as one nobody scored is (none coded yet, or none
+    imported). A table of four models where the study has five reads as complete unless it is said. A report whose
+    indices hold no model at all (no main round yet, or a study kind whose main report is empty by design) says
+    nothing of each slot."""
     scored = (report.get("indices") or {}).get("ari") or {}
+    left_out = (report.get("input") or {}).get("models_left_out") or {}
     models = (report.get("parameters") or {}).get("models") or []
     if not isinstance(scored, Mapping) or not scored:
         return []
-    return [f"Model {name} has no scored response: it is missing from the main round's per-model figures (ARI, "
-            "flags, attribute risk, fingerprint, their intervals and their splits by dataset and conversation kind) "
-            "until a reviewer of the main round scores one of its responses (none coded yet, or none imported)."
-            for name in models if name not in scored]
+    said = []
+    for name in models:
+        if name in scored:
+            continue
+        counts = left_out.get(name) or {}
+        methods, outside = int(counts.get("methods") or 0), int(counts.get("outside_panel") or 0)
+        by_methods = (f"automated coders gave its responses {plural(methods, 'judgment')}, and an automated "
+                      "coder's labels are not a reviewer's")
+        if outside:
+            head, who = "no response scored by the retained panel", "a member of the retained panel"
+            why = (f"the per-model figures read the panel's judgments only, and coders outside it gave its responses "
+                   f"{plural(outside, 'judgment')}{'; ' + by_methods if methods else ''}")
+        elif methods:
+            head, who, why = "no response scored by a reviewer", "a reviewer of the main round", by_methods
+        else:
+            head, who, why = "no scored response", "a reviewer of the main round", "none coded yet, or none imported"
+        said.append(f"Model {name} has {head}: it is missing from the main round's per-model figures (ARI, flags, "
+                    "attribute risk, fingerprint, their intervals and their splits by dataset and conversation kind) "
+                    f"until {who} scores one of its responses ({why}).")
+    return said
 
 
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
