@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from html.parser import HTMLParser
 from unittest import mock
 
 import pytest
@@ -14,6 +13,7 @@ from django.urls import reverse
 from annotation import admin as admin_pages
 from annotation import services as annotation_services
 from annotation.models import AttributeDefinition, ReviewerAlert, Round, Study, StudyMember
+from tests.admin_form import form_fields
 from tests.factories import (
     AssignmentFactory,
     JudgmentFactory,
@@ -44,48 +44,6 @@ def test_an_alert_is_neither_added_nor_resolved_by_hand(client, admin_user, revi
     assert client.get(change).status_code == 200  # still shown, read-only
 
 
-class _Form(HTMLParser):
-    """The fields of a page's form as a browser would post them unchanged: inputs, checked boxes, selected options,
-    text areas."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.data: dict[str, str] = {}
-        self._select: str | None = None
-        self._textarea: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list) -> None:
-        a = dict(attrs)
-        name = a.get("name")
-        if tag == "input" and name and a.get("type") not in ("submit", "button", "file"):
-            if a.get("type") not in ("checkbox", "radio") or "checked" in a:
-                self.data[name] = a.get("value") or ("on" if a.get("type") == "checkbox" else "")
-        elif tag == "select" and name:
-            self._select = name
-            self.data.setdefault(name, "")
-        elif tag == "option" and self._select and "selected" in a:
-            self.data[self._select] = a.get("value") or ""
-        elif tag == "textarea" and name:
-            self._textarea = name
-            self.data[name] = ""
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "select":
-            self._select = None
-        elif tag == "textarea":
-            self._textarea = None
-
-    def handle_data(self, data: str) -> None:
-        if self._textarea:
-            self.data[self._textarea] += data.removeprefix("\n") if not self.data[self._textarea] else data
-
-
-def _form(client, url: str) -> dict[str, str]:  # noqa: ANN001
-    page = _Form()
-    page.feed(client.get(url).content.decode())
-    return page.data
-
-
 def test_a_rounds_state_and_identity_change_only_through_the_studys_page(client, admin_user):
     """A round opens, closes and is reopened by the services (a reopening names its reason and locks the items
     compared with gold in feedback); its kind and number name its judgments. The Django admin shows them, and a
@@ -96,14 +54,14 @@ def test_a_rounds_state_and_identity_change_only_through_the_studys_page(client,
     JudgmentFactory(round=round_)
     client.force_login(admin_user)
     study_page = reverse("admin:annotation_study_change", args=[round_.study_id])
-    data = _form(client, study_page)
+    data = form_fields(client, study_page)
     assert data["rounds-0-id"] == str(round_.pk)
     before = fingerprint()
     client.post(study_page, data | {"rounds-0-status": "open"})
     client.post(study_page, data | {"rounds-0-number": "7"})
     round_page = reverse("admin:annotation_round_change", args=[round_.pk])
     for change in ({"number": "7"}, {"gold_pool": "on"}, {"status": "open"}):
-        client.post(round_page, _form(client, round_page) | change)
+        client.post(round_page, form_fields(client, round_page) | change)
     assert fingerprint() == before
     round_.refresh_from_db()
     assert (round_.status, round_.kind, round_.number, round_.gold_pool) == ("closed", "calibration", 1, False)
@@ -122,16 +80,17 @@ def test_an_opened_rounds_set_and_a_coders_items_are_not_changed_by_hand(client,
     client.force_login(admin_user)
     before = fingerprint()
     item_page = reverse("admin:annotation_rounditem_change", args=[item.pk])
-    assert client.post(item_page, _form(client, item_page) | {"position": "9"}).status_code == 403
+    assert client.post(item_page, form_fields(client, item_page) | {"position": "9"}).status_code == 403
     assert client.post(reverse("admin:annotation_rounditem_delete", args=[item.pk]),
                        {"post": "yes"}).status_code == 403
     add = client.post(reverse("admin:annotation_rounditem_add"),
                       {"round": judgment.round_id, "turn": other_turn.pk, "position": "2"})
     assert "calibration-1 is no longer a draft: its items are fixed" in add.content.decode()
     assignment_page = reverse("admin:annotation_assignment_change", args=[assignment.pk])
-    client.post(assignment_page, _form(client, assignment_page) | {
+    client.post(assignment_page, form_fields(client, assignment_page) | {
         "coder": str(other_coder.pk), "turn": str(other_turn.pk)})
-    client.post(assignment_page, {k: v for k, v in _form(client, assignment_page).items() if k != "feedback_locked"})
+    client.post(assignment_page, {k: v for k, v in form_fields(client, assignment_page).items()
+                                  if k != "feedback_locked"})
     assert fingerprint() == before
 
 
@@ -148,7 +107,7 @@ def test_no_queue_item_is_added_to_an_opened_round_and_no_opened_round_is_delete
     client.force_login(admin_user)
     before = fingerprint()
     add = reverse("admin:annotation_assignment_add")
-    answer = client.post(add, _form(client, add) | {"round": str(closed.pk), "coder": str(coder.pk),
+    answer = client.post(add, form_fields(client, add) | {"round": str(closed.pk), "coder": str(coder.pk),
                                                     "turn": str(turn.pk), "position": "1"})
     assert "calibration-1 is no longer a draft: its queues are fixed" in answer.content.decode()
     assert client.post(reverse("admin:annotation_round_delete", args=[opened.pk]), {"post": "yes"}).status_code == 403
@@ -174,7 +133,7 @@ def test_a_members_role_alias_and_panel_place_are_not_changed_and_no_member_is_a
     before = fingerprint()
     client.post(member_page, {"study": study.pk, "user": member.user_id, "role": "reviewer", "alias": "R9",
                               "retained": "true"})
-    study_form = _form(client, study_page)
+    study_form = form_fields(client, study_page)
     assert "members-0-role" not in study_form
     client.post(study_page, study_form | {"members-0-role": "reviewer", "members-0-alias": "R9",
                                           "members-TOTAL_FORMS": "2", "members-1-study": study.pk,
@@ -213,7 +172,7 @@ def test_json_the_database_cannot_store_is_refused_by_the_admins_forms(client, a
     before = fingerprint()
     for url, field in ((reverse("admin:annotation_schema_change", args=[study.schema_id]), "definition"),
                        (reverse("admin:annotation_attributedefinition_change", args=[attribute.pk]), "anchors")):
-        response = client.post(url, _form(client, url) | {field: text})
+        response = client.post(url, form_fields(client, url) | {field: text})
         assert response.status_code == 200, (url, response.status_code)
         assert message in response.context["adminform"].form.errors.get(field, [""])[0], (url, field)
     assert fingerprint() == before
@@ -318,7 +277,7 @@ def test_a_frozen_schema_and_its_parts_are_shown_read_only_and_refused_in_words(
         text = page.content.decode()
         assert page.status_code == 200 and 'name="_save"' not in text, url
         assert "chema cab-v1 is frozen: a study using it has been opened, so it is shown read-only" in text, url
-        assert client.post(url, _form(client, url)).status_code == 403, url
+        assert client.post(url, form_fields(client, url)).status_code == 403, url
     add = reverse("admin:annotation_spansubcategory_add")
     refused = client.post(add, {"schema": attribute.schema_id, "attribute": attribute.pk, "slug": "by-hand",
                                 "name": "By hand", "colour": "#123456", "style": "solid", "position": "9"})
@@ -346,7 +305,7 @@ def test_a_study_is_shown_read_only_its_settings_and_state_changing_only_through
     assert page.status_code == 200 and 'name="_save"' not in text
     assert f'settings change on <a href="/studies/{study.slug}/settings/">its settings page</a>, recorded' in text
     before = fingerprint()
-    form = _form(client, change)
+    form = form_fields(client, change)
     for changed in ({}, {"status": "setup"}, {"schema": str(study.schema_id + 1)}, {"name": "renamed"}):
         assert client.post(change, form | changed).status_code == 403, changed
     assert client.post(reverse("admin:annotation_study_add"), {"slug": "by-hand", "name": "x"}).status_code == 403
@@ -370,16 +329,16 @@ def test_an_opened_rounds_queue_items_and_a_gold_values_who_agreed_are_not_chang
     page = reverse("admin:annotation_assignment_change", args=[assignment.pk])
     assert 'name="_save"' not in client.get(page).content.decode()
     for changed in ({"position": "9"}, {"comment": "the admin's words"}, {"flags": "[]"}):
-        assert client.post(page, _form(client, page) | changed).status_code == 403, changed
+        assert client.post(page, form_fields(client, page) | changed).status_code == 403, changed
     assert client.post(reverse("admin:annotation_assignment_delete", args=[assignment.pk]),
                        {"post": "yes"}).status_code == 403
     gold = reverse("admin:annotation_judgment_change", args=[judgment.pk])
-    assert client.post(gold, _form(client, gold) | {"agreed_by": str(reviewer.pk)}).status_code == 403
+    assert client.post(gold, form_fields(client, gold) | {"agreed_by": str(reviewer.pk)}).status_code == 403
     assert fingerprint() == before
 
     draft = AssignmentFactory(round=RoundFactory(status=Round.Status.DRAFT), comment="theirs")
     page = reverse("admin:annotation_assignment_change", args=[draft.pk])
     assert 'name="comment"' not in client.get(page).content.decode()
-    assert client.post(page, _form(client, page) | {"position": "7", "comment": "x"}).status_code == 302
+    assert client.post(page, form_fields(client, page) | {"position": "7", "comment": "x"}).status_code == 302
     draft.refresh_from_db()
     assert (draft.position, draft.comment) == (7, "theirs")
