@@ -22,7 +22,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template, render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
-from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_redis import get_redis_connection
 
@@ -130,9 +129,6 @@ def queue(request: AuthedRequest, round_id: int) -> HttpResponse:
         "order_hidden": selectors.session_order_hidden(user=request.user, study=page.round.study)})
 
 
-# Never kept by the browser: back or forward to a turn would show the copy first loaded, without the judgments saved
-# on it since, and a change made there would go on a version the server has passed.
-@never_cache
 @login_required
 def turn(request: AuthedRequest, round_id: int, position: int) -> HttpResponse:
     view = selectors.turn_view(round_id=round_id, user=request.user, position=position)

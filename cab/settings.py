@@ -125,6 +125,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Below WhiteNoise: static files keep their own caching; every page gets no-store unless it says otherwise.
+    "common.private_pages.PrivatePagesMiddleware",
     # Pages compressed (static files come precompressed from WhiteNoise above). BREACH: no secret is reflected in a
     # compressed body except the CSRF token, which Django masks afresh on every response, and this middleware pads
     # each body with random bytes in the gzip header (Django >= 4.2), so lengths tell nothing.
