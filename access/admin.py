@@ -32,6 +32,11 @@ class AccountAdmin(UserAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    # Nor deleted: the audit trail names it (``user:NAME``), and its name taken again would make another person the
+    # author of those events. The people page deactivates an account instead.
+    def has_delete_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        return False
+
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if request.method == "GET" and self.get_object(request, unquote(object_id)) is not None:

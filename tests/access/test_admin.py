@@ -64,3 +64,15 @@ def test_accounts_are_made_on_the_people_page_and_passwords_still_set_in_the_adm
 def test_a_study_admin_does_not_see_accounts_in_the_django_admin(client, admin_user, reviewer):
     client.force_login(admin_user)
     assert client.get(reverse("admin:auth_user_change", args=[reviewer.pk])).status_code == 403
+
+
+def test_an_account_is_not_deleted_in_the_admin(client, superuser, reviewer):
+    """The audit trail names an account (``user:NAME``); deleted, its name could be given to someone else, who
+    would then read as the author of those events. The people page deactivates instead."""
+    client.force_login(superuser)
+    delete = reverse("admin:auth_user_delete", args=[reviewer.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    changelist = reverse("admin:auth_user_changelist")
+    assert client.post(changelist, {"action": "delete_selected", "_selected_action": [reviewer.pk],
+                                    "post": "yes"}).status_code in (200, 302)
+    assert User.objects.filter(pk=reviewer.pk).exists()
