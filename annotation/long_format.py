@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from annotation import long_format_sql
@@ -24,6 +24,7 @@ from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import UNSTORABLE, UNSTORABLE_MESSAGE, RowError, jsonl_rows
 from common.lookups import any_of
 from common.rounds import round_name
+from common.snapshot import one_snapshot
 
 COLUMNS = ("study", "round", "reviewer", "is_gold", "dataset", "conversation_id", "turn_index", "model",
            "attribute", "score", "instance_count", "spans", "role")
@@ -193,13 +194,11 @@ def _in_snapshot(read: Callable[[int], Iterator[Any]]) -> Iterator[Any]:
     """What ``read(helpers)`` yields, read in one transaction: the caller's (``helpers`` 0), or (outside one) one of
     its own, REPEATABLE READ, with the export's settings (``long_format_sql.export_settings``), whose snapshot up
     to ``EXPORT_CONNECTIONS`` - 1 helper connections may share."""
-    if not connection.get_autocommit():  # the caller's transaction: the cursors already stream
-        yield from read(0)
-        return
-    with transaction.atomic():
+    with one_snapshot() as own:  # the caller's transaction: the cursors already stream
+        if not own:
+            yield from read(0)
+            return
         with connection.cursor() as cursor:
-            # every statement of the export on one snapshot, which other connections can then share
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             long_format_sql.export_settings(cursor)
         yield from read(max(settings.EXPORT_CONNECTIONS - 1, 0))
 

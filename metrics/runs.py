@@ -21,6 +21,7 @@ from django.utils import timezone
 from annotation.models import Study
 from common.logs import without_row_values
 from common.outage import busy, unreachable
+from common.snapshot import one_snapshot
 from metrics import scaleout, selectors
 from metrics.core.report import (  # single_blas_thread: every path that computes a report or a chunk calls it
     INDEXED,
@@ -55,12 +56,21 @@ def report_prepare(
     progress: Callable[[float, str], None] | None = None, phases: dict[str, float] | None = None,
 ) -> PreparedReport:
     """Load the study's judgments and compute every figure but the bootstrap ones (``report_finish`` adds
-    them from the bootstrap's chunks). ``phases``, when given, receives the load's seconds under "load"."""
+    them from the bootstrap's chunks). ``phases``, when given, receives the seconds of the reads (the kind's section
+    included, computed on the same snapshot) under "load"."""
     single_blas_thread()
     step = _scaled(progress, 0.0, 1.0)
     step(0.0, "loading judgments")
     started = time.perf_counter()
-    inputs = selectors.report_inputs(study=study)
+    section = section_of(study)
+    # Every read of the run on one snapshot (``common.snapshot``): a judgment saved meanwhile is in all of them or in
+    # none, so the kind's section, the unscored count and the coders agree with the judgments read.
+    with one_snapshot():
+        inputs = selectors.report_inputs(study=study)
+        # the section of the study's kind, and the rows it read (the input fingerprint covers them); None: a kind
+        # without a section (the default kind)
+        found = section.section_and_rows(study=study, seed=seed, resamples=bootstrap) if section is not None else None
+        unscored = selectors.unscored_judgments(study=study)
     if phases is not None:
         phases["load"] = time.perf_counter() - started
     step(LOADED, f"loaded {len(inputs.judgments):,} judgments and {len(inputs.spans):,} spans")
@@ -78,13 +88,9 @@ def report_prepare(
         progress=_scaled(progress, LOADED, LOADED + (STORED - LOADED) * INDEXED),
     )
     study_block = {"slug": study.slug, "schema": study.schema.slug, "schema_version": study.schema.version}
-    # the section of the study's kind, and the rows it read (the input fingerprint covers them); None: a kind
-    # without a section (the default kind)
-    section = section_of(study)
-    found = section.section_and_rows(study=study, seed=seed, resamples=bootstrap) if section is not None else None
     report_complete(prepared.report, study=study_block,
                     software={"version": settings.CAB_VERSION, "commit": settings.CAB_COMMIT},
-                    unscored=selectors.unscored_judgments(study=study),
+                    unscored=unscored,
                     sections={section.slug: found[0]} if section is not None and found is not None else {},
                     kind_rows=found[1] if found is not None else None)
     return prepared
