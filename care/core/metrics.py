@@ -49,11 +49,11 @@ Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/c
 - V2 Marker direction: each marker becomes none/below/at/above relative to the current state, i.e. the reference
   coding's state the turn's marker is judged against (`TurnState.before`), the same state for both coders.
 - V3 Intervals resample histories: one set of draws for every field and pair, `default_rng(seed).integers(0, n,
-  size=(resamples, n))` over the n histories in name order, each row one resample in
-  which a history drawn k times counts each of its units k times. A resample's agreement and κ come from its pooled
-  confusion matrix; the interval is the (1 - level)/2 and (1 + level)/2 quantiles (numpy's default, linear) of the
-  resamples where the figure is defined (level 0.95). They extend each entry with `agreement_ci` and `kappa_ci`
-  ([low, high], null when `resamples` is 0 or no resample defines the figure).
+  size=(resamples, n))` over the n histories in name order, each row one resample in which a history drawn k times
+  counts each of its units k times. A resample's agreement and κ come from its pooled confusion matrix; the interval
+  is the (1 - level)/2 and (1 + level)/2 quantiles (numpy's default, linear) of the resamples where the figure is
+  defined (level 0.95). They extend each entry with `agreement_ci` and `kappa_ci` ([low, high], null when
+  `resamples` is 0 or no resample defines the figure).
 """
 
 from __future__ import annotations
