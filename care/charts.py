@@ -77,6 +77,11 @@ def control_table(report: Mapping[str, Any], filters: Filters) -> Table:
                          "per-history differences.")
 
 
+# What the CARE paper reports for its judge against humans (docs/care.md#metrics), beside the study's own figures.
+PAPER_VALIDATION = ("For comparison, the CARE paper's judge against humans: crisis 0.825 (κ 0.57), marker direction "
+                    "0.694 (κ 0.73), action codes 0.707 (κ 0.57), on 90 action turns, 30 per crisis type.")
+
+
 def validation_table(report: Mapping[str, Any], filters: Filters) -> Table:
     validation = _care(report).get("validation") or {}
     rows = []
@@ -92,7 +97,7 @@ def validation_table(report: Mapping[str, Any], filters: Filters) -> Table:
                   "kappa_low", "kappa_high", "n"], rows,
                  caption="Agreement (fraction) and unweighted Cohen's κ on the units both coders coded, with "
                          "percentile intervals over resampled histories. marker_direction: the marker's side of the "
-                         "reference state (below, at, above).")
+                         "reference state (below, at, above). " + PAPER_VALIDATION)
 
 
 def page_context(report: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -259,3 +259,16 @@ def test_the_timeline_answers_a_nul_in_its_url_with_a_404(client, care, admin_us
     url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])
     assert client.get(url.replace(HISTORY, "a%00b")).status_code == 404
     assert client.get(url, {"run": "\u00b2"}).status_code == 404
+
+
+def test_the_validation_table_says_the_papers_figures_beside_the_studys():
+    """The CARE paper's judge-against-human agreement (docs/care.md#metrics) in the caption, where the table has
+    rows to compare it with."""
+    from care.charts import validation_table
+
+    report = {"care": {"validation": {"crisis": {"human|judge": {
+        "agreement": 0.8, "kappa": 0.6, "n": 30, "agreement_ci": [0.7, 0.9], "kappa_ci": [0.4, 0.8]}}}}}
+    table = validation_table(report, None)
+    assert table.rows == [["crisis", "human", "judge", 0.8, 0.7, 0.9, 0.6, 0.4, 0.8, 30]]
+    assert "the CARE paper's judge against humans: crisis 0.825 (κ 0.57), marker direction 0.694 (κ 0.73)" \
+        in table.caption
