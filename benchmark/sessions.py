@@ -74,6 +74,7 @@ class HistoryIn(ConversationIn):
         if indices != list(range(1, len(indices) + 1)):
             raise serializers.ValidationError({"sessions": f"session indices must be 1, 2, … in order; got "
                                                            f"{indices}"})
+        _one_assistant(attrs["sessions"])
         turns = [turn for session in attrs["sessions"] for turn in session["turns"]]
         turn_indices = [turn["index"] for turn in turns]
         if turn_indices != list(range(1, len(turn_indices) + 1)):
@@ -85,6 +86,23 @@ class HistoryIn(ConversationIn):
                               "turn_indices": [turn["index"] for turn in session["turns"]]}
                              for session in attrs["sessions"]]
         return super().validate(attrs)
+
+
+ONE_ASSISTANT = "a history's replies are one assistant's, under one model slot"
+
+
+def _one_assistant(sessions: list[dict]) -> None:
+    """Every response of a history is under one model slot, the assistant under study's: a turn has that one reply
+    (docs/sessions.md). The kinds' sections read a history's reply codes as its one assistant's."""
+    first = None
+    for s_pos, session in enumerate(sessions):
+        for t_pos, turn in enumerate(session["turns"]):
+            for r_pos, response in enumerate(turn["responses"]):
+                first = first or response["model"]
+                if response["model"] != first:
+                    raise serializers.ValidationError({
+                        f"sessions[{s_pos}].turns[{t_pos}].responses[{r_pos}].model":
+                            f"{response['model']!r}: {ONE_ASSISTANT}, and this history's are under {first!r}"})
 
 
 def _trajectory_problems(attrs: dict) -> None:
@@ -164,7 +182,8 @@ def sessions_changes(
     valid: list[tuple[int, dict]], existing: dict[tuple[int, str], Conversation], datasets: dict[str, Dataset]
 ) -> tuple[list[SessionEdit], list[RowError]]:
     """What the rows would change in the sessions of stored conversations (one query, none when nothing is
-    stored): the edits, and the errors (a stored session the row lacks; a history sent in the ``turns`` form)."""
+    stored): the edits, and the errors (a stored session the row lacks; a history sent in the ``turns`` form; a
+    reply under another model slot than the stored history's)."""
     rows = []
     for row, data in valid:
         conversation = existing.get((datasets[data["dataset"]].pk, data["conversation_id"]))
@@ -187,6 +206,7 @@ def sessions_changes(
             errors.append(RowError(row, "sessions", f"the stored conversation has sessions {missing} that this row "
                                                     "lacks; sessions are never deleted by an import"))
         turns = list(conversation.turns.all())  # prefetched by the importer
+        errors += _stored_assistant_problem(row, data, turns)
         if not have and turns:  # a stored conversation without sessions becomes a history
             edits.append(SessionEdit(row, "sessions", conversation.pk))
             continue
@@ -201,6 +221,16 @@ def sessions_changes(
                    for index in session["turn_indices"]):
                 edits.append(SessionEdit(row, f"sessions[{position}].turns", conversation.pk))
     return edits, errors
+
+
+def _stored_assistant_problem(row: int, data: dict, turns: list[Turn]) -> list[RowError]:
+    """The row's replies under another model slot than the stored conversation's (its responses prefetched)."""
+    kept = sorted({response.model_slot for turn in turns for response in turn.responses.all()})
+    sent = sorted({response["model"] for turn in data["turns"] for response in turn["responses"]})
+    if len(set(kept) | set(sent)) <= 1:
+        return []
+    return [RowError(row, "sessions", f"{ONE_ASSISTANT}: the stored history's are under {', '.join(map(repr, kept))}, "
+                                      f"this row's under {', '.join(map(repr, sent))}")]
 
 
 @dataclass

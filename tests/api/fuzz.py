@@ -122,10 +122,10 @@ def _text(value: object) -> str:
     return raw.decode("utf-8", "replace").replace("\x00", "") or "x"
 
 
-def _turn(turn: dict, index: int) -> None:
+def _turn(turn: dict, index: int, slots: tuple[str, ...] = SLOTS) -> None:
     turn["index"] = index
     responses = turn.get("responses") if isinstance(turn.get("responses"), list) else []
-    turn["responses"] = [{**response, "model": slot} for response, slot in zip(responses, SLOTS, strict=False)]
+    turn["responses"] = [{**response, "model": slot} for response, slot in zip(responses, slots, strict=False)]
 
 
 def _conversation(item: dict, name: str) -> None:
@@ -137,7 +137,7 @@ def _conversation(item: dict, name: str) -> None:
         for index, session in enumerate(item["sessions"], start=1):
             session.update(index=index, kind="chat", crisis_type=None)
             for turn in session.get("turns") or []:
-                _turn(turn, next(turns))
+                _turn(turn, next(turns), SLOTS[:1])  # a history's replies are one assistant's (docs/sessions.md)
         return
     turns = item.get("turns") if isinstance(item.get("turns"), list) else []
     item.update(kind="single" if len(turns) == 1 else "multi", complexity="low" if len(turns) == 1 else None)

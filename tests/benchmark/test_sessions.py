@@ -110,6 +110,14 @@ def test_turns_form_conversations_have_no_sessions():
     (lambda r: r["sessions"][1].update(turns=[]), "sessions[1].turns", "This list may not be empty."),
     (lambda r: r.update(sessions=[]), "sessions", "This list may not be empty."),
     (lambda r: r["sessions"][2]["turns"][1].update(client=5), "sessions[2].turns[1].client", "Not a valid string."),
+    (lambda r: r["sessions"][1]["turns"][0]["responses"].append({"model": "Other", "text": "Breathe."}),
+     "sessions[1].turns[0].responses[1].model",
+     "'Other': a history's replies are one assistant's, under one model slot, and this history's are under "
+     "'Assistant'"),
+    (lambda r: r["sessions"][2]["turns"][1]["responses"][0].update(model="Other"),
+     "sessions[2].turns[1].responses[0].model",
+     "'Other': a history's replies are one assistant's, under one model slot, and this history's are under "
+     "'Assistant'"),
 ])
 def test_a_wrong_history_is_named_by_row_and_field_and_nothing_is_written(change, field, message):
     bad = history("bad")
@@ -126,6 +134,20 @@ def test_sessions_are_never_deleted_by_an_import():
     errors = errors_of(shorter)
     assert (1, "sessions", "the stored conversation has sessions [3] that this row lacks; sessions are never "
                            "deleted by an import") in errors
+
+
+def test_a_stored_history_takes_no_reply_under_a_second_model_slot():
+    """A history's turns have one response each, the assistant under study's (docs/sessions.md): a resend that
+    adds another slot's replies is refused, else the CARE section would read both slots' codes as one assistant's."""
+    load(history())
+    other = history()
+    for session in other["sessions"]:
+        for t in session["turns"]:
+            t["responses"] = [{"model": "Other", "text": "Breathe."}]
+    assert errors_of(other) == [(1, "sessions", "a history's replies are one assistant's, under one model slot: "
+                                                "the stored history's are under 'Assistant', this row's under "
+                                                "'Other'")]
+    assert set(Turn.objects.values_list("responses__model_slot", flat=True)) == {"Assistant"}
 
 
 def test_a_history_cannot_be_resent_in_the_turns_form():
