@@ -21,6 +21,7 @@ from django.utils.html import format_html
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
+from annotation.schema_document import uiri_band_bounds
 from annotation.services import schema_is_frozen, study_member_remove
 from calibration.services import round_close
 from common.errors import RowError, json_line, json_unstorable
@@ -134,8 +135,28 @@ class AttributeInline(FrozenInlineMixin, admin.TabularInline):
     show_change_link = True
 
 
+class SchemaForm(forms.ModelForm):
+    """A definition whose UIRI bands the report could not use is refused in the words of an install
+    (``schema_document.uiri_band_bounds``): the metric runs read the bands from it."""
+
+    class Meta:
+        model = models.Schema
+        fields = ("slug", "version", "name", "description", "definition")
+
+    def clean_definition(self) -> Any:
+        definition = self.cleaned_data.get("definition")
+        uiri = (definition.get("indices") or {}).get("uiri") if isinstance(definition, dict) else None
+        if isinstance(uiri, dict) and uiri.get("bands") is not None:
+            try:
+                uiri_band_bounds(uiri["bands"])
+            except ValueError as error:
+                raise ValidationError(str(error)) from error
+        return definition
+
+
 @admin.register(models.Schema)
 class SchemaAdmin(SchemaPartAdmin):
+    form = SchemaForm
     list_display = ("slug", "version", "name", "created_at")
     search_fields = ("slug", "name")
     readonly_fields = ("created_at",)

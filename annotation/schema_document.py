@@ -20,6 +20,7 @@ ITEM_TYPES = ("productive", "unproductive", "required")
 CRISIS_TYPES = ("SI", "self-harm", "anxiety")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+UIRI_BANDS = ("low", "medium", "high")
 
 
 class SchemaDocumentError(ValueError):
@@ -122,7 +123,13 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         if code is not None:
             group_units[code] = unit
     clusters = {c.get("code") for c in doc.get("clusters", []) if isinstance(c, dict)}
-    uiri_codes = set(((doc.get("indices") or {}).get("uiri") or {}).get("attributes", []))
+    uiri = (doc.get("indices") or {}).get("uiri") or {}
+    uiri_codes = set(uiri.get("attributes", []))
+    if uiri.get("bands") is not None:
+        try:
+            uiri_band_bounds(uiri["bands"])
+        except ValueError as error:
+            errors.append(str(error))
 
     attributes: list[AttributeSpecDoc] = []
     seen_codes: set[str] = set()
@@ -255,6 +262,27 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         definition=definition,
         attributes=attributes,
     )
+
+
+def uiri_band_bounds(bands: Any) -> tuple[float, float]:
+    """The lower bounds of Medium and High in a schema's ``indices.uiri.bands``: ``[{"code": "low", "below": 0.3},
+    {"code": "medium", "below": 0.6}, {"code": "high", "below": null}]`` is Low < 0.30, Medium [0.30, 0.60) and
+    High >= 0.60 (docs/metrics.md#uiri). ValueError saying what is wrong: the report's bands are these three."""
+    def refused(problem: str) -> ValueError:
+        return ValueError(f"indices.uiri.bands: {problem} (docs/metrics.md#uiri)")
+
+    codes = [band.get("code") if isinstance(band, dict) else None for band in bands] if isinstance(bands, list) else []
+    if codes != list(UIRI_BANDS):
+        raise refused("give low, medium and high in this order")
+    low, medium, high = (band.get("below") for band in bands)
+    for code, bound in (("low", low), ("medium", medium)):
+        if isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise refused(f"{code}'s below must be a number")
+    if high is not None:
+        raise refused("high's below must be null")
+    if not 0 <= low <= medium <= 1:
+        raise refused("the bounds must rise from 0 to 1")
+    return float(low), float(medium)
 
 
 def _scale_range(scale: dict, where: str, errors: list[str]) -> tuple[int, int, list[str]]:

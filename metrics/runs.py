@@ -9,6 +9,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -77,6 +78,8 @@ def report_prepare(
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
                           methods=inputs.methods, models=inputs.models,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
+    if inputs.uiri_bands is not None:  # the schema's bands (docs/metrics.md#uiri), else the protocol's defaults
+        params = replace(params, uiri_bands=inputs.uiri_bands)
     prepared = core_report_prepare(
         attributes=selectors.core_attributes(inputs.attributes),  # session units: the kind section's
         judgments=inputs.judgments,

@@ -18,6 +18,7 @@ from django.db.models import Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
+from annotation.schema_document import uiri_band_bounds
 from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from common.outage import read_after_commit
@@ -44,6 +45,8 @@ class ReportInputs:
     experts: tuple[str, ...]  # the study's gold-panel members: their own codings are never a reviewer's
     methods: tuple[str, ...] = ()  # the study's automated coders: never reviewers, not in the indices
     models: tuple[str, ...] = ()  # the study's model slots: one without a scored response is named in the warnings
+    # The lower bounds of UIRI's Medium and High from the schema's indices.uiri.bands; None: it gives none (defaults)
+    uiri_bands: tuple[float, float] | None = None
 
 
 def attribute_specs(*, study: Study) -> list[AttributeSpec]:
@@ -382,7 +385,14 @@ def report_inputs(*, study: Study) -> ReportInputs:
         experts=experts,
         methods=methods,
         models=tuple(study.model_slots or ()),
+        uiri_bands=_uiri_bands(study=study),
     )
+
+
+def _uiri_bands(*, study: Study) -> tuple[float, float] | None:
+    """The bounds of the schema's ``indices.uiri.bands``, checked when the schema was installed; None without any."""
+    bands = ((study.schema.definition.get("indices") or {}).get("uiri") or {}).get("bands")
+    return None if bands is None else uiri_band_bounds(bands)
 
 
 def _response_texts(ids: np.ndarray, tables: dict) -> list[tuple[int, str]]:

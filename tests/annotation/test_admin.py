@@ -342,3 +342,21 @@ def test_an_opened_rounds_queue_items_and_a_gold_values_who_agreed_are_not_chang
     assert client.post(page, form_fields(client, page) | {"position": "7", "comment": "x"}).status_code == 302
     draft.refresh_from_db()
     assert (draft.position, draft.comment) == (7, "theirs")
+
+
+def test_a_schema_definition_with_unusable_uiri_bands_is_refused_by_the_admin(client, admin_user):
+    """The metric runs band UIRI by the schema's ``indices.uiri.bands``: the admin refuses bands they could not use,
+    in an install's words, and writes nothing (a run of the study would have failed on them)."""
+    import json
+
+    study = StudyFactory()
+    client.force_login(admin_user)
+    url = reverse("admin:annotation_schema_change", args=[study.schema_id])
+    definition = json.loads(form_fields(client, url)["definition"])
+    definition["indices"]["uiri"]["bands"][0]["below"] = 0.9
+    before = fingerprint()
+    response = client.post(url, form_fields(client, url) | {"definition": json.dumps(definition)})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["definition"] == [
+        "indices.uiri.bands: the bounds must rise from 0 to 1 (docs/metrics.md#uiri)"]
+    assert fingerprint() == before

@@ -214,3 +214,28 @@ def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, revie
     services.judgment_save(round=main, by=reviewer, attribute=attribute("AUR"), response=response, score=2)
     assert selectors.check_agreement(study=study, user=reviewer) == (1.0, 3)
     assert services.check_alert_update(study=study, user=reviewer) is None, "at or above the threshold: no alert"
+
+
+@pytest.mark.parametrize(("bands", "message"), [
+    ([{"code": "low", "below": 0.6}, {"code": "medium", "below": 0.3}, {"code": "high", "below": None}],
+     "indices.uiri.bands: the bounds must rise from 0 to 1"),
+    ([{"code": "low", "below": 0.3}, {"code": "high", "below": None}],
+     "indices.uiri.bands: give low, medium and high in this order"),
+    ([{"code": "low", "below": 0.3}, {"code": "medium", "below": "0.6"}, {"code": "high", "below": None}],
+     "indices.uiri.bands: medium's below must be a number"),
+    ([{"code": "low", "below": 0.3}, {"code": "medium", "below": 0.6}, {"code": "high", "below": 1.0}],
+     "indices.uiri.bands: high's below must be null"),
+])
+def test_a_schema_with_unusable_uiri_bands_is_refused_and_installs_nothing(bands, message):
+    import json
+
+    from annotation import schema_document
+    from annotation.models import Schema
+
+    document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+    document["slug"] = "cab-bad-bands"
+    document["indices"]["uiri"]["bands"] = bands
+    with pytest.raises(schema_document.SchemaDocumentError) as refused:
+        services.schema_install(document=document, by=None)
+    assert refused.value.errors == [message + " (docs/metrics.md#uiri)"]
+    assert not Schema.objects.filter(slug="cab-bad-bands").exists()

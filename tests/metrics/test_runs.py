@@ -250,3 +250,32 @@ def test_a_queued_run_no_worker_took_within_the_deadline_is_sent_again_and_says_
     assert fresh.progress_message != lost.progress_message  # waiting within its deadline: left alone
     assert fresh.resent_at is None
     assert metric_runs_recover()["resent"] == 0, "sent again once per deadline, not on every round"
+
+
+def _cab_document(**indices) -> dict:
+    from annotation.schema_document import builtin_path
+
+    document = json.loads(builtin_path("cab-v1").read_text(encoding="utf-8"))
+    return document | {"slug": "cab-bands", "indices": document["indices"] | indices}
+
+
+@pytest.mark.django_db
+def test_the_uiri_bands_are_the_schemas():
+    """A schema's ``indices.uiri.bands`` set the report's UIRI bands (docs/metrics.md#uiri): before, they were read
+    from nowhere, and every report banded at 0.30 and 0.60 whatever the study's schema said."""
+    from annotation.services import schema_install
+    from tests.factories import TurnFactory, UserFactory, attribute
+
+    bands = [{"code": "low", "below": 0.2}, {"code": "medium", "below": 0.4}, {"code": "high", "below": None}]
+    schema = schema_install(document=_cab_document(uiri=_cab_document()["indices"]["uiri"] | {"bands": bands}))
+    study = StudyFactory(slug="bands", schema=schema)
+    main = RoundFactory(study=study, kind="main", number=1)
+    turn, coder = TurnFactory(), UserFactory()
+    # UIRI = (1/2 + 1/2 + 0/1 + 1/1 + 1/2) / 5 = 0.5: Medium by the default bands, High by the schema's
+    for code, score in {"U1": 1, "U2": 1, "U3": 0, "U4": 1, "U5": 1}.items():
+        JudgmentFactory(round=main, coder=coder, attribute=attribute(code, "cab-bands"), response=None, turn=turn,
+                        score=score)
+    uiri = report_of("bands", "--bootstrap", "10")["indices"]["uiri"]
+    assert uiri["mean"] == pytest.approx(0.5)
+    assert uiri["thresholds"] == {"medium": 0.2, "high": 0.4}
+    assert uiri["bands"] == {"low": 0.0, "medium": 0.0, "high": 1.0}
