@@ -310,11 +310,12 @@ def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
 
 def _ari_intervals(
     enc: Encoded, main: MainRound, params: ReportParams, boot: Bootstrap, splits: Sequence[np.ndarray] = (),
-) -> tuple[dict[str, object], list[dict[str, object]]]:
-    """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns); filled in
-    when ``boot`` runs. Also the same CIs over each split (a subset of the coded responses: a dataset's, a
-    conversation kind's), from the very same resamples: a resample of the study's clusters restricted to the
-    split's responses, so a dataset's interval moves with the study's draws and costs one matrix product.
+) -> tuple[dict[str, object], list[dict[str, object]], int]:
+    """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns); filled in when
+    ``boot`` runs; and how many of those resampling units the coded responses fall in (``indices.ci.n_clusters``,
+    which the report's warnings read). Also the same CIs over each split (a subset of the coded responses: a
+    dataset's, a conversation kind's), from the very same resamples: a resample of the study's clusters restricted
+    to the split's responses, so a dataset's interval moves with the study's draws and costs one matrix product.
 
     Per-cluster sums and counts of the coded responses are accumulated per resampling unit once; each
     resample is then a row of a (B x units) count matrix times those sums.
@@ -362,7 +363,7 @@ def _ari_intervals(
 
     boot.request(Resampling("ratio", accumulate([np.arange(len(coded))])), then=fill)
     if not splits:
-        return intervals, []
+        return intervals, [], n_clusters
     # Rows (positions in ``coded``) of each split, and the models it has responses of.
     where = np.full(len(keys.unit_model), -1, dtype=np.int64)
     where[coded] = np.arange(len(coded))
@@ -377,7 +378,7 @@ def _ari_intervals(
             split_intervals[b].update(intervals_of(low[part], high[part], models))
 
     boot.request(Resampling("ratio", accumulate(blocks)), then=fill_splits)
-    return intervals, split_intervals
+    return intervals, split_intervals, n_clusters
 
 
 def _coupling(enc: Encoded, main: MainRound, params: ReportParams, coded: np.ndarray) -> dict[str, object]:
@@ -729,7 +730,7 @@ def indices_section(
     uiri["peaks"] = peaks
     uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
     splits = _splits(enc, main, multi)
-    ari_ci, split_ci = _ari_intervals(enc, main, params, boot, splits.subsets)
+    ari_ci, split_ci, n_clusters = _ari_intervals(enc, main, params, boot, splits.subsets)
     step(0.4, "main round: coupling")
     coupling: dict[str, object] = {**_coupling(enc, main, params, main.coded_responses),
                                    "min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
@@ -754,6 +755,7 @@ def indices_section(
             "flags": tables["flags"],
             "ari": tables["ari"],
             "ari_ci": ari_ci,
+            "ci": {**section["ci"], "n_clusters": n_clusters},
             "attribute_risk": tables["attribute_risk"],
             "fingerprint": tables["fingerprint"],
             "coupling": coupling,

@@ -99,6 +99,23 @@ def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) 
             "clusters an interval covers well below its level; a round needs more items for them to be read)."]
 
 
+def _few_main_clusters(report: Mapping[str, Any]) -> list[str]:
+    """The main round's intervals (``indices.ari_ci`` and those of each dataset and conversation kind), when they
+    resample fewer than MIN_BOOTSTRAP_CLUSTERS clusters (``indices.ci.n_clusters``: conversations, or turns when the
+    run resamples turns), for the reason ``_few_bootstrap_clusters`` gives. A run without resamples prints no
+    interval, and a report from before the count was kept says nothing."""
+    indices = report.get("indices") or {}
+    ci = indices.get("ci") or {}
+    n = int(ci.get("n_clusters") or 0)
+    if not indices.get("ari_ci") or not int(ci.get("resamples") or 0) or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+        return []
+    unit = "turn" if ci.get("resample") == "turn" else "conversation"
+    distinct = plural(comb(2 * n - 1, n), "distinct resample")
+    return [f"The main round's intervals resample only {plural(n, unit)}, which give {distinct}: the intervals of "
+            "the per-model figures (ari_ci, overall and by dataset and conversation kind) say next to nothing (with "
+            f"fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level)."]
+
+
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
     """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
     slot has one, and what its responses were scored by (``input.models_left_out``): the per-model figures read the main
@@ -138,7 +155,8 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
     calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), the last
-    calibration round when its bootstrap has too few clusters (``_few_bootstrap_clusters``) and each model
+    calibration round when its bootstrap has too few clusters (``_few_bootstrap_clusters``), the main round's
+    intervals when theirs has (``_few_main_clusters``) and each model
     slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when there is
     none."""
     found: list[dict[str, str]] = []
@@ -148,6 +166,7 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     without_gold = _rounds_without_gold(report)
     found.extend({"section": MAIN, "message": _without_gold_said(name)} for name in without_gold)
     found.extend({"section": MAIN, "message": message} for message in _few_bootstrap_clusters(report, without_gold))
+    found.extend({"section": MAIN, "message": message} for message in _few_main_clusters(report))
     found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):
         section = core_section(name)

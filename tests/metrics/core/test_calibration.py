@@ -256,3 +256,21 @@ def test_the_bootstrap_warning_starts_below_ten_clusters(n_turns: int, warned: b
     reviewer["calibration-1"] = {"bucketed": None, "n_items": 0}
     assert [w["message"][:60] for w in report_warnings(report)] == [
         "Calibration round calibration-1: none of the items its revie"]
+
+
+@pytest.mark.parametrize(("n_clusters", "warned"), [(0, False), (1, True), (4, True), (9, True), (10, False)])
+def test_the_main_rounds_intervals_are_warned_of_below_ten_clusters(n_clusters: int, warned: bool) -> None:
+    """The main round's intervals resample conversations (``indices.ci.n_clusters``): the demo's four give 35
+    distinct resamples, which the report printed as intervals like any other."""
+    report = {"indices": {"ari_ci": {"Model A": {"ARI": {"low": 0.1, "high": 0.4}}},
+                          "ci": {"resample": "conversation", "resamples": 1000, "n_clusters": n_clusters}}}
+    said = [w["message"] for w in report_warnings(report)]
+    assert bool(said) is warned
+    if n_clusters == 4:
+        assert said == ["The main round's intervals resample only 4 conversations, which give 35 distinct resamples: "
+                        "the intervals of the per-model figures (ari_ci, overall and by dataset and conversation "
+                        "kind) say next to nothing (with fewer than 10 clusters an interval covers well below its "
+                        "level)."]
+    report["indices"]["ci"]["resamples"] = 0  # no interval computed: nothing to warn of
+    assert report_warnings(report) == []
+

@@ -53,3 +53,16 @@ def test_a_slot_only_coders_outside_the_retained_panel_scored_is_said_to_be_so()
         "its responses (the per-model figures read the panel's judgments only, and coders outside it gave its "
         "responses 1 judgment; automated coders gave its responses 1 judgment, and an automated coder's labels are "
         "not a reviewer's).")
+
+
+def test_the_main_rounds_intervals_count_the_clusters_they_resample() -> None:
+    """``indices.ci.n_clusters`` is what ``ari_ci`` resamples: the main round's conversations (3 here, one of them
+    coded on two turns), or its turns (4) when the run resamples turns; under 10 the warnings say so."""
+    rows = [("main", "ann", False, "DS", c, t, "M1", "RA", 2) for c, t in (("a", 1), ("a", 2), ("b", 1), ("c", 1))]
+    by_conversation, by_turn = (
+        build_report(attributes=(RA,), judgments=judgment_table(rows),
+                     params=ReportParams(bootstrap=20, ci_resample=resample))["indices"]
+        for resample in ("conversation", "turn"))
+    assert (by_conversation["ci"]["n_clusters"], by_turn["ci"]["n_clusters"]) == (3, 4)
+    assert report_warnings({"indices": by_conversation})[0]["message"].startswith(
+        "The main round's intervals resample only 3 conversations, which give 10 distinct resamples")
