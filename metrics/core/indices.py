@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
@@ -755,7 +756,7 @@ def indices_section(
             "flags": tables["flags"],
             "ari": tables["ari"],
             "ari_ci": ari_ci,
-            "ci": {**section["ci"], "n_clusters": n_clusters},
+            "ci": {**cast("dict[str, object]", section["ci"]), "n_clusters": n_clusters},
             "attribute_risk": tables["attribute_risk"],
             "fingerprint": tables["fingerprint"],
             "coupling": coupling,
