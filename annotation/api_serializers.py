@@ -12,6 +12,7 @@ from rest_framework.fields import empty
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from annotation.automated_coders import NAME_MAX, NAME_PATTERN, PROMPT_ID_MAX, VERSION_MAX
+from annotation.kinds import kind_settings
 from annotation.long_format import row_role
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
@@ -80,6 +81,17 @@ class StudyIn(serializers.Serializer):
                             f"{_choices(Study.SessionHistory)} (default `shown`)")
     session_order = _text(f"a rater's queue gives away each trajectory's order (session-rated studies): "
                           f"{_choices(Study.SessionOrder)} (default `in_order`)")
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The fields above and the study kinds' own settings (``annotation.kinds.KindSetting``), each for a study
+        of its kind only."""
+        fields = super().get_fields()
+        for kind, setting in kind_settings().values():
+            said = setting.help_text.rstrip(".")
+            fields[setting.name] = _text(
+                f"{kind.name} studies only: {said[:1].lower()}{said[1:]}: "
+                f"{', '.join(f'`{value}`' for value in setting.values)} (default `{setting.default}`)")
+        return fields
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []

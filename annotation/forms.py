@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from annotation import selectors, services
+from annotation.kinds import KindSetting, StudyKind, kind_of, kinds, setting_value
 from annotation.models import Assignment, AttributeDefinition, Schema, Study
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse, Session
@@ -200,6 +201,30 @@ class StudyForm(forms.ModelForm):
         for name, label in self.KIND_SETTINGS.items():
             self.fields[name].required = False
             self.fields[name].label = label
+        self.own_settings: list[str] = []
+        for kind, setting in self.kind_settings_offered():
+            self.fields[setting.name] = self.kind_setting_field(kind, setting)
+            self.own_settings.append(setting.name)
+
+    def kind_settings_offered(self) -> list[tuple[StudyKind, KindSetting]]:
+        """The study kinds' own settings this form offers: a new study may be of any kind, so every kind's."""
+        return [(kind, setting) for kind in kinds().values() for setting in kind.settings]
+
+    def kind_setting_field(self, kind: StudyKind, setting: KindSetting) -> forms.ChoiceField:
+        """A kind's own setting on the New study form: optional (blank: the setting's default), refused by the
+        service for a schema of another kind."""
+        return forms.ChoiceField(
+            choices=[("", f"the default ({setting.default})"), *setting.choices], required=False,
+            label=f"{setting.label} ({kind.name} studies)",
+            help_text=f"{setting.help_text} Only for a study whose schema is {kind.name}'s; default {setting.default}.")
+
+    def clean(self) -> dict[str, Any]:
+        """A kind's own setting left blank (or not posted) is not given: the default, or the stored value."""
+        cleaned = super().clean() or {}
+        for name in self.own_settings:
+            if not cleaned.get(name):
+                cleaned.pop(name, None)
+        return cleaned
 
     def clean_slug(self) -> str:
         slug: str = self.cleaned_data["slug"]
@@ -308,6 +333,17 @@ class StudySettingsForm(StudyForm):
         if self.instance.pk:
             self.fields["shown"].initial = json.dumps(study_settings_shown(study=self.instance))
 
+    def kind_settings_offered(self) -> list[tuple[StudyKind, KindSetting]]:
+        """The settings of this study's kind's own alone (none for a study of the default kind)."""
+        kind = kind_of(self.instance) if self.instance.pk else None
+        return [(kind, setting) for setting in kind.settings] if kind is not None else []
+
+    def kind_setting_field(self, kind: StudyKind, setting: KindSetting) -> forms.ChoiceField:
+        """A setting of the study's kind's own, showing its value (a post without it keeps the stored value)."""
+        return forms.ChoiceField(choices=setting.choices, required=False, label=setting.label,
+                                 initial=setting_value(self.instance, setting),
+                                 help_text=f"{setting.help_text} Default {setting.default}.")
+
     def clean_shown(self) -> dict[str, Any] | None:
         raw = self.cleaned_data.get("shown")
         if not raw:
@@ -316,7 +352,7 @@ class StudySettingsForm(StudyForm):
             shown = json.loads(raw)
         except (ValueError, RecursionError):
             shown = None
-        if not isinstance(shown, dict) or not set(shown) <= set(STUDY_SETTINGS):
+        if not isinstance(shown, dict) or not set(shown) <= {*STUDY_SETTINGS, *self.own_settings}:
             raise forms.ValidationError("this page is out of date: reload it")
         return shown
 

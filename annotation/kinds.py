@@ -7,6 +7,10 @@ block (``tests/annotation/test_kinds.py`` keeps it so); ``annotation/schema_docu
 before a schema exists. Every other module asks ``kind_of(schema or study)`` and calls the answer's hooks, or takes
 its block (``block_of(study, KIND)`` in the kind's own package).
 
+A kind's own study settings (``KindSetting``) are declared here by the kind and stored in
+``Study.kind_settings`` under their names; ``setting_value`` reads one (its default when the study never set it),
+and the study services check every value written (``kind_settings_problems``).
+
 A kind is an app of its own (``settings.STUDY_KINDS``) that registers a ``StudyKind`` when Django starts
 (``register_kind`` in its ``AppConfig.ready``); the layers below call only the hooks here, in
 ``metrics.kind_sections`` (its report section) and in ``reports.kind_pages`` (its dashboard pages). A hook left
@@ -69,6 +73,24 @@ class KindDemo:
     load: Callable[..., Any]  # load(admin=, reviewer=, expert=)
 
 
+@dataclass(frozen=True)
+class KindSetting:
+    """A study setting of a kind's own: its name (the form field's, the API's and ``create_study``'s option), its
+    label and help on the study pages, its choices (value, description) and the value of a study that never set
+    it. Stored in ``Study.kind_settings``; offered on the New study form (for a schema of the kind) and on the
+    settings page of a study of the kind (docs/architecture.md#study-kinds)."""
+
+    name: str
+    label: str
+    choices: tuple[tuple[str, str], ...]
+    default: str
+    help_text: str = ""
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return tuple(value for value, _ in self.choices)
+
+
 def _none(*_: Any, **__: Any) -> None:
     return None
 
@@ -103,6 +125,8 @@ class StudyKind:
     derived_from: Callable[[AttributeDefinition, dict[str, Any]], str | None] | None = field(
         default=None, compare=False, repr=False)
     demo: KindDemo | None = field(default=None, compare=False, repr=False)
+    # Study settings of the kind's own (stored in Study.kind_settings).
+    settings: tuple[KindSetting, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def is_default(self) -> bool:
@@ -125,6 +149,11 @@ def register_kind(kind: StudyKind) -> StudyKind:
     global _ORDERED
     if kind.slug in _KINDS:
         raise ValueError(f"a study kind {kind.slug!r} is already registered")
+    taken = {setting.name for known in _KINDS.values() for setting in known.settings}
+    for setting in kind.settings:
+        if setting.name in taken or setting.default not in setting.values:
+            raise ValueError(f"study setting {setting.name!r}: its name is another kind's, or its default is "
+                             "none of its choices")
     _KINDS[kind.slug] = kind
     _ORDERED = MappingProxyType({DEFAULT.slug: DEFAULT, **dict(sorted(
         (slug, known) for slug, known in _KINDS.items() if slug != DEFAULT.slug))})
@@ -156,3 +185,34 @@ def block_of(subject: Schema | Study | AttributeDefinition, kind: StudyKind) -> 
     found = kind_of(subject)
     return found.block if found == kind else None
 
+
+
+def kind_settings() -> dict[str, tuple[StudyKind, KindSetting]]:
+    """Every registered kind's own study settings by name, with their kind (kinds in ``kinds()`` order)."""
+    return {setting.name: (kind, setting) for kind in kinds().values() for setting in kind.settings}
+
+
+def setting_value(study: Study, setting: KindSetting) -> str:
+    """The study's value of a setting of its kind's own: the one it set, else the setting's default (a study created
+    before the setting existed has the default)."""
+    value = (study.kind_settings or {}).get(setting.name)
+    return value if isinstance(value, str) and value in setting.values else setting.default
+
+
+def kind_settings_problems(schema: Schema, values: Mapping[str, Any]) -> dict[str, str]:
+    """Why each of ``values`` (setting name -> value) cannot be a setting of a study of ``schema``, by name: a name
+    no kind declares, a setting of another kind than the schema's, or a value none of its choices. Empty: all
+    fine."""
+    problems: dict[str, str] = {}
+    known = kind_settings()
+    own = kind_of(schema)
+    for name, value in values.items():
+        if name not in known:
+            problems[name] = "not a study setting of any study kind"
+            continue
+        kind, setting = known[name]
+        if kind != own:
+            problems[name] = f"a setting of {kind.name} studies only; schema {schema.slug} is not a {kind.name} schema"
+        elif value not in setting.values:
+            problems[name] = f"must be one of {', '.join(setting.values)} (not {str(value)[:40]!r})"
+    return problems

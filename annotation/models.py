@@ -175,6 +175,10 @@ class Study(models.Model):
         max_length=10, choices=SessionOrder.choices, default=SessionOrder.IN_ORDER,
         help_text="Session-rated studies: whether a rater's queue gives away each trajectory's sequence.",
     )
+    # The settings of the study kind's own (annotation.kinds.KindSetting: name -> value, declared by the kind); a
+    # setting not in it has its default (annotation.kinds.setting_value).
+    kind_settings = models.JSONField(
+        default=dict, blank=True, help_text="The study kind's own settings by name (docs/architecture.md#study-kinds).")
     is_synthetic = models.BooleanField(default=False)
     # The key of the reviewers' response handles (annotation.selectors.response_handle): the study's own, so that
     # neither a guessed SECRET_KEY nor rotating it touches them. A secret: no page, export or API answer shows it

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from access.checks import require_study_admin
 from annotation import rules, schema_document, selectors
+from annotation.kinds import StudyKind, kind_of, kind_settings, kind_settings_problems, setting_value
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -102,15 +103,22 @@ def study_create(
     **settings: Any,
 ) -> Study:
     """Create a study in set-up. ``settings`` are the study's other fields (show_model_names, check_threshold,
-    check_min_items, show_therapist_reference, the blinding settings, …). Its checks are the New study form's
+    check_min_items, show_therapist_reference, the blinding settings, …) and the settings of its kind's own
+    (``annotation.kinds.KindSetting``, checked here for every caller: a setting of another kind, or a value none of
+    its choices, is refused by name and nothing is written). Its checks are the New study form's
     (``annotation.forms.StudyForm``, which the page, ``manage.py create_study`` and the API fill in); the slug's
     rules (``study_slug_check``) are checked here for every caller, and a slug taken meanwhile is refused here in
     the form's words, nothing written."""
     study_slug_check(slug=slug)
+    own = {name: settings.pop(name) for name in list(settings) if name in kind_settings()}
+    problems = kind_settings_problems(schema, own)
+    if problems:
+        raise ValidationError(problems)
     try:
         with transaction.atomic():
             study = Study.objects.create(slug=slug, name=name, schema=schema, model_slots=list(model_slots),
-                                         is_synthetic=is_synthetic, description=description, **settings)
+                                         is_synthetic=is_synthetic, description=description, kind_settings=own,
+                                         **settings)
     except IntegrityError as error:
         if not Study.objects.filter(slug=slug).exists():
             raise
@@ -120,6 +128,7 @@ def study_create(
 
 
 # What an admin may change once a study exists: not its slug, schema or model slots, which its data depends on.
+# Beside these, a study has the settings of its kind's own (annotation.kinds.KindSetting, in Study.kind_settings).
 STUDY_SETTINGS = ("name", "description", "show_model_names", "show_therapist_reference", "check_threshold",
                   "check_min_items", "experts_see_consensus", "method_labels", "reference_labels", "session_history",
                   "session_order")
@@ -130,25 +139,42 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
                           **settings: Any) -> list[str]:
     """Change some of a study's ``STUDY_SETTINGS``; returns the names of those whose value changed (recorded).
 
+    The settings of the study kind's own (``annotation.kinds.KindSetting``) are changed the same way, in
+    ``Study.kind_settings``; one of another kind, or a value none of its choices, is refused by name.
+
     ``shown``: the values the admin's page showed (``study_settings_shown``). Only the settings the admin changed
     from those are written, so a page opened before another admin's save does not put old values back; a setting
     both changed is refused (``ChangedMeanwhile``) and nothing is written."""
     require_study_admin(by)
-    unknown = sorted(set(settings) - set(STUDY_SETTINGS))
+    known = kind_settings()
+    unknown = sorted(set(settings) - set(STUDY_SETTINGS) - set(known))
     if unknown:
         raise ValidationError(f"not a study setting: {', '.join(unknown)}")
+    problems = kind_settings_problems(study.schema, {name: v for name, v in settings.items() if name in known})
+    if problems:
+        raise ValidationError(problems)
     current = Study.objects.select_for_update().get(pk=study.pk)
+    values = _settings_of(current, kind=kind_of(study))
     if shown is not None:
         settings = {name: value for name, value in settings.items() if name not in shown or value != shown[name]}
-        clashes = [name for name in settings if name in shown and getattr(current, name) != shown[name]]
+        clashes = [name for name in settings if name in shown and values[name] != shown[name]]
         if clashes:
             raise ChangedMeanwhile(f"the study's {', '.join(clashes)}")
-    changed = {name: value for name, value in settings.items() if getattr(current, name) != value}
+    changed = {name: value for name, value in settings.items() if values[name] != value}
     if changed:
-        Study.objects.filter(pk=study.pk).update(**changed)
+        own = {name: value for name, value in changed.items() if name in known}
+        Study.objects.filter(pk=study.pk).update(
+            **{name: value for name, value in changed.items() if name not in own},
+            **({"kind_settings": {**current.kind_settings, **own}} if own else {}))
         audit_record(by=by, action="study.settings", study=current, target=f"study:{current.slug}", changed=changed)
     study.refresh_from_db()
     return sorted(changed)
+
+
+def _settings_of(study: Study, *, kind: StudyKind) -> dict[str, Any]:
+    """The study's settings by name: ``STUDY_SETTINGS`` and those of its kind's own (their defaults when unset)."""
+    return {**{name: getattr(study, name) for name in STUDY_SETTINGS},
+            **{setting.name: setting_value(study, setting) for setting in kind.settings}}
 
 
 @transaction.atomic
@@ -163,8 +189,9 @@ def study_method_labels_set(*, study: Study, value: str, by: User) -> bool:
 
 
 def study_settings_shown(*, study: Study) -> dict[str, Any]:
-    """The study's settings as a settings page shows them (``study_settings_update(shown=…)``)."""
-    return {name: getattr(study, name) for name in STUDY_SETTINGS}
+    """The study's settings as a settings page shows them (``study_settings_update(shown=…)``), its kind's own
+    included."""
+    return _settings_of(study, kind=kind_of(study))
 
 
 PEOPLE_ROLES = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)  # a study's members who are people

@@ -28,6 +28,9 @@ Choices (also in docs/metrics.md#choices, item 18):
 - A coder's codes come from every round of the study; a unit coded in two rounds keeps the judgment of the round
   that counts: the main round's, else the latest calibration round's
   (``annotation.selectors.judgments_in_round_order``, docs/reference.md#a-unit-coded-in-several-rounds).
+- The sessions session quality is computed over (Q1 of docs/care.md) are the study's setting ``quality_scope``
+  (``care.kind.QUALITY_SCOPE``; ``episode_sessions`` unless the study chose ``after_crisis``), carried in the rows, so
+  the input fingerprint, the bundle's ``run.json`` and the report's ``care.parameters`` all say it.
 - Nominal scores become their scale labels; the marker's labels map onto the engine's states through the ``care``
   block's ``states`` (by position); flags are 0/1. Roles (marker, hold, strategy, …) are looked up through the
   ``care`` block, never by attribute code.
@@ -41,11 +44,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from annotation.kinds import block_of, kind_of
+from annotation.kinds import block_of, kind_of, setting_value
 from annotation.models import AttributeDefinition, Judgment, Study
 from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
 from benchmark.models import Conversation, ModelResponse, Session, Turn
-from care.kind import CARE
+from care.kind import CARE, QUALITY_SCOPE
 from common.lookups import any_of
 from metrics.selectors import history_named, usernames_of
 
@@ -117,7 +120,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
             score=None if score is None else int(score))
         for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
     return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
-                    sessions=sessions, judgments=judgments)
+                    sessions=sessions, judgments=judgments, quality_scope=setting_value(study, QUALITY_SCOPE))
 
 
 def _histories_of(study: Study) -> QuerySet[Conversation]:

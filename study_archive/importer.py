@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
 from access import roles
+from annotation.kinds import kind_settings_problems
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -299,6 +300,12 @@ class _Importer:
             raise ValueError(f"a study {record['slug']!r} exists in this installation; import under another slug "
                              "(--as NEW_SLUG)")
         study = _new(Study, record, schema=self.schema)
+        # what the study services refuse: a setting of another kind, or a value none of its choices
+        own = study.kind_settings
+        problems = kind_settings_problems(self.schema, own) if isinstance(own, dict) else {"": "not an object"}
+        if problems:
+            raise ValueError("study kind_settings: " + "; ".join(f"{name}: {why}".lstrip(": ")
+                                                                  for name, why in problems.items()))
         study.save(force_insert=True)
         self._study = study
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from common.cells import unneutralise
 from metrics.core.section_csv import csv_rows
 
-from .metrics import CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
+from .metrics import QUALITY_SCOPES, CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
 from .recovery import NO_MARKER, STATES, AssistantCode, UserCode
 
 GOLD = "gold"
@@ -33,6 +33,7 @@ DROPPED = ("unscored", "not_a_history", "no_role", "wrong_unit", "recoded")
 # members in run.json's "care".
 SESSIONS_FILE = "data/care_sessions.csv"
 JUDGMENTS_FILE = "data/care_judgments.csv"
+DEFAULT_QUALITY_SCOPE = CareParams.quality_scope  # a study that never chose one; run.json then names none
 SESSIONS_COLUMNS = ("dataset", "conversation_id", "model", "session_index", "kind", "crisis_type", "turns")
 JUDGMENTS_COLUMNS = ("coder", "is_gold", "attribute", "conversation_id", "turn_index", "on_response",
                      "session_index", "score")
@@ -88,6 +89,7 @@ class CareRows:
     members: Sequence[tuple[str, str]]  # (username, role) of who is or was a member (the role they had)
     sessions: Sequence[CareSessionRow]  # by conversation, then session index
     judgments: Sequence[CareJudgmentRow]
+    quality_scope: str = DEFAULT_QUALITY_SCOPE  # the study's setting (Q1 of docs/care.md): CareParams.quality_scope
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
     care = rows.block
     states = list(care.get("states") or STATES)
     params = CareParams(action_strategies=frozenset(care.get("action_strategies") or ()), resamples=resamples,
-                        seed=seed)
+                        seed=seed, quality_scope=rows.quality_scope)
     labels = {a.code: dict(a.labels) for a in rows.attributes}
     items = [ChecklistItem(a.code, a.item_type, frozenset(a.crisis_types)) for a in rows.attributes
              if a.unit == SESSION_UNIT and a.item_type]
@@ -185,13 +187,15 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
 def care_section_from_rows(rows: CareRows, *, reference: str | None = None, seed: int = 0,
                            resamples: int = 1000) -> dict[str, Any]:
     """The report's ``care`` section of the rows: ``care_report`` of their inputs, plus ``reference`` (whose codings
-    the states, alignment and quality come from) and ``input`` (``CareInputs.input``)."""
+    the states, alignment and quality come from), ``input`` (``CareInputs.input``) and ``parameters`` (the study's
+    settings the figures depend on: ``quality_scope``)."""
     from .metrics import care_report
 
     inputs = care_inputs_from_rows(rows, reference=reference, seed=seed, resamples=resamples)
     section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
     section["reference"] = inputs.reference_name
     section["input"] = inputs.input
+    section["parameters"] = {"quality_scope": inputs.params.quality_scope}
     return section
 
 
@@ -255,11 +259,14 @@ def care_kind_rows(rows: CareRows) -> tuple[dict[str, Any], dict[str, tuple[Sequ
 
 
 def care_run_block(rows: CareRows) -> dict[str, Any]:
-    """run.json's ``care``: the block, the attributes as the section reads them, and the members."""
+    """run.json's ``care``: the block, the attributes as the section reads them, the members, and the quality scope
+    when the study chose another than the default (so a study at the default keeps the fingerprint and the bundle it
+    had before the scope was a setting, and such a bundle still recomputes)."""
+    scope = {} if rows.quality_scope == DEFAULT_QUALITY_SCOPE else {"quality_scope": rows.quality_scope}
     return {"block": dict(rows.block),
             "attributes": [{"code": a.code, "unit": a.unit, "labels": dict(a.labels), "item_type": a.item_type,
                             "crisis_types": list(a.crisis_types)} for a in rows.attributes],
-            "members": [list(member) for member in rows.members]}
+            "members": [list(member) for member in rows.members], **scope}
 
 
 def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_csv: str) -> CareRows:
@@ -273,6 +280,10 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
         block = dict(run_block["block"])
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValueError(f"run.json: care is not a block, attributes and members ({error!r})") from error
+    scope = run_block.get("quality_scope", DEFAULT_QUALITY_SCOPE)
+    if not isinstance(scope, str) or scope not in QUALITY_SCOPES:
+        raise ValueError(f"run.json: care.quality_scope is {str(scope)[:40]!r}, none of "
+                         f"{', '.join(sorted(QUALITY_SCOPES))} (absent: {DEFAULT_QUALITY_SCOPE})")
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
                                tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
@@ -282,7 +293,8 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
                                  _flag(r, "on_response", line), optional(r, "session_index", line),
                                  optional(r, "score", line))
                  for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
-    return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments)
+    return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments,
+                    quality_scope=scope)
 
 
 def text(row: Mapping[str, str], column: str) -> str:

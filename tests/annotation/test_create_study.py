@@ -25,7 +25,8 @@ SLOTS = ["GPT", "Claude"]
 # Every setting the form has, away from its default, per kind of study.
 SETTINGS = {
     "care-v1": {"show_model_names": True, "show_therapist_reference": False, "check_threshold": 0.85,
-                "check_min_items": 12, "experts_see_consensus": True, "method_labels": "shown"},
+                "check_min_items": 12, "experts_see_consensus": True, "method_labels": "shown",
+                "quality_scope": "after_crisis"},
     "lc8-v1": {"check_threshold": 0.6, "check_min_items": 0, "method_labels": "shown", "reference_labels": "shown",
                "session_history": "hidden", "session_order": "blinded"},
 }
@@ -70,8 +71,10 @@ def _options(settings: dict) -> list[str]:
 
 
 def _study(slug: str) -> dict:
+    """The study's fields, its kind's own settings (``kind_settings``) among them by name."""
     study = Study.objects.select_related("schema").get(slug=slug)
-    return {k: v for k, v in model_to_dict(study).items() if k not in NOT_COMPARED}
+    fields = {k: v for k, v in model_to_dict(study).items() if k not in NOT_COMPARED}
+    return fields | fields.pop("kind_settings")
 
 
 def _created_event(slug: str) -> dict:
@@ -139,6 +142,12 @@ BAD = [
     (["--method-labels", "sometimes"],
      "--method-labels: Select a valid choice. sometimes is not one of the available choices.",
      {"method_labels": "sometimes"}),
+    (["--quality-scope", "everything"],
+     "--quality-scope: Select a valid choice. everything is not one of the available choices.",
+     {"quality_scope": "everything"}),
+    # a study kind's own setting for a study of another kind: the service's refusal (annotation.kinds)
+    (["--schema", "lc8-v1", "--quality-scope", "after_crisis"],
+     "--quality-scope: a setting of CARE studies only; schema lc8-v1 is not a CARE schema", None),
 ]
 GOOD = {"--slug": "good", "--schema": "care-v1", "--model-slot": "GPT"}
 
@@ -211,7 +220,8 @@ def test_the_service_refuses_the_slugs_the_form_refuses_whoever_calls_it(slug, m
 def test_every_field_of_the_form_is_an_option_and_a_field_of_the_api():
     fields = {SCRIPT_NAMES.get(name, name) for name in StudyForm().fields}
     assert set(StudyIn().fields) == fields
-    assert {"check_threshold", "method_labels", "reference_labels", "session_history", "session_order"} <= fields
+    assert {"check_threshold", "method_labels", "reference_labels", "session_history", "session_order",
+            "quality_scope"} <= fields
     from annotation.management.commands.create_study import Command
 
     parser = Command().create_parser("manage.py", "create_study")
@@ -261,10 +271,14 @@ API_BAD = [
     ({"session_order": "random"}, 400, "session_order",
      "Select a valid choice. random is not one of the available choices."),
     ({"name": "x" * 201}, 400, "name", "Ensure this value has at most 200 characters (it has 201)."),
+    ({"quality_scope": "everything"}, 400, "quality_scope",
+     "Select a valid choice. everything is not one of the available choices."),
+    ({"schema": "cab-v1", "quality_scope": "after_crisis"}, 400, "quality_scope",
+     "a setting of CARE studies only; schema cab-v1 is not a CARE schema"),
     ({"colour": "red"}, 400, "colour", "unknown field; fields are slug, name, description, schema, model_slots, "
                                        "show_model_names, show_therapist_reference, check_threshold, "
                                        "check_min_items, experts_see_consensus, method_labels, reference_labels, "
-                                       "session_history, session_order"),
+                                       "session_history, session_order, quality_scope"),
     ({"slug": "taken"}, 409, "slug", "Study with this Slug already exists."),
 ]
 

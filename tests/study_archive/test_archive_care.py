@@ -11,7 +11,8 @@ from django.core.management import CommandError, call_command
 
 from access import roles
 from access.services import user_ensure
-from annotation.models import Judgment, StudyMember
+from annotation.models import Judgment, Study, StudyMember
+from annotation.services import study_settings_shown, study_settings_update
 from benchmark.models import Session, Turn
 from care.demo import care_demo_load
 from study_archive.records import dumps
@@ -71,4 +72,69 @@ def test_a_history_whose_turns_are_in_other_sessions_here_is_not_reused(tmp_path
     with pytest.raises(CommandError, match=rf"line {number + 1} \(conversation\): .* exists in this installation "
                                            r"with another turn 5 \(its session\)"):
         call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=io.StringIO())
+    assert table_counts() == before
+
+
+# --- the study's quality scope (a setting of CARE's own: Study.kind_settings) --------------------------------------
+
+
+def _care_demo_with_scope(scope: str | None):
+    """The CARE demo, its quality scope set to ``scope`` by the settings service (None: never set)."""
+    admin = user_ensure(username="demo-admin", role=roles.ADMIN)
+    care_demo_load(admin=admin, reviewer=user_ensure(username="demo-reviewer", role=roles.REVIEWER),
+                   expert=user_ensure(username="demo-expert", role=roles.EXPERT))
+    study = Study.objects.get(slug="care-demo")
+    if scope is not None:
+        study_settings_update(study=study, by=admin, quality_scope=scope)
+    return study
+
+
+def test_the_quality_scope_goes_out_and_back_in(tmp_path):
+    _care_demo_with_scope("after_crisis")
+    first = export("care-demo")
+    assert next(r for r in records(first) if r["type"] == "study")["kind_settings"] == {
+        "quality_scope": "after_crisis"}
+    truncate_everything_archived()
+    call_command("import_study", str(write(tmp_path, first)), stdout=io.StringIO())
+    study = Study.objects.select_related("schema").get(slug="care-demo")
+    assert study_settings_shown(study=study)["quality_scope"] == "after_crisis"
+    assert without_the_import_event(export("care-demo")) == first.splitlines()
+
+
+def test_an_archive_from_before_the_setting_reads_as_episode_sessions(tmp_path):
+    _care_demo_with_scope(None)
+    lines = export("care-demo").splitlines()
+    older = []
+    for line in lines:  # the study record as an archive written before the setting existed has it
+        record = json.loads(line)
+        if record["type"] == "study":
+            del record["kind_settings"]
+            line = dumps(record)
+        older.append(line)
+    truncate_everything_archived()
+    call_command("import_study", str(write(tmp_path, checksummed(older))), stdout=io.StringIO())
+    study = Study.objects.select_related("schema").get(slug="care-demo")
+    assert study.kind_settings == {}
+    assert study_settings_shown(study=study)["quality_scope"] == "episode_sessions"
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"quality_scope": "everything"}, "quality_scope: must be one of episode_sessions, after_crisis"),
+    ({"colour": "red"}, "colour: not a study setting of any study kind"),
+    (["quality_scope"], "study kind_settings: not an object"),
+])
+def test_an_archive_with_a_bad_quality_scope_is_refused_and_writes_nothing(tmp_path, settings, message):
+    _care_demo_with_scope(None)
+    lines = export("care-demo").splitlines()
+    bad = []
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "study":
+            record["kind_settings"] = settings
+            line = dumps(record)
+        bad.append(line)
+    truncate_everything_archived()
+    before = table_counts()
+    with pytest.raises(CommandError, match=message):
+        call_command("import_study", str(write(tmp_path, checksummed(bad))), stdout=io.StringIO())
     assert table_counts() == before

@@ -24,12 +24,13 @@ HELP = {
 
 
 def _help(field: forms.Field, default: object) -> str:
-    """The field's help on the page, its choices and its default."""
+    """The field's help on the page, its choices and its default (a blank choice, a study kind's own setting left
+    to its default, is the default its help names)."""
     text = str(field.help_text or field.label or "").rstrip(".") + "."
     if isinstance(field, forms.ChoiceField):
         choices: list[tuple[str, str]] = list(getattr(field, "choices", []))
-        text += f" One of {', '.join(value for value, _ in choices)}."
-    return f"{text} Default: {default}."
+        text += f" One of {', '.join(value for value, _ in choices if value)}."
+    return text if default == "" else f"{text} Default: {default}."
 
 
 class Command(BaseCommand):

@@ -47,6 +47,9 @@ class StudyInRequest:
                 `hidden` (default `shown`)
             session_order (str | Unset): a rater's queue gives away each trajectory's order (session-rated studies):
                 `in_order`, `blinded` (default `in_order`)
+            quality_scope (str | Unset): CARE studies only: which sessions session quality (ProdR, UnprodR, OmitR) is
+                computed over (docs/care.md#reading-choices, Q1): `episode_sessions`, `after_crisis` (default
+                `episode_sessions`)
      """
 
     slug: str
@@ -63,6 +66,7 @@ class StudyInRequest:
     reference_labels: str | Unset = UNSET
     session_history: str | Unset = UNSET
     session_order: str | Unset = UNSET
+    quality_scope: str | Unset = UNSET
 
 
 
@@ -99,6 +103,8 @@ class StudyInRequest:
 
         session_order = self.session_order
 
+        quality_scope = self.quality_scope
+
 
         field_dict: dict[str, Any] = {}
 
@@ -129,6 +135,8 @@ class StudyInRequest:
             field_dict["session_history"] = session_history
         if session_order is not UNSET:
             field_dict["session_order"] = session_order
+        if quality_scope is not UNSET:
+            field_dict["quality_scope"] = quality_scope
 
         return field_dict
 
@@ -166,6 +174,8 @@ class StudyInRequest:
 
         session_order = d.pop("session_order", UNSET)
 
+        quality_scope = d.pop("quality_scope", UNSET)
+
         study_in_request = cls(
             slug=slug,
             schema=schema,
@@ -181,6 +191,7 @@ class StudyInRequest:
             reference_labels=reference_labels,
             session_history=session_history,
             session_order=session_order,
+            quality_scope=quality_scope,
         )
 
         return study_in_request
