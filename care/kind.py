@@ -12,4 +12,5 @@ QUALITY_SCOPE = KindSetting(
     choices=(("episode_sessions", "Crisis and callback sessions: the sessions that open an episode"),
              ("after_crisis", "After the crisis: also every session after the history's first crisis")),
     default="episode_sessions",
-    help_text="Which sessions the session quality (ProdR, UnprodR, OmitR) is computed over (docs/care.md rule Q1).")
+    help_text="Which sessions session quality (ProdR, UnprodR, OmitR) is computed over (docs/care.md#reading-choices, "
+              "Q1).")

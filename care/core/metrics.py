@@ -35,9 +35,9 @@ Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/c
   rank-biserial r are on the `control_metric` differences (AR by default), two-sided, zero differences dropped
   (scipy's "wilcox"), r = (R+ - R-) / (R+ + R-) over the same ranks; both null when no difference is nonzero.
 - Q1 Quality sessions: crisis and callback sessions (`quality_scope="episode_sessions"`), or also every session
-  after the first crisis (`"after_crisis"`). The scope is a parameter of the core (`CareParams.quality_scope`); no
-  study setting chooses it yet, so a study's report uses `episode_sessions`. A session counts when its checklist was
-  coded.
+  after the first crisis (`"after_crisis"`). The scope is `CareParams.quality_scope`, set from the study's setting
+  (`care.kind.QUALITY_SCOPE`; `episode_sessions` unless the study chose otherwise) and named in the report's
+  `care.parameters`. A session counts when its checklist was coded.
 - Q2 A session's crisis type is its own, else that of the latest earlier session with one, else "none": it is the
   `quality_by` key (a callback of another crisis type than the history's counts under its own type, not under the
   history's `alignment_by` key of M2), and a type with no quality session has no entry. An item applies when it is

@@ -26,6 +26,7 @@ from tests.factories import RoundFactory
 pytestmark = pytest.mark.django_db
 CONVERSATION = "care-demo-1"
 HUMAN = "demo-reviewer"
+DEFAULT_SCOPE = {"quality_scope": "episode_sessions"}  # the section's parameters: a study that never set its scope
 # The human's codes that differ from the judge's (turn index -> attribute -> label): validation has something to say.
 HUMAN_CHANGES = {8: {"marker": "Settling", "strategy": "information"}, 12: {"marker": "Settling"},
                  10: {"strategy": "question"}}
@@ -160,7 +161,7 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
                            CareParams(resamples=50, seed=3))
     # the judge's 108 codes and the human's 90 (turns only), all of them used: nothing left out
     counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0)}
-    assert report["care"] == expected | {"reference": HUMAN, "input": counted}
+    assert report["care"] == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
     assert report["warnings"] == []
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
     assert report["input"]["dropped"]["unknown_attribute"] == 18
@@ -249,7 +250,7 @@ def test_a_unit_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_ins
         return found[0], fingerprint_rows(PREFIX, found[1])
 
     section, before = section_and_fingerprint()
-    assert section == expected | {"reference": HUMAN, "input": counted}
+    assert section == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
     judgments = list(Judgment.objects.filter(round__study=study).order_by("-pk"))
     services.judgments_purge(judgments=Judgment.objects.filter(round__study=study), by=None, reason="written again")
     for judgment in judgments:

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.django_db
 # item, an unproductive one, both required items present.
 SESSION_4 = {"ask_safety": 1, "crisis_resources": 1, "validate_feelings": 0, "stay_present": 0, "follow_up": 0,
              "minimise": 1, "premature_fix": 0, "moralise": 0, "grounding": 0}
-# Worked out by hand from docs/care.md#the-demos-figures: sessions 3 and 5 (ProdR 1, UnprodR 1/2 for session 3's
+# Worked out by hand from the demo's figures in docs/care.md: sessions 3 and 5 (ProdR 1, UnprodR 1/2 for session 3's
 # premature_fix, OmitR 1/2 for session 5's missing crisis_resources); after the crisis session 4 counts too.
 QUALITY = {
     "episode_sessions": {"ProdR": 1.0, "UnprodR": 0.5, "OmitR": 0.5, "n_sessions": 2},
