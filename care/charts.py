@@ -45,6 +45,16 @@ def alignment_by_crisis_table(report: Mapping[str, Any], filters: Filters) -> Ta
                  caption="A history counts under the type of its first crisis session.")
 
 
+def alignment_by_history_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    by = _care(report).get("alignment_by_history") or {}
+    rows = [[history, m, *((per or {}).get(k) for k in (*ALIGNMENT_KEYS, "n_action", "n_ready"))]
+            for history in sorted(by) for m, per in sorted((by[history] or {}).items())]
+    return Table("care-alignment-by-history", "Timing of advice per history",
+                 ["history", "model", *ALIGNMENT_KEYS, "n_action", "n_ready"], rows,
+                 caption="Each history's own action turns under the reference coding, with its model (one per "
+                         "history); n/a where the denominator is 0.")
+
+
 def quality_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
     per = _care(report).get("quality") or {}
     models = sorted(per)
@@ -107,8 +117,8 @@ def page_context(report: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"histories": histories(report), "reference": care.get("reference", "")}
 
 
-CARE_PAGE = Page(SLUG, "CARE", (), (alignment_chart, alignment_by_crisis_table, quality_chart,
-                                    quality_by_crisis_table, control_table, validation_table),
+CARE_PAGE = Page(SLUG, "CARE", (), (alignment_chart, alignment_by_crisis_table, alignment_by_history_table,
+                                    quality_chart, quality_by_crisis_table, control_table, validation_table),
                  section=SLUG, template="care/report.html", context=page_context)
 
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 # The display names of the section's columns (docs/care.md#metrics).
 COLUMNS = {
-    "crisis_type": "Crisis type", "AR": "Aligned rate (AR)", "PR": "Premature rate (PR)", "LR": "Lag rate (LR)",
-    "advice_frequency": "Advice frequency", "n_action": "Action turns", "n_ready": "Ready turns",
+    "crisis_type": "Crisis type", "history": "History", "AR": "Aligned rate (AR)", "PR": "Premature rate (PR)",
+    "LR": "Lag rate (LR)", "advice_frequency": "Advice frequency", "n_action": "Action turns", "n_ready": "Ready turns",
     "ProdR": "Productive rate (ProdR)", "UnprodR": "Unproductive rate (UnprodR)", "OmitR": "Omission rate (OmitR)",
     "n_sessions": "Sessions", "delta_AR": "Δ AR, crisis − control", "delta_PR": "Δ PR, crisis − control",
     "wilcoxon_p": "Wilcoxon p", "rank_biserial_r": "Rank-biserial r", "n_histories": "Histories",

@@ -17,7 +17,11 @@ Input format (plain data, no Django; the loader builds it with one query per tab
 Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/care.md:
 
 - M1 One assistant model per history (a history's turn has one response; session codes carry no model, so a
-  session's checklist belongs to the history's model). Mode, when a study has one, is part of the model slot.
+  session's checklist belongs to the history's model). Mode, when a study has one, is part of the model slot: a
+  response carries its model slot and nothing else that names the assistant, so a study that compares modes (the
+  same model with and without memory, say) gives each (model, mode) a slot of its own (`Alpha`, `Alpha+memory`),
+  and every per-model figure (`alignment`, `alignment_by`, `alignment_by_history`, `quality`, `control`) is then
+  per model and mode.
 - M2 A history's crisis type (the `alignment_by` key) is that of its first crisis session, else of its first
   session with a crisis type, else "none"; every action turn of the history counts under it.
 - M3 Rates are pooled (ratio of summed counts over the group's turns or sessions), not means of per-history rates.
@@ -235,13 +239,16 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def alignment_by_history(scored: Mapping[str, Sequence[ScoredTurn]]) -> dict[str, dict[str, float | int | None]]:
-    """AR, PR, LR, advice frequency, n_action, n_ready of each history."""
+def alignment_by_history(
+    histories: Sequence[CareHistory], scored: Mapping[str, Sequence[ScoredTurn]]
+) -> dict[str, dict[str, dict[str, float | int | None]]]:
+    """care.alignment_by_history[CONVERSATION][MODEL]: AR, PR, LR, advice frequency, n_action, n_ready of each
+    history, under its one model (M1), every history included (one without an action turn has null rates)."""
     out = {}
-    for conversation, turns in scored.items():
+    for h in histories:
         counts = AlignmentCounts()
-        counts.add(turns)
-        out[conversation] = counts.figures()
+        counts.add(scored[h.conversation])
+        out[h.conversation] = {h.model: counts.figures()}
     return out
 
 
@@ -569,8 +576,8 @@ def care_report(
     items: Sequence[ChecklistItem],
     params: CareParams | None = None,
 ) -> dict:
-    """The CARE section of the metrics report: exactly the keys of docs/care.md#in-the-report
-    (care.states, alignment, alignment_by, quality, quality_by, control, validation), JSON-ready (no NaN)."""
+    """The CARE section of the metrics report: exactly the keys of docs/care.md#in-the-report (care.states,
+    alignment, alignment_by, alignment_by_history, quality, quality_by, control, validation), JSON-ready (no NaN)."""
     params = params or CareParams()
     histories = sorted(histories, key=lambda h: h.conversation)
     if len({h.conversation for h in histories}) != len(histories):
@@ -587,6 +594,7 @@ def care_report(
         },
         "alignment": alignment_pooled,
         "alignment_by": alignment_by,
+        "alignment_by_history": alignment_by_history(histories, scored),
         "quality": quality_pooled,
         "quality_by": quality_by,
         "control": control_table(histories, scored, params.control_metric),

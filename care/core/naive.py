@@ -374,6 +374,7 @@ def naive_care_report(
         "states": states,
         "alignment": alignment,
         "alignment_by": alignment_by,
+        "alignment_by_history": {h.conversation: {h.model: _rates(rows[h.conversation])} for h in ordered},
         "quality": quality,
         "quality_by": quality_by,
         "control": _naive_control(ordered, rows, control_metric),

@@ -60,7 +60,8 @@ PACKAGES = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8
 # (``care.alignment.Assistant``) is not code; each key must still be a string the code writes or reads.
 KEYS = {
     "calibration": {"bootstrap", "experts", "reviewers", "expert_only_rounds"},
-    "care": {"alignment", "control", "input", "parameters", "quality", "reference", "states", "validation"},
+    "care": {"alignment", "alignment_by_history", "control", "input", "parameters", "quality", "reference", "states",
+             "validation"},
     "lc8": {"derived", "input", "items", "ranking"},
 }
 # Spans that look like a name this test checks but are examples.

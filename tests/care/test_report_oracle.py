@@ -328,6 +328,8 @@ def _oracle(codes: dict[str, dict]) -> dict:
     section["alignment_by"] = {c: {m: alignment([n for n in by_model[m] if crisis_of[n] == c]) for m in models
                                    if any(crisis_of[n] == c for n in by_model[m])}
                                for c in sorted(set(crisis_of.values()))}
+    # per history: its own turns alone, under its one model slot (M1)
+    section["alignment_by_history"] = {n: {model: alignment([n])} for n, (model, _) in HISTORIES.items()}
     section["quality"], section["quality_by"] = _quality(reference, by_model)
     section["control"] = {m: _control(by_model[m], reference, walked, turn_labels) for m in models}
     section["validation"] = _validation(codes, walked)

@@ -81,8 +81,8 @@ def test_the_page_shows_the_reports_numbers(client, care, researcher):
     care_section = _report(care)["care"]
     alignment = care_section["alignment"]["Assistant"]
     assert alignment["AR"] == pytest.approx(2 / 3) and alignment["PR"] == pytest.approx(1 / 3)
-    for block in ("care-alignment", "care-alignment-by-crisis", "care-quality", "care-quality-by-crisis",
-                  "care-control", "care-validation"):
+    for block in ("care-alignment", "care-alignment-by-crisis", "care-alignment-by-history", "care-quality",
+                  "care-quality-by-crisis", "care-control", "care-validation"):
         assert f'id="{block}"' in page, block
     table = page[page.index('id="care-alignment-by-crisis"'):page.index('id="care-quality"')]
     # The crisis type is named by the schema's crisis attribute (its anchor), the code in the cell's title.
@@ -132,6 +132,23 @@ def test_the_csv_downloads_are_the_report(client, care, researcher):
             entry["agreement"], entry["kappa"], entry["n"])
         low, high = entry["agreement_ci"] or (None, None)
         assert (_number(row["agreement_low"]), _number(row["agreement_high"])) == (low, high)
+
+
+def test_the_per_history_table_and_its_csv_are_the_demo_historys_own_figures(client, care, researcher):
+    """docs/care.md, the demo's figures: the judge codes nine assistant turns (5-13), three of them action turns
+    (6 aligned, 8 premature, 13 aligned), none while Open or Rebuilding; so its one history, under the model slot
+    Assistant, has AR 2/3, PR 1/3, LR null (n_ready 0) and advice frequency 3/9, in the report, the page and the CSV."""
+    client.force_login(researcher)
+    expected = {"AR": 2 / 3, "PR": 1 / 3, "LR": None, "advice_frequency": 3 / 9, "n_action": 3, "n_ready": 0}
+    assert _report(care)["care"]["alignment_by_history"] == {HISTORY: {"Assistant": expected}}
+    page = client.get(reverse("reports-page", args=[CARE_DEMO_STUDY, "care"])).content.decode()
+    table = page[page.index('id="care-alignment-by-history"'):page.index('id="care-quality"')]
+    assert "Timing of advice per history" in table and f"<td>{HISTORY}</td>" in table
+    assert '<th scope="col" data-key="history" title="Report key history">History</th>' in table
+    assert "<td>0.667</td>" in table and "<td>0.333</td>" in table
+    rows = _csv(client, "care-alignment-by-history")
+    assert [(r["history"], r["model"]) for r in rows] == [(HISTORY, "Assistant")]
+    assert {k: _number(rows[0][k]) for k in expected} == expected
 
 
 def _timeline_rows(html: str) -> dict[int, dict[str, str]]:

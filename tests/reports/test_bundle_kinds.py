@@ -144,6 +144,10 @@ def test_a_care_or_lc8_bundle_has_its_sessions_and_its_page(load, slug, page):
     assert json.loads(files["run.json"])["study"]["kind"] == page
     assert files["data/sessions.csv"].count(b"\n") > 1
     assert any(name.startswith(f"tables/{page}/") for name in files), sorted(files)
+    if page == "care":  # the per-history table too: the demo's one history under its model slot
+        per_history = files["tables/care/care-alignment-by-history.csv"].decode().splitlines()
+        assert per_history[0].startswith("history,model,AR,PR,LR,advice_frequency,n_action,n_ready")
+        assert [line.split(",")[:2] for line in per_history[1:]] == [["care-demo-1", "Assistant"]]
     # the pages of the study's kind only (reports.kind_pages): no figure or table of a cab-v1 page it has not
     drawn = {name.split("/")[1] for name in files if name.startswith(("figures/", "tables/"))}
     assert drawn <= {p.slug for p in kind_pages.pages_of(study)}, sorted(drawn)

@@ -407,7 +407,7 @@ def test_each_assistant_turn_is_scored_against_the_state_the_user_turns_before_i
 
 def test_alignment_rates_of_the_worked_history() -> None:
     history, coding = worked_history()
-    figures = alignment_by_history({"h1": score_history(history, coding)})["h1"]
+    figures = alignment_by_history([history], {"h1": score_history(history, coding)})["h1"]["m1"]
     # 7 action turns (all but turn 7): aligned 1, 5, 6; premature 2, 3, 4; lag 8.
     # N_ready = action turns in Open or Rebuilding: 1 (R), 6 (O), 8 (R).
     assert figures == {
@@ -446,6 +446,15 @@ def test_alignment_pools_turns_by_model_and_by_the_history_crisis_type() -> None
     assert by_type["anxiety"]["m1"]["LR"] is None  # no action turn while Open or Rebuilding
     assert by_type["SI"]["m1"]["AR"] == 3 / 7
     assert set(by_type) == {"SI", "anxiety", "none"}  # a history without a crisis is "none" (M2)
+    # per history, under its own model: h1 alone is the worked history's figures, h2 its two action turns alone
+    # (1 aligned, 1 premature, neither while Open or Rebuilding), h3 no assistant turn coded
+    per_history = alignment_by_history(histories, scored)
+    assert per_history["h1"] == {"m1": {"AR": 3 / 7, "PR": 3 / 7, "LR": 1 / 3, "advice_frequency": 7 / 8,
+                                        "n_action": 7, "n_ready": 3}}
+    assert per_history["h2"] == {"m1": {"AR": 1 / 2, "PR": 1 / 2, "LR": None, "advice_frequency": 2 / 2,
+                                        "n_action": 2, "n_ready": 0}}
+    assert per_history["h3"] == {"m2": {"AR": None, "PR": None, "LR": None, "advice_frequency": None,
+                                        "n_action": 0, "n_ready": 0}}
 
 
 # --- crisis vs matched control windows ---------------------------------------------------------------------------
@@ -679,7 +688,8 @@ def test_report_has_exactly_the_spec_keys_and_is_json_ready() -> None:
     report = care_report([*histories, h1], CareCoding(user={**reference.user, **c1.user}, assistant=c1.assistant),
                          coders, ITEMS, CareParams(resamples=20))
     json.dumps(report, allow_nan=False)
-    assert set(report) == {"states", "alignment", "alignment_by", "quality", "quality_by", "control", "validation"}
+    assert set(report) == {"states", "alignment", "alignment_by", "alignment_by_history", "quality", "quality_by",
+                           "control", "validation"}
     assert report["states"]["h1"]["4"] == {"state": S, "credit": 0, "candidate": None}
     assert set(report["alignment"]["m1"]) == {"AR", "PR", "LR", "advice_frequency", "n_action", "n_ready"}
     assert set(report["quality"]["m1"]) == {"ProdR", "UnprodR", "OmitR", "n_sessions"}
