@@ -2,7 +2,8 @@
 conversation id, turn index, model), validated on a fast path that reads a bulk body's items straight from their
 slices of the body (msgspec), resolved to their turns a chunk at a time, compared with the stored texts by digest,
 and the new ones written with one binary COPY. All or nothing, with the same study isolation and frozen text
-checks as every ingestion (benchmark/material_rules.py).
+checks as every ingestion (benchmark/material_rules.py), and the rule of histories of sessions: one model slot each
+(benchmark/sessions.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from api.parsers import LazyItems
 from audit.services import audit_record
 from benchmark.material_rules import Edit, MaterialConflict, StudyRef, chunks, claim, material_conflicts
 from benchmark.models import ModelResponse, Turn
+from benchmark.sessions import assistant_problem, history_slots
 from common.errors import RowError, RowErrors
 from common.locks import advisory_lock
 from common.lookups import any_of
@@ -264,19 +266,24 @@ class _ResolvedItem(NamedTuple):  # a tuple: tens of thousands are made per requ
 
 def _response_items_resolve(
     valid: list[tuple[int, tuple[str, str, int, str], str, Utf8]]
-) -> tuple[list[_ResolvedItem], list[RowError]]:
+) -> tuple[list[_ResolvedItem], list[RowError], set[int]]:
     """Each valid item's turn, looked up a chunk of conversations at a time, for the items whose turn is stored,
-    and an error for each of the others."""
+    an error for each of the others, and which of the conversations are histories of sessions (their turns are in
+    sessions)."""
     conversation_ids = sorted({key[1] for _, key, _, _ in valid})
     datasets = {key[0] for _, key, _, _ in valid}
     turns: dict[tuple[str, str, int], tuple[int, int]] = {}
     known_conversations: set[tuple[str, str]] = set()
+    histories: set[int] = set()
     for chunk in chunks(conversation_ids):
-        for turn_id, conversation_pk, dataset, conversation, index in Turn.objects.filter(
+        for turn_id, conversation_pk, dataset, conversation, index, session_id in Turn.objects.filter(
             any_of("conversation__external_id", chunk), conversation__dataset__name__in=datasets
-        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index"):
+        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index",
+                      "session_id"):
             turns[(dataset, conversation, index)] = (turn_id, conversation_pk)
             known_conversations.add((dataset, conversation))
+            if session_id is not None:
+                histories.add(conversation_pk)
     resolved = []
     errors: list[RowError] = []
     for index, key, version, text in valid:
@@ -289,7 +296,27 @@ def _response_items_resolve(
                                                                   "conversation first"))
             continue
         resolved.append(_ResolvedItem(index, found[0], found[1], f"{key[0]}/{key[1]}", key[2], key[3], version, text))
-    return resolved, errors
+    return resolved, errors, histories
+
+
+def _second_assistants(resolved: list[_ResolvedItem], histories: set[int]) -> list[RowError]:
+    """The items that would put a reply under a second model slot in a stored history: the sessions form's rule
+    (``benchmark.sessions.assistant_problem``, docs/sessions.md), which a response item must keep as a record does.
+    A history without replies takes the slot of its first item."""
+    if not histories:
+        return []
+    kept = history_slots(sorted(histories))
+    errors = []
+    for item in resolved:
+        if item.conversation_id not in histories:
+            continue
+        slots = kept.setdefault(item.conversation_id, [])
+        problem = assistant_problem(slots, item.model, history=item.label)
+        if problem:
+            errors.append(RowError(item.row, "model", problem))
+        elif not slots:
+            slots.append(item.model)
+    return errors
 
 
 class _Utf8Sha256(Func):
@@ -381,9 +408,9 @@ def responses_ingest(
     advisory_lock("benchmark.ingest")  # concurrent ingests of the same new responses must not race to insert
     valid, errors = _response_items_validate(items, model_slots)
 
-    resolved, unresolved = _response_items_resolve(valid)
+    resolved, unresolved, histories = _response_items_resolve(valid)
     del valid  # each request's per-item lists are let go as soon as the next one is made: peak memory
-    errors += unresolved
+    errors += unresolved + _second_assistants(resolved, histories)
     if errors:
         raise RowErrors(errors, row_label="item")
 

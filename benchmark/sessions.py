@@ -20,9 +20,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from benchmark.models import Conversation, Dataset, Session, Turn
+from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from benchmark.serializers import Choice, ConversationIn, TurnIn
 from common.errors import RowError
+from common.lookups import any_of
 
 
 class SessionIn(serializers.Serializer):
@@ -91,18 +92,37 @@ class HistoryIn(ConversationIn):
 ONE_ASSISTANT = "a history's replies are one assistant's, under one model slot"
 
 
+def assistant_problem(kept: list[str], slot: str, history: str = "this history") -> str | None:
+    """What is wrong with a reply under ``slot`` in a history whose replies are under ``kept`` (none yet: any slot
+    is the history's), or None. The one rule of every path that adds a reply to a history (docs/sessions.md): the
+    kinds' sections read a history's reply codes as its one assistant's."""
+    if not kept or slot in kept:
+        return None
+    return f"{slot!r}: {ONE_ASSISTANT}, and {history}'s are under {', '.join(map(repr, kept))}"
+
+
 def _one_assistant(sessions: list[dict]) -> None:
-    """Every response of a history is under one model slot, the assistant under study's: a turn has that one reply
-    (docs/sessions.md). The kinds' sections read a history's reply codes as its one assistant's."""
-    first = None
+    """Every response of a history record is under one model slot, the assistant under study's: a turn has that one
+    reply."""
+    kept: list[str] = []
     for s_pos, session in enumerate(sessions):
         for t_pos, turn in enumerate(session["turns"]):
             for r_pos, response in enumerate(turn["responses"]):
-                first = first or response["model"]
-                if response["model"] != first:
+                problem = assistant_problem(kept, response["model"])
+                if problem:
                     raise serializers.ValidationError({
-                        f"sessions[{s_pos}].turns[{t_pos}].responses[{r_pos}].model":
-                            f"{response['model']!r}: {ONE_ASSISTANT}, and this history's are under {first!r}"})
+                        f"sessions[{s_pos}].turns[{t_pos}].responses[{r_pos}].model": problem})
+                kept = kept or [response["model"]]
+
+
+def history_slots(conversation_ids: list[int]) -> dict[int, list[str]]:
+    """The model slots of the stored replies of these conversations, sorted (one query): what
+    ``assistant_problem`` keeps for a stored history. A conversation without replies is left out."""
+    slots: dict[int, set[str]] = {}
+    for conversation_id, slot in ModelResponse.objects.filter(any_of("turn__conversation_id", conversation_ids)) \
+            .values_list("turn__conversation_id", "model_slot").distinct():
+        slots.setdefault(conversation_id, set()).add(slot)
+    return {conversation_id: sorted(kept) for conversation_id, kept in slots.items()}
 
 
 def _trajectory_problems(attrs: dict) -> None:

@@ -11,8 +11,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark import conversation_ingest, material_rules
-from benchmark.models import Conversation, Session, Turn
+from benchmark import conversation_ingest, material_rules, response_ingest
+from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.errors import RowErrors
 from tests.factories import JudgmentFactory, RoundFactory, StudyFactory, attribute
 
@@ -148,6 +148,58 @@ def test_a_stored_history_takes_no_reply_under_a_second_model_slot():
                                                 "the stored history's are under 'Assistant', this row's under "
                                                 "'Other'")]
     assert set(Turn.objects.values_list("responses__model_slot", flat=True)) == {"Assistant"}
+
+
+def reply(turn_index, model="Assistant", text="Breathe with me.", conversation_id="h1"):
+    return {"dataset": "CARE-test", "conversation_id": conversation_id, "turn_index": turn_index, "model": model,
+            "text": text}
+
+
+def test_the_responses_api_adds_no_reply_under_a_second_model_slot_to_a_history():
+    """The responses ingestion keeps the rule of the sessions form: a reply under another slot than a stored
+    history's is refused by item and field, and nothing is written; a conversation in the turns form takes
+    several slots, and the history's own slot still takes new text."""
+    study = StudyFactory(slug="care", model_slots=["Assistant", "Other"])
+    single = history("h2", turns=[turn(1)])
+    del single["sessions"]
+    load(history(), single)
+    with pytest.raises(RowErrors) as caught:
+        response_ingest.responses_ingest(
+            items=[reply(3, text="New words."), reply(3, model="Other"), reply(1, model="Other", conversation_id="h2")],
+            study=study, model_slots=study.model_slots)
+    assert [(e.row, e.field, e.message) for e in caught.value.errors] == [
+        (1, "model", "'Other': a history's replies are one assistant's, under one model slot, and CARE-test/h1's "
+                     "are under 'Assistant'")]
+    assert set(ModelResponse.objects.values_list("model_slot", flat=True)) == {"Assistant"}
+    assert not ModelResponse.objects.filter(text="New words.").exists()
+    summary = response_ingest.responses_ingest(
+        items=[reply(3, text="New words."), reply(1, model="Other", conversation_id="h2")], study=study,
+        model_slots=study.model_slots)
+    assert (summary.created, summary.updated) == (1, 1)
+
+
+def test_a_history_without_replies_takes_the_slot_of_its_first_reply():
+    bare = history()
+    for session in bare["sessions"]:
+        for t in session["turns"]:
+            t["responses"] = []
+    load(bare)
+    with pytest.raises(RowErrors) as caught:
+        response_ingest.responses_ingest(items=[reply(1, model="Other"), reply(2), reply(3, model="Other")],
+                                         study=None)
+    assert [(e.row, e.field) for e in caught.value.errors] == [(1, "model")]
+    assert "CARE-test/h1's are under 'Other'" in caught.value.errors[0].message
+    assert not ModelResponse.objects.exists()
+
+
+def test_the_responses_endpoint_refuses_a_second_assistant(admin_user, as_token):
+    study = StudyFactory(slug="care", model_slots=["Assistant", "Other"])
+    api = as_token(admin_user, scopes=["ingest"], study=study)
+    assert api.post("/api/v1/studies/care/conversations/", [history()], format="json").status_code == 200
+    refused = api.post("/api/v1/studies/care/responses/", [reply(2, model="Other")], format="json")
+    assert refused.status_code == 400
+    assert "one model slot" in json.dumps(refused.json())
+    assert not ModelResponse.objects.filter(model_slot="Other").exists()
 
 
 def test_a_history_cannot_be_resent_in_the_turns_form():
