@@ -44,7 +44,7 @@ docs/care.md#reading-choices):
 - A3 With a candidate, `aligned` wins if either state gives it; otherwise the label of the current state (for every
   horizon the two non-aligned labels of adjacent states are equal, so no further tie-break is needed).
 - A4 An action turn without a primary horizon (the schema requires one) gets no label: it still counts as an
-  action turn (N_action, advice frequency), but as neither aligned, premature nor lag.
+  action turn (N_action, advice frequency), but as neither aligned, premature nor lag (``lacks_horizon``).
 """
 
 from __future__ import annotations
@@ -190,6 +190,12 @@ def is_action(code: AssistantCode | None, action_strategies: frozenset[str] = AC
     return code is not None and code.strategy in action_strategies
 
 
+def lacks_horizon(code: AssistantCode | None, action_strategies: frozenset[str] = ACTION_STRATEGIES) -> bool:
+    """An action turn without a primary horizon (none, or no horizon coded), which gets no label (A4): the coding page
+    does not complete such a turn, and the report counts the reference coding's (docs/care-data.md)."""
+    return is_action(code, action_strategies) and code is not None and code.horizon not in HORIZONS
+
+
 def _label(state: int, horizon: str, safety_critical: bool, invited: bool) -> str:
     if invited:
         return ALIGNED
@@ -204,7 +210,7 @@ def alignment(turn: TurnState, code: AssistantCode, request: str | None) -> str 
     `request` is that user turn's request (user-invited when it equals the horizon, A1). None when the turn has
     no primary horizon (A4).
     """
-    if code.horizon not in HORIZONS:
+    if code.horizon not in HORIZONS:  # A4
         return None
     invited = request == code.horizon
     state = STATES.index(turn.state)

@@ -18,7 +18,7 @@ from common.cells import unneutralise
 from metrics.core.section_csv import csv_rows
 
 from .metrics import QUALITY_SCOPES, CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
-from .recovery import NO_MARKER, STATES, AssistantCode, UserCode
+from .recovery import NO_MARKER, STATES, AssistantCode, UserCode, lacks_horizon
 
 GOLD = "gold"
 USER_ROLES = ("crisis", "marker", "request", "ambiguous", "sudden", "hold", "reactance")
@@ -106,10 +106,26 @@ class CareInputs:
 
     @property
     def input(self) -> dict[str, Any]:
-        """The report's ``care.input``: histories, judgments read, used, and dropped by reason."""
+        """The report's ``care.input``: histories, judgments read, used, dropped by reason, and the reference
+        coding's action turns without a primary horizon by model (``no_horizon``)."""
         dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
         return {"histories": len(self.histories), "judgments": self.judgments,
-                "used": self.judgments - sum(dropped.values()), "dropped": dropped}
+                "used": self.judgments - sum(dropped.values()), "dropped": dropped,
+                "no_horizon": self.no_horizon}
+
+    @property
+    def no_horizon(self) -> dict[str, int]:
+        """The reference coding's action turns without a primary horizon, by model (those with any): each counts in
+        N_action, so in AR's and PR's denominators, with no label (A4). A judge may leave the horizon out, and its
+        labels are imported all the same (docs/care-data.md#the-codings-of-care-v1): the report says so here."""
+        counts: dict[str, int] = defaultdict(int)
+        for history in self.histories:
+            for session in history.sessions:
+                for turn in session.turns:
+                    code = self.reference.assistant.get((history.conversation, turn))
+                    if lacks_horizon(code, self.params.action_strategies):
+                        counts[history.model] += 1
+        return dict(sorted(counts.items()))
 
 
 def care_histories(sessions: Sequence[CareSessionRow]) -> list[CareHistory]:

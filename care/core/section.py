@@ -30,17 +30,33 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 
 
 def warning(section: Mapping[str, Any]) -> str | None:
+    """The section is empty although the study has judgments; else the reference coding has action turns without a
+    primary horizon (``care.input.no_horizon``), which AR and PR count in their denominators with no label; else
+    None."""
     counts = section.get("input")
     if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
         return None
     read = int(counts.get("judgments") or 0)
-    if read == 0 or int(counts.get("used") or 0) > 0:
+    if read == 0:
         return None
+    if int(counts.get("used") or 0) > 0:
+        return _no_horizon(counts.get("no_horizon") or {}, str(section.get("reference") or ""))
     reasons = reasons_said(counts.get("dropped") or {}, REASONS, "judgment")
     if not counts.get("histories"):
         reasons.insert(0, "the study has no history (a conversation of the study with sessions)")
     return (f"The CARE section is empty although the study has {plural(read, 'judgment')}: none could be used "
             f"({'; '.join(reasons) or 'no reason counted'}).")
+
+
+def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
+    if not by_model:  # none, or a report from before the section counted them
+        return None
+    total = sum(int(n) for n in by_model.values())
+    models = ", ".join(f"{model} {int(n)}" for model, n in by_model.items())
+    return (f"{plural(total, 'action turn')} of the reference coding ({reference}) "
+            f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
+            "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
+            "(docs/care.md#reading-choices, A4). Code their horizon to label them.")
 
 
 SECTION = CoreSection(files=FILES, compute=_compute, warning=warning)

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from annotation import checklists, judgment_import, services
+from annotation import automated_coders, checklists, judgment_import, services
 from annotation.models import Judgment, Study, StudyMember
 from benchmark import conversation_ingest
 from care import inputs as loader
@@ -160,7 +160,8 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
     expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
                            CareParams(resamples=50, seed=3))
     # the judge's 108 codes and the human's 90 (turns only), all of them used: nothing left out
-    counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0)}
+    counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0),
+               "no_horizon": {}}
     assert report["care"] == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
     assert report["warnings"] == []
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
@@ -200,6 +201,37 @@ def test_the_judge_as_reference_gives_the_hand_computed_figures(demo):
     assert section["reference"] == CARE_DEMO_JUDGE
 
 
+def _label_row(coder: str, role: str, turn_index: int, attribute: str, score: str) -> dict:
+    with CARE_DEMO_JUDGE_FILE.open(encoding="utf-8") as stream:
+        row = next(row for row in map(json.loads, stream)
+                   if (row["turn_index"], row["attribute"]) == (turn_index, attribute))
+    return row | {"reviewer": coder, "role": role, "score": score}
+
+
+def test_an_action_turn_without_a_horizon_is_imported_counted_and_said(demo):
+    """A judge (or a coder) that leaves the horizon of an action turn at none is imported, not refused: the turn
+    counts among the action turns with no label (care.md A4), and the report says how many, by model
+    (care.input.no_horizon and the CARE section's warning; docs/care-data.md#the-codings-of-care-v1)."""
+    study = _study(demo)
+    automated_coders.method_register(study=study, name="judge-2", by=None)
+    rows = [_label_row(coder, role, 8, attribute, score)
+            for coder, role in (("judge-2", "method"), ("demo-expert", "expert"))
+            for attribute, score in (("strategy", "providing suggestions"), ("horizon", "none"))]
+    summary = judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug=CARE_DEMO_STUDY, by=None)
+    assert summary.judgments_created == 4
+    judge = loader.care_section(study=study, reference="judge-2", resamples=0)
+    assert judge["alignment"]["Assistant"] == {"AR": 0.0, "PR": 0.0, "LR": None, "advice_frequency": 1.0,
+                                               "n_action": 1, "n_ready": 0}
+    assert judge["input"]["no_horizon"] == {"Assistant": 1}
+    # the expert's codings come first as the reference (docs/metrics.md#choices, item 18)
+    report = runs.report_build(study=study, seed=3, bootstrap=20)
+    assert (report["care"]["reference"], report["care"]["input"]["no_horizon"]) == ("demo-expert", {"Assistant": 1})
+    assert report["warnings"] == [{"section": "care", "message": (
+        "1 action turn of the reference coding (demo-expert) has no primary horizon (Assistant 1): each counts among "
+        "the action turns (n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
+        "(docs/care.md#reading-choices, A4). Code their horizon to label them.")}]
+
+
 def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_dataset(demo):
     study = _study(demo)
     demo_twin_add(study)
@@ -212,7 +244,7 @@ def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_d
     assert section["states"][demo_name]["8"] == {"state": "Settling", "credit": 0, "candidate": None}
     assert section["states"][twin_name]["8"] == {"state": "Acute", "credit": 0, "candidate": None}
     assert section["input"] == {"histories": 2, "judgments": 198 + 108, "used": 198 + 108,
-                                "dropped": dict.fromkeys(loader.DROPPED, 0)}
+                                "dropped": dict.fromkeys(loader.DROPPED, 0), "no_horizon": {}}
     # one history by its name: the twin's alone, its texts too
     twin = loader.care_inputs(study=study, conversation=twin_name, reference=CARE_DEMO_JUDGE)
     assert [h.conversation for h in twin.histories] == [twin_name]
@@ -242,7 +274,7 @@ def test_a_unit_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_ins
     expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
                            CareParams(resamples=20, seed=1))
     counted = {"histories": 1, "judgments": 199, "used": 198,
-               "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}}
+               "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}, "no_horizon": {}}
 
     def section_and_fingerprint() -> tuple[dict, str]:
         found = loader.care_section_and_rows(study=study, seed=1, resamples=20)
