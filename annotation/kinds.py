@@ -14,7 +14,8 @@ and the study services check every value written (``kind_settings_problems``).
 A kind is an app of its own (``settings.STUDY_KINDS``) that registers a ``StudyKind`` when Django starts
 (``register_kind`` in its ``AppConfig.ready``); the layers below call only the hooks here, in
 ``metrics.kind_sections`` (its report section) and in ``reports.kind_pages`` (its dashboard pages). A hook left
-None is the default behaviour: nothing more on the turn page, one assignment per turn, no session labels.
+None is the default behaviour: nothing more on the turn page, a turn complete once every form has a score, one
+assignment per turn, no session labels.
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ class StudyKind:
     session_checklist: Callable[..., SessionChecklist | None] = field(default=_none, compare=False, repr=False)
     coding_page: Callable[[TurnView, User], CodingPage | None] = field(default=_none, compare=False, repr=False)
     turn_page: Callable[[TurnView, User], TurnPage | None] = field(default=_none, compare=False, repr=False)
+    # Completing a turn: what the kind's rules still want of the page's codes once every form has a score, each
+    # "where · code: why" (the page links it to its form); None: nothing beyond a score of every form.
+    turn_missing: Callable[[TurnView], list[str]] | None = field(default=None, compare=False, repr=False)
     # Assignment: the units a round assigns in place of its turns (a session-rated kind: each session's first
     # turn) and the assignments of the coders' queues of units; None: one assignment per turn.
     assignment_units: Callable[[Sequence[Turn]], list[Turn]] | None = field(default=None, compare=False,

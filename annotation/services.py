@@ -944,8 +944,9 @@ class TurnCheck:
 
 @transaction.atomic
 def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = False) -> TurnCheck:
-    """Mark a turn done when every required coding is present. Inconsistencies the reviewer should look at
-    again (a score above 0 with no span, an instance count that differs from the spans) need ``confirm``."""
+    """Mark a turn done when every required coding is present: every form scored, and what the study's kind still
+    wants of the codes (its ``turn_missing`` hook). Inconsistencies the reviewer should look at again (a score above
+    0 with no span, an instance count that differs from the spans) need ``confirm``."""
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder can complete this turn")
     if assignment.round.status != Round.Status.OPEN:
@@ -971,6 +972,9 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
             warnings.append(f"{where}: score {judgment.score} but no highlighted span")
         if judgment.instance_count is not None and judgment.instance_count != spans:
             warnings.append(f"{where}: instance count {judgment.instance_count} but {spans} span(s)")
+    turn_missing = kind_of(view.study).turn_missing
+    if turn_missing is not None:
+        missing += turn_missing(view)
     completed = not missing and (confirm or not warnings)
     newly_completed = completed and bool(
         Assignment.objects.filter(pk=assignment.pk, completed_at__isnull=True).update(completed_at=timezone.now())

@@ -1,6 +1,7 @@
 """Reads for coding longitudinal histories (docs/care-data.md) on the turn page: the history as coders read it (earlier
 sessions folded away, the current episode highlighted), the session checklist at the end of a crisis or callback
-session, and the judge's labels where the study shows them to its coders.
+session, the judge's labels where the study shows them to its coders, and what completing a turn still wants (a
+primary horizon for an action turn).
 
 Nothing here runs for a conversation without sessions (every CAB conversation): the turn page of those costs no
 query more. The shared turn page calls this module only through the kind's hooks (``session_checklist``,
@@ -17,12 +18,15 @@ from django.contrib.auth.models import User
 from django.db.models import Max
 
 from annotation import automated_coders, rules
-from annotation.kinds import SessionChecklist
+from annotation.kinds import SessionChecklist, block_of
 from annotation.models import AttributeDefinition, Judgment, Round, Schema
 from annotation.selectors import assistant_replies
 from benchmark.models import Session, Turn
+from care.core.recovery import HORIZONS, AssistantCode, lacks_horizon
+from care.kind import CARE
 
 if TYPE_CHECKING:
+    from annotation.page_forms import AttrForm
     from annotation.selectors import TurnView
 
 
@@ -130,3 +134,30 @@ def _judge_labels(*, view: TurnView, user: User) -> dict[str, list[dict[str, Any
         found[form_id][label.coder.get_username()] = {
             "judge": label.coder.get_username(), "score": label.score, "label": value, "note": label.note}
     return {form_id: list(by_judge.values()) for form_id, by_judge in found.items()}
+
+
+def turn_missing(view: TurnView) -> list[str]:
+    """What completing the turn still wants of its codes: a primary horizon on each reply coded with an action
+    strategy (docs/care-data.md#the-codings-of-care-v1), without which the turn gets no alignment label (care.md A4).
+    The forms' unscored codes are the shared check's; no query."""
+    care = block_of(view.study, CARE)
+    if care is None:
+        return []
+    actions = frozenset(care.get("action_strategies") or ())
+    missing = []
+    for card in view.cards:
+        forms = {form.attribute.code: form for form in card.forms}
+        strategy, horizon = forms.get(care["strategy"]), forms.get(care["horizon"])
+        if strategy is None or horizon is None or not strategy.scored or not horizon.scored:
+            continue
+        code = AssistantCode(_label(strategy), _label(horizon))
+        if lacks_horizon(code, actions):
+            where = f"{card.label} · {horizon.attribute.code}" if card.label else horizon.attribute.code
+            missing.append(f"{where}: the strategy is {code.strategy}, which needs a primary horizon "
+                           f"({', '.join(HORIZONS)}); without one the turn gets no alignment label")
+    return missing
+
+
+def _label(form: AttrForm) -> str:
+    score = form.judgment.score if form.judgment is not None else None
+    return (form.attribute.scale_labels or {}).get(str(score), str(score))

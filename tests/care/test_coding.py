@@ -221,3 +221,30 @@ def test_a_coder_of_a_study_that_shows_the_judge_sees_its_labels_to_confirm_or_c
     # Confirming is saving the judge's value as one's own: the ordinary autosave.
     assert client.post(save_url(care, position), {"attribute": "marker", "score": str(marker)}).status_code == 200
     assert Judgment.objects.get(coder=reviewer, attribute__code="marker").score == marker
+
+
+def test_an_action_turn_without_a_primary_horizon_is_not_complete_and_says_why(client, care):
+    """A reply coded providing suggestions with horizon none gets no alignment label (docs/care.md A4): completing
+    the turn names the horizon and why, and the turn completes once a horizon is chosen."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    position = position_of(care, reviewer, 6)
+    view = selectors.turn_view(round_id=care.pk, user=reviewer, position=position)
+    response = view.turn.responses.get()
+    chosen = {"strategy": 5, "horizon": 0}  # providing suggestions, none
+    for form in view.all_forms():
+        on_response = form.response_handle is not None
+        services.judgment_save(round=care, by=reviewer, attribute=form.attribute,
+                               score=chosen.get(form.attribute.code, 0), turn=view.turn,
+                               response=response if on_response else None)
+    url = reverse("turn-complete", args=[care.pk, position])
+    refused = client.post(url).content.decode()
+    label = next(card.label for card in view.cards)
+    assert (f"{label} · horizon: the strategy is providing suggestions, which needs a primary horizon (Regulate, "
+            "Bridge, Sustain); without one the turn gets no alignment label") in refused
+    assert Assignment.objects.get(round=care, coder=reviewer, position=position).completed_at is None
+    horizon = AttributeDefinition.objects.get(schema=care.study.schema, code="horizon")
+    services.judgment_save(round=care, by=reviewer, attribute=horizon, score=1, turn=view.turn, response=response,
+                           expected_version=1)
+    assert client.post(url).status_code == 302
+    assert Assignment.objects.get(round=care, coder=reviewer, position=position).completed_at is not None
