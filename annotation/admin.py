@@ -21,7 +21,7 @@ from django.utils.html import format_html
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
-from annotation.schema_document import uiri_band_bounds
+from annotation.schema_document import SchemaDocumentError, index_thresholds
 from annotation.services import schema_is_frozen, study_member_remove
 from calibration.services import round_close
 from common.errors import RowError, json_line, json_unstorable
@@ -136,8 +136,9 @@ class AttributeInline(FrozenInlineMixin, admin.TabularInline):
 
 
 class SchemaForm(forms.ModelForm):
-    """A definition whose UIRI bands the report could not use is refused in the words of an install
-    (``schema_document.uiri_band_bounds``): the metric runs read the bands from it."""
+    """A definition whose report thresholds the report could not use (UIRI's bands, the trajectories' flat slope,
+    the coupling's significance) is refused in the words of an install (``schema_document.index_thresholds``): the
+    metric runs read them from it."""
 
     class Meta:
         model = models.Schema
@@ -145,12 +146,11 @@ class SchemaForm(forms.ModelForm):
 
     def clean_definition(self) -> Any:
         definition = self.cleaned_data.get("definition")
-        uiri = (definition.get("indices") or {}).get("uiri") if isinstance(definition, dict) else None
-        if isinstance(uiri, dict) and uiri.get("bands") is not None:
+        if isinstance(definition, dict):
             try:
-                uiri_band_bounds(uiri["bands"])
-            except ValueError as error:
-                raise ValidationError(str(error)) from error
+                index_thresholds(definition.get("indices"))
+            except SchemaDocumentError as error:
+                raise ValidationError(error.errors) from error
         return definition
 
 

@@ -21,6 +21,13 @@ CRISIS_TYPES = ("SI", "self-harm", "anxiety")
 _COLOUR = re.compile(r"^#[0-9a-fA-F]{6}$")
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 UIRI_BANDS = ("low", "medium", "high")
+# The thresholds of the indices block besides UIRI's bands (index_thresholds): per block, the anchor of
+# docs/metrics.md that defines them and, per key, its ReportParams field and whether 0 is refused (no q is below 0).
+_THRESHOLDS: dict[str, tuple[str, dict[str, tuple[str, bool]]]] = {
+    "trajectories": ("multi-turn-trajectories", {"flat_slope": ("slope_flat_threshold", False)}),
+    "coupling": ("input-response-coupling", {"min_abs_rho": ("coupling_min_abs_rho", False),
+                                             "max_q": ("coupling_max_q", True)}),
+}
 
 
 class SchemaDocumentError(ValueError):
@@ -123,13 +130,13 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         if code is not None:
             group_units[code] = unit
     clusters = {c.get("code") for c in doc.get("clusters", []) if isinstance(c, dict)}
-    uiri = (doc.get("indices") or {}).get("uiri") or {}
-    uiri_codes = set(uiri.get("attributes", []))
-    if uiri.get("bands") is not None:
-        try:
-            uiri_band_bounds(uiri["bands"])
-        except ValueError as error:
-            errors.append(str(error))
+    indices = doc.get("indices")
+    try:
+        index_thresholds(indices)
+    except SchemaDocumentError as error:
+        errors += error.errors
+    uiri = indices.get("uiri") if isinstance(indices, dict) else None
+    uiri_codes = set(uiri.get("attributes", [])) if isinstance(uiri, dict) else set()
 
     attributes: list[AttributeSpecDoc] = []
     seen_codes: set[str] = set()
@@ -262,6 +269,63 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         definition=definition,
         attributes=attributes,
     )
+
+
+def index_thresholds(indices: Any) -> dict[str, Any]:
+    """The report's thresholds a schema's ``indices`` block sets, by their ``ReportParams`` field; one it does not
+    give is left out, and the run keeps the protocol's default (docs/schema.md):
+
+    - ``uiri.bands``: UIRI's Low / Medium / High bounds (``uiri_bands``, docs/metrics.md#uiri);
+    - ``trajectories.flat_slope``: a trajectory whose |slope| per turn is at most this is flat
+      (``slope_flat_threshold``, default 0.005, docs/metrics.md#multi-turn-trajectories);
+    - ``coupling.min_abs_rho`` and ``coupling.max_q``: a coupling cell is significant when |rho| >= min_abs_rho and
+      q < max_q (``coupling_min_abs_rho``, ``coupling_max_q``, defaults 0.20 and 0.05,
+      docs/metrics.md#input-response-coupling).
+
+    SchemaDocumentError naming every value the report could not use: the metric runs read them from here."""
+    if indices is None:
+        return {}
+    if not isinstance(indices, dict):
+        raise SchemaDocumentError(["indices: must be an object (docs/schema.md)"])
+    errors: list[str] = []
+    found: dict[str, Any] = {}
+    uiri = indices.get("uiri")
+    if uiri is not None and not isinstance(uiri, dict):
+        errors.append("indices.uiri: must be an object (docs/metrics.md#uiri)")
+    elif uiri is not None and uiri.get("bands") is not None:
+        try:
+            found["uiri_bands"] = uiri_band_bounds(uiri["bands"])
+        except ValueError as error:
+            errors.append(str(error))
+    for block in _THRESHOLDS:
+        if indices.get(block) is not None:
+            _block_thresholds(block, indices[block], found, errors)
+    if errors:
+        raise SchemaDocumentError(errors)
+    return found
+
+
+def _block_thresholds(block: str, given: Any, found: dict[str, Any], errors: list[str]) -> None:
+    """The thresholds of ``indices.BLOCK`` into ``found`` by ReportParams field, or what is wrong into ``errors``."""
+    anchor, keys = _THRESHOLDS[block]
+    where = f"indices.{block}"
+    if not isinstance(given, dict):
+        errors.append(f"{where}: must be an object (docs/metrics.md#{anchor})")
+        return
+    unknown = sorted(set(given) - set(keys))
+    if unknown:
+        errors.append(f"{where}: unknown keys {', '.join(unknown)}; it may give {', '.join(keys)} "
+                      f"(docs/metrics.md#{anchor})")
+    for key, (name, above_zero) in keys.items():
+        value = given.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1 or (
+                above_zero and value == 0):
+            bounds = "above 0 and at most 1" if above_zero else "from 0 to 1"
+            errors.append(f"{where}.{key}: must be a number {bounds} (docs/metrics.md#{anchor})")
+        else:
+            found[name] = float(value)
 
 
 def uiri_band_bounds(bands: Any) -> tuple[float, float]:

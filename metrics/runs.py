@@ -78,8 +78,7 @@ def report_prepare(
     params = ReportParams(seed=seed, bootstrap=bootstrap, panel=inputs.panel, experts=inputs.experts,
                           methods=inputs.methods, models=inputs.models,
                           panel_size=top_k, top_k=RunParameters(top_k=top_k).stability_ks)
-    if inputs.uiri_bands is not None:  # the schema's bands (docs/metrics.md#uiri), else the protocol's defaults
-        params = replace(params, uiri_bands=inputs.uiri_bands)
+    params = replace(params, **inputs.thresholds)  # the schema's (docs/schema.md), else the protocol's defaults
     prepared = core_report_prepare(
         attributes=selectors.core_attributes(inputs.attributes),  # session units: the kind section's
         judgments=inputs.judgments,

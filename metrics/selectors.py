@@ -8,8 +8,8 @@ conversations, models, attributes) come from the few small tables they live in a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
@@ -18,7 +18,7 @@ from django.db.models import Max, Min, QuerySet
 from django.db.models.expressions import RawSQL
 
 from annotation.models import AttributeDefinition, Judgment, Round, Span, Study, StudyMember
-from annotation.schema_document import uiri_band_bounds
+from annotation.schema_document import index_thresholds
 from annotation.selectors import conversations_of_study, study_coders
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from common.outage import read_after_commit
@@ -45,8 +45,9 @@ class ReportInputs:
     experts: tuple[str, ...]  # the study's gold-panel members: their own codings are never a reviewer's
     methods: tuple[str, ...] = ()  # the study's automated coders: never reviewers, not in the indices
     models: tuple[str, ...] = ()  # the study's model slots: one without a scored response is named in the warnings
-    # The lower bounds of UIRI's Medium and High from the schema's indices.uiri.bands; None: it gives none (defaults)
-    uiri_bands: tuple[float, float] | None = None
+    # The report's thresholds the schema's indices block sets, by ReportParams field (UIRI's bands, the trajectories'
+    # flat slope, the coupling's significance); one it does not give is absent, and the run keeps its default
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
 
 
 def attribute_specs(*, study: Study) -> list[AttributeSpec]:
@@ -385,14 +386,8 @@ def report_inputs(*, study: Study) -> ReportInputs:
         experts=experts,
         methods=methods,
         models=tuple(study.model_slots or ()),
-        uiri_bands=_uiri_bands(study=study),
+        thresholds=index_thresholds(study.schema.definition.get("indices")),  # checked at install
     )
-
-
-def _uiri_bands(*, study: Study) -> tuple[float, float] | None:
-    """The bounds of the schema's ``indices.uiri.bands``, checked when the schema was installed; None without any."""
-    bands = ((study.schema.definition.get("indices") or {}).get("uiri") or {}).get("bands")
-    return None if bands is None else uiri_band_bounds(bands)
 
 
 def _response_texts(ids: np.ndarray, tables: dict) -> list[tuple[int, str]]:

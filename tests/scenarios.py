@@ -4,6 +4,7 @@ management commands. Every value is seeded or derived from names, so a scenario 
 from __future__ import annotations
 
 import io
+import json
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from django.core.management import call_command
 
 from access import roles
 from access.services import user_ensure
+from annotation import judgment_import, schema_document
 from annotation import services as annotation_services
 from annotation.models import (
     Assignment,
@@ -66,6 +68,49 @@ def synthetic_sized_study(*, slug: str, size: dict, seconds_per_turn: int = 0) -
             Assignment(round=round_, coder=user, turn_id=turn, position=position, completed_at="2026-01-01T00:00Z",
                        active_seconds=seconds_per_turn * position)
             for user in members for position, turn in enumerate(turns, start=1))
+    return study
+
+
+# --- a study whose schema sets the report's thresholds ------------------------------------------------------------
+
+
+def thresholds_study(*, slug: str, indices: dict | None = None) -> Study:
+    """``slug``, of ``cab-v1`` or, given ``indices``, of a copy of it whose indices block adds these (the report's
+    thresholds, docs/schema.md), with a main round one reviewer coded:
+
+    - ``rising``, a multi-turn conversation whose UIRI goes from 0.2 (U1 = 2 of 2, the rest 0: 1/5) to 0.3 (U2 = 1
+      of 2 as well: 1.5/5), an OLS slope of 0.1 per turn: escalating by the default flat slope (0.005), flat from
+      a flat slope of 0.1;
+    - ``pair-1`` … ``pair-3``, single turns whose user scored U1 = 0, 1, 2 and Alpha's responses AUR = 0, 2, 1:
+      Spearman's rho = 1 - 6 * (0 + 1 + 1) / (3 * 8) = 0.5, the only defined cell of Alpha's raw coupling, so its
+      q is its p, 2/3 (t = 0.5 * sqrt(1 / 0.75) = tan(pi / 6) on 1 degree of freedom, a Cauchy, whose two-sided
+      tail is 1 - 2 * (pi / 6) / pi): not significant by the default q < 0.05."""
+    schema = Schema.objects.get(slug="cab-v1")
+    if indices is not None:
+        document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+        schema = annotation_services.schema_install(document=document | {
+            "slug": f"cab-{slug}", "indices": document["indices"] | indices})
+    admin = user_ensure(username="thresholds-admin", role=roles.ADMIN)
+    study = annotation_services.study_create(slug=slug, name="Thresholds", schema=schema, model_slots=["Alpha"],
+                                             by=admin)
+    pairs = ((0, 0), (1, 2), (2, 1))  # (U1, Alpha's AUR) of each single turn
+    conversation_ingest.conversations_import(study=study, rows=enumerate([
+        {"dataset": slug, "conversation_id": "rising", "kind": "multi", "topic": "Anxiety",
+         "turns": [{"index": 1, "client": "I can't sleep."}, {"index": 2, "client": "And now I can't eat either."}]},
+        *({"dataset": slug, "conversation_id": f"pair-{number}", "kind": "single", "topic": "Anxiety",
+           "complexity": "medium", "turns": [{"index": 1, "client": f"Worry {number}.",
+                                              "responses": [{"model": "Alpha", "text": "Tell me more."}]}]}
+          for number in range(1, len(pairs) + 1)),
+    ], start=1))
+    code = {"study": slug, "round": "main", "reviewer": f"{slug}-coder", "role": "reviewer", "is_gold": False,
+            "dataset": slug, "turn_index": 1, "model": None, "spans": [], "instance_count": None}
+    rows = [code | {"conversation_id": "rising", "turn_index": turn, "attribute": name, "score": score}
+            for turn, scores in ((1, (2, 0, 0, 0, 0)), (2, (2, 1, 0, 0, 0)))
+            for name, score in zip(("U1", "U2", "U3", "U4", "U5"), scores, strict=True)]
+    for number, (user, response) in enumerate(pairs, start=1):
+        rows += [code | {"conversation_id": f"pair-{number}", "attribute": "U1", "score": user},
+                 code | {"conversation_id": f"pair-{number}", "model": "Alpha", "attribute": "AUR", "score": response}]
+    judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug=slug, by=admin, typed=True)
     return study
 
 

@@ -360,3 +360,44 @@ def test_a_schema_definition_with_unusable_uiri_bands_is_refused_by_the_admin(cl
     assert response.context["adminform"].form.errors["definition"] == [
         "indices.uiri.bands: the bounds must rise from 0 to 1 (docs/metrics.md#uiri)"]
     assert fingerprint() == before
+
+
+@pytest.mark.parametrize(("indices", "messages"), [
+    ({"trajectories": {"flat_slope": 2}},
+     ["indices.trajectories.flat_slope: must be a number from 0 to 1 (docs/metrics.md#multi-turn-trajectories)"]),
+    ({"coupling": {"min_abs_rho": -0.2, "max_q": "0.05"}},
+     ["indices.coupling.min_abs_rho: must be a number from 0 to 1 (docs/metrics.md#input-response-coupling)",
+      "indices.coupling.max_q: must be a number above 0 and at most 1 (docs/metrics.md#input-response-coupling)"]),
+    ({"uiri": [1]}, ["indices.uiri: must be an object (docs/metrics.md#uiri)"]),
+])
+def test_a_schema_definition_with_unusable_report_thresholds_is_refused_by_the_admin(client, admin_user, indices,
+                                                                                     messages):
+    """The metric runs read the trajectories' flat slope and the coupling's thresholds from the schema's indices
+    block: the admin refuses values they could not use, in an install's words, and writes nothing."""
+    import json
+
+    study = StudyFactory()
+    client.force_login(admin_user)
+    url = reverse("admin:annotation_schema_change", args=[study.schema_id])
+    definition = json.loads(form_fields(client, url)["definition"])
+    definition["indices"] |= indices
+    before = fingerprint()
+    response = client.post(url, form_fields(client, url) | {"definition": json.dumps(definition)})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["definition"] == messages
+    assert fingerprint() == before
+
+
+def test_a_schema_definition_whose_indices_are_not_an_object_is_refused_by_the_admin(client, admin_user):
+    """Before, a list in place of the indices block was a server error (AttributeError) on save."""
+    import json
+
+    study = StudyFactory()
+    client.force_login(admin_user)
+    url = reverse("admin:annotation_schema_change", args=[study.schema_id])
+    definition = json.loads(form_fields(client, url)["definition"]) | {"indices": [1]}
+    before = fingerprint()
+    response = client.post(url, form_fields(client, url) | {"definition": json.dumps(definition)})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["definition"] == ["indices: must be an object (docs/schema.md)"]
+    assert fingerprint() == before

@@ -239,3 +239,52 @@ def test_a_schema_with_unusable_uiri_bands_is_refused_and_installs_nothing(bands
         services.schema_install(document=document, by=None)
     assert refused.value.errors == [message + " (docs/metrics.md#uiri)"]
     assert not Schema.objects.filter(slug="cab-bad-bands").exists()
+
+
+@pytest.mark.parametrize(("indices", "messages"), [
+    ({"trajectories": {"flat_slope": -0.01}},
+     ["indices.trajectories.flat_slope: must be a number from 0 to 1 (docs/metrics.md#multi-turn-trajectories)"]),
+    ({"trajectories": {"flat_slope": "0.01"}},
+     ["indices.trajectories.flat_slope: must be a number from 0 to 1 (docs/metrics.md#multi-turn-trajectories)"]),
+    ({"trajectories": {"flat_slop": 0.01}},
+     ["indices.trajectories: unknown keys flat_slop; it may give flat_slope "
+      "(docs/metrics.md#multi-turn-trajectories)"]),
+    ({"trajectories": 0.01}, ["indices.trajectories: must be an object (docs/metrics.md#multi-turn-trajectories)"]),
+    ({"coupling": {"min_abs_rho": 1.5, "max_q": 0}},
+     ["indices.coupling.min_abs_rho: must be a number from 0 to 1 (docs/metrics.md#input-response-coupling)",
+      "indices.coupling.max_q: must be a number above 0 and at most 1 (docs/metrics.md#input-response-coupling)"]),
+    ({"coupling": {"max_q": True}},
+     ["indices.coupling.max_q: must be a number above 0 and at most 1 (docs/metrics.md#input-response-coupling)"]),
+    ({"uiri": ["U1"]}, ["indices.uiri: must be an object (docs/metrics.md#uiri)"]),
+])
+def test_a_schema_with_unusable_report_thresholds_is_refused_and_installs_nothing(indices, messages):
+    """The metric runs read the trajectories' flat slope and the coupling's thresholds from the schema's indices
+    block (docs/schema.md): a value they could not use is refused by name, and a misspelt key is not silently the
+    default."""
+    import json
+
+    from annotation import schema_document
+    from annotation.models import Schema
+
+    document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+    document["slug"] = "cab-bad-thresholds"
+    document["indices"] = document["indices"] | indices
+    with pytest.raises(schema_document.SchemaDocumentError) as refused:
+        services.schema_install(document=document, by=None)
+    assert refused.value.errors == messages
+    assert not Schema.objects.filter(slug="cab-bad-thresholds").exists()
+
+
+def test_a_schema_whose_indices_are_not_an_object_is_refused_and_installs_nothing():
+    """Before, a list in place of the indices block failed inside the validation (AttributeError), not as a refusal."""
+    import json
+
+    from annotation import schema_document
+    from annotation.models import Schema
+
+    document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+    document |= {"slug": "cab-bad-indices", "indices": [document["indices"]]}
+    with pytest.raises(schema_document.SchemaDocumentError) as refused:
+        services.schema_install(document=document, by=None)
+    assert refused.value.errors == ["indices: must be an object (docs/schema.md)"]
+    assert not Schema.objects.filter(slug="cab-bad-indices").exists()

@@ -279,3 +279,45 @@ def test_the_uiri_bands_are_the_schemas():
     assert uiri["mean"] == pytest.approx(0.5)
     assert uiri["thresholds"] == {"medium": 0.2, "high": 0.4}
     assert uiri["bands"] == {"low": 0.0, "medium": 0.0, "high": 1.0}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("indices", "trend"), [
+    (None, "escalating"),  # the default flat slope, 0.005: a slope of 0.1 per turn rises
+    ({"trajectories": {"flat_slope": 0.1}}, "flat"),  # |0.1| <= 0.1
+])
+def test_the_trajectories_flat_slope_is_the_schemas(indices, trend):
+    """A schema's ``indices.trajectories.flat_slope`` classes the trajectories
+    (docs/metrics.md#multi-turn-trajectories): before, every report used 0.005 whatever the study's schema said.
+    ``rising``'s UIRI goes from 0.2 to 0.3 (``scenarios.thresholds_study``)."""
+    scenarios.thresholds_study(slug="trend", indices=indices)
+    report = report_of("trend", "--bootstrap", "10")
+    threshold = indices["trajectories"]["flat_slope"] if indices else 0.005
+    trajectories = report["indices"]["trajectories"]
+    assert trajectories["uiri_conversations"]["trend"]["rising"] == {
+        "uiri": {"1": pytest.approx(0.2), "2": pytest.approx(0.3)}, "slope": pytest.approx(0.1), "class": trend}
+    assert trajectories["threshold"] == report["parameters"]["slope_flat_threshold"] == threshold
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("coupling", "significant"), [
+    (None, False),  # the defaults: |rho| 0.5 >= 0.20 but q 2/3 is not below 0.05
+    ({"min_abs_rho": 0.4, "max_q": 0.7}, True),  # 0.5 >= 0.4 and 2/3 < 0.7
+    ({"min_abs_rho": 0.6, "max_q": 0.7}, False),  # 0.5 < 0.6
+])
+def test_the_couplings_thresholds_are_the_schemas(coupling, significant):
+    """A schema's ``indices.coupling.min_abs_rho`` and ``max_q`` decide which coupling cells are significant
+    (docs/metrics.md#input-response-coupling): before, every report used 0.20 and 0.05. Alpha's one defined cell,
+    (U1, AUR), has rho 0.5 and q 2/3 (``scenarios.thresholds_study``)."""
+    scenarios.thresholds_study(slug="coupled", indices=None if coupling is None else {"coupling": coupling})
+    report = report_of("coupled", "--bootstrap", "10")
+    given = coupling or {"min_abs_rho": 0.2, "max_q": 0.05}
+    cell = report["indices"]["coupling"]["raw"]["Alpha"]["U1"]["AUR"]
+    assert cell == {"rho": pytest.approx(0.5), "p": pytest.approx(2 / 3), "q": pytest.approx(2 / 3),
+                    "significant": significant, "n": 3}
+    assert [one for row in report["indices"]["coupling"]["raw"]["Alpha"].values() for one in row.values()
+            if one["rho"] is not None] == [cell], "the only defined cell: its q is its p"
+    parameters = report["parameters"]
+    assert {key: report["indices"]["coupling"][key] for key in given} == given
+    assert (parameters["coupling_min_abs_rho"], parameters["coupling_max_q"]) == (given["min_abs_rho"],
+                                                                                  given["max_q"])

@@ -21,6 +21,8 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from annotation.models import Judgment, Study
+from metrics import runs as metric_runs
+from metrics import services as metric_services
 from metrics.core import recompute as core_bundle
 from metrics.models import MetricRun
 from reports import bundle
@@ -282,6 +284,24 @@ def test_a_stale_bundle_is_refused_when_the_judgments_changed_since_the_run(buil
     finally:
         for moved in bundle_dir.iterdir():
             moved.rename(moved.with_name(moved.name.removeprefix("moved-")))
+
+
+def test_the_recompute_uses_the_thresholds_of_the_studys_schema(bundle_dir, tmp_path):
+    """A schema's trajectory and coupling thresholds (docs/schema.md) travel in ``run.json``'s parameters, so the
+    recompute classes and flags as the run did: ``rising`` flat, Alpha's (U1, AUR) cell significant, both the
+    opposite under the defaults (``scenarios.thresholds_study``)."""
+    study = scenarios.thresholds_study(slug="bundled", indices={
+        "trajectories": {"flat_slope": 0.1}, "coupling": {"min_abs_rho": 0.4, "max_q": 0.7}})
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=10, seed=1)
+    assert metric_runs.metric_run_execute(run_id=run.pk)
+    path = bundle.bundle_file(run=MetricRun.objects.get(pk=run.pk)).path
+    parameters = json.loads(members(path.read_bytes())["run.json"])["parameters"]
+    assert (parameters["slope_flat_threshold"], parameters["coupling_min_abs_rho"],
+            parameters["coupling_max_q"]) == (0.1, 0.4, 0.7)
+    assert core_bundle.main([str(path), "-o", str(tmp_path / "again.json")]) == 0, "byte for byte the run's report"
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["indices"]["trajectories"]["uiri_conversations"]["bundled"]["rising"]["class"] == "flat"
+    assert again["indices"]["coupling"]["raw"]["Alpha"]["U1"]["AUR"]["significant"] is True
 
 
 # --- the download ------------------------------------------------------------------------------------------------
