@@ -214,9 +214,9 @@ class StudyForm(forms.ModelForm):
         """A kind's own setting on the New study form: optional (blank: the setting's default), refused by the
         service for a schema of another kind."""
         return forms.ChoiceField(
-            choices=[("", f"the default ({setting.default})"), *setting.choices], required=False,
+            choices=[("", f"the default ({setting.default_said})"), *setting.choices], required=False,
             label=f"{setting.label} ({kind.name} studies)",
-            help_text=f"{setting.help_text} Only for a study whose schema is {kind.name}'s; default {setting.default}.")
+            help_text=f"{setting.help_text} Only for a study whose schema is {kind.name}'s.")
 
     def clean(self) -> dict[str, Any]:
         """A kind's own setting left blank (or not posted) is not given: the default, or the stored value."""
@@ -342,7 +342,7 @@ class StudySettingsForm(StudyForm):
         """A setting of the study's kind's own, showing its value (a post without it keeps the stored value)."""
         return forms.ChoiceField(choices=setting.choices, required=False, label=setting.label,
                                  initial=setting_value(self.instance, setting),
-                                 help_text=f"{setting.help_text} Default {setting.default}.")
+                                 help_text=f"{setting.help_text} Default: {setting.default_said}.")
 
     def clean_shown(self) -> dict[str, Any] | None:
         raw = self.cleaned_data.get("shown")

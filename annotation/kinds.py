@@ -91,6 +91,11 @@ class KindSetting:
     def values(self) -> tuple[str, ...]:
         return tuple(value for value, _ in self.choices)
 
+    @property
+    def default_said(self) -> str:
+        """The default as the pages say it: its description, not its stored value."""
+        return dict(self.choices)[self.default]
+
 
 def _none(*_: Any, **__: Any) -> None:
     return None

@@ -12,5 +12,4 @@ QUALITY_SCOPE = KindSetting(
     choices=(("episode_sessions", "Crisis and callback sessions: the sessions that open an episode"),
              ("after_crisis", "After the crisis: also every session after the history's first crisis")),
     default="episode_sessions",
-    help_text="Which sessions session quality (ProdR, UnprodR, OmitR) is computed over (docs/care.md#reading-choices, "
-              "Q1).")
+    help_text="Which sessions the session quality figures (ProdR, UnprodR, OmitR) are computed over.")
