@@ -47,6 +47,7 @@ from annotation.api_serializers import (
     StudyOut,
 )
 from annotation.forms import study_create_scripted
+from annotation.kinds import conversation_check
 from annotation.models import SessionLabel, Study, StudyMember
 from api import services as api_services
 from api.errors import error_responses
@@ -560,6 +561,11 @@ class _ConversationPagination(IdCursorPagination):
     max_page_size = 1000
 
 
+def _conversations_ingest(*, study: Study, **given) -> conversation_ingest.ImportSummary:
+    """The conversations' ingestion through ``study``, each record checked by the study's kind."""
+    return conversation_ingest.conversations_ingest(study=study, problems=conversation_check(study), **given)
+
+
 class ConversationIngestApi(_IngestApi):
     serializer_class = ConversationOut
     pagination_class = _ConversationPagination
@@ -584,7 +590,7 @@ class ConversationIngestApi(_IngestApi):
                    responses={200: ConversationsIngestOut, **_ERRORS},
                    summary="Ingest conversations with their turns and responses", description=_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, conversation_ingest.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, _conversations_ingest, ConversationsIngestOut)
 
 
 class ConversationUploadApi(_UploadApi):
@@ -593,7 +599,7 @@ class ConversationUploadApi(_UploadApi):
                    summary="Ingest conversations from a file (JSON Lines or a JSON array) sent as a form upload",
                    description=_UPLOAD_DESCRIPTION)
     def post(self, request, slug: str):
-        return _ingest(request, slug, conversation_ingest.conversations_ingest, ConversationsIngestOut)
+        return _ingest(request, slug, _conversations_ingest, ConversationsIngestOut)
 
 
 class ResponseIngestApi(_IngestApi):

@@ -136,6 +136,11 @@ class StudyKind:
     demo: KindDemo | None = field(default=None, compare=False, repr=False)
     # Study settings of the kind's own (stored in Study.kind_settings).
     settings: tuple[KindSetting, ...] = field(default=(), compare=False, repr=False)
+    # The check of a conversation ingested into a study of the kind (a record as the conversations importer
+    # validated it, ``benchmark.sessions``): its problems as (field, why), e.g. a trajectory with more sessions than
+    # the kind's report can place; None: any conversation. Called as conversation_problems(block, record).
+    conversation_problems: Callable[[dict[str, Any], dict[str, Any]], list[tuple[str, str]]] | None = field(
+        default=None, compare=False, repr=False)
 
     @property
     def is_default(self) -> bool:
@@ -186,6 +191,17 @@ def kind_of(subject: Schema | Study | AttributeDefinition) -> StudyKind:
             if isinstance(block, dict):
                 return replace(kind, block=block)
     return DEFAULT
+
+
+def conversation_check(study: Study) -> Callable[[dict[str, Any]], list[tuple[str, str]]] | None:
+    """The check a conversation ingested into ``study`` must pass, by its kind (its ``conversation_problems`` with
+    the study's block), for every ingestion through a study (``benchmark.conversation_ingest``'s ``problems``);
+    None when its kind has none."""
+    kind = kind_of(study)
+    check, block = kind.conversation_problems, kind.block
+    if check is None or block is None:
+        return None
+    return lambda record: check(block, record)
 
 
 def block_of(subject: Schema | Study | AttributeDefinition, kind: StudyKind) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from annotation.forms import (
     UploadForm,
     error_text,
 )
-from annotation.kinds import kind_of
+from annotation.kinds import conversation_check, kind_of
 from annotation.models import Assignment, Judgment, Round, Schema, SpanSubcategory, Study, StudyMember
 from annotation.services import ItemLockedError, StaleJudgmentError, StaleNoteError
 from benchmark import conversation_ingest
@@ -481,7 +481,8 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             summary = conversation_ingest.conversations_upload(stream=form.cleaned_data["file"], study=study,
-                                                               model_slots=study.model_slots, by=request.user)
+                                                               model_slots=study.model_slots, by=request.user,
+                                                               problems=conversation_check(study))
         except RowErrors as error:
             errors = error.summary(limit=200).splitlines()
         else:

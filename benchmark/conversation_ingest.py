@@ -8,12 +8,15 @@ Re-importing identical content changes nothing.
 
 Every write goes through a study or through none (an import without a study: ``import_conversations``, the demo).
 It may change only material that no other study owns or uses, and never what reviewers coded against
-(benchmark/material_rules.py; README, "Study isolation and frozen text").
+(benchmark/material_rules.py; README, "Study isolation and frozen text"). An ingestion through a study also
+passes each record to the check of the study's kind (``problems``: benchmark knows no kind, so its callers pass it
+in, from ``annotation.kinds.conversation_check``), e.g. a history with more sessions than the kind's report can
+place; an import without a study has no kind to ask.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -45,8 +48,14 @@ class ImportSummary:
         return dict(self.__dict__)
 
 
-def conversations_validate(rows: Iterable[tuple[int, Any]]) -> tuple[list[tuple[int, dict]], list[RowError]]:
-    """Shape and consistency of every record, plus duplicates inside the input."""
+# The check of a study's kind on one valid record: its problems as (field, why).
+KindProblems = Callable[[dict[str, Any]], list[tuple[str, str]]]
+
+
+def conversations_validate(rows: Iterable[tuple[int, Any]], problems: KindProblems | None = None,
+                           ) -> tuple[list[tuple[int, dict]], list[RowError]]:
+    """Shape and consistency of every record, the study's kind's ``problems`` with it, plus duplicates inside the
+    input."""
     valid: list[tuple[int, dict]] = []
     errors: list[RowError] = []
     seen: dict[tuple[str, str], int] = {}
@@ -62,6 +71,10 @@ def conversations_validate(rows: Iterable[tuple[int, Any]]) -> tuple[list[tuple[
             errors += [RowError(row, path, message) for path, message in flatten_serializer_errors(serializer.errors)]
             continue
         data = serializer.validated_data
+        refused = problems(data) if problems is not None else []
+        if refused:
+            errors += [RowError(row, path, message) for path, message in refused]
+            continue
         key = (data["dataset"], data["conversation_id"])
         if key in seen:
             message = f"{key[1]!r} of {key[0]} already appears on row {seen[key]}"
@@ -192,11 +205,12 @@ def _conversation_changes_write(changes: _ConversationChanges, summary: ImportSu
 @transaction.atomic
 def conversations_import(
     *, rows: Iterable[tuple[int, Any]], by: User | None = None, is_synthetic: bool = False,
-    study: StudyRef | None = None,
+    study: StudyRef | None = None, problems: KindProblems | None = None,
 ) -> ImportSummary:
     """Import conversations (docs/reference.md#conversations-json-lines) through ``study`` (None: an import without a
-    study). Raises RowErrors, having written nothing, when any row is wrong, and MaterialConflict when the only problems
-    are changes this import may not make.
+    study), each record checked by ``problems`` (the study's kind's check, None: none). Raises RowErrors, having
+    written nothing, when any row is wrong, and MaterialConflict when the only problems are changes this import may
+    not make.
 
     New conversations belong to ``study``. Existing ones are updated to the file's content, except material
     another study owns or uses (or, without a study, any study's material) and text reviewers coded against
@@ -204,7 +218,7 @@ def conversations_import(
     """
     # Concurrent imports must neither race to insert the same new conversations nor change what is compared below.
     advisory_lock("benchmark.ingest")
-    valid, errors = conversations_validate(rows)
+    valid, errors = conversations_validate(rows, problems)
     if errors:
         raise RowErrors(errors)
     summary = ImportSummary()
@@ -288,36 +302,38 @@ def _model_slot_errors(rows: Sequence[tuple[int, Any]], model_slots: Sequence[st
 
 @transaction.atomic
 def conversations_ingest(
-    *, items: Sequence[Any], study: StudyRef | None, model_slots: Sequence[str] = (), by: User | None = None
+    *, items: Sequence[Any], study: StudyRef | None, model_slots: Sequence[str] = (), by: User | None = None,
+    problems: KindProblems | None = None,
 ) -> ImportSummary:
-    """conversations_import through ``study`` for API items (0-based indices), limited to its model slots."""
+    """conversations_import through ``study`` for API items (0-based indices), limited to its model slots and
+    checked by its kind's ``problems``."""
     return _conversations_for_study(rows=list(enumerate(items)), study=study, model_slots=model_slots, by=by,
-                                    row_label="item")
+                                    problems=problems, row_label="item")
 
 
 @transaction.atomic
 def conversations_upload(
     *, stream: IO[str] | Iterable[str], study: StudyRef | None = None, model_slots: Sequence[str] = (),
-    by: User | None = None,
+    by: User | None = None, problems: KindProblems | None = None,
 ) -> ImportSummary:
     """conversations_import for a JSON Lines file (1-based line numbers) uploaded on a study's page, limited to the
-    study's model slots, or read by ``import_conversations``: without ``study`` it is an import without a study,
-    which creates new conversations but changes no study's material."""
+    study's model slots and checked by its kind's ``problems``, or read by ``import_conversations``: without
+    ``study`` it is an import without a study, which creates new conversations but changes no study's material."""
     return _conversations_for_study(rows=list(jsonl_rows(stream)), study=study, model_slots=model_slots, by=by,
-                                    row_label="line")
+                                    problems=problems, row_label="line")
 
 
 def _conversations_for_study(*, rows: list[tuple[int, Any]], study: StudyRef | None, model_slots: Sequence[str],
-                             by: User | None, row_label: str) -> ImportSummary:
+                             by: User | None, problems: KindProblems | None, row_label: str) -> ImportSummary:
     if not rows:  # a file of blank lines, an empty request: an import of nothing is a mistake, said by every path
         raise RowErrors([RowError(1, "file", NOTHING) if row_label == "line" else RowError(0, "items", NOTHING)],
                         row_label=row_label)
     errors = _model_slot_errors(rows, model_slots)
     if errors:
-        _, shape_errors = conversations_validate(rows)
+        _, shape_errors = conversations_validate(rows, problems)
         raise RowErrors([*shape_errors, *errors], row_label=row_label)
     try:
-        return conversations_import(rows=rows, by=by, study=study)
+        return conversations_import(rows=rows, by=by, study=study, problems=problems)
     except RowErrors as error:
         error.row_label = row_label
         raise

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation import automated_coders, judgment_import, long_format, services
+from annotation.kinds import conversation_check
 from annotation.models import Judgment, Round, Schema, Study, StudyMember
 from annotation.rules import CHECKLIST_SESSION_KINDS
 from benchmark import conversation_ingest
@@ -51,7 +52,8 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
                                       by=admin, is_synthetic=True, description=DESCRIPTION)
     with CARE_DEMO_FILE.open(encoding="utf-8") as stream:
         rows = list(jsonl_rows(stream))
-    conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True, by=admin)
+    conversation_ingest.conversations_import(rows=rows, study=study, is_synthetic=True, by=admin,
+                                             problems=conversation_check(study))
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
     services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)

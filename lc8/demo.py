@@ -15,6 +15,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from annotation import automated_coders, services
+from annotation.kinds import conversation_check
 from annotation.models import Round, SessionLabel, Study, StudyMember
 from benchmark import conversation_ingest
 from benchmark.models import Session
@@ -190,7 +191,7 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
                                       description=DESCRIPTION)
     records = lc8_demo_records()
     conversation_ingest.conversations_import(rows=list(enumerate(records, start=1)), study=study, is_synthetic=True,
-                                             by=admin)
+                                             by=admin, problems=conversation_check(study))
     services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin)
     services.study_member_add(study=study, user=expert, role=StudyMember.Role.EXPERT, by=admin)
     item_attributes, total = lc8_attributes(study.schema)

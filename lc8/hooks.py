@@ -1,6 +1,7 @@
 """LongCounsel-8's hooks (docs/architecture.md#study-kinds): its session pages in place of the turn page, its
-session assignment, its session labels, its report section, its dashboard tab and legend, and its demo, registered
-with the interfaces of the layers below when Django starts (``Lc8Config.ready``)."""
+session assignment, its session labels, its check of an ingested trajectory, its report section, its dashboard tab
+and legend, and its demo, registered with the interfaces of the layers below when Django starts
+(``Lc8Config.ready``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from annotation.kinds import CodingPage, KindDemo, register_kind
+from benchmark.models import Conversation
 from lc8 import assign, inputs, schema, selectors
 from lc8.charts import LC8_PAGE, SLUG
 from lc8.kind import DEMO_STUDY, LC8
@@ -85,6 +87,19 @@ def derived_from(attribute: AttributeDefinition, block: dict[str, Any]) -> str |
     return f"{attribute.code} is derived from {source}: send the items"
 
 
+def conversation_problems(block: dict[str, Any], record: dict[str, Any]) -> list[tuple[str, str]]:
+    """A trajectory ingested into the study has at most the block's ``sessions`` (five): the section places session
+    i in column i, so a sixth would make it unavailable for the whole study
+    (docs/lc8.md#trajectories-conversations-json-lines). Fewer are taken: the sessions not sent yet are missing
+    values."""
+    sessions = record.get("sessions")
+    most = int(block["sessions"])
+    if record.get("kind") != Conversation.Kind.LONGITUDINAL or sessions is None or len(sessions) <= most:
+        return []
+    return [(f"sessions[{most}]", f"a LongCounsel-8 trajectory has at most {most} sessions (the sessions of "
+                                  f"the schema's lc8 block); this one has {len(sessions)}")]
+
+
 def demo_load(**people: User) -> Any:
     """The demo study (``lc8.demo``: numpy, so loaded by the command that asks for it, never by a web process)."""
     from lc8 import demo
@@ -98,6 +113,7 @@ def register() -> None:
         coding_page=coding_page,
         assignment_units=assign.session_keys, assignment_rows=assign.session_assignment_rows,
         session_labels=True, labelled_attributes=labelled_attributes, derived_from=derived_from,
+        conversation_problems=conversation_problems,
         demo=KindDemo(study=DEMO_STUDY, label="LC8",
                       option_help="Also load the LongCounsel-8 demo study (lc8-demo: eight synthetic trajectories of "
                                   "five counseling sessions on lc8-v1, reference PHQ-8 labels and two illustrative "

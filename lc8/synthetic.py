@@ -355,6 +355,10 @@ def lc8_synthetic_build(spec: Lc8SyntheticSpec) -> Lc8SyntheticResult:
     rng = np.random.default_rng(spec.seed)
     schema = lc8_schema_ensure()
     item_attributes, total = lc8_attributes(schema)
+    most = int((block_of(schema, LC8) or {})["sessions"])
+    if spec.sessions > most:  # the section places session i in column i: a sixth makes it unavailable
+        raise ValueError(f"out of range: --sessions {spec.sessions}; a trajectory of {schema.slug} has at most "
+                         f"{most} (the sessions of its lc8 block)")
     top = int(item_attributes[0].scale_max)
     totals = draw_reference(spec.trajectories, spec.sessions, rng, top=top * len(item_attributes))
     items = items_from_totals(totals, len(item_attributes), rng, top=top)

@@ -1,15 +1,28 @@
 """LongCounsel-8 trajectories in the conversations JSON Lines (benchmark/sessions.py): a conversation of kind
 ``longitudinal`` in the ``sessions`` form with counseling sessions is stored as its sessions; the ``turns`` form of
 a longitudinal conversation, other session kinds in a trajectory and counseling sessions in a CARE history are
-refused by row and field, nothing written."""
+refused by row and field, nothing written; a trajectory ingested into an LC8 study has at most its five sessions,
+on every path, and fewer are taken."""
 
 from __future__ import annotations
 
-import pytest
+import html
+import io
+import json
+import re
 
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+
+from annotation.kinds import conversation_check
+from annotation.models import AttributeDefinition, Schema, SessionLabel
 from benchmark import conversation_ingest
 from benchmark.models import Conversation, Session
 from common.errors import RowErrors
+from lc8.inputs import lc8_section
+from tests.factories import StudyFactory, StudyMemberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +107,90 @@ def test_a_stored_trajectory_cannot_be_resent_in_the_turns_form():
               "turns": [turn(t) for t in range(1, 11)]}
     assert (1, "turns", "this conversation is a history of sessions: send it in the sessions form") in errors_of(
         record)
+
+
+# --- a trajectory ingested into an LC8 study: at most the sessions of its schema's lc8 block (five) -------------------
+
+SIX = (1, "sessions[5]", "a LongCounsel-8 trajectory has at most 5 sessions (the sessions of the schema's lc8 "
+                         "block); this one has 6")
+
+
+@pytest.fixture
+def lc8_paths(client, admin_user, as_token):
+    """Each path that ingests into an LC8 study: (row, field, message) of its errors, or None when it imported."""
+    study = StudyFactory(slug="lc8-six", schema=Schema.objects.get(slug="lc8-v1"), model_slots=["Counselor"])
+    client.force_login(admin_user)
+    api = as_token(admin_user, scopes=["ingest"], study=study)
+    url = f"/api/v1/studies/{study.slug}/conversations/"
+
+    def service(record):
+        try:
+            conversation_ingest.conversations_import(rows=[(1, record)], study=study,
+                                                     problems=conversation_check(study))
+        except RowErrors as error:
+            return [(e.row, e.field, e.message) for e in error.errors]
+        return None
+
+    def page(record):
+        answer = client.post(reverse("conversations-upload", args=[study.slug]), {"file": SimpleUploadedFile(
+            "trajectories.jsonl", json.dumps(record).encode())})
+        if answer.status_code == 302:
+            return None
+        text = html.unescape(answer.content.decode())
+        return [(int(row), where, message) for row, where, message in re.findall(
+            r"line (\d+): ([\w.\[\]]+): ([^<\n]*)", text)]
+
+    def api_answer(answer):
+        if answer.status_code == 200:
+            return None
+        assert answer.status_code == 400, answer.content
+        return [(e["index"] + 1, e["field"], e["message"]) for e in answer.json()["errors"]]
+
+    return study, {
+        "conversations_import through the study": service,
+        "the upload page": page,
+        "the API": lambda record: api_answer(api.post(url, [record], format="json")),
+        "the API, a file": lambda record: api_answer(api.post(url + "upload/", {"file": SimpleUploadedFile(
+            "trajectories.jsonl", json.dumps(record).encode())}, format="multipart")),
+    }
+
+
+def test_a_trajectory_of_six_sessions_is_refused_by_every_path_into_an_lc8_study(lc8_paths):
+    """Before, each path stored it, and the study's report section became unavailable: session 6 has no column."""
+    study, paths = lc8_paths
+    for path, send in paths.items():
+        assert send(trajectory(f"six-{path}", sessions=6)) == [SIX], path
+    assert not Conversation.objects.filter(study=study).exists() and not Session.objects.exists()
+    assert lc8_section(study=study)["unavailable"].startswith("the study has no reference coder")
+
+
+def test_a_stored_trajectory_resent_with_a_sixth_session_is_refused_and_unchanged(lc8_paths):
+    study, paths = lc8_paths
+    assert paths["the API"](trajectory("t1")) is None
+    for path, send in paths.items():
+        assert send(trajectory("t1", sessions=6)) == [SIX], path
+    assert list(Session.objects.filter(conversation__study=study).values_list("index", flat=True).order_by(
+        "index")) == [1, 2, 3, 4, 5]
+
+
+def test_a_trajectory_of_fewer_sessions_is_taken_and_its_missing_sessions_are_missing_values(lc8_paths):
+    """Sessions arrive in order, 1, 2, …: a trajectory of four is one whose fifth is not there (yet)."""
+    study, paths = lc8_paths
+    for number, send in enumerate(paths.values()):
+        assert send(trajectory(f"four-{number}", sessions=4)) is None
+    assert Session.objects.filter(conversation__study=study).count() == 16
+    reference = StudyMemberFactory(study=study, user=UserFactory(username="ref", is_active=False), role="reference")
+    total = AttributeDefinition.objects.get(schema=study.schema, code="PHQ_TOTAL")
+    for session in Session.objects.filter(conversation__study=study):
+        SessionLabel.objects.create(study=study, coder=reference, session=session, attribute=total, value=9.0)
+    section = lc8_section(study=study, resamples=0)
+    assert section["input"]["trajectories"] == 4 and section["reference_types"] == dict.fromkeys(
+        ("improving", "worsening", "fluctuating", "stable"), 0)  # no complete series: no type
+
+
+def test_an_import_without_a_study_takes_six_sessions(tmp_path):
+    """No study, no kind to ask: ``import_conversations`` stores any number of sessions (docs/lc8.md)."""
+    path = tmp_path / "six.jsonl"
+    path.write_text(json.dumps(trajectory("six", sessions=6)), encoding="utf-8")
+    call_command("import_conversations", str(path), stdout=io.StringIO())
+    assert Session.objects.filter(conversation__external_id="six").count() == 6

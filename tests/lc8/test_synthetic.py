@@ -112,6 +112,8 @@ def test_an_existing_slug_or_a_bad_size_is_refused_and_writes_nothing():
         call_command("generate_lc8_synthetic", "--trajectories", "3", "--slug", "taken")
     with pytest.raises(CommandError, match="--sessions"):
         call_command("generate_lc8_synthetic", "--trajectories", "3", "--sessions", "1", "--slug", "other")
+    with pytest.raises(CommandError, match="--sessions 6; a trajectory of lc8-v1 has at most 5"):
+        call_command("generate_lc8_synthetic", "--trajectories", "3", "--sessions", "6", "--slug", "other")
     get_user_model().objects.create_user(username="clash-reference", password="a-person-1")  # noqa: S106
     with pytest.raises(CommandError, match="person's account"):
         call_command("generate_lc8_synthetic", "--trajectories", "3", "--slug", "clash")
