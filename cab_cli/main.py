@@ -458,7 +458,7 @@ def parser() -> argparse.ArgumentParser:
         sub = command(name, handler, text, study=name == "run")
         if name == "run":
             sub.add_argument("--seed", type=int)
-            sub.add_argument("--bootstrap", type=int, help="bootstrap resamples (server default 1000)")
+            sub.add_argument("--bootstrap", type=int, help="bootstrap resamples (server default: the study's)")
             sub.add_argument("--top-k", type=int, help="panel size k")
             sub.add_argument("--no-wait", action="store_true", help="start it and return")
         else:

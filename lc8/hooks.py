@@ -12,7 +12,7 @@ from annotation.kinds import CodingPage, KindDemo, register_kind
 from benchmark.models import Conversation
 from lc8 import assign, inputs, schema, selectors
 from lc8.charts import LC8_PAGE, SLUG
-from lc8.kind import DEMO_STUDY, LC8
+from lc8.kind import BOOTSTRAP, DEMO_STUDY, LC8
 from metrics.kind_sections import ReportSection, register_section
 from reports import kind_pages, labels
 
@@ -124,7 +124,8 @@ def register() -> None:
                       load=demo_load)))
     register_section(ReportSection(slug=SLUG, help_text="a LongCounsel-8 study's section (docs/lc8-metrics.md)",
                                    section_and_rows=inputs.lc8_section_and_rows,
-                                   bundle_rows=inputs.lc8_bundle_rows, files=BUNDLE_FILES, columns=BUNDLE_COLUMNS))
+                                   bundle_rows=inputs.lc8_bundle_rows, files=BUNDLE_FILES, columns=BUNDLE_COLUMNS,
+                                   bootstrap=BOOTSTRAP))
     # Its own page alone: every attribute is session-level, read by its section only (the main report's core reads
     # none of them, so the six pages of the default kind would be empty by design).
     kind_pages.register_pages(LC8.slug, kind_pages.KindPages(tabs=(LC8_PAGE,), legend=SLUG))

@@ -47,8 +47,9 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   (``annotation.selectors.judgments_in_round_order``, docs/reference.md#a-unit-coded-in-several-rounds). A typed total
   is never read (the total is derived). Judgments of method members are not read (a method's LC8 predictions are its
   session labels). Names are usernames, as in every section.
-- The bootstrap's B is the run's ``bootstrap`` parameter (the benchmark asks for 2,000; run with ``bootstrap=2000`` for
-  the paper's setting); the seed is the run's.
+- The bootstrap's B is the run's ``bootstrap`` parameter; a run that asks for none uses the kind's 2,000
+  (``lc8.kind.BOOTSTRAP``, registered with the section: docs/lc8-metrics.md#bootstrap-resamples). The seed is the
+  run's.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
 from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
 from benchmark.models import Conversation, Session
-from lc8.kind import LC8
+from lc8.kind import BOOTSTRAP, LC8
 from metrics.selectors import history_named, history_names_of
 
 if TYPE_CHECKING:
@@ -202,7 +203,8 @@ def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str 
                                 conversation=conversation)
 
 
-def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference: str | None = None) -> dict | None:
+def lc8_section(*, study: Study, seed: int = 0, resamples: int = BOOTSTRAP,
+                reference: str | None = None) -> dict | None:
     """The report's ``lc8`` section of a LongCounsel-8 study (None for any other study): ``lc8_report`` of the
     loaded arrays, plus ``reference`` (whose labels are the reference) and ``roles`` (each coder's member role).
     A study that cannot be measured (no reference coder or trajectory yet, or a session beyond the block's
@@ -213,7 +215,7 @@ def lc8_section(*, study: Study, seed: int = 0, resamples: int = 2000, reference
     return None if found is None else found[0]
 
 
-def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = 2000,
+def lc8_section_and_rows(*, study: Study, seed: int = 0, resamples: int = BOOTSTRAP,
                          reference: str | None = None) -> tuple[dict, KindRows] | None:
     """``lc8_section`` and the rows it read as the input fingerprint covers them (``lc8_kind_rows``): the study
     bundle's recompute computes both from the same rows (``lc8.core.rows``)."""

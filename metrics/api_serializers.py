@@ -13,8 +13,10 @@ class MetricRunIn(serializers.Serializer):
     seed = serializers.IntegerField(min_value=parameters.SEED_MIN, max_value=parameters.SEED_MAX,
                                     default=parameters.DEFAULT_SEED, error_messages=parameters.error_messages("seed"))
     bootstrap = serializers.IntegerField(min_value=parameters.BOOTSTRAP_MIN, max_value=parameters.BOOTSTRAP_MAX,
-                                         default=parameters.DEFAULT_BOOTSTRAP, help_text="bootstrap resamples",
-                                         error_messages=parameters.error_messages("bootstrap"))
+                                         required=False, error_messages=parameters.error_messages("bootstrap"),
+                                         help_text=f"bootstrap resamples; left out: the study's default "
+                                                   f"({parameters.DEFAULT_BOOTSTRAP}, or its kind's: "
+                                                   f"docs/metrics.md#parameters-of-a-run)")
     top_k = serializers.IntegerField(min_value=parameters.TOP_K_MIN, max_value=parameters.TOP_K_MAX,
                                      default=parameters.DEFAULT_TOP_K,
                                      error_messages=parameters.error_messages("top_k"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from annotation.kinds import kind_of
+from metrics.parameters import DEFAULT_BOOTSTRAP
 
 if TYPE_CHECKING:
     from annotation.models import Study
@@ -25,7 +26,9 @@ class ReportSection:
     once and answers a function that iterates them afresh at each call (the bundle writes them and fingerprints
     them). ``help_text`` describes the section in the report's API schema; ``files`` (path → description) and
     ``columns`` (name → (Frictionless type, description)) describe the rows' files in the bundle's
-    ``datapackage.json`` (columns the kinds share are described there once)."""
+    ``datapackage.json`` (columns the kinds share are described there once). ``bootstrap``: the resamples B of a
+    run of the kind's studies that asks for none, when the kind's definition sets one (None: ``DEFAULT_BOOTSTRAP``;
+    ``default_bootstrap``)."""
 
     slug: str
     help_text: str
@@ -33,6 +36,7 @@ class ReportSection:
     bundle_rows: Callable[[Study], Callable[[], KindRows]]
     files: Mapping[str, str] = field(default_factory=dict)
     columns: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    bootstrap: int | None = None
 
 
 _SECTIONS: dict[str, ReportSection] = {}
@@ -54,3 +58,11 @@ def report_sections() -> list[ReportSection]:
 def section_of(study: Study) -> ReportSection | None:
     """The section of the study's kind; None for a kind without one (the default kind)."""
     return _SECTIONS.get(kind_of(study).slug)
+
+
+def default_bootstrap(study: Study) -> int:
+    """The bootstrap resamples B of a run of ``study`` that asks for none (docs/metrics.md#parameters-of-a-run): its
+    kind's, else ``DEFAULT_BOOTSTRAP``. Every path that starts a run with the default asks here: the overview's
+    form, the API, ``metrics_report`` and the service (a run a round's close or a gold change starts)."""
+    section = section_of(study)
+    return section.bootstrap if section is not None and section.bootstrap is not None else DEFAULT_BOOTSTRAP

@@ -13,8 +13,9 @@ from django.db import transaction
 
 from annotation.models import Study
 from audit.services import audit_record
+from metrics.kind_sections import default_bootstrap
 from metrics.models import MetricRun
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
+from metrics.parameters import DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.tasks import metric_run_enqueue
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,12 @@ log = logging.getLogger(__name__)
 @transaction.atomic
 def metric_run_request(
     *, study: Study, by: User | None, trigger: str = "manual", seed: int = DEFAULT_SEED,
-    bootstrap: int = DEFAULT_BOOTSTRAP, top_k: int = DEFAULT_TOP_K,
+    bootstrap: int | None = None, top_k: int = DEFAULT_TOP_K,
 ) -> MetricRun:
+    """Store a run of ``study`` as queued and send it after the commit; ``bootstrap`` None: the study's default
+    (``metrics.kind_sections.default_bootstrap``), stored in the run's parameters as any B."""
+    if bootstrap is None:
+        bootstrap = default_bootstrap(study)
     problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
     if problems:
         raise ValidationError(problems)

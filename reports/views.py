@@ -20,8 +20,9 @@ from common import provenance
 from common.cells import csv_stream
 from metrics import selectors as metrics_selectors
 from metrics.forms import top_k_cap
+from metrics.kind_sections import default_bootstrap
 from metrics.models import MetricRun
-from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
+from metrics.parameters import BOOTSTRAP_MAX, BOOTSTRAP_MIN, DEFAULT_SEED, DEFAULT_TOP_K, SEED_MAX
 from metrics.report_warnings import section_warnings
 from metrics.views import staff_study_or_404 as _study
 from reports import charts, kind_pages, labels, selectors
@@ -76,7 +77,7 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study, "pages": kind_pages.pages_of(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
         "may_start": request.user.has_perm("metrics.add_metricrun"),
-        "defaults": {"bootstrap": DEFAULT_BOOTSTRAP, "seed": DEFAULT_SEED,
+        "defaults": {"bootstrap": default_bootstrap(study), "seed": DEFAULT_SEED,
                      "top_k": min(DEFAULT_TOP_K, top_k_cap(reviewers)), "top_k_max": top_k_cap(reviewers),
                      "reviewers": reviewers, "bootstrap_min": BOOTSTRAP_MIN, "bootstrap_max": BOOTSTRAP_MAX,
                      "seed_max": SEED_MAX},

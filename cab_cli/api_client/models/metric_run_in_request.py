@@ -24,13 +24,14 @@ class MetricRunInRequest:
     """ 
         Attributes:
             seed (int | Unset):  Default: 0.
-            bootstrap (int | Unset): bootstrap resamples Default: 1000.
+            bootstrap (int | Unset): bootstrap resamples; left out: the study's default (1000, or its kind's:
+                docs/metrics.md#parameters-of-a-run)
             top_k (int | Unset): panel size k: the ranking's cut and the largest top-k of the selection-stability shares
                 Default: 6.
      """
 
     seed: int | Unset = 0
-    bootstrap: int | Unset = 1000
+    bootstrap: int | Unset = UNSET
     top_k: int | Unset = 6
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 

@@ -6,7 +6,8 @@ from annotation.models import Study
 from common.progress import fraction_bar
 from metrics import runs
 from metrics.core.report_file import canonical
-from metrics.parameters import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
+from metrics.kind_sections import default_bootstrap
+from metrics.parameters import DEFAULT_SEED, DEFAULT_TOP_K, RunParameters
 from metrics.report_warnings import section_warnings
 
 
@@ -17,15 +18,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True, help="study slug")
         parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-        parser.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP, help="bootstrap resamples")
+        parser.add_argument("--bootstrap", type=int, default=None,
+                            help="bootstrap resamples (default: the study's, docs/metrics.md#parameters-of-a-run)")
         parser.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, dest="top_k",
                             help="panel size k (ranking cut; stability shares for k-2, k-1, k)")
         parser.add_argument("--indent", type=int, default=2)
 
-    def handle(self, *args, study: str, seed: int, bootstrap: int, top_k: int, indent: int, **options):
+    def handle(self, *args, study: str, seed: int, bootstrap: int | None, top_k: int, indent: int, **options):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
+        if bootstrap is None:
+            bootstrap = default_bootstrap(found)
         problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()
         if problems:
             raise CommandError("; ".join(f"--{name.replace('_', '-')} {message}" for name, message in problems.items()))
