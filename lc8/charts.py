@@ -2,6 +2,8 @@
 ``lc8`` section with the same ``Table``/``Chart`` blocks as every other report page (each has its CSV, each chart its
 SVG and PNG). Plain Python over the report dict, like ``reports.charts``; ``render`` draws (matplotlib, loaded only
 there), adding the one kind of chart the other pages do not need: a labelled scatter with intervals on both axes.
+The rankings are the report's (``ranking``), shown and used as it has them, never ranked again here; the paper's
+reference ranges are said in the captions of the blocks they compare with (docs/lc8-metrics.md#the-dashboard-page).
 
 The per-trajectory plot is the one block not read from the report: the view loads that ONE trajectory's stored
 labels (``lc8.inputs.lc8_inputs(conversation=…)``) and ``trajectory_blocks`` turns them into a chart and
@@ -22,6 +24,13 @@ CI_KEYS = ("current_mae", "change_mae", "direction_accuracy")
 FIDELITY_KEYS = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement",
                  "severe_tail_mae")
 FIDELITY_COUNTS = ("n_sessions", "n_item_sessions", "n_severe_sessions")
+# The report's rankings of the methods (ranking.*: docs/lc8-metrics.md#output), in the order the page shows them.
+RANKINGS = ("by_current_mae", "by_change_mae", "by_direction_accuracy")
+# What the LongCounsel-8 paper reports (docs/lc8-metrics.md#definitions), said in the captions of the blocks whose
+# figures they compare with: its methods, and its self-report labels against the controlled state.
+PAPER_METHODS = "current-score MAE about 2.6–3.7, change MAE 2.4–3.3, direction accuracy 0.33–0.83"
+PAPER_SELF_REPORT = "current-score MAE 0.294–0.541, change MAE 0.311–0.626, trend agreement 0.921–0.954"
+PAPER_SEVERE_TAIL = "severe-tail MAE 1.331–3.382"
 
 
 def _lc8(report: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -67,7 +76,9 @@ def coders_table(report: Mapping[str, Any], filters: Filters) -> Table:
                          f"sessions; direction accuracy over reference changes of at least the large-change "
                          f"threshold (n_large_changes), a predicted change of 0 counting as wrong; trend agreement: "
                          f"share of trajectories whose type from the coder's series is the reference's. Reference: "
-                         f"{section.get('reference', '–')}.")
+                         f"{section.get('reference', '–')}. For comparison, the LongCounsel-8 paper reports for its "
+                         f"methods {PAPER_METHODS}; for self-report labels against the controlled state "
+                         f"{PAPER_SELF_REPORT}.")
 
 
 def mae_by_type_table(report: Mapping[str, Any], filters: Filters) -> Table:
@@ -100,7 +111,9 @@ def fidelity_table(report: Mapping[str, Any], filters: Filters) -> Table:
                          "(n_item_sessions; n/a: the coder sent no items); total bias = mean of label − reference, "
                          "and Pearson and Spearman correlation of the totals, over the sessions both labelled "
                          "(n_sessions); screening agreement at total ≥ the screening cutoff; severe-tail MAE over "
-                         "the sessions whose reference total is above the severe threshold (n_severe_sessions).")
+                         "the sessions whose reference total is above the severe threshold (n_severe_sessions). "
+                         f"For comparison, the LongCounsel-8 paper reports for self-report labels against the "
+                         f"controlled state {PAPER_SEVERE_TAIL}.")
 
 
 def _plotted(report: Mapping[str, Any]) -> list[str]:
@@ -110,11 +123,29 @@ def _plotted(report: Mapping[str, Any]) -> list[str]:
     return methods or sorted(coders)
 
 
-def _rank(values: Mapping[str, float | None], *, ascending: bool) -> dict[str, int]:
-    """Competition ranks (1 = best; ties share a rank) of the defined values."""
-    defined = sorted((v if ascending else -v, n) for n, v in values.items() if v is not None)
-    return {n: 1 + sum(1 for w, _ in defined if w < (v if ascending else -v))
-            for n, v in values.items() if v is not None}
+def _rankings(report: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The report's rankings (``ranking``: the study's methods only, each list best first), as the report has them."""
+    ranking = _lc8(report).get("ranking") or {}
+    return {key: [str(name) for name in ranking.get(key) or []] for key in RANKINGS}
+
+
+def _position(ranked: Sequence[str], name: str) -> int | None:
+    """A method's place in one of the report's rankings (1 = best); None for a coder it does not rank."""
+    return ranked.index(name) + 1 if name in ranked else None
+
+
+def rankings_table(report: Mapping[str, Any], filters: Filters) -> Table:
+    rankings = _rankings(report)
+    depth = max((len(ranked) for ranked in rankings.values()), default=0)
+    rows = [[place + 1, *(ranked[place] if place < len(ranked) else None for ranked in rankings.values())]
+            for place in range(depth)]
+    return Table("lc8-rankings", "Rankings of the methods: by current-score MAE, change MAE and direction accuracy",
+                 ["rank", *RANKINGS], rows,
+                 caption="The report's rankings of the study's methods (the reference sources and the raters are "
+                         "measured, not ranked): by current-score MAE and by change MAE ascending, by direction "
+                         "accuracy descending; a method whose figure is undefined is left out of that ranking, ties "
+                         "go by name. n/a: no method at that place. For comparison, the LongCounsel-8 paper reports "
+                         f"for its methods {PAPER_METHODS}.")
 
 
 def reversal_sentences(report: Mapping[str, Any]) -> list[str]:
@@ -145,12 +176,13 @@ def magnitude_direction_chart(report: Mapping[str, Any], filters: Filters) -> Ch
     names = _plotted(report)
     mae = {n: _num((coders[n] or {}).get("change_mae")) for n in names}
     accuracy = {n: _num((coders[n] or {}).get("direction_accuracy")) for n in names}
-    by_mae, by_accuracy = _rank(mae, ascending=True), _rank(accuracy, ascending=False)
+    rankings = _rankings(report)
     points, rows = [], []
     for n in names:
         entry = coders[n] or {}
         x_ci, y_ci = _ci(entry, "change_mae"), _ci(entry, "direction_accuracy")
-        rows.append([n, _role(report, n), mae[n], *x_ci, accuracy[n], *y_ci, by_mae.get(n), by_accuracy.get(n)])
+        rows.append([n, _role(report, n), mae[n], *x_ci, accuracy[n], *y_ci,
+                     _position(rankings["by_change_mae"], n), _position(rankings["by_direction_accuracy"], n)])
         if mae[n] is not None and accuracy[n] is not None:
             points.append({"name": n, "x": mae[n], "y": accuracy[n], "x_ci": [_num(v) for v in x_ci],
                            "y_ci": [_num(v) for v in y_ci]})
@@ -166,13 +198,15 @@ def magnitude_direction_chart(report: Mapping[str, Any], filters: Filters) -> Ch
                  caption=("Rank reversals: " + " ".join(sentences) if sentences else
                           "No rank reversal: the order of the methods by change MAE is their order by direction "
                           "accuracy.")
-                 + " Whiskers: 95 % bootstrap intervals on both axes; ranks 1 = best.",
+                 + " Whiskers: 95 % bootstrap intervals on both axes; ranks: the places in the report's rankings "
+                   "(1 = best; the methods alone are ranked). For comparison, the LongCounsel-8 paper reports for "
+                   f"its methods {PAPER_METHODS}.",
                  alt=f"Scatter of {len(points)} {who}: change MAE across, direction accuracy up, each point "
                      f"named. " + " ".join(sentences))
 
 
-LC8_PAGE = Page(SLUG, "LongCounsel-8", (), (coders_table, magnitude_direction_chart, mae_by_type_table,
-                                              reference_types_table, fidelity_table), section=SLUG,
+LC8_PAGE = Page(SLUG, "LongCounsel-8", (), (coders_table, magnitude_direction_chart, rankings_table,
+                                              mae_by_type_table, reference_types_table, fidelity_table), section=SLUG,
                 template="lc8/report.html")
 
 

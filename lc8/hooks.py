@@ -31,6 +31,8 @@ COLUMNS = {
     "total_bias": "Total bias", "pearson": "Pearson r", "spearman": "Spearman ρ",
     "screening_agreement": "Screening agreement", "severe_tail_mae": "Severe-tail MAE",
     "n_item_sessions": "Sessions with items", "n_severe_sessions": "Severe sessions", "seed": "Seed",
+    "by_current_mae": "By current-score MAE", "by_change_mae": "By change MAE",
+    "by_direction_accuracy": "By direction accuracy",
 }
 
 # The fixed terms of the LongCounsel-8 page's legend.

@@ -9,10 +9,12 @@ import csv
 import html
 import io
 import re
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
+from annotation.models import StudyMember
 from metrics import runs as metric_runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
@@ -29,6 +31,7 @@ from tests.lc8.test_inputs import (
 
 pytestmark = pytest.mark.django_db
 TYPES = ("improving", "worsening", "fluctuating", "stable")
+RANKINGS = ("by_current_mae", "by_change_mae", "by_direction_accuracy")  # the report's, docs/lc8-metrics.md#output
 FIDELITY = ("item_exact", "item_mae", "total_bias", "pearson", "spearman", "screening_agreement", "severe_tail_mae",
             "n_sessions", "n_item_sessions", "n_severe_sessions")
 
@@ -134,6 +137,71 @@ def test_the_rank_reversal_is_said_in_words(client, section, researcher):
     # the figure's picture is the download route's SVG, and its alt text names the reversal too
     assert f'src="{reverse("reports-lc8-file", args=[SLUG, "lc8-magnitude-direction", "svg"])}?' in page
     assert html.escape(sentence, quote=True) in page.split('id="lc8-magnitude-direction"', 1)[1].split("</section>")[0]
+
+
+def _caption(page: str, name: str) -> str:
+    start = page.index(f'<section class="block" id="{name}"')
+    body = page[start:page.index("</section>", start)]
+    [caption] = re.findall(r'<p class="caption small">(.*?)</p>', body, re.S)
+    return html.unescape(caption)
+
+
+def test_the_three_rankings_are_the_reports(client, section, researcher):
+    """Before, the page showed the ranks by change MAE and direction accuracy only, recomputed from the coders'
+    figures; by current-score MAE, which the report has, nowhere."""
+    client.force_login(researcher)
+    page = _page(client)
+    ranking = section["ranking"]
+    assert ranking["by_current_mae"] and ranking["by_change_mae"] and ranking["by_direction_accuracy"]
+    depth = max(len(ranking[key]) for key in RANKINGS)
+    assert _table(page, "lc8-rankings") == [
+        [str(place + 1), *(ranking[key][place] if place < len(ranking[key]) else "n/a" for key in RANKINGS)]
+        for place in range(depth)]
+    points = _csv(client, "lc8-magnitude-direction")
+    assert [(p["coder"], p["rank_by_change_mae"], p["rank_by_direction_accuracy"]) for p in points] == [
+        (name, str(ranking["by_change_mae"].index(name) + 1), str(ranking["by_direction_accuracy"].index(name) + 1))
+        for name in sorted(ranking["by_change_mae"])]
+
+
+PAPER = (Path(__file__).resolve().parents[2] / "docs" / "lc8-metrics.md").read_text(encoding="utf-8")
+COMPARISON = PAPER[PAPER.index("For comparison, the LongCounsel-8 paper reports"):].split("\n\n", 1)[0]
+
+
+def test_the_papers_reference_ranges_are_in_the_captions_of_the_tables_they_compare_with(client, lc8_run_id,
+                                                                                         researcher):
+    """docs/lc8-metrics.md#definitions: the values the paper reports, for its methods and for self-report labels
+    against the controlled state; before, the page said none of them."""
+    methods_said = COMPARISON.split("for its", 1)[1].replace("\n", " ")
+    self_report = COMPARISON.split("for its", 1)[0].replace("\n", " ")
+    method_ranges = re.findall(r"\d+\.\d+–\d+\.\d+", methods_said)
+    self_ranges = re.findall(r"\d+\.\d+–\d+\.\d+", self_report)
+    assert len(method_ranges) == 3 and len(self_ranges) == 4, COMPARISON
+    client.force_login(researcher)
+    page = _page(client)
+    captions = {name: _caption(page, name) for name in ("lc8-coders", "lc8-magnitude-direction", "lc8-rankings",
+                                                        "lc8-fidelity")}
+    for name in ("lc8-coders", "lc8-magnitude-direction", "lc8-rankings"):  # the methods' figures
+        assert all(r in captions[name] for r in method_ranges), (name, captions[name])
+    assert all(r in captions["lc8-coders"] for r in self_ranges[:3])  # total and change MAE, trend agreement
+    assert self_ranges[3] in captions["lc8-fidelity"]  # the severe-tail MAE
+
+
+def test_without_methods_the_page_ranks_no_one_as_the_report(client, lc8_run_id, researcher):
+    """A study without methods has empty rankings (docs/lc8-metrics.md L10); before, the page plotted and ranked
+    every coder (1, 2, … by change MAE and by direction accuracy) while the report ranked none."""
+    study = MetricRun.objects.get(pk=lc8_run_id).study
+    StudyMember.objects.filter(study=study, role="method").update(role="reviewer")
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=5, seed=1)
+    metric_runs.metric_run_execute(run_id=run.pk)
+    section = MetricRun.objects.get(pk=run.pk).result["lc8"]
+    assert section["coders"] and section["ranking"] == {key: [] for key in (*RANKINGS, "reversals")}
+    client.force_login(researcher)
+    page = _page(client, run=run.pk)
+    rankings = page[page.index('<section class="block" id="lc8-rankings"'):]
+    assert "Nothing to show: the study has no method" in rankings[:rankings.index("</section>")]
+    points = _csv(client, "lc8-magnitude-direction", run=run.pk)
+    assert sorted(p["coder"] for p in points) == sorted(section["coders"])  # every coder plotted, none ranked
+    assert {(p["rank_by_change_mae"], p["rank_by_direction_accuracy"]) for p in points} == {("", "")}
 
 
 def _csv(client, name: str, **query) -> list[dict]:
