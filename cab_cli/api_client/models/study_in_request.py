@@ -47,9 +47,8 @@ class StudyInRequest:
                 `hidden` (default `shown`)
             session_order (str | Unset): a rater's queue gives away each trajectory's order (session-rated studies):
                 `in_order`, `blinded` (default `in_order`)
-            quality_scope (str | Unset): CARE studies only: which sessions session quality (ProdR, UnprodR, OmitR) is
-                computed over (docs/care.md#reading-choices, Q1): `episode_sessions`, `after_crisis` (default
-                `episode_sessions`)
+            quality_scope (str | Unset): CARE studies only: which sessions the session quality figures (ProdR, UnprodR,
+                OmitR) are computed over: `episode_sessions`, `after_crisis` (default `episode_sessions`)
      """
 
     slug: str
