@@ -12,7 +12,7 @@ from rest_framework.fields import empty
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from annotation.automated_coders import NAME_MAX, NAME_PATTERN, PROMPT_ID_MAX, VERSION_MAX
-from annotation.kinds import kind_settings
+from annotation.kinds import CoderSetting, kind_settings
 from annotation.long_format import row_role
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
@@ -84,9 +84,11 @@ class StudyIn(serializers.Serializer):
 
     def get_fields(self) -> dict[str, serializers.Field]:
         """The fields above and the study kinds' own settings (``annotation.kinds.KindSetting``), each for a study
-        of its kind only."""
+        of its kind only; not a coder setting, which a new study (without coders) cannot have."""
         fields = super().get_fields()
         for kind, setting in kind_settings().values():
+            if isinstance(setting, CoderSetting):
+                continue
             said = setting.help_text.rstrip(".")
             fields[setting.name] = _text(
                 f"{kind.name} studies only: {said[:1].lower()}{said[1:]}: "
@@ -96,8 +98,12 @@ class StudyIn(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
         if unknown:
-            raise serializers.ValidationError(dict.fromkeys(
-                unknown, f"unknown field; fields are {', '.join(self.fields)}"))
+            known = kind_settings()
+            raise serializers.ValidationError({name: (
+                f"unknown field: a {known[name][0].name} study's {known[name][1].label} is one of its coders, chosen "
+                "on the study's settings page once it has them"
+                if name in known and isinstance(known[name][1], CoderSetting)
+                else f"unknown field; fields are {', '.join(self.fields)}") for name in unknown})
         return attrs
 
     def form_values(self) -> dict[str, Any]:

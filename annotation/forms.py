@@ -16,7 +16,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
 from annotation import selectors, services
-from annotation.kinds import KindSetting, StudyKind, kind_of, kinds, setting_value
+from annotation.kinds import CoderSetting, KindSetting, StudyKind, kind_of, kinds, setting_value
 from annotation.models import Assignment, AttributeDefinition, Schema, Study
 from annotation.services import STUDY_SETTINGS, SpanInput, study_settings_shown
 from benchmark.models import ModelResponse, Session
@@ -202,13 +202,18 @@ class StudyForm(forms.ModelForm):
             self.fields[name].required = False
             self.fields[name].label = label
         self.own_settings: list[str] = []
+        self.coder_settings: list[str] = []
         for kind, setting in self.kind_settings_offered():
             self.fields[setting.name] = self.kind_setting_field(kind, setting)
             self.own_settings.append(setting.name)
+            if isinstance(setting, CoderSetting):
+                self.coder_settings.append(setting.name)
 
     def kind_settings_offered(self) -> list[tuple[StudyKind, KindSetting]]:
-        """The study kinds' own settings this form offers: a new study may be of any kind, so every kind's."""
-        return [(kind, setting) for kind in kinds().values() for setting in kind.settings]
+        """The study kinds' own settings this form offers: a new study may be of any kind, so every kind's, but for
+        those whose value is one of the study's coders (a new study has none)."""
+        return [(kind, setting) for kind in kinds().values() for setting in kind.settings
+                if not isinstance(setting, CoderSetting)]
 
     def kind_setting_field(self, kind: StudyKind, setting: KindSetting) -> forms.ChoiceField:
         """A kind's own setting on the New study form: optional (blank: the setting's default), refused by the
@@ -219,10 +224,11 @@ class StudyForm(forms.ModelForm):
             help_text=f"{setting.help_text} Only for a study whose schema is {kind.name}'s.")
 
     def clean(self) -> dict[str, Any]:
-        """A kind's own setting left blank (or not posted) is not given: the default, or the stored value."""
+        """A kind's own setting left blank (or not posted) is not given: the default, or the stored value. A coder
+        setting posted blank is given: none chosen, the kind's default."""
         cleaned = super().clean() or {}
         for name in self.own_settings:
-            if not cleaned.get(name):
+            if not cleaned.get(name) and not (name in self.coder_settings and name in self.data):
                 cleaned.pop(name, None)
         return cleaned
 
@@ -339,7 +345,15 @@ class StudySettingsForm(StudyForm):
         return [(kind, setting) for setting in kind.settings] if kind is not None else []
 
     def kind_setting_field(self, kind: StudyKind, setting: KindSetting) -> forms.ChoiceField:
-        """A setting of the study's kind's own, showing its value (a post without it keeps the stored value)."""
+        """A setting of the study's kind's own, showing its value (a post without it keeps the stored value); a
+        coder setting's choices are the study's coders of its roles (``selectors.study_coders``: those taken off
+        it too, with the role they had), and none."""
+        if isinstance(setting, CoderSetting):
+            coders = [(coder.username, f"{coder.username} ({coder.role}{'' if coder.member else ', taken off'})")
+                      for coder in selectors.study_coders(study=self.instance) if coder.role in setting.roles]
+            return forms.ChoiceField(choices=[("", setting.default_said), *coders], required=False,
+                                     label=setting.label, initial=setting_value(self.instance, setting),
+                                     help_text=setting.help_text)
         return forms.ChoiceField(choices=setting.choices, required=False, label=setting.label,
                                  initial=setting_value(self.instance, setting),
                                  help_text=f"{setting.help_text} Default: {setting.default_said}.")

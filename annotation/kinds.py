@@ -7,9 +7,10 @@ block (``tests/annotation/test_kinds.py`` keeps it so); ``annotation/schema_docu
 before a schema exists. Every other module asks ``kind_of(schema or study)`` and calls the answer's hooks, or takes
 its block (``block_of(study, KIND)`` in the kind's own package).
 
-A kind's own study settings (``KindSetting``) are declared here by the kind and stored in
-``Study.kind_settings`` under their names; ``setting_value`` reads one (its default when the study never set it),
-and the study services check every value written (``kind_settings_problems``).
+A kind's own study settings (``KindSetting``, or ``CoderSetting`` for one whose value is one of the study's coders)
+are declared here by the kind and stored in ``Study.kind_settings`` under their names; ``setting_value`` reads one
+(its default when the study never set it), and the study services check every value written
+(``kind_settings_problems``).
 
 A kind is an app of its own (``settings.STUDY_KINDS``) that registers a ``StudyKind`` when Django starts
 (``register_kind`` in its ``AppConfig.ready``); the layers below call only the hooks here, in
@@ -97,6 +98,20 @@ class KindSetting:
         return dict(self.choices)[self.default]
 
 
+@dataclass(frozen=True)
+class CoderSetting(KindSetting):
+    """A kind's own setting whose value is one of the study's coders: the username of someone who is or was a
+    member in one of ``roles`` (``annotation.selectors.study_coders``: one taken off the study keeps the role they
+    had, so stays a valid value), blank for the kind's default (``default_said`` says what it is). A new study has
+    no coders, so it is offered on the settings page of a study of the kind alone, its choices that study's coders
+    of those roles; the New study form, ``create_study`` and the API do not take it."""
+
+    choices: tuple[tuple[str, str], ...] = ()
+    default: str = ""
+    roles: tuple[str, ...] = ()
+    default_said: str = "the default"
+
+
 def _none(*_: Any, **__: Any) -> None:
     return None
 
@@ -165,7 +180,7 @@ def register_kind(kind: StudyKind) -> StudyKind:
         raise ValueError(f"a study kind {kind.slug!r} is already registered")
     taken = {setting.name for known in _KINDS.values() for setting in known.settings}
     for setting in kind.settings:
-        if setting.name in taken or setting.default not in setting.values:
+        if setting.name in taken or not isinstance(setting, CoderSetting) and setting.default not in setting.values:
             raise ValueError(f"study setting {setting.name!r}: its name is another kind's, or its default is "
                              "none of its choices")
     _KINDS[kind.slug] = kind
@@ -219,15 +234,21 @@ def kind_settings() -> dict[str, tuple[StudyKind, KindSetting]]:
 
 def setting_value(study: Study, setting: KindSetting) -> str:
     """The study's value of a setting of its kind's own: the one it set, else the setting's default (a study created
-    before the setting existed has the default)."""
+    before the setting existed has the default). A coder setting's value was checked against the study's coders when
+    it was written, and a coder stays one of them when taken off the study."""
     value = (study.kind_settings or {}).get(setting.name)
+    if isinstance(setting, CoderSetting):
+        return value if isinstance(value, str) else setting.default
     return value if isinstance(value, str) and value in setting.values else setting.default
 
 
-def kind_settings_problems(schema: Schema, values: Mapping[str, Any]) -> dict[str, str]:
+def kind_settings_problems(schema: Schema, values: Mapping[str, Any], *,
+                           coders: Mapping[str, str] | None = None) -> dict[str, str]:
     """Why each of ``values`` (setting name -> value) cannot be a setting of a study of ``schema``, by name: a name
-    no kind declares, a setting of another kind than the schema's, or a value none of its choices. Empty: all
-    fine."""
+    no kind declares, a setting of another kind than the schema's, or a value none of its choices. A coder setting's
+    value must be blank or the username of one of ``coders`` (username -> role: the study's, as
+    ``annotation.selectors.study_coders`` has them) in one of its roles; None: a new study, which has no coders and
+    is given none. Empty: all fine."""
     problems: dict[str, str] = {}
     known = kind_settings()
     own = kind_of(schema)
@@ -238,6 +259,26 @@ def kind_settings_problems(schema: Schema, values: Mapping[str, Any]) -> dict[st
         kind, setting = known[name]
         if kind != own:
             problems[name] = f"a setting of {kind.name} studies only; schema {schema.slug} is not a {kind.name} schema"
+        elif isinstance(setting, CoderSetting):
+            problem = _coder_problem(setting, value, coders)
+            if problem:
+                problems[name] = problem
         elif value not in setting.values:
             problems[name] = f"must be one of {', '.join(setting.values)} (not {str(value)[:40]!r})"
     return problems
+
+
+def _coder_problem(setting: CoderSetting, value: Any, coders: Mapping[str, str] | None) -> str | None:
+    """Why ``value`` cannot be the coder setting's value among ``coders`` (None: a new study), or None."""
+    roles = " or ".join(setting.roles)
+    if coders is None:
+        return f"chosen on the study's settings page once the study has coders ({roles}); a new study has none"
+    if not isinstance(value, str):
+        return f"must be a username (not {str(value)[:40]!r})"
+    if value == "":
+        return None
+    if value not in coders:
+        return f"{value[:150]!r} is no coder of this study; choose one of its coders ({roles}), or none"
+    if coders[value] not in setting.roles:
+        return f"{value!r} is a {coders[value]} of this study; choose one of its coders ({roles}), or none"
+    return None

@@ -22,7 +22,15 @@ from django.utils import timezone
 
 from access.checks import require_study_admin
 from annotation import rules, schema_document, selectors
-from annotation.kinds import StudyKind, kind_of, kind_settings, kind_settings_problems, setting_value
+from annotation.kinds import (
+    CoderSetting,
+    KindSetting,
+    StudyKind,
+    kind_of,
+    kind_settings,
+    kind_settings_problems,
+    setting_value,
+)
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -104,8 +112,9 @@ def study_create(
 ) -> Study:
     """Create a study in set-up. ``settings`` are the study's other fields (show_model_names, check_threshold,
     check_min_items, show_therapist_reference, the blinding settings, …) and the settings of its kind's own
-    (``annotation.kinds.KindSetting``, checked here for every caller: a setting of another kind, or a value none of
-    its choices, is refused by name and nothing is written). Its checks are the New study form's
+    (``annotation.kinds.KindSetting``, checked here for every caller: a setting of another kind, a value none of
+    its choices, or a coder setting, which a study without coders cannot have, is refused by name and nothing is
+    written). Its checks are the New study form's
     (``annotation.forms.StudyForm``, which the page, ``manage.py create_study`` and the API fill in); the slug's
     rules (``study_slug_check``) are checked here for every caller, and a slug taken meanwhile is refused here in
     the form's words, nothing written."""
@@ -140,7 +149,8 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
     """Change some of a study's ``STUDY_SETTINGS``; returns the names of those whose value changed (recorded).
 
     The settings of the study kind's own (``annotation.kinds.KindSetting``) are changed the same way, in
-    ``Study.kind_settings``; one of another kind, or a value none of its choices, is refused by name.
+    ``Study.kind_settings``; one of another kind, or a value none of its choices, is refused by name (a coder
+    setting's: none of the study's coders of its roles, ``annotation.selectors.study_coders``).
 
     ``shown``: the values the admin's page showed (``study_settings_shown``). Only the settings the admin changed
     from those are written, so a page opened before another admin's save does not put old values back; a setting
@@ -150,7 +160,8 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
     unknown = sorted(set(settings) - set(STUDY_SETTINGS) - set(known))
     if unknown:
         raise ValidationError(f"not a study setting: {', '.join(unknown)}")
-    problems = kind_settings_problems(study.schema, {name: v for name, v in settings.items() if name in known})
+    given = {name: value for name, value in settings.items() if name in known}
+    problems = kind_settings_problems(study.schema, given, coders=_coders_for(study, given, known))
     if problems:
         raise ValidationError(problems)
     current = Study.objects.select_for_update().get(pk=study.pk)
@@ -169,6 +180,15 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
         audit_record(by=by, action="study.settings", study=current, target=f"study:{current.slug}", changed=changed)
     study.refresh_from_db()
     return sorted(changed)
+
+
+def _coders_for(study: Study, given: dict[str, Any],
+                known: dict[str, tuple[StudyKind, KindSetting]]) -> dict[str, str] | None:
+    """The study's coders (username -> role, those taken off it with the role they had) when ``given`` sets a coder
+    setting (``annotation.kinds.CoderSetting``), else None: one query, only when it is needed."""
+    if not any(isinstance(known[name][1], CoderSetting) for name in given):
+        return None
+    return {coder.username: str(coder.role) for coder in selectors.study_coders(study=study)}
 
 
 def _settings_of(study: Study, *, kind: StudyKind) -> dict[str, Any]:

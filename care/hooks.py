@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from annotation.kinds import KindDemo, TurnPage, register_kind
 from care import demo, inputs, schema, selectors
 from care.charts import CARE_PAGE, SLUG
-from care.kind import CARE, QUALITY_SCOPE
+from care.kind import CARE, QUALITY_SCOPE, REFERENCE_CODING
 from metrics.kind_sections import ReportSection, register_section
 from reports import kind_pages, labels
 
@@ -76,7 +76,7 @@ def turn_page(view: TurnView, user: User) -> TurnPage | None:
 def register() -> None:
     register_kind(replace(
         CARE, block_problems=schema.block_problems, session_checklist=selectors.session_checklist,
-        turn_page=turn_page, settings=(QUALITY_SCOPE,), turn_missing=selectors.turn_missing,
+        turn_page=turn_page, settings=(QUALITY_SCOPE, REFERENCE_CODING), turn_missing=selectors.turn_missing,
         demo=KindDemo(study=demo.CARE_DEMO_STUDY, label="CARE",
                       option_help="Also load the CARE demo study (care-demo: one synthetic history of sessions on "
                                   "care-v1, with an illustrative LLM judge's labels).",

@@ -18,11 +18,15 @@ Choices (also in docs/metrics.md#choices, item 18):
   history), of an attribute the ``care`` block gives no role (nor a checklist item), on a unit its role does not
   read, or replaced by the same coder's judgment of the unit in a round that counts over it.
 - The **reference coding** (states, alignment, control windows, quality) is the study's gold codings (``is_gold``,
-  the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a run parameter of this
-  loader); else the first expert (by username) with codings; else the first human coder with codings; else the
-  first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``). A coder
+  the consensus of the gold panel) when it has any; else the coder named by ``reference`` (a parameter of this
+  loader: the timeline names the run's reference); else the coder the study chose (its setting ``reference_coding``,
+  ``care.kind.REFERENCE_CODING``: one of its experts, reviewers or methods), whose codings are the reference even
+  while there are none (an empty reference, which the report's warnings say, never a silent switch to another
+  coder); else the first expert (by username) with codings; else the first human coder with codings; else the
+  first method. ``CareInputs.reference_name`` says which, and the report carries it (``care.reference``); the chosen
+  coder is in the rows, so the input fingerprint, the bundle's ``run.json`` and ``care.parameters`` say it. A coder
   taken off the study keeps the role they had (``annotation.selectors.study_coders``): a former expert's codings
-  are still an expert's, so the reference does not move to someone else's when its coder leaves.
+  are still an expert's, so the reference does not move to someone else's when its coder leaves, chosen or not.
 - The coders compared for validation are every non-gold coder (humans and methods) with codings, the reference coder
   included when it is one of them (judge vs each human and human vs human are the pairs docs/care.md#metrics asks for).
 - A coder's codes come from every round of the study; a unit coded in two rounds keeps the judgment of the round
@@ -48,7 +52,7 @@ from annotation.kinds import block_of, kind_of, setting_value
 from annotation.models import AttributeDefinition, Judgment, Study
 from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
 from benchmark.models import Conversation, ModelResponse, Session, Turn
-from care.kind import CARE, QUALITY_SCOPE
+from care.kind import CARE, QUALITY_SCOPE, REFERENCE_CODING
 from common.lookups import any_of
 from metrics.selectors import history_named, usernames_of
 
@@ -120,7 +124,8 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
             score=None if score is None else int(score))
         for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
     return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
-                    sessions=sessions, judgments=judgments, quality_scope=setting_value(study, QUALITY_SCOPE))
+                    sessions=sessions, judgments=judgments, quality_scope=setting_value(study, QUALITY_SCOPE),
+                    reference=setting_value(study, REFERENCE_CODING))
 
 
 def _histories_of(study: Study) -> QuerySet[Conversation]:

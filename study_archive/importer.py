@@ -28,7 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
 from access import roles
-from annotation.kinds import kind_settings_problems
+from annotation.kinds import CoderSetting, kind_settings, kind_settings_problems
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -46,6 +46,7 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
+from annotation.selectors import study_coders
 from annotation.services import study_slug_check
 from audit.models import AuditEvent
 from audit.services import audit_record
@@ -124,6 +125,7 @@ class _Importer:
         self.counts: Counter[str] = Counter()
         self.checksum = Checksum()
         self._study: Study | None = None
+        self.study_line = 0  # the study record's line
         self.schema: Schema | None = None
         self.users: dict[str, User] = {}
         self.attributes: dict[str, AttributeDefinition] = {}
@@ -204,6 +206,7 @@ class _Importer:
         if stated is not None and stated != self.checksum.digest.hexdigest():
             raise ArchiveError(f"line {number}: the lines before the end record do not have the SHA-256 it states: "
                                "the archive was changed or damaged after it was written")
+        self._coder_settings_check()
 
     # --- references ---
 
@@ -300,14 +303,27 @@ class _Importer:
             raise ValueError(f"a study {record['slug']!r} exists in this installation; import under another slug "
                              "(--as NEW_SLUG)")
         study = _new(Study, record, schema=self.schema)
-        # what the study services refuse: a setting of another kind, or a value none of its choices
+        # what the study services refuse: a setting of another kind, or a value none of its choices; a setting whose
+        # value is one of the study's coders once they are in (``_coder_settings_check``)
         own = study.kind_settings
-        problems = kind_settings_problems(self.schema, own) if isinstance(own, dict) else {"": "not an object"}
+        problems = {"": "not an object"} if not isinstance(own, dict) else kind_settings_problems(
+            self.schema, {name: value for name, value in own.items() if name not in _coder_settings()})
         if problems:
-            raise ValueError("study kind_settings: " + "; ".join(f"{name}: {why}".lstrip(": ")
-                                                                  for name, why in problems.items()))
+            raise ValueError(_settings_said(problems))
         study.save(force_insert=True)
         self._study = study
+        self.study_line = batch[0][0]
+
+    def _coder_settings_check(self) -> None:
+        """The study's settings whose value is one of its coders (``annotation.kinds.CoderSetting``), against its
+        members and former members as imported, as the settings service checks them."""
+        own = {name: value for name, value in self.study.kind_settings.items() if name in _coder_settings()}
+        if not own or self.schema is None:
+            return
+        coders = {coder.username: str(coder.role) for coder in study_coders(study=self.study)}
+        problems = kind_settings_problems(self.schema, own, coders=coders)
+        if problems:
+            raise ArchiveError(f"line {self.study_line} (study): {_settings_said(problems)}")
 
     def _members(self, batch: list[Record]) -> None:
         members = _built(batch, lambda record: _new(StudyMember, record, study=self.study,
@@ -562,6 +578,15 @@ class _Importer:
     def _audit_events(self, batch: list[Record]) -> None:
         AuditEvent.objects.bulk_create(_built(batch, lambda record: _new(
             AuditEvent, record, study_id=self.study.pk, actor=self._maybe_user(record["actor"]))))
+
+
+def _coder_settings() -> set[str]:
+    """The names of the study kinds' settings whose value is one of the study's coders."""
+    return {name for name, (_kind, setting) in kind_settings().items() if isinstance(setting, CoderSetting)}
+
+
+def _settings_said(problems: dict[str, str]) -> str:
+    return "study kind_settings: " + "; ".join(f"{name}: {why}".lstrip(": ") for name, why in problems.items())
 
 
 def _sessions_built(record: dict[str, Any], conversation: Conversation) -> dict[int, Session]:

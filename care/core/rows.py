@@ -90,6 +90,7 @@ class CareRows:
     sessions: Sequence[CareSessionRow]  # by conversation, then session index
     judgments: Sequence[CareJudgmentRow]
     quality_scope: str = DEFAULT_QUALITY_SCOPE  # the study's setting (Q1 of docs/care.md): CareParams.quality_scope
+    reference: str = ""  # the study's setting reference_coding: the coder it chose (empty: the default order)
 
 
 @dataclass(frozen=True)
@@ -103,15 +104,19 @@ class CareInputs:
     # what the section left out: the judgments read, those used, and the rest by reason (the report's care.input)
     judgments: int = 0
     dropped: Mapping[str, int] = field(default_factory=dict)
+    # the judgments used of the reference coding, when the study chose its reference coder (None: it did not)
+    reference_judgments: int | None = None
 
     @property
     def input(self) -> dict[str, Any]:
-        """The report's ``care.input``: histories, judgments read, used, dropped by reason, and the reference
-        coding's action turns without a primary horizon by model (``no_horizon``)."""
+        """The report's ``care.input``: histories, judgments read, used, dropped by reason, the reference coding's
+        action turns without a primary horizon by model (``no_horizon``); and the judgments used of the reference
+        coding when the study chose its reference coder (the warning of a chosen coder who has coded nothing yet)."""
         dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
+        chosen = {} if self.reference_judgments is None else {"reference_judgments": self.reference_judgments}
         return {"histories": len(self.histories), "judgments": self.judgments,
                 "used": self.judgments - sum(dropped.values()), "dropped": dropped,
-                "no_horizon": self.no_horizon}
+                "no_horizon": self.no_horizon, **chosen}
 
     @property
     def no_horizon(self) -> dict[str, int]:
@@ -139,7 +144,10 @@ def care_histories(sessions: Sequence[CareSessionRow]) -> list[CareHistory]:
 
 def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed: int = 0,
                           resamples: int = 1000) -> CareInputs:
-    """The histories and codings of the rows as ``care_report`` takes them (``care.inputs``' choices)."""
+    """The histories and codings of the rows as ``care_report`` takes them (``care.inputs``' choices). The reference
+    coding is gold's when the rows have gold codings; else ``reference``'s (a coder named by the caller: ValueError
+    when they have no codings); else the study's chosen coder's (``rows.reference``: an empty coding when they have
+    none yet, which the section's warning says); else the default order's."""
     care = rows.block
     states = list(care.get("states") or STATES)
     params = CareParams(action_strategies=frozenset(care.get("action_strategies") or ()), resamples=resamples,
@@ -187,7 +195,7 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
                        for (who, c, t), fields in assistant.items() if who == coder},
             checklists={(c, s): found for (who, c, s), found in checklists.items() if who == coder},
         )
-    reference_name = _reference_name(codings, rows.members, reference)
+    reference_name = _reference_name(codings, rows.members, reference, rows.reference)
     return CareInputs(
         histories=care_histories(rows.sessions),
         reference=codings.get(reference_name, CareCoding()),
@@ -197,6 +205,7 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
         params=params,
         judgments=len(rows.judgments),
         dropped=dict(dropped),
+        reference_judgments=coded_by.get(reference_name, 0) if rows.reference else None,
     )
 
 
@@ -204,14 +213,15 @@ def care_section_from_rows(rows: CareRows, *, reference: str | None = None, seed
                            resamples: int = 1000) -> dict[str, Any]:
     """The report's ``care`` section of the rows: ``care_report`` of their inputs, plus ``reference`` (whose codings
     the states, alignment and quality come from), ``input`` (``CareInputs.input``) and ``parameters`` (the study's
-    settings the figures depend on: ``quality_scope``)."""
+    settings the figures depend on: ``quality_scope``, and ``reference_coding`` when the study chose one)."""
     from .metrics import care_report
 
     inputs = care_inputs_from_rows(rows, reference=reference, seed=seed, resamples=resamples)
     section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
     section["reference"] = inputs.reference_name
     section["input"] = inputs.input
-    section["parameters"] = {"quality_scope": inputs.params.quality_scope}
+    chosen = {"reference_coding": rows.reference} if rows.reference else {}
+    section["parameters"] = {"quality_scope": inputs.params.quality_scope, **chosen}
     return section
 
 
@@ -238,12 +248,16 @@ def _user_code(fields: Mapping[str, Any], states: list[str]) -> UserCode:
 
 
 def _reference_name(codings: Mapping[str, CareCoding], members: Sequence[tuple[str, str]],
-                    chosen: str | None) -> str:
+                    named: str | None, chosen: str) -> str:
+    """Whose coding is the reference (``care_inputs_from_rows``): gold, the coder ``named`` by the caller, the
+    study's ``chosen`` coder (codings or not: never a silent switch to another coder), the default order."""
     if GOLD in codings:
         return GOLD
+    if named:
+        if named not in codings:
+            raise ValueError(f"reference coder {named!r} has no CARE codings in this study")
+        return named
     if chosen:
-        if chosen not in codings:
-            raise ValueError(f"reference coder {chosen!r} has no CARE codings in this study")
         return chosen
     by_role: dict[str, list[str]] = defaultdict(list)
     for username, role in members:
@@ -275,14 +289,16 @@ def care_kind_rows(rows: CareRows) -> tuple[dict[str, Any], dict[str, tuple[Sequ
 
 
 def care_run_block(rows: CareRows) -> dict[str, Any]:
-    """run.json's ``care``: the block, the attributes as the section reads them, the members, and the quality scope
-    when the study chose another than the default (so a study at the default keeps the fingerprint and the bundle it
-    had before the scope was a setting, and such a bundle still recomputes)."""
+    """run.json's ``care``: the block, the attributes as the section reads them, the members, the quality scope
+    when the study chose another than the default and the reference coder when it chose one (so a study at the
+    defaults keeps the fingerprint and the bundle it had before these were settings, and such a bundle still
+    recomputes)."""
     scope = {} if rows.quality_scope == DEFAULT_QUALITY_SCOPE else {"quality_scope": rows.quality_scope}
+    chosen = {"reference_coding": rows.reference} if rows.reference else {}
     return {"block": dict(rows.block),
             "attributes": [{"code": a.code, "unit": a.unit, "labels": dict(a.labels), "item_type": a.item_type,
                             "crisis_types": list(a.crisis_types)} for a in rows.attributes],
-            "members": [list(member) for member in rows.members], **scope}
+            "members": [list(member) for member in rows.members], **scope, **chosen}
 
 
 def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_csv: str) -> CareRows:
@@ -300,6 +316,10 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
     if not isinstance(scope, str) or scope not in QUALITY_SCOPES:
         raise ValueError(f"run.json: care.quality_scope is {str(scope)[:40]!r}, none of "
                          f"{', '.join(sorted(QUALITY_SCOPES))} (absent: {DEFAULT_QUALITY_SCOPE})")
+    reference = run_block.get("reference_coding", "")
+    if not isinstance(reference, str) or "reference_coding" in run_block and not reference:
+        raise ValueError(f"run.json: care.reference_coding is {str(reference)[:40]!r}, not a coder's name (absent: "
+                         "the default order)")
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
                                tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
@@ -310,7 +330,7 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
                                  optional(r, "score", line))
                  for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
     return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments,
-                    quality_scope=scope)
+                    quality_scope=scope, reference=reference)
 
 
 def text(row: Mapping[str, str], column: str) -> str:

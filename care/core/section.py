@@ -30,17 +30,24 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 
 
 def warning(section: Mapping[str, Any]) -> str | None:
-    """The section is empty although the study has judgments; else the reference coding has action turns without a
-    primary horizon (``care.input.no_horizon``), which AR and PR count in their denominators with no label; else
-    None."""
+    """What the report's warnings say of the section: empty although the study has judgments (by reason), else the
+    reference coding's action turns without a primary horizon (``care.input.no_horizon``), which AR and PR count in
+    their denominators with no label; and a reference coder the study chose who has no codings yet (so the states,
+    alignment and quality are empty)."""
     counts = section.get("input")
     if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
         return None
+    horizon = _no_horizon(counts.get("no_horizon") or {}, str(section.get("reference") or ""))
+    said = [found for found in (_empty(counts) or horizon, _reference_uncoded(section, counts)) if found]
+    return " ".join(said) or None
+
+
+def _empty(counts: Mapping[str, Any]) -> str | None:
     read = int(counts.get("judgments") or 0)
     if read == 0:
         return None
     if int(counts.get("used") or 0) > 0:
-        return _no_horizon(counts.get("no_horizon") or {}, str(section.get("reference") or ""))
+        return None
     reasons = reasons_said(counts.get("dropped") or {}, REASONS, "judgment")
     if not counts.get("histories"):
         reasons.insert(0, "the study has no history (a conversation of the study with sessions)")
@@ -57,6 +64,15 @@ def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
             f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
             "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
             "(docs/care.md#reading-choices, A4). Code their horizon to label them.")
+
+
+def _reference_uncoded(section: Mapping[str, Any], counts: Mapping[str, Any]) -> str | None:
+    if counts.get("reference_judgments") != 0:  # absent: the study chose no reference coder
+        return None
+    return (f"The CARE section's reference coder, {section.get('reference')} (the study's choice), has no CARE codings "
+            "yet: the recovery states, alignment, control windows and session quality are those of an empty coding "
+            "until they code, or the study chooses another reference coder on its settings page (gold codings, once "
+            "recorded, are the reference whatever the choice).")
 
 
 SECTION = CoreSection(files=FILES, compute=_compute, warning=warning)

@@ -75,7 +75,7 @@ def _page(admin_user) -> tuple[Client, str, dict]:
 
 def test_the_setting_is_the_cores_scopes_and_defaults_to_episode_sessions(study):
     assert set(QUALITY_SCOPE.values) == QUALITY_SCOPES
-    assert kind_of(study).settings == (QUALITY_SCOPE,)
+    assert QUALITY_SCOPE in kind_of(study).settings
     assert study.kind_settings == {}
     assert services.study_settings_shown(study=study)["quality_scope"] == "episode_sessions"
 

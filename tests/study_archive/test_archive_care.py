@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -12,7 +13,7 @@ from django.core.management import CommandError, call_command
 from access import roles
 from access.services import user_ensure
 from annotation.models import Judgment, Study, StudyMember
-from annotation.services import study_settings_shown, study_settings_update
+from annotation.services import study_member_remove, study_settings_shown, study_settings_update
 from benchmark.models import Session, Turn
 from care.demo import care_demo_load
 from study_archive.records import dumps
@@ -137,4 +138,47 @@ def test_an_archive_with_a_bad_quality_scope_is_refused_and_writes_nothing(tmp_p
     before = table_counts()
     with pytest.raises(CommandError, match=message):
         call_command("import_study", str(write(tmp_path, checksummed(bad))), stdout=io.StringIO())
+    assert table_counts() == before
+
+
+# --- the study's reference coding (a setting of CARE's own whose value is one of the study's coders) ---------------
+
+
+def test_the_reference_coding_goes_out_and_back_in_with_its_coder_taken_off(tmp_path):
+    """The chosen coder is checked once the members and former members are in: one taken off the study is still
+    its coder (with the role they had), so the setting is kept."""
+    study = _care_demo_with_scope(None)
+    admin = user_ensure(username="demo-admin", role=roles.ADMIN)
+    study_settings_update(study=study, by=admin, reference_coding="demo-expert")
+    study_member_remove(member=StudyMember.objects.get(study=study, user__username="demo-expert"), by=admin)
+    first = export("care-demo")
+    assert next(r for r in records(first) if r["type"] == "study")["kind_settings"] == {
+        "reference_coding": "demo-expert"}
+    truncate_everything_archived()
+    call_command("import_study", str(write(tmp_path, first)), stdout=io.StringIO())
+    study = Study.objects.select_related("schema").get(slug="care-demo")
+    assert study_settings_shown(study=study)["reference_coding"] == "demo-expert"
+    assert without_the_import_event(export("care-demo")) == first.splitlines()
+
+
+@pytest.mark.parametrize(("coder", "message"), [
+    ("nobody", "reference_coding: 'nobody' is no coder of this study; choose one of its coders (expert or reviewer "
+               "or method), or none"),
+    (7, "reference_coding: must be a username"),
+])
+def test_an_archive_whose_reference_coding_is_no_coder_of_the_study_is_refused_and_writes_nothing(tmp_path, coder,
+                                                                                                  message):
+    _care_demo_with_scope(None)
+    lines = []
+    for line in export("care-demo").splitlines():
+        record = json.loads(line)
+        if record["type"] == "study":
+            record["kind_settings"] = {"reference_coding": coder}
+            line = dumps(record)
+            study_line = len(lines) + 1
+        lines.append(line)
+    truncate_everything_archived()
+    before = table_counts()
+    with pytest.raises(CommandError, match=re.escape(f"line {study_line} (study): study kind_settings: {message}")):
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), stdout=io.StringIO())
     assert table_counts() == before
