@@ -147,6 +147,13 @@ def test_a_chosen_coder_without_codings_is_an_empty_reference_with_a_warning(stu
     done, recomputed = _recompute_without_django(files, tmp_path)
     assert done.returncode == 0, done.stderr
     assert recomputed == files["report.json"]
+    # the history's timeline shows the run's states under the same empty reference
+    client = Client()
+    client.force_login(admin)
+    page = client.get(reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, CONVERSATION]))
+    assert page.status_code == 200
+    assert page.context["reference"] == EXPERT
+    assert not any(turn["changed"] for session in page.context["sessions"] for turn in session["turns"])
 
 
 def test_a_coder_taken_off_the_study_stays_the_reference(study, admin):
