@@ -26,6 +26,7 @@ from care.demo import CARE_DEMO_JUDGE, CARE_DEMO_STUDY, care_demo_load
 from care.kind import QUALITY_SCOPE
 from reports import bundle
 from tests import form_fuzz
+from tests.care.settings_page import settings_page
 from tests.factories import StudyFactory
 from tests.reports.test_bundle_kinds import _bundled, _recompute_without_django
 
@@ -62,17 +63,6 @@ def study() -> Study:
     return Study.objects.select_related("schema").get(slug=CARE_DEMO_STUDY)
 
 
-def _page(admin_user) -> tuple[Client, str, dict]:
-    """The settings page as an admin opens it: (client, url, the form's values as the page would post them)."""
-    client = Client()
-    client.force_login(admin_user)
-    url = reverse("study-settings", args=[CARE_DEMO_STUDY])
-    form = client.get(url).context["form"]
-    posted = {name: form[name].value() for name in form.fields}
-    return client, url, {name: "on" if value is True else value for name, value in posted.items()
-                         if value is not False and value is not None}
-
-
 def test_the_setting_is_the_cores_scopes_and_defaults_to_episode_sessions(study):
     assert set(QUALITY_SCOPE.values) == QUALITY_SCOPES
     assert QUALITY_SCOPE in kind_of(study).settings
@@ -87,7 +77,7 @@ def test_the_settings_page_changes_the_scope_and_the_next_run_says_it_with_its_f
     assert report["care"]["quality"]["Assistant"] == pytest.approx(QUALITY["episode_sessions"])
     assert "quality_scope" not in json.loads(first["run.json"])["care"]  # the default: as before it was a setting
 
-    client, url, posted = _page(admin_user)
+    client, url, posted = settings_page(admin_user)
     assert posted["quality_scope"] == "episode_sessions"
     answer = client.post(url, posted | {"quality_scope": "after_crisis"})
     assert answer.status_code == 302
@@ -135,7 +125,7 @@ def test_a_bundle_whose_run_json_names_no_known_scope_is_refused_by_name(study, 
 
 
 def test_a_bad_value_is_refused_by_name_and_writes_nothing(study, admin_user):
-    client, url, posted = _page(admin_user)
+    client, url, posted = settings_page(admin_user)
     before = form_fuzz.fingerprint()
     answer = client.post(url, posted | {"quality_scope": "everything"})
     assert answer.status_code == 200
@@ -165,7 +155,7 @@ def test_the_setting_is_a_care_studys_alone(admin_user):
 
 def test_a_post_without_the_setting_keeps_the_stored_scope(study, admin_user):
     services.study_settings_update(study=study, by=admin_user, quality_scope="after_crisis")
-    client, url, posted = _page(admin_user)
+    client, url, posted = settings_page(admin_user)
     posted.pop("quality_scope")
     assert client.post(url, posted | {"description": "changed"}).status_code == 302
     study.refresh_from_db()

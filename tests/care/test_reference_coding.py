@@ -31,6 +31,7 @@ from care.core.rows import GOLD, REFERENCE_ROLES, CareJudgmentRow, care_inputs_f
 from care.demo import CARE_DEMO_JUDGE, CARE_DEMO_STUDY, care_demo_load
 from care.kind import QUALITY_SCOPE, REFERENCE_CODING
 from tests import form_fuzz
+from tests.care.settings_page import settings_page
 from tests.care.test_inputs import CONVERSATION, HUMAN, _human_rows
 from tests.reports.test_bundle_kinds import _bundled, _recompute_without_django
 
@@ -57,17 +58,6 @@ def study(admin) -> Study:
     return Study.objects.select_related("schema").get(slug=CARE_DEMO_STUDY)
 
 
-def _page(admin) -> tuple[Client, str, dict]:
-    """The settings page as an admin opens it: (client, url, the form's values as the page would post them)."""
-    client = Client()
-    client.force_login(admin)
-    url = reverse("study-settings", args=[CARE_DEMO_STUDY])
-    form = client.get(url).context["form"]
-    posted = {name: form[name].value() for name in form.fields}
-    return client, url, {name: "on" if value is True else value for name, value in posted.items()
-                         if value is not False and value is not None}
-
-
 def test_the_setting_is_cares_and_its_roles_are_the_cores(study):
     assert REFERENCE_CODING.roles == REFERENCE_ROLES
     assert kind_of(study).settings == (QUALITY_SCOPE, REFERENCE_CODING)
@@ -82,7 +72,7 @@ def test_the_chosen_coder_is_the_reference_of_the_next_run_and_its_bundle_recomp
     assert "reference_judgments" not in default["input"]
     assert "reference_coding" not in json.loads(first["run.json"])["care"]  # as before it was a setting
 
-    client, url, posted = _page(admin)
+    client, url, posted = settings_page(admin)
     choices = dict(client.get(url).context["form"].fields["reference_coding"].choices)
     assert set(choices) == {"", CARE_DEMO_JUDGE, EXPERT, HUMAN}
     assert choices[HUMAN] == f"{HUMAN} (reviewer)"
@@ -161,7 +151,7 @@ def test_a_coder_taken_off_the_study_stays_the_reference(study, admin):
     judge = StudyMember.objects.get(study=study, user__username=CARE_DEMO_JUDGE)
     services.study_member_remove(member=judge, by=admin)
     assert loader.care_section(study=study, resamples=0)["reference"] == CARE_DEMO_JUDGE
-    client, url, posted = _page(admin)
+    client, url, posted = settings_page(admin)
     choices = dict(client.get(url).context["form"].fields["reference_coding"].choices)
     assert choices[CARE_DEMO_JUDGE] == f"{CARE_DEMO_JUDGE} (method, taken off)"
     assert client.post(url, posted | {"description": "changed"}).status_code == 302
@@ -171,7 +161,7 @@ def test_a_coder_taken_off_the_study_stays_the_reference(study, admin):
 
 def test_none_chosen_again_is_the_default_order(study, admin):
     services.study_settings_update(study=study, by=admin, reference_coding=CARE_DEMO_JUDGE)
-    client, url, posted = _page(admin)
+    client, url, posted = settings_page(admin)
     assert client.post(url, posted | {"reference_coding": ""}).status_code == 302
     study.refresh_from_db()
     assert study.kind_settings == {"reference_coding": ""}
@@ -199,7 +189,7 @@ def test_a_name_no_coder_of_the_allowed_roles_is_refused_and_writes_nothing(stud
                                                                              service_error):
     automated_coders.reference_register(study=study, name="phq8-reference", by=admin)
     user_ensure(username="nobody", role=roles.EXPERT)  # an account, but no coder of this study
-    client, url, posted = _page(admin)
+    client, url, posted = settings_page(admin)
     before = form_fuzz.fingerprint()
     answer = client.post(url, posted | {"reference_coding": value})
     assert answer.status_code == 200

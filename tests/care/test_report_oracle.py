@@ -24,6 +24,7 @@ from metrics import runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
 from tests.factories import UserFactory
+from tests.oracle import differences_of
 
 pytestmark = pytest.mark.django_db
 
@@ -443,23 +444,7 @@ def _validation(codes: dict[str, dict], walked: dict) -> dict:
     return validation
 
 
-# --- the comparison ---------------------------------------------------------------------------------------------------
-
-def _close(got, expected, path: str, differences: list[str]) -> None:
-    if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            differences.append(f"{path}: {got!r} is not a mapping")
-            return
-        for key in sorted(set(expected) | set(got)):
-            if key not in got or key not in expected:
-                differences.append(f"{path}.{key}: only in {'the oracle' if key in expected else 'the report'}")
-            else:
-                _close(got[key], expected[key], f"{path}.{key}", differences)
-    elif isinstance(expected, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12):
-            differences.append(f"{path}: report {got!r}, oracle {expected!r}")
-    elif got != expected:
-        differences.append(f"{path}: report {got!r}, oracle {expected!r}")
+# --- the run and the comparison -------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -480,7 +465,7 @@ def test_every_figure_of_the_care_section_is_the_oracles(oracle_run):
         if key == "validation":  # the intervals are beside the oracle's keys: compared apart
             value = {f: {p: e | {k: section[key][f].get(p, {}).get(k) for k in ("agreement_ci", "kappa_ci")}
                          for p, e in pairs.items()} for f, pairs in value.items()}
-        _close(section[key], value, key, differences)
+        differences_of(section[key], value, key, differences)
     assert section["reference"] == EXPERT
     assert differences == [], "\n".join(differences)
 

@@ -8,7 +8,6 @@ and compared key by key. Every row put in is found in the section's ``input`` co
 
 from __future__ import annotations
 
-import math
 import random
 from itertools import combinations
 
@@ -23,6 +22,7 @@ from metrics import runs
 from metrics import services as metric_services
 from metrics.models import MetricRun
 from tests.factories import DatasetFactory, RoundFactory, StudyFactory, StudyMemberFactory, UserFactory
+from tests.oracle import differences_of
 
 pytestmark = pytest.mark.django_db
 
@@ -282,29 +282,6 @@ def _oracle(data: dict) -> dict:
     return section
 
 
-def _close(got, expected, path: str, differences: list[str]) -> None:
-    if isinstance(expected, dict):
-        if not isinstance(got, dict):
-            differences.append(f"{path}: {got!r} is not a mapping")
-            return
-        for key in sorted(set(expected) | set(got), key=str):
-            if key not in got or key not in expected:
-                differences.append(f"{path}.{key}: only in {'the oracle' if key in expected else 'the report'}")
-            else:
-                _close(got[key], expected[key], f"{path}.{key}", differences)
-    elif isinstance(expected, list) and expected and isinstance(expected[0], float):
-        if not isinstance(got, list) or len(got) != len(expected):
-            differences.append(f"{path}: report {got!r}, oracle {expected!r}")
-        else:
-            for i, (g, e) in enumerate(zip(got, expected, strict=True)):
-                _close(g, e, f"{path}[{i}]", differences)
-    elif isinstance(expected, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        if not math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12):
-            differences.append(f"{path}: report {got!r}, oracle {expected!r}")
-    elif got != expected:
-        differences.append(f"{path}: report {got!r}, oracle {expected!r}")
-
-
 @pytest.fixture(scope="module")
 def oracle_run(shared_state):
     with shared_state():
@@ -320,7 +297,7 @@ def test_every_figure_of_the_lc8_section_is_the_oracles(oracle_run):
     section, data, _ = oracle_run
     expected = _oracle(data)
     differences: list[str] = []
-    _close({key: section.get(key) for key in expected}, expected, "lc8", differences)
+    differences_of({key: section.get(key) for key in expected}, expected, "lc8", differences)
     assert differences == [], "\n".join(differences)
 
 
