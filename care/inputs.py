@@ -10,7 +10,9 @@ Choices (also in docs/metrics.md#choices, item 18):
 - The histories are the study's conversations that have sessions (``benchmark.Session``): the conversations of
   ``annotation.selectors.conversations_of_study`` (the README's rule: those it ingested, and those it judged, put in
   a round or labelled, whoever ingested them); a history's model is its responses' model slot (M1 of the core: one
-  assistant per history; with several, the first in name order). A history is named by its conversation's external
+  assistant per history). A history whose replies are under several slots (stored before ingestion refused it, or
+  restored from such an archive) is named in the rows with its slots (``CareRows.several_slots``), and the section
+  leaves it out (docs/care.md#a-history-under-several-model-slots). A history is named by its conversation's external
   id, or ``DATASET/EXTERNAL_ID`` when two histories of the study share the id (``metrics.core.history_names``):
   the rows carry the names, the report keys them so, and the timeline takes one.
 - The judgments read are those of the study's rounds. What the section leaves out is counted, by reason, in
@@ -103,7 +105,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
         specs.append(CareAttribute(code, str(unit), {str(k): str(v) for k, v in (labels or {}).items()},
                                    str(item_type or ""), tuple(crisis_types or ())))
 
-    conversation_name, session_index, turn_index, sessions = _histories(study, conversation)
+    conversation_name, session_index, turn_index, sessions, several_slots = _histories(study, conversation)
     one = {"conversation_id__in": list(conversation_name)} if conversation is not None else {}
     # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted. The
     # round whose judgment counts comes last, and within a round the rows come in the order of what they say.
@@ -125,7 +127,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
         for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
     return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
                     sessions=sessions, judgments=judgments, quality_scope=setting_value(study, QUALITY_SCOPE),
-                    reference=setting_value(study, REFERENCE_CODING))
+                    reference=setting_value(study, REFERENCE_CODING), several_slots=several_slots)
 
 
 def _histories_of(study: Study) -> QuerySet[Conversation]:
@@ -135,9 +137,10 @@ def _histories_of(study: Study) -> QuerySet[Conversation]:
 
 def _histories(
     study: Study, conversation: str | None,
-) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow]]:
+) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow], dict[str, tuple[str, ...]]]:
     """(conversation id -> the history's name, session id -> index, turn id -> index, the histories' sessions, each
-    with its history's name): three queries, and one more for the history named ``conversation`` alone. The names
+    with its history's name and model slot, the name -> the slots of each history whose replies are under several):
+    three queries, and one more for the history named ``conversation`` alone. The names
     are made here, for the rows of both (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID
     when two histories of the study share it), so the bundle's rows carry them as the report's keys."""
     from care.core.rows import CareSessionRow
@@ -163,15 +166,17 @@ def _histories(
         turn_index[pk] = index
         if session_id in session_index:
             session_turns[session_id].append(index)
-    model_of: dict[int, str] = {}
+    slots_of: dict[int, list[str]] = defaultdict(list)
     for conversation_id, slot in (ModelResponse.objects.filter(any_of("turn__conversation_id", history_ids))
                                   .values_list("turn__conversation_id", "model_slot").distinct()
                                   .order_by("turn__conversation_id", "model_slot")):
-        model_of.setdefault(conversation_id, slot)
+        slots_of[conversation_id].append(slot)
+    several = dict(sorted((conversation_name[conversation_id], tuple(slots))
+                          for conversation_id, slots in slots_of.items() if len(slots) > 1))
     return conversation_name, session_index, turn_index, [
-        CareSessionRow(dataset, conversation_name[conversation_id], model_of.get(conversation_id, ""), index, kind,
-                       crisis_type or None, tuple(session_turns.get(pk, ())))
-        for pk, conversation_id, dataset, _external_id, index, kind, crisis_type in session_rows]
+        CareSessionRow(dataset, conversation_name[conversation_id], (slots_of.get(conversation_id) or [""])[0], index,
+                       kind, crisis_type or None, tuple(session_turns.get(pk, ())))
+        for pk, conversation_id, dataset, _external_id, index, kind, crisis_type in session_rows], several
 
 
 def history_texts(*, study: Study, conversation: str) -> dict[int, str]:

@@ -28,7 +28,7 @@ SESSION_UNIT = "session"
 REFERENCE_ROLES = ("expert", "reviewer", "method")
 V = TypeVar("V")
 # Why a judgment of the study is left out of the care section (``care.input.dropped``), in this order.
-DROPPED = ("unscored", "not_a_history", "no_role", "wrong_unit", "recoded")
+DROPPED = ("unscored", "not_a_history", "several_slots", "no_role", "wrong_unit", "recoded")
 # The rows in a study bundle (docs/bundle.md#what-each-kind-gets): two CSVs, and the block, the attributes and the
 # members in run.json's "care".
 SESSIONS_FILE = "data/care_sessions.csv"
@@ -91,6 +91,8 @@ class CareRows:
     judgments: Sequence[CareJudgmentRow]
     quality_scope: str = DEFAULT_QUALITY_SCOPE  # the study's setting (Q1 of docs/care.md): CareParams.quality_scope
     reference: str = ""  # the study's setting reference_coding: the coder it chose (empty: the default order)
+    # the histories whose replies are under several model slots (name -> its slots), which the section leaves out
+    several_slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,17 +108,22 @@ class CareInputs:
     dropped: Mapping[str, int] = field(default_factory=dict)
     # the judgments used of the reference coding, when the study chose its reference coder (None: it did not)
     reference_judgments: int | None = None
+    # the histories left out because their replies are under several model slots (name -> its slots)
+    several_slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def input(self) -> dict[str, Any]:
         """The report's ``care.input``: histories, judgments read, used, dropped by reason, the reference coding's
-        action turns without a primary horizon by model (``no_horizon``); and the judgments used of the reference
-        coding when the study chose its reference coder (the warning of a chosen coder who has coded nothing yet)."""
+        action turns without a primary horizon by model (``no_horizon``); the judgments used of the reference
+        coding when the study chose its reference coder (the warning of a chosen coder who has coded nothing yet);
+        and the histories left out with their model slots (``several_slots``) when there are any."""
         dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
         chosen = {} if self.reference_judgments is None else {"reference_judgments": self.reference_judgments}
+        several = {"several_slots": {name: list(slots) for name, slots in sorted(self.several_slots.items())}
+                   } if self.several_slots else {}
         return {"histories": len(self.histories), "judgments": self.judgments,
                 "used": self.judgments - sum(dropped.values()), "dropped": dropped,
-                "no_horizon": self.no_horizon, **chosen}
+                "no_horizon": self.no_horizon, **chosen, **several}
 
     @property
     def no_horizon(self) -> dict[str, int]:
@@ -147,7 +154,9 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
     """The histories and codings of the rows as ``care_report`` takes them (``care.inputs``' choices). The reference
     coding is gold's when the rows have gold codings; else ``reference``'s (a coder named by the caller: ValueError
     when they have no codings); else the study's chosen coder's (``rows.reference``: an empty coding when they have
-    none yet, which the section's warning says); else the default order's."""
+    none yet, which the section's warning says); else the default order's. A history whose replies are under several
+    model slots (``rows.several_slots``) is left out, its judgments counted as ``several_slots``: its reply codes
+    are no one assistant's (docs/care.md#a-history-under-several-model-slots)."""
     care = rows.block
     states = list(care.get("states") or STATES)
     params = CareParams(action_strategies=frozenset(care.get("action_strategies") or ()), resamples=resamples,
@@ -173,6 +182,9 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
         if row.conversation is None:  # a conversation of the study without sessions: not a history
             dropped["not_a_history"] += 1
             continue
+        if row.conversation in rows.several_slots:
+            dropped["several_slots"] += 1
+            continue
         if row.session is not None and row.turn is None and row.attribute in item_ids:
             _later(checklists[(coder, row.conversation, row.session)], row.attribute, int(row.score), dropped)
         elif row.turn is not None and role in USER_ROLES and not row.on_response:
@@ -197,7 +209,7 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
         )
     reference_name = _reference_name(codings, rows.members, reference, rows.reference)
     return CareInputs(
-        histories=care_histories(rows.sessions),
+        histories=care_histories([row for row in rows.sessions if row.conversation not in rows.several_slots]),
         reference=codings.get(reference_name, CareCoding()),
         reference_name=reference_name,
         coders={name: coding for name, coding in sorted(codings.items()) if name != GOLD},
@@ -206,6 +218,7 @@ def care_inputs_from_rows(rows: CareRows, *, reference: str | None = None, seed:
         judgments=len(rows.judgments),
         dropped=dict(dropped),
         reference_judgments=coded_by.get(reference_name, 0) if rows.reference else None,
+        several_slots=rows.several_slots,
     )
 
 
@@ -292,13 +305,16 @@ def care_run_block(rows: CareRows) -> dict[str, Any]:
     """run.json's ``care``: the block, the attributes as the section reads them, the members, the quality scope
     when the study chose another than the default and the reference coder when it chose one (so a study at the
     defaults keeps the fingerprint and the bundle it had before these were settings, and such a bundle still
-    recomputes)."""
+    recomputes); and the histories whose replies are under several model slots, with their slots, when there are
+    any (every other study keeps its fingerprint)."""
     scope = {} if rows.quality_scope == DEFAULT_QUALITY_SCOPE else {"quality_scope": rows.quality_scope}
     chosen = {"reference_coding": rows.reference} if rows.reference else {}
+    several = {"several_slots": {name: list(slots) for name, slots in rows.several_slots.items()}
+               } if rows.several_slots else {}
     return {"block": dict(rows.block),
             "attributes": [{"code": a.code, "unit": a.unit, "labels": dict(a.labels), "item_type": a.item_type,
                             "crisis_types": list(a.crisis_types)} for a in rows.attributes],
-            "members": [list(member) for member in rows.members], **scope, **chosen}
+            "members": [list(member) for member in rows.members], **scope, **chosen, **several}
 
 
 def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_csv: str) -> CareRows:
@@ -320,6 +336,7 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
     if not isinstance(reference, str) or "reference_coding" in run_block and not reference:
         raise ValueError(f"run.json: care.reference_coding is {str(reference)[:40]!r}, not a coder's name (absent: "
                          "the default order)")
+    several = _several_slots_read(run_block.get("several_slots", {}))
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
                                tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
@@ -330,7 +347,17 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
                                  optional(r, "score", line))
                  for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
     return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments,
-                    quality_scope=scope, reference=reference)
+                    quality_scope=scope, reference=reference, several_slots=several)
+
+
+def _several_slots_read(value: Any) -> dict[str, tuple[str, ...]]:
+    """run.json's ``care.several_slots`` (absent: none): each history's name and its model slots, two or more."""
+    if not isinstance(value, dict) or not all(
+            isinstance(slots, list) and len(slots) > 1 and all(isinstance(slot, str) for slot in slots)
+            for slots in value.values()):
+        raise ValueError(f"run.json: care.several_slots is {str(value)[:40]!r}, not an object of history names and "
+                         "their model slots, two or more each (absent: none)")
+    return {str(name): tuple(slots) for name, slots in value.items()}
 
 
 def text(row: Mapping[str, str], column: str) -> str:

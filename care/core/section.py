@@ -18,6 +18,7 @@ FILES = (SESSIONS_FILE, JUDGMENTS_FILE)  # what care_kind_rows writes, in care_r
 REASONS = {
     "unscored": "without a score",
     "not_a_history": "on a conversation without sessions (not a history)",
+    "several_slots": "on a history whose replies are under several model slots",
     "no_role": "of an attribute the care block gives no role (nor a checklist item)",
     "wrong_unit": "on a unit its role does not read",
     "recoded": "replaced by a later judgment of the same unit",
@@ -32,13 +33,15 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 def warning(section: Mapping[str, Any]) -> str | None:
     """What the report's warnings say of the section: empty although the study has judgments (by reason), else the
     reference coding's action turns without a primary horizon (``care.input.no_horizon``), which AR and PR count in
-    their denominators with no label; and a reference coder the study chose who has no codings yet (so the states,
+    their denominators with no label; the histories left out because their replies are under several model slots
+    (``care.input.several_slots``); and a reference coder the study chose who has no codings yet (so the states,
     alignment and quality are empty)."""
     counts = section.get("input")
     if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
         return None
     horizon = _no_horizon(counts.get("no_horizon") or {}, str(section.get("reference") or ""))
-    said = [found for found in (_empty(counts) or horizon, _reference_uncoded(section, counts)) if found]
+    said = [found for found in (_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts))
+            if found]
     return " ".join(said) or None
 
 
@@ -49,7 +52,7 @@ def _empty(counts: Mapping[str, Any]) -> str | None:
     if int(counts.get("used") or 0) > 0:
         return None
     reasons = reasons_said(counts.get("dropped") or {}, REASONS, "judgment")
-    if not counts.get("histories"):
+    if not counts.get("histories") and not counts.get("several_slots"):
         reasons.insert(0, "the study has no history (a conversation of the study with sessions)")
     return (f"The CARE section is empty although the study has {plural(read, 'judgment')}: none could be used "
             f"({'; '.join(reasons) or 'no reason counted'}).")
@@ -64,6 +67,20 @@ def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
             f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
             "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
             "(docs/care.md#reading-choices, A4). Code their horizon to label them.")
+
+
+def _several_slots(counts: Mapping[str, Any]) -> str | None:
+    several = counts.get("several_slots")
+    if not isinstance(several, Mapping) or not several:  # none, or a report from before they were left out
+        return None
+    named = "; ".join(f"{name} ({', '.join(map(str, slots))})" for name, slots in several.items())
+    dropped = int((counts.get("dropped") or {}).get("several_slots") or 0)
+    histories = f"{len(several):,} {'history' if len(several) == 1 else 'histories'}"
+    return (f"The CARE section leaves out {histories} whose replies are under several model slots: {named}. A "
+            "history's reply codes are read as one assistant's, so no figure takes them, and their judgments are "
+            f"counted under care.input.dropped.several_slots ({plural(dropped, 'judgment')}; "
+            "docs/care.md#a-history-under-several-model-slots). Import each assistant's replies as a history of its "
+            "own to measure them.")
 
 
 def _reference_uncoded(section: Mapping[str, Any], counts: Mapping[str, Any]) -> str | None:
