@@ -1,10 +1,11 @@
 """An independent oracle for the report's ``care`` section: a CARE study with generated codes (eight histories of
 sessions of unequal length, two model slots, an expert, two reviewers (one taken off the study), a judge, turns left
-uncoded, flags left out, a unit re-coded in a later round, a checklist left uncoded), imported through the long
-format; every figure of the metric run's ``care`` section is worked out again from the rows alone, by the
-definitions of docs/care.md (recovery state, alignment, metrics, reading choices) with numpy, scipy and
-scikit-learn, never the project's metrics code, and compared key by key. Every row put in is found in the
-section's ``input`` counts."""
+uncoded, flags left out, a unit re-coded in a later round, a checklist left uncoded, checklists of chats before and
+after a crisis), imported through the long format; every figure of the metric run's ``care`` section is worked out
+again from the rows alone, by the definitions of docs/care.md (recovery state, alignment, metrics, reading choices)
+with numpy, scipy and scikit-learn, never the project's metrics code, and compared key by key. The study's quality
+scope is then changed to ``after_crisis`` (docs/care.md#the-quality-scope) and a second run's session quality
+compared with the oracle's for that scope. Every row put in is found in the section's ``input`` counts."""
 
 from __future__ import annotations
 
@@ -161,11 +162,23 @@ def _other_codes(rng: random.Random, reference: dict, *, change: float, skip: fl
             "checklists": {}}
 
 
+def _chat_checklists(reference: dict) -> None:
+    """Checklists of some chat sessions, before a history's first crisis and after it, in the reference's codes:
+    only the scope ``after_crisis`` counts them, and only those after the crisis (Q1). A generator of their own,
+    so the other codes are those drawn without them."""
+    rng = random.Random(20261208)
+    for name, sessions in SESSIONS.items():
+        for index, kind, _, _ in sessions:
+            if kind == "chat" and rng.random() < 0.6:
+                reference["checklists"][(name, index)] = {item: int(rng.random() < 0.5) for item in ITEMS}
+
+
 def _codes() -> dict[str, dict]:
     rng = random.Random(20261207)
     reference = _reference_codes(rng)
     reviewer = _other_codes(rng, reference, change=0.2, skip=0.1)
     reviewer["user"].setdefault(RECODED[1:], dict(reference["user"][RECODED[1:]]))
+    _chat_checklists(reference)
     return {EXPERT: reference,
             REVIEWER: reviewer,
             LEAVER: _other_codes(rng, reference, change=0.35, skip=0.3),
@@ -297,7 +310,7 @@ def _rates(labels: list[str | None]) -> tuple[float, float]:
     return labels.count("aligned") / len(labels), labels.count("premature") / len(labels)
 
 
-def _oracle(codes: dict[str, dict]) -> dict:
+def _oracle(codes: dict[str, dict], scope: str = "episode_sessions") -> dict:
     reference = codes[EXPERT]
     walked = {name: _walk(name, reference["user"]) for name in HISTORIES}
     states = {name: {str(t): {k: v for k, v in w.items() if k != "before"} for t, w in walked[name].items()}
@@ -331,22 +344,25 @@ def _oracle(codes: dict[str, dict]) -> dict:
                                for c in sorted(set(crisis_of.values()))}
     # per history: its own turns alone, under its one model slot (M1)
     section["alignment_by_history"] = {n: {model: alignment([n])} for n, (model, _) in HISTORIES.items()}
-    section["quality"], section["quality_by"] = _quality(reference, by_model)
+    section["quality"], section["quality_by"] = _quality(reference, by_model, scope)
     section["control"] = {m: _control(by_model[m], reference, walked, turn_labels) for m in models}
     section["validation"] = _validation(codes, walked)
     return section
 
 
-def _quality(reference: dict, by_model: dict) -> tuple[dict, dict]:
-    """Q1-Q3, the default scope (crisis and callback sessions whose checklist was coded); ``quality_by`` is keyed by
-    the session's crisis type (Q2), which a callback may not share with its history's crisis (M2)."""
+def _quality(reference: dict, by_model: dict, scope: str) -> tuple[dict, dict]:
+    """Q1-Q3: the sessions of the ``scope`` whose checklist was coded, the crisis and callback sessions
+    (``episode_sessions``), or those and every session after the history's first crisis (``after_crisis``);
+    ``quality_by`` is keyed by the session's crisis type (Q2), which a callback may not share with its history's
+    crisis (M2), and a chat takes from the latest earlier session with one."""
     scored = {}  # (history, session) -> (crisis type, productive, unproductive, omitted)
     for name, sessions in SESSIONS.items():
-        latest = "none"
+        latest, crisis_seen = "none", False
         for index, kind, crisis, _ in sessions:
             latest = crisis or latest
+            crisis_seen = crisis_seen or kind == "crisis"
             items = reference["checklists"].get((name, index))
-            if kind == "chat" or items is None:
+            if not (kind != "chat" or scope == "after_crisis" and crisis_seen) or items is None:
                 continue
             applies = {i: t for i, (t, types) in ITEMS.items() if latest in types or not types}
             scored[(name, index)] = (latest,
@@ -447,14 +463,27 @@ def _validation(codes: dict[str, dict], walked: dict) -> dict:
 # --- the run and the comparison -------------------------------------------------------------------------------------
 
 
+def _run(study: Study) -> dict:
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=RESAMPLES, seed=SEED)
+    assert runs.metric_run_execute(run_id=run.pk)
+    return MetricRun.objects.get(pk=run.pk).result["care"]
+
+
 @pytest.fixture(scope="module")
-def oracle_run(shared_state):
+def oracle_runs(shared_state):
+    """The run of the study at the default quality scope, and a run of it once the scope is ``after_crisis``."""
     with shared_state():
         admin = UserFactory(username="oracle-admin", is_staff=True, is_superuser=True)
         study, codes, n_rows = _build(admin)
-        run = metric_services.metric_run_request(study=study, by=None, bootstrap=RESAMPLES, seed=SEED)
-        assert runs.metric_run_execute(run_id=run.pk)
-        yield MetricRun.objects.get(pk=run.pk).result["care"], codes, n_rows
+        first = _run(study)
+        services.study_settings_update(study=study, by=admin, quality_scope="after_crisis")
+        yield first, _run(study), codes, n_rows
+
+
+@pytest.fixture
+def oracle_run(oracle_runs):
+    section, _, codes, n_rows = oracle_runs
+    return section, codes, n_rows
 
 
 def test_every_figure_of_the_care_section_is_the_oracles(oracle_run):
@@ -468,6 +497,21 @@ def test_every_figure_of_the_care_section_is_the_oracles(oracle_run):
         differences_of(section[key], value, key, differences)
     assert section["reference"] == EXPERT
     assert differences == [], "\n".join(differences)
+
+
+def test_session_quality_after_the_crisis_is_the_oracles(oracle_runs):
+    """Q1 with ``quality_scope`` after_crisis: the chats after a history's first crisis count too, those before it
+    never; every other figure is the first run's."""
+    first, section, codes, _ = oracle_runs
+    expected = _oracle(codes, "after_crisis")
+    differences: list[str] = []
+    for key in ("quality", "quality_by"):
+        differences_of(section[key], expected[key], key, differences)
+    assert differences == [], "\n".join(differences)
+    assert section["parameters"] == {"quality_scope": "after_crisis"}
+    assert (section["quality"], section["quality_by"]) != (first["quality"], first["quality_by"])
+    assert {key: value for key, value in section.items() if key not in ("quality", "quality_by", "parameters")} == {
+        key: value for key, value in first.items() if key not in ("quality", "quality_by", "parameters")}
 
 
 def test_the_validation_intervals_hold_their_figures(oracle_run):
