@@ -102,12 +102,16 @@ def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) 
 def _few_main_clusters(report: Mapping[str, Any]) -> list[str]:
     """The main round's intervals (``indices.ari_ci`` and those of each dataset and conversation kind), when they
     resample fewer than MIN_BOOTSTRAP_CLUSTERS clusters (``indices.ci.n_clusters``: conversations, or turns when the
-    run resamples turns), for the reason ``_few_bootstrap_clusters`` gives. A run without resamples prints no
-    interval, and a report from before the count was kept says nothing."""
+    run resamples turns), for the reason ``_few_bootstrap_clusters`` gives. A run without resamples, or without a
+    per-model figure (a schema with no ARI clusters), prints no interval, and a report from before the count was
+    kept says nothing."""
     indices = report.get("indices") or {}
     ci = indices.get("ci") or {}
     n = int(ci.get("n_clusters") or 0)
-    if not indices.get("ari_ci") or not int(ci.get("resamples") or 0) or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+    # the per-model figures the intervals are of (known before the bootstrap runs, when the warnings are stored)
+    figures = any(value is not None for row in (indices.get("ari") or {}).values() if isinstance(row, Mapping)
+                  for key, value in row.items() if key != "n_responses")
+    if not figures or not int(ci.get("resamples") or 0) or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
         return []
     unit = "turn" if ci.get("resample") == "turn" else "conversation"
     distinct = plural(comb(2 * n - 1, n), "distinct resample")

@@ -12,7 +12,8 @@ from django.db import connection
 from metrics import runs, selectors
 from tests.factories import JudgmentFactory, RoundFactory, StudyFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)  # the run's own transaction; a writer on its own connection
+# the run's own transaction, a writer on a connection of its own; the installed schemas put back after the flush
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
 def test_a_judgment_saved_while_the_run_reads_is_in_all_of_its_reads_or_in_none(monkeypatch):

@@ -262,7 +262,7 @@ def test_the_bootstrap_warning_starts_below_ten_clusters(n_turns: int, warned: b
 def test_the_main_rounds_intervals_are_warned_of_below_ten_clusters(n_clusters: int, warned: bool) -> None:
     """The main round's intervals resample conversations (``indices.ci.n_clusters``): the demo's four give 35
     distinct resamples, which the report printed as intervals like any other."""
-    report = {"indices": {"ari_ci": {"Model A": {"ARI": {"low": 0.1, "high": 0.4}}},
+    report = {"indices": {"ari": {"Model A": {"ARI": 0.25, "n_responses": 12}},
                           "ci": {"resample": "conversation", "resamples": 1000, "n_clusters": n_clusters}}}
     said = [w["message"] for w in report_warnings(report)]
     assert bool(said) is warned
