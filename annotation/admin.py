@@ -21,7 +21,7 @@ from django.utils.html import format_html
 
 from annotation import models
 from annotation.checklists import checklist_item_problems
-from annotation.schema_document import SchemaDocumentError, index_thresholds
+from annotation.schema_document import SchemaDocumentError, ari_cluster_problems, index_thresholds
 from annotation.services import schema_is_frozen, study_member_remove
 from calibration.services import round_close
 from common.errors import RowError, json_line, json_unstorable
@@ -138,7 +138,8 @@ class AttributeInline(FrozenInlineMixin, admin.TabularInline):
 class SchemaForm(forms.ModelForm):
     """A definition whose report thresholds the report could not use (UIRI's bands, the trajectories' flat slope,
     the coupling's significance) is refused in the words of an install (``schema_document.index_thresholds``): the
-    metric runs read them from it."""
+    metric runs read them from it. So is an ``indices.ari.clusters`` that is not the clusters of the schema's
+    attributes ARI averages (``schema_document.ari_cluster_problems``)."""
 
     class Meta:
         model = models.Schema
@@ -151,6 +152,9 @@ class SchemaForm(forms.ModelForm):
                 index_thresholds(definition.get("indices"))
             except SchemaDocumentError as error:
                 raise ValidationError(error.errors) from error
+            if self.instance.pk is not None and isinstance(definition.get("indices"), dict) and (
+                    problems := ari_cluster_problems(definition["indices"], self.instance.attributes.all())):
+                raise ValidationError(problems)
         return definition
 
 
@@ -171,7 +175,9 @@ class SubcategoryInline(FrozenInlineMixin, admin.TabularInline):
 
 class AttributeDefinitionForm(SchemaPartForm):
     """Session checklist items (text = name, type, crisis types) are checked like ``checklists.checklist_item_save``
-    does, and no attribute of a frozen schema changes (``SchemaPartForm``)."""
+    does, no attribute of a frozen schema changes (``SchemaPartForm``), and an attribute's cluster, unit or risk
+    encoding may not make the clusters ARI averages differ from the schema's ``indices.ari.clusters``
+    (``schema_document.ari_cluster_problems``)."""
 
     class Meta:
         model = models.AttributeDefinition
@@ -187,6 +193,14 @@ class AttributeDefinitionForm(SchemaPartForm):
                                                crisis_types=data.get("crisis_types") or [])
             for name, message in problems.items():
                 self.add_error({"item_id": "code", "text": "name"}.get(name, name), message)
+        schema = data.get("schema")
+        indices = schema.definition.get("indices") if schema is not None else None
+        if schema is not None and isinstance(indices, dict):
+            this = models.AttributeDefinition(unit=data.get("unit") or "", cluster=data.get("cluster") or "",
+                                              risk=data.get("risk"))
+            others = schema.attributes.exclude(pk=self.instance.pk) if self.instance.pk else schema.attributes.all()
+            for message in ari_cluster_problems(indices, [*others, this]):
+                self.add_error("cluster", message)
         return data
 
 

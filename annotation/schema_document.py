@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from annotation.kinds import kinds
+from metrics.core.clusters import ClusteredAttribute, ari_clusters
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 UNITS = ("turn", "response", "conversation", "session")
@@ -244,6 +246,8 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
     unknown_uiri = uiri_codes - seen_codes
     if unknown_uiri:
         errors.append(f"indices.uiri.attributes: unknown attribute codes {sorted(unknown_uiri)}")
+    if isinstance(indices, dict):
+        errors += ari_cluster_problems(indices, attributes)
     blocks = [slug for slug, kind in kinds().items() if not kind.is_default and doc.get(slug) is not None]
     if len(blocks) > 1:  # annotation.kinds: a study is of one kind, which its schema's one block says
         errors.append(f"{', '.join(blocks)}: a schema is of one study kind; give one of these blocks, not "
@@ -303,6 +307,34 @@ def index_thresholds(indices: Any) -> dict[str, Any]:
     if errors:
         raise SchemaDocumentError(errors)
     return found
+
+
+def ari_cluster_problems(indices: dict[str, Any], attributes: Iterable[ClusteredAttribute]) -> list[str]:
+    """What is wrong with a schema's ``indices.ari.clusters`` (optional): the report never reads it, ARI being the
+    mean of the clusters of the response-level attributes with a risk encoding (``metrics.core.clusters``), so when
+    given it must list exactly those, and the document cannot say other clusters than the report averages. Empty:
+    not given, or right."""
+    ari = indices.get("ari")
+    if ari is None:
+        return []
+    where = "indices.ari"
+    if not isinstance(ari, dict):
+        return [f"{where}: must be an object (docs/schema.md)"]
+    given = ari.get("clusters")
+    if given is None:
+        return []
+    if not isinstance(given, list) or not all(isinstance(code, str) for code in given):
+        return [f"{where}.clusters: must be a list of cluster codes (docs/schema.md)"]
+    read = ari_clusters(attributes)
+    extra = [code for code in dict.fromkeys(given) if code not in read]
+    missing = [code for code in read if code not in given]
+    if not extra and not missing:
+        return []
+    differences = ([f"lists {', '.join(extra)}, which no response-level attribute with a risk encoding has"]
+                   if extra else []) + ([f"leaves out {', '.join(missing)}"] if missing else [])
+    return [f"{where}.clusters: {' and '.join(differences)}; ARI is the mean of the clusters of the response-level "
+            f"attributes with a risk encoding ({', '.join(read) or 'none'}), and the list must name exactly those "
+            "(docs/metrics.md#risk-clusters-and-ari)"]
 
 
 def _block_thresholds(block: str, given: Any, found: dict[str, Any], errors: list[str]) -> None:

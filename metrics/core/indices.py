@@ -18,6 +18,7 @@ import numpy as np
 from common.rounds import MAIN
 
 from .bootstrap import Bootstrap, Resampling, percentile_interval
+from .clusters import ari_clusters
 from .common import dense_ids, group_mean, group_sum_count, mean_or_none, nan_to_none, safe_divide
 from .correlation import coupling_table
 from .encode import GOLD, Encoded
@@ -164,10 +165,7 @@ def main_round(enc: Encoded, rows: np.ndarray) -> MainRound:
         coder_uiri = sums / len(uiri_attributes)
         turn_uiri = group_mean(turn[in_uiri][first][complete], coder_uiri[complete], n_turns)
 
-    clusters: list[str] = []
-    for a in schema.attributes:
-        if a.unit == "response" and a.risk is not None and a.cluster and a.cluster not in clusters:
-            clusters.append(a.cluster)
+    clusters = ari_clusters(schema.attributes)
     cluster_of = np.array(
         [
             clusters.index(a.cluster) if a.cluster in clusters and a.risk is not None and a.unit == "response" else -1

@@ -388,6 +388,43 @@ def test_a_schema_definition_with_unusable_report_thresholds_is_refused_by_the_a
     assert fingerprint() == before
 
 
+def test_a_schema_definition_whose_ari_clusters_are_not_the_attributes_is_refused_by_the_admin(client, admin_user):
+    """ARI averages the clusters of the schema's response-level attributes with a risk encoding: a definition
+    listing others under ``indices.ari.clusters`` is refused in an install's words, and nothing is saved."""
+    import json
+
+    study = StudyFactory()
+    client.force_login(admin_user)
+    url = reverse("admin:annotation_schema_change", args=[study.schema_id])
+    definition = json.loads(form_fields(client, url)["definition"])
+    definition["indices"]["ari"] = {"clusters": ["D", "E", "R"]}
+    before = fingerprint()
+    response = client.post(url, form_fields(client, url) | {"definition": json.dumps(definition)})
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["definition"] == [
+        "indices.ari.clusters: leaves out F; ARI is the mean of the clusters of the response-level attributes with a "
+        "risk encoding (D, E, R, F), and the list must name exactly those (docs/metrics.md#risk-clusters-and-ari)"]
+    assert fingerprint() == before
+
+
+def test_an_attribute_moved_to_a_cluster_the_ari_list_does_not_name_is_refused_by_the_admin(client, admin_user):
+    """An attribute's cluster is what ARI averages: moving a risk-encoded response attribute to a cluster that
+    ``indices.ari.clusters`` does not list would make the report's clusters differ from the schema's; refused on the
+    cluster, nothing saved."""
+    study = StudyFactory()
+    client.force_login(admin_user)
+    attribute = AttributeDefinition.objects.filter(schema=study.schema, unit="response", risk__isnull=False,
+                                                   cluster="F").order_by("position").last()
+    url = reverse("admin:annotation_attributedefinition_change", args=[attribute.pk])
+    before = fingerprint()
+    response = client.post(url, form_fields(client, url) | {"cluster": "X"})
+    assert response.status_code == 200
+    [error] = response.context["adminform"].form.errors["cluster"]
+    assert error.startswith("indices.ari.clusters: leaves out X; ARI is the mean of the clusters of the "
+                            "response-level attributes with a risk encoding (")
+    assert fingerprint() == before
+
+
 def test_a_schema_definition_whose_indices_are_not_an_object_is_refused_by_the_admin(client, admin_user):
     """Before, a list in place of the indices block was a server error (AttributeError) on save."""
     import json

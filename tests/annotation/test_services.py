@@ -275,6 +275,53 @@ def test_a_schema_with_unusable_report_thresholds_is_refused_and_installs_nothin
     assert not Schema.objects.filter(slug="cab-bad-thresholds").exists()
 
 
+ARI_WHY = ("ARI is the mean of the clusters of the response-level attributes with a risk encoding (D, E, R, F), and "
+           "the list must name exactly those (docs/metrics.md#risk-clusters-and-ari)")
+
+
+@pytest.mark.parametrize(("ari", "message"), [
+    ({"clusters": ["D", "E", "R", "F", "X"]},
+     f"indices.ari.clusters: lists X, which no response-level attribute with a risk encoding has; {ARI_WHY}"),
+    ({"clusters": ["D", "E"]}, f"indices.ari.clusters: leaves out R, F; {ARI_WHY}"),
+    ({"clusters": ["D", "E", "R", "Q"]},
+     f"indices.ari.clusters: lists Q, which no response-level attribute with a risk encoding has and leaves out F; "
+     f"{ARI_WHY}"),
+    ({"clusters": "DERF"}, "indices.ari.clusters: must be a list of cluster codes (docs/schema.md)"),
+    (["D"], "indices.ari: must be an object (docs/schema.md)"),
+])
+def test_a_schema_whose_ari_clusters_are_not_the_attributes_is_refused_and_installs_nothing(ari, message):
+    """ARI is the mean of the clusters of the response-level attributes with a risk encoding, never of
+    ``indices.ari.clusters``: a list naming others would say one thing while the report does another, so it is
+    refused by its difference, and nothing is installed."""
+    import json
+
+    from annotation import schema_document
+    from annotation.models import Schema
+
+    document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+    document["slug"] = "cab-bad-ari"
+    document["indices"]["ari"] = ari
+    with pytest.raises(schema_document.SchemaDocumentError) as refused:
+        services.schema_install(document=document, by=None)
+    assert refused.value.errors == [message]
+    assert not Schema.objects.filter(slug="cab-bad-ari").exists()
+
+
+def test_a_schema_whose_ari_clusters_are_the_attributes_in_another_order_or_absent_installs():
+    """The list is a set (the report's order is the attributes'); a schema may also leave it out."""
+    import json
+
+    from annotation import schema_document
+
+    document = json.loads(schema_document.builtin_path("cab-v1").read_text(encoding="utf-8"))
+    document["slug"] = "cab-ari-reordered"
+    document["indices"]["ari"] = {"clusters": ["F", "R", "E", "D"]}
+    assert services.schema_install(document=document, by=None).slug == "cab-ari-reordered"
+    del document["indices"]["ari"]
+    document["slug"] = "cab-ari-absent"
+    assert services.schema_install(document=document, by=None).slug == "cab-ari-absent"
+
+
 def test_a_schema_whose_indices_are_not_an_object_is_refused_and_installs_nothing():
     """Before, a list in place of the indices block failed inside the validation (AttributeError), not as a refusal."""
     import json
