@@ -25,7 +25,7 @@ from django.db import transaction
 
 from access import roles
 from access.services import user_ensure
-from annotation import rules, services, session_labels
+from annotation import rules, selectors, services, session_labels
 from annotation.long_format import (
     COLUMNS,
     DEFAULT_ROLE,
@@ -451,6 +451,12 @@ def judgments_import(
         else:
             errors += [read] if isinstance(read, RowError) else read
     resolved, unresolved, texts = _resolve(parsed)
+    if study is not None:  # a conversation the study's kind cannot place would become the study's by its judgment
+        unplaceable = selectors.conversations_unplaceable(study=study,
+                                                          conversations={r.conversation_id for r in resolved})
+        errors += [RowError(r.line, "conversation_id", unplaceable[r.conversation_id])
+                   for r in resolved if r.conversation_id in unplaceable]
+        resolved = [r for r in resolved if r.conversation_id not in unplaceable]
     errors += unresolved + _check(resolved, texts, subcategories, model_slots=study.model_slots if study else [])
     member_roles, taken_off, role_errors = _member_roles(parsed, study)
     errors += role_errors

@@ -35,7 +35,7 @@ from django.utils.crypto import constant_time_compare
 from access import roles
 from access.checks import user_sees_all_studies
 from annotation import rules
-from annotation.kinds import kind_of
+from annotation.kinds import conversation_check, kind_of
 from annotation.models import (
     BLINDING_KEY_BYTES,
     Assignment,
@@ -1011,6 +1011,39 @@ def conversations_of_study(*, study: Study, among: Sequence[int] | None = None) 
                     else Q(Exists(rows.filter(**{conversation: OuterRef("pk")}))))
     return Conversation.objects.filter(belongs) if among is None else (
         Conversation.objects.filter(any_of("pk", among)).filter(belongs))
+
+
+def conversations_unplaceable(*, study: Study, conversations: Iterable[int] | QuerySet[Any]
+                              ) -> dict[int, str]:
+    """The conversations among ``conversations`` (ids, or a query of ids) that would become the study's but its
+    kind's report cannot place (its ``conversation_problems`` hook, asked of each one as stored, as it asks of one
+    ingested through the study: ``annotation.kinds.conversation_check``), by id: why, naming it and the field of
+    its first problem. A path that makes a conversation a study's (``conversations_of_study``: a session
+    label, a judgment of its rounds, a round item or an assignment) refuses these, so material stored without a
+    study (``import_conversations``) cannot reach the report unseen. Those already the study's are not asked again:
+    using them more brings nothing in. Empty when the study's kind has no check (no query then)."""
+    check = conversation_check(study)
+    if check is None:
+        return {}
+    ids = conversations if isinstance(conversations, QuerySet) else sorted(set(conversations))
+    sessions: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for conversation_id, index, kind, crisis_type in Session.objects.filter(
+            conversation_id__in=ids).order_by("conversation_id", "index").values_list(
+            "conversation_id", "index", "kind", "crisis_type"):
+        sessions[conversation_id].append({"index": index, "kind": kind, "crisis_type": crisis_type})
+    if not sessions:
+        return {}
+    already = set(conversations_of_study(study=study, among=sorted(sessions)).values_list("pk", flat=True))
+    asked = sorted(set(sessions) - already)
+    found: dict[int, str] = {}
+    for pk, dataset, external_id, kind in (Conversation.objects.filter(any_of("pk", asked)).values_list(
+            "pk", "dataset__name", "external_id", "kind") if asked else ()):
+        record = {"dataset": dataset, "conversation_id": external_id, "kind": kind, "sessions": sessions[pk]}
+        if problems := check(record):
+            where, why = problems[0]
+            found[pk] = (f"{dataset}/{external_id} {where}: {why}; the study's report could not place it, so it "
+                         "cannot become the study's")
+    return found
 
 
 # --- a study's material with its texts, for the API (admins and researchers) -----------------------------------

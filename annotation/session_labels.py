@@ -14,6 +14,9 @@ an unknown name is a row error, never an account made on the fly (a typo would b
 - Where the study's kind says which attributes are labelled (its ``labelled_attributes``: a questionnaire's items
   and total), labels are of those only;
   the optional audit attributes are people's ratings (judgments), not session labels.
+- A label makes its session's conversation the study's (``selectors.conversations_of_study``): one the study's kind
+  cannot place (its ``conversation_problems``, e.g. a trajectory with more sessions than its report has columns,
+  stored by an import without a study) is refused on ``conversation_id`` (``selectors.conversations_unplaceable``).
 - In JSON every value has its type: a number sent as a string, a boolean, NaN or infinity is refused. A CSV file
   (``manage.py import_session_labels``) has text cells, read as numbers there.
 
@@ -39,7 +42,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from access.checks import require_study_admin
-from annotation import services
+from annotation import selectors, services
 from annotation.kinds import kind_of
 from annotation.models import AttributeDefinition, SessionLabel, Study, StudyMember
 from audit.services import audit_record
@@ -257,20 +260,36 @@ def _read(number: int, raw: Any, context: _Context, *, typed: bool) -> _Row | li
                 role=role, seed=seed)
 
 
-def _sessions(rows: list[_Row]) -> tuple[dict[tuple[str, str, int], int], set[tuple[str, str]]]:
+def _sessions(rows: list[_Row]) -> tuple[dict[tuple[str, str, int], int], dict[tuple[str, str], int]]:
     """(dataset, conversation, index) -> session id for the conversations the rows name, and the conversations
-    found: one query."""
+    found, (dataset, conversation) -> its id: one query."""
     wanted = {(r.dataset, r.conversation) for r in rows}
     sessions: dict[tuple[str, str, int], int] = {}
-    found: set[tuple[str, str]] = set()
+    found: dict[tuple[str, str], int] = {}
     if wanted:
-        for session_id, dataset, conversation, index in Session.objects.filter(
+        for session_id, conversation_id, dataset, conversation, index in Session.objects.filter(
             any_of("conversation__external_id", sorted({c for _, c in wanted}))
-        ).values_list("id", "conversation__dataset__name", "conversation__external_id", "index"):
+        ).values_list("id", "conversation_id", "conversation__dataset__name", "conversation__external_id", "index"):
             if (dataset, conversation) in wanted:
                 sessions[(dataset, conversation, index)] = session_id
-                found.add((dataset, conversation))
+                found[(dataset, conversation)] = conversation_id
     return sessions, found
+
+
+def _placeable(study: Study, rows: list[_Row], conversations: dict[tuple[str, str], int],
+               errors: list[RowError]) -> list[_Row]:
+    """The rows whose conversation the study's kind can place; the others' errors into ``errors``. A label makes its
+    conversation the study's, so one the kind's report cannot place (e.g. a trajectory with more sessions than the
+    report has columns, stored by an import without a study) is refused by its row
+    (``selectors.conversations_unplaceable``)."""
+    unplaceable = selectors.conversations_unplaceable(study=study, conversations=conversations.values())
+    kept = []
+    for r in rows:
+        if (unusable := unplaceable.get(conversations.get((r.dataset, r.conversation), 0))) is not None:
+            errors.append(RowError(r.number, "conversation_id", unusable))
+        else:
+            kept.append(r)
+    return kept
 
 
 def _same(a: float, b: float) -> bool:
@@ -334,6 +353,7 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
             errors.append(RowError(1, "file", "no session label rows") if numbered
                           else RowError(0, "rows", "no session label rows"))
         sessions, found = _sessions(read)
+        read = _placeable(study, read, found, errors)
         labels: list[tuple[_Row, int, int]] = []  # row, coder id, session id
         seen: dict[tuple[int, int | None, int, int], int] = {}
         for r in read:

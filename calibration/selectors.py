@@ -34,6 +34,7 @@ from annotation.models import (
 from annotation.selectors import (
     RESPONSE_LETTERS,
     StudyCoder,
+    conversations_unplaceable,
     response_handle,
     responses_as_seen,
     study_coders,
@@ -48,11 +49,16 @@ from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
 
 
 def _candidate_turns(*, study: Study) -> QuerySet[Turn]:
+    """Turns with responses of the study's models that no round of the study uses, but none of a conversation its
+    kind's report cannot place (``annotation.selectors.conversations_unplaceable``: a round's turn makes its
+    conversation the study's)."""
     used = RoundItem.objects.filter(round__study=study).values("turn_id")
     responses = ModelResponse.objects.all()
     if study.model_slots:
         responses = responses.filter(model_slot__in=study.model_slots)
-    return Turn.objects.filter(pk__in=responses.values("turn_id")).exclude(pk__in=used)
+    turns = Turn.objects.filter(pk__in=responses.values("turn_id")).exclude(pk__in=used)
+    unplaceable = conversations_unplaceable(study=study, conversations=turns.values("conversation_id"))
+    return turns.exclude(conversation_id__in=sorted(unplaceable)) if unplaceable else turns
 
 
 def calibration_candidates(*, study: Study) -> list[Turn]:

@@ -30,6 +30,7 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
+from annotation.selectors import conversations_unplaceable
 from audit.services import audit_record
 from benchmark.models import ModelResponse, Turn
 from calibration import selectors
@@ -113,7 +114,7 @@ def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn
     coded = ModelResponse.objects.all()
     if round.study.model_slots:
         coded = coded.filter(model_slot__in=round.study.model_slots)
-    errors, turns = [], []
+    errors, turns, lines = [], [], []
     for number, line in enumerate(refs.splitlines(), start=1):
         line = line.strip()
         if not line:
@@ -137,12 +138,22 @@ def calibration_set_from_refs(*, round: Round, by: User, refs: str) -> list[Turn
             errors.append(f"line {number}: {line} is listed twice")
         else:
             turns.append(turn)
+            lines.append(number)
+    errors += _unplaceable_lines(round.study, turns, lines)
     if not turns and not errors:
         errors.append("no turn given")
     if errors:
         raise ValidationError(errors)
     annotation_services.round_items_set(round=round, turns=turns, by=by)
     return turns
+
+
+def _unplaceable_lines(study: Study, turns: list[Turn], lines: list[int]) -> list[str]:
+    """The lines of a hand-built set whose turn's conversation the study's kind cannot place: a round's turn makes
+    its conversation the study's (``annotation.selectors.conversations_unplaceable``)."""
+    unplaceable = conversations_unplaceable(study=study, conversations={turn.conversation_id for turn in turns})
+    return [f"line {number}: {unplaceable[turn.conversation_id]}"
+            for turn, number in zip(turns, lines, strict=True) if turn.conversation_id in unplaceable]
 
 
 def _calibration_coders(round: Round) -> list[User]:

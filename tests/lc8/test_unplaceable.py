@@ -1,0 +1,134 @@
+"""A trajectory stored without a study (``import_conversations``) with more sessions than the lc8 block's cannot
+become an LC8 study's by another path (docs/lc8.md#trajectories-conversations-json-lines): a session label (four
+paths), a judgment of the study's rounds (the judgments import) or a round's turn (a calibration set, sampled or
+hand-built, and the main round's assignment). Each is refused by row and field, or left out of the turns a round
+draws from, and nothing is written; before, each made the study's whole LC8 section unavailable."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
+
+from annotation import judgment_import, long_format
+from annotation.models import Assignment, Judgment, RoundItem, SessionLabel
+from annotation.session_labels import session_labels_import
+from benchmark import conversation_ingest
+from calibration import selectors as calibration_selectors
+from calibration import services as calibration
+from common.errors import RowErrors
+from lc8.inputs import lc8_section
+from tests.factories import RoundFactory, StudyMemberFactory, UserFactory
+from tests.lc8.test_data import DATASET, row, trajectory
+from tests.lc8.test_data import study as study  # noqa: F401, PLC0414 - the fixture
+
+pytestmark = pytest.mark.django_db
+
+SIX = (f"{DATASET}/six sessions[5]: a LongCounsel-8 trajectory has at most 5 sessions (the sessions of the schema's "
+       "lc8 block); this one has 6; the study's report could not place it, so it cannot become the study's")
+_LINE = re.compile(r"^line (\d+): ([\w.\[\]]+): (.*)$", re.MULTILINE)
+
+
+@pytest.fixture
+def stored_without_a_study(study):  # noqa: F811 - the fixture
+    """``six`` (six sessions) and ``five`` (five), stored by an import without a study."""
+    conversation_ingest.conversations_import(rows=[(1, trajectory("six", sessions=6)), (2, trajectory("five"))])
+    return study
+
+
+def _section_fine(study) -> bool:  # noqa: F811 - a study
+    """The study's section is not made unavailable by a session outside its columns."""
+    return "outside" not in (lc8_section(study=study, resamples=0).get("unavailable") or "")
+
+
+@pytest.fixture
+def label_paths(stored_without_a_study, tmp_path, admin_user, as_token):
+    study = stored_without_a_study
+    api = as_token(admin_user, scopes=["import"])
+    rows = [row(conversation="five"), row(conversation="six", session=2), row(conversation="six", session=6)]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+
+    def command(name: str):
+        path = tmp_path / "labels.jsonl"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(CommandError) as refused:
+            call_command(name, str(path), "--study", study.slug, stdout=io.StringIO())
+        return sorted((int(line), field, why) for line, field, why in _LINE.findall(str(refused.value)))
+
+    def api_errors(answer, key: str, shift: int):
+        assert answer.status_code == 400, answer.content
+        return sorted((e[key] + shift, e["field"], e["message"]) for e in answer.json()["errors"])
+
+    return study, {
+        "the session labels API": lambda: api_errors(api.generic(
+            "POST", f"/api/v1/studies/{study.slug}/session-labels/", json.dumps({"rows": rows}),
+            content_type="application/json"), "index", 1),
+        "import_session_labels": lambda: command("import_session_labels"),
+        "import_judgments": lambda: command("import_judgments"),
+        "the judgments import API": lambda: api_errors(api.generic(
+            "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text.encode(),
+            content_type="application/x-ndjson"), "line", 0),
+    }
+
+
+def test_a_label_on_a_trajectory_the_study_cannot_place_is_refused_by_every_label_path(label_paths):
+    """Both rows of ``six`` (its session 6 too) are refused on their conversation; the row of ``five`` is fine but,
+    all or nothing, not written either."""
+    study, paths = label_paths
+    for path, refuse in paths.items():
+        assert refuse() == [(2, "conversation_id", SIX), (3, "conversation_id", SIX)], path
+    assert not SessionLabel.objects.exists()
+    assert _section_fine(study)
+
+
+def test_a_label_on_a_trajectory_of_five_stored_without_a_study_is_taken(stored_without_a_study):
+    summary = session_labels_import(study=stored_without_a_study, rows=[row(conversation="five")], by=None)
+    assert summary.created == 1
+
+
+def test_a_judgment_on_a_trajectory_the_study_cannot_place_is_refused_by_line(stored_without_a_study, reviewer):
+    study = stored_without_a_study
+    RoundFactory(study=study, kind="main", status="open")
+    StudyMemberFactory(study=study, user=reviewer, role="reviewer")
+    line = {"study": study.slug, "round": "main", "reviewer": "reviewer", "is_gold": False, "dataset": DATASET,
+            "conversation_id": "six", "turn_index": None, "model": None, "attribute": "PHQ1", "score": 2,
+            "instance_count": None, "spans": [], "role": "reviewer", "session_index": 1}
+    text = json.dumps(line | {"conversation_id": "five"}) + "\n" + json.dumps(line) + "\n"
+    with pytest.raises(RowErrors) as caught:
+        judgment_import.judgments_import(rows=long_format.read_rows(io.StringIO(text), fmt="jsonl"),
+                                         study_slug=study.slug, by=None)
+    assert [(e.row, e.field, e.message) for e in caught.value.errors] == [(2, "conversation_id", SIX)]
+    assert not Judgment.objects.exists()
+
+
+def test_a_hand_built_calibration_set_refuses_a_turn_of_a_trajectory_the_study_cannot_place(stored_without_a_study,
+                                                                                             admin_user):
+    study = stored_without_a_study
+    round_ = calibration.calibration_round_create(study=study, by=admin_user, number=1)
+    with pytest.raises(ValidationError) as caught:
+        calibration.calibration_set_from_refs(round=round_, by=admin_user,
+                                              refs=f"{DATASET}/five#1\n{DATASET}/six#3\n{DATASET}/t1#1")
+    assert caught.value.messages == [f"line 2: {SIX}"]
+    assert not RoundItem.objects.exists()
+
+
+def test_rounds_draw_no_turn_of_a_trajectory_the_study_cannot_place(stored_without_a_study, admin_user):
+    """The sampler and the main round take their turns from the same candidates, which leave ``six`` out: every
+    other stored trajectory's turns are there."""
+    study = stored_without_a_study
+    candidates = calibration_selectors.calibration_candidates(study=study)
+    assert {turn.conversation.external_id for turn in candidates} == {"t1", "t2", "five"}
+    assert calibration_selectors.calibration_candidates_count(study=study) == len(candidates) == 30
+    round_ = calibration.calibration_round_create(study=study, by=admin_user, number=1)
+    drawn = calibration.calibration_set_sample(round=round_, by=admin_user, n=30, seed=3)
+    assert "six" not in {turn.conversation.external_id for turn in drawn}
+    RoundItem.objects.all().delete()
+    StudyMemberFactory(study=study, user=UserFactory(username="rater"), role="reviewer", retained=True)
+    calibration.main_round_assign(study=study, by=admin_user)
+    assigned = set(Assignment.objects.values_list("turn__conversation__external_id", flat=True))
+    assert assigned == {"t1", "t2", "five"}
+    assert _section_fine(study)
