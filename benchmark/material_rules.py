@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from benchmark.models import Conversation, Turn
+from benchmark.models import Conversation, Session, Turn
 from common.errors import RowConflicts, RowError
 from common.lookups import any_of
 
@@ -71,7 +71,7 @@ class Edit:
 class _MaterialUse:
     """How studies use some conversations, read after locking them."""
 
-    studies: dict[int, set[int]] = field(default_factory=dict)  # conversation -> studies with items, assignments…
+    studies: dict[int, set[int]] = field(default_factory=dict)  # conversation -> studies with items, labels…
     judged_through: dict[int, float] = field(default_factory=dict)  # conversation -> highest judged turn (inf: itself)
     open_through: dict[int, int] = field(default_factory=dict)  # conversation -> highest turn in an open round
     judged_responses: set[int] = field(default_factory=set)
@@ -117,7 +117,10 @@ def _owners_locked(conversation_ids: list[int]) -> dict[int, int | None]:
 
 
 def _material_use(conversation_ids: list[int]) -> _MaterialUse:
-    """Who uses these conversations and what of them is coded: three set-based reads per chunk."""
+    """Who uses these conversations and what of them is coded: four set-based reads per chunk. A study uses a
+    conversation it judged, has a turn of in a round (an item or an assignment) or labelled a session of (a method's
+    or reference's session label): the uses by which ``annotation.selectors.conversations_of_study`` makes it the
+    study's. A label fixes no text (it is a session's, not a turn's or response's), so it freezes nothing."""
     use = _MaterialUse()
     for chunk in chunks(conversation_ids):
         for conversation_id, study_id, turn_index, response_id in (
@@ -141,6 +144,11 @@ def _material_use(conversation_ids: list[int]) -> _MaterialUse:
                 if status == _OPEN_ROUND:
                     use.open_turns.add(turn_id)
                     use.open_through[conversation_id] = max(use.open_through.get(conversation_id, 0), index)
+        for conversation_id, study_id in (
+            Session.objects.filter(any_of("conversation_id", chunk), labels__isnull=False).order_by()
+            .values_list("conversation_id", "labels__study_id").distinct()
+        ):
+            use.used_by(conversation_id, study_id)
     return use
 
 

@@ -18,6 +18,7 @@ from annotation import judgment_import, long_format
 from annotation.models import Assignment, Judgment, RoundItem, SessionLabel
 from annotation.session_labels import session_labels_import
 from benchmark import conversation_ingest
+from benchmark.models import Session
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration
 from common.errors import RowErrors
@@ -131,4 +132,22 @@ def test_rounds_draw_no_turn_of_a_trajectory_the_study_cannot_place(stored_witho
     calibration.main_round_assign(study=study, by=admin_user)
     assigned = set(Assignment.objects.values_list("turn__conversation__external_id", flat=True))
     assert assigned == {"t1", "t2", "five"}
+    assert _section_fine(study)
+
+
+def test_a_trajectory_an_lc8_study_labelled_cannot_be_given_a_sixth_session_without_a_study(stored_without_a_study,
+                                                                                            tmp_path):
+    """A session label makes the trajectory the study's (``conversations_of_study``), so an import without a study
+    may no longer change it (README, "Study isolation and frozen text"): before, labels did not count as a use, and
+    resending ``five`` with a sixth session made the study's section unavailable."""
+    study = stored_without_a_study
+    session_labels_import(study=study, rows=[row(conversation="five")], by=None)
+    path = tmp_path / "six.jsonl"
+    path.write_text(json.dumps(trajectory("five", sessions=6)), encoding="utf-8")
+    with pytest.raises(CommandError) as refused:
+        call_command("import_conversations", str(path), stdout=io.StringIO())
+    assert _LINE.findall(str(refused.value)) == [
+        ("1", "conversation_id", f"{DATASET}/five belongs to a study: only that study's ingestion may change it, not "
+                                 "an import without a study")]
+    assert Session.objects.filter(conversation__external_id="five").count() == 5
     assert _section_fine(study)
