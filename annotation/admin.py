@@ -19,7 +19,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from annotation import models
+from annotation import models, selectors
 from annotation.checklists import checklist_item_problems
 from annotation.schema_document import SchemaDocumentError, ari_cluster_problems, index_thresholds
 from annotation.services import schema_is_frozen, study_member_remove
@@ -390,6 +390,16 @@ class RoundAdmin(AnnotationAdmin):
                 self.message_user(request, f"{round_}: {'; '.join(error.messages)}", level="error")
 
 
+def _turn_placeable(form: forms.ModelForm, data: dict[str, Any]) -> None:
+    """A round's turn makes its conversation the study's: one the study's kind cannot place is refused on the turn
+    (``selectors.conversations_unplaceable``), as the calibration set's services refuse it."""
+    round_ = data.get("round") or (form.instance.round if form.instance.round_id else None)
+    turn = data.get("turn")
+    if round_ is not None and turn is not None and (unusable := selectors.conversations_unplaceable(
+            study=round_.study, conversations=[turn.conversation_id])):
+        form.add_error("turn", unusable[turn.conversation_id])
+
+
 class RoundItemForm(forms.ModelForm):
     class Meta:
         model = models.RoundItem
@@ -397,6 +407,11 @@ class RoundItemForm(forms.ModelForm):
 
     def clean_round(self) -> models.Round:
         return _draft(self.cleaned_data["round"], "items")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        _turn_placeable(self, data)
+        return data
 
 
 class DraftRoundPartAdmin(AnnotationAdmin):
@@ -445,6 +460,7 @@ class AssignmentForm(forms.ModelForm):
         data = super().clean() or {}
         if self.instance.pk is not None:  # its round is not on the form: checked here, under the round's lock
             _draft(self.instance.round, "queues")
+        _turn_placeable(self, data)
         return data
 
 

@@ -13,17 +13,20 @@ import re
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from annotation import judgment_import, long_format
 from annotation.models import Assignment, Judgment, RoundItem, SessionLabel
 from annotation.session_labels import session_labels_import
 from benchmark import conversation_ingest
-from benchmark.models import Session
+from benchmark.models import Session, Turn
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration
 from common.errors import RowErrors
 from lc8.inputs import lc8_section
+from tests.admin_form import form_fields
 from tests.factories import RoundFactory, StudyMemberFactory, UserFactory
+from tests.form_fuzz import fingerprint
 from tests.lc8.test_data import DATASET, row, trajectory
 from tests.lc8.test_data import study as study  # noqa: F401, PLC0414 - the fixture
 
@@ -151,3 +154,25 @@ def test_a_trajectory_an_lc8_study_labelled_cannot_be_given_a_sixth_session_with
                                  "an import without a study")]
     assert Session.objects.filter(conversation__external_id="five").count() == 5
     assert _section_fine(study)
+
+
+def test_the_admin_adds_no_round_item_or_queue_item_of_a_trajectory_the_study_cannot_place(stored_without_a_study,
+                                                                                          client, admin_user):
+    """A draft round's items and queues may be added by hand in the Django admin: a turn of ``six`` is refused on
+    its field, nothing saved; a turn of ``five`` is taken."""
+    study = stored_without_a_study
+    draft = RoundFactory(study=study, kind="calibration", status="draft")
+    client.force_login(admin_user)
+    coder = UserFactory(username="rater")
+    six, five = (Turn.objects.get(conversation__external_id=name, index=3) for name in ("six", "five"))
+    item_add, queue_add = reverse("admin:annotation_rounditem_add"), reverse("admin:annotation_assignment_add")
+    before = fingerprint()
+    for url, fields in ((item_add, {"round": draft.pk, "turn": six.pk, "position": "1"}),
+                        (queue_add, form_fields(client, queue_add) | {
+                            "round": str(draft.pk), "coder": str(coder.pk), "turn": str(six.pk), "position": "1"})):
+        answer = client.post(url, fields)
+        assert answer.status_code == 200
+        assert answer.context["adminform"].form.errors["turn"] == [SIX]
+    assert fingerprint() == before
+    assert client.post(item_add, {"round": draft.pk, "turn": five.pk, "position": "1"}).status_code == 302
+    assert RoundItem.objects.get(round=draft).turn == five
