@@ -1,5 +1,6 @@
-"""A history whose replies are under several model slots in a CARE study (docs/care.md#a-history-under-several-model-
-slots): ingestion refuses one (docs/sessions.md), but a study archive made before the rule restores it as archived.
+"""A history whose replies are under several model slots in a CARE study
+(docs/care.md#a-history-under-several-model-slots): ingestion refuses one (docs/sessions.md), but a study archive
+made before the rule restores it as archived.
 The CARE section leaves such a history out, counts its judgments under ``care.input.dropped.several_slots``, names it
 with its slots (``care.input.several_slots``) and says so in the report's warnings; the bundle carries the slots, and
 recomputes byte for byte. Before, the section read the second slot's codes as the assistant's and counted the first
