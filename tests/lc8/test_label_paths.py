@@ -6,14 +6,10 @@ character" by the other two."""
 
 from __future__ import annotations
 
-import io
-import json
-import re
-
 import pytest
-from django.core.management import CommandError, call_command
 
 from annotation.models import SessionLabel
+from tests.lc8.label_paths import label_paths
 from tests.lc8.test_data import row, stored
 from tests.lc8.test_data import study as study  # noqa: F401, PLC0414 - the fixture
 
@@ -29,35 +25,11 @@ WRONG = [
     row(reviewer="controlled", role="reference", attribute="PHQ1", score=4),
     row(session=6),
 ]
-_LINE = re.compile(r"^line (\d+): ([\w.\[\]]+): (.*)$", re.MULTILINE)
 
 
 @pytest.fixture
 def paths(study, tmp_path, admin_user, as_token):  # noqa: F811 - the fixture
-    api = as_token(admin_user, scopes=["import"])
-    text = "".join(json.dumps(r) + "\n" for r in WRONG)
-
-    def command(name: str, *args: str):
-        path = tmp_path / "labels.jsonl"
-        path.write_text(text, encoding="utf-8")
-        with pytest.raises(CommandError) as refused:
-            call_command(name, str(path), "--study", study.slug, *args, stdout=io.StringIO())
-        return sorted((int(line), field, why) for line, field, why in _LINE.findall(str(refused.value)))
-
-    def api_errors(answer, key: str, shift: int):
-        assert answer.status_code == 400, answer.content
-        return sorted((e[key] + shift, e["field"], e["message"]) for e in answer.json()["errors"])
-
-    return {
-        "the session labels API": lambda: api_errors(api.generic(
-            "POST", f"/api/v1/studies/{study.slug}/session-labels/", json.dumps({"rows": WRONG}),
-            content_type="application/json"), "index", 1),
-        "import_session_labels": lambda: command("import_session_labels"),
-        "import_judgments": lambda: command("import_judgments"),
-        "the judgments import API": lambda: api_errors(api.generic(
-            "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text.encode(),
-            content_type="application/x-ndjson"), "line", 0),
-    }
+    return label_paths(study, WRONG, as_token(admin_user, scopes=["import"]), tmp_path)
 
 
 def test_wrong_labels_are_refused_alike_by_every_path(paths, study):  # noqa: F811 - the fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -27,6 +26,8 @@ from lc8.inputs import lc8_section
 from tests.admin_form import form_fields
 from tests.factories import RoundFactory, StudyMemberFactory, UserFactory
 from tests.form_fuzz import fingerprint
+from tests.lc8.label_paths import LINE
+from tests.lc8.label_paths import label_paths as paths_of
 from tests.lc8.test_data import DATASET, row, trajectory
 from tests.lc8.test_data import study as study  # noqa: F401, PLC0414 - the fixture
 
@@ -34,7 +35,6 @@ pytestmark = pytest.mark.django_db
 
 SIX = (f"{DATASET}/six sessions[5]: a LongCounsel-8 trajectory has at most 5 sessions (the sessions of the schema's "
        "lc8 block); this one has 6; the study's report could not place it, so it cannot become the study's")
-_LINE = re.compile(r"^line (\d+): ([\w.\[\]]+): (.*)$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -52,31 +52,8 @@ def _section_fine(study) -> bool:  # noqa: F811 - a study
 @pytest.fixture
 def label_paths(stored_without_a_study, tmp_path, admin_user, as_token):
     study = stored_without_a_study
-    api = as_token(admin_user, scopes=["import"])
     rows = [row(conversation="five"), row(conversation="six", session=2), row(conversation="six", session=6)]
-    text = "".join(json.dumps(r) + "\n" for r in rows)
-
-    def command(name: str):
-        path = tmp_path / "labels.jsonl"
-        path.write_text(text, encoding="utf-8")
-        with pytest.raises(CommandError) as refused:
-            call_command(name, str(path), "--study", study.slug, stdout=io.StringIO())
-        return sorted((int(line), field, why) for line, field, why in _LINE.findall(str(refused.value)))
-
-    def api_errors(answer, key: str, shift: int):
-        assert answer.status_code == 400, answer.content
-        return sorted((e[key] + shift, e["field"], e["message"]) for e in answer.json()["errors"])
-
-    return study, {
-        "the session labels API": lambda: api_errors(api.generic(
-            "POST", f"/api/v1/studies/{study.slug}/session-labels/", json.dumps({"rows": rows}),
-            content_type="application/json"), "index", 1),
-        "import_session_labels": lambda: command("import_session_labels"),
-        "import_judgments": lambda: command("import_judgments"),
-        "the judgments import API": lambda: api_errors(api.generic(
-            "POST", f"/api/v1/studies/{study.slug}/judgments/import/", text.encode(),
-            content_type="application/x-ndjson"), "line", 0),
-    }
+    return study, paths_of(study, rows, as_token(admin_user, scopes=["import"]), tmp_path)
 
 
 def test_a_label_on_a_trajectory_the_study_cannot_place_is_refused_by_every_label_path(label_paths):
@@ -149,7 +126,7 @@ def test_a_trajectory_an_lc8_study_labelled_cannot_be_given_a_sixth_session_with
     path.write_text(json.dumps(trajectory("five", sessions=6)), encoding="utf-8")
     with pytest.raises(CommandError) as refused:
         call_command("import_conversations", str(path), stdout=io.StringIO())
-    assert _LINE.findall(str(refused.value)) == [
+    assert LINE.findall(str(refused.value)) == [
         ("1", "conversation_id", f"{DATASET}/five belongs to a study: only that study's ingestion may change it, not "
                                  "an import without a study")]
     assert Session.objects.filter(conversation__external_id="five").count() == 5
