@@ -1,9 +1,9 @@
 """The upgrade from release 0.2.0 (README, "Upgrading"): a database at 0.2.0's migrations, with rows written by the
 historical models of that state, migrated to the head, keeps its rows and gets what the data migrations promise:
 0017's counters equal a count of the assignments (several rounds and coders, completed and not) and its triggers
-keep them from then on; 0020 leaves 0.2.0's members as they are and records no former member (0.2.0 deleted a
-removed member's row: their judgments stay without a role); 0021 gives an existing CARE or LongCounsel-8 study its
-kind's default settings.
+keep them from then on; 0020 leaves 0.2.0's members as they are; 0021 gives an existing CARE or LongCounsel-8
+study its kind's default settings; 0022 gives someone 0.2.0 took off a study (it deleted their membership row) the
+role and place on the panel the audit trail says they had, so their judgments count as they did before.
 
 The migrations run backwards from nothing to 0.2.0 in a database of this test's own on the test server (created
 and dropped here), so the other tests of the worker keep the head schema whatever happens in this one."""
@@ -22,6 +22,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from annotation import kinds, selectors
 from annotation.models import Assignment, ConversationProgress, FormerStudyMember, QueueProgress, Study, StudyMember
+from audit.models import AuditEvent
 
 # The last migration of each app that changed at 0.2.0 (commit 90d194a); every other app is at its head there.
 RELEASE_020 = {"annotation": "0016_study_blinding_key", "benchmark": "0005_response_turn_index_dropped"}
@@ -74,7 +75,8 @@ def studies_of_020(apps) -> dict:
     Schema, Study, StudyMember = (apps.get_model("annotation", name) for name in ("Schema", "Study", "StudyMember"))
     Round, Assignment = apps.get_model("annotation", "Round"), apps.get_model("annotation", "Assignment")
     Dataset, Conversation, Turn = (apps.get_model("benchmark", name) for name in ("Dataset", "Conversation", "Turn"))
-    users = {name: User.objects.create(username=name) for name in ("ana", "ben", "cleo", "dev", "judge")}
+    users = {name: User.objects.create(username=name)
+             for name in ("ana", "ben", "cleo", "dev", "eve", "fay", "gus", "judge")}
     dataset = Dataset.objects.create(name="upgrade-020")
     turns = []
     for number, size in enumerate((3, 1, 2), start=1):
@@ -94,15 +96,18 @@ def studies_of_020(apps) -> dict:
     calibration = Round.objects.create(study=studies["plain"], kind="calibration", number=1, status="closed")
     main = Round.objects.create(study=studies["plain"], kind="main", number=1, status="open")
     care_main = Round.objects.create(study=studies["care"], kind="main", number=1, status="open")
-    # (round, coder, turns, how many of them completed); dev coded the main round and was taken off the study.
+    # (round, coder, turns, how many of them completed); dev (a retained reviewer), eve (an expert) and gus (a
+    # reviewer never retained) coded and were taken off the study.
     queues = [(calibration, "ana", turns[:4], 4), (calibration, "ben", turns[:4], 2),
-              (calibration, "cleo", turns[:4], 0), (main, "ana", turns[2:], 1),
+              (calibration, "cleo", turns[:4], 0), (calibration, "eve", turns[:2], 2),
+              (calibration, "gus", turns[:1], 1), (main, "ana", turns[2:], 1),
               (main, "ben", turns, 6), (main, "dev", turns[:3], 3), (care_main, "ana", turns[3:], 0)]
     for round_, coder, queue, completed in queues:
         Assignment.objects.bulk_create(
             Assignment(round=round_, coder=users[coder], turn=turn, position=position,
                        completed_at=DONE if position <= completed else None)
             for position, turn in enumerate(queue, start=1))
+    audit_trail_of_020(apps, study=studies["plain"])
     return {"members": {(slug, name, role, alias, retained) for slug, name, role, alias, retained in members},
             "queues": Counter({(r.pk, users[c].pk): len(q) for r, c, q, _ in queues}),
             "completed": Counter({(r.pk, users[c].pk): n for r, c, _, n in queues}),
@@ -110,6 +115,26 @@ def studies_of_020(apps) -> dict:
             "done_by_conversation": Counter((r.pk, users[c].pk, t.conversation_id) for r, c, q, n in queues
                                             for position, t in enumerate(q, start=1) if position <= n),
             "main": main.pk}
+
+
+def audit_trail_of_020(apps, *, study) -> None:
+    """What 0.2.0's audit trail says of the study's members: the panel retained (twice: the second time after dev
+    was taken off, which says nothing of dev), and five removals (0.2.0 deleted the member's row and recorded the
+    role): dev, eve and gus, who coded; fay, who never coded there; ana, who was added back and is a member."""
+    AuditEvent = apps.get_model("audit", "AuditEvent")
+
+    def event(action: str, target: str, **data) -> None:
+        AuditEvent.objects.create(action=action, study_id=study.pk, study_slug=study.slug, target=target, data=data)
+
+    event("panel.retain", f"study:{study.slug}", retained=["ana", "dev"])
+    event("member.remove", "user:dev", role="reviewer")
+    event("member.remove", "user:eve", role="expert")
+    event("member.remove", "user:gus", role="reviewer")
+    event("member.remove", "user:fay", role="expert")
+    event("member.remove", "user:ana", role="reviewer")
+    event("member.add", "user:ana", role="reviewer")
+    event("member.remove", "user:nobody", role="reviewer")
+    event("panel.retain", f"study:{study.slug}", retained=["ana", "ben"])
 
 
 @pytest.fixture(scope="module")
@@ -140,15 +165,26 @@ def test_the_triggers_keep_the_counters_after_the_upgrade(upgraded):
     assert (after.total, after.done) == (before.total, before.done + 1)
 
 
-def test_members_of_020_studies_stay_members_and_none_becomes_a_former_one(upgraded):
+def test_members_of_020_studies_stay_members(upgraded):
     members = {(m.study.slug, m.user.username, m.role, m.alias, m.retained)
                for m in StudyMember.objects.select_related("study", "user")}
     assert members == upgraded["members"]
-    assert not FormerStudyMember.objects.exists()
-    # Someone taken off under 0.2.0 (their row deleted) has judgments and assignments but no role in the study.
-    coders = {coder.username: (coder.role, coder.member) for coder in
+
+
+def test_someone_020_took_off_gets_the_role_and_panel_place_the_audit_trail_says(upgraded):
+    formers = {(f.study.slug, f.user.username, f.role, f.alias, f.retained)
+               for f in FormerStudyMember.objects.select_related("study", "user")}
+    # dev was on the panel when taken off (the later retention does not name him); gus never was; eve an expert;
+    # fay coded nothing there, ana is a member again, "nobody" is no account: none of them is restored.
+    assert formers == {("plain", "dev", "reviewer", "", True), ("plain", "eve", "expert", "", None),
+                       ("plain", "gus", "reviewer", "", False)}
+    coders = {coder.username: (coder.role, coder.retained, coder.member) for coder in
               selectors.study_coders(study=Study.objects.get(slug="plain"))}
-    assert coders == {"ana": ("reviewer", True), "ben": ("reviewer", True), "cleo": ("expert", True)}
+    assert coders == {"ana": ("reviewer", True, True), "ben": ("reviewer", False, True),
+                      "cleo": ("expert", None, True), "dev": ("reviewer", True, False),
+                      "eve": ("expert", None, False), "gus": ("reviewer", False, False)}
+    removed = AuditEvent.objects.get(action="member.remove", target="user:eve").at
+    assert FormerStudyMember.objects.get(user__username="eve").removed_at == removed
 
 
 @pytest.mark.parametrize("slug", ["plain", "care", "lc8"])
