@@ -30,3 +30,14 @@ def test_the_worker_refuses_a_database_without_this_versions_migrations(tmp_path
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
     assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
     assert "the database lacks migrations of this version" in result.stderr
+
+
+def test_the_worker_says_so_when_it_cannot_read_the_database(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"} | {
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:9/nowhere", "CAB_VAR_DIR": str(tmp_path / "var"),
+        "MIGRATE_WAIT": "0", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    result = subprocess.run(["sh", "scripts/serve", "worker"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "cannot read the database's migrations: " in result.stderr
+    assert "lacks migrations" not in result.stderr
