@@ -22,7 +22,7 @@ from annotation.kinds import SessionChecklist, block_of
 from annotation.models import AttributeDefinition, Judgment, Round, Schema
 from annotation.selectors import assistant_replies
 from benchmark.models import Session, Turn
-from care.core.recovery import HORIZONS, AssistantCode, lacks_horizon
+from care.core.recovery import HORIZONS, AssistantCode, lacks_horizon, stray_horizon
 from care.kind import CARE
 
 if TYPE_CHECKING:
@@ -138,8 +138,9 @@ def _judge_labels(*, view: TurnView, user: User) -> dict[str, list[dict[str, Any
 
 def turn_missing(view: TurnView) -> list[str]:
     """What completing the turn still wants of its codes: a primary horizon on each reply coded with an action
-    strategy (docs/care-data.md#the-codings-of-care-v1), without which the turn gets no alignment label (care.md A4).
-    The forms' unscored codes are the shared check's; no query."""
+    strategy (docs/care-data.md#the-codings-of-care-v1), without which the turn gets no alignment label (care.md A4),
+    and horizon none on each reply coded with another strategy (A5). The forms' unscored codes are the shared
+    check's; no query."""
     care = block_of(view.study, CARE)
     if care is None:
         return []
@@ -151,10 +152,14 @@ def turn_missing(view: TurnView) -> list[str]:
         if strategy is None or horizon is None or not strategy.scored or not horizon.scored:
             continue
         code = AssistantCode(_label(strategy), _label(horizon))
+        where = f"{card.label} · {horizon.attribute.code}" if card.label else horizon.attribute.code
         if lacks_horizon(code, actions):
-            where = f"{card.label} · {horizon.attribute.code}" if card.label else horizon.attribute.code
             missing.append(f"{where}: the strategy is {code.strategy}, which needs a primary horizon "
                            f"({', '.join(HORIZONS)}); without one the turn gets no alignment label")
+        elif stray_horizon(code, actions):
+            advice = " or ".join(care["action_strategies"])
+            missing.append(f"{where}: the strategy is {code.strategy}, which gives no advice, so its horizon is none "
+                           f"(not {code.horizon}); a primary horizon is for {advice} alone")
     return missing
 
 

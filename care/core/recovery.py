@@ -45,6 +45,8 @@ docs/care.md#reading-choices):
   horizon the two non-aligned labels of adjacent states are equal, so no further tie-break is needed).
 - A4 An action turn without a primary horizon (the schema requires one) gets no label: it still counts as an
   action turn (N_action, advice frequency), but as neither aligned, premature nor lag (``lacks_horizon``).
+- A5 A turn of another strategy takes horizon none (the schema's "none otherwise"); one coded with a primary horizon
+  is no action turn all the same, and its horizon labels nothing (``stray_horizon``).
 """
 
 from __future__ import annotations
@@ -194,6 +196,14 @@ def lacks_horizon(code: AssistantCode | None, action_strategies: frozenset[str] 
     """An action turn without a primary horizon (none, or no horizon coded), which gets no label (A4): the coding page
     does not complete such a turn, and the report counts the reference coding's (docs/care-data.md)."""
     return is_action(code, action_strategies) and code is not None and code.horizon not in HORIZONS
+
+
+def stray_horizon(code: AssistantCode | None, action_strategies: frozenset[str] = ACTION_STRATEGIES) -> bool:
+    """A turn of a coded strategy that is no action strategy, given a primary horizon all the same (A5): the horizon
+    is the advice's, so such a turn's is none. The coding page does not complete such a turn; the engine reads no
+    horizon of it (docs/care-data.md#the-codings-of-care-v1)."""
+    return (code is not None and code.strategy is not None and not is_action(code, action_strategies)
+            and code.horizon in HORIZONS)
 
 
 def _label(state: int, horizon: str, safety_critical: bool, invited: bool) -> str:

@@ -248,3 +248,35 @@ def test_an_action_turn_without_a_primary_horizon_is_not_complete_and_says_why(c
                            expected_version=1)
     assert client.post(url).status_code == 302
     assert Assignment.objects.get(round=care, coder=reviewer, position=position).completed_at is not None
+
+
+def code_turn(care, reviewer, turn_index, chosen):
+    """Every form of the coder's page of the turn scored (``chosen`` by attribute code, else 0), through the
+    service; the page's view and its reply."""
+    view = selectors.turn_view(round_id=care.pk, user=reviewer, position=position_of(care, reviewer, turn_index))
+    response = view.turn.responses.get()
+    for form in view.all_forms():
+        services.judgment_save(round=care, by=reviewer, attribute=form.attribute,
+                               score=chosen.get(form.attribute.code, 0), turn=view.turn,
+                               response=response if form.response_handle is not None else None)
+    return view, response
+
+
+def test_a_reply_of_no_action_strategy_given_a_primary_horizon_is_not_complete_and_says_why(client, care):
+    """The horizon is the advice's: a reply coded question takes horizon none (the schema's "none otherwise", A5 of
+    docs/care.md). Coded question with horizon Bridge, completing the turn names the horizon and why; with horizon
+    none it completes."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    view, response = code_turn(care, reviewer, 7, {"strategy": 0, "horizon": 2})  # question, Bridge
+    url = reverse("turn-complete", args=[care.pk, view.position])
+    refused = client.post(url).content.decode()
+    label = next(card.label for card in view.cards)
+    assert (f"{label} · horizon: the strategy is question, which gives no advice, so its horizon is none (not "
+            "Bridge); a primary horizon is for providing suggestions or information alone") in refused
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is None
+    horizon = AttributeDefinition.objects.get(schema=care.study.schema, code="horizon")
+    services.judgment_save(round=care, by=reviewer, attribute=horizon, score=0, turn=view.turn, response=response,
+                           expected_version=1)
+    assert client.post(url).status_code == 302
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is not None
