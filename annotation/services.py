@@ -966,12 +966,30 @@ class TurnCheck:
 def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = False) -> TurnCheck:
     """Mark a turn done when every required coding is present: every form scored, and what the study's kind still
     wants of the codes (its ``turn_missing`` hook). Inconsistencies the reviewer should look at again (a score above
-    0 with no span, an instance count that differs from the spans) need ``confirm``."""
+    0 with no span, an instance count that differs from the spans) need ``confirm``. The item is locked before its
+    codes are read, so a save that would leave it short (``item_judgment_save``) lands before or after, never
+    between."""
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder can complete this turn")
     if assignment.round.status != Round.Status.OPEN:
         raise ValidationError(_closed_refusal(assignment.round, assignment.round.status, "its turns are no longer "
                                               "completed", archived="its turns are no longer completed"))
+    completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
+    done_before = completed_at.get()[0] is not None
+    missing, warnings = _turn_check(assignment=assignment, by=by)
+    completed = not missing and (confirm or not warnings)
+    if completed and not done_before:
+        Assignment.objects.filter(pk=assignment.pk).update(completed_at=timezone.now())
+        if assignment.is_check_item:
+            check_alert_update(study=assignment.round.study, user=by)
+    elif missing and done_before:  # completed once, and short since (an import changed its codes): no longer
+        Assignment.objects.filter(pk=assignment.pk).update(completed_at=None)
+    return TurnCheck(missing=missing, warnings=warnings, completed=completed)
+
+
+def _turn_check(*, assignment: Assignment, by: User) -> tuple[list[str], list[str]]:
+    """What completing the coder's item still wants (every form scored, and the kind's ``turn_missing``) and what
+    it asks to confirm, as the item's codes are now."""
     view = selectors.turn_view(round_id=assignment.round_id, user=by, position=assignment.position)
     assert view is not None  # the assignment exists and is the coder's
     span_counts = dict(
@@ -995,13 +1013,39 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     turn_missing = kind_of(view.study).turn_missing
     if turn_missing is not None:
         missing += turn_missing(view)
-    completed = not missing and (confirm or not warnings)
-    newly_completed = completed and bool(
-        Assignment.objects.filter(pk=assignment.pk, completed_at__isnull=True).update(completed_at=timezone.now())
-    )
-    if newly_completed and assignment.is_check_item:
-        check_alert_update(study=assignment.round.study, user=by)
-    return TurnCheck(missing=missing, warnings=warnings, completed=completed)
+    return missing, warnings
+
+
+@dataclass(frozen=True)
+class ItemSave:
+    """A save of a judgment on the coder's item: the judgment, and when the save took the item out of the completed
+    ones, what completing it wants again (empty: it stays as it was)."""
+
+    judgment: Judgment
+    reopened: list[str]
+
+
+def item_judgment_save(*, assignment: Assignment, by: User, **fields: Any) -> ItemSave:
+    """Save one of the coder's judgments on their item (``judgment_save``'s ``fields``: the coding page's autosave)
+    and keep the item's completion true: a completed item that the save leaves short of what completing it wants
+    (a score cleared, or a code the kind's ``turn_missing`` no longer takes, such as an action turn's horizon set
+    to none) is no longer completed, in the save's transaction (the queue's counters follow: migration 0017). The
+    change is kept either way (refusing it would leave a coder unable to change a strategy and its horizon one at a
+    time); the answer says what the item wants again. Only a save that can leave it short asks: a cleared score, or
+    any save in a study whose kind has a ``turn_missing`` hook; any other costs what ``judgment_save`` costs."""
+    attribute: AttributeDefinition = fields["attribute"]
+    if fields.get("score") is not None and kind_of(attribute).turn_missing is None:
+        return ItemSave(judgment=judgment_save(round=assignment.round, by=by, **fields), reopened=[])
+    with transaction.atomic():
+        judgment = judgment_save(round=assignment.round, by=by, **fields)
+        # Locked as assignment_complete locks it: a completion racing this save reads the codes after it.
+        completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
+        if completed_at.get()[0] is None:
+            return ItemSave(judgment=judgment, reopened=[])
+        missing, _ = _turn_check(assignment=assignment, by=by)
+        if missing:
+            Assignment.objects.filter(pk=assignment.pk).update(completed_at=None)
+        return ItemSave(judgment=judgment, reopened=missing)
 
 
 MAX_TIME_BEAT_SECONDS = 120

@@ -201,8 +201,8 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
         return _save_answer(context, status=422)
     data = form.cleaned_data
     try:
-        judgment = services.judgment_save(
-            round=assignment.round, by=request.user, attribute=data["attribute"], turn=data["turn"],
+        saved = services.item_judgment_save(
+            assignment=assignment, by=request.user, attribute=data["attribute"], turn=data["turn"],
             session=data["session"], response=data["response"], score=data["score"],
             instance_count=data["instance_count"],
             spans=data["spans"], expected_version=data["version"] or 0,
@@ -221,7 +221,9 @@ def judgment_save(request: AuthedRequest, round_id: int, position: int) -> HttpR
         message = "; ".join(error.messages) if isinstance(error, ValidationError) else str(error)
         context |= {"state": "refused", "message": message}
         return _save_answer(context, status=422)
-    context |= {"state": "saved", "judgment": judgment}
+    # A completed turn the save left short is no longer completed: the page says what it wants again.
+    context |= {"state": "saved", "judgment": saved.judgment,
+                "reopened_json": json.dumps(saved.reopened, ensure_ascii=False) if saved.reopened else ""}
     return _save_answer(context)
 
 

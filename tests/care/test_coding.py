@@ -5,13 +5,23 @@ study."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 
 from annotation import rules, selectors, services
-from annotation.models import Assignment, AttributeDefinition, Judgment, JudgmentRevision, Round, Study
+from annotation.models import (
+    Assignment,
+    AttributeDefinition,
+    Judgment,
+    JudgmentRevision,
+    QueueProgress,
+    Round,
+    Study,
+)
 from tests.annotation.test_views import login, with_parts
 
 pytestmark = pytest.mark.django_db
@@ -280,3 +290,59 @@ def test_a_reply_of_no_action_strategy_given_a_primary_horizon_is_not_complete_a
                            expected_version=1)
     assert client.post(url).status_code == 302
     assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is not None
+
+
+@pytest.mark.parametrize("horizon", ["0", ""], ids=["none", "cleared"])
+def test_a_completed_action_turn_given_horizon_none_by_a_later_save_is_no_longer_completed(client, care, horizon):
+    """A completed turn's save that leaves it short of what completing it wants (an action turn's horizon set to
+    none or cleared, docs/care.md A4) is kept, and the turn is no longer completed, its queue's counters with it
+    (one transaction); the save's answer says what the turn wants again. A later save that mends it does not
+    complete it again: completing is the coder's."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    view, response = code_turn(care, reviewer, 6, {"strategy": 5, "horizon": 1})  # providing suggestions, Regulate
+    assert client.post(reverse("turn-complete", args=[care.pk, view.position])).status_code == 302
+    done = QueueProgress.objects.get(round=care, coder=reviewer).done
+    card = next(iter(view.cards))
+    answer = client.post(save_url(care, view.position), {"attribute": "horizon", "response": card.handle,
+                                                         "score": horizon, "version": "1"})
+    assert answer.status_code == 200
+    text = answer.content.decode()
+    assert "Saved: this turn is no longer completed" in text
+    wanted = (f"{card.label} · horizon: the strategy is providing suggestions, which needs a primary horizon"
+              if horizon else f"{card.label} · horizon · Primary horizon")
+    assert wanted in html.unescape(text)
+    saved = Judgment.objects.get(round=care, coder=reviewer, response=response, attribute__code="horizon")
+    assert (saved.score, saved.version) == (int(horizon) if horizon else None, 2)
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is None
+    assert QueueProgress.objects.get(round=care, coder=reviewer).done == done - 1
+    mended = client.post(save_url(care, view.position), {"attribute": "horizon", "response": card.handle,
+                                                         "score": "1", "version": "2"})
+    assert "data-reopened" not in mended.content.decode()
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is None
+
+
+def test_a_completed_turn_stays_completed_through_a_save_that_keeps_it_complete(client, care):
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    view, _ = code_turn(care, reviewer, 6, {"strategy": 5, "horizon": 1})
+    assert client.post(reverse("turn-complete", args=[care.pk, view.position])).status_code == 302
+    card = next(iter(view.cards))
+    answer = client.post(save_url(care, view.position), {"attribute": "horizon", "response": card.handle,
+                                                         "score": "2", "version": "1"})
+    assert answer.status_code == 200 and "data-reopened" not in answer.content.decode()
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is not None
+
+
+def test_complete_on_a_completed_turn_short_since_takes_it_out_of_the_completed_ones(client, care):
+    """A completed turn whose codes changed by another path than the page (an import: ``judgment_save`` alone) is
+    taken out of the completed ones when Complete is clicked on it again, with what it wants."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    login(client, "demo-reviewer")
+    view, response = code_turn(care, reviewer, 6, {"strategy": 5, "horizon": 1})
+    url = reverse("turn-complete", args=[care.pk, view.position])
+    assert client.post(url).status_code == 302
+    horizon = AttributeDefinition.objects.get(schema=care.study.schema, code="horizon")
+    services.judgment_save(round=care, by=reviewer, attribute=horizon, score=0, turn=view.turn, response=response)
+    assert "which needs a primary horizon" in client.post(url).content.decode()
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is None

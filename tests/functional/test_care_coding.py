@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from annotation import services
+from annotation import selectors, services
 from annotation.models import Assignment, Judgment, Round, Study
 from tests.browser import ARTIFACTS, login
 from tests.functional.test_turn_page import wait_saved
@@ -89,3 +89,35 @@ def test_a_coder_codes_a_user_turn_a_reply_and_a_session_checklist_of_the_demo_h
     expect(page.locator(".judge-label")).to_have_count(0)
     assert "demo-care-judge" not in page.content()
     assert page.console_errors == [], page.console_errors  # a CSP violation is reported as a console error
+
+
+def test_a_completed_action_turn_given_horizon_none_in_the_browser_says_it_is_no_longer_completed(
+        browser_page, live_server):
+    """docs/care-data.md#coding-a-history-the-turn-page: the change is saved, and the page says the turn is no
+    longer completed with what it wants again, linked to the horizon."""
+    call_command("load_demo", "--quiet", "--care")
+    round_ = Round.objects.select_related("study").get(study__slug="care-demo", kind="main")
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, turn__index=6)
+    view = selectors.turn_view(round_id=round_.pk, user=reviewer, position=assignment.position)
+    response = view.turn.responses.get()
+    chosen = {"strategy": 5, "horizon": 1}  # providing suggestions, Regulate
+    for form in view.all_forms():
+        services.judgment_save(round=round_, by=reviewer, attribute=form.attribute,
+                               score=chosen.get(form.attribute.code, 0), turn=view.turn,
+                               response=response if form.response_handle is not None else None)
+    assert services.assignment_complete(assignment=assignment, by=reviewer).completed
+
+    page = browser_page
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/{assignment.position}/")
+    handle = page.locator(".response-card").first.get_attribute("data-response")
+    page.locator(f"#r{handle}-horizon label", has_text="none").click()
+    wait_saved(page)
+    result = page.locator("#complete-result .reopened")
+    expect(result).to_contain_text("No longer completed: still to code (1)")
+    link = result.locator("a", has_text="horizon: the strategy is providing suggestions, which needs a primary horizon")
+    expect(link).to_have_attribute("href", f"#r{handle}-horizon")
+    assert Assignment.objects.get(pk=assignment.pk).completed_at is None
+    assert Judgment.objects.get(round=round_, coder=reviewer, response=response, attribute__code="horizon").score == 0
+    assert page.console_errors == [], page.console_errors

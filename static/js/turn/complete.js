@@ -1,6 +1,7 @@
 // Completing the turn, an htmx request (the Complete and Confirm buttons): held back while changes are still on
 // their way; what the server answers (the items still to code or to confirm) gets a link to each item and the
-// focus; a refusal or a lost connection said in place.
+// focus; a refusal or a lost connection said in place; a save that took the completed turn out of the completed ones
+// says so there, with what the turn wants again.
 import { completeResult, focusForm, forms, openRelogin } from "./page.js";
 import { saveables, unsaved } from "./save.js";
 
@@ -32,7 +33,28 @@ function say(text) {
   p.focus();
 }
 
+// A save took the completed turn out of the completed ones (annotation.services.item_judgment_save): what it wants
+// again, said where Complete answers, each item linked to its attribute; the focus stays where the coder works.
+function showReopened(missing) {
+  const box = document.createElement("div");
+  box.className = "check missing reopened";
+  const heading = document.createElement("h3");
+  heading.textContent = "No longer completed: still to code (" + missing.length + ")";
+  const list = document.createElement("ul");
+  list.className = "where-list";
+  missing.forEach(function (item) {
+    const li = document.createElement("li");
+    li.textContent = item;
+    list.append(li);
+  });
+  box.append(heading, list);
+  completeResult.replaceChildren(box);
+  linkItems();
+}
+
 export function startCompleting() {
+  document.addEventListener("turn:reopened", function (event) { showReopened(event.detail); });
+
   // The check runs on what the server has: not while changes are still on their way, the comment and flags too
   // (completing moves to the next item, and a change still on its way would be lost with the page).
   document.body.addEventListener("htmx:confirm", function (event) {

@@ -148,6 +148,10 @@ function handle(form, status, text) {
     if (form === note) note.base = noteOf(form.q.sent);
     if (result.dataset.version) form.dataset.version = result.dataset.version;
     if (result.dataset.score !== undefined) form.savedScore = result.dataset.score;
+    // The save took a completed turn out of the completed ones (js/turn/complete.js shows what it wants again).
+    if (result.dataset.reopened) {
+      document.dispatchEvent(new CustomEvent("turn:reopened", { detail: JSON.parse(result.dataset.reopened) }));
+    }
     if (form.q.dirty) { pump(form); return; }
     setState(form, "saved", "Saved");
     return;
