@@ -213,6 +213,26 @@ class AttributeDefinitionAdmin(SchemaPartAdmin):
     search_fields = ("code", "name", "definition")
     inlines = [SubcategoryInline]
 
+    def get_deleted_objects(self, objs: Any, request: Any) -> Any:
+        """A deletion (one attribute, or "delete selected") that would leave a schema's ``indices.ari.clusters``
+        out of line with the clusters ARI averages (the last risk-encoded response attribute of a listed cluster
+        gone) is refused on the confirmation page with the reason, as an edit is (``AttributeDefinitionForm``):
+        Django deletes nothing while the page lists a reason as protected."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        gone: dict[int, list[models.AttributeDefinition]] = {}
+        for attribute in objs:
+            gone.setdefault(attribute.schema_id, []).append(attribute)
+        for attributes in gone.values():
+            schema = attributes[0].schema
+            indices = schema.definition.get("indices") if isinstance(schema.definition, dict) else None
+            if not isinstance(indices, dict):
+                continue
+            left = schema.attributes.exclude(pk__in=[a.pk for a in attributes])
+            codes = ", ".join(sorted(a.code for a in attributes))
+            protected = [*protected, *(f"schema {schema.slug}, deleting {codes}: {problem}"
+                                       for problem in ari_cluster_problems(indices, left))]
+        return deleted, counts, perms_needed, protected
+
 
 class SpanSubcategoryForm(SchemaPartForm):
     class Meta:

@@ -438,3 +438,36 @@ def test_a_schema_definition_whose_indices_are_not_an_object_is_refused_by_the_a
     assert response.status_code == 200
     assert response.context["adminform"].form.errors["definition"] == ["indices: must be an object (docs/schema.md)"]
     assert fingerprint() == before
+
+
+def test_deleting_the_last_attribute_of_an_ari_cluster_is_refused_by_the_admin(client, admin_user):
+    """Deleting the response-level attributes with a risk encoding of a cluster the schema's ``indices.ari.clusters``
+    lists would leave the list naming a cluster ARI no longer averages: refused with the reason on the delete page
+    and on "delete selected", as an edit is, and nothing is deleted. Deleting one of several keeps the list right."""
+    study = StudyFactory()
+    client.force_login(admin_user)
+    risky = list(AttributeDefinition.objects.filter(schema=study.schema, unit="response", risk__isnull=False,
+                                                    cluster="F").order_by("position"))
+    assert len(risky) > 1
+    codes = ", ".join(sorted(a.code for a in risky))
+    reason = (f"schema {study.schema.slug}, deleting {codes}: indices.ari.clusters: lists F, which no response-level "
+              "attribute with a risk encoding has; ARI is the mean of the clusters of the response-level attributes "
+              "with a risk encoding (D, E, R), and the list must name exactly those "
+              "(docs/metrics.md#risk-clusters-and-ari)")
+    before = fingerprint()
+    answer = client.post(reverse("admin:annotation_attributedefinition_changelist"),
+                         {"action": "delete_selected", "_selected_action": [a.pk for a in risky], "post": "yes"})
+    assert answer.status_code == 200
+    assert reason in answer.content.decode()
+    assert fingerprint() == before
+    # One at a time, down to the last: the last is refused on its own delete page.
+    for attribute in risky[:-1]:
+        url = reverse("admin:annotation_attributedefinition_delete", args=[attribute.pk])
+        assert client.post(url, {"post": "yes"}).status_code == 302
+    last = risky[-1]
+    before = fingerprint()
+    answer = client.post(reverse("admin:annotation_attributedefinition_delete", args=[last.pk]), {"post": "yes"})
+    assert answer.status_code == 200
+    assert reason.replace(codes, last.code) in answer.content.decode()
+    assert fingerprint() == before
+    assert AttributeDefinition.objects.filter(pk=last.pk).exists()
