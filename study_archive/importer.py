@@ -8,7 +8,8 @@ scale and span first so that an error names the archive's line instead of a trig
 judgment revisions of its own (the archived history is the history); it is one ``study.import`` audit event.
 
 Importing: the schema is reused when the target has one with the same slug and the same definition (attributes
-and subcategories included), and refused when it differs. A dataset is reused by name. A conversation that
+and subcategories included), and refused when it differs; a new one is checked as an install checks its ``indices``
+block. A dataset is reused by name. A conversation that
 exists is reused when every archived session, turn and response is there as archived (the same texts, each turn in
 the same session, each response of the same model version; its owning study is left as it is), and refused
 otherwise. The study's slug must be free (``as_slug`` imports under another one).
@@ -46,6 +47,7 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
+from annotation.schema_document import ari_cluster_problems, index_thresholds
 from annotation.selectors import study_coders
 from annotation.services import study_slug_check
 from audit.models import AuditEvent
@@ -280,8 +282,9 @@ class _Importer:
             self.schema = existing
         else:
             self.schema = _new(Schema, record)
-            self.schema.save(force_insert=True)
             attributes = [_new(AttributeDefinition, row, schema=self.schema) for row in record["attributes"]]
+            _schema_check(self.schema, attributes)
+            self.schema.save(force_insert=True)
             AttributeDefinition.objects.bulk_create(attributes)
             codes = {attribute.code: attribute for attribute in attributes}
             SpanSubcategory.objects.bulk_create(
@@ -578,6 +581,16 @@ class _Importer:
     def _audit_events(self, batch: list[Record]) -> None:
         AuditEvent.objects.bulk_create(_built(batch, lambda record: _new(
             AuditEvent, record, study_id=self.study.pk, actor=self._maybe_user(record["actor"]))))
+
+
+def _schema_check(schema: Schema, attributes: list[AttributeDefinition]) -> None:
+    """A new schema's ``indices`` block as an install and the admin check it: the report's thresholds it sets
+    (``schema_document.index_thresholds``) and its ``indices.ari.clusters`` against the archive's attributes
+    (``schema_document.ari_cluster_problems``), so no archive brings in a schema neither would take."""
+    indices = schema.definition.get("indices") if isinstance(schema.definition, dict) else None
+    index_thresholds(indices)
+    if isinstance(indices, dict) and (problems := ari_cluster_problems(indices, attributes)):
+        raise ValueError(f"schema {schema.slug!r}: " + "; ".join(problems))
 
 
 def _coder_settings() -> set[str]:

@@ -28,6 +28,7 @@ from annotation.models import (
     JudgmentRevision,
     ReviewerAlert,
     Round,
+    Schema,
     Span,
     SpanSubcategory,
     Study,
@@ -459,3 +460,28 @@ def test_a_slug_no_study_may_have_is_refused_under_as_and_in_the_archive(rich_st
     assert f"line {number} (study): {message}; nothing was imported" in str(refused.value)
     assert table_counts() == before
     assert not Study.objects.filter(slug=slug).exists()
+
+
+@pytest.mark.parametrize(("indices", "message"), [
+    ({"ari": {"clusters": ["D", "E", "R"]}}, "schema 'cab-copy': indices.ari.clusters: leaves out F; ARI is the mean "
+                                             "of the clusters of the response-level attributes with a risk encoding"),
+    ({"coupling": {"max_q": 2}}, "indices.coupling.max_q: must be a number above 0 and at most 1"),
+])
+def test_a_new_schema_whose_indices_an_install_would_refuse_is_refused(rich_study, tmp_path, indices, message):
+    """An archive's schema that the installation lacks is checked as an install and the Django admin check its
+    ``indices`` block (docs/schema.md): before, it was copied as it was, and its ARI list could name other clusters
+    than the report's. Refused on the schema's line, nothing imported."""
+    def another_schema(record: dict, *, dry: bool) -> bool:
+        if not dry:
+            record["slug"] = record["definition"]["slug"] = "cab-copy"
+            record["definition"]["indices"] |= indices
+        return True
+
+    lines, number = edited(export("demo"), "schema", another_schema)
+    lines, _ = edited("\n".join(lines), "study", lambda record, *, dry: dry or record.update(schema="cab-copy"))
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=io.StringIO())
+    assert f"line {number} (schema)" in str(refused.value) and message in str(refused.value)
+    assert table_counts() == before
+    assert not Schema.objects.filter(slug="cab-copy").exists()
