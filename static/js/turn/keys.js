@@ -3,7 +3,7 @@
 // so the order in which keys are tried is the one written here.
 import { clearScore, redo, toggleDefinition, undo } from "./forms.js";
 import { closeDialog, editable, focusForm, forms, keysHelp, openDialog, palette, relogin, trapFocus } from "./page.js";
-import { closePalette, hidePopover, openPalette, paletteButtons, pick, textOf } from "./spans.js";
+import { closePalette, hidePopover, hideSelectionNote, openPalette, paletteButtons, pick, textOf } from "./spans.js";
 
 export function startKeys() {
   document.getElementById("show-keys").addEventListener("click", function () {
@@ -40,6 +40,7 @@ export function startKeys() {
     if (event.key === "Escape") {
       closePalette();
       hidePopover(true);
+      hideSelectionNote();
       return;
     }
     if (event.key === "?") { openDialog(keysHelp, document.getElementById("close-keys")); event.preventDefault(); return; }

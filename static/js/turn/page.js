@@ -10,6 +10,7 @@ export const maxCount = page !== null ? Number(page.dataset.maxCount) : 0;
 export const coder = page !== null ? page.dataset.coder || "" : "";
 export const palette = document.getElementById("palette");
 export const popover = document.getElementById("span-popover");
+export const selectionNote = document.getElementById("selection-note");
 export const keysHelp = document.getElementById("keys-help");
 export const relogin = document.getElementById("relogin");
 export const globalState = document.getElementById("global-state");

@@ -4,7 +4,7 @@
 // highlight's popover.
 // Every change goes to the form's undo history and save queue (forms.js).
 import { changed } from "./forms.js";
-import { button, editable, forms, palette, popover, subName, subcategories } from "./page.js";
+import { button, editable, forms, palette, popover, selectionNote, subName, subcategories } from "./page.js";
 import { SPANS_REPLACED } from "./values.js";
 
 // ---- text and offsets -----------------------------------------------------------------------------------
@@ -128,8 +128,10 @@ function offsetOf(container, node, offset) {
 }
 
 // The selection as offsets into the one response text it reaches, cut to that text: a triple click on the last
-// paragraph, or a drag that runs past the text's end or starts above it, selects more than the text, and its part
-// in the text is the passage. A selection reaching into two texts, or none, is no passage. Its ends move out to the
+// paragraph, or a drag that runs past the text's end or starts above it (in the client's message, the earlier
+// turns), selects more than the text, and its part in the text is the passage. A selection reaching into none is no
+// passage; one reaching into two texts is refused ({refused, rect}): neither part is the passage the reviewer meant,
+// and a highlight belongs to one response. Its ends move out to the
 // whole characters they fall in (a selection set by a script or a browser's own may end between a letter and its
 // accent), then the blank characters at either end are left out whole (a space with a combining accent is no blank,
 // a CRLF is one).
@@ -140,6 +142,7 @@ function selectionIn() {
   const reached = Array.from(document.querySelectorAll(".response-text")).filter(function (el) {
     return range.intersectsNode(el);
   });
+  if (reached.length > 1) return { refused: true, rect: range.getBoundingClientRect() };
   if (reached.length !== 1) return null;
   const container = reached[0];
   const whole = document.createRange();
@@ -231,12 +234,16 @@ export function openPalette(viaKeyboard) {
   if (!palette || !editable) return false;
   const selection = selectionIn();
   if (!selection) return false;
+  if (selection.refused) { place(selectionNote, selection.rect); return true; }
   pending = selection;
   paletteOpener = viaKeyboard ? document.activeElement : null;
   place(palette, selection.rect);
   if (viaKeyboard) paletteButtons()[0].focus();
   return true;
 }
+
+// The refusal of a selection across two responses, said where it was made until the next click or Esc.
+export function hideSelectionNote() { if (selectionNote) selectionNote.hidden = true; }
 
 export function closePalette() {
   if (!palette || palette.hidden) return;
@@ -392,6 +399,7 @@ export function startSpans() {
   });
   document.addEventListener("mousedown", function (event) {
     pressedOnText = Boolean(event.target.closest(".unit-text")) && !event.target.closest("button");
+    hideSelectionNote();
     if (palette && !palette.hidden && !palette.contains(event.target)) { paletteOpener = null; closePalette(); }
     if (!popover.hidden && !popover.contains(event.target)) hidePopover(false);
   });
