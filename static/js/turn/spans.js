@@ -112,7 +112,7 @@ function renderList(responseId, spans) {
         showPopover([s], change.getBoundingClientRect(), change);
       });
       const remove = button("link remove-span", "✕", "Remove highlight " + name);
-      remove.addEventListener("click", function () { removeSpan(s.form, s, list, position); });
+      remove.addEventListener("click", function () { removeSpan(s.form, s, list, position); dropRepeat(); });
       chip.append(change, remove);
     }
     list.appendChild(chip);
@@ -214,6 +214,23 @@ function switchSpan(form, span, slug) {
   writeSpans(form, spans);
 }
 
+// ---- a double click ----------------------------------------------------------------------------------------------
+// A click that adds, changes or removes a highlight redraws the list or closes the palette or popover: the double
+// click's second click then lands on what took its place (the next highlight's ✕, moved into the removed one's place;
+// a score under the closed palette) and is dropped, never a change of its own. A new click (its count 1) ends this.
+let repeatDropped = false;
+
+function dropRepeat() { repeatDropped = true; }
+
+function dropRepeatedClick(event) {
+  if (repeatDropped && event.detail > 1) {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    return;
+  }
+  repeatDropped = false;
+}
+
 // ---- palette and popover ------------------------------------------------------------------------------------
 let pending = null;
 let paletteOpener = null;
@@ -295,11 +312,16 @@ function showPopover(here, rect, opener) {
         change.addEventListener("click", function () {
           switchSpan(s.form, s, slug);
           hidePopover(true);
+          dropRepeat();
         });
         row.appendChild(change);
       });
       const remove = button("danger", "Remove");
-      remove.addEventListener("click", function () { removeSpan(s.form, s, null, 0); hidePopover(true); });
+      remove.addEventListener("click", function () {
+        removeSpan(s.form, s, null, 0);
+        hidePopover(true);
+        dropRepeat();
+      });
       row.appendChild(remove);
     }
     popover.appendChild(row);
@@ -343,7 +365,7 @@ export function startSpans() {
     });
     palette.addEventListener("click", function (event) {
       const b = event.target.closest("button.sub");
-      if (b) pick(b.dataset.sub);
+      if (b) { pick(b.dataset.sub); dropRepeat(); }
     });
     palette.addEventListener("keydown", function (event) {
       if (/^[1-9]$/.test(event.key)) {
@@ -389,6 +411,8 @@ export function startSpans() {
       event.stopPropagation();
     });
   });
+
+  document.addEventListener("click", dropRepeatedClick, true);
 
   // A mouse selection begun on a response's text or heading opens the palette wherever the button is let go: a drag
   // may run on past the text.
