@@ -322,7 +322,8 @@ def calibration_section(
     alpha: dict[str, dict[str, dict[str, object]]] = {}
     agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
     experts: dict[str, dict[str, object]] = {}
-    last_matrix: RoundMatrix | None = None
+    # the clusters each round's bootstrap resamples: its intervals' (and, for the last round, the shares')
+    n_turns: dict[str, int] = {}
     expert_names, method_names = set(params.experts), set(params.methods)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
     is_method = np.array([coder in method_names for coder in enc.coders], dtype=bool)
@@ -349,7 +350,7 @@ def calibration_section(
             a.code: _attribute_kappa_summary(kappa[:, i]) for i, a in enumerate(enc.schema.attributes)
         }
         alpha[name] = _alpha_by_attribute(enc, m)
-        last_matrix = m
+        n_turns[name] = m.n_turns
 
         def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers,
                       ranked: tuple[bool, ...] = tuple(entries[r]["n_items"] != 0 for r in m.reviewers)) -> None:
@@ -375,7 +376,8 @@ def calibration_section(
         "resamples": params.bootstrap,
         "seed": params.seed,
         "round": last,
-        "n_turns": last_matrix.n_turns if last_matrix is not None else 0,
+        "n_turns": n_turns[last] if last else 0,
+        "n_turns_by_round": n_turns,
         "top_k": top_k,
     }
     if own:

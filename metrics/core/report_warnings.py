@@ -1,11 +1,11 @@
 """The report's ``warnings``: a section that came out empty although the study has judgments or session labels for
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
 kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
-(a calibration round without gold, a model slot without a scored response: ``parameters.models``), and the
-calibration bootstrap's figures when it resamples too few clusters to mean anything. A report never
-drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report`` prints these on
-stderr, and the dashboards show them on the overview and on the section's page. Plain data in, plain data out (no
-database, no science stack)."""
+(a calibration round without gold, a model slot without a scored response: ``parameters.models``), and a
+calibration round's or the main round's bootstrap figures when they resample too few clusters to mean anything.
+A report never drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report``
+prints these on stderr, and the dashboards show them on the overview and on the section's page. Plain data in,
+plain data out (no database, no science stack)."""
 
 from __future__ import annotations
 
@@ -83,20 +83,31 @@ def _without_gold_said(name: str) -> str:
 
 
 def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
-    """The last calibration round, when its bootstrap resamples fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its
-    turns, a conversation-level item one of its own: ``calibration.bootstrap.n_turns``): n clusters give
-    C(2n − 1, n) distinct resamples (3 for 2), and the intervals of so few undercover, so its agreement intervals
-    and top-k shares would be read as usual though they say next to nothing. A round whose figures are all empty
-    for want of gold is said so already."""
+    """Each calibration round whose bootstrap resamples fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its turns, a
+    conversation-level item one of its own: ``calibration.bootstrap.n_turns_by_round``), in round order: n clusters
+    give C(2n − 1, n) distinct resamples (3 for 2), and the intervals of so few undercover, so its agreement
+    intervals (and, for the last round, the top-k shares of selection stability, which resample the same clusters)
+    would be read as usual though they say next to nothing. A round whose figures are all empty for want of gold is
+    said so already. A report stored before the count of every round was kept has the last round's alone
+    (``calibration.bootstrap.n_turns``)."""
     bootstrap = (report.get("calibration") or {}).get("bootstrap") or {}
-    name, n = bootstrap.get("round"), int(bootstrap.get("n_turns") or 0)
-    if not name or name in without_gold or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
-        return []
-    distinct = plural(comb(2 * n - 1, n), "distinct resample")
-    return [f"Calibration round {name}: its bootstrap resamples only {plural(n, 'cluster')} (the turns of its "
-            f"items, a conversation-level item one of its own), which give {distinct}: its agreement intervals and "
-            f"the top-k shares of selection stability say next to nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} "
-            "clusters an interval covers well below its level; a round needs more items for them to be read)."]
+    last = bootstrap.get("round")
+    counts = bootstrap.get("n_turns_by_round")
+    if not isinstance(counts, Mapping):
+        counts = {last: bootstrap.get("n_turns")} if last else {}
+    said = []
+    for name, count in counts.items():
+        n = int(count or 0)
+        if name in without_gold or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+            continue
+        distinct = plural(comb(2 * n - 1, n), "distinct resample")
+        figures = ("its agreement intervals and the top-k shares of selection stability say" if name == last
+                   else "its agreement intervals say")
+        said.append(f"Calibration round {name}: its bootstrap resamples only {plural(n, 'cluster')} (the turns of its "
+                    f"items, a conversation-level item one of its own), which give {distinct}: {figures} next to "
+                    f"nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its "
+                    "level; a round needs more items for them to be read).")
+    return said
 
 
 def _few_main_clusters(report: Mapping[str, Any]) -> list[str]:
@@ -158,11 +169,10 @@ def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
-    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), the last
-    calibration round when its bootstrap has too few clusters (``_few_bootstrap_clusters``), the main round's
-    intervals when theirs has (``_few_main_clusters``) and each model
-    slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when there is
-    none."""
+    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), each
+    calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), the main round's
+    intervals when theirs has (``_few_main_clusters``) and each model slot missing from the per-model indices
+    (``_models_without_scores``), the main report first; [] when there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:

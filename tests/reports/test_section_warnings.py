@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,60 @@ def test_a_model_slot_warns_only_beside_a_model_with_scores():
     assert report_warnings(report | {"indices": {"ari": {}}}) == []
     assert report_warnings(report | {"parameters": {}}) == []
     assert report_warnings(report | {"parameters": {"models": ["A"]}}) == []
+
+
+FEW_SLUG = "few-calibration-turns"
+
+
+@pytest.fixture(scope="module")
+def few_calibration_turns(shared_state):
+    """A synthetic study of two calibration rounds of 3 single-turn conversations each: both rounds' bootstraps
+    resample 3 clusters (10 distinct resamples)."""
+    with shared_state():
+        call_command("generate_synthetic", "--conversations", "20", "--models", "2", "--reviewers", "3",
+                     "--calibration-rounds", "2", "--calibration-turns", "3", "--multi-share", "0", "--seed", "3",
+                     "--slug", FEW_SLUG, stdout=io.StringIO())
+        study = Study.objects.get(slug=FEW_SLUG)
+        _run(study)
+        yield study.pk
+
+
+def few_clusters_said(name: str, figures: str) -> str:
+    return (f"Calibration round {name}: its bootstrap resamples only 3 clusters (the turns of its items, a "
+            f"conversation-level item one of its own), which give 10 distinct resamples: {figures} say next to "
+            "nothing (with fewer than 10 clusters an interval covers well below its level; a round needs more items "
+            "for them to be read).")
+
+
+FEW_WARNINGS = [few_clusters_said("calibration-1", "its agreement intervals"),
+                few_clusters_said("calibration-2", "its agreement intervals and the top-k shares of selection "
+                                                   "stability")]
+
+
+def test_every_calibration_rounds_few_clusters_are_said_on_the_pages_the_command_and_the_bundle(
+        client, few_calibration_turns, researcher, tmp_path):
+    """An earlier calibration round's intervals rest on its own bootstrap, which the Reliability page draws when the
+    round is chosen; before, the warnings named the last round's few clusters alone."""
+    run = MetricRun.objects.get(study_id=few_calibration_turns, status="succeeded")
+    assert run.result["calibration"]["bootstrap"]["n_turns_by_round"] == {"calibration-1": 3, "calibration-2": 3}
+    stored = [w["message"] for w in run.result["warnings"] if w["message"].startswith("Calibration round")]
+    assert stored == FEW_WARNINGS
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=[FEW_SLUG, "reliability"]) + "?round=calibration-1")
+    shown = _warnings_shown(page.content.decode())
+    assert [w for w in shown if "Calibration round" in w] == [
+        f"<strong>Warning</strong> (run {run.pk}): {escape(message)}" for message in FEW_WARNINGS]
+    out, err = io.StringIO(), io.StringIO()
+    call_command("metrics_report", "--study", FEW_SLUG, "--bootstrap", "20", "--seed", "1", stdout=out, stderr=err)
+    assert [line for line in err.getvalue().splitlines() if "Calibration round" in line] == [
+        f"warning: {message}" for message in FEW_WARNINGS]
+    with override_settings(BUNDLE_DIR=str(tmp_path)):
+        path = bundle.bundle_file(run=run).path
+    with zipfile.ZipFile(path) as archive:
+        html = archive.read("report.html").decode()
+        shipped = json.loads(archive.read("report.json"))
+    assert all(escape(message) in html for message in FEW_WARNINGS)
+    assert shipped["calibration"]["bootstrap"]["n_turns_by_round"] == {"calibration-1": 3, "calibration-2": 3}
+    assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["warnings"] == run.result["warnings"]

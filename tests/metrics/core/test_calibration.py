@@ -237,13 +237,66 @@ def test_panel_ranking_uses_last_round(report: dict) -> None:
 
 
 def test_a_bootstrap_of_two_clusters_is_named_in_the_warnings(report: dict) -> None:
-    """Round 2's bootstrap draws its 2 turns: 3 distinct resamples, whose intervals and top-k shares the report
-    printed as usual, unsaid."""
-    assert report_warnings(report) == [{"section": "main", "message": (
-        "Calibration round calibration-2: its bootstrap resamples only 2 clusters (the turns of its items, a "
-        "conversation-level item one of its own), which give 3 distinct resamples: its agreement intervals and the "
-        "top-k shares of selection stability say next to nothing (with fewer than 10 clusters an interval covers well "
-        "below its level; a round needs more items for them to be read).")}]
+    """Both rounds' bootstraps draw their 2 turns (a/1 and b/1): 3 distinct resamples, whose intervals (and round
+    2's top-k shares) the report printed as usual, unsaid; round 1, not the last, was never named."""
+    assert report["calibration"]["bootstrap"]["n_turns_by_round"] == {"calibration-1": 2, "calibration-2": 2}
+    clusters = ("its bootstrap resamples only 2 clusters (the turns of its items, a conversation-level item one of "
+                "its own), which give 3 distinct resamples: ")
+    why = ("next to nothing (with fewer than 10 clusters an interval covers well below its level; a round needs more "
+           "items for them to be read).")
+    assert report_warnings(report) == [
+        {"section": "main", "message": f"Calibration round calibration-1: {clusters}its agreement intervals say {why}"},
+        {"section": "main", "message": f"Calibration round calibration-2: {clusters}its agreement intervals and the "
+                                       f"top-k shares of selection stability say {why}"},
+    ]
+
+
+def test_every_rounds_cluster_count_is_its_own() -> None:
+    """Round 1 on 3 turns of one conversation, round 2 on 12 turns of twelve conversations plus a second attribute
+    on six of them (items, not clusters): 3 and 12 clusters, so round 1 alone is warned of, though it is not the
+    last round, whose count (12) is the one selection stability reads."""
+    rows = []
+    for coder, gold in (("expert-x", True), ("ann", False), ("bob", False)):
+        rows += [("calibration-1", coder, gold, "DS", "c", turn, "", "UA", 1) for turn in (1, 2, 3)]
+        rows += [("calibration-2", coder, gold, "DS", f"d{n}", 1, "", "UA", 2) for n in range(12)]
+        rows += [("calibration-2", coder, gold, "DS", f"d{n}", 1, "M1", "RA", 0) for n in range(6)]
+    report = build_report(attributes=SCHEMA, judgments=judgment_table(rows), spans=None,
+                          subcategory_attribute=None, params=ReportParams(bootstrap=20, seed=1))
+    bootstrap = report["calibration"]["bootstrap"]
+    assert bootstrap["n_turns_by_round"] == {"calibration-1": 3, "calibration-2": 12}
+    assert bootstrap["round"] == "calibration-2" and bootstrap["n_turns"] == 12
+    said = [w["message"] for w in report_warnings(report)]
+    assert [m.split(":")[0] for m in said] == ["Calibration round calibration-1"]
+    # 3 clusters: C(5, 3) = 10 distinct resamples
+    assert "only 3 clusters" in said[0] and "10 distinct resamples: its agreement intervals say next" in said[0]
+
+
+@pytest.mark.parametrize(("counts", "named"), [
+    ({"calibration-1": 4, "calibration-2": 30}, ["calibration-1"]),
+    ({"calibration-1": 30, "calibration-2": 9}, ["calibration-2"]),
+    ({"calibration-1": 1, "calibration-2": 0, "calibration-3": 2}, ["calibration-1", "calibration-3"]),
+    ({"calibration-1": 10, "calibration-2": 10}, []),
+])
+def test_each_round_below_ten_clusters_is_named(counts: dict[str, int], named: list[str]) -> None:
+    names = list(counts)
+    reviewer = {name: {"bucketed": 0.5, "n_items": 3} for name in names}
+    report = {"calibration": {"rounds": names, "reviewers": {"r1": reviewer},
+                              "bootstrap": {"round": names[-1], "n_turns": counts[names[-1]],
+                                            "n_turns_by_round": counts}}}
+    said = [w["message"] for w in report_warnings(report)]
+    assert [m.split(":")[0] for m in said] == [f"Calibration round {name}" for name in named]
+    # a round without gold is said so once, never as a round of few clusters
+    reviewer[names[0]] = {"bucketed": None, "n_items": 0}
+    said = [w["message"] for w in report_warnings(report)]
+    assert sum(names[0] in m for m in said) == 1 and "none of the items" in said[0]
+
+
+def test_a_report_stored_before_every_rounds_count_warns_of_the_last_round_alone() -> None:
+    reviewer = {name: {"bucketed": 0.5, "n_items": 3} for name in ("calibration-1", "calibration-2")}
+    report = {"calibration": {"rounds": ["calibration-1", "calibration-2"], "reviewers": {"r1": reviewer},
+                              "bootstrap": {"round": "calibration-2", "n_turns": 5}}}
+    assert [w["message"][:58] for w in report_warnings(report)] == [
+        "Calibration round calibration-2: its bootstrap resamples o"]
 
 
 @pytest.mark.parametrize(("n_turns", "warned"), [(0, False), (1, True), (9, True), (10, False), (40, False)])
