@@ -38,6 +38,12 @@ def require_study_admin(user: AnyUser) -> None:
         raise PermissionDenied("Only study admins can do this.")
 
 
+def require_superuser(user: AnyUser) -> None:
+    """Superuser status, and an account's password set by another person, are a superuser's to change."""
+    if not (user.is_authenticated and getattr(user, "is_superuser", False)):
+        raise PermissionDenied("Only a superuser can do this.")
+
+
 def require_staff(user: AnyUser) -> None:
     if not user_sees_all_studies(user=user):
         raise PermissionDenied("Only admins and researchers can do this.")

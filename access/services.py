@@ -1,5 +1,6 @@
 """Accounts and their roles (the four role groups with their permissions), and the admins' people management:
-creating accounts (one at a time or from a CSV), one-time set-password links, roles, deactivation."""
+creating accounts (one at a time or from a CSV), one-time set-password links, roles, deactivation; and what a
+superuser still changes in the Django admin (``access.admin``): superuser status and a password, each recorded."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from access import roles
-from access.checks import require_study_admin
+from access.checks import require_study_admin, require_superuser, user_roles
 from audit.services import audit_record
 from common.errors import RowError, RowErrors
 
@@ -192,6 +193,10 @@ def account_role_set(*, user: User, role: str, by: User) -> User:
     require_study_admin(by)
     if role not in roles.ROLES:
         raise ValidationError({"role": f"must be one of {', '.join(roles.ROLES)}"})
+    if user.is_superuser and role != roles.ADMIN:  # superuser status is an admin's (superuser_problem)
+        raise ValidationError({"role": f"{user.get_username()} is a superuser, which is an admin's status: a "
+                                       "superuser revokes it in the Django admin first (recorded), then the role "
+                                       "can change"})
     _role_set(user, role)
     user.save(update_fields=["is_staff"])
     audit_record(by=by, action="account.role_set", target=f"user:{user.get_username()}", role=role)
@@ -221,3 +226,46 @@ def password_link_issue(*, user: User, by: User) -> str:
     user.save(update_fields=["password"])
     audit_record(by=by, action="account.password_reset", target=f"user:{user.get_username()}")
     return password_link(user=user)
+
+
+# --- the Django admin's changes of an account (a superuser's) ---------------------------------------------------
+
+
+def superuser_problem(*, user: User, superuser: bool, by: User) -> str | None:
+    """Why ``by`` may not set ``user``'s superuser status to ``superuser``, in words (None: they may). A superuser
+    passes every check of every study (``access.checks``): it is an admin's status, never a coder's or a
+    researcher's, who would then see, and change, everyone's judgments and gold outside their role; and nobody
+    revokes their own, so an installation is never left without a superuser by a slip."""
+    name = user.get_username()
+    if superuser and roles.ADMIN not in user_roles(user=user):
+        held = ", ".join(user_roles(user=user)) or "no role"
+        return (f"superuser status is an admin's: {name} holds {held}, and a superuser sees and changes every study's "
+                "judgments and gold (make them an admin on the people page first)")
+    if not superuser and user.pk == by.pk:
+        return "you cannot revoke your own superuser status (another superuser can)"
+    return None
+
+
+@transaction.atomic
+def account_superuser_set(*, user: User, superuser: bool, by: User) -> User:
+    """Grant or revoke superuser status, recorded (``account.superuser_grant`` / ``account.superuser_revoke``)."""
+    require_superuser(by)
+    problem = superuser_problem(user=user, superuser=superuser, by=by)
+    if problem:
+        raise ValidationError({"is_superuser": problem})
+    if not get_user_model().objects.filter(pk=user.pk, is_superuser=not superuser).update(is_superuser=superuser):
+        raise ValidationError({"is_superuser": f"{user.get_username()} is already "
+                                               f"{'a superuser' if superuser else 'not a superuser'}"})
+    user.refresh_from_db(fields=["is_superuser"])
+    audit_record(by=by, action="account.superuser_grant" if superuser else "account.superuser_revoke",
+                 target=f"user:{user.get_username()}")
+    return user
+
+
+def account_password_recorded(*, user: User, by: User) -> None:
+    """Record a password a superuser set, or password sign-in they turned off, on the Django admin's password form
+    (``account.password_set`` / ``account.password_unset``): whoever sets a person's password can sign in as them,
+    so it is recorded as the people page's set-password links are. Called inside the write's transaction."""
+    require_superuser(by)
+    audit_record(by=by, action="account.password_set" if user.has_usable_password() else "account.password_unset",
+                 target=f"user:{user.get_username()}")

@@ -101,8 +101,12 @@ def account_role(request: AuthedRequest, user_id: int) -> HttpResponse:
     user = _account(user_id)
     form = forms.RoleForm(request.POST)
     if form.is_valid():
-        services.account_role_set(user=user, role=form.cleaned_data["role"], by=request.user)
-        messages.success(request, f"{user.get_username()} is now {form.cleaned_data['role']}.")
+        try:
+            services.account_role_set(user=user, role=form.cleaned_data["role"], by=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+        else:
+            messages.success(request, f"{user.get_username()} is now {form.cleaned_data['role']}.")
     else:
         messages.error(request, "choose one of the roles")
     return redirect("people")

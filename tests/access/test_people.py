@@ -14,7 +14,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from access.forms import AccountForm
-from access.services import account_create, accounts_create_from_csv, user_ensure
+from access.services import account_create, accounts_create_from_csv, roles_ensure, user_ensure
 from audit.models import AuditEvent
 from common.errors import RowErrors
 from tests.conftest import sign_in
@@ -148,6 +148,20 @@ def test_setting_a_role_replaces_the_old_one_and_staff_follows(client, admin_use
     client.post(reverse("account-role", args=[reviewer.pk]), {"role": "researcher"})
     reviewer.refresh_from_db()
     assert list(reviewer.groups.values_list("name", flat=True)) == ["researcher"] and reviewer.is_staff
+
+
+def test_a_superusers_role_stays_admin_until_a_superuser_revokes_the_status(client, admin_user):
+    """Superuser status is an admin's (access.services.superuser_problem): before, the people page made a superuser
+    a reviewer, who then saw and changed every study's judgments and gold as a coder."""
+    root = User.objects.create_superuser("root", "root@example.org", "pw-for-tests")
+    root.groups.add(roles_ensure()["admin"])
+    client.force_login(admin_user)
+    page = client.post(reverse("account-role", args=[root.pk]), {"role": "reviewer"}, follow=True)
+    assert page.status_code == 200
+    assert ("root is a superuser, which is an admin&#x27;s status: a superuser revokes it in the Django admin first "
+            "(recorded), then the role can change") in page.content.decode()
+    assert list(root.groups.values_list("name", flat=True)) == ["admin"]
+    assert not AuditEvent.objects.filter(action="account.role_set").exists()
 
 
 def test_people_pages_are_for_admins_only(client, reviewer, researcher):
