@@ -7,7 +7,7 @@ import hmac
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1026,11 +1026,11 @@ def conversations_unplaceable(*, study: Study, conversations: Iterable[int] | Qu
     if check is None:
         return {}
     ids = conversations if isinstance(conversations, QuerySet) else sorted(set(conversations))
-    sessions: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    sessions: dict[int, list[tuple[int, str, str | None]]] = defaultdict(list)
     for conversation_id, index, kind, crisis_type in Session.objects.filter(
             conversation_id__in=ids).order_by("conversation_id", "index").values_list(
             "conversation_id", "index", "kind", "crisis_type"):
-        sessions[conversation_id].append({"index": index, "kind": kind, "crisis_type": crisis_type})
+        sessions[conversation_id].append((index, kind, crisis_type))
     if not sessions:
         return {}
     already = set(conversations_of_study(study=study, among=sorted(sessions)).values_list("pk", flat=True))
@@ -1038,12 +1038,26 @@ def conversations_unplaceable(*, study: Study, conversations: Iterable[int] | Qu
     found: dict[int, str] = {}
     for pk, dataset, external_id, kind in (Conversation.objects.filter(any_of("pk", asked)).values_list(
             "pk", "dataset__name", "external_id", "kind") if asked else ()):
-        record = {"dataset": dataset, "conversation_id": external_id, "kind": kind, "sessions": sessions[pk]}
-        if problems := check(record):
-            where, why = problems[0]
-            found[pk] = (f"{dataset}/{external_id} {where}: {why}; the study's report could not place it, so it "
-                         "cannot become the study's")
+        if why := unplaceable_why(check, dataset=dataset, external_id=external_id, kind=kind, sessions=sessions[pk]):
+            found[pk] = why
     return found
+
+
+def unplaceable_why(check: Callable[[dict[str, Any]], list[tuple[str, str]]], *, dataset: str, external_id: str,
+                    kind: str, sessions: Iterable[tuple[int, str, str | None]]) -> str | None:
+    """Why a study's kind cannot place a conversation (``check``: the study's ``conversation_check``), naming it and
+    the field of its first problem; None when it can. The conversation is given by its sessions (index, kind, crisis
+    type), as stored or as a study archive holds it, and asked in the conversations importer's record shape
+    (``benchmark.sessions``), which the hook expects: the one place that shape is made of anything but an import's
+    record."""
+    record = {"dataset": dataset, "conversation_id": external_id, "kind": kind,
+              "sessions": [{"index": index, "kind": session_kind, "crisis_type": crisis_type}
+                           for index, session_kind, crisis_type in sessions]}
+    if not (problems := check(record)):
+        return None
+    where, why = problems[0]
+    return (f"{dataset}/{external_id} {where}: {why}; the study's report could not place it, so it cannot become the "
+            "study's")
 
 
 # --- a study's material with its texts, for the API (admins and researchers) -----------------------------------

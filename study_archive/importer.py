@@ -12,7 +12,9 @@ and subcategories included), and refused when it differs; a new one is checked a
 block. A dataset is reused by name. A conversation that
 exists is reused when every archived session, turn and response is there as archived (the same texts, each turn in
 the same session, each response of the same model version; its owning study is left as it is), and refused
-otherwise. The study's slug must be free (``as_slug`` imports under another one).
+otherwise. Every conversation the archive brings, new or reused, must be one the study's kind can place (its
+``conversation_problems`` hook, as every path that makes a conversation a study's asks it). The study's slug must be
+free (``as_slug`` imports under another one).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 
 from access import roles
-from annotation.kinds import CoderSetting, kind_settings, kind_settings_problems
+from annotation.kinds import CoderSetting, conversation_check, kind_settings, kind_settings_problems
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -48,7 +50,7 @@ from annotation.models import (
     WorkshopNote,
 )
 from annotation.schema_document import ari_cluster_problems, index_thresholds
-from annotation.selectors import study_coders
+from annotation.selectors import conversations_unplaceable, study_coders, unplaceable_why
 from annotation.services import study_slug_check
 from audit.models import AuditEvent
 from audit.services import audit_record
@@ -369,7 +371,12 @@ class _Importer:
                                    [_new(ModelResponse, response) for response in turn["responses"]])
                                   for turn in record["turns"]]
 
-        new = _built([(n, r) for n, r in batch if (r["dataset"], r["external_id"]) not in existing], build)
+        fresh = [(n, r) for n, r in batch if (r["dataset"], r["external_id"]) not in existing]
+        new = _built(fresh, build)
+        self._placeable_check(
+            {number: existing[key] for (number, _), key in zip(batch, keys, strict=True) if key in existing},
+            {number: (conversation, sessions_of[id(conversation)])
+             for (number, _), (conversation, _) in zip(fresh, new, strict=True)})
         # Each bulk_create gives its rows their ids, which the rows built to point to them then take over.
         Conversation.objects.bulk_create([conversation for conversation, _ in new])
         Session.objects.bulk_create([session for conversation, _ in new
@@ -390,6 +397,30 @@ class _Importer:
                 self.turns[(*key_, turn.index)] = (turn.pk, conversation.pk)
         for response in responses:
             self.responses[(response.turn_id, response.model_slot)] = (response.pk, len(response.text))
+
+    def _placeable_check(self, reused: dict[int, Conversation],
+                         fresh: dict[int, tuple[Conversation, dict[int, Session]]]) -> None:
+        """Every conversation the archive brings into the study, asked of the study's kind as every other path that
+        makes one a study's asks it (its ``conversation_problems`` hook: a conversation the kind's report cannot
+        place, e.g. a history of more sessions than it has columns for, which would make the study's whole section
+        unavailable): a reused one as stored (it may hold sessions the archive lacks), a new one as built from its
+        line; both by line number. Refused on the first line of the batch with a conversation the kind cannot
+        place."""
+        check = conversation_check(self.study)
+        if check is None:
+            return
+        stored = conversations_unplaceable(study=self.study, conversations=[c.pk for c in reused.values()])
+        refused = {number: stored[conversation.pk] for number, conversation in reused.items()
+                   if conversation.pk in stored}
+        for number, (conversation, sessions) in fresh.items():
+            ordered = sorted(sessions.values(), key=lambda session: session.index)
+            if why := unplaceable_why(check, dataset=conversation.dataset.name, external_id=conversation.external_id,
+                                      kind=conversation.kind,
+                                      sessions=[(s.index, s.kind, s.crisis_type) for s in ordered]):
+                refused[number] = why
+        if refused:
+            number = min(refused)
+            raise ArchiveError(f"line {number} (conversation): {refused[number]}")
 
     def _check_reused(self, batch: list[Record], existing: dict[tuple[str, str], Conversation]) -> int:
         """A conversation that exists is reused if it holds every archived session, turn and response as archived:

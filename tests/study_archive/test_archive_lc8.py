@@ -1,6 +1,7 @@
 """An LC8 study (five-session trajectories, reference labels, two methods x two seeds, a human rater's session
 judgments) through the study archive (study_archive/): exported, imported under another slug, the same
-rows with the same values bit for bit, and exported again byte for byte; a bad session label is refused by line."""
+rows with the same values bit for bit, and exported again byte for byte; a bad session label is refused by line, and
+so is a trajectory the kind cannot place (more sessions than the lc8 block's), brought new or reused as stored."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
+from benchmark import conversation_ingest
 from study_archive.records import dumps
+from tests.lc8.test_data import trajectory
 from tests.lc8.test_round_trip import judgment_rows, label_rows, lc8_full_study
 from tests.study_archive.test_archive import (
     checksummed,
@@ -133,3 +136,53 @@ def test_a_second_label_for_the_same_key_is_refused_by_the_database_naming_the_l
     with pytest.raises(CommandError, match=rf"lines {at + 1}–\d+ \(session_label\): refused by the database"):
         call_command("import_study", str(write(tmp_path, lines)), "--as", "copy", stdout=io.StringIO())
     assert not Study.objects.filter(slug="copy").exists()
+
+
+SIX = ("LC8-test/t2 sessions[5]: a LongCounsel-8 trajectory has at most 5 sessions (the sessions of the schema's lc8 "
+       "block); this one has 6; the study's report could not place it, so it cannot become the study's")
+
+
+def sixth_session(record: dict, *, dry: bool) -> bool:
+    if dry:
+        return record["external_id"] == "t2"
+    record["sessions"].append({"index": 6, "kind": "counseling", "crisis_type": None})
+    return True
+
+
+def test_a_new_trajectory_the_kind_cannot_place_is_refused_by_line_and_nothing_is_written(tmp_path):
+    """t2 comes with a sixth session into an installation without it: the section would place none of the study's
+    trajectories (docs/lc8.md#trajectories-conversations-json-lines)."""
+    study = lc8_full_study()
+    lines, number = edited(export(study.slug), "conversation", sixth_session)
+    truncate_everything_archived()
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, checksummed(lines))), stdout=io.StringIO())
+    assert f": line {number} (conversation): {SIX}; nothing was imported" in str(refused.value)
+    assert table_counts() == before
+
+
+def test_a_reused_trajectory_the_kind_cannot_place_as_stored_is_refused_by_line_and_nothing_is_written(tmp_path):
+    """The archive's t2 has its five sessions, but the installation's t2, which the import would reuse, has a sixth
+    (stored by an import without a study, which has no kind to ask): the study would take it as stored."""
+    study = lc8_full_study()
+    text = export(study.slug)
+    number = next(n for n, r in enumerate(records(text), start=1)
+                  if r["type"] == "conversation" and r["external_id"] == "t2")
+    truncate_everything_archived()
+    conversation_ingest.conversations_import(rows=[(1, trajectory("t1")), (2, trajectory("t2", sessions=6))])
+    before = table_counts()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_study", str(write(tmp_path, text)), stdout=io.StringIO())
+    assert f": line {number} (conversation): {SIX}; nothing was imported" in str(refused.value)
+    assert table_counts() == before
+
+
+def test_trajectories_of_five_stored_without_a_study_are_reused(tmp_path):
+    study = lc8_full_study()
+    text = export(study.slug)
+    truncate_everything_archived()
+    conversation_ingest.conversations_import(rows=[(1, trajectory("t1")), (2, trajectory("t2"))])
+    out = io.StringIO()
+    call_command("import_study", str(write(tmp_path, text)), stdout=out)
+    assert SessionLabel.objects.count() == 60
