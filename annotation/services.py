@@ -982,7 +982,7 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=timezone.now())
         if assignment.is_check_item:
             check_alert_update(study=assignment.round.study, user=by)
-    elif missing and done_before:  # completed once, and short since (an import changed its codes): no longer
+    elif missing and done_before:  # completed once and short since (under a version whose saves kept it): no longer
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=None)
     return TurnCheck(missing=missing, warnings=warnings, completed=completed)
 

@@ -6,13 +6,14 @@ study."""
 from __future__ import annotations
 
 import html
+import json
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotation import rules, selectors, services
+from annotation import long_format, rules, selectors, services
 from annotation.models import (
     Assignment,
     AttributeDefinition,
@@ -335,8 +336,9 @@ def test_a_completed_turn_stays_completed_through_a_save_that_keeps_it_complete(
 
 
 def test_complete_on_a_completed_turn_short_since_takes_it_out_of_the_completed_ones(client, care):
-    """A completed turn whose codes changed by another path than the page (an import: ``judgment_save`` alone) is
-    taken out of the completed ones when Complete is clicked on it again, with what it wants."""
+    """A completed turn whose codes changed by another path than the page (``judgment_save`` alone, as saves did
+    before ``item_judgment_save``; an import cannot change them: the test below) is taken out of the completed ones
+    when Complete is clicked on it again, with what it wants."""
     reviewer = get_user_model().objects.get(username="demo-reviewer")
     login(client, "demo-reviewer")
     view, response = code_turn(care, reviewer, 6, {"strategy": 5, "horizon": 1})
@@ -346,3 +348,41 @@ def test_complete_on_a_completed_turn_short_since_takes_it_out_of_the_completed_
     services.judgment_save(round=care, by=reviewer, attribute=horizon, score=0, turn=view.turn, response=response)
     assert "which needs a primary horizon" in client.post(url).content.decode()
     assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is None
+
+
+@pytest.mark.parametrize("path", ["command", "api"])
+@pytest.mark.parametrize(("horizon", "said"), [
+    (0, "score: the study already has a different horizon judgment for this unit (score 1); an import never "
+        "overwrites a judgment"),
+    (None, "score: required"),
+], ids=["none", "cleared"])
+def test_an_import_cannot_leave_a_completed_turn_short(client, care, admin_user, as_token, tmp_path, path, horizon,
+                                                       said):
+    """What the autosave does to a completed turn its save leaves short has no counterpart in an import of judgments
+    (docs/api.md#importing-judgments): every form of a completed turn holds its coder's scored judgment, and an import
+    only adds scored judgments, so a row that would set the coder's horizon to none is refused by its line (an import
+    never overwrites), one that would clear it too (a row's score is required), the turn stays completed, and its
+    codes stay as the coder left them."""
+    reviewer = get_user_model().objects.get(username="demo-reviewer")
+    view, response = code_turn(care, reviewer, 6, {"strategy": 5, "horizon": 1})  # providing suggestions, Regulate
+    login(client, "demo-reviewer")
+    assert client.post(reverse("turn-complete", args=[care.pk, view.position])).status_code == 302
+    exported = [json.loads(line) for line in "".join(long_format.WRITERS["jsonl"](study=care.study)).splitlines()]
+    row = next(r for r in exported if (r["reviewer"], r["round"], r["conversation_id"], r["turn_index"],
+                                       r["attribute"]) == ("demo-reviewer", "main", view.turn.conversation.external_id,
+                                                           view.turn.index, "horizon"))
+    body = json.dumps({**row, "score": horizon}) + "\n"
+    if path == "command":
+        (tmp_path / "judgments.jsonl").write_text(body, encoding="utf-8")
+        with pytest.raises(CommandError) as refused:
+            call_command("import_judgments", str(tmp_path / "judgments.jsonl"), "--study", care.study.slug)
+        assert f"line 1: {said}" in str(refused.value)
+    else:
+        answer = as_token(admin_user, scopes=["import"]).generic(
+            "POST", f"/api/v1/studies/{care.study.slug}/judgments/import/", body.encode(),
+            content_type="application/x-ndjson")
+        assert answer.status_code == 400
+        assert [(e["line"], f"{e['field']}: {e['message']}") for e in answer.json()["errors"]] == [(1, said)]
+    saved = Judgment.objects.get(round=care, coder=reviewer, response=response, attribute__code="horizon")
+    assert (saved.score, saved.version) == (1, 1)
+    assert Assignment.objects.get(round=care, coder=reviewer, position=view.position).completed_at is not None
