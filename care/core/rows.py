@@ -10,7 +10,7 @@ The choices (which judgments count, the reference coding, roles through the ``ca
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from common.cells import unneutralise
 from metrics.core.section_csv import csv_rows
 
 from .metrics import QUALITY_SCOPES, CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
-from .recovery import NO_MARKER, STATES, AssistantCode, UserCode, lacks_horizon
+from .recovery import NO_MARKER, STATES, AssistantCode, UserCode, lacks_horizon, stray_horizon
 
 GOLD = "gold"
 USER_ROLES = ("crisis", "marker", "request", "ambiguous", "sudden", "hold", "reactance")
@@ -114,7 +114,8 @@ class CareInputs:
     @property
     def input(self) -> dict[str, Any]:
         """The report's ``care.input``: histories, judgments read, used, dropped by reason, the reference coding's
-        action turns without a primary horizon by model (``no_horizon``); the judgments used of the reference
+        action turns without a primary horizon by model (``no_horizon``) and its replies of another strategy given
+        one (``stray_horizon``); the judgments used of the reference
         coding when the study chose its reference coder (the warning of a chosen coder who has coded nothing yet);
         and the histories left out with their model slots (``several_slots``) when there are any."""
         dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
@@ -123,19 +124,31 @@ class CareInputs:
                    } if self.several_slots else {}
         return {"histories": len(self.histories), "judgments": self.judgments,
                 "used": self.judgments - sum(dropped.values()), "dropped": dropped,
-                "no_horizon": self.no_horizon, **chosen, **several}
+                "no_horizon": self.no_horizon, "stray_horizon": self.stray_horizon, **chosen, **several}
 
     @property
     def no_horizon(self) -> dict[str, int]:
         """The reference coding's action turns without a primary horizon, by model (those with any): each counts in
         N_action, so in AR's and PR's denominators, with no label (A4). A judge may leave the horizon out, and its
         labels are imported all the same (docs/care-data.md#the-codings-of-care-v1): the report says so here."""
+        return self._reference_turns(lacks_horizon)
+
+    @property
+    def stray_horizon(self) -> dict[str, int]:
+        """The reference coding's replies of a strategy that is no action strategy given a primary horizon all the
+        same, by model (those with any): the section reads no horizon of them (A5), so they count in no rate, where
+        the coder may have meant an action strategy. The coding page does not complete such a turn; an import takes
+        it (docs/care-data.md#the-codings-of-care-v1): the report says so here."""
+        return self._reference_turns(stray_horizon)
+
+    def _reference_turns(self, rule: Callable[[AssistantCode | None, frozenset[str]], bool]) -> dict[str, int]:
+        """The reference coding's assistant turns that ``rule`` (of ``care.core.recovery``) finds, by model."""
         counts: dict[str, int] = defaultdict(int)
         for history in self.histories:
             for session in history.sessions:
                 for turn in session.turns:
                     code = self.reference.assistant.get((history.conversation, turn))
-                    if lacks_horizon(code, self.params.action_strategies):
+                    if rule(code, self.params.action_strategies):
                         counts[history.model] += 1
         return dict(sorted(counts.items()))
 

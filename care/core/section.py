@@ -33,13 +33,16 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 def warning(section: Mapping[str, Any]) -> str | None:
     """What the report's warnings say of the section: empty although the study has judgments (by reason), else the
     reference coding's action turns without a primary horizon (``care.input.no_horizon``), which AR and PR count in
-    their denominators with no label; the histories left out because their replies are under several model slots
+    their denominators with no label, and its replies of another strategy given one (``care.input.stray_horizon``),
+    which count in no rate; the histories left out because their replies are under several model slots
     (``care.input.several_slots``); and a reference coder the study chose who has no codings yet (so the states,
     alignment and quality are empty)."""
     counts = section.get("input")
     if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
         return None
-    horizon = _no_horizon(counts.get("no_horizon") or {}, str(section.get("reference") or ""))
+    reference = str(section.get("reference") or "")
+    horizon = " ".join(found for found in (_no_horizon(counts.get("no_horizon") or {}, reference),
+                                           _stray_horizon(counts.get("stray_horizon") or {}, reference)) if found)
     said = [found for found in (_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts))
             if found]
     return " ".join(said) or None
@@ -67,6 +70,18 @@ def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
             f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
             "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
             "(docs/care.md#reading-choices, A4). Code their horizon to label them.")
+
+
+def _stray_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
+    if not by_model:  # none, or a report from before the section counted them
+        return None
+    total = sum(int(n) for n in by_model.values())
+    models = ", ".join(f"{model} {int(n)}" for model, n in by_model.items())
+    return (f"{plural(total, 'assistant turn')} of the reference coding ({reference}) of a strategy that gives no "
+            f"advice {'has' if total == 1 else 'have'} a primary horizon all the same ({models}): the section reads "
+            "no horizon of them, so each counts in no rate, neither among the action turns (n_action) nor as aligned, "
+            "premature or lag (docs/care.md#reading-choices, A5). Code their horizon none, or their strategy an "
+            "action strategy if they give advice.")
 
 
 def _several_slots(counts: Mapping[str, Any]) -> str | None:

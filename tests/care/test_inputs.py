@@ -5,9 +5,13 @@ codings, the query count, and non-CARE reports without the section."""
 from __future__ import annotations
 
 import json
+import zipfile
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
+from django.urls import reverse
+from django.utils.html import escape
 
 from annotation import automated_coders, checklists, judgment_import, services
 from annotation.models import Judgment, Study, StudyMember
@@ -20,7 +24,10 @@ from care.demo import CARE_DEMO_FILE, CARE_DEMO_JUDGE, CARE_DEMO_JUDGE_FILE, CAR
 from care.synthetic import CareSyntheticSpec, care_synthetic_generate
 from common.errors import jsonl_rows
 from metrics import runs
+from metrics import services as metric_services
+from metrics.core import recompute
 from metrics.core.provenance import PREFIX, fingerprint_rows
+from reports import bundle
 from tests.factories import RoundFactory
 
 pytestmark = pytest.mark.django_db
@@ -161,7 +168,7 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
                            CareParams(resamples=50, seed=3))
     # the judge's 108 codes and the human's 90 (turns only), all of them used: nothing left out
     counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0),
-               "no_horizon": {}}
+               "no_horizon": {}, "stray_horizon": {}}
     assert report["care"] == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
     assert report["warnings"] == []
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
@@ -232,6 +239,47 @@ def test_an_action_turn_without_a_horizon_is_imported_counted_and_said(demo):
         "(docs/care.md#reading-choices, A4). Code their horizon to label them.")}]
 
 
+STRAY_HORIZON = (
+    "1 assistant turn of the reference coding (demo-expert) of a strategy that gives no advice has a primary horizon "
+    "all the same (Assistant 1): the section reads no horizon of them, so each counts in no rate, neither among the "
+    "action turns (n_action) nor as aligned, premature or lag (docs/care.md#reading-choices, A5). Code their horizon "
+    "none, or their strategy an action strategy if they give advice.")
+
+
+def test_a_reply_of_another_strategy_with_a_horizon_is_imported_counted_and_said_on_every_output(
+        demo, client, researcher, tmp_path):
+    """The expert codes turn 8's reply a question with horizon Bridge (the coding page would not complete it; an import
+    takes it: docs/care-data.md#the-codings-of-care-v1). By hand: the expert's coding is the reference (item 18)
+    and holds one reply, a question, so no action turn (n_action 0, AR and PR of nothing), and that reply has a
+    horizon it should not: care.input.stray_horizon {"Assistant": 1}, no_horizon {}; the warning is the report's,
+    the CARE page's, the bundle's printable report's and its recompute's."""
+    study = _study(demo)
+    rows = [_label_row("demo-expert", "expert", 8, attribute, score)
+            for attribute, score in (("strategy", "question"), ("horizon", "Bridge"))]
+    summary = judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug=CARE_DEMO_STUDY, by=None)
+    assert summary.judgments_created == 2
+    section = loader.care_section(study=study, resamples=0)
+    assert section["reference"] == "demo-expert"
+    assert (section["input"]["no_horizon"], section["input"]["stray_horizon"]) == ({}, {"Assistant": 1})
+    assert section["alignment"]["Assistant"]["n_action"] == 0
+    run = metric_services.metric_run_request(study=study, by=None, bootstrap=20, seed=1)
+    assert runs.metric_run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.result["care"]["input"]["stray_horizon"] == {"Assistant": 1}
+    assert run.result["warnings"] == [{"section": "care", "message": STRAY_HORIZON}]
+    client.force_login(researcher)
+    page = client.get(reverse("reports-page", args=[study.slug, "care"])).content.decode()
+    assert f"<strong>Warning</strong> (run {run.pk}): {escape(STRAY_HORIZON)}" in page
+    with override_settings(BUNDLE_DIR=str(tmp_path)):
+        path = bundle.bundle_file(run=run).path
+    with zipfile.ZipFile(path) as archive:
+        printable = next(archive.read(name).decode() for name in archive.namelist() if name.endswith("report.html"))
+    assert f"<strong>Warning:</strong> {escape(STRAY_HORIZON)}" in printable
+    assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert (again["care"]["input"]["stray_horizon"], again["warnings"]) == ({"Assistant": 1}, run.result["warnings"])
+
+
 def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_dataset(demo):
     study = _study(demo)
     demo_twin_add(study)
@@ -244,7 +292,8 @@ def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_d
     assert section["states"][demo_name]["8"] == {"state": "Settling", "credit": 0, "candidate": None}
     assert section["states"][twin_name]["8"] == {"state": "Acute", "credit": 0, "candidate": None}
     assert section["input"] == {"histories": 2, "judgments": 198 + 108, "used": 198 + 108,
-                                "dropped": dict.fromkeys(loader.DROPPED, 0), "no_horizon": {}}
+                                "dropped": dict.fromkeys(loader.DROPPED, 0), "no_horizon": {},
+                                "stray_horizon": {}}
     # one history by its name: the twin's alone, its texts too
     twin = loader.care_inputs(study=study, conversation=twin_name, reference=CARE_DEMO_JUDGE)
     assert [h.conversation for h in twin.histories] == [twin_name]
@@ -274,7 +323,8 @@ def test_a_unit_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_ins
     expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
                            CareParams(resamples=20, seed=1))
     counted = {"histories": 1, "judgments": 199, "used": 198,
-               "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}, "no_horizon": {}}
+               "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}, "no_horizon": {},
+               "stray_horizon": {}}
 
     def section_and_fingerprint() -> tuple[dict, str]:
         found = loader.care_section_and_rows(study=study, seed=1, resamples=20)

@@ -136,7 +136,7 @@ def test_histories_imported_without_a_study_are_the_studys_that_coded_them(care_
     assert theirs["reference"] == HUMAN
     # 108 judge codes and 90 human ones, all used
     assert theirs["input"] == {"histories": 1, "judgments": 198, "used": 198,
-                               "dropped": dict.fromkeys(care_inputs.DROPPED, 0), "no_horizon": {}}
+                               "dropped": dict.fromkeys(care_inputs.DROPPED, 0), "no_horizon": {}, "stray_horizon": {}}
 
 
 def test_the_report_and_metrics_report_of_the_imported_study(care_studies):
