@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group, Permission, User
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.validators import EmailValidator, MaxLengthValidator, ProhibitNullCharactersValidator
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
@@ -79,12 +79,28 @@ def account_create(*, username: str, email: str, role: str, by: User) -> User:
     problems = _account_problems(username=username, email=email, role=role)
     if problems:
         raise ValidationError(problems)
-    user = get_user_model().objects.create(username=username, email=email)
+    user = _account_insert(username=username, email=email)
     user.set_unusable_password()
     _role_set(user, role)
     user.save()
     audit_record(by=by, action="account.create", target=f"user:{username}", role=role)
     return user
+
+
+def _taken(username: str) -> str:
+    return f"{username!r} already has an account"
+
+
+def _account_insert(*, username: str, email: str) -> User:
+    """The account's row. One made meanwhile under the name (the same form or CSV sent twice at once, an import's
+    coder) is refused as the check before it refuses it, where the unique index would have answered a 500."""
+    try:
+        with transaction.atomic():
+            return get_user_model().objects.create(username=username, email=email)
+    except IntegrityError:
+        if not get_user_model().objects.filter(username=username).exists():
+            raise
+        raise ValidationError({"username": _taken(username)}) from None
 
 
 def _first_refusal(value: str, checks: tuple[Callable[[str], object], ...]) -> str | None:
@@ -105,7 +121,7 @@ def _account_problems(*, username: str, email: str, role: str) -> dict[str, str]
     if not USERNAME.match(username):
         problems["username"] = "letters, digits and @.+-_ only, at most 150 characters"
     elif get_user_model().objects.filter(username=username).exists():
-        problems["username"] = f"{username!r} already has an account"
+        problems["username"] = _taken(username)
     if role not in roles.ROLES:
         problems["role"] = f"must be one of {', '.join(roles.ROLES)}"
     return problems
@@ -165,7 +181,7 @@ def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
         header_problems.append(f"missing column(s) {', '.join(missing)}; expected username,email,role")
     if header_problems:
         raise RowErrors([RowError(1, "header", problem) for problem in header_problems])
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[int, str, str, str]] = []
     errors: list[RowError] = []
     seen: dict[str, int] = {}
     try:
@@ -178,14 +194,22 @@ def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
             seen.setdefault(username, line)
             problems |= _nul_cells(header, cells)
             errors += [RowError(line, name, message) for name, message in problems.items()]
-            rows.append((username, email, role))
+            rows.append((line, username, email, role))
     except _Unreadable as unreadable:
         errors.append(unreadable.error)
     if errors:
         raise RowErrors(errors)
     if not rows:
         raise RowErrors([RowError(2, "username", "the file lists no accounts")])
-    return [account_create(username=u, email=e, role=r, by=by) for u, e, r in rows]
+    made: list[User] = []
+    for line, username, email, role in rows:
+        try:
+            made.append(account_create(username=username, email=email, role=role, by=by))
+        except ValidationError as refused:  # an account made meanwhile under its name (``_account_insert``)
+            errors += [RowError(line, name, " ".join(messages)) for name, messages in refused.message_dict.items()]
+    if errors:
+        raise RowErrors(errors)
+    return made
 
 
 @transaction.atomic

@@ -8,6 +8,7 @@ import time
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.messages import get_messages
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
@@ -18,6 +19,7 @@ from access.services import account_create, accounts_create_from_csv, roles_ensu
 from audit.models import AuditEvent
 from common.errors import RowErrors
 from tests.conftest import sign_in
+from tests.races import meet_at, together
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -238,3 +240,44 @@ def test_the_single_account_form_allows_the_emails_an_account_can_hold(client, a
     assert not User.objects.filter(username="rita").exists()
     longest = "a" * 64 + "@" + ".".join(["b" * 61] * 3) + ".org"
     assert len(longest) == 254 and AccountForm({"username": "rita", "email": longest, "role": "reviewer"}).is_valid()
+
+
+def _sent_at_once(admin, post):
+    """``post(client)`` by two signed-in admins at once, both past the page's check before either writes (real
+    connections, tests/races.py); their answers."""
+    def send():
+        client = Client(raise_request_exception=False)
+        client.force_login(admin)
+        return post(client)
+
+    with meet_at(type(User.objects), "create"):
+        return together(send, send)
+
+
+def _said(response) -> list[str]:
+    """The messages a redirect carries to the page (read from its request: the test client's ``context`` is
+    recorded by a signal every thread's client hears)."""
+    return [message.message for message in get_messages(response.wsgi_request)]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("path", ["csv", "form"])
+def test_the_same_account_sent_twice_at_once_is_made_once_and_the_other_told_it_exists(path):
+    admin = user_ensure(username="study-admin", role="admin")
+    if path == "csv":
+        def post(client):
+            csv_file = SimpleUploadedFile("p.csv", b"username,email,role\nann,ann@x.org,reviewer\n")
+            return client.post(reverse("accounts-upload"), {"file": csv_file})
+        refusal = "line 2: username: 'ann' already has an account"
+    else:
+        def post(client):
+            return client.post(reverse("account-create"), {"username": "ann", "email": "ann@x.org",
+                                                           "role": "reviewer"})
+        refusal = "username: 'ann' already has an account"
+
+    answers = _sent_at_once(admin, post)
+    assert [answer.status_code for answer in answers] == [302, 302], answers
+    assert User.objects.filter(username="ann").count() == 1
+    refused = [answer for answer in answers if any(refusal in message for message in _said(answer))]
+    assert len(refused) == 1, [_said(answer) for answer in answers]
+    assert AuditEvent.objects.filter(action="account.create").count() == 1
