@@ -426,8 +426,7 @@ def judgments_import(
     transaction: an error in a judgment or in a label writes nothing, and every error of both is reported by its
     line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it
     from the label rows (CSV rows hold text only)."""
-    # Locked as the archiving locks it: a study archived meanwhile is refused here, never written into after.
-    study = Study.objects.select_related("schema").select_for_update(of=("self",)).filter(slug=study_slug).first()
+    study = _study_locked(study_slug)
     if study is None:
         _new_study_check(study_slug)
     elif study.status == Study.Status.ARCHIVED:
@@ -475,6 +474,19 @@ def judgments_import(
         summary.session_labels_updated = label_summary.updated
         summary.session_labels_unchanged = label_summary.unchanged
     return summary
+
+
+def _study_locked(study_slug: str) -> Study | None:
+    """The study, locked as the archiving locks it: a study archived meanwhile is refused, never written into after.
+    None when the import is to create it: then the creation of its slug is locked (``services.study_slug_lock``), so
+    the same file sent twice at once creates it once, the second finding the first's study and rows as a resend
+    after it does (its rows counted unchanged)."""
+    studies = Study.objects.select_related("schema").select_for_update(of=("self",)).filter(slug=study_slug)
+    study = studies.first()
+    if study is None:
+        services.study_slug_lock(study_slug)
+        study = studies.first()
+    return study
 
 
 def _new_study_check(study_slug: str) -> None:

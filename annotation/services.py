@@ -50,6 +50,7 @@ from annotation.models import (
 )
 from audit.services import audit_record
 from benchmark.models import Conversation, ModelResponse, Session, Turn
+from common.locks import advisory_lock
 
 
 class ChangedMeanwhile(ValidationError):
@@ -98,6 +99,13 @@ def study_slug_check(*, slug: str) -> None:
         raise ValidationError({"slug": f"{slug!r} is reserved; choose another"})
 
 
+def study_slug_lock(slug: str) -> None:
+    """Serialise, until this transaction ends, the writers that may create a study under ``slug`` (``study_create``,
+    the judgments import of a study not there yet, ``import_study``): the second waits for the first to commit and
+    then finds its study, as it would have sent after it."""
+    advisory_lock(f"study.slug:{slug}")
+
+
 @transaction.atomic
 def study_create(
     *,
@@ -119,6 +127,7 @@ def study_create(
     rules (``study_slug_check``) are checked here for every caller, and a slug taken meanwhile is refused here in
     the form's words, nothing written."""
     study_slug_check(slug=slug)
+    study_slug_lock(slug)
     own = {name: settings.pop(name) for name in list(settings) if name in kind_settings()}
     problems = kind_settings_problems(schema, own)
     if problems:

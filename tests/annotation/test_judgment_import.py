@@ -11,12 +11,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
+from annotation import services
 from annotation.long_format import judgment_rows
 from annotation.models import Judgment, Round, Span, Study
 from annotation.services import judgments_purge, study_archive
 from audit.models import AuditEvent
 from benchmark import conversation_ingest
 from benchmark.demo import demo_records
+from tests.races import meet_at, together
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +189,25 @@ def test_a_judgment_on_a_model_the_study_does_not_code_is_refused_on_its_model(c
     Study.objects.filter(slug="imported").update(model_slots=[])  # none named: every model's responses are coded
     call_command("import_judgments", str(path), "--study", "imported")
     assert Judgment.objects.filter(coder__username="carol").count() == 3
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_file_for_a_new_study_imported_twice_at_once_creates_it_once_and_counts_the_other_unchanged(tmp_path):
+    """Two ``import_judgments`` of one file naming a study that does not exist yet, at once (real connections): both
+    would create the study; the second waits for the first and finds its rows there, as a resend after it does."""
+    conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
+    path = write_jsonl(tmp_path, [row(), row(reviewer="bob", spans=[])])
+
+    def run():
+        out = io.StringIO()
+        call_command("import_judgments", str(path), "--study", "imported", stdout=out)
+        return out.getvalue()
+
+    with meet_at(services, "study_create"):
+        said = together(run, run)
+    assert not [answer for answer in said if isinstance(answer, Exception)], said
+    assert sorted("created study 'imported'" in answer for answer in said) == [False, True], said
+    assert any("2 unchanged" in answer for answer in said), said
+    assert Study.objects.filter(slug="imported").count() == 1
+    assert Judgment.objects.count() == 2
+    assert AuditEvent.objects.filter(action="study.create").count() == 1
