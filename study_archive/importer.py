@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -51,7 +52,7 @@ from annotation.models import (
 )
 from annotation.schema_document import ari_cluster_problems, index_thresholds
 from annotation.selectors import conversations_unplaceable, study_coders, unplaceable_why
-from annotation.services import study_slug_check
+from annotation.services import study_slug_check, study_slug_lock
 from audit.models import AuditEvent
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
@@ -73,13 +74,17 @@ from study_archive.records import (
     schema_record,
 )
 
+# One import at a time in a process: the flags ``_stored_timestamps`` flips are the process's. Two imports at once
+# (threads) would each restore what the other flipped, leaving the times off for the process's later saves.
+_ONE_IMPORT = threading.Lock()
+
 
 @contextlib.contextmanager
 def _stored_timestamps() -> Iterator[None]:
     """Let INSERTs keep the archived ``auto_now`` / ``auto_now_add`` values, which ``bulk_create`` would replace
     with the time of the import (it calls each field's ``pre_save``). This flips the flags on the field objects,
-    which are process-wide, for the duration of an import: commands run one import per process, and nothing else
-    of this process saves those models meanwhile."""
+    which are process-wide, for the duration of an import (``_ONE_IMPORT`` at a time): commands run one import per
+    process, and nothing else of this process saves those models meanwhile."""
     fields = [field for model in RELATIONS for field in model._meta.concrete_fields
               if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)]
     saved = [(field, field.auto_now, field.auto_now_add) for field in fields]  # type: ignore[attr-defined]
@@ -103,7 +108,7 @@ def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User |
         except ValidationError as error:
             raise ArchiveError(f"--as {as_slug[:100]!r}: {_message(error)}") from error
     importer = _Importer(as_slug=as_slug)
-    with transaction.atomic():
+    with _ONE_IMPORT, transaction.atomic():
         with _stored_timestamps():
             importer.run(read_records(importer.checksum.through(lines)))
         study = importer.study
@@ -304,6 +309,7 @@ class _Importer:
         if self.as_slug:
             record["slug"] = self.as_slug
         study_slug_check(slug=record["slug"])  # an archive's own slug too: one a study may have here
+        study_slug_lock(record["slug"])  # a writer creating it meanwhile (another import) commits first
         if Study.objects.filter(slug=record["slug"]).exists():
             raise ValueError(f"a study {record['slug']!r} exists in this installation; import under another slug "
                              "(--as NEW_SLUG)")

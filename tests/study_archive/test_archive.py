@@ -485,3 +485,4 @@ def test_a_new_schema_whose_indices_an_install_would_refuse_is_refused(rich_stud
     assert f"line {number} (schema)" in str(refused.value) and message in str(refused.value)
     assert table_counts() == before
     assert not Schema.objects.filter(slug="cab-copy").exists()
+
