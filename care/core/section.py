@@ -61,11 +61,19 @@ def _empty(counts: Mapping[str, Any]) -> str | None:
             f"({'; '.join(reasons) or 'no reason counted'}).")
 
 
-def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
-    if not by_model:  # none, or a report from before the section counted them
+def _per_model(by_model: Mapping[str, int]) -> tuple[int, str] | None:
+    """The turns counted by model slot: their total and "MODEL n, …"; None when there are none (or the report is
+    from before the section counted them)."""
+    if not by_model:
         return None
-    total = sum(int(n) for n in by_model.values())
-    models = ", ".join(f"{model} {int(n)}" for model, n in by_model.items())
+    return sum(int(n) for n in by_model.values()), ", ".join(f"{model} {int(n)}" for model, n in by_model.items())
+
+
+def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
+    counted = _per_model(by_model)
+    if counted is None:
+        return None
+    total, models = counted
     return (f"{plural(total, 'action turn')} of the reference coding ({reference}) "
             f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
             "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
@@ -73,10 +81,10 @@ def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
 
 
 def _stray_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
-    if not by_model:  # none, or a report from before the section counted them
+    counted = _per_model(by_model)
+    if counted is None:
         return None
-    total = sum(int(n) for n in by_model.values())
-    models = ", ".join(f"{model} {int(n)}" for model, n in by_model.items())
+    total, models = counted
     return (f"{plural(total, 'assistant turn')} of the reference coding ({reference}) of a strategy that gives no "
             f"advice {'has' if total == 1 else 'have'} a primary horizon all the same ({models}): the section reads "
             "no horizon of them, so each counts in no rate, neither among the action turns (n_action) nor as aligned, "
