@@ -400,6 +400,21 @@ def split_missing(page: Page, report: Mapping[str, Any], filters: Filters) -> tu
     return filters, notes
 
 
+def _clusters_said(report: Mapping[str, Any], filters: Filters) -> str:
+    """What the intervals of the per-model tables rest on: the clusters the study's resamples draw
+    (``indices.ci.n_clusters``), or the chosen conversations' (their ``n_clusters``: each resample restricted to
+    them); the count left out when the report has none (a run from before it was kept)."""
+    ci = (report.get("indices") or {}).get("ci") or {}
+    unit = "turn" if ci.get("resample") == "turn" else "conversation"
+    if not (filters.kind or filters.dataset):
+        n = ci.get("n_clusters")
+        return f" Intervals resample {n:,} {unit}{'' if n == 1 else 's'}." if isinstance(n, int) else ""
+    n = _model_tables(report, filters).get("n_clusters")
+    count = (f" ({n:,} {unit}{'' if n == 1 else 's'} of the study's {int(ci.get('n_clusters') or 0):,})"
+             if isinstance(n, int) else "")
+    return f" Intervals over the chosen conversations: the study's resamples, each restricted to them{count}."
+
+
 def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
     tables = _model_tables(report, filters)
     ari, ci = tables.get("ari") or {}, tables.get("ari_ci") or {}
@@ -415,8 +430,7 @@ def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
                               "interval",
                  [*columns, "n_responses"], rows,
                  caption=f"{HIGHEST} highest and {LOWEST} lowest model in each column."
-                         + (" Intervals over the chosen conversations: the study's resamples, each restricted to "
-                            "them." if filters.kind or filters.dataset else ""),
+                         + _clusters_said(report, filters),
                  marks=_mark_extremes(rows, [1 + 3 * i for i in range(len(CLUSTERS))]))
 
 

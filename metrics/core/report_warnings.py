@@ -110,25 +110,61 @@ def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) 
     return said
 
 
+def _per_model_figures(tables: Mapping[str, Any]) -> bool:
+    """Whether a part of the indices (the whole main round, or a split) has a per-model figure to give an interval of
+    (known before the bootstrap runs, when the warnings are stored): a schema with no ARI clusters has none."""
+    return any(value is not None for row in (tables.get("ari") or {}).values() if isinstance(row, Mapping)
+               for key, value in row.items() if key != "n_responses")
+
+
+_KIND_WORDS = {"single": "single-turn conversations", "multi": "multi-turn conversations"}
+
+
+def _splits(indices: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(the split in words, its entry) of each split the dashboards' filters show: each conversation kind, each
+    dataset and each dataset's conversation kinds (``indices.by_kind``, ``indices.by_dataset``), leaving out a
+    dataset's kind part with the same clusters as the dataset (all its conversations are of that kind: the same
+    figures, warned of once)."""
+    found = [(words, entry) for kind, words in _KIND_WORDS.items()
+             if isinstance(entry := (indices.get("by_kind") or {}).get(kind), Mapping)]
+    for dataset, entry in (indices.get("by_dataset") or {}).items():
+        if not isinstance(entry, Mapping):
+            continue
+        found.append((f"dataset {dataset}", entry))
+        found.extend((f"dataset {dataset}, {words}", part) for kind, words in _KIND_WORDS.items()
+                     if isinstance(part := (entry.get("by_kind") or {}).get(kind), Mapping)
+                     and part.get("n_clusters") != entry.get("n_clusters"))
+    return found
+
+
 def _few_main_clusters(report: Mapping[str, Any]) -> list[str]:
     """The main round's intervals (``indices.ari_ci`` and those of each dataset and conversation kind), when they
     resample fewer than MIN_BOOTSTRAP_CLUSTERS clusters (``indices.ci.n_clusters``: conversations, or turns when the
-    run resamples turns), for the reason ``_few_bootstrap_clusters`` gives. A run without resamples, or without a
-    per-model figure (a schema with no ARI clusters), prints no interval, and a report from before the count was
-    kept says nothing."""
+    run resamples turns), for the reason ``_few_bootstrap_clusters`` gives; else each split whose intervals rest on
+    fewer (``n_clusters`` beside its ``ari_ci``: the clusters its responses fall in, of the study's resamples, which
+    draw every cluster of the study but carry the split's data in its own alone), naming it. A run without
+    resamples, or without a per-model figure (a schema with no ARI clusters), prints no interval, and a report (or a
+    split) from before the count was kept says nothing."""
     indices = report.get("indices") or {}
     ci = indices.get("ci") or {}
     n = int(ci.get("n_clusters") or 0)
-    # the per-model figures the intervals are of (known before the bootstrap runs, when the warnings are stored)
-    figures = any(value is not None for row in (indices.get("ari") or {}).values() if isinstance(row, Mapping)
-                  for key, value in row.items() if key != "n_responses")
-    if not figures or not int(ci.get("resamples") or 0) or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+    if not _per_model_figures(indices) or not int(ci.get("resamples") or 0) or not n:
         return []
     unit = "turn" if ci.get("resample") == "turn" else "conversation"
-    distinct = plural(comb(2 * n - 1, n), "distinct resample")
-    return [f"The main round's intervals resample only {plural(n, unit)}, which give {distinct}: the intervals of "
-            "the per-model figures (ari_ci, overall and by dataset and conversation kind) say next to nothing (with "
-            f"fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level)."]
+    if n < MIN_BOOTSTRAP_CLUSTERS:
+        distinct = plural(comb(2 * n - 1, n), "distinct resample")
+        return [f"The main round's intervals resample only {plural(n, unit)}, which give {distinct}: the intervals "
+                "of the per-model figures (ari_ci, overall and by dataset and conversation kind) say next to nothing "
+                f"(with fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level)."]
+    said = []
+    for words, entry in _splits(indices):
+        count = int(entry.get("n_clusters") or 0)
+        if _per_model_figures(entry) and 0 < count < MIN_BOOTSTRAP_CLUSTERS:
+            said.append(f"The main round's intervals over {words} rest on only {plural(count, unit)} of the study's "
+                        f"{n:,} (each resample restricted to their responses): the intervals of their per-model "
+                        "figures (ari_ci, the Atrophy risk page filtered to them) say next to nothing (with fewer than "
+                        f"{MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level).")
+    return said
 
 
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
@@ -171,8 +207,9 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
     calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), each
     calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), the main round's
-    intervals when theirs has (``_few_main_clusters``) and each model slot missing from the per-model indices
-    (``_models_without_scores``), the main report first; [] when there is none."""
+    intervals when theirs has, else each dataset's and conversation kind's that has (``_few_main_clusters``), and
+    each model slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when
+    there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:

@@ -196,7 +196,13 @@ def test_the_kind_filter_reads_the_single_or_multi_turn_tables_with_their_interv
                                               "flags": {"GPT": {"F1": 0.5}}, "fingerprint": {}}}
     table = charts.ari_table(shaped, Filters(kind="multi"))
     assert [row[0] for row in table.rows] == ["GPT"] and table.rows[0][1:4] == [0.9, 0.7, 0.95]
-    assert "multi-turn" in table.title and "restricted to them" in table.caption
+    assert "multi-turn" in table.title and table.caption.endswith("each restricted to them.")
+    # with the clusters the chosen conversations' intervals rest on, when the report counts them
+    shaped["indices"]["ci"] = {"resample": "conversation", "n_clusters": 14}
+    shaped["indices"]["by_kind"]["multi"]["n_clusters"] = 1
+    assert charts.ari_table(shaped, Filters(kind="multi")).caption.endswith(
+        "each restricted to them (1 conversation of the study's 14).")
+    assert charts.ari_table(shaped, Filters()).caption.endswith(" Intervals resample 14 conversations.")
     assert charts.flags_chart(shaped, Filters(kind="multi")).spec["series"] == {"GPT": [0.5]}
     assert [row[0] for row in charts.ari_table(shaped, Filters()).rows] == ["Claude", "GPT", "Qwen"]
 

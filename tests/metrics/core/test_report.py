@@ -327,7 +327,8 @@ def test_empty_input_gives_every_section_empty() -> None:
     assert ind["flags"] == {} and ind["ari"] == {} and ind["attribute_risk"] == {} and ind["fingerprint"] == {}
     # the dataset and conversation-kind splits are there, empty
     assert ind["by_dataset"] == {} and ind["coupling"]["by_dataset"] == {} and ind["spans"]["by_dataset"] == {}
-    assert ind["by_kind"]["multi"] == {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {}}
+    assert ind["by_kind"]["multi"] == {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {},
+                                        "n_clusters": 0}
     assert ind["coupling"]["by_kind"] == {"single": {"raw": {}, "risk": {}}, "multi": {"raw": {}, "risk": {}}}
     assert ind["spans"]["by_kind"]["single"] == {"evidence": {}, "ratios": {}}
 

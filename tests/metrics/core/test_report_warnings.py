@@ -66,3 +66,61 @@ def test_the_main_rounds_intervals_count_the_clusters_they_resample() -> None:
     assert (by_conversation["ci"]["n_clusters"], by_turn["ci"]["n_clusters"]) == (3, 4)
     assert report_warnings({"indices": by_conversation})[0]["message"].startswith(
         "The main round's intervals resample only 3 conversations, which give 10 distinct resamples")
+
+
+def _split_report(resample: str) -> dict:
+    """Dataset big: 12 single-turn conversations; dataset small: s0 (one turn) and s1 (three turns, multi-turn): 14
+    conversations in all, 16 turns."""
+    rows = [("main", "ann", False, "big", f"c{n}", 1, "M1", "RA", n % 3) for n in range(12)]
+    rows += [("main", "ann", False, "small", "s0", 1, "M1", "RA", 2)]
+    rows += [("main", "ann", False, "small", "s1", t, "M1", "RA", t - 1) for t in (1, 2, 3)]
+    return build_report(attributes=(RA,), judgments=judgment_table(rows),
+                        params=ReportParams(bootstrap=20, ci_resample=resample))
+
+
+def test_each_split_counts_its_clusters_and_one_with_few_is_named() -> None:
+    """The intervals by dataset and conversation kind restrict the study's resamples to the split's responses, so
+    dataset small's rest on its 2 conversations though the study has 14: before, the warnings read the study's 14
+    alone and said nothing. Each split keeps its count beside its ari_ci; a dataset's kind part with all of the
+    dataset's conversations (big's single-turn ones) is the dataset again, named once, and one without responses
+    (big's multi-turn ones) has no interval."""
+    indices = _split_report("conversation")["indices"]
+    assert indices["ci"]["n_clusters"] == 14
+    assert [indices["by_kind"][kind]["n_clusters"] for kind in ("single", "multi")] == [13, 1]
+    assert {name: [entry["n_clusters"], entry["by_kind"]["single"]["n_clusters"],
+                   entry["by_kind"]["multi"]["n_clusters"]] for name, entry in indices["by_dataset"].items()} == {
+        "big": [12, 12, 0], "small": [2, 1, 1]}
+    why = ("(each resample restricted to their responses): the intervals of their per-model figures (ari_ci, the "
+           "Atrophy risk page filtered to them) say next to nothing (with fewer than 10 clusters an interval covers "
+           "well below its level).")
+    assert [w["message"] for w in report_warnings({"indices": indices})] == [
+        f"The main round's intervals over multi-turn conversations rest on only 1 conversation of the study's 14 {why}",
+        f"The main round's intervals over dataset small rest on only 2 conversations of the study's 14 {why}",
+        "The main round's intervals over dataset small, single-turn conversations rest on only 1 conversation of the "
+        f"study's 14 {why}",
+        "The main round's intervals over dataset small, multi-turn conversations rest on only 1 conversation of the "
+        f"study's 14 {why}",
+    ]
+    # resampling turns: small has 4 (s0's one, s1's three), its multi-turn part 3, the study 16
+    by_turn = _split_report("turn")["indices"]
+    assert [by_turn["ci"]["n_clusters"], by_turn["by_kind"]["multi"]["n_clusters"],
+            by_turn["by_dataset"]["small"]["n_clusters"]] == [16, 3, 4]
+    said = [w["message"].split(" rest on only ")[1].split(" (")[0] for w in report_warnings({"indices": by_turn})]
+    assert said == ["3 turns of the study's 16", "4 turns of the study's 16", "1 turn of the study's 16",
+                    "3 turns of the study's 16"]
+
+
+def test_a_split_is_not_named_beside_the_main_rounds_own_warning_nor_without_its_count() -> None:
+    """Below 10 clusters in all, the one warning speaks of every split's intervals too; a report stored before the
+    splits kept their counts warns of the study's count alone."""
+    indices = _split_report("conversation")["indices"]
+    few = {**indices, "ci": {**indices["ci"], "n_clusters": 9}}
+    assert [w["message"][:62] for w in report_warnings({"indices": few})] == [
+        "The main round's intervals resample only 9 conversations, whic"]
+    stored_before = {**indices, "by_kind": {kind: {k: v for k, v in entry.items() if k != "n_clusters"}
+                                            for kind, entry in indices["by_kind"].items()},
+                     "by_dataset": {name: {**{k: v for k, v in entry.items() if k != "n_clusters"},
+                                           "by_kind": {kind: {k: v for k, v in part.items() if k != "n_clusters"}
+                                                       for kind, part in entry["by_kind"].items()}}
+                                    for name, entry in indices["by_dataset"].items()}}
+    assert report_warnings({"indices": stored_before}) == []
