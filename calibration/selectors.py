@@ -599,7 +599,9 @@ def panel_ranking(*, study: Study) -> dict:
         "pairwise_mean": calibration.get("pairwise_mean", {}).get(last) if last else None,
         "panel_size": ranking.get("panel_size"), "suggested": ranking.get("suggested_panel", []), "ks": ks,
         "bootstrap": {"resamples": bootstrap.get("resamples"), "seed": bootstrap.get("seed"),
-                      "n_turns": bootstrap.get("n_turns")},
+                      "n_turns": bootstrap.get("n_turns"),
+                      # the turns with gold on an item its reviewers coded: the others add nothing to a resample
+                      "n_clusters": (bootstrap.get("n_clusters_by_round") or {}).get(last)},
         "experts": sorted(name for name, m in members.items() if m.role == StudyMember.Role.EXPERT),
     }
 

@@ -322,8 +322,11 @@ def calibration_section(
     alpha: dict[str, dict[str, dict[str, object]]] = {}
     agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
     experts: dict[str, dict[str, object]] = {}
-    # the clusters each round's bootstrap resamples: its intervals' (and, for the last round, the shares')
+    # the clusters each round's bootstrap resamples: its intervals' (and, for the last round, the shares'); and those
+    # of them that carry data (a turn with an item a reviewer coded and gold scored: any other adds nothing to a
+    # resample, so a round with gold on 3 of its 20 turns has intervals over 3 clusters)
     n_turns: dict[str, int] = {}
+    n_clusters: dict[str, int] = {}
     expert_names, method_names = set(params.experts), set(params.methods)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
     is_method = np.array([coder in method_names for coder in enc.coders], dtype=bool)
@@ -351,6 +354,8 @@ def calibration_section(
         }
         alpha[name] = _alpha_by_attribute(enc, m)
         n_turns[name] = m.n_turns
+        valid = (m.label != MISSING).any(axis=1) & (m.gold_label != MISSING)
+        n_clusters[name] = len(np.unique(m.item_turn[valid]))
 
         def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers,
                       ranked: tuple[bool, ...] = tuple(entries[r]["n_items"] != 0 for r in m.reviewers)) -> None:
@@ -378,6 +383,7 @@ def calibration_section(
         "round": last,
         "n_turns": n_turns[last] if last else 0,
         "n_turns_by_round": n_turns,
+        "n_clusters_by_round": n_clusters,
         "top_k": top_k,
     }
     if own:

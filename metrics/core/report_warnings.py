@@ -83,30 +83,42 @@ def _without_gold_said(name: str) -> str:
 
 
 def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
-    """Each calibration round whose bootstrap resamples fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its turns, a
-    conversation-level item one of its own: ``calibration.bootstrap.n_turns_by_round``), in round order: n clusters
-    give C(2n − 1, n) distinct resamples (3 for 2), and the intervals of so few undercover, so its agreement
+    """Each calibration round whose bootstrap rests on fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its turns, a
+    conversation-level item one of its own, that hold an item a reviewer coded and gold scored:
+    ``calibration.bootstrap.n_clusters_by_round``; a turn without one is drawn but adds nothing), in round order: n
+    clusters give C(2n − 1, n) distinct resamples (3 for 2), and the intervals of so few undercover, so its agreement
     intervals (and, for the last round, the top-k shares of selection stability, which resample the same clusters)
     would be read as usual though they say next to nothing. A round whose figures are all empty for want of gold is
-    said so already. A report stored before the count of every round was kept has the last round's alone
-    (``calibration.bootstrap.n_turns``)."""
+    said so already. A report stored before the clusters with data were counted has every round's turns
+    (``n_turns_by_round``), and one stored before that the last round's alone (``calibration.bootstrap.n_turns``)."""
     bootstrap = (report.get("calibration") or {}).get("bootstrap") or {}
     last = bootstrap.get("round")
-    counts = bootstrap.get("n_turns_by_round")
+    turns = bootstrap.get("n_turns_by_round")
+    if not isinstance(turns, Mapping):
+        turns = {last: bootstrap.get("n_turns")} if last else {}
+    counts = bootstrap.get("n_clusters_by_round")
     if not isinstance(counts, Mapping):
-        counts = {last: bootstrap.get("n_turns")} if last else {}
+        counts = turns
     said = []
     for name, count in counts.items():
         n = int(count or 0)
         if name in without_gold or not 0 < n < MIN_BOOTSTRAP_CLUSTERS:
             continue
-        distinct = plural(comb(2 * n - 1, n), "distinct resample")
         figures = ("its agreement intervals and the top-k shares of selection stability say" if name == last
                    else "its agreement intervals say")
+        why = (f"next to nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its "
+               "level; a round needs more items")
+        drawn = int(turns.get(name) or 0)
+        if drawn > n:
+            said.append(f"Calibration round {name}: only {n:,} of the {plural(drawn, 'cluster')} its bootstrap "
+                        "resamples (the turns of its items, a conversation-level item one of its own) hold an item "
+                        f"with a gold value its reviewers coded, and the others add nothing to a resample: {figures} "
+                        f"{why} with gold for them to be read).")
+            continue
+        distinct = plural(comb(2 * n - 1, n), "distinct resample")
         said.append(f"Calibration round {name}: its bootstrap resamples only {plural(n, 'cluster')} (the turns of its "
-                    f"items, a conversation-level item one of its own), which give {distinct}: {figures} next to "
-                    f"nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its "
-                    "level; a round needs more items for them to be read).")
+                    f"items, a conversation-level item one of its own), which give {distinct}: {figures} {why} for "
+                    "them to be read).")
     return said
 
 

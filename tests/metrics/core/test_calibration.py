@@ -327,3 +327,30 @@ def test_the_main_rounds_intervals_are_warned_of_below_ten_clusters(n_clusters: 
     report["indices"]["ci"]["resamples"] = 0  # no interval computed: nothing to warn of
     assert report_warnings(report) == []
 
+
+
+@pytest.mark.parametrize(("gold_turns", "warned"), [(3, True), (9, True), (10, False), (20, False)])
+def test_a_round_with_gold_on_few_of_its_turns_counts_the_turns_with_gold(gold_turns: int, warned: bool) -> None:
+    """Twenty single-turn conversations coded by ann and bob, gold on the first ``gold_turns`` of them: a turn
+    without gold is drawn but adds nothing to a resample (no valid item), so with gold on 3 the intervals rest on 3
+    clusters. Before, the warnings read the round's 20 turns and said nothing."""
+    rows = [("calibration-1", coder, False, "DS", f"c{n}", 1, "", "UA", n % 3)
+            for coder in ("ann", "bob") for n in range(20)]
+    rows += [("calibration-1", "expert-x", True, "DS", f"c{n}", 1, "", "UA", 1) for n in range(gold_turns)]
+    # a turn with gold that no reviewer coded carries nothing either
+    rows += [("calibration-1", "expert-x", True, "DS", "gold-only", 1, "", "UA", 1)]
+    report = build_report(attributes=SCHEMA, judgments=judgment_table(rows), spans=None,
+                          subcategory_attribute=None, params=ReportParams(bootstrap=20, seed=1))
+    bootstrap = report["calibration"]["bootstrap"]
+    assert bootstrap["n_turns_by_round"] == {"calibration-1": 21}
+    assert bootstrap["n_clusters_by_round"] == {"calibration-1": gold_turns}
+    said = [w["message"] for w in report_warnings(report)]
+    assert said == ([f"Calibration round calibration-1: only {gold_turns} of the 21 clusters its bootstrap resamples "
+                     "(the turns of its items, a conversation-level item one of its own) hold an item with a gold "
+                     "value its reviewers coded, and the others add nothing to a resample: its agreement intervals "
+                     "and the top-k shares of selection stability say next to nothing (with fewer than 10 clusters "
+                     "an interval covers well below its level; a round needs more items with gold for them to be "
+                     "read)."] if warned else [])
+    # a report stored before the clusters with data were counted reads the round's turns, as it did
+    del bootstrap["n_clusters_by_round"]
+    assert report_warnings(report) == []
