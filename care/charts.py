@@ -101,13 +101,14 @@ def validation_table(report: Mapping[str, Any], filters: Filters) -> Table:
             agreement_ci = entry.get("agreement_ci") or [None, None]
             kappa_ci = entry.get("kappa_ci") or [None, None]
             rows.append([field_name, coder_a, coder_b, entry.get("agreement"), agreement_ci[0], agreement_ci[1],
-                         entry.get("kappa"), kappa_ci[0], kappa_ci[1], entry.get("n")])
+                         entry.get("kappa"), kappa_ci[0], kappa_ci[1], entry.get("n"), entry.get("n_histories")])
     return Table("care-validation", "Judge validation: agreement and Cohen's κ per field and coder pair",
                  ["field", "coder_a", "coder_b", "agreement", "agreement_low", "agreement_high", "kappa",
-                  "kappa_low", "kappa_high", "n"], rows,
+                  "kappa_low", "kappa_high", "n", "n_histories"], rows,
                  caption="Agreement (fraction) and unweighted Cohen's κ on the units both coders coded, with "
-                         "percentile intervals over resampled histories. marker_direction: the marker's side of the "
-                         "reference state (below, at, above). " + PAPER_VALIDATION)
+                         "percentile intervals over resampled histories (n_histories: those the units fall in, the "
+                         "clusters the intervals rest on; under 10 they say next to nothing). marker_direction: the "
+                         "marker's side of the reference state (below, at, above). " + PAPER_VALIDATION)
 
 
 def page_context(report: Mapping[str, Any] | None) -> dict[str, Any]:

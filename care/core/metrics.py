@@ -57,7 +57,8 @@ Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/c
   counts each of its units k times. A resample's agreement and κ come from its pooled confusion matrix; the interval
   is the (1 - level)/2 and (1 + level)/2 quantiles (numpy's default, linear) of the resamples where the figure is
   defined (level 0.95). They extend each entry with `agreement_ci` and `kappa_ci` ([low, high], null when
-  `resamples` is 0 or no resample defines the figure).
+  `resamples` is 0 or no resample defines the figure), and `n_histories`, the histories the pair's units fall in:
+  the clusters the intervals rest on (the report's warnings name a pair with fewer than 10).
 """
 
 from __future__ import annotations
@@ -526,6 +527,8 @@ def _pair_entry(
         "n": len(units),
         "agreement_ci": [None, None],
         "kappa_ci": [None, None],
+        # the histories the units fall in: a resample draws every history, but only these carry the pair's units
+        "n_histories": len({u[0] for u in units}),
     }
     resamples, n_histories = draws.shape
     if resamples and units:
@@ -551,7 +554,7 @@ def validation_table(
     seed: int,
     ci_level: float,
 ) -> dict[str, dict[str, dict]]:
-    """care.validation[FIELD]["A|B"] = {agreement, kappa, n, agreement_ci, kappa_ci} (V1-V3)."""
+    """care.validation[FIELD]["A|B"] = {agreement, kappa, n, agreement_ci, kappa_ci, n_histories} (V1-V3)."""
     history_of = {h.conversation: i for i, h in enumerate(histories)}
     draws = history_draws(len(histories), resamples, seed)
     out: dict[str, dict[str, dict]] = {}

@@ -332,7 +332,9 @@ def _naive_validation(
             for second in names[i + 1 :]:
                 a, b = _unit_pairs(histories, coders, before, name, first, second)
                 entry: dict[str, Any] = {"agreement": _agreement(a, b), "kappa": _kappa(a, b), "n": len(a),
-                         "agreement_ci": [None, None], "kappa_ci": [None, None]}
+                         "agreement_ci": [None, None], "kappa_ci": [None, None],
+                         "n_histories": sum(bool(_unit_pairs([h], coders, before, name, first, second)[0])
+                                            for h in histories)}
                 if picks and a:
                     resampled = [_unit_pairs([histories[k] for k in row], coders, before, name, first, second)
                                  for row in picks]

@@ -8,7 +8,7 @@ from typing import Any
 
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
-from metrics.core.report_warnings import plural, reasons_said
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
 
 from .rows import JUDGMENTS_FILE, SESSIONS_FILE, care_kind_rows, care_rows_read, care_section_from_rows
 
@@ -36,16 +36,43 @@ def warning(section: Mapping[str, Any]) -> str | None:
     their denominators with no label, and its replies of another strategy given one (``care.input.stray_horizon``),
     which count in no rate; the histories left out because their replies are under several model slots
     (``care.input.several_slots``); and a reference coder the study chose who has no codings yet (so the states,
-    alignment and quality are empty)."""
+    alignment and quality are empty); and the judge validation's intervals that rest on fewer than
+    MIN_BOOTSTRAP_CLUSTERS histories (``_few_histories``)."""
     counts = section.get("input")
-    if not isinstance(counts, Mapping):  # a report from before the section counted what it left out
+    found: list[str | None] = []
+    if isinstance(counts, Mapping):  # else a report from before the section counted what it left out
+        reference = str(section.get("reference") or "")
+        horizon = " ".join(said for said in (_no_horizon(counts.get("no_horizon") or {}, reference),
+                                             _stray_horizon(counts.get("stray_horizon") or {}, reference)) if said)
+        found += [_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts)]
+    found.append(_few_histories(section.get("validation")))
+    return " ".join(said for said in found if said) or None
+
+
+def _few_histories(validation: Any) -> str | None:
+    """The coder pairs whose validation intervals (``agreement_ci``, ``kappa_ci``) rest on fewer than
+    MIN_BOOTSTRAP_CLUSTERS histories (``n_histories``: the histories the pair's units fall in; a resample draws every
+    history, but the others carry none of the pair's units), by pair and field: with so few clusters an interval
+    covers well below its level (docs/metrics.md#bootstrap-selection-stability). A pair without an interval (no
+    resamples, no unit) or an entry from before the count was kept says nothing."""
+    if not isinstance(validation, Mapping):
         return None
-    reference = str(section.get("reference") or "")
-    horizon = " ".join(found for found in (_no_horizon(counts.get("no_horizon") or {}, reference),
-                                           _stray_horizon(counts.get("stray_horizon") or {}, reference)) if found)
-    said = [found for found in (_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts))
-            if found]
-    return " ".join(said) or None
+    few: dict[str, dict[int, list[str]]] = {}
+    for field_name, pairs in validation.items():
+        for pair, entry in (pairs if isinstance(pairs, Mapping) else {}).items():
+            n = entry.get("n_histories") if isinstance(entry, Mapping) else None
+            intervals = [*(entry.get("agreement_ci") or []), *(entry.get("kappa_ci") or [])] if n else []
+            if isinstance(n, int) and 0 < n < MIN_BOOTSTRAP_CLUSTERS and any(v is not None for v in intervals):
+                few.setdefault(pair, {}).setdefault(n, []).append(field_name)
+    if not few:
+        return None
+    named = "; ".join(f"{pair} on " + ", ".join(f"{', '.join(fields)} ({n} {'history' if n == 1 else 'histories'})"
+                                                 for n, fields in sorted(by_n.items()))
+                      for pair, by_n in sorted(few.items()))
+    return (f"The CARE judge validation's intervals (agreement_ci, kappa_ci) rest on fewer than "
+            f"{MIN_BOOTSTRAP_CLUSTERS} histories for {named}: each resample draws every history, but only those "
+            "carry the pair's units, so these intervals say next to nothing (with fewer than "
+            f"{MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level).")
 
 
 def _empty(counts: Mapping[str, Any]) -> str | None:

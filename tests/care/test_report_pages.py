@@ -128,8 +128,8 @@ def test_the_csv_downloads_are_the_report(client, care, researcher):
     assert [(r["field"], f'{r["coder_a"]}|{r["coder_b"]}') for r in validation] == expected_rows
     for row in validation:
         entry = care_section["validation"][row["field"]][f'{row["coder_a"]}|{row["coder_b"]}']
-        assert (_number(row["agreement"]), _number(row["kappa"]), _number(row["n"])) == (
-            entry["agreement"], entry["kappa"], entry["n"])
+        assert (_number(row["agreement"]), _number(row["kappa"]), _number(row["n"]), _number(row["n_histories"])) == (
+            entry["agreement"], entry["kappa"], entry["n"], entry["n_histories"])
         low, high = entry["agreement_ci"] or (None, None)
         assert (_number(row["agreement_low"]), _number(row["agreement_high"])) == (low, high)
 
@@ -286,6 +286,8 @@ def test_the_validation_table_says_the_papers_figures_beside_the_studys():
     report = {"care": {"validation": {"crisis": {"human|judge": {
         "agreement": 0.8, "kappa": 0.6, "n": 30, "agreement_ci": [0.7, 0.9], "kappa_ci": [0.4, 0.8]}}}}}
     table = validation_table(report, None)
-    assert table.rows == [["crisis", "human", "judge", 0.8, 0.7, 0.9, 0.6, 0.4, 0.8, 30]]
+    assert table.rows == [["crisis", "human", "judge", 0.8, 0.7, 0.9, 0.6, 0.4, 0.8, 30, None]]  # no n_histories
+    report["care"]["validation"]["crisis"]["human|judge"]["n_histories"] = 12  # a report that counts them
+    assert validation_table(report, None).rows[0][-1] == 12
     assert "the CARE paper's judge against humans: crisis 0.825 (κ 0.57), marker direction 0.694 (κ 0.73)" \
         in table.caption

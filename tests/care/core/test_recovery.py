@@ -696,7 +696,7 @@ def test_report_has_exactly_the_spec_keys_and_is_json_ready() -> None:
     assert set(report["control"]["m1"]) == {"delta_AR", "delta_PR", "wilcoxon_p", "rank_biserial_r", "n_histories"}
     assert set(report["validation"]) == {"crisis", "marker", "marker_direction", "strategy", "horizon"}
     entry = report["validation"]["crisis"]["human-a|judge"]
-    assert set(entry) == {"agreement", "kappa", "n", "agreement_ci", "kappa_ci"}
+    assert set(entry) == {"agreement", "kappa", "n", "agreement_ci", "kappa_ci", "n_histories"}
     low, high = entry["agreement_ci"]
     assert 0 <= low <= high <= 1
 
@@ -754,3 +754,32 @@ def test_the_generated_study_exercises_every_rule() -> None:
 def test_the_generated_study_is_deterministic() -> None:
     assert synthetic_care_study(10, seed=3) == synthetic_care_study(10, seed=3)
     assert synthetic_care_study(10, seed=3) != synthetic_care_study(10, seed=4)
+
+
+@pytest.mark.parametrize(("coded", "warned"), [(2, True), (9, True), (10, False), (12, False)])
+def test_a_validation_pair_on_few_histories_counts_them_and_is_warned_of(coded: int, warned: bool) -> None:
+    """Twelve histories; the judge codes the crisis of turn 1 of each, human of the first ``coded``: a resample draws
+    all twelve, but only those carry the pair's units, so with 2 the intervals rest on 2 clusters. Before, the entry
+    did not count them and nothing warned."""
+    from care.core.section import warning
+
+    histories = [CareHistory(f"h{n:02}", "m1", (CareSession(1, "crisis", "SI", (1, 2)),)) for n in range(12)]
+    reference = CareCoding(user={(h.conversation, t): U(A) for h in histories for t in (1, 2)})
+    judge = CareCoding(user={(h.conversation, 1): UserCode(crisis="SI" if n % 2 else "none")
+                             for n, h in enumerate(histories)})
+    human = CareCoding(user={(h.conversation, 1): UserCode(crisis="SI") for h in histories[:coded]})
+    section = care_report(histories, reference, {"judge": judge, "human": human}, ITEMS, CareParams(resamples=50))
+    entry = section["validation"]["crisis"]["human|judge"]
+    assert (entry["n"], entry["n_histories"]) == (coded, coded)
+    assert section["validation"]["marker"]["human|judge"]["n_histories"] == 0  # no unit: no interval
+    assert entry["agreement_ci"][0] is not None
+    assert warning(section) == (
+        f"The CARE judge validation's intervals (agreement_ci, kappa_ci) rest on fewer than 10 histories for "
+        f"human|judge on crisis ({coded} histories): each resample draws every history, but only those carry the "
+        "pair's units, so these intervals say next to nothing (with fewer than 10 clusters an interval covers well "
+        "below its level)." if warned else None)
+    # without resamples there is no interval to warn of; an entry from before the count says nothing
+    assert warning(care_report(histories, reference, {"judge": judge, "human": human}, ITEMS,
+                               CareParams(resamples=0))) is None
+    del entry["n_histories"]
+    assert warning(section) is None
