@@ -247,6 +247,7 @@ def naive_points(study: Lc8Study) -> dict:
         seen: dict[str, set[tuple[int, int]]] = {"n_sessions": set(), "n_item_sessions": set(),
                                                  "n_severe_sessions": set()}
         rows_scored: set[int] = set()
+        changes_scored: set[int] = set()  # trajectories with a scored change (change MAE's terms)
         large_scored: set[tuple[int, int]] = set()
         for seed in _seeds(study, name):
             pred = _rows(labels.totals[seed])
@@ -259,6 +260,7 @@ def naive_points(study: Lc8Study) -> dict:
                         continue
                     if any(_missing(v) for v in (pred[i][t], pred[i][t - 1], ref[i][t], ref[i][t - 1])):
                         continue
+                    changes_scored.add(i)
                     if abs(ref[i][t] - ref[i][t - 1]) >= large:
                         large_scored.add((i, t))
             items = None
@@ -269,6 +271,8 @@ def naive_points(study: Lc8Study) -> dict:
         entry: dict = {m: _mean([s[m] for s in per_seed.values()]) for m in metrics}
         entry["n_trajectories"] = len(rows_scored)
         entry["n_large_changes"] = len(large_scored)
+        entry["ci_trajectories"] = {"current_mae": len(rows_scored), "change_mae": len(changes_scored),
+                                    "direction_accuracy": len({i for i, _ in large_scored})}
         entry["mae_by_type"] = {t: _mean([s["mae_by_type"][t] for s in per_seed.values()]) for t in NAIVE_TYPES}
         entry["n_seeds"] = len(per_seed)
         entry["per_seed"] = {k: {m: s[m] for m in metrics} for k, s in per_seed.items()}

@@ -8,7 +8,7 @@ from typing import Any
 
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
-from metrics.core.report_warnings import plural, reasons_said
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
 
 from .rows import JUDGMENTS_FILE, LABELS_FILE, SESSIONS_FILE, lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
 
@@ -39,6 +39,45 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 
 
 def warning(section: Mapping[str, Any]) -> str | None:
+    """What the report's warnings say of the section: unavailable or empty although the study has labels or
+    judgments (``_unused``), and the coders' intervals that rest on fewer than MIN_BOOTSTRAP_CLUSTERS trajectories
+    (``_few_trajectories``)."""
+    said = [found for found in (_unused(section), _few_trajectories(section)) if found]
+    return " ".join(said) or None
+
+
+def _few_trajectories(section: Mapping[str, Any]) -> str | None:
+    """The coders whose intervals over trajectories (``coders[CODER].ci``) rest on fewer than
+    MIN_BOOTSTRAP_CLUSTERS trajectories (``ci_trajectories``: those with a term of the figure; a resample draws every
+    trajectory, but the others move nothing), by coder and figure: with so few clusters an interval covers well below
+    its level (docs/metrics.md#bootstrap-selection-stability). A figure without an interval (no resamples, no term)
+    or a coder from before the count was kept says nothing."""
+    coders = section.get("coders")
+    if not isinstance(coders, Mapping):
+        return None
+    named = []
+    for coder, entry in sorted(coders.items()):
+        counts = entry.get("ci_trajectories") if isinstance(entry, Mapping) else None
+        if not isinstance(counts, Mapping):
+            continue
+        by_n: dict[int, list[str]] = {}
+        for figure, count in counts.items():
+            interval = (entry.get("ci") or {}).get(figure) or []
+            if isinstance(count, int) and 0 < count < MIN_BOOTSTRAP_CLUSTERS and any(v is not None for v in interval):
+                by_n.setdefault(count, []).append(figure)
+        if by_n:
+            named.append(f"{coder} on " + ", ".join(
+                f"{', '.join(figures)} ({n} {'trajectory' if n == 1 else 'trajectories'})"
+                for n, figures in sorted(by_n.items())))
+    if not named:
+        return None
+    return (f"The LongCounsel-8 intervals (coders' ci) rest on fewer than {MIN_BOOTSTRAP_CLUSTERS} trajectories for "
+            f"{'; '.join(named)}: each resample draws every trajectory, but only those carry the figure, so these "
+            f"intervals say next to nothing (with fewer than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well "
+            "below its level).")
+
+
+def _unused(section: Mapping[str, Any]) -> str | None:
     counts = section.get("input")
     if not isinstance(counts, Mapping):
         return None

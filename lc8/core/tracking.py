@@ -390,8 +390,8 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
 
     {"coders": {CODER: {current_mae, change_mae, direction_accuracy, trend_agreement, n_trajectories,
                         n_large_changes, mae_by_type: {TYPE: mae}, ci: {current_mae|change_mae|direction_accuracy:
-                        [lo, hi]}, n_seeds, per_seed: {SEED: {current_mae, change_mae, direction_accuracy,
-                        trend_agreement}}}},
+                        [lo, hi]}, ci_trajectories: {the same: trajectories its interval rests on}, n_seeds,
+                        per_seed: {SEED: {current_mae, change_mae, direction_accuracy, trend_agreement}}}},
      "reference_types": {TYPE: count}, "fidelity": {CODER: {item_exact, item_mae, total_bias, pearson, spearman,
      screening_agreement, severe_tail_mae, n_sessions, n_item_sessions, n_severe_sessions}},
      "ranking": {"by_current_mae": [METHOD, ...], "by_change_mae": [...], "by_direction_accuracy": [...],
@@ -415,6 +415,9 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         per_seed: dict[str, dict] = {}
         fid_seeds: list[dict[str, float | None]] = []
         scored_rows = np.zeros(ref.shape[0], dtype=bool)
+        # per CI metric, the trajectories with a term of it in some seed: the only ones a resample's draw of them
+        # moves, hence the clusters its interval rests on
+        carrying = np.zeros((ref.shape[0], len(CI_METRICS)), dtype=bool)
         scored_large = np.zeros((ref.shape[0], rules.sessions - 1), dtype=bool)
         covered = np.zeros((len(FIDELITY_COUNTS), *ref.shape), dtype=bool)
         for seed_value, totals, items in checked.coders[name]:
@@ -422,11 +425,13 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
             blocks.append(sums)
             block_owner.append(index)
             scored_rows |= sums[:, _CUR_N] > 0
+            carrying |= sums[:, [_CUR_N, _CHG_N, _DIR_N]] > 0
             scored_large |= big
             per_seed[_seed_key(seed_value)] = _seed_figures(totals, ref_types, sums, rules)
             fid_seeds.append(_seed_fidelity(totals, ref, items, checked.reference_items, rules, covered))
         entry: dict[str, object] = {m: _mean_defined([s[m] for s in per_seed.values()]) for m in SEED_METRICS}
         entry["n_trajectories"] = int(scored_rows.sum())
+        entry["ci_trajectories"] = {m: int(carrying[:, j].sum()) for j, m in enumerate(CI_METRICS)}
         entry["n_large_changes"] = int(scored_large.sum())
         entry["mae_by_type"] = {t: _mean_defined([s["mae_by_type"][t] for s in per_seed.values()]) for t in TYPES}
         entry["n_seeds"] = len(per_seed)

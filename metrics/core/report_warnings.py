@@ -2,7 +2,9 @@
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
 kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
 (a calibration round without gold, a model slot without a scored response: ``parameters.models``), and a
-calibration round's or the main round's bootstrap figures when they resample too few clusters to mean anything.
+calibration round's, the main round's or a dataset's or conversation kind's bootstrap figures when they rest on too
+few clusters to mean anything (a kind's section says so of its own intervals through its ``warning``, by the same
+MIN_BOOTSTRAP_CLUSTERS).
 A report never drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report``
 prints these on stderr, and the dashboards show them on the overview and on the section's page. Plain data in,
 plain data out (no database, no science stack)."""

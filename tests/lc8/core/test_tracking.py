@@ -110,6 +110,8 @@ def test_current_change_direction_type_and_trend_on_a_hand_example():
     assert m["direction_accuracy"] == 1.0
     assert m["n_large_changes"] == 2
     assert m["n_trajectories"] == 2
+    # the trajectories each interval rests on: both have a scored session and a scored change, A alone a large one
+    assert m["ci_trajectories"] == {"current_mae": 2, "change_mae": 2, "direction_accuracy": 1}
     assert m["trend_agreement"] == 0.0  # only A is typed on both sides, and it disagrees
     assert m["mae_by_type"] == {"improving": None, "worsening": None, "fluctuating": 1.4, "stable": 0.75}
     assert report["reference_types"] == {"improving": 0, "worsening": 0, "fluctuating": 1, "stable": 1}
@@ -425,6 +427,7 @@ def test_report_is_json_ready_with_exactly_the_spec_keys():
         "n_large_changes",
         "mae_by_type",
         "ci",
+        "ci_trajectories",
         "n_seeds",
         "per_seed",
     }
@@ -499,3 +502,28 @@ def test_a_study_without_coders_reports_the_reference_types_only():
     assert report["reference_types"] == {"improving": 1, "worsening": 0, "fluctuating": 0, "stable": 0}
     assert report["ranking"] == {"by_current_mae": [], "by_change_mae": [], "by_direction_accuracy": [],
                                  "reversals": []}
+
+
+@pytest.mark.parametrize("n_trajectories", [3, 12])
+def test_intervals_over_few_trajectories_are_counted_and_warned_of(n_trajectories: int):
+    """n trajectories [10, 10, 10, 10, 10], but the first alone changes largely ([10, 15, ...]): the coder's
+    direction accuracy has a term in one trajectory, so its interval rests on 1 cluster whatever n; with 3
+    trajectories the MAEs' rest on 3. Before, nothing counted them nor warned."""
+    from lc8.core.section import warning
+
+    ref = [[10, 15, 15, 15, 15]] + [[10, 10, 10, 10, 10]] * (n_trajectories - 1)
+    pred = [[10, 14, 15, 15, 15]] + [[10, 11, 10, 10, 10]] * (n_trajectories - 1)
+    section = lc8_report(study(ref, {"m": {0: pred}}), resamples=50, seed=1)
+    m = section["coders"]["m"]
+    assert m["ci_trajectories"] == {"current_mae": n_trajectories, "change_mae": n_trajectories,
+                                    "direction_accuracy": 1}
+    assert m["ci"]["direction_accuracy"] == [1.0, 1.0]
+    figures = ("direction_accuracy (1 trajectory), current_mae, change_mae (3 trajectories)" if n_trajectories == 3
+               else "direction_accuracy (1 trajectory)")  # the fewest first
+    assert warning(section) == (
+        f"The LongCounsel-8 intervals (coders' ci) rest on fewer than 10 trajectories for m on {figures}: each "
+        "resample draws every trajectory, but only those carry the figure, so these intervals say next to nothing "
+        "(with fewer than 10 clusters an interval covers well below its level).")
+    assert warning(lc8_report(study(ref, {"m": {0: pred}}), resamples=0)) is None  # no interval, nothing to say
+    del m["ci_trajectories"]  # a report stored before the count
+    assert warning(section) is None
