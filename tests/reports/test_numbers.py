@@ -456,6 +456,13 @@ def prose_numbers(report: dict, page: str, name: str, view: View) -> list[str]:
         return [str(thresholds["medium"]), str(thresholds["high"]), str(thresholds["high"])]
     if name == "coupling":
         return [str(indices["coupling"]["min_abs_rho"]), str(indices["coupling"]["max_q"])]
+    if name == "ari-table":  # the clusters the intervals rest on: the study's, and the chosen split's of them
+        study = indices["ci"].get("n_clusters")
+        split = indices["by_dataset"].get(view.dataset) or {} if view.dataset else indices
+        split = (split.get("by_kind") or {}).get(view.kind) or {} if view.kind in ("single", "multi") else split
+        if not (view.dataset or view.kind in ("single", "multi")):
+            return [str(study)]
+        return [str(split["n_clusters"]), str(study)] if "n_clusters" in split else []
     if name == "trajectory-classes":
         return [str(indices["trajectories"]["threshold"])]
     if name == "uiri-lines":
