@@ -84,6 +84,19 @@ def _study(pk: int) -> Study:
     return Study.objects.select_related("schema").get(pk=pk)
 
 
+def few_histories_said(named: str) -> str:
+    """The care section's warning of judge validation intervals that rest on fewer than 10 histories
+    (docs/care.md, V3), naming ``named`` (each pair, its fields and their histories): the demo is one history, so
+    every pair with a unit in common has intervals over that one alone."""
+    return ("The CARE judge validation's intervals (agreement_ci, kappa_ci) rest on fewer than 10 histories for "
+            f"{named}: each resample draws every history, but only those carry the pair's units, so these intervals "
+            "say next to nothing (with fewer than 10 clusters an interval covers well below its level).")
+
+
+# the judge and the human both code every turn of the demo's one history: each validation field, one history
+JUDGE_AND_HUMAN = f"{CARE_DEMO_JUDGE}|{HUMAN} on crisis, marker, marker_direction, strategy, horizon (1 history)"
+
+
 # --- the demo, written out by hand --------------------------------------------------------------------------------
 
 HISTORY = CareHistory(CONVERSATION, "Assistant", (
@@ -170,7 +183,9 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
     counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0),
                "no_horizon": {}, "stray_horizon": {}}
     assert report["care"] == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
-    assert report["warnings"] == []
+    # nothing left out, but the validation's intervals rest on the demo's one history: said
+    assert {entry["n_histories"] for pairs in report["care"]["validation"].values() for entry in pairs.values()} == {1}
+    assert report["warnings"] == [{"section": "care", "message": few_histories_said(JUDGE_AND_HUMAN)}]
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
     assert report["input"]["dropped"]["unknown_attribute"] == 18
     assert all(a["unit"] != "session" for a in report["attributes"])
@@ -233,10 +248,16 @@ def test_an_action_turn_without_a_horizon_is_imported_counted_and_said(demo):
     # the expert's codings come first as the reference (docs/metrics.md#choices, item 18)
     report = runs.report_build(study=study, seed=3, bootstrap=20)
     assert (report["care"]["reference"], report["care"]["input"]["no_horizon"]) == ("demo-expert", {"Assistant": 1})
+    # judge-2 and the expert coded turn 8's strategy and horizon alone, a unit every coder coded: each pair with
+    # either of them on those two fields, all on the one history (pairs A|B with A before B in name order)
+    turn_8 = "on strategy, horizon (1 history)"
+    pairs = [f"{CARE_DEMO_JUDGE}|demo-expert {turn_8}", JUDGE_AND_HUMAN, f"{CARE_DEMO_JUDGE}|judge-2 {turn_8}",
+             f"demo-expert|{HUMAN} {turn_8}", f"demo-expert|judge-2 {turn_8}", f"{HUMAN}|judge-2 {turn_8}"]
     assert report["warnings"] == [{"section": "care", "message": (
         "1 action turn of the reference coding (demo-expert) has no primary horizon (Assistant 1): each counts among "
         "the action turns (n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
-        "(docs/care.md#reading-choices, A4). Code their horizon to label them.")}]
+        "(docs/care.md#reading-choices, A4). Code their horizon to label them. "
+        + few_histories_said("; ".join(pairs)))}]
 
 
 STRAY_HORIZON = (

@@ -32,7 +32,7 @@ from care.demo import CARE_DEMO_JUDGE, CARE_DEMO_STUDY, care_demo_load
 from care.kind import QUALITY_SCOPE, REFERENCE_CODING
 from tests import form_fuzz
 from tests.care.settings_page import settings_page
-from tests.care.test_inputs import CONVERSATION, HUMAN, _human_rows
+from tests.care.test_inputs import CONVERSATION, HUMAN, JUDGE_AND_HUMAN, _human_rows, few_histories_said
 from tests.reports.test_bundle_kinds import _bundled, _recompute_without_django
 
 pytestmark = pytest.mark.django_db
@@ -104,7 +104,8 @@ def test_the_chosen_coder_is_the_reference_of_the_next_run_and_its_bundle_recomp
                                 resamples=report["parameters"]["bootstrap"])
     assert {key: care[key] for key in named if key not in ("parameters", "input")} == {
         key: named[key] for key in named if key not in ("parameters", "input")}
-    assert report["warnings"] == []
+    # the judge's and the reviewer's codes are the validation's one pair, on the demo's one history
+    assert report["warnings"] == [{"section": "care", "message": few_histories_said(JUDGE_AND_HUMAN)}]
     assert json.loads(second["run.json"])["care"]["reference_coding"] == CARE_DEMO_JUDGE
     assert report["input"]["fingerprint"] != json.loads(first["report.json"])["input"]["fingerprint"]
 
@@ -133,7 +134,7 @@ def test_a_chosen_coder_without_codings_is_an_empty_reference_with_a_warning(stu
         f"The CARE section's reference coder, {EXPERT} (the study's choice), has no CARE codings yet: the recovery "
         "states, alignment, control windows and session quality are those of an empty coding until they code, or "
         "the study chooses another reference coder on its settings page (gold codings, once recorded, are the "
-        "reference whatever the choice).")}]
+        "reference whatever the choice). " + few_histories_said(JUDGE_AND_HUMAN))}]  # the expert: no pair
     done, recomputed = _recompute_without_django(files, tmp_path)
     assert done.returncode == 0, done.stderr
     assert recomputed == files["report.json"]

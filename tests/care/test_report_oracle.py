@@ -434,7 +434,8 @@ def _direction(marker: str | None, before: str) -> str:
 
 
 def _validation(codes: dict[str, dict], walked: dict) -> dict:
-    """V1, V2: every pair of coders on the units both coded (the reference included: it is a coder too)."""
+    """V1, V2: every pair of coders on the units both coded (the reference included: it is a coder too), and the
+    histories those units fall in (V3's ``n_histories``: the clusters the pair's intervals rest on)."""
     def values(coder: str, field: str) -> dict:
         part = "assistant" if field in ("strategy", "horizon") else "user"
         out = {}
@@ -456,7 +457,8 @@ def _validation(codes: dict[str, dict], walked: dict) -> dict:
             x, y = [va[u] for u in units], [vb[u] for u in units]
             kappa = float(cohen_kappa_score(x, y))
             validation[field][f"{a}|{b}"] = {"agreement": sum(p == q for p, q in zip(x, y, strict=True)) / len(x),
-                                             "kappa": None if math.isnan(kappa) else kappa, "n": len(units)}
+                                             "kappa": None if math.isnan(kappa) else kappa, "n": len(units),
+                                             "n_histories": len({name for name, _ in units})}
     return validation
 
 

@@ -386,7 +386,19 @@ def test_the_metric_run_report_carries_the_section(lc8_study_id):
     expected = lc8_report(expected_study(), resamples=30, seed=2) | {"reference": "ref-controlled", "roles": ROLES,
                                                                      "input": COUNTED}
     assert stored["lc8"] == json.loads(json.dumps(expected))
-    assert stored["warnings"] == []
+    # The intervals rest on the trajectories with a term of their figure (docs/lc8-metrics.md L6): the four for the
+    # MAEs (lc8-d's sessions 3 and 4 give a change though its session 2 has no reference total), the three with a
+    # large reference change for direction (lc8-a's 18 -> 12, lc8-b's 7 -> 12, lc8-c's 10 -> 16 -> 10); the rater
+    # totals lc8-a alone (lc8-c session 1: five items, no total). Every one is under 10: each coder is named.
+    on_four = "direction_accuracy (3 trajectories), current_mae, change_mae (4 trajectories)"
+    assert {coder: entry["ci_trajectories"] for coder, entry in stored["lc8"]["coders"].items()} == {
+        coder: {"current_mae": 1, "change_mae": 1, "direction_accuracy": 1} if coder == RATER
+        else {"current_mae": 4, "change_mae": 4, "direction_accuracy": 3} for coder in ("ref-self", *METHODS, RATER)}
+    assert stored["warnings"] == [{"section": "lc8", "message": (
+        f"The LongCounsel-8 intervals (coders' ci) rest on fewer than 10 trajectories for m-alpha on {on_four}; m-beta "
+        f"on {on_four}; {RATER} on current_mae, change_mae, direction_accuracy (1 trajectory); ref-self on {on_four}: "
+        "each resample draws every trajectory, but only those carry the figure, so these intervals say next to "
+        "nothing (with fewer than 10 clusters an interval covers well below its level).")}]
     assert stored["study"]["schema"] == "lc8-v1"
 
 

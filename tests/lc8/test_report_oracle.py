@@ -249,6 +249,10 @@ def _oracle(data: dict) -> dict:
             shared |= both.any(1)
             large |= both[:, 1:] & both[:, :-1] & (np.abs(np.nan_to_num(np.diff(y, axis=1))) >= LARGE)
         entry["n_trajectories"], entry["n_large_changes"] = int(shared.sum()), int(large.sum())
+        # L6: per interval, the trajectories with a term of its figure in some seed (its denominator's count there)
+        entry["ci_trajectories"] = {key: int(np.logical_or.reduce([_per_trajectory(y, yhat)[key][1] > 0
+                                                                   for yhat, _ in seeds.values()]).sum())
+                                    for key in ("current_mae", "change_mae", "direction_accuracy")}
         entry["ci"] = {}
         for key in ("current_mae", "change_mae", "direction_accuracy"):
             values = []
