@@ -15,11 +15,12 @@ from django.urls import reverse
 from access import roles
 from access.services import user_ensure
 from annotation import services as annotation_services
-from annotation.models import StudyMember
+from annotation.models import Judgment, StudyMember
 from annotation.services import ChangedMeanwhile
 from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
 from calibration import services as calibration_services
+from tests import scenarios
 from tests.factories import StudyFactory, StudyMemberFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -252,7 +253,9 @@ def test_the_page_shows_the_figures_of_the_report_the_exports_page_serves(client
     assert "k = 6 is capped at 3: the report ranks 3 reviewers" in html
     assert "The report suggests the top 3:" in html and "The report suggests the top 6" not in html
     assert f"Figures of metrics run {ranking['run'].pk}" in html
-    assert f"over {cal['bootstrap']['resamples']} bootstrap resamples" in html
+    assert f"over {cal['bootstrap']['resamples']} bootstrap resamples of that round's 3 turns (seed" in html
+    # the round's gold covers an item of each of its turns: no turn is drawn for nothing, and the page says no more
+    assert ranking["bootstrap"]["n_clusters"] == ranking["bootstrap"]["n_turns"] == 3
     # Top-4/5/6 shares of 3 reviewers are 1.00 for everyone: not shown, and the page says why.
     assert sorted(cal["bootstrap"]["top_k"], key=int) == ["4", "5", "6"]
     assert page.context["shown_ks"] == []
@@ -266,6 +269,37 @@ def test_the_page_shows_the_figures_of_the_report_the_exports_page_serves(client
         entry = cal["reviewers"][row["reviewer"]][last]
         assert bands == [entry["kappa_bands"].get(key) or "no band"
                          for key in ("kappa_user", "kappa_response", "kappa_flags")], row["reviewer"]
+
+
+def test_the_page_says_how_few_of_the_rounds_turns_hold_an_item_with_gold(client, protocol):
+    """Round 2, coded by everyone, gets gold on the items of its first turn alone and closes (its metric run): its
+    bootstrap draws the round's 3 turns, but only the turns with gold on an item a reviewer coded move a resample
+    (``calibration.bootstrap.n_clusters_by_round``, docs/metrics.md#bootstrap-selection-stability), and the page
+    gives that count beside the turns."""
+    round_ = protocol.round(2)
+    items = calibration_selectors.consensus_items(round=round_)
+    expert = protocol.experts[0]
+    for item in items:
+        if item.turn == items[0].turn:
+            calibration_services.gold_record(round=round_, by=protocol.admin, attribute=item.attribute,
+                                             turn=item.turn, response=item.response,
+                                             score=item.expert_scores[expert.username], agreed_by=[expert])
+    scenarios.calibration_round_close(protocol, round_)
+    # from the rows: the turns of the round's gold on an item (turn, response, attribute) one of its reviewers coded
+    reviewers = [user.username for user in protocol.reviewers]
+    coded = set(Judgment.objects.filter(round=round_, is_gold=False, coder__username__in=reviewers)
+                .values_list("turn_id", "response_id", "attribute_id"))
+    with_gold = {turn for turn, response, attribute in Judgment.objects.filter(round=round_, is_gold=True)
+                 .values_list("turn_id", "response_id", "attribute_id") if (turn, response, attribute) in coded}
+    n_turns = round_.items.count()
+    assert (len(with_gold), n_turns) == (1, 3)
+    client.force_login(protocol.admin)
+    page = client.get(reverse("panel", args=[protocol.study.slug]))
+    ranking = page.context["ranking"]
+    assert ranking["round"] == round_.name
+    assert (ranking["bootstrap"]["n_turns"], ranking["bootstrap"]["n_clusters"]) == (n_turns, len(with_gold))
+    assert (f"bootstrap resamples of that round's {n_turns} turns, only {len(with_gold)} of which hold an item with "
+            "gold (the others add nothing to a resample) (seed") in page.content.decode()
 
 
 def test_a_top_k_below_the_number_of_reviewers_is_kept_and_its_shares_shown(client, protocol):

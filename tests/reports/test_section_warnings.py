@@ -5,8 +5,9 @@ beside the JSON. A model slot of the study without a scored response is named to
 from the per-model indices.
 
 The studies are built by the README's commands: a CARE study that coded the turns of a conversation without
-sessions (no history: nothing for the care section to read), and an LC8 study whose reference labelled a session of
-a conversation that is not a trajectory (kind ``multi``)."""
+sessions (no history: nothing for the care section to read), an LC8 study whose reference labelled a session of
+a conversation that is not a trajectory (kind ``multi``), and a default study with a dataset of 2 of its 14
+conversations (the intervals of that dataset rest on 2 clusters)."""
 
 from __future__ import annotations
 
@@ -333,6 +334,68 @@ def test_every_calibration_rounds_few_clusters_are_said_on_the_pages_the_command
         shipped = json.loads(archive.read("report.json"))
     assert all(escape(message) in html for message in FEW_WARNINGS)
     assert shipped["calibration"]["bootstrap"]["n_turns_by_round"] == {"calibration-1": 3, "calibration-2": 3}
+    assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["warnings"] == run.result["warnings"]
+
+
+SPLIT_SLUG = "few-in-a-dataset"
+# dataset -> its conversations: 12 in one, 2 in the other, one response each, every one scored in the main round
+SPLIT_DATASETS = {"split-big": [f"big-{n}" for n in range(12)], "split-small": ["small-0", "small-1"]}
+
+
+@pytest.fixture(scope="module")
+def few_in_a_dataset(shared_state, tmp_path_factory):
+    """A default study of 14 single-turn conversations, all scored in the main round: the main round's intervals
+    resample 14 conversations, but those of dataset split-small only its 2."""
+    folder = tmp_path_factory.mktemp("split")
+    quiet = {"stdout": io.StringIO()}
+    with shared_state():
+        admin = user_ensure(username="split-admin", role=roles.ADMIN)
+        study = services.study_create(slug=SPLIT_SLUG, name="A dataset of two conversations",
+                                      schema=Schema.objects.get(slug="cab-v1"), model_slots=["Alpha"], by=admin)
+        call_command("import_conversations", _jsonl(folder / "conversations.jsonl", [{
+            "dataset": dataset, "conversation_id": name, "kind": "single", "topic": "Anxiety", "complexity": "low",
+            "turns": [{"index": 1, "client": f"I worry about {name}.",
+                       "responses": [{"model": "Alpha", "text": "What worries you most?"}]}],
+        } for dataset, names in SPLIT_DATASETS.items() for name in names]), **quiet)
+        code = {"study": SPLIT_SLUG, "round": "main", "reviewer": "split-coder", "role": "reviewer",
+                "is_gold": False, "turn_index": 1, "spans": [], "instance_count": None, "model": "Alpha",
+                "attribute": "AUR"}
+        call_command("import_judgments", _jsonl(folder / "codes.jsonl", [
+            code | {"dataset": dataset, "conversation_id": name, "score": n % 3}
+            for dataset, names in SPLIT_DATASETS.items() for n, name in enumerate(names)
+        ]), "--study", SPLIT_SLUG, **quiet)
+        _run(study)
+        yield study.pk
+
+
+def test_a_dataset_with_few_conversations_is_named_in_the_run_the_overview_and_the_bundle(
+        client, few_in_a_dataset, researcher, tmp_path):
+    """The main round's intervals over 14 conversations are not warned of, but dataset split-small's, drawn from the
+    same resamples restricted to its responses, rest on its 2 (docs/metrics.md#bootstrap-selection-stability):
+    before, the warnings read the study's count alone. The one warning reaches the stored run, the overview, the
+    bundle's printable report and its recompute."""
+    total, small = sum(map(len, SPLIT_DATASETS.values())), len(SPLIT_DATASETS["split-small"])
+    message = (f"The main round's intervals over dataset split-small rest on only {small} conversations of the "
+               f"study's {total} (each resample restricted to their responses): the intervals of their per-model "
+               "figures (ari_ci, the Atrophy risk page filtered to them) say next to nothing (with fewer than 10 "
+               "clusters an interval covers well below its level).")
+    run = MetricRun.objects.get(study_id=few_in_a_dataset, status="succeeded")
+    indices = run.result["indices"]
+    assert (indices["ci"]["n_clusters"], indices["by_dataset"]["split-small"]["n_clusters"]) == (total, small)
+    assert run.result["warnings"] == [{"section": "main", "message": message}]
+    client.force_login(researcher)
+    overview = client.get(reverse("reports", args=[SPLIT_SLUG])).content.decode()
+    assert _warnings_shown(overview) == [
+        f"<strong>Warning</strong> (run {run.pk}, the newest report): {escape(message)}"]
+    risk = client.get(reverse("reports-page", args=[SPLIT_SLUG, "risk"]), {"dataset": "split-small"}).content.decode()
+    assert _warnings_shown(risk) == [f"<strong>Warning</strong> (run {run.pk}): {escape(message)}"]
+    assert escape(f"({small} conversations of the study's {total})") in risk  # the table's caption
+    with override_settings(BUNDLE_DIR=str(tmp_path)):
+        path = bundle.bundle_file(run=run).path
+    with zipfile.ZipFile(path) as archive:
+        assert escape(message) in archive.read("report.html").decode()
     assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
     again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
     assert again["warnings"] == run.result["warnings"]
