@@ -287,7 +287,12 @@ def test_a_reply_of_another_strategy_with_a_horizon_is_imported_counted_and_said
     assert runs.metric_run_execute(run_id=run.pk)
     run.refresh_from_db()
     assert run.result["care"]["input"]["stray_horizon"] == {"Assistant": 1}
-    assert run.result["warnings"] == [{"section": "care", "message": STRAY_HORIZON}]
+    # the expert coded turn 8's strategy and horizon alone: a pair with each other coder on those two fields, all on
+    # the demo's one history, beside the judge's and the human's on every field (pairs A|B in name order)
+    turn_8 = "on strategy, horizon (1 history)"
+    pairs = [f"{CARE_DEMO_JUDGE}|demo-expert {turn_8}", JUDGE_AND_HUMAN, f"demo-expert|{HUMAN} {turn_8}"]
+    assert run.result["warnings"] == [{"section": "care",
+                                       "message": f"{STRAY_HORIZON} {few_histories_said('; '.join(pairs))}"}]
     client.force_login(researcher)
     page = client.get(reverse("reports-page", args=[study.slug, "care"])).content.decode()
     assert f"<strong>Warning</strong> (run {run.pk}): {escape(STRAY_HORIZON)}" in page
