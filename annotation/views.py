@@ -488,10 +488,13 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
         except RowErrors as error:
             errors = error.summary(limit=200).splitlines()
         else:
+            back = summary.turns_back_in_queues  # a new response to a turn coders had completed: README
             messages.success(request, f"{summary.conversations_created} conversations, {summary.turns_created} turns "
                                       f"and {summary.responses_created} responses imported; "
                                       f"{summary.conversations_unchanged} unchanged, "
-                                      f"{summary.conversations_updated} updated.")
+                                      f"{summary.conversations_updated} updated."
+                                      + (f" {back} completed turn(s) of coders went back to their queues, each with "
+                                         "a new response to code." if back else ""))
             return redirect("study-data", slug=slug)
     return render(request, "annotation/upload.html", {
         "study": study, "form": form, "errors": errors,

@@ -37,11 +37,16 @@ class ResponseItemIn(serializers.Serializer):
     text = serializers.CharField(trim_whitespace=False, help_text="stored exactly as sent (spans index into it)")
 
 
+BACK_IN_QUEUES = ("coders' completed turns (in an open round) that a new response took out of the completed ones: "
+                  "back in their queues, to code it")
+
+
 class ResponsesIngestOut(serializers.Serializer):
     items = serializers.IntegerField()
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
     unchanged = serializers.IntegerField(help_text="identical content already stored: nothing was written")
+    turns_back_in_queues = serializers.IntegerField(help_text=BACK_IN_QUEUES)
 
 
 class ConversationsIngestOut(serializers.Serializer):
@@ -54,6 +59,7 @@ class ConversationsIngestOut(serializers.Serializer):
     datasets_created = serializers.ListField(child=serializers.CharField())
     sessions_created = serializers.IntegerField(help_text="sessions of histories sent in the sessions form")
     sessions_updated = serializers.IntegerField(help_text="sessions whose kind, crisis type or turns changed")
+    turns_back_in_queues = serializers.IntegerField(help_text=BACK_IN_QUEUES)
 
 
 # --- a study's material as it reads back (GET …/conversations/, GET …/responses/) ------------------------------

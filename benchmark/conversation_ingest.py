@@ -24,7 +24,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from audit.services import audit_record
-from benchmark.material_rules import Edit, MaterialConflict, StudyRef, claim, material_conflicts
+from benchmark.material_rules import Edit, MaterialConflict, StudyRef, claim, material_conflicts, turns_back_in_queues
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
 from common.errors import RowError, RowErrors, flatten_serializer_errors, jsonl_rows
@@ -43,6 +43,7 @@ class ImportSummary:
     datasets_created: list[str] = field(default_factory=list)
     sessions_created: int = 0  # histories in the sessions form (benchmark.sessions)
     sessions_updated: int = 0
+    turns_back_in_queues: int = 0  # coders' completed turns a new response took out of the completed ones
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -214,7 +215,8 @@ def conversations_import(
 
     New conversations belong to ``study``. Existing ones are updated to the file's content, except material
     another study owns or uses (or, without a study, any study's material) and text reviewers coded against
-    (benchmark/material_rules.py).
+    (benchmark/material_rules.py). A response added to a stored turn takes it out of the completed ones of the
+    coders who completed it in an open round (annotation migration 0023's trigger); the summary counts them.
     """
     # Concurrent imports must neither race to insert the same new conversations nor change what is compared below.
     advisory_lock("benchmark.ingest")
@@ -255,7 +257,11 @@ def conversations_import(
     if conflicts:
         raise MaterialConflict(conflicts)
 
+    # Only a response added to a stored turn can have been completed by a coder (a new turn has no assignment yet).
+    back_before = turns_back_in_queues() if changes.new_responses else None
     _conversation_changes_write(changes, summary)
+    if back_before is not None:
+        summary.turns_back_in_queues = turns_back_in_queues() - back_before
     written = sessions_write(valid=valid, datasets=datasets)
     summary.sessions_created, summary.sessions_updated = written.created, written.updated + len(written.turns_moved)
     claim(claims, study)

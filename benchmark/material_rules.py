@@ -2,7 +2,9 @@
 frozen text"): study isolation (a write through a study may change only material no other study owns or uses; a
 write without a study, only material no study owns or uses) and frozen text (nothing reviewers coded against, or
 will code in an open round, changes). ``material_conflicts`` locks the conversations an ingestion would change and
-names every change it may not make; ``claim`` gives the unowned ones to the study that changed them.
+names every change it may not make; ``claim`` gives the unowned ones to the study that changed them. A response added
+to a turn that coders completed in an open round takes it out of their completed ones (a trigger: annotation
+migration 0023); ``turns_back_in_queues`` says how many, for the ingestion's answer.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from django.db import connection
 
 from benchmark.models import Conversation, Session, Turn
 from common.errors import RowConflicts, RowError
@@ -26,6 +30,9 @@ def chunks(values: list, size: int = _LOOKUP_CHUNK) -> Iterator[list]:
 
 # annotation.Round.Status.OPEN: benchmark sits below annotation, so it names the value, not the class.
 _OPEN_ROUND = "open"
+# Where the trigger of annotation migration 0023 counts, in the transaction, the completed assignments it took out of
+# the completed ones because a response was added to their turn.
+_BACK_IN_QUEUES = "cab.turns_back_in_queues"
 
 
 class StudyRef(Protocol):
@@ -199,3 +206,12 @@ def claim(conversation_ids: set[int], study: StudyRef | None) -> None:
     if study is not None and conversation_ids:
         for chunk in chunks(sorted(conversation_ids)):
             Conversation.objects.filter(any_of("pk", chunk), study__isnull=True).update(study_id=study.pk)
+
+
+def turns_back_in_queues() -> int:
+    """How many coders' completed turns the responses inserted so far in this transaction sent back to their
+    queues: in an open round of a study that codes the response (README, "Study isolation and frozen text"). An
+    ingestion reads it before and after it writes; the difference is its own."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(nullif(current_setting(%s, true), ''), '0')::bigint", [_BACK_IN_QUEUES])
+        return int(cursor.fetchone()[0])

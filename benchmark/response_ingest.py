@@ -25,7 +25,15 @@ from django.utils import timezone
 
 from api.parsers import LazyItems
 from audit.services import audit_record
-from benchmark.material_rules import Edit, MaterialConflict, StudyRef, chunks, claim, material_conflicts
+from benchmark.material_rules import (
+    Edit,
+    MaterialConflict,
+    StudyRef,
+    chunks,
+    claim,
+    material_conflicts,
+    turns_back_in_queues,
+)
 from benchmark.models import ModelResponse, Turn
 from benchmark.sessions import assistant_problem, history_slots
 from common.errors import RowError, RowErrors
@@ -44,6 +52,7 @@ class IngestSummary:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    turns_back_in_queues: int = 0  # coders' completed turns a new response took out of the completed ones
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -440,7 +449,10 @@ def responses_ingest(
     if conflicts:
         raise MaterialConflict(conflicts, row_label="item")
 
-    _responses_insert(new)
+    if new:  # a resend of what is stored asks nothing more
+        back_before = turns_back_in_queues()
+        _responses_insert(new)
+        summary.turns_back_in_queues = turns_back_in_queues() - back_before
     summary.created = len(new)
     if changed:
         now = timezone.now()

@@ -268,7 +268,7 @@ def test_responses_are_ingested_exactly_as_sent(ingester, turns_only):
     items[0]["text"] = "  spaces stay, ünïcödé 😊 stays\r\n"
     response = ingester.post(RESPONSES, items, format="json")
     assert response.status_code == 200
-    assert response.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0}
+    assert response.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0, "turns_back_in_queues": 0}
     stored = ModelResponse.objects.get(turn__conversation__external_id=items[0]["conversation_id"],
                                        model_slot=items[0]["model"])
     assert stored.text == "  spaces stay, ünïcödé 😊 stays\r\n"
@@ -278,7 +278,7 @@ def test_resending_identical_responses_writes_nothing_and_reports_unchanged(inge
     ingester.post(RESPONSES, response_items(), format="json")
     before = list(ModelResponse.objects.order_by("pk").values_list("pk", "text", "updated_at"))
     response = ingester.generic("POST", RESPONSES, jsonl(response_items()), content_type="application/jsonl")
-    assert response.json() == {"items": 20, "created": 0, "updated": 0, "unchanged": 20}
+    assert response.json() == {"items": 20, "created": 0, "updated": 0, "unchanged": 20, "turns_back_in_queues": 0}
     assert list(ModelResponse.objects.order_by("pk").values_list("pk", "text", "updated_at")) == before
 
 
@@ -288,7 +288,7 @@ def test_changed_text_of_an_unjudged_response_is_updated(ingester, turns_only):
     items[3]["text"] = "Revised."
     items[3]["model_version"] = "v2"
     response = ingester.post(RESPONSES, items, format="json")
-    assert response.json() == {"items": 20, "created": 0, "updated": 1, "unchanged": 19}
+    assert response.json() == {"items": 20, "created": 0, "updated": 1, "unchanged": 19, "turns_back_in_queues": 0}
     stored = ModelResponse.objects.get(turn__conversation__external_id=items[3]["conversation_id"],
                                        model_slot=items[3]["model"])
     assert (stored.text, stored.model_version) == ("Revised.", "v2")
@@ -359,7 +359,8 @@ def test_ten_thousand_responses_in_one_request_with_set_based_writes(
     # it + 5 INSERTs of 2,000 rows + its claim by the study + savepoints: no per-item trip
     with django_assert_max_num_queries(22):  # … and one audit event
         response = ingester.post(RESPONSES, items, format="json")
-    assert response.json() == {"items": 10000, "created": 10000, "updated": 0, "unchanged": 0}
+    assert response.json() == {"items": 10000, "created": 10000, "updated": 0, "unchanged": 0,
+                               "turns_back_in_queues": 0}
     with django_assert_max_num_queries(10):
         again = ingester.post(RESPONSES, items, format="json")
     assert again.json()["unchanged"] == 10000

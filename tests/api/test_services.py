@@ -119,7 +119,8 @@ def test_revoke_api_token_by_prefix(admin_user, token_for, capsys):
 def test_idempotency_key_replays_the_first_answer(ingester, turns_only):
     first = ingester.post(RESPONSES, response_items(), format="json", HTTP_IDEMPOTENCY_KEY="batch-0001")
     again = ingester.post(RESPONSES, response_items(), format="json", HTTP_IDEMPOTENCY_KEY="batch-0001")
-    assert first.json() == again.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0}
+    assert first.json() == again.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0,
+                                            "turns_back_in_queues": 0}
     assert again["Idempotent-Replayed"] == "true"
     assert "Idempotent-Replayed" not in first
     without_key = ingester.post(RESPONSES, response_items(), format="json")

@@ -38,7 +38,7 @@ def test_conversations_and_responses_ingest_from_a_jsonl_or_json_file_as_the_jso
     assert answer.json()["conversations_created"] == len(demo_records())
     answer = upload(ingester, RESPONSES + "upload/", json.dumps(response_items()).encode(), name="r.json")
     assert answer.json() == {"items": len(response_items()), "created": len(response_items()), "updated": 0,
-                             "unchanged": 0}
+                             "unchanged": 0, "turns_back_in_queues": 0}
     again = upload(ingester, RESPONSES + "upload/", b"\n" + jsonl(response_items()).encode())
     assert again.json()["unchanged"] == len(response_items())
     assert ModelResponse.objects.count() == len(response_items())

@@ -128,7 +128,8 @@ def test_idempotent_replay_with_and_without_a_key(ingester, turns_only):
     body, content_type = _body(response_items(), "lines")
     first = ingester.generic("POST", RESPONSES, body, content_type=content_type, HTTP_IDEMPOTENCY_KEY="copy-1")
     again = ingester.generic("POST", RESPONSES, body, content_type=content_type, HTTP_IDEMPOTENCY_KEY="copy-1")
-    assert first.json() == again.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0}
+    assert first.json() == again.json() == {"items": 20, "created": 20, "updated": 0, "unchanged": 0,
+                                            "turns_back_in_queues": 0}
     assert again["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
     assert IdempotencyRecord.objects.get(key="copy-1").request_hash == hashlib.sha256(
         f"POST {RESPONSES}\n{hashlib.sha256(body).hexdigest()}".encode()).hexdigest()
@@ -139,7 +140,7 @@ def test_idempotent_replay_with_and_without_a_key(ingester, turns_only):
 
     without_key = ingester.generic("POST", RESPONSES, body, content_type=content_type)
     assert without_key.status_code == 200 and "Idempotent-Replayed" not in without_key
-    assert without_key.json() == {"items": 20, "created": 0, "updated": 0, "unchanged": 20}
+    assert without_key.json() == {"items": 20, "created": 0, "updated": 0, "unchanged": 20, "turns_back_in_queues": 0}
     assert IdempotencyRecord.objects.count() == 1
 
 

@@ -32,6 +32,8 @@ class ConversationsIngestOut:
             datasets_created (list[str]):
             sessions_created (int): sessions of histories sent in the sessions form
             sessions_updated (int): sessions whose kind, crisis type or turns changed
+            turns_back_in_queues (int): coders' completed turns (in an open round) that a new response took out of the
+                completed ones: back in their queues, to code it
      """
 
     conversations_created: int
@@ -43,6 +45,7 @@ class ConversationsIngestOut:
     datasets_created: list[str]
     sessions_created: int
     sessions_updated: int
+    turns_back_in_queues: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -70,6 +73,8 @@ class ConversationsIngestOut:
 
         sessions_updated = self.sessions_updated
 
+        turns_back_in_queues = self.turns_back_in_queues
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -83,6 +88,7 @@ class ConversationsIngestOut:
             "datasets_created": datasets_created,
             "sessions_created": sessions_created,
             "sessions_updated": sessions_updated,
+            "turns_back_in_queues": turns_back_in_queues,
         })
 
         return field_dict
@@ -111,6 +117,8 @@ class ConversationsIngestOut:
 
         sessions_updated = d.pop("sessions_updated")
 
+        turns_back_in_queues = d.pop("turns_back_in_queues")
+
         conversations_ingest_out = cls(
             conversations_created=conversations_created,
             conversations_updated=conversations_updated,
@@ -121,6 +129,7 @@ class ConversationsIngestOut:
             datasets_created=datasets_created,
             sessions_created=sessions_created,
             sessions_updated=sessions_updated,
+            turns_back_in_queues=turns_back_in_queues,
         )
 
 

@@ -26,12 +26,15 @@ class ResponsesIngestOut:
             created (int):
             updated (int):
             unchanged (int): identical content already stored: nothing was written
+            turns_back_in_queues (int): coders' completed turns (in an open round) that a new response took out of the
+                completed ones: back in their queues, to code it
      """
 
     items: int
     created: int
     updated: int
     unchanged: int
+    turns_back_in_queues: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -47,6 +50,8 @@ class ResponsesIngestOut:
 
         unchanged = self.unchanged
 
+        turns_back_in_queues = self.turns_back_in_queues
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -55,6 +60,7 @@ class ResponsesIngestOut:
             "created": created,
             "updated": updated,
             "unchanged": unchanged,
+            "turns_back_in_queues": turns_back_in_queues,
         })
 
         return field_dict
@@ -72,11 +78,14 @@ class ResponsesIngestOut:
 
         unchanged = d.pop("unchanged")
 
+        turns_back_in_queues = d.pop("turns_back_in_queues")
+
         responses_ingest_out = cls(
             items=items,
             created=created,
             updated=updated,
             unchanged=unchanged,
+            turns_back_in_queues=turns_back_in_queues,
         )
 
 

@@ -1,0 +1,232 @@
+"""A model response added to a turn that coders have completed (annotation migration 0023; README, "Study isolation and
+frozen text"): on every path that adds one (the responses endpoints with a JSON array, JSON Lines or a file, the
+conversations endpoint, the upload page, a shell's INSERT), each coder who completed the turn in an open round gets
+it back in their queue, where the home page and the queue send them and where completing wants the new response
+coded, and the answer says how many; a closed round, a feedback-locked item, someone taken off the study, a model
+slot the study does not code and a schema that codes no responses keep their completions. ``import_conversations``
+cannot add one to a turn a study uses. Before, every completion stood and the new response was coded by nobody."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation import selectors, services
+from annotation.models import Assignment, QueueProgress, Round, Schema, StudyMember
+from benchmark.demo import demo_records
+from benchmark.models import ModelResponse, Turn
+from tests.factories import (
+    AssignmentFactory,
+    ModelResponseFactory,
+    RoundFactory,
+    StudyFactory,
+    TurnFactory,
+    conversations_without_responses,
+    jsonl,
+    response_items,
+)
+
+pytestmark = pytest.mark.django_db
+
+RESPONSES = "/api/v1/studies/cab-demo/responses/"
+CONVERSATIONS = "/api/v1/studies/cab-demo/conversations/"
+NEW_SLOT = "Qwen"
+
+
+def _first_new_item() -> dict:
+    """The first Qwen response of the demo, which the fixture leaves out."""
+    return next(item for item in response_items() if item["model"] == NEW_SLOT)
+
+
+def _turn_of(item: dict) -> Turn:
+    return Turn.objects.get(conversation__dataset__name=item["dataset"],
+                            conversation__external_id=item["conversation_id"], index=item["turn_index"])
+
+
+def code_and_complete(round_: Round, coder, position: int) -> services.TurnCheck:
+    """Score every form of the coder's turn as the coding page would, then complete it."""
+    view = selectors.turn_view(round_id=round_.pk, user=coder, position=position)
+    for form in view.all_forms():
+        if form.scored:
+            continue
+        response = None if form.response_handle is None else selectors.response_by_handle(
+            study=view.study, coder_id=coder.pk, turn=view.turn, handle=form.response_handle)
+        services.judgment_save(round=round_, by=coder, attribute=form.attribute, turn=view.turn, response=response,
+                               score=form.attribute.scale[0])
+    assignment = Assignment.objects.get(round=round_, coder=coder, position=position)
+    return services.assignment_complete(assignment=assignment, by=coder, confirm=True)
+
+
+@pytest.fixture
+def completed(ingester, study, reviewer, other_reviewer, admin_user) -> Round:
+    """cab-demo's conversations ingested through the study without their Qwen responses; its main round open, with
+    two items for both reviewers, a turn that has no Qwen response in the demo, then the turn of the first Qwen
+    response; each reviewer coded every form of both and completed them. Returns the round."""
+    assert ingester.post(CONVERSATIONS, conversations_without_responses(), format="json").status_code == 200
+    items = [item for item in response_items() if item["model"] != NEW_SLOT]
+    assert ingester.post(RESPONSES, items, format="json").status_code == 200
+    round_ = RoundFactory(study=study, kind="main", status="open")
+    new_turn = _turn_of(_first_new_item())
+    without = {(i["conversation_id"], i["turn_index"]) for i in response_items() if i["model"] == NEW_SLOT}
+    other_turn = next(t for t in Turn.objects.order_by("pk").select_related("conversation")
+                      if (t.conversation.external_id, t.index) not in without)
+    for coder in (reviewer, other_reviewer):
+        services.assignments_ensure(round=round_, coder=coder, turns=[other_turn, new_turn], by=admin_user)
+        assert code_and_complete(round_, coder, 1).completed and code_and_complete(round_, coder, 2).completed
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+    return round_
+
+
+def assert_back_in_queues(round_: Round, reviewer, client) -> None:
+    """Both reviewers' second turn, the one with the new response, is no longer completed, their first still is
+    (the counters with them); the reviewer's home page and queue send them to it, and completing it wants the new
+    response coded, then completes it again."""
+    assert set(Assignment.objects.filter(round=round_, completed_at__isnull=True).values_list("coder", "position")) \
+        == {(coder, 2) for coder in Assignment.objects.values_list("coder", flat=True)}
+    assert set(QueueProgress.objects.filter(round=round_).values_list("total", "done")) == {(2, 1)}
+    client.force_login(reviewer)
+    link = f'<a class="resume" href="/rounds/{round_.pk}/turns/2/">'
+    assert link + "Resume</a>" in client.get("/").content.decode()
+    assert link + "Resume at #2</a>" in client.get(reverse("queue", args=[round_.pk])).content.decode()
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=2)
+    check = services.assignment_complete(assignment=assignment, by=reviewer, confirm=True)
+    view = selectors.turn_view(round_id=round_.pk, user=reviewer, position=2)
+    new = next(card for card in view.cards if card.response.model_slot == NEW_SLOT)
+    assert not check.completed
+    assert check.missing == [f"{form.label} · {form.attribute.code} · {form.attribute.name}"
+                             for _, forms in new.groups for form in forms]
+    assert code_and_complete(round_, reviewer, 2).completed
+
+
+# --- every path that adds a response ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", ["a JSON array", "JSON Lines", "a file"])
+def test_a_response_ingested_into_a_completed_turn_sends_it_back_to_both_coders(completed, ingester, reviewer,
+                                                                                client, body):
+    items = [_first_new_item()]
+    if body == "a JSON array":
+        answer = ingester.post(RESPONSES, items, format="json")
+    elif body == "JSON Lines":
+        answer = ingester.generic("POST", RESPONSES, jsonl(items).encode(), content_type="application/x-ndjson")
+    else:
+        answer = ingester.post(RESPONSES + "upload/", {"file": SimpleUploadedFile("r.jsonl", jsonl(items).encode())},
+                               format="multipart")
+    assert answer.status_code == 200, answer.content
+    assert answer.json() == {"items": 1, "created": 1, "updated": 0, "unchanged": 0, "turns_back_in_queues": 2}
+    assert_back_in_queues(completed, reviewer, client)
+    again = ingester.post(RESPONSES, items, format="json")  # the same again: nothing new, nothing sent back
+    assert again.json()["unchanged"] == 1 and again.json()["turns_back_in_queues"] == 0
+
+
+def _records_with_new_response() -> list[dict]:
+    """The demo conversations as stored, the first Qwen response added to its turn."""
+    item = _first_new_item()
+    stored = {(i["dataset"], i["conversation_id"], i["turn_index"], i["model"]) for i in response_items()
+              if i["model"] != NEW_SLOT}
+    records = demo_records()
+    for record in records:
+        for turn in record["turns"]:
+            turn["responses"] = [r for r in turn["responses"] if (
+                record["dataset"], record["conversation_id"], turn["index"], r["model"]) in stored
+                or (record["conversation_id"], turn["index"], r["model"]) == (
+                    item["conversation_id"], item["turn_index"], item["model"])]
+    return records
+
+
+def test_a_response_sent_with_its_conversation_sends_the_turn_back(completed, ingester, reviewer, client):
+    answer = ingester.post(CONVERSATIONS, _records_with_new_response(), format="json")
+    assert answer.status_code == 200, answer.content
+    assert (answer.json()["responses_created"], answer.json()["turns_back_in_queues"]) == (1, 2)
+    assert_back_in_queues(completed, reviewer, client)
+
+
+def test_the_upload_page_says_how_many_turns_went_back(completed, admin_user, reviewer, client):
+    client.force_login(admin_user)
+    upload = SimpleUploadedFile("c.jsonl", jsonl(_records_with_new_response()).encode())
+    answer = client.post(reverse("conversations-upload", args=["cab-demo"]), {"file": upload}, follow=True)
+    assert ("1 responses imported; 3 unchanged, 1 updated. 2 completed turn(s) of coders went back to their queues, "
+            "each with a new response to code.") in answer.content.decode()
+    assert_back_in_queues(completed, reviewer, client)
+
+
+def test_import_conversations_cannot_add_a_response_to_a_turn_a_study_codes(completed, tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text(jsonl(_records_with_new_response()), encoding="utf-8")
+    with pytest.raises(CommandError, match="belongs to a study: only that study's ingestion may change it"):
+        call_command("import_conversations", str(path), stdout=io.StringIO())
+    assert not ModelResponse.objects.filter(model_slot=NEW_SLOT).exists()
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+
+
+def test_a_response_inserted_by_hand_sends_the_turn_back(completed, reviewer, client):
+    item = _first_new_item()
+    with connection.cursor() as cursor:  # a shell session's fix, past every service
+        cursor.execute("INSERT INTO benchmark_modelresponse (turn_id, model_slot, model_version, text, created_at, "
+                       "updated_at) VALUES (%s, %s, '', %s, now(), now())", [_turn_of(item).pk, NEW_SLOT, item["text"]])
+    assert_back_in_queues(completed, reviewer, client)
+
+
+# --- what keeps its completions ---------------------------------------------------------------------------------
+
+
+def test_a_closed_round_keeps_its_completions(completed, ingester):
+    Round.objects.filter(pk=completed.pk).update(status="closed", closed_at=timezone.now())
+    answer = ingester.post(RESPONSES, [_first_new_item()], format="json")
+    assert (answer.status_code, answer.json()["turns_back_in_queues"]) == (200, 0)
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+
+
+def test_a_feedback_locked_item_and_someone_taken_off_keep_their_completions(completed, ingester, reviewer,
+                                                                             other_reviewer, admin_user):
+    Assignment.objects.filter(coder=reviewer).update(feedback_locked=True)  # its judgments no longer change
+    services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
+    answer = ingester.post(RESPONSES, [_first_new_item()], format="json")
+    assert (answer.status_code, answer.json()["turns_back_in_queues"]) == (200, 0)
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+
+
+def _completed_item(study) -> Assignment:
+    """A completed item of ``study``'s open main round, on a turn without responses, its coder a member."""
+    round_ = RoundFactory(study=study, kind="main", status="open")
+    assignment = AssignmentFactory(round=round_, turn=TurnFactory(), completed_at=timezone.now())
+    StudyMember.objects.create(study=study, user=assignment.coder, role="reviewer")
+    return assignment
+
+
+def test_a_response_under_a_slot_the_study_does_not_code_keeps_the_completion():
+    assignment = _completed_item(StudyFactory(model_slots=["GPT"]))
+    ModelResponseFactory(turn=assignment.turn, model_slot="Claude")
+    assert Assignment.objects.get(pk=assignment.pk).completed_at is not None
+    ModelResponseFactory(turn=assignment.turn, model_slot="GPT")
+    assert Assignment.objects.get(pk=assignment.pk).completed_at is None
+
+
+def test_a_study_whose_schema_codes_no_responses_keeps_the_completion():
+    assignment = _completed_item(StudyFactory(schema=Schema.objects.get(slug="lc8-v1")))  # session-level only
+    ModelResponseFactory(turn=assignment.turn, model_slot="GPT")
+    assert Assignment.objects.get(pk=assignment.pk).completed_at is not None
+
+
+def test_the_others_keep_their_order_and_the_answer_counts_only_its_own_ingestion(completed, ingester, reviewer):
+    turn = _turn_of(_first_new_item())
+
+    def seen() -> list[int]:
+        responses = list(ModelResponse.objects.filter(turn=turn))
+        return [r.pk for r, _ in selectors.responses_as_seen(study=completed.study, coder_id=reviewer.pk,
+                                                              turn_id=turn.pk, responses=responses)]
+
+    before = seen()
+    elsewhere = _completed_item(StudyFactory())
+    ModelResponseFactory(turn=elsewhere.turn)  # earlier in the same transaction: sent back, but not by the ingestion
+    assert Assignment.objects.get(pk=elsewhere.pk).completed_at is None
+    assert ingester.post(RESPONSES, [_first_new_item()], format="json").json()["turns_back_in_queues"] == 2
+    after = seen()
+    assert [pk for pk in after if pk in before] == before, (before, after)
+    assert len(after) == len(before) + 1
