@@ -509,8 +509,11 @@ _schema_cache_lock = threading.Lock()
 
 
 def _schema_attributes_load(schema_id: int) -> SchemaAttributes:
+    # With their schema (a join, no query more): what a save asks of an attribute's kind (``kinds.kind_of``) is then
+    # read with them, not once per attribute and process.
     attributes = list(
-        AttributeDefinition.objects.filter(schema_id=schema_id).prefetch_related("subcategories").order_by("position")
+        AttributeDefinition.objects.filter(schema_id=schema_id).select_related("schema")
+        .prefetch_related("subcategories").order_by("position")
     )
     _annotate_for_ui(attributes)
     return SchemaAttributes(attributes=attributes, by_code={a.code: a for a in attributes})
