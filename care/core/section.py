@@ -10,6 +10,7 @@ from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
 
+from .metrics import VALIDATION_FIELDS
 from .rows import JUDGMENTS_FILE, SESSIONS_FILE, care_kind_rows, care_rows_read, care_section_from_rows
 
 FILES = (SESSIONS_FILE, JUDGMENTS_FILE)  # what care_kind_rows writes, in care_rows_read's order
@@ -58,7 +59,9 @@ def _few_histories(validation: Any) -> str | None:
     if not isinstance(validation, Mapping):
         return None
     few: dict[str, dict[int, list[str]]] = {}
-    for field_name, pairs in validation.items():
+    # The fields in the section's order, whatever order the report's keys come in (a stored report's are jsonb's).
+    order = [*(f for f in VALIDATION_FIELDS if f in validation), *sorted(set(validation) - set(VALIDATION_FIELDS))]
+    for field_name, pairs in ((f, validation[f]) for f in order):
         for pair, entry in (pairs if isinstance(pairs, Mapping) else {}).items():
             n = entry.get("n_histories") if isinstance(entry, Mapping) else None
             intervals = [*(entry.get("agreement_ci") or []), *(entry.get("kappa_ci") or [])] if n else []

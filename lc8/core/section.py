@@ -11,6 +11,7 @@ from metrics.core.provenance import KindRows
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
 
 from .rows import JUDGMENTS_FILE, LABELS_FILE, SESSIONS_FILE, lc8_kind_rows, lc8_rows_read, lc8_section_from_rows
+from .tracking import CI_METRICS
 
 FILES = (SESSIONS_FILE, LABELS_FILE, JUDGMENTS_FILE)  # what lc8_kind_rows writes, in lc8_rows_read's order
 
@@ -61,7 +62,9 @@ def _few_trajectories(section: Mapping[str, Any]) -> str | None:
         if not isinstance(counts, Mapping):
             continue
         by_n: dict[int, list[str]] = {}
-        for figure, count in counts.items():
+        # The figures in the section's order, whatever order the report's keys come in (a stored report's are jsonb's).
+        for figure in [*(m for m in CI_METRICS if m in counts), *sorted(set(counts) - set(CI_METRICS))]:
+            count = counts[figure]
             interval = (entry.get("ci") or {}).get(figure) or []
             if isinstance(count, int) and 0 < count < MIN_BOOTSTRAP_CLUSTERS and any(v is not None for v in interval):
                 by_n.setdefault(count, []).append(figure)

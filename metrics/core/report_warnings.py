@@ -141,7 +141,7 @@ def _splits(indices: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     figures, warned of once)."""
     found = [(words, entry) for kind, words in _KIND_WORDS.items()
              if isinstance(entry := (indices.get("by_kind") or {}).get(kind), Mapping)]
-    for dataset, entry in (indices.get("by_dataset") or {}).items():
+    for dataset, entry in sorted((indices.get("by_dataset") or {}).items()):  # by name, as stored (jsonb) or not
         if not isinstance(entry, Mapping):
             continue
         found.append((f"dataset {dataset}", entry))

@@ -1,0 +1,52 @@
+"""A warning reads the same from a report as computed and as stored: PostgreSQL's jsonb keeps an object's keys
+shorter first, then by their bytes, so a stored report's dicts come back in another order than the computation's.
+The few-clusters warnings that name several keys (CARE's validation fields, LongCounsel-8's figures, the datasets)
+name them in one order whatever order they come in; the stored warnings are the computed ones, and a recompute
+from a stored report must say the same (tests/integration/test_scripted_pipeline.py compares the two)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from care.core import section as care_section
+from lc8.core import section as lc8_section
+from metrics.core.report_warnings import report_warnings
+
+
+def as_jsonb(value: Any) -> Any:
+    """``value`` with every object's keys in jsonb's order (shorter first, then by bytes)."""
+    if isinstance(value, dict):
+        return {k: as_jsonb(value[k]) for k in sorted(value, key=lambda k: (len(k.encode()), k.encode()))}
+    if isinstance(value, list):
+        return [as_jsonb(v) for v in value]
+    return value
+
+
+def test_cares_validation_fields_are_named_in_the_sections_order():
+    entry = {"n_histories": 2, "agreement_ci": [0.1, 0.9], "kappa_ci": [None, None]}
+    validation = {field: {"a|b": entry} for field in ("crisis", "marker", "marker_direction", "strategy", "horizon")}
+    said = care_section._few_histories(validation)
+    assert said is not None and "a|b on crisis, marker, marker_direction, strategy, horizon (2 histories)" in said
+    assert care_section._few_histories(as_jsonb(validation)) == said
+
+
+def test_lc8s_figures_are_named_in_the_sections_order():
+    coder = {"ci": {"current_mae": [1.0, 2.0], "change_mae": [1.0, 2.0], "direction_accuracy": [0.5, 0.9]},
+             "ci_trajectories": {"current_mae": 3, "change_mae": 3, "direction_accuracy": 1}}
+    section = {"coders": {"m-alpha": coder}}
+    said = lc8_section._few_trajectories(section)
+    assert said is not None
+    assert "m-alpha on direction_accuracy (1 trajectory), current_mae, change_mae (3 trajectories)" in said
+    assert lc8_section._few_trajectories(as_jsonb(section)) == said
+
+
+def test_the_datasets_are_named_by_name():
+    ari = {"GPT": {"ari": 0.5, "n_responses": 3}}
+    by_dataset = {name: {"n_clusters": 2, "ari": ari, "ari_ci": {}, "by_kind": {}} for name in ("zeta", "ab", "mid")}
+    report = {"indices": {"ci": {"n_clusters": 40, "resamples": 100, "resample": "conversation"}, "ari": ari,
+                          "by_kind": {}, "by_dataset": by_dataset}}
+    said = [w["message"] for w in report_warnings(report)]
+    named = [m for m in said if "dataset" in m]
+    assert named and named == [w["message"] for w in report_warnings(as_jsonb(report)) if "dataset" in w["message"]]
+    text = " ".join(named)
+    assert text.index("dataset ab") < text.index("dataset mid") < text.index("dataset zeta")
