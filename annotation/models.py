@@ -176,9 +176,12 @@ class Study(models.Model):
         help_text="Session-rated studies: whether a rater's queue gives away each trajectory's sequence.",
     )
     # The settings of the study kind's own (annotation.kinds.KindSetting: name -> value, declared by the kind); a
-    # setting not in it has its default (annotation.kinds.setting_value).
+    # setting not in it has its default (annotation.kinds.setting_value). The database's own default ({}: every
+    # setting its default) lets a process of 0.2.0, which knows no such column, still create a study on a migrated
+    # database (README "Upgrading").
     kind_settings = models.JSONField(
-        default=dict, blank=True, help_text="The study kind's own settings by name (docs/architecture.md#study-kinds).")
+        default=dict, db_default=models.Value({}, output_field=models.JSONField()), blank=True,
+        help_text="The study kind's own settings by name (docs/architecture.md#study-kinds).")
     is_synthetic = models.BooleanField(default=False)
     # The key of the reviewers' response handles (annotation.selectors.response_handle): the study's own, so that
     # neither a guessed SECRET_KEY nor rotating it touches them. A secret: no page, export or API answer shows it

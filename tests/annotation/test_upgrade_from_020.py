@@ -143,8 +143,17 @@ def upgraded(django_db_setup, django_db_blocker) -> Iterator[dict]:
     with own_database(django_db_blocker):
         head = MigrationExecutor(connections["default"]).loader.graph.leaf_nodes()
         written = studies_of_020(migrate(release_020_targets()))
+        written["columns"] = table_columns()
         migrate(head)
         yield written
+
+
+def table_columns() -> dict[tuple[str, str], tuple[bool, bool]]:
+    """Each column of the database's tables: (table, column) → (nullable, has a database default)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT table_name, column_name, is_nullable = 'YES', column_default IS NOT NULL "
+                       "FROM information_schema.columns WHERE table_schema = 'public'")
+        return {(table, column): (nullable, default) for table, column, nullable, default in cursor.fetchall()}
 
 
 def test_the_queue_counters_equal_the_assignments_of_every_round_and_coder(upgraded):
@@ -196,3 +205,23 @@ def test_an_existing_study_gets_its_kinds_default_settings(upgraded, slug):
     assert {s.name: kinds.setting_value(study, s) for s in kind.settings} == {s.name: s.default for s in kind.settings}
     if slug == "care":
         assert {s.name for s in kind.settings} >= {"quality_scope"}
+
+
+def test_a_020_process_can_still_write_every_table_it_knows(upgraded):
+    """A column the upgrade adds to a table 0.2.0 had is nullable or has a database default, so an INSERT by 0.2.0's
+    code (which names only the columns it knows) still works on the migrated database, should an old process be
+    left running (README "Upgrading", step 2): 0021's ``kind_settings`` had none until 0024."""
+    tables = {table for table, _ in upgraded["columns"]}
+    added = {key: shape for key, shape in table_columns().items()
+             if key[0] in tables and key not in upgraded["columns"]}
+    assert ("annotation_study", "kind_settings") in added
+    assert {key for key, (nullable, default) in added.items() if not (nullable or default)} == set()
+    plain = Study.objects.get(slug="plain")
+    with connections["default"].cursor() as cursor:
+        known = [column for table, column in upgraded["columns"] if table == "annotation_study" and column != "id"]
+        values = ["'made-by-020'" if column == "slug" else column for column in known]
+        # the columns' names come from the catalogue, not from input
+        statement = f"INSERT INTO annotation_study ({', '.join(known)}) SELECT {', '.join(values)} "  # noqa: S608
+        cursor.execute(statement + "FROM annotation_study WHERE id = %s RETURNING id", [plain.pk])
+        [(made,)] = cursor.fetchall()
+    assert Study.objects.get(pk=made).kind_settings == {}
