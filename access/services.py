@@ -286,6 +286,26 @@ def account_superuser_set(*, user: User, superuser: bool, by: User) -> User:
     return user
 
 
+@transaction.atomic
+def account_superuser_created(*, user: User, via: str) -> User:
+    """A superuser made from a shell (``manage.py createsuperuser``: the installation's first admin) becomes an admin,
+    as superuser status is an admin's (``superuser_problem``), and its creation is recorded with no actor
+    (``account.create`` with role admin, ``account.superuser_grant``), as the people page and the admin record
+    theirs."""
+    _role_set(user, roles.ADMIN)
+    user.save(update_fields=["is_staff"])
+    target = f"user:{user.get_username()}"
+    audit_record(by=None, action="account.create", target=target, role=roles.ADMIN, via=via)
+    audit_record(by=None, action="account.superuser_grant", target=target, via=via)
+    return user
+
+
+def account_password_changed(*, user: User, via: str) -> None:
+    """Record a password set from a shell (``manage.py changepassword``), with no actor, as the admin's password
+    form records one (``account_password_recorded``)."""
+    audit_record(by=None, action="account.password_set", target=f"user:{user.get_username()}", via=via)
+
+
 def account_password_recorded(*, user: User, by: User) -> None:
     """Record a password a superuser set, or password sign-in they turned off, on the Django admin's password form
     (``account.password_set`` / ``account.password_unset``): whoever sets a person's password can sign in as them,

@@ -97,6 +97,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 STUDY_KINDS = ["care", "lc8"]
 
 INSTALLED_APPS = [
+    # First: its createsuperuser and changepassword (Django's, recorded in the audit trail) take the place of
+    # django.contrib.auth's, as a command of an app earlier in the list wins.
+    "access",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -109,7 +112,6 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "audit",
-    "access",
     "api",
     "benchmark",
     "annotation",

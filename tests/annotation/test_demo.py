@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Count
 
@@ -89,3 +89,12 @@ def test_demo_multi_turn_conversation_keeps_its_context_turn():
     assert care.kind == "multi" and care.complexity is None
     assert list(care.turns.annotate(n=Count("responses")).order_by("index").values_list("index", "n")) == [
         (1, 0), (2, 5)]
+
+
+def test_load_demo_refuses_in_production_in_a_line_and_loads_nothing(settings):
+    """The compose file runs in production; the README once told its users to load the demo there, and the command
+    answered with a traceback. Its printed passwords keep it out of production: a line says so and where to try it."""
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match=r"not loaded in production; the demo runs on \./scripts/run"):
+        call_command("load_demo", "--quiet")
+    assert (Study.objects.count(), get_user_model().objects.filter(username__startswith="demo-").count()) == (0, 0)

@@ -1,4 +1,5 @@
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
 from annotation import demo, selectors
@@ -23,8 +24,11 @@ class Command(BaseCommand):
         # A demo study found loaded is left as it is (its admin may have taken it further): say what it holds now.
         slugs = [demo.DEMO_STUDY, *(kind.demo.study for kind in chosen if kind.demo is not None)]
         present = set(Study.objects.filter(slug__in=slugs).values_list("slug", flat=True))
-        with transaction.atomic():  # all or nothing
-            result = demo.demo_load(kinds=chosen)
+        try:
+            with transaction.atomic():  # all or nothing
+                result = demo.demo_load(kinds=chosen)
+        except ImproperlyConfigured as refused:  # in production: said in a line, not a traceback
+            raise CommandError(f"{refused}; the demo runs on ./scripts/run (README, 'Quick start')") from None
         if quiet:
             return
         if demo.DEMO_STUDY in present:
