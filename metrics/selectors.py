@@ -466,12 +466,15 @@ def _report_tables(result: dict) -> Iterator[tuple[str, dict[str, dict]]]:
 
 def _flat(table: dict[str, dict]) -> dict[str, dict[str, object]] | None:
     """The table's rows with an interval's cells (``{low, high}``, or any mapping of plain values) as a column per
-    key, ``COLUMN_KEY``; None when a cell holds more (a table, a list): no CSV row can hold it."""
+    key, ``COLUMN_KEY``; None when a cell holds more (a table, a list): no CSV row can hold it. An empty mapping is
+    an empty table, not an interval (an interval has its ends, an undefined one None): ``by_kind`` of a report
+    without main-round judgments holds ``{"ari": {}, …, "n_clusters": 0}`` per kind, which would otherwise pass for
+    a per-model table whose models are ``single`` and ``multi``."""
     rows: dict[str, dict[str, object]] = {}
     for model, row in table.items():
         cells = rows[model] = {}
         for column, cell in row.items():
-            if isinstance(cell, dict) and not any(isinstance(value, dict | list) for value in cell.values()):
+            if isinstance(cell, dict) and cell and not any(isinstance(value, dict | list) for value in cell.values()):
                 cells.update({f"{column}_{key}": value for key, value in cell.items()})
             elif isinstance(cell, dict | list):
                 return None

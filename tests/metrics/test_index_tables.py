@@ -13,6 +13,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from annotation.models import Study
 from metrics import selectors
 from tests.factories import MetricRunFactory
 from tests.metrics.conftest import REPORT
@@ -71,3 +72,24 @@ def test_every_table_of_a_computed_report_is_written_or_named():
     header, rows = tables["ari_ci"]
     assert header[:3] == ["model", "D_low", "D_high"] and len(rows) == len(report["indices"]["ari"])
     assert rows[0][1:3] == [report["indices"]["ari_ci"][rows[0][0]]["D"][end] for end in ("low", "high")]
+
+
+def test_a_report_without_main_round_judgments_offers_no_table_of_kinds_as_models(researcher, as_token, client):
+    """The demo's first report (calibration-1 only): every per-model table is empty, and ``by_kind`` holds an empty
+    table per kind with ``n_clusters`` 0. It was offered as a per-model table, its "models" ``single`` and
+    ``multi``, and its CSV served (``model,n_clusters``), where the exports page and docs/api.md say a table of
+    tables is in report.json only."""
+    call_command("load_demo", "--quiet")
+    out = io.StringIO()
+    call_command("metrics_report", "--study", "demo", "--bootstrap", "20", "--seed", "1", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["indices"]["by_kind"] and not report["indices"]["ari"]
+    assert "by_kind" not in selectors.index_tables(result=report)
+    assert "by_kind" in selectors.index_tables_left_out(result=report)
+    MetricRunFactory(study=Study.objects.get(slug="demo"), status="succeeded", result=report,
+                     finished_at="2026-01-02T00:00:00Z")
+    missing = as_token(researcher).get("/api/v1/studies/demo/exports/indices/by_kind.csv")
+    assert missing.status_code == 404
+    assert "by_kind holds a table in each cell" in missing.json()["detail"]
+    client.force_login(researcher)
+    assert "/indices/by_kind.csv" not in client.get("/exports/").content.decode()
