@@ -12,8 +12,9 @@ from common.progress import ReadProgress
 class Command(BaseCommand):
     help = (
         "Import session labels (methods' predictions per seed, reference labels) in the long format "
-        "(CSV or JSON Lines) into a study, all or nothing and idempotently. Register the coders first (the API's "
-        "methods/ and references/, or annotation.automated_coders)."
+        "(CSV or JSON Lines) into a study, all or nothing and idempotently. Register the coders first: manage.py "
+        "register_coder --study SLUG --method NAME or --reference NAME, or the API's methods/ and references/ "
+        "(docs/sessions.md)."
     )
 
     def add_arguments(self, parser):

@@ -13,7 +13,7 @@ class Command(BaseCommand):
     help = (
         "Create an API token for an existing account and print it once (only its SHA-256 is stored). "
         "Example, an ingestion script for one study: "
-        "create_api_token --user ingest-bot --scope ingest --study cab-demo --expires-in-days 30"
+        "create_api_token --user ingest-bot --scope ingest --study demo --expires-in-days 30"
     )
 
     def add_arguments(self, parser):
