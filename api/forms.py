@@ -5,7 +5,7 @@ from typing import Any
 from django import forms
 
 from api.models import ApiToken
-from api.services import TOKEN_DAYS_MAX
+from api.services import SETUP_WITH_STUDY, TOKEN_DAYS_MAX
 
 
 class TokenForm(forms.Form):
@@ -23,6 +23,12 @@ class TokenForm(forms.Form):
         assert isinstance(scope_field, forms.MultipleChoiceField) and isinstance(study_field, forms.ModelChoiceField)
         scope_field.choices = [(scope, labels[scope]) for scope in scopes]
         study_field.queryset = studies
+
+    def clean(self) -> dict[str, Any] | None:
+        data = super().clean()
+        if data and data.get("study") is not None and ApiToken.Scope.SETUP in data.get("scopes", []):
+            self.add_error("scopes", SETUP_WITH_STUDY)
+        return data
 
 
 class RevokeForm(forms.Form):

@@ -23,6 +23,10 @@ from common.locks import advisory_lock
 
 TOKEN_PREFIX = "cab_"  # noqa: S105  # nosec B105  # a prefix that marks our tokens, not a secret
 TOKEN_DAYS_MAX = 3650  # a token expires at most ten years ahead (the token page, create_api_token)
+# The `setup` scope creates studies (POST /api/v1/studies/), which a token limited to one study may never do
+# (annotation.apis answers 403): such a token is refused when it is made, not in the script that first uses it.
+SETUP_WITH_STUDY = ("the setup scope creates studies, which a token limited to one study cannot do: leave out the "
+                    "study or the setup scope")
 IDEMPOTENCY_TTL = timedelta(hours=24)
 # Writing last_used_at on every request would turn every read into a write; once a minute is precise enough.
 _TOUCH_EVERY = timedelta(minutes=1)
@@ -55,6 +59,8 @@ def api_token_create(
     if refused:
         raise ValidationError({"scopes": f"{user.get_username()}'s role allows only {', '.join(allowed)}; "
                                          f"not {', '.join(refused)}"})
+    if study is not None and ApiToken.Scope.SETUP in scopes:
+        raise ValidationError({"scopes": SETUP_WITH_STUDY})
     if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "must be in the future"})
     if expires_at is not None and expires_at > timezone.now() + timedelta(days=TOKEN_DAYS_MAX):

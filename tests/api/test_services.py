@@ -84,6 +84,29 @@ def test_create_api_token_refuses_unknown_accounts_and_studies(admin_user):
         call_command("create_api_token", "--user", admin_user.username, "--scope", "read", "--study", "nope")
 
 
+def test_a_setup_token_limited_to_one_study_is_refused_when_it_is_made(admin_user, study, client):
+    """docs/api.md: the setup scope creates studies, "not with a token limited to one study". Such a token was made
+    by the command and the API tokens page alike, and only refused (403) when a script first used it."""
+    from api.forms import TokenForm
+
+    assert "setup" in api_services.token_scopes_allowed(admin_user)
+    with pytest.raises(CommandError, match="the setup scope creates studies, which a token limited to one study"):
+        call_command("create_api_token", "--user", admin_user.username, "--scope", "setup", "--scope", "read",
+                     "--study", study.slug)
+    with pytest.raises(ValidationError, match="leave out the study or the setup scope"):
+        api_services.api_token_create(user=admin_user, name="one study", scopes=["setup"], by=admin_user,
+                                      study=study)
+    form = TokenForm({"name": "one study", "scopes": ["setup"], "study": study.pk}, scopes=["read", "setup"],
+                     studies=type(study).objects.all())
+    assert form.errors["scopes"] == [api_services.SETUP_WITH_STUDY]
+    client.force_login(admin_user)
+    page = client.post("/api-tokens/", {"name": "one study", "scopes": ["setup"], "study": study.pk})
+    assert page.status_code == 200 and "which a token limited to one study cannot do" in page.content.decode()
+    assert not ApiToken.objects.exists()
+    call_command("create_api_token", "--user", admin_user.username, "--scope", "setup")  # every study: made
+    assert ApiToken.objects.get().scopes == ["setup"]
+
+
 @pytest.mark.parametrize("days", ["0", "-1", "3651", "5000000", str(10**12)])
 def test_create_api_token_refuses_an_expiry_the_token_page_refuses(admin_user, days):
     """The token page takes 1 to 3650 days; before, 5000000 crashed the command with an OverflowError."""
