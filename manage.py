@@ -17,7 +17,36 @@ def main() -> None:
         from cab.startup import runserver_started
 
         runserver_started(sys.argv)
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except Exception as error:
+        said = _unmigrated_said(error)
+        if said is None:
+            raise
+        sys.exit(said)
+
+
+def _unmigrated_said(error: Exception) -> str | None:
+    """A command run on a database that lacks this version's tables (a fresh var/ before ``migrate``, README "Data
+    and commands") fails on its first query with PostgreSQL's "relation … does not exist": said in one line with
+    what to run, not as a traceback. None for any other error, which is raised as it is."""
+    from django.db import DEFAULT_DB_ALIAS, ProgrammingError, connections
+    from django.db.migrations.executor import MigrationExecutor
+    from psycopg.errors import UndefinedTable
+
+    if not isinstance(error, ProgrammingError) or not isinstance(error.__cause__, UndefinedTable):
+        return None
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        connection.close()  # the failed statement's transaction, if one was left open
+        executor = MigrationExecutor(connection)
+        missing = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except Exception:  # the migrations cannot be read either: the original error says more
+        return None
+    if not missing:
+        return None
+    return (f"cab: the database {connection.settings_dict['NAME']} lacks {len(missing)} migration(s) of this version "
+            "(it has no tables yet, or an older version's): run python manage.py migrate first (./scripts/run does)")
 
 
 if __name__ == "__main__":
