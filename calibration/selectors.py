@@ -5,6 +5,7 @@ report)."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -254,13 +255,31 @@ class WorkshopItem:
 def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
     """The study's reviewers, user id -> alias (their username when ``reveal``): its members and those taken off
     it as reviewers (``FormerStudyMember``, whose alias is theirs alone), so a round's workshop keeps the codings
-    and notes of every reviewer who coded it; someone who is a member again in another role is that role now."""
+    and notes of every reviewer who coded it; someone who is a member again in another role is that role now.
+
+    A reviewer without an alias (someone 0.2.0 took off, whose former membership migration 0022 gave back without
+    one, since 0.2.0 recorded none) is named ``R`` and their record's id, or, when a reviewer already has that name,
+    the first number past every alias in use: the workshop keys each item's scores, spans and notes by the name, so
+    two reviewers under one name lost one's scores to the other's without a word."""
     columns = ("user_id", "user__username", "role", "alias", "pk")
     members = StudyMember.objects.filter(study=study)
     rows = members.values_list(*columns).union(FormerStudyMember.objects.filter(study=study).exclude(
         user__in=members.values("user_id")).values_list(*columns), all=True)
-    return {user_id: (username if reveal else (alias or f"R{pk}"))
-            for user_id, username, role, alias, pk in rows if role == StudyMember.Role.REVIEWER}
+    reviewers = sorted((row for row in rows if row[2] == StudyMember.Role.REVIEWER), key=lambda row: (row[4], row[0]))
+    if reveal:
+        return {user_id: username for user_id, username, *_ in reviewers}
+    taken = {alias for *_, alias, _ in reviewers if alias}
+    numbers = [int(alias[1:]) for alias in taken if alias[:1] == "R" and alias[1:].isdigit()]
+    past = itertools.count(max(numbers, default=0) + 1)
+    named: dict[int, str] = {}
+    for user_id, _, _, alias, pk in reviewers:
+        if not alias:
+            alias = f"R{pk}"
+            while alias in taken:
+                alias = f"R{next(past)}"
+            taken.add(alias)
+        named[user_id] = alias
+    return named
 
 
 def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", dataset: str = "",

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from annotation import services
-from annotation.models import Assignment, StudyMember
+from annotation.models import Assignment, FormerStudyMember, StudyMember
 from annotation.selectors import turn_view
 from calibration import selectors as calibration_selectors
 
@@ -98,6 +98,27 @@ def test_a_reviewer_taken_off_after_the_round_still_counts_in_its_workshop_under
     assert any(who in scores for _, _, _, scores, _, _, _ in before)
     services.study_member_remove(member=member, by=admin_user)
     assert _workshop(round_, reveal=reveal) == before
+
+
+def test_a_reviewer_0_2_0_took_off_is_named_in_the_workshop_by_no_other_reviewers_alias(protocol):
+    """0.2.0 deleted the row of someone it took off a study, alias and all; migration 0022 gives them back their
+    former membership without an alias (0.2.0 recorded none). The workshop names such a reviewer by a name no other
+    reviewer has: it keyed each item's scores, spans and notes by the name, and the stand-in it gave (``R`` and the
+    record's id) was a member's alias as soon as the ids met, as the installation's first record (id 1) meets R1.
+    One of the two reviewers' scores overwrote the other's, and the item's disagreements were counted without it."""
+    round_ = protocol.round(1)
+    revealed = _workshop(round_, reveal=True)
+    gone, stays = (StudyMember.objects.get(study=protocol.study, user=user) for user in protocol.reviewers[2::-2])
+    gone.delete()  # as 0.2.0 took someone off
+    FormerStudyMember.objects.create(pk=int(stays.alias.removeprefix("R")), study=protocol.study, user=gone.user,
+                                     role="reviewer", alias="", retained=None)  # as 0022 gave it back
+    aliases = calibration_selectors.reviewer_aliases(study=protocol.study, reveal=False)
+    assert len(set(aliases.values())) == len(aliases) == 3, aliases
+    assert aliases[stays.user_id] == stays.alias
+    assert _workshop(round_, reveal=True) == revealed
+    hidden = _workshop(round_, reveal=False)
+    assert [(len(scores), disagreements) for _, _, _, scores, disagreements, _, _ in hidden] == [
+        (len(scores), disagreements) for _, _, _, scores, disagreements, _, _ in revealed]
 
 
 # --- a reviewer's feedback ---------------------------------------------------------------------------------------
