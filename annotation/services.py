@@ -971,18 +971,36 @@ class TurnCheck:
     completed: bool
 
 
+# The advisory lock class of a study's completions (the two-key form, whose keys never meet common.locks' one-key
+# locks): every completion holds its study's shared, and the trigger that sends a turn back to its coders when a
+# response is added to it (annotation migrations 0023 and 0025, which name this number) takes it exclusive.
+COMPLETIONS_LOCK = -1039018984
+
+
+def _completions_locked(study_id: int) -> None:
+    """Hold the study's completions lock shared until the transaction ends: a response being added to a turn of the
+    study's open rounds (its trigger holds the lock exclusive until it commits) is waited for, and a response added
+    meanwhile waits for this completion to commit, then finds it completed and sends the turn back. Completions never
+    wait for each other."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [COMPLETIONS_LOCK, study_id % 2147483647])
+
+
 @transaction.atomic
 def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = False) -> TurnCheck:
     """Mark a turn done when every required coding is present: every form scored, and what the study's kind still
     wants of the codes (its ``turn_missing`` hook). Inconsistencies the reviewer should look at again (a score above
     0 with no span, an instance count that differs from the spans) need ``confirm``. The item is locked before its
     codes are read, so a save that would leave it short (``item_judgment_save``) lands before or after, never
-    between."""
+    between; and so is the study's completions lock, before the item, so a response added to the turn meanwhile
+    (the trigger of migration 0025) is either among the codes it wants or sends the completed turn back, never
+    neither."""
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder can complete this turn")
     if assignment.round.status != Round.Status.OPEN:
         raise ValidationError(_closed_refusal(assignment.round, assignment.round.status, "its turns are no longer "
                                               "completed", archived="its turns are no longer completed"))
+    _completions_locked(assignment.round.study_id)
     completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
     done_before = completed_at.get()[0] is not None
     missing, warnings = _turn_check(assignment=assignment, by=by)

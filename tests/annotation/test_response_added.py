@@ -9,11 +9,13 @@ cannot add one to a turn a study uses. Before, every completion stood and the ne
 from __future__ import annotations
 
 import io
+import threading
+from unittest import mock
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -31,6 +33,7 @@ from tests.factories import (
     jsonl,
     response_items,
 )
+from tests.races import WAIT, together
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +233,52 @@ def test_the_others_keep_their_order_and_the_answer_counts_only_its_own_ingestio
     after = seen()
     assert [pk for pk in after if pk in before] == before, (before, after)
     assert len(after) == len(before) + 1
+
+
+# --- a response added while a coder completes the turn ----------------------------------------------------------
+
+threads = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@threads
+@pytest.mark.parametrize("first", ["the response", "the completion"])
+def test_a_response_added_while_its_turn_is_completed_leaves_it_short_of_no_completion(completed, reviewer, first):
+    """A completion and an ingestion of a new response to the same turn at once: the completion reads the turn's
+    codes before the ingestion commits, so it cannot see the new response, and the trigger reads the completions
+    before the completion commits, so it cannot see it either. Either the completion waits for the ingestion and
+    then wants the new response coded, or the trigger waits for the completion and sends the turn back; never a
+    turn completed with a response nobody coded. ``first``: which of the two reaches the turn first, the other
+    arriving while it has not committed."""
+    Assignment.objects.filter(round=completed, coder=reviewer, position=2).update(completed_at=None)
+    item = _first_new_item()
+    turn = _turn_of(item)
+    inserted, read = threading.Event(), threading.Event()
+    check_codes = services._turn_check
+
+    def codes_read(**kwargs):
+        found = check_codes(**kwargs)
+        read.set()
+        if first == "the completion":  # the ingestion adds its response before this completion commits
+            inserted.wait(WAIT)
+        return found
+
+    def add() -> None:
+        with transaction.atomic():
+            if first == "the completion":
+                read.wait(WAIT)
+            ModelResponse.objects.create(turn=turn, model_slot=NEW_SLOT, model_version="", text=item["text"])
+            inserted.set()
+            if first == "the response":  # the completion reads the codes before this ingestion commits
+                read.wait(WAIT)
+
+    def complete() -> services.TurnCheck:
+        if first == "the response":
+            inserted.wait(WAIT)
+        assignment = Assignment.objects.get(round=completed, coder=reviewer, position=2)
+        return services.assignment_complete(assignment=assignment, by=reviewer, confirm=True)
+
+    with mock.patch.object(services, "_turn_check", codes_read):
+        added, check = together(add, complete)
+    assert added is None and isinstance(check, services.TurnCheck), (added, check)
+    assert Assignment.objects.get(round=completed, coder=reviewer, position=2).completed_at is None
+    assert check.completed is (first == "the completion")

@@ -1,0 +1,86 @@
+"""A response added to a turn while one of its coders completes it: the trigger of 0023 and the completion wait for
+each other (README, "Study isolation and frozen text").
+
+Under 0023 the two could pass each other. ``annotation.services.assignment_complete`` reads the turn's codes before
+an ingestion under way commits, so the new response is not among them; the trigger reads the completions before
+that completion commits, so it does not find it. Both committed, and the turn stayed completed with a response
+nobody coded, the very loss 0023 prevents. Now the trigger first takes, for each study whose open round assigns a
+turn of the new responses, the study's completions lock (a transaction-level advisory lock of the class
+``annotation.services.COMPLETIONS_LOCK``, in study order), which every completion holds shared while it reads the
+codes and writes: the trigger waits for the completions under way and then finds them completed (each statement of
+the function reads what has committed), and a completion that comes later waits for the ingestion to commit and
+then wants the new response coded. Completions in a study still never wait for each other, and an ingestion into
+turns no open round assigns takes no lock. The function is replaced in place, the trigger unchanged."""
+
+from django.db import migrations
+
+BACK_IN_QUEUES = "cab.turns_back_in_queues"
+# annotation.services.COMPLETIONS_LOCK, the advisory lock class of a study's completions (the two-key form, whose
+# keys never meet common.locks' one-key locks).
+COMPLETIONS_LOCK = -1039018984
+
+PG_FORWARD = f"""
+CREATE OR REPLACE FUNCTION cab_response_added() RETURNS trigger AS $$
+DECLARE changed bigint; study bigint;
+BEGIN
+    FOR study IN SELECT DISTINCT r.study_id FROM annotation_assignment a JOIN annotation_round r ON r.id = a.round_id
+                 WHERE a.turn_id IN (SELECT turn_id FROM new_rows) AND r.status = 'open' ORDER BY r.study_id LOOP
+        PERFORM pg_advisory_xact_lock({COMPLETIONS_LOCK}, (study % 2147483647)::integer);
+    END LOOP;
+    UPDATE annotation_assignment a SET completed_at = NULL
+        FROM (SELECT DISTINCT turn_id, model_slot FROM new_rows) n, annotation_round r, annotation_study s
+        WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
+          AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
+          AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot)
+          AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
+                      WHERE d.schema_id = s.schema_id AND d.unit = 'response')
+          AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id);
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    IF changed > 0 THEN
+        PERFORM set_config('{BACK_IN_QUEUES}',
+            (coalesce(nullif(current_setting('{BACK_IN_QUEUES}', true), ''), '0')::bigint + changed)::text, true);
+    END IF;
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+"""
+
+# 0023's function, without the lock.
+PG_REVERSE = f"""
+CREATE OR REPLACE FUNCTION cab_response_added() RETURNS trigger AS $$
+DECLARE changed bigint;
+BEGIN
+    UPDATE annotation_assignment a SET completed_at = NULL
+        FROM (SELECT DISTINCT turn_id, model_slot FROM new_rows) n, annotation_round r, annotation_study s
+        WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
+          AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
+          AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot)
+          AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
+                      WHERE d.schema_id = s.schema_id AND d.unit = 'response')
+          AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id);
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    IF changed > 0 THEN
+        PERFORM set_config('{BACK_IN_QUEUES}',
+            (coalesce(nullif(current_setting('{BACK_IN_QUEUES}', true), ''), '0')::bigint + changed)::text, true);
+    END IF;
+    RETURN NULL;
+END $$ LANGUAGE plpgsql;
+"""
+
+
+def forward(apps, schema_editor):
+    # Straight to the cursor without parameters: the PL/pgSQL body is not a template (its "?" is jsonb's operator).
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_FORWARD)
+
+
+def reverse(apps, schema_editor):
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(PG_REVERSE)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("annotation", "0024_study_kind_settings_db_default"),
+    ]
+
+    operations = [migrations.RunPython(forward, reverse)]
