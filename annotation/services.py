@@ -257,8 +257,10 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     """Add a person as a member in a role, reviewer or expert (idempotent); reviewers get the next anonymous alias
     R1, R2, … Someone taken off and added back in the role they had gets back their alias and place on the panel;
     in another role they are what they are now (a new alias, undecided for the panel), unless they coded in the
-    study: their codings would change role with them, so that is refused. A method or a reference
-    coder is an account that never signs in: ``annotation.automated_coders``."""
+    study: their codings would change role with them, so that is refused. Someone added back gets back in their
+    queue each completed item of an open round whose turn was given a response while they were off the study
+    (``_items_with_responses_added_meanwhile_reopened``). A method or a reference coder is an account that never
+    signs in: ``annotation.automated_coders``."""
     if role not in PEOPLE_ROLES:
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
                                        "coder is registered with `manage.py register_coder` or the API "
@@ -288,6 +290,7 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
                                         retained=was.retained if was else None)
     if former is not None:
         former.delete()
+        _items_with_responses_added_meanwhile_reopened(study=study, coder=user)
     if role == StudyMember.Role.REVIEWER and not member.alias:
         # The next number after the aliases in use or once used (a count would repeat one after a removal, and
         # a removed reviewer's alias still names their notes and codings).
@@ -298,6 +301,27 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         member.save(update_fields=["alias"])
     audit_record(by=by, action="member.add", study=study, target=f"user:{user.get_username()}", role=role)
     return member
+
+
+def _items_with_responses_added_meanwhile_reopened(*, study: Study, coder: User) -> int:
+    """Take out of the coder's completed items, in the study's open rounds, those whose turn holds a response none
+    of their judgments there is of, when the study codes responses: a response added while they were taken off the
+    study (the trigger of annotation migration 0023 leaves a non-member's completions as they are, since they cannot
+    code it), which a completed item cannot otherwise lack, as every response's forms were scored to complete it.
+    Back in the study, they can code it, and their queue leads them to it as it would have had they stayed. Items
+    locked by feedback keep theirs, as the trigger's do. Returns how many went back."""
+    if not AttributeDefinition.objects.filter(schema_id=study.schema_id, unit=AttributeDefinition.Unit.RESPONSE
+                                              ).exists():
+        return 0
+    responses = ModelResponse.objects.filter(turn_id=OuterRef("turn_id"))
+    if study.model_slots:
+        responses = responses.filter(model_slot__in=study.model_slots)
+    coded = Judgment.objects.filter(round_id=OuterRef(OuterRef("round_id")), coder=coder, is_gold=False,
+                                    response_id=OuterRef("pk"))
+    return Assignment.objects.filter(
+        round__study=study, round__status=Round.Status.OPEN, coder=coder, completed_at__isnull=False,
+        feedback_locked=False,
+    ).filter(Exists(responses.filter(~Exists(coded)))).update(completed_at=None)
 
 
 @transaction.atomic

@@ -282,3 +282,20 @@ def test_a_response_added_while_its_turn_is_completed_leaves_it_short_of_no_comp
     assert added is None and isinstance(check, services.TurnCheck), (added, check)
     assert Assignment.objects.get(round=completed, coder=reviewer, position=2).completed_at is None
     assert check.completed is (first == "the completion")
+
+
+def test_someone_taken_off_and_added_back_gets_back_the_turn_a_response_was_added_to_meanwhile(
+        completed, ingester, reviewer, other_reviewer, admin_user):
+    """Someone taken off keeps their completions while a response is added (they cannot code it then); added back,
+    they can, and their completed turn with the response none of their codes are of goes back to their queue, as it
+    would have had they stayed. Before, it stayed completed, and the new response was coded by nobody of theirs."""
+    services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
+    answer = ingester.post(RESPONSES, [_first_new_item()], format="json")
+    assert answer.json()["turns_back_in_queues"] == 1  # the reviewer's
+    assert Assignment.objects.get(round=completed, coder=other_reviewer, position=2).completed_at is not None
+    services.study_member_add(study=completed.study, user=other_reviewer, role="reviewer", by=admin_user)
+    assert set(Assignment.objects.filter(round=completed, completed_at__isnull=True).values_list(
+        "coder", "position")) == {(reviewer.pk, 2), (other_reviewer.pk, 2)}
+    assert set(QueueProgress.objects.filter(round=completed).values_list("total", "done")) == {(2, 1)}
+    check = code_and_complete(completed, other_reviewer, 2)
+    assert check.completed
