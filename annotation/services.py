@@ -938,7 +938,15 @@ def assignments_ensure(*, round: Round, coder: User, turns: Sequence[Turn],
 
 def _round_transition(*, round: Round, expected: str, to: str, by: User | None, action: str,
                       **data: Any) -> Round:
-    """Move a round from ``expected`` to ``to`` as a compare-and-set; a round in another state refuses."""
+    """Move a round from ``expected`` to ``to`` as a compare-and-set (a round in another state refuses) and record
+    it."""
+    _round_move(round=round, expected=expected, to=to)
+    audit_record(by=by, action=action, study=round.study, target=f"round:{round.name}", **data)
+    return round
+
+
+def _round_move(*, round: Round, expected: str, to: str) -> None:
+    """``_round_transition`` without its audit event, for a transition whose event says what it did after."""
     now = timezone.now()
     stamps: dict[str, datetime | None] = (
         {"opened_at": now} if to == Round.Status.OPEN and expected == Round.Status.DRAFT else {}
@@ -953,8 +961,6 @@ def _round_transition(*, round: Round, expected: str, to: str, by: User | None, 
             raise ValidationError(f"{round.name} is {current}, not {expected}")
         raise ChangedMeanwhile(round.name)
     round.refresh_from_db()
-    audit_record(by=by, action=action, study=round.study, target=f"round:{round.name}", **data)
-    return round
 
 
 @transaction.atomic
@@ -975,14 +981,57 @@ def round_close(*, round: Round, by: User | None) -> Round:
                              action="round.close")
 
 
+@dataclass(frozen=True)
+class RoundReopen:
+    """A reopened round, and how many of its coders' completed turns the reopening took out of the completed ones
+    (``turns_back_in_queues``: a response was added to them while the round was closed)."""
+
+    round: Round
+    turns_back_in_queues: int
+
+
 @transaction.atomic
-def round_reopen(*, round: Round, by: User, reason: str) -> Round:
-    """Reopen a closed round: an explicit admin action, with its reason recorded."""
+def round_reopen(*, round: Round, by: User, reason: str) -> RoundReopen:
+    """Reopen a closed round: an explicit admin action, with its reason recorded. A turn a coder completed that got
+    a response while the round was closed goes back to their queue (``_turns_back_on_reopen``); the audit event
+    counts them (``turns_back_in_queues``)."""
     require_study_admin(by)
     if not reason.strip():
         raise ValidationError("say why the round is reopened; the reason is recorded")
-    return _round_transition(round=round, expected=Round.Status.CLOSED, to=Round.Status.OPEN, by=by,
-                             action="round.reopen", reason=reason.strip())
+    _round_move(round=round, expected=Round.Status.CLOSED, to=Round.Status.OPEN)
+    back = _turns_back_on_reopen(round=round)
+    audit_record(by=by, action="round.reopen", study=round.study, target=f"round:{round.name}",
+                 reason=reason.strip(), turns_back_in_queues=back)
+    return RoundReopen(round=round, turns_back_in_queues=back)
+
+
+# The rule of the trigger of migration 0023 (a response added to a completed turn in an open round), applied to the
+# responses added while the round was closed, which the trigger left alone: those created after the item was
+# completed. Kept beside the trigger's SQL line for line, so that the two read as one rule.
+_TURNS_BACK_ON_REOPEN = """
+UPDATE annotation_assignment a SET completed_at = NULL
+    FROM annotation_round r, annotation_study s
+    WHERE a.round_id = %s AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
+      AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
+      AND EXISTS (SELECT 1 FROM benchmark_modelresponse n
+                  WHERE n.turn_id = a.turn_id AND n.created_at > a.completed_at
+                    AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot))
+      AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
+                  WHERE d.schema_id = s.schema_id AND d.unit = 'response')
+      AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id)
+"""
+
+
+def _turns_back_on_reopen(*, round: Round) -> int:
+    """Take out of the completed ones, in one statement, the items of the reopened round that the trigger of
+    migration 0023 would have taken out had the round been open when a response was added to their turn: a
+    response created after the item was completed, in a study that codes its model slot and whose schema has an
+    attribute of unit ``response``, the coder still a member, the item not locked by feedback (a calibration round
+    locks its items before this runs: ``calibration.services.round_reopen``). The queue counters follow through the
+    triggers of migration 0017. Returns how many."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TURNS_BACK_ON_REOPEN, [round.pk])
+        return cursor.rowcount
 
 
 # --- completing a turn, time on task ---------------------------------------------------------------------------

@@ -230,26 +230,35 @@ REOPEN_RULE: dict[str, str] = {
     Round.Kind.CALIBRATION: "Reviewers saw their feedback against gold when the round closed: every item already "
                             "assigned stays locked as it was compared; only members who have no items yet get the "
                             "set and can code it.",
-    Round.Kind.MAIN: "Coders can change their main-round judgments again until the round closes.",
+    Round.Kind.MAIN: "Coders can change their main-round judgments again until the round closes; a turn they "
+                     "completed that got a new response while the round was closed goes back to their queue.",
 }
 
 
 @transaction.atomic
-def round_reopen(*, round: Round, by: User, reason: str) -> Round:
+def round_reopen(*, round: Round, by: User, reason: str) -> annotation_services.RoundReopen:
     """Reopen a closed round. A calibration round's feedback compared every assigned item with gold, so those
     assignments are locked (``Assignment.feedback_locked``) and stay as they were; members who joined since get
-    the set, and only their items are editable (``REOPEN_RULE`` is what the admin is told before confirming)."""
+    the set, and only their items are editable (``REOPEN_RULE`` is what the admin is told before confirming). A
+    main round's completed turns that got a response while it was closed go back to their coders' queues
+    (``annotation.services.round_reopen``)."""
     require_study_admin(by)
     _study_locked(round.study)  # never reopened in a study archived meanwhile
-    reopened = annotation_services.round_reopen(round=round, by=by, reason=reason)
+    locked = 0
+    if round.kind == Round.Kind.CALIBRATION:
+        # Locked before the round opens again, so that the reopening leaves them completed as they were (it takes
+        # no locked item out of the completed ones): an item its coder can no longer code, sent back to their
+        # queue, would stay short for good. A round that turns out not to be closed rolls the lock back with it.
+        locked = Assignment.objects.filter(round=round, feedback_locked=False).update(feedback_locked=True)
+    result = annotation_services.round_reopen(round=round, by=by, reason=reason)
+    reopened = result.round
     if reopened.kind == Round.Kind.CALIBRATION:
-        locked = Assignment.objects.filter(round=reopened, feedback_locked=False).update(feedback_locked=True)
         turns = [item.turn for item in reopened.items.select_related("turn").order_by("position")]
         for coder in _calibration_coders(reopened):
             annotation_services.assignments_ensure(round=reopened, coder=coder, turns=turns, by=by)
         audit_record(by=by, action="round.feedback_lock", study=reopened.study, target=f"round:{reopened.name}",
                      locked=locked)
-    return reopened
+    return result
 
 
 @transaction.atomic

@@ -172,7 +172,9 @@ def round_close(request: HttpRequest, slug: str, round_id: int) -> HttpResponse:
     return _close(request, slug, round_id)
 round_reopen = _round_action(
     forms.ReopenForm, lambda r, by, data: services.round_reopen(round=r, by=by, **data),
-    lambda r, _: f"{r.name} is open again; the reason was recorded.")
+    lambda r, reopen: f"{r.name} is open again; the reason was recorded." + (
+        f" {reopen.turns_back_in_queues} completed turn(s) of coders went back to their queues, each with a new "
+        "response to code (added while the round was closed)." if reopen.turns_back_in_queues else ""))
 
 
 @admin_only

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from annotation import selectors, services
 from annotation.models import Assignment, QueueProgress, Round, Schema, StudyMember
+from audit.models import AuditEvent
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from tests.factories import (
@@ -299,3 +300,68 @@ def test_someone_taken_off_and_added_back_gets_back_the_turn_a_response_was_adde
     assert set(QueueProgress.objects.filter(round=completed).values_list("total", "done")) == {(2, 1)}
     check = code_and_complete(completed, other_reviewer, 2)
     assert check.completed
+# --- a response added while the round was closed: on reopening ------------------------------------------------------
+
+
+def _reopen(client, admin_user, round_: Round) -> str:
+    """Reopen the round from the study page, as an admin does; the page's message."""
+    client.force_login(admin_user)
+    page = client.post(reverse("round-reopen", args=[round_.study.slug, round_.pk]), {"reason": "a late model"},
+                       follow=True)
+    assert page.status_code == 200
+    return page.content.decode().replace("&#x27;", "'")
+
+
+def test_a_response_added_while_the_round_was_closed_sends_the_turn_back_when_it_reopens(completed, ingester,
+                                                                                       reviewer, admin_user, client):
+    """Closed, the round keeps its completions as its coders left them; reopened, each coder who completed the
+    turn has it back in their queue, as the trigger would have done had the round been open, and the admin is told
+    how many. A reopening with no new response sends nothing back (the responses are older than the completions)."""
+    services.round_close(round=completed, by=admin_user)
+    assert "went back to their queues" not in _reopen(client, admin_user, completed)
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+    services.round_close(round=Round.objects.get(pk=completed.pk), by=admin_user)
+    answer = ingester.post(RESPONSES, [_first_new_item()], format="json")
+    assert (answer.status_code, answer.json()["turns_back_in_queues"]) == (200, 0)
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0  # closed: as it was, until reopened
+    assert set(QueueProgress.objects.filter(round=completed).values_list("total", "done")) == {(2, 2)}
+    page = _reopen(client, admin_user, completed)
+    assert ("main is open again; the reason was recorded. 2 completed turn(s) of coders went back to their queues, "
+            "each with a new response to code (added while the round was closed).") in page
+    reopenings = AuditEvent.objects.filter(action="round.reopen").order_by("pk")
+    assert [event.data for event in reopenings] == [{"reason": "a late model", "turns_back_in_queues": 0},
+                                                    {"reason": "a late model", "turns_back_in_queues": 2}]
+    assert_back_in_queues(completed, reviewer, client)
+
+
+def test_reopening_leaves_a_feedback_locked_item_and_someone_taken_off_completed(completed, ingester, reviewer,
+                                                                                 other_reviewer, admin_user):
+    Assignment.objects.filter(coder=reviewer).update(feedback_locked=True)  # its judgments no longer change
+    services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
+    services.round_close(round=completed, by=admin_user)
+    assert ingester.post(RESPONSES, [_first_new_item()], format="json").status_code == 200
+    reopened = services.round_reopen(round=Round.objects.get(pk=completed.pk), by=admin_user, reason="a late model")
+    assert reopened.turns_back_in_queues == 0
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+
+
+def test_reopening_sends_back_only_what_the_trigger_would_have(admin_user):
+    """A slot the study does not code and a schema without response-level codes keep their completions on
+    reopening, as they do in an open round; a coded slot's response sends the item back."""
+    admin = admin_user
+    slots = _completed_item(StudyFactory(model_slots=["GPT"]))
+    sessions = _completed_item(StudyFactory(schema=Schema.objects.get(slug="lc8-v1")))
+    for item in (slots, sessions):
+        Round.objects.filter(pk=item.round_id).update(status="closed", closed_at=timezone.now())
+        ModelResponseFactory(turn=item.turn, model_slot="Claude")
+    ModelResponseFactory(turn=sessions.turn, model_slot="GPT")
+    for item in (slots, sessions):
+        assert services.round_reopen(round=Round.objects.get(pk=item.round_id), by=admin,
+                                     reason="late").turns_back_in_queues == 0
+        Round.objects.filter(pk=item.round_id).update(status="closed", closed_at=timezone.now())
+    ModelResponseFactory(turn=slots.turn, model_slot="GPT")
+    assert Assignment.objects.get(pk=slots.pk).completed_at is not None
+    assert services.round_reopen(round=Round.objects.get(pk=slots.round_id), by=admin,
+                                 reason="late").turns_back_in_queues == 1
+    assert Assignment.objects.get(pk=slots.pk).completed_at is None
+    assert Assignment.objects.get(pk=sessions.pk).completed_at is not None

@@ -176,7 +176,7 @@ def test_reopening_is_for_admins_with_a_reason(admin_user, reviewer):
         services.round_reopen(round=round_, by=admin_user, reason="  ")
     services.round_reopen(round=round_, by=admin_user, reason="lost codings")
     assert Round.objects.get(pk=round_.pk).status == "open"
-    assert AuditEvent.objects.get(action="round.reopen").data == {"reason": "lost codings"}
+    assert AuditEvent.objects.get(action="round.reopen").data == {"reason": "lost codings", "turns_back_in_queues": 0}
 
 
 def test_resolving_an_alert_twice_says_changed_meanwhile(admin_user, reviewer):

@@ -5,11 +5,14 @@ closed, round 2 open)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 
 from annotation import services as annotation_services
-from annotation.models import Assignment, Judgment, Round, StudyMember, WorkshopNote
+from annotation.models import Assignment, Judgment, Round, Study, StudyMember, WorkshopNote
 from annotation.services import ChangedMeanwhile
 from audit.models import AuditEvent
 from calibration import selectors as calibration_selectors
@@ -347,6 +350,26 @@ def test_reopening_keeps_what_feedback_compared_with_gold_locked(protocol):
                                           score=(before.score + 1) % 5)
     assert Judgment.objects.get(pk=before.pk).score == before.score
     assert not Assignment.objects.filter(round=closed, feedback_locked=False).exists()
+
+
+def test_reopening_a_calibration_round_keeps_the_completions_feedback_compared(protocol):
+    """A response added while a calibration round was closed sends no compared item back to its coder's queue
+    when it reopens: the item is locked, its coder could never code the response, and the item would stay short for
+    good. (A main round's items go back: tests/annotation/test_response_added.py.)"""
+    closed = protocol.round(CLOSED)
+    done = timezone.now() - timedelta(hours=1)
+    Assignment.objects.filter(round=closed).update(completed_at=done)
+    Study.objects.filter(pk=protocol.study.pk).update(model_slots=[])  # every slot is coded: Mistral too
+    turn, _ = first_item(closed)
+    ModelResponseFactory(turn=turn, model_slot="Mistral")
+    reopened = calibration_services.round_reopen(round=closed, by=protocol.admin, reason="a late model")
+    assert reopened.turns_back_in_queues == 0
+    assert not Assignment.objects.filter(round=closed).exclude(completed_at=done).exists()
+    assert not Assignment.objects.filter(round=closed, feedback_locked=False).exists()
+    assert AuditEvent.objects.get(action="round.reopen").data == {"reason": "a late model", "turns_back_in_queues": 0}
+    with pytest.raises(ValidationError, match="is open, not closed"):  # the lock goes with the refusal
+        calibration_services.round_reopen(round=protocol.round(OPEN), by=protocol.admin, reason="by mistake")
+    assert not Assignment.objects.filter(round=protocol.round(OPEN), feedback_locked=True).exists()
 
 
 def test_a_member_who_joined_after_feedback_gets_the_set_on_reopening_and_can_code_it(protocol):

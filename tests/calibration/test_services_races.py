@@ -141,7 +141,7 @@ def test_a_save_that_waited_for_the_reopening_of_a_calibration_round_is_refused_
             connections.close_all()
 
     results = together(reopen, save)
-    assert isinstance(results[0], Round), results
+    assert isinstance(results[0], annotation_services.RoundReopen), results
     assert isinstance(results[1], ValidationError), results
     assert "compared with gold" in str(results[1])
     assert Judgment.objects.get(round=round_, coder=assignment.coder, turn=assignment.turn,
