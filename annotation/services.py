@@ -1148,6 +1148,102 @@ def item_judgment_save(*, assignment: Assignment, by: User, **fields: Any) -> It
         return ItemSave(judgment=judgment, reopened=missing)
 
 
+@dataclass(frozen=True)
+class ShortTurn:
+    """A completed item of an open round that is short of what completing it wants (``_turn_check``), named
+    without anything people wrote: the study's slug, the round's name, the coder's username and the item's
+    position in their queue; ``missing``: how many codes completing it wants."""
+
+    assignment_id: int
+    round_id: int
+    study: str
+    round: str
+    coder: str
+    position: int
+    missing: int
+
+
+@dataclass(frozen=True)
+class ShortTurns:
+    """What ``turns_short_find`` found: the items short (in study, round, coder and position order), how many
+    completed items of open rounds it checked, and how many it left unchecked, each with why."""
+
+    short: list[ShortTurn]
+    checked: int
+    feedback_locked: int  # compared with gold before a reopening: their codes no longer change
+    not_members: int  # their coder was taken off the study: they can no longer code it
+
+
+def _completed_open(*, assignments: QuerySet[Assignment] | None = None) -> QuerySet[Assignment]:
+    """The completed items of open rounds (of ``assignments``, when given), with whether their coder is still a
+    member of the study."""
+    base = Assignment.objects.all() if assignments is None else assignments
+    return base.filter(completed_at__isnull=False, round__status=Round.Status.OPEN).annotate(
+        member=Exists(StudyMember.objects.filter(study_id=OuterRef("round__study_id"), user_id=OuterRef("coder_id"))),
+    ).select_related("round__study", "coder").order_by("round__study__slug", "round__kind", "round__number",
+                                                        "coder__username", "position")
+
+
+def _short(assignments: Iterable[Assignment]) -> tuple[list[ShortTurn], int, int, int]:
+    """The items of ``assignments`` (``_completed_open``'s) that ``_turn_check`` finds short, with how many it
+    checked, and how many it left alone: feedback-locked, or their coder no longer a member."""
+    short: list[ShortTurn] = []
+    checked = locked = gone = 0
+    for assignment in assignments:
+        if assignment.feedback_locked:
+            locked += 1
+        elif not assignment.member:  # type: ignore[attr-defined]  # annotated by _completed_open
+            gone += 1
+        else:
+            checked += 1
+            missing, _ = _turn_check(assignment=assignment, by=assignment.coder)
+            if missing:
+                short.append(ShortTurn(assignment_id=assignment.pk, round_id=assignment.round_id,
+                                       study=assignment.round.study.slug,
+                                       round=assignment.round.name, coder=assignment.coder.get_username(),
+                                       position=assignment.position, missing=len(missing)))
+    return short, checked, locked, gone
+
+
+def turns_short_find() -> ShortTurns:
+    """Every completed item of an open round whose turn is short of what completing it wants, by the check that
+    completing it makes (``_turn_check``): left so by 0.2.0, whose saves could clear a score of a completed turn
+    and keep it completed (README, "Upgrading"), or by a response added to it before migration 0023. Items compared
+    with gold in feedback (their codes no longer change) and items of coders taken off the study (they can no
+    longer code them) are not checked, only counted. Reads only: ``manage.py requeue_short_turns``'s dry run."""
+    short, checked, locked, gone = _short(_completed_open().iterator(chunk_size=500))
+    return ShortTurns(short=short, checked=checked, feedback_locked=locked, not_members=gone)
+
+
+@transaction.atomic
+def turns_short_requeue(*, found: Sequence[ShortTurn], by: User | None) -> list[ShortTurn]:
+    """Take out of the completed ones, in one transaction, the items of ``found`` (``turns_short_find``'s) that are
+    still short, completed, in an open round and their coder's while a member: each is checked again under the
+    locks a save and a completion take (its round's share, its own row), so a coder who completed it again since,
+    with every code given, keeps it. The queue counters follow through the triggers of migration 0017. One audit
+    event per round (``round.turns_short_requeue``: the coders' usernames and positions). ``by`` None is the
+    system (the command); a person must be a study admin. Returns the items taken out."""
+    if by is not None:
+        require_study_admin(by)
+    ids = sorted(turn.assignment_id for turn in found)
+    if not ids:
+        return []
+    rounds = sorted({turn.round_id for turn in found})
+    with connection.cursor() as cursor:  # a share of each round's row, as a save takes: no close runs meanwhile
+        cursor.execute("SELECT id FROM annotation_round WHERE id = ANY(%s) ORDER BY id FOR SHARE", [rounds])
+    list(Assignment.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk"))
+    short, _, _, _ = _short(_completed_open(assignments=Assignment.objects.filter(pk__in=ids)))
+    Assignment.objects.filter(pk__in=[turn.assignment_id for turn in short]).update(completed_at=None)
+    per_round: dict[int, list[ShortTurn]] = {}
+    for turn in short:
+        per_round.setdefault(turn.round_id, []).append(turn)
+    for round_id, turns in sorted(per_round.items()):
+        round_ = Round.objects.select_related("study").get(pk=round_id)
+        audit_record(by=by, action="round.turns_short_requeue", study=round_.study, target=f"round:{round_.name}",
+                     n=len(turns), items=[[turn.coder, turn.position] for turn in turns])
+    return short
+
+
 MAX_TIME_BEAT_SECONDS = 120
 
 
