@@ -983,26 +983,39 @@ def round_close(*, round: Round, by: User | None) -> Round:
 
 @dataclass(frozen=True)
 class RoundReopen:
-    """A reopened round, and how many of its coders' completed turns the reopening took out of the completed ones
-    (``turns_back_in_queues``: a response was added to them while the round was closed)."""
+    """A reopened round, how many of its coders' completed turns the reopening took out of the completed ones
+    (``turns_back_in_queues``: a response was added to them while the round was closed) and how many items it
+    locked (``feedback_locked``, with ``round_reopen``'s ``feedback_lock``)."""
 
     round: Round
     turns_back_in_queues: int
+    feedback_locked: int = 0
 
 
 @transaction.atomic
-def round_reopen(*, round: Round, by: User, reason: str) -> RoundReopen:
+def round_reopen(*, round: Round, by: User, reason: str, feedback_lock: bool = False) -> RoundReopen:
     """Reopen a closed round: an explicit admin action, with its reason recorded. A turn a coder completed that got
     a response while the round was closed goes back to their queue (``_turns_back_on_reopen``); the audit event
-    counts them (``turns_back_in_queues``)."""
+    counts them (``turns_back_in_queues``). ``feedback_lock``: lock every item of the round first
+    (``Assignment.feedback_locked``: the calibration protocol's reopening, whose feedback compared them with gold),
+    so that they stay as they were, completions included: a locked item sent back to its coder's queue could never
+    be coded again, and would stay short for good."""
     require_study_admin(by)
     if not reason.strip():
         raise ValidationError("say why the round is reopened; the reason is recorded")
+    # Every ingestion of responses holds this lock until it commits: the reopening waits for one under way, so its
+    # statement sees that ingestion's responses, and one that starts now waits for the reopening, so its trigger
+    # sees the round open. Without it, a response could arrive between the two, each seeing the other's state
+    # before it, and be coded by nobody. (A shell's INSERT takes no such lock.) Taken before any row of the round:
+    # an ingestion holding it may be updating the items of an open round.
+    advisory_lock("benchmark.ingest")
     _round_move(round=round, expected=Round.Status.CLOSED, to=Round.Status.OPEN)
+    locked = (Assignment.objects.filter(round=round, feedback_locked=False).update(feedback_locked=True)
+              if feedback_lock else 0)
     back = _turns_back_on_reopen(round=round)
     audit_record(by=by, action="round.reopen", study=round.study, target=f"round:{round.name}",
                  reason=reason.strip(), turns_back_in_queues=back)
-    return RoundReopen(round=round, turns_back_in_queues=back)
+    return RoundReopen(round=round, turns_back_in_queues=back, feedback_locked=locked)
 
 
 # The rule of the trigger of migration 0023 (a response added to a completed turn in an open round), applied to the
@@ -1026,9 +1039,9 @@ def _turns_back_on_reopen(*, round: Round) -> int:
     """Take out of the completed ones, in one statement, the items of the reopened round that the trigger of
     migration 0023 would have taken out had the round been open when a response was added to their turn: a
     response created after the item was completed, in a study that codes its model slot and whose schema has an
-    attribute of unit ``response``, the coder still a member, the item not locked by feedback (a calibration round
-    locks its items before this runs: ``calibration.services.round_reopen``). The queue counters follow through the
-    triggers of migration 0017. Returns how many."""
+    attribute of unit ``response``, the coder still a member, the item not locked by feedback (a calibration
+    round's reopening locks its items before this runs: ``round_reopen``'s ``feedback_lock``). The queue counters
+    follow through the triggers of migration 0017. Returns how many."""
     with connection.cursor() as cursor:
         cursor.execute(_TURNS_BACK_ON_REOPEN, [round.pk])
         return cursor.rowcount

@@ -244,20 +244,17 @@ def round_reopen(*, round: Round, by: User, reason: str) -> annotation_services.
     (``annotation.services.round_reopen``)."""
     require_study_admin(by)
     _study_locked(round.study)  # never reopened in a study archived meanwhile
-    locked = 0
-    if round.kind == Round.Kind.CALIBRATION:
-        # Locked before the round opens again, so that the reopening leaves them completed as they were (it takes
-        # no locked item out of the completed ones): an item its coder can no longer code, sent back to their
-        # queue, would stay short for good. A round that turns out not to be closed rolls the lock back with it.
-        locked = Assignment.objects.filter(round=round, feedback_locked=False).update(feedback_locked=True)
-    result = annotation_services.round_reopen(round=round, by=by, reason=reason)
+    # Locked as the round opens again, before the reopening sends turns back: what feedback compared stays
+    # completed as it was.
+    result = annotation_services.round_reopen(round=round, by=by, reason=reason,
+                                              feedback_lock=round.kind == Round.Kind.CALIBRATION)
     reopened = result.round
     if reopened.kind == Round.Kind.CALIBRATION:
         turns = [item.turn for item in reopened.items.select_related("turn").order_by("position")]
         for coder in _calibration_coders(reopened):
             annotation_services.assignments_ensure(round=reopened, coder=coder, turns=turns, by=by)
         audit_record(by=by, action="round.feedback_lock", study=reopened.study, target=f"round:{reopened.name}",
-                     locked=locked)
+                     locked=result.feedback_locked)
     return result
 
 

@@ -365,3 +365,38 @@ def test_reopening_sends_back_only_what_the_trigger_would_have(admin_user):
                                  reason="late").turns_back_in_queues == 1
     assert Assignment.objects.get(pk=slots.pk).completed_at is None
     assert Assignment.objects.get(pk=sessions.pk).completed_at is not None
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_response_ingested_while_the_round_reopens_goes_back_to_the_queues(completed, ingester, admin_user):
+    """An ingestion that starts while a reopening has run its statement but not committed waits for it (the
+    ingestion's lock), so its trigger sees the round open; before, it saw the round closed and the reopening had
+    not seen the response: both let it through, and the response was coded by nobody."""
+    import threading
+    import time
+    from unittest import mock
+
+    from tests.races import together
+
+    services.round_close(round=completed, by=admin_user)
+    reopening_holds = threading.Event()
+    original_audit = services.audit_record
+
+    def audit_and_linger(*args, **kwargs):
+        if kwargs.get("action") == "round.reopen":
+            reopening_holds.set()  # the reopening's statement has run; its transaction has not committed
+            time.sleep(1.0)
+        return original_audit(*args, **kwargs)
+
+    def reopen():
+        with mock.patch.object(services, "audit_record", audit_and_linger):
+            return services.round_reopen(round=Round.objects.get(pk=completed.pk), by=admin_user, reason="late")
+
+    def ingest():
+        assert reopening_holds.wait(timeout=30)
+        return ingester.post(RESPONSES, [_first_new_item()], format="json").json()
+
+    reopened, answer = together(reopen, ingest)
+    assert isinstance(reopened, services.RoundReopen), reopened
+    assert reopened.turns_back_in_queues + answer["turns_back_in_queues"] == 2, (reopened, answer)
+    assert Assignment.objects.filter(round=completed, completed_at__isnull=True).count() == 2
