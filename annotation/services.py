@@ -1020,7 +1020,8 @@ def round_reopen(*, round: Round, by: User, reason: str, feedback_lock: bool = F
 
 # The rule of the trigger of migration 0023 (a response added to a completed turn in an open round), applied to the
 # responses added while the round was closed, which the trigger left alone: those created after the item was
-# completed. Kept beside the trigger's SQL line for line, so that the two read as one rule.
+# completed. Written as the trigger's SQL is, condition for condition, so that the two read as one rule: the trigger
+# lives in a migration, so a change to the rule is a new migration and a change here.
 _TURNS_BACK_ON_REOPEN = """
 UPDATE annotation_assignment a SET completed_at = NULL
     FROM annotation_round r, annotation_study s
