@@ -1021,7 +1021,11 @@ def round_reopen(*, round: Round, by: User, reason: str, feedback_lock: bool = F
 # The rule of the trigger of migration 0023 (a response added to a completed turn in an open round), applied to the
 # responses added while the round was closed, which the trigger left alone: those created after the item was
 # completed. Written as the trigger's SQL is, condition for condition, so that the two read as one rule: the trigger
-# lives in a migration, so a change to the rule is a new migration and a change here.
+# lives in a migration, so a change to the rule is a new migration and a change here. One condition more: the coder
+# has no judgment on that response in the round, as no one has when the trigger runs (the response is new). The
+# timestamps alone would also send back a turn whose response the coder coded, when its ``created_at`` is later
+# than the completion without having arrived later: a study archive imported where its conversations already were
+# (the stored responses are reused, with their own times), or two servers' clocks apart.
 _TURNS_BACK_ON_REOPEN = """
 UPDATE annotation_assignment a SET completed_at = NULL
     FROM annotation_round r, annotation_study s
@@ -1029,7 +1033,10 @@ UPDATE annotation_assignment a SET completed_at = NULL
       AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
       AND EXISTS (SELECT 1 FROM benchmark_modelresponse n
                   WHERE n.turn_id = a.turn_id AND n.created_at > a.completed_at
-                    AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot))
+                    AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot)
+                    AND NOT EXISTS (SELECT 1 FROM annotation_judgment j
+                                    WHERE j.round_id = a.round_id AND j.coder_id = a.coder_id
+                                      AND j.response_id = n.id AND NOT j.is_gold))
       AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
                   WHERE d.schema_id = s.schema_id AND d.unit = 'response')
       AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
+from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -341,6 +342,17 @@ def test_reopening_leaves_a_feedback_locked_item_and_someone_taken_off_completed
     services.round_close(round=completed, by=admin_user)
     assert ingester.post(RESPONSES, [_first_new_item()], format="json").status_code == 200
     reopened = services.round_reopen(round=Round.objects.get(pk=completed.pk), by=admin_user, reason="a late model")
+    assert reopened.turns_back_in_queues == 0
+    assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
+
+
+def test_reopening_leaves_a_turn_whose_responses_its_coder_coded(completed, admin_user):
+    """A response the coder has coded in the round is not new to them, whatever its ``created_at`` says: a study
+    imported where its conversations already were reuses the stored responses, with their later times, and every
+    completion would otherwise go back on reopening."""
+    services.round_close(round=completed, by=admin_user)
+    Assignment.objects.update(completed_at=timezone.now() - timedelta(days=30))  # before every response
+    reopened = services.round_reopen(round=Round.objects.get(pk=completed.pk), by=admin_user, reason="moved here")
     assert reopened.turns_back_in_queues == 0
     assert Assignment.objects.filter(completed_at__isnull=True).count() == 0
 
