@@ -259,7 +259,7 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     in another role they are what they are now (a new alias, undecided for the panel), unless they coded in the
     study: their codings would change role with them, so that is refused. Someone added back gets back in their
     queue each completed item of an open round whose turn was given a response while they were off the study
-    (``_items_with_responses_added_meanwhile_reopened``). A method or a reference coder is an account that never
+    (``items_short_of_responses_reopened``). A method or a reference coder is an account that never
     signs in: ``annotation.automated_coders``."""
     if role not in PEOPLE_ROLES:
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
@@ -290,7 +290,8 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
                                         retained=was.retained if was else None)
     if former is not None:
         former.delete()
-        _items_with_responses_added_meanwhile_reopened(study=study, coder=user)
+        completions_locked(study.pk)
+        items_short_of_responses_reopened(study=study, assignments=Assignment.objects.filter(coder=user))
     if role == StudyMember.Role.REVIEWER and not member.alias:
         # The next number after the aliases in use or once used (a count would repeat one after a removal, and
         # a removed reviewer's alias still names their notes and codings).
@@ -303,25 +304,47 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
     return member
 
 
-def _items_with_responses_added_meanwhile_reopened(*, study: Study, coder: User) -> int:
-    """Take out of the coder's completed items, in the study's open rounds, those whose turn holds a response none
-    of their judgments there is of, when the study codes responses: a response added while they were taken off the
-    study (the trigger of annotation migration 0023 leaves a non-member's completions as they are, since they cannot
-    code it), which a completed item cannot otherwise lack, as every response's forms were scored to complete it.
-    Back in the study, they can code it, and their queue leads them to it as it would have had they stayed. Items
-    locked by feedback keep theirs, as the trigger's do. Returns how many went back."""
+# The advisory lock class of a study's completions (the two-key form, whose keys never meet common.locks' one-key
+# locks): whatever completes an item or may find one short (a completion, a round reopened, a member added back)
+# holds its study's shared, and the trigger that sends a turn back to its coders when a response is added to it
+# (annotation migrations 0023 and 0025, which name this number) takes it exclusive, for every study whose rounds
+# assign the turn, until its transaction commits.
+COMPLETIONS_LOCK = -1039018984
+
+
+def completions_locked(study_id: int) -> None:
+    """Hold the study's completions lock shared until the transaction ends, before reading what an item's turn
+    holds: a response being added to one of the study's turns (its trigger holds the lock exclusive until it
+    commits) is waited for and then seen, and a response added meanwhile waits for this transaction to commit, then
+    sees what it did (an item completed, a round open, a member back) and sends the turn back. Without it each could
+    read the other's state from before, and the new response be coded by nobody. Holders of the shared lock never
+    wait for each other."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [COMPLETIONS_LOCK, study_id % 2147483647])
+
+
+def items_short_of_responses_reopened(*, study: Study, assignments: QuerySet[Assignment]) -> int:
+    """Take out of the completed ones, in one statement, the items of ``assignments`` in the study's open rounds
+    whose turn holds a response (of a model slot the study codes) that their coder has no judgment of in the item's
+    round, when the study's schema codes responses: a response added when the trigger of migration 0023 left the
+    item alone (its round closed, its coder taken off the study), which a completed item cannot otherwise lack, as
+    every response's forms were scored to complete it. It is the trigger's rule for responses that arrived
+    meanwhile, read by what the coder coded rather than by timestamps (a response reused by an archive's import, or
+    written under another server's clock, would otherwise look new). Items locked by feedback and items of someone
+    no longer a member are left alone, as the trigger leaves them. The queue counters follow through the triggers of
+    migration 0017. The caller holds ``completions_locked``. Returns how many went back."""
     if not AttributeDefinition.objects.filter(schema_id=study.schema_id, unit=AttributeDefinition.Unit.RESPONSE
                                               ).exists():
         return 0
     responses = ModelResponse.objects.filter(turn_id=OuterRef("turn_id"))
     if study.model_slots:
         responses = responses.filter(model_slot__in=study.model_slots)
-    coded = Judgment.objects.filter(round_id=OuterRef(OuterRef("round_id")), coder=coder, is_gold=False,
-                                    response_id=OuterRef("pk"))
-    return Assignment.objects.filter(
-        round__study=study, round__status=Round.Status.OPEN, coder=coder, completed_at__isnull=False,
-        feedback_locked=False,
-    ).filter(Exists(responses.filter(~Exists(coded)))).update(completed_at=None)
+    coded = Judgment.objects.filter(round_id=OuterRef(OuterRef("round_id")), coder_id=OuterRef(OuterRef("coder_id")),
+                                    is_gold=False, response_id=OuterRef("pk"))
+    member = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"))
+    return assignments.filter(
+        round__study=study, round__status=Round.Status.OPEN, completed_at__isnull=False, feedback_locked=False,
+    ).filter(Exists(member), Exists(responses.filter(~Exists(coded)))).update(completed_at=None)
 
 
 @transaction.atomic
@@ -995,64 +1018,24 @@ class RoundReopen:
 @transaction.atomic
 def round_reopen(*, round: Round, by: User, reason: str, feedback_lock: bool = False) -> RoundReopen:
     """Reopen a closed round: an explicit admin action, with its reason recorded. A turn a coder completed that got
-    a response while the round was closed goes back to their queue (``_turns_back_on_reopen``); the audit event
-    counts them (``turns_back_in_queues``). ``feedback_lock``: lock every item of the round first
+    a response while the round was closed goes back to their queue (``items_short_of_responses_reopened``); the
+    audit event counts them (``turns_back_in_queues``). ``feedback_lock``: lock every item of the round first
     (``Assignment.feedback_locked``: the calibration protocol's reopening, whose feedback compared them with gold),
     so that they stay as they were, completions included: a locked item sent back to its coder's queue could never
     be coded again, and would stay short for good."""
     require_study_admin(by)
     if not reason.strip():
         raise ValidationError("say why the round is reopened; the reason is recorded")
-    # Every ingestion of responses holds this lock until it commits: the reopening waits for one under way, so its
-    # statement sees that ingestion's responses, and one that starts now waits for the reopening, so its trigger
-    # sees the round open. Without it, a response could arrive between the two, each seeing the other's state
-    # before it, and be coded by nobody. (A shell's INSERT takes no such lock.) Taken before any row of the round:
-    # an ingestion holding it may be updating the items of an open round.
-    advisory_lock("benchmark.ingest")
+    # Before any row of the round: a response being added to one of the study's turns is waited for, and one added
+    # meanwhile waits for the reopening, then finds the round open (completions_locked).
+    completions_locked(round.study_id)
     _round_move(round=round, expected=Round.Status.CLOSED, to=Round.Status.OPEN)
     locked = (Assignment.objects.filter(round=round, feedback_locked=False).update(feedback_locked=True)
               if feedback_lock else 0)
-    back = _turns_back_on_reopen(round=round)
+    back = items_short_of_responses_reopened(study=round.study, assignments=Assignment.objects.filter(round=round))
     audit_record(by=by, action="round.reopen", study=round.study, target=f"round:{round.name}",
                  reason=reason.strip(), turns_back_in_queues=back)
     return RoundReopen(round=round, turns_back_in_queues=back, feedback_locked=locked)
-
-
-# The rule of the trigger of migration 0023 (a response added to a completed turn in an open round), applied to the
-# responses added while the round was closed, which the trigger left alone: those created after the item was
-# completed. Written as the trigger's SQL is, condition for condition, so that the two read as one rule: the trigger
-# lives in a migration, so a change to the rule is a new migration and a change here. One condition more: the coder
-# has no judgment on that response in the round, as no one has when the trigger runs (the response is new). The
-# timestamps alone would also send back a turn whose response the coder coded, when its ``created_at`` is later
-# than the completion without having arrived later: a study archive imported where its conversations already were
-# (the stored responses are reused, with their own times), or two servers' clocks apart.
-_TURNS_BACK_ON_REOPEN = """
-UPDATE annotation_assignment a SET completed_at = NULL
-    FROM annotation_round r, annotation_study s
-    WHERE a.round_id = %s AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
-      AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
-      AND EXISTS (SELECT 1 FROM benchmark_modelresponse n
-                  WHERE n.turn_id = a.turn_id AND n.created_at > a.completed_at
-                    AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot)
-                    AND NOT EXISTS (SELECT 1 FROM annotation_judgment j
-                                    WHERE j.round_id = a.round_id AND j.coder_id = a.coder_id
-                                      AND j.response_id = n.id AND NOT j.is_gold))
-      AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
-                  WHERE d.schema_id = s.schema_id AND d.unit = 'response')
-      AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id)
-"""
-
-
-def _turns_back_on_reopen(*, round: Round) -> int:
-    """Take out of the completed ones, in one statement, the items of the reopened round that the trigger of
-    migration 0023 would have taken out had the round been open when a response was added to their turn: a
-    response created after the item was completed, in a study that codes its model slot and whose schema has an
-    attribute of unit ``response``, the coder still a member, the item not locked by feedback (a calibration
-    round's reopening locks its items before this runs: ``round_reopen``'s ``feedback_lock``). The queue counters
-    follow through the triggers of migration 0017. Returns how many."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TURNS_BACK_ON_REOPEN, [round.pk])
-        return cursor.rowcount
 
 
 # --- completing a turn, time on task ---------------------------------------------------------------------------
@@ -1063,21 +1046,6 @@ class TurnCheck:
     missing: list[str]
     warnings: list[str]
     completed: bool
-
-
-# The advisory lock class of a study's completions (the two-key form, whose keys never meet common.locks' one-key
-# locks): every completion holds its study's shared, and the trigger that sends a turn back to its coders when a
-# response is added to it (annotation migrations 0023 and 0025, which name this number) takes it exclusive.
-COMPLETIONS_LOCK = -1039018984
-
-
-def _completions_locked(study_id: int) -> None:
-    """Hold the study's completions lock shared until the transaction ends: a response being added to a turn of the
-    study's open rounds (its trigger holds the lock exclusive until it commits) is waited for, and a response added
-    meanwhile waits for this completion to commit, then finds it completed and sends the turn back. Completions never
-    wait for each other."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [COMPLETIONS_LOCK, study_id % 2147483647])
 
 
 @transaction.atomic
@@ -1094,7 +1062,7 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     if assignment.round.status != Round.Status.OPEN:
         raise ValidationError(_closed_refusal(assignment.round, assignment.round.status, "its turns are no longer "
                                               "completed", archived="its turns are no longer completed"))
-    _completions_locked(assignment.round.study_id)
+    completions_locked(assignment.round.study_id)
     completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
     done_before = completed_at.get()[0] is not None
     missing, warnings = _turn_check(assignment=assignment, by=by)

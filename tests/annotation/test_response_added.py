@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from datetime import timedelta
 from unittest import mock
 
@@ -381,15 +382,9 @@ def test_reopening_sends_back_only_what_the_trigger_would_have(admin_user):
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_response_ingested_while_the_round_reopens_goes_back_to_the_queues(completed, ingester, admin_user):
-    """An ingestion that starts while a reopening has run its statement but not committed waits for it (the
-    ingestion's lock), so its trigger sees the round open; before, it saw the round closed and the reopening had
+    """An ingestion that starts while a reopening has run its statement but not committed waits for it (the study's
+    completions lock), so its trigger sees the round open; before, it saw the round closed and the reopening had
     not seen the response: both let it through, and the response was coded by nobody."""
-    import threading
-    import time
-    from unittest import mock
-
-    from tests.races import together
-
     services.round_close(round=completed, by=admin_user)
     reopening_holds = threading.Event()
     original_audit = services.audit_record
@@ -412,3 +407,36 @@ def test_a_response_ingested_while_the_round_reopens_goes_back_to_the_queues(com
     assert isinstance(reopened, services.RoundReopen), reopened
     assert reopened.turns_back_in_queues + answer["turns_back_in_queues"] == 2, (reopened, answer)
     assert Assignment.objects.filter(round=completed, completed_at__isnull=True).count() == 2
+
+
+@threads
+def test_a_response_ingested_while_someone_is_added_back_goes_back_to_their_queue(
+        completed, ingester, reviewer, other_reviewer, admin_user):
+    """An ingestion that starts while someone taken off is being added back (their membership written, their
+    completed items looked at, not committed) waits for it (the study's completions lock), so its trigger sees them
+    a member; before, it saw them off the study and the addition had not seen the response: their completed turn
+    kept a response none of their codes are of."""
+    services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
+    adding_holds = threading.Event()
+    original_audit = services.audit_record
+
+    def audit_and_linger(*args, **kwargs):
+        if kwargs.get("action") == "member.add":
+            adding_holds.set()  # the addition has looked at their items; its transaction has not committed
+            time.sleep(1.0)
+        return original_audit(*args, **kwargs)
+
+    def add_back():
+        with mock.patch.object(services, "audit_record", audit_and_linger):
+            return services.study_member_add(study=completed.study, user=other_reviewer, role="reviewer",
+                                             by=admin_user)
+
+    def ingest():
+        assert adding_holds.wait(timeout=30)
+        return ingester.post(RESPONSES, [_first_new_item()], format="json").json()
+
+    member, answer = together(add_back, ingest)
+    assert isinstance(member, StudyMember), member
+    assert answer["turns_back_in_queues"] == 2, answer
+    assert set(Assignment.objects.filter(round=completed, completed_at__isnull=True).values_list(
+        "coder", "position")) == {(reviewer.pk, 2), (other_reviewer.pk, 2)}
