@@ -153,6 +153,10 @@ def _reviewer_entries(
             **kappas,
             "bias": mean_difference(m.raw[bias_items, r], m.gold_raw[bias_items]),
             "n_items": int(ok.sum()),
+            # the clusters (turns, a conversation-level item one of its own) holding those items: the reviewer's
+            # intervals rest on these alone, however many the round's bootstrap draws (a turn without one of the
+            # reviewer's items with gold adds nothing to the reviewer's figures in a resample)
+            "n_clusters": int(len(np.unique(m.item_turn[ok]))),
             "kappa_bands": {key: landis_koch_band(value) for key, value in kappas.items()},
             "kappa_by_attribute": {
                 a.code: {
@@ -175,6 +179,7 @@ def _empty_entry(enc: Encoded, groups: list[str]) -> dict[str, object]:
         **kappas,
         "bias": None,
         "n_items": 0,
+        "n_clusters": 0,
         "kappa_bands": dict.fromkeys(kappas),
         "kappa_by_attribute": {a.code: {"kappa": None, "band": None} for a in enc.schema.attributes},
         "span_f1": None,

@@ -154,7 +154,10 @@ def naive_calibration(
         reviewer: {m: _quantiles([s[reviewer][m] for s in samples], ci_level) for m in metrics}
         for reviewer in reviewers
     }
-    return {"point": point, "shares": shares, "intervals": intervals, "turns": turns}
+    # the turns each reviewer's figures can move on: those holding an item both the reviewer and gold scored
+    clusters = {reviewer: sum(1 for turn in turns if any(item in gold and item in scores[reviewer]
+                                                         for item in items_of_turn[turn])) for reviewer in reviewers}
+    return {"point": point, "shares": shares, "intervals": intervals, "turns": turns, "clusters": clusters}
 
 
 def _risk_clusters(attributes: Sequence[AttributeSpec]) -> list[str]:

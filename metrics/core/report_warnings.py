@@ -2,9 +2,9 @@
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
 kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
 (a calibration round without gold, a model slot without a scored response: ``parameters.models``), and a
-calibration round's, the main round's or a dataset's or conversation kind's bootstrap figures when they rest on too
-few clusters to mean anything (a kind's section says so of its own intervals through its ``warning``, by the same
-MIN_BOOTSTRAP_CLUSTERS).
+calibration round's, a reviewer's in a round, the main round's or a dataset's or conversation kind's bootstrap
+figures when they rest on too few clusters to mean anything (a kind's section says so of its own
+intervals through its ``warning``, by the same MIN_BOOTSTRAP_CLUSTERS).
 A report never drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report``
 prints these on stderr, and the dashboards show them on the overview and on the section's page. Plain data in,
 plain data out (no database, no science stack)."""
@@ -124,6 +124,52 @@ def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) 
     return said
 
 
+def _named_counts(counts: list[tuple[str, int]], unit: str) -> str:
+    """"ann (2 clusters), bob (5 clusters)": each name with its count, in the order given."""
+    return ", ".join(f"{name} ({plural(n, unit)})" for name, n in counts)
+
+
+def _few_reviewer_clusters(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
+    """Each calibration round whose bootstrap rests on enough clusters, but where some reviewer's items with gold lie
+    on fewer than MIN_BOOTSTRAP_CLUSTERS of them (``calibration.reviewers[REVIEWER][ROUND].n_clusters``): a
+    reviewer's agreement intervals (and, for the last round, their top-k shares) are figures of their own items, so
+    they rest on the turns that hold one, 2 of a round of 40 when gold lies on 2 of the reviewer's turns, and
+    undercover as a round of 2 turns would, though the round's count is well above the threshold. One message per
+    round, in round order (``calibration.rounds``, a list: the same from a stored report), naming its reviewers by
+    name. A round with too few clusters in all, or without gold, is said so already; a run without resamples has
+    no interval; a report stored before the counts (the reviewers', or the round's) says nothing."""
+    calibration = report.get("calibration") or {}
+    bootstrap = calibration.get("bootstrap") or {}
+    if bootstrap.get("resamples") is not None and not int(bootstrap["resamples"]):
+        return []
+    reviewers = calibration.get("reviewers") or {}
+    counts = bootstrap.get("n_clusters_by_round")
+    if not isinstance(counts, Mapping):  # a report from before the reviewers' counts (kept since the rounds')
+        return []
+    said = []
+    for name in calibration.get("rounds") or []:
+        total = int(counts.get(name) or 0)
+        if name in without_gold or total < MIN_BOOTSTRAP_CLUSTERS:
+            continue
+        few = []
+        for reviewer in sorted(reviewers):
+            entry = reviewers[reviewer].get(name) if isinstance(reviewers[reviewer], Mapping) else None
+            n = entry.get("n_clusters") if isinstance(entry, Mapping) else None
+            if isinstance(n, int) and 0 < n < MIN_BOOTSTRAP_CLUSTERS:
+                few.append((reviewer, n))
+        if not few:
+            continue
+        figures = ("agreement intervals and top-k shares of selection stability" if name == bootstrap.get("round")
+                   else "agreement intervals")
+        said.append(f"Calibration round {name}: the {figures} of {_named_counts(few, 'cluster')} rest on fewer than "
+                    f"{MIN_BOOTSTRAP_CLUSTERS} of the round's {plural(total, 'cluster')} (the turns that hold an item "
+                    "with a gold value the reviewer coded, a conversation-level item one of its own; the others add "
+                    "nothing to the reviewer's figures in a resample): they say next to nothing (with fewer than "
+                    f"{MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level; such a reviewer "
+                    "needs gold on more of the turns they coded for them to be read).")
+    return said
+
+
 def _per_model_figures(tables: Mapping[str, Any]) -> bool:
     """Whether a part of the indices (the whole main round, or a split) has a per-model figure to give an interval of
     (known before the bootstrap runs, when the warnings are stored): a schema with no ARI clusters has none."""
@@ -220,10 +266,10 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
     calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), each
-    calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), the main round's
-    intervals when theirs has, else each dataset's and conversation kind's that has (``_few_main_clusters``), and
-    each model slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when
-    there is none."""
+    calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), else its reviewers whose
+    own items do (``_few_reviewer_clusters``), the main round's intervals when theirs has, else each dataset's and
+    conversation kind's that has (``_few_main_clusters``), and each model slot missing from the per-model indices
+    (``_models_without_scores``), the main report first; [] when there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
@@ -231,6 +277,7 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     without_gold = _rounds_without_gold(report)
     found.extend({"section": MAIN, "message": _without_gold_said(name)} for name in without_gold)
     found.extend({"section": MAIN, "message": message} for message in _few_bootstrap_clusters(report, without_gold))
+    found.extend({"section": MAIN, "message": message} for message in _few_reviewer_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_main_clusters(report))
     found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):

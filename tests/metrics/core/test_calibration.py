@@ -354,3 +354,51 @@ def test_a_round_with_gold_on_few_of_its_turns_counts_the_turns_with_gold(gold_t
     # a report stored before the clusters with data were counted reads the round's turns, as it did
     del bootstrap["n_clusters_by_round"]
     assert report_warnings(report) == []
+
+
+def _few_of_forty(bob_turns: int) -> dict:
+    """Forty single-turn conversations with gold on UA and RA/M1 of each: ann codes all of them, bob the first
+    ``bob_turns`` (both items of a turn: one cluster) and a turn without gold (nothing to agree with: no cluster)."""
+    rows = [("calibration-1", "ann", False, "DS", f"c{n}", 1, "", "UA", n % 3) for n in range(40)]
+    rows += [("calibration-1", "bob", False, "DS", f"c{n}", 1, model, attribute, (n + 1) % 3)
+             for n in range(bob_turns) for model, attribute in (("", "UA"), ("M1", "RA"))]
+    rows += [("calibration-1", "bob", False, "DS", "no-gold", 1, "", "UA", 1)]
+    rows += [("calibration-1", "expert-x", True, "DS", f"c{n}", 1, model, attribute, 1)
+             for n in range(40) for model, attribute in (("", "UA"), ("M1", "RA"))]
+    return build_report(attributes=SCHEMA, judgments=judgment_table(rows), spans=None, subcategory_attribute=None,
+                        params=ReportParams(bootstrap=20, seed=1))
+
+
+@pytest.mark.parametrize(("bob_turns", "warned"), [(2, True), (9, True), (10, False)])
+def test_a_reviewer_whose_gold_items_lie_on_few_turns_of_a_larger_round_is_named(bob_turns: int, warned: bool) -> None:
+    """The round resamples 40 turns with gold, but bob's agreement is over his own items alone, so his interval
+    rests on the turns that hold one (2 of the 40 here): before, the warnings read the round's 40 and said nothing
+    of an interval over 2 clusters (3 distinct resamples)."""
+    report = _few_of_forty(bob_turns)
+    calibration = report["calibration"]
+    assert calibration["bootstrap"]["n_clusters_by_round"] == {"calibration-1": 40}
+    counts = {name: entry["calibration-1"]["n_clusters"] for name, entry in calibration["reviewers"].items()}
+    assert counts == {"ann": 40, "bob": bob_turns}
+    said = [w["message"] for w in report_warnings(report)]
+    assert said == ([f"Calibration round calibration-1: the agreement intervals and top-k shares of selection "
+                     f"stability of bob ({bob_turns} clusters) rest on fewer than 10 of the round's 40 clusters (the "
+                     "turns that hold an item with a gold value the reviewer coded, a conversation-level item one of "
+                     "its own; the others add nothing to the reviewer's figures in a resample): they say next to "
+                     "nothing (with fewer than 10 clusters an interval covers well below its level; such a reviewer "
+                     "needs gold on more of the turns they coded for them to be read)."] if warned else [])
+    assert calibration["agreement_ci"]["calibration-1"]["bob"]["exact"]["low"] is not None  # an interval is shown
+    bootstrap = calibration["bootstrap"]
+    bootstrap["resamples"] = 0  # a run without resamples has no interval to warn of
+    assert report_warnings(report) == []
+    bootstrap["resamples"] = 20
+    for entry in calibration["reviewers"].values():  # a report stored before the count says nothing of it
+        del entry["calibration-1"]["n_clusters"]
+    assert report_warnings(report) == []
+
+
+def test_a_reviewer_is_not_named_beside_the_rounds_own_warning() -> None:
+    """A round under 10 clusters in all is warned of as a whole, which speaks of every reviewer's intervals."""
+    report = _few_of_forty(2)
+    report["calibration"]["bootstrap"]["n_clusters_by_round"]["calibration-1"] = 9
+    said = [w["message"] for w in report_warnings(report)]
+    assert len(said) == 1 and "bob" not in said[0]

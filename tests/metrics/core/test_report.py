@@ -116,6 +116,7 @@ def test_calibration_matches_the_naive_loops_point_shares_and_intervals(parity: 
         assert sorted(naive["point"]) == sorted(ci)
         for reviewer, point in naive["point"].items():
             entry = report["calibration"]["reviewers"][reviewer][name]
+            assert entry["n_clusters"] == naive["clusters"][reviewer]  # the turns the reviewer's intervals rest on
             assert entry["exact"] == pytest.approx(point["exact"], abs=1e-12)
             assert entry["bucketed"] == pytest.approx(point["bucketed"], abs=1e-12)
             for metric in ("exact", "bucketed"):

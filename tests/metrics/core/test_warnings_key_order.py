@@ -50,3 +50,14 @@ def test_the_datasets_are_named_by_name():
     assert named and named == [w["message"] for w in report_warnings(as_jsonb(report)) if "dataset" in w["message"]]
     text = " ".join(named)
     assert text.index("dataset ab") < text.index("dataset mid") < text.index("dataset zeta")
+
+
+def test_the_reviewers_with_few_clusters_are_named_by_name():
+    """A round's reviewers whose items with gold lie on few of its turns, named in one order."""
+    entry = {"calibration-1": {"bucketed": 0.5, "n_items": 4, "n_clusters": 2}}
+    calibration = {"rounds": ["calibration-1"], "reviewers": dict.fromkeys(("zeta", "ab", "mid"), entry),
+                   "bootstrap": {"round": "calibration-1", "resamples": 100, "n_turns_by_round": {"calibration-1": 40},
+                                 "n_clusters_by_round": {"calibration-1": 40}}}
+    said = [w["message"] for w in report_warnings({"calibration": calibration})]
+    assert said == [w["message"] for w in report_warnings(as_jsonb({"calibration": calibration}))]
+    assert len(said) == 1 and "of ab (2 clusters), mid (2 clusters), zeta (2 clusters) rest on" in said[0]
