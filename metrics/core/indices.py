@@ -309,14 +309,17 @@ def _model_tables(enc: Encoded, main: MainRound) -> dict[str, object]:
 
 def _ari_intervals(
     enc: Encoded, main: MainRound, params: ReportParams, boot: Bootstrap, splits: Sequence[np.ndarray] = (),
-) -> tuple[dict[str, object], list[dict[str, object]], int, list[int]]:
+) -> tuple[dict[str, object], list[dict[str, object]], dict[str, object], list[dict[str, object]]]:
     """Percentile CIs of every model's cluster means and ARI, resampling conversations (or turns); filled in when
     ``boot`` runs; and how many of those resampling units the coded responses fall in (``indices.ci.n_clusters``,
-    which the report's warnings read). Also the same CIs over each split (a subset of the coded responses: a
-    dataset's, a conversation kind's), from the very same resamples: a resample of the study's clusters restricted
-    to the split's responses, so a dataset's interval moves with the study's draws and costs one matrix product;
-    and how many clusters each split's responses fall in (a resample draws the study's clusters, but only the
-    split's carry its data: a dataset of 2 conversations has an interval over 2 clusters, whatever the study's).
+    which the report's warnings read), and each model's (``n_clusters_by_model``: a model's interval rests on the
+    clusters its responses fall in, as a split's does, so a model coded in 3 of the study's 40 conversations has an
+    interval over 3). Also the same CIs over each split (a subset of the coded responses: a dataset's, a
+    conversation kind's), from the very same resamples: a resample of the study's clusters restricted to the
+    split's responses, so a dataset's interval moves with the study's draws and costs one matrix product; and how
+    many clusters each split's responses fall in, in all and by model (a resample draws the study's clusters, but
+    only the split's carry its data: a dataset of 2 conversations has an interval over 2 clusters, whatever the
+    study's).
 
     Per-cluster sums and counts of the coded responses are accumulated per resampling unit once; each
     resample is then a row of a (B x units) count matrix times those sums.
@@ -357,14 +360,21 @@ def _ari_intervals(
             for m in models.tolist()
         }
 
+    def counted(rows: np.ndarray) -> dict[str, object]:
+        """The clusters the responses ``rows`` picks fall in, in all and by model (by name)."""
+        by_model = {keys.models[model_codes[m]]: len(np.unique(cluster[rows][position[rows] == m]))
+                    for m in np.unique(position[rows]).tolist()}
+        return {"n_clusters": len(np.unique(cluster[rows])), "n_clusters_by_model": dict(sorted(by_model.items()))}
+
     intervals: dict[str, object] = {}
 
     def fill(samples: np.ndarray) -> None:
         intervals.update(intervals_of(*percentile_interval(samples, params.ci_level), np.arange(n_models)))
 
     boot.request(Resampling("ratio", accumulate([np.arange(len(coded))])), then=fill)
+    counts = counted(np.arange(len(coded)))
     if not splits:
-        return intervals, [], n_clusters, []
+        return intervals, [], counts, []
     # Rows (positions in ``coded``) of each split, and the models it has responses of.
     where = np.full(len(keys.unit_model), -1, dtype=np.int64)
     where[coded] = np.arange(len(coded))
@@ -379,7 +389,7 @@ def _ari_intervals(
             split_intervals[b].update(intervals_of(low[part], high[part], models))
 
     boot.request(Resampling("ratio", accumulate(blocks)), then=fill_splits)
-    return intervals, split_intervals, n_clusters, [len(np.unique(cluster[rows])) for rows in blocks]
+    return intervals, split_intervals, counts, [counted(rows) for rows in blocks]
 
 
 def _coupling(enc: Encoded, main: MainRound, params: ReportParams, coded: np.ndarray) -> dict[str, object]:
@@ -674,7 +684,7 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
         "attribute_risk": {},
         "fingerprint": {},
         "by_kind": {kind: {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {},
-                           "n_clusters": 0} for kind in KINDS},
+                           "n_clusters": 0, "n_clusters_by_model": {}} for kind in KINDS},
         "by_dataset": {},
         "coupling": {
             "raw": {},
@@ -731,7 +741,7 @@ def indices_section(
     uiri["peaks"] = peaks
     uiri["peak_mean"] = mean_or_none(v for by_conv in peaks.values() for v in by_conv.values())
     splits = _splits(enc, main, multi)
-    ari_ci, split_ci, n_clusters, split_clusters = _ari_intervals(enc, main, params, boot, splits.subsets)
+    ari_ci, split_ci, clusters, split_clusters = _ari_intervals(enc, main, params, boot, splits.subsets)
     step(0.4, "main round: coupling")
     coupling: dict[str, object] = {**_coupling(enc, main, params, main.coded_responses),
                                    "min_abs_rho": params.coupling_min_abs_rho, "max_q": params.coupling_max_q}
@@ -747,8 +757,7 @@ def indices_section(
     step(0.85, "main round: tables per dataset and conversation kind")
     by_kind, by_dataset = splits.nest([_model_tables(enc, replace(main, coded_responses=subset))
                                        for subset in splits.subsets],
-                                      [{"ari_ci": ci, "n_clusters": n} for ci, n in zip(split_ci, split_clusters,
-                                                                                        strict=True)])
+                                      [{"ari_ci": ci, **n} for ci, n in zip(split_ci, split_clusters, strict=True)])
     section.update(
         {
             "coders": [enc.coders[c] for c in coders.tolist()],
@@ -758,7 +767,7 @@ def indices_section(
             "flags": tables["flags"],
             "ari": tables["ari"],
             "ari_ci": ari_ci,
-            "ci": {**cast("dict[str, object]", section["ci"]), "n_clusters": n_clusters},
+            "ci": {**cast("dict[str, object]", section["ci"]), **clusters},
             "attribute_risk": tables["attribute_risk"],
             "fingerprint": tables["fingerprint"],
             "coupling": coupling,

@@ -255,4 +255,6 @@ def naive_ari(
     picks = resample_picks(len(conversations), resamples, seed)
     samples = [means([conversations[i] for i in row]) for row in picks]
     intervals = {m: {n: _quantiles([s[m][n] for s in samples], ci_level) for n in names} for m in models}
-    return {"point": point, "intervals": intervals}
+    # the conversations (of the split) each model's figures can move on: those holding a scored response of it
+    holding = {m: sum(1 for c in inside if any(r[3] == m for r in responses_of[c])) for m in models}
+    return {"point": point, "intervals": intervals, "clusters": holding}

@@ -2,8 +2,8 @@
 it, with what was left out and why (the section's own counts: ``input`` of the main report, ``input`` of a study
 kind's section, which its core section reads: ``metrics.core.kind_sections``), and a part of a section left empty
 (a calibration round without gold, a model slot without a scored response: ``parameters.models``), and a
-calibration round's, a reviewer's in a round, the main round's or a dataset's or conversation kind's bootstrap
-figures when they rest on too few clusters to mean anything (a kind's section says so of its own
+calibration round's, a reviewer's in a round, the main round's, a model's or a dataset's or conversation kind's
+bootstrap figures when they rest on too few clusters to mean anything (a kind's section says so of its own
 intervals through its ``warning``, by the same MIN_BOOTSTRAP_CLUSTERS).
 A report never drops what reviewers coded, nor a model the study compares, without saying so: ``metrics_report``
 prints these on stderr, and the dashboards show them on the overview and on the section's page. Plain data in,
@@ -227,6 +227,57 @@ def _few_main_clusters(report: Mapping[str, Any]) -> list[str]:
     return said
 
 
+def _models(counts: list[tuple[str, int]], unit: str) -> str:
+    return f"model{'' if len(counts) == 1 else 's'} {_named_counts(counts, unit)}"
+
+
+def _few_model_clusters(report: Mapping[str, Any]) -> list[str]:
+    """Each model whose responses lie in fewer than MIN_BOOTSTRAP_CLUSTERS of the clusters behind the main round's
+    intervals (``indices.ci.n_clusters_by_model``): a model's figures are means over its own responses, so its
+    intervals rest on the clusters that hold one (a model coded in 3 of the study's 40 conversations has intervals
+    over 3) and undercover as the study's would with 3. The whole round's models in one message, then those of
+    each dataset and conversation kind (their ``n_clusters_by_model``) in one message per split, naming only the
+    models with enough clusters in the whole round (a model with few in all has few in every split: said once),
+    each by name. Nothing when the whole round's intervals, or the split's, rest on too few clusters in all (said
+    so by ``_few_main_clusters``), for a run without resamples or without a per-model figure, nor from a report
+    stored before the count."""
+    indices = report.get("indices") or {}
+    ci = indices.get("ci") or {}
+    n = int(ci.get("n_clusters") or 0)
+    if not _per_model_figures(indices) or not int(ci.get("resamples") or 0) or n < MIN_BOOTSTRAP_CLUSTERS:
+        return []
+    unit = "turn" if ci.get("resample") == "turn" else "conversation"
+
+    def few(counts: Any, enough: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
+        if not isinstance(counts, Mapping):
+            return []
+        return [(model, int(counts[model])) for model in sorted(counts)
+                if model not in enough and 0 < int(counts[model] or 0) < MIN_BOOTSTRAP_CLUSTERS]
+
+    def why(models: list[tuple[str, int]], page: str) -> str:
+        whose = "its" if len(models) == 1 else "their"
+        return (f"{whose} per-model intervals (ari_ci, the Atrophy risk page{page}) say next to nothing (with fewer "
+                f"than {MIN_BOOTSTRAP_CLUSTERS} clusters an interval covers well below its level; a model needs "
+                f"responses scored in more {unit}s for its intervals to be read).")
+
+    said = []
+    whole = few(ci.get("n_clusters_by_model"))
+    if whole:
+        said.append(f"The main round's intervals of {_models(whole, unit)} rest on fewer than "
+                    f"{MIN_BOOTSTRAP_CLUSTERS} of the study's {plural(n, unit)} (those holding a response of the "
+                    f"model a reviewer scored; the others add nothing to the model's figures in a resample): "
+                    f"{why(whole, '')}")
+    named = frozenset(model for model, _ in whole)
+    for words, entry in _splits(indices):
+        count = int(entry.get("n_clusters") or 0)
+        models = few(entry.get("n_clusters_by_model"), named)
+        if models and count >= MIN_BOOTSTRAP_CLUSTERS and _per_model_figures(entry):
+            said.append(f"The main round's intervals over {words} of {_models(models, unit)} rest on fewer than "
+                        f"{MIN_BOOTSTRAP_CLUSTERS} of their {plural(count, unit)} (those holding a response of the "
+                        f"model a reviewer scored): {why(models, ' filtered to them')}")
+    return said
+
+
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
     """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
     slot has one, and what its responses were scored by (``input.models_left_out``): the per-model figures read the main
@@ -268,8 +319,9 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), each
     calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), else its reviewers whose
     own items do (``_few_reviewer_clusters``), the main round's intervals when theirs has, else each dataset's and
-    conversation kind's that has (``_few_main_clusters``), and each model slot missing from the per-model indices
-    (``_models_without_scores``), the main report first; [] when there is none."""
+    conversation kind's that has (``_few_main_clusters``), the models whose own responses do (``_few_model_clusters``),
+    and each model slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when
+    there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
@@ -279,6 +331,7 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     found.extend({"section": MAIN, "message": message} for message in _few_bootstrap_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_reviewer_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_main_clusters(report))
+    found.extend({"section": MAIN, "message": message} for message in _few_model_clusters(report))
     found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):
         section = core_section(name)

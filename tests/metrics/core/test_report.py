@@ -133,6 +133,7 @@ def test_ari_table_and_intervals_match_the_naive_loops(parity: tuple[SyntheticSt
     study, report = parity
     naive = naive_ari(PARITY_SCHEMA, study.judgments, panel=None, resamples=16, seed=5)
     assert sorted(naive["point"]) == sorted(report["indices"]["ari"])
+    assert report["indices"]["ci"]["n_clusters_by_model"] == naive["clusters"]  # the conversations each model's rest on
     for model, values in naive["point"].items():
         for name, value in values.items():
             assert report["indices"]["ari"][model][name] == pytest.approx(value, abs=1e-12)
@@ -185,6 +186,7 @@ def test_ari_of_each_dataset_and_kind_matches_the_naive_loops_on_the_same_draws(
         only = _conversations(study, dataset, kind)
         naive = naive_ari(PARITY_SCHEMA, study.judgments, panel=None, resamples=16, seed=5, only=only)
         assert naive["point"] and sorted(naive["point"]) == sorted(entry["ari"]) == sorted(entry["ari_ci"])
+        assert entry["n_clusters_by_model"] == naive["clusters"], (dataset, kind)
         for model, values in naive["point"].items():
             for name, value in values.items():
                 assert entry["ari"][model][name] == pytest.approx(value, abs=1e-12), (dataset, kind, model, name)
@@ -329,7 +331,7 @@ def test_empty_input_gives_every_section_empty() -> None:
     # the dataset and conversation-kind splits are there, empty
     assert ind["by_dataset"] == {} and ind["coupling"]["by_dataset"] == {} and ind["spans"]["by_dataset"] == {}
     assert ind["by_kind"]["multi"] == {"flags": {}, "ari": {}, "attribute_risk": {}, "fingerprint": {}, "ari_ci": {},
-                                        "n_clusters": 0}
+                                        "n_clusters": 0, "n_clusters_by_model": {}}
     assert ind["coupling"]["by_kind"] == {"single": {"raw": {}, "risk": {}}, "multi": {"raw": {}, "risk": {}}}
     assert ind["spans"]["by_kind"]["single"] == {"evidence": {}, "ratios": {}}
 

@@ -124,3 +124,47 @@ def test_a_split_is_not_named_beside_the_main_rounds_own_warning_nor_without_its
                                                        for kind, part in entry["by_kind"].items()}}
                                     for name, entry in indices["by_dataset"].items()}}
     assert report_warnings({"indices": stored_before}) == []
+
+
+def _models_report() -> dict:
+    """Datasets A and B of 12 single-turn conversations each, every response scored by ann: M1 in all 24, M2 in
+    three of A's (a0–a2), M3 in ten of A's and three of B's (a0–a9, b0–b2)."""
+    conversations = [("A", f"a{n}") for n in range(12)] + [("B", f"b{n}") for n in range(12)]
+    coded = {"M1": conversations, "M2": conversations[:3], "M3": conversations[:10] + conversations[12:15]}
+    rows = [("main", "ann", False, dataset, conversation, 1, model, "RA", n % 3)
+            for model, where in coded.items() for n, (dataset, conversation) in enumerate(where)]
+    return build_report(attributes=(RA,), judgments=judgment_table(rows), params=ReportParams(bootstrap=20))
+
+
+def test_a_model_coded_in_few_conversations_is_named_and_so_is_a_split_where_it_is():
+    """Each model's intervals are means over its own responses, so they rest on the conversations that hold one
+    (M2's on 3 of the study's 24): before, the warnings read the study's 24 and said nothing. In a split the same:
+    M3 has 13 conversations in all but 3 in dataset B. A model with few in all is named once, not in every split."""
+    indices = _models_report()["indices"]
+    assert indices["ci"]["n_clusters"] == 24
+    assert indices["ci"]["n_clusters_by_model"] == {"M1": 24, "M2": 3, "M3": 13}
+    assert {name: entry["n_clusters_by_model"] for name, entry in indices["by_dataset"].items()} == {
+        "A": {"M1": 12, "M2": 3, "M3": 10}, "B": {"M1": 12, "M3": 3}}
+    assert indices["by_kind"]["single"]["n_clusters_by_model"] == {"M1": 24, "M2": 3, "M3": 13}
+    assert indices["by_kind"]["multi"]["n_clusters_by_model"] == {}
+    why = ("per-model intervals (ari_ci, the Atrophy risk page{}) say next to nothing (with fewer than 10 clusters an "
+           "interval covers well below its level; a model needs responses scored in more conversations for its "
+           "intervals to be read).")
+    assert [w["message"] for w in report_warnings({"indices": indices})] == [
+        "The main round's intervals of model M2 (3 conversations) rest on fewer than 10 of the study's 24 "
+        "conversations (those holding a response of the model a reviewer scored; the others add nothing to the "
+        "model's figures in a resample): its " + why.format(""),
+        "The main round's intervals over dataset B of model M3 (3 conversations) rest on fewer than 10 of their 12 "
+        "conversations (those holding a response of the model a reviewer scored): its "
+        + why.format(" filtered to them"),
+    ]
+    # a run without resamples has no interval to warn of; a report stored before the counts says nothing of them
+    assert report_warnings({"indices": {**indices, "ci": {**indices["ci"], "resamples": 0}}}) == []
+    assert report_warnings({"indices": _without(indices, "n_clusters_by_model")}) == []
+
+
+def _without(value: object, key: str) -> object:
+    """``value`` with ``key`` left out of every object in it (a report stored before the key)."""
+    if isinstance(value, dict):
+        return {k: _without(v, key) for k, v in value.items() if k != key}
+    return value

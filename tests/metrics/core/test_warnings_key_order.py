@@ -61,3 +61,20 @@ def test_the_reviewers_with_few_clusters_are_named_by_name():
     said = [w["message"] for w in report_warnings({"calibration": calibration})]
     assert said == [w["message"] for w in report_warnings(as_jsonb({"calibration": calibration}))]
     assert len(said) == 1 and "of ab (2 clusters), mid (2 clusters), zeta (2 clusters) rest on" in said[0]
+
+
+def test_the_models_with_few_clusters_are_named_by_name():
+    """The models whose responses lie in few of the study's conversations, and of a split's, named in one order."""
+    ari = {name: {"ARI": 0.5, "n_responses": 3} for name in ("Zeta", "Ab", "Mid")}
+    split = {"n_clusters": 20, "n_clusters_by_model": {"Zeta": 3, "Ab": 2, "Mid": 4}, "ari": ari, "ari_ci": {},
+             "by_kind": {}}
+    report = {"indices": {"ci": {"n_clusters": 40, "n_clusters_by_model": {"Zeta": 3, "Ab": 2, "Mid": 40},
+                                 "resamples": 100, "resample": "conversation"}, "ari": ari, "by_kind": {},
+                          "by_dataset": {"zz": split, "a": split}}}
+    said = [w["message"] for w in report_warnings(report)]
+    assert said == [w["message"] for w in report_warnings(as_jsonb(report))]
+    assert len(said) == 3
+    assert "of models Ab (2 conversations), Zeta (3 conversations) rest on" in said[0]
+    # a split names only the models with enough clusters in the whole round: the others are named once, above
+    assert said[1].startswith("The main round's intervals over dataset a of model Mid (4 conversations) rest on")
+    assert said[2].startswith("The main round's intervals over dataset zz of model Mid (4 conversations) rest on")
