@@ -400,12 +400,28 @@ def split_missing(page: Page, report: Mapping[str, Any], filters: Filters) -> tu
     return filters, notes
 
 
+def _resampled(report: Mapping[str, Any]) -> bool:
+    """Whether the run drew bootstrap resamples for the main round's intervals (``indices.ci.resamples``): a run
+    with the bootstrap off (B = 0) has none, and its per-model tables no interval; a report without the key is read
+    as one with them, as the pages always read it."""
+    ci = (report.get("indices") or {}).get("ci") or {}
+    return ci.get("resamples") is None or int(ci.get("resamples") or 0) > 0
+
+
+def _unit(report: Mapping[str, Any]) -> str:
+    """What the main round's resamples draw: conversations, or turns when the run resamples turns."""
+    return "turn" if ((report.get("indices") or {}).get("ci") or {}).get("resample") == "turn" else "conversation"
+
+
 def _clusters_said(report: Mapping[str, Any], filters: Filters) -> str:
     """What the intervals of the per-model tables rest on: the clusters the study's resamples draw
     (``indices.ci.n_clusters``), or the chosen conversations' (their ``n_clusters``: each resample restricted to
-    them); the count left out when the report has none (a run from before it was kept)."""
+    them); the count left out when the report has none (a run from before it was kept). A run without resamples
+    has no interval to say anything of, whatever its clusters: the caption says there is none, and why."""
     ci = (report.get("indices") or {}).get("ci") or {}
-    unit = "turn" if ci.get("resample") == "turn" else "conversation"
+    if not _resampled(report):
+        return " No intervals: this run drew no bootstrap resamples (B = 0); start a run with resamples for them."
+    unit = _unit(report)
     if not (filters.kind or filters.dataset):
         n = ci.get("n_clusters")
         return f" Intervals resample {n:,} {unit}{'' if n == 1 else 's'}." if isinstance(n, int) else ""
@@ -426,8 +442,8 @@ def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
             row += [(ari.get(model) or {}).get(cluster), interval.get("low"), interval.get("high")]
         rows.append([*row, (ari.get(model) or {}).get("n_responses")])
     columns = ["model"] + [f"{c}{suffix}" for c in CLUSTERS for suffix in ("", "_ci_low", "_ci_high")]
-    return Table("ari-table", f"Atrophy risk per model{_kind_said(filters)}: mean risk in [0, 1], 95 % bootstrap "
-                              "interval",
+    interval = ", 95 % bootstrap interval" if _resampled(report) else ""
+    return Table("ari-table", f"Atrophy risk per model{_kind_said(filters)}: mean risk in [0, 1]{interval}",
                  [*columns, "n_responses"], rows,
                  caption=f"{HIGHEST} highest and {LOWEST} lowest model in each column."
                          + _clusters_said(report, filters),
@@ -446,8 +462,10 @@ def ari_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
                  {"categories": models, "series": series, "intervals": intervals, "ylabel": "mean risk",
                   "ylim": (0, 1)},
                  ["model", "cluster", "value", "ci_low", "ci_high"], rows,
-                 caption="D, E, R, F cluster risks and ARI = their mean; whiskers: 95 % bootstrap interval over "
-                         "conversations.", alt=f"Grouped bars of D, E, R, F and ARI for {len(models)} models.")
+                 caption="D, E, R, F cluster risks and ARI = their mean; "
+                         + (f"whiskers: 95 % bootstrap interval over {_unit(report)}s." if _resampled(report) else
+                            "no whiskers: this run drew no bootstrap resamples (B = 0)."),
+                 alt=f"Grouped bars of D, E, R, F and ARI for {len(models)} models.")
 
 
 def _pair(interval: Any) -> tuple[float, float] | None:

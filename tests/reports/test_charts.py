@@ -207,6 +207,29 @@ def test_the_kind_filter_reads_the_single_or_multi_turn_tables_with_their_interv
     assert [row[0] for row in charts.ari_table(shaped, Filters()).rows] == ["Claude", "GPT", "Qwen"]
 
 
+def test_a_run_without_resamples_says_it_has_no_interval_not_what_its_intervals_rest_on():
+    """A report of B = 0 (``indices.ci.resamples``; ``build_report`` and the core's recompute take it) has no
+    interval: the Atrophy risk table's caption named the clusters its intervals resampled and its title a 95 %
+    interval, the chart's caption whiskers, all of resamples that were never drawn."""
+    shaped = report()
+    shaped["indices"]["ci"] = {"resample": "conversation", "resamples": 0, "n_clusters": 14}
+    shaped["indices"]["by_kind"] = {"multi": {"ari": {"GPT": {"ARI": 0.8, "n_responses": 4}}, "ari_ci": {},
+                                              "n_clusters": 3}}
+    for filters in (Filters(), Filters(kind="multi")):
+        table = charts.ari_table(shaped, filters)
+        assert "interval" not in table.title and "Intervals resample" not in table.caption
+        assert "Intervals over the chosen conversations" not in table.caption
+        assert table.caption.endswith(" No intervals: this run drew no bootstrap resamples (B = 0); start a run with "
+                                      "resamples for them.")
+    assert charts.ari_chart(shaped, Filters()).caption.endswith("no whiskers: this run drew no bootstrap resamples "
+                                                                "(B = 0).")
+    # with resamples, as before; the whiskers say what was resampled (turns, when the run resamples turns)
+    shaped["indices"]["ci"] = {"resample": "turn", "resamples": 20, "n_clusters": 14}
+    assert charts.ari_table(shaped, Filters()).title.endswith("mean risk in [0, 1], 95 % bootstrap interval")
+    assert charts.ari_table(shaped, Filters()).caption.endswith(" Intervals resample 14 turns.")
+    assert charts.ari_chart(shaped, Filters()).caption.endswith("whiskers: 95 % bootstrap interval over turns.")
+
+
 def test_the_dataset_filter_reads_the_datasets_part_of_the_risk_coupling_and_span_sections():
     shaped = report()
     indices = shaped["indices"]
