@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS
+
 LANDIS_KOCH = ("κ < 0 Poor; 0–0.20 Slight; 0.21–0.40 Fair; 0.41–0.60 Moderate; 0.61–0.80 Substantial; "
                "0.81–1 Almost perfect")
 CLUSTERS = ("D", "E", "R", "F", "ARI")
@@ -132,13 +134,15 @@ def reviewer_table(report: Mapping[str, Any], filters: Filters) -> Table:
                 name, round_name, cell.get("exact"), cell.get("bucketed"), per.get("delta_pp"),
                 cell.get("kappa_user"), bands.get("kappa_user", ""), cell.get("kappa_response"),
                 bands.get("kappa_response", ""), cell.get("kappa_flags"), bands.get("kappa_flags", ""),
-                cell.get("bias"), cell.get("n_items"),
+                cell.get("bias"), cell.get("n_items"), cell.get("n_clusters"),
             ])
     columns = ["reviewer", "round", "exact", "bucketed", "delta_pp", "kappa_user", "band_user", "kappa_response",
-               "band_response", "kappa_flags", "band_flags", "bias", "n_items"]
+               "band_response", "kappa_flags", "band_flags", "bias", "n_items", "n_clusters"]
     return Table("reviewers", "Agreement with gold, per reviewer and round", columns, rows,
                  caption=f"Bucketed agreement is the headline gold agreement; Δ in percentage points from the first "
-                         f"to the last calibration round. Landis–Koch bands: {LANDIS_KOCH}.")
+                         f"to the last calibration round. Landis–Koch bands: {LANDIS_KOCH}. Clusters: the turns "
+                         f"holding the reviewer's items with gold, which the reviewer's intervals rest on (fewer than "
+                         f"{MIN_BOOTSTRAP_CLUSTERS}: named in the warnings).")
 
 
 def agreement_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
@@ -431,22 +435,40 @@ def _clusters_said(report: Mapping[str, Any], filters: Filters) -> str:
     return f" Intervals over the chosen conversations: the study's resamples, each restricted to them{count}."
 
 
+def _model_clusters_said(report: Mapping[str, Any]) -> str:
+    """What the table's clusters column counts, when the run has intervals."""
+    if not _resampled(report):
+        return ""
+    return (f" Clusters: the {_unit(report)}s holding a scored response of the model, which its intervals rest on "
+            f"(fewer than {MIN_BOOTSTRAP_CLUSTERS}: named in the warnings).")
+
+
+def _model_clusters(report: Mapping[str, Any], filters: Filters) -> Mapping[str, Any]:
+    """The clusters each model's intervals rest on (those holding a response of it), of the whole main round
+    (``indices.ci.n_clusters_by_model``) or of the chosen conversations (their ``n_clusters_by_model``); {} from a
+    report stored before the count."""
+    if filters.kind or filters.dataset:
+        return _model_tables(report, filters).get("n_clusters_by_model") or {}
+    return ((report.get("indices") or {}).get("ci") or {}).get("n_clusters_by_model") or {}
+
+
 def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
     tables = _model_tables(report, filters)
     ari, ci = tables.get("ari") or {}, tables.get("ari_ci") or {}
+    clusters = _model_clusters(report, filters)
     rows = []
     for model in _models(report, filters):
         row: list[Any] = [model]
         for cluster in CLUSTERS:
             interval = (ci.get(model) or {}).get(cluster) or {}
             row += [(ari.get(model) or {}).get(cluster), interval.get("low"), interval.get("high")]
-        rows.append([*row, (ari.get(model) or {}).get("n_responses")])
+        rows.append([*row, (ari.get(model) or {}).get("n_responses"), clusters.get(model)])
     columns = ["model"] + [f"{c}{suffix}" for c in CLUSTERS for suffix in ("", "_ci_low", "_ci_high")]
     interval = ", 95 % bootstrap interval" if _resampled(report) else ""
     return Table("ari-table", f"Atrophy risk per model{_kind_said(filters)}: mean risk in [0, 1]{interval}",
-                 [*columns, "n_responses"], rows,
+                 [*columns, "n_responses", "n_clusters"], rows,
                  caption=f"{HIGHEST} highest and {LOWEST} lowest model in each column."
-                         + _clusters_said(report, filters),
+                         + _model_clusters_said(report) + _clusters_said(report, filters),
                  marks=_mark_extremes(rows, [1 + 3 * i for i in range(len(CLUSTERS))]))
 
 

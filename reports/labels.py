@@ -22,7 +22,8 @@ COLUMNS: dict[str, str] = {
     "bucketed": "Bucketed agreement", "delta_pp": "Δ bucketed (pp)", "kappa_user": "κ, user-level",
     "kappa_response": "κ, response-level", "kappa_flags": "κ, flags", "band_user": "Band of κ, user-level",
     "band_response": "Band of κ, response-level", "band_flags": "Band of κ, flags", "bias": "Bias vs gold",
-    "n_items": "Items", "rank": "Rank", "in_top_k": "In the top k", "retained_on_panel": "Retained on the panel",
+    "n_items": "Items", "n_clusters": "Clusters behind the intervals",
+    "rank": "Rank", "in_top_k": "In the top k", "retained_on_panel": "Retained on the panel",
     "ci_low": "95 % interval, low", "ci_high": "95 % interval, high",
     # user input
     "dataset": "Dataset", "mean_uiri": "Mean UIRI", "n_turns": "Turns", "mean_multi_turn_peak": "Mean peak UIRI "

@@ -52,6 +52,32 @@ def test_reviewer_table_has_one_row_per_reviewer_and_round_with_delta_and_band()
     assert (ann2["bucketed"], ann2["delta_pp"], ann2["kappa_user"], ann2["band_user"]) == (0.9, 40.0, 0.35, "Fair")
 
 
+def test_each_reviewers_clusters_are_beside_their_figures():
+    """A reviewer's intervals rest on the turns holding their items with gold (their round entry's ``n_clusters``):
+    the table shows the count beside the items, blank from a report stored before it."""
+    shaped = report()
+    shaped["calibration"]["reviewers"]["bob"]["calibration-2"]["n_clusters"] = 2
+    table = charts.reviewer_table(shaped, Filters())
+    assert table.columns[-2:] == ["n_items", "n_clusters"]
+    assert [row[-1] for row in table.rows] == [None, None, 2]
+    assert "Clusters: the turns holding the reviewer's items with gold" in table.caption
+
+
+def test_each_models_clusters_are_beside_its_figures_overall_and_in_a_split():
+    """A model's intervals rest on the clusters holding a scored response of it (``n_clusters_by_model``, the
+    study's or the chosen conversations'): the Atrophy risk table shows the count beside its responses."""
+    shaped = report()
+    shaped["indices"]["ci"] = {"resample": "conversation", "resamples": 20, "n_clusters": 14,
+                               "n_clusters_by_model": {"GPT": 14, "Claude": 3, "Qwen": 14}}
+    shaped["indices"]["by_kind"] = {"multi": {"ari": {"GPT": {"ARI": 0.8, "n_responses": 4}}, "ari_ci": {},
+                                              "n_clusters": 12, "n_clusters_by_model": {"GPT": 2}}}
+    table = charts.ari_table(shaped, Filters())
+    assert table.columns[-2:] == ["n_responses", "n_clusters"]
+    assert {row[0]: row[-1] for row in table.rows} == {"Claude": 3, "GPT": 14, "Qwen": 14}
+    assert "Clusters: the conversations holding a scored response of the model" in table.caption
+    assert [row[-1] for row in charts.ari_table(shaped, Filters(kind="multi")).rows] == [2]
+
+
 def test_agreement_chart_follows_the_round_filter_and_carries_intervals():
     last = charts.agreement_chart(report(), Filters())
     assert last.spec["categories"] == ["ann", "bob"] and last.spec["series"]["bucketed"] == [0.9, 0.6]
@@ -250,7 +276,7 @@ def test_the_dataset_filter_reads_the_datasets_part_of_the_risk_coupling_and_spa
     assert [row[0] for row in table.rows] == ["Qwen"] and table.rows[0][13:16] == [0.3, 0.1, 0.4]
     assert "(B)" in table.title
     both = charts.ari_table(shaped, Filters(dataset="B", kind="multi"))
-    assert both.rows[0][13:] == [0.6, None, None, 1] and "(B, multi-turn conversations)" in both.title
+    assert both.rows[0][13:] == [0.6, None, None, 1, None] and "(B, multi-turn conversations)" in both.title
     assert charts.ari_table(shaped, Filters(dataset="B", kind="single")).rows == []
     assert charts.ari_table(shaped, Filters(dataset="A")).rows == []  # no responses in A: nothing, not the whole
     heatmap = charts.coupling_heatmap(shaped, Filters(dataset="B"))

@@ -31,7 +31,7 @@ def test_each_kappa_carries_its_own_band():
     headers, rows = labels.shown_table(table.columns, table.rows, table.marks)
     assert [h.label for h in headers] == ["Reviewer", "Round", "Exact agreement", "Bucketed agreement",
                                           "Δ bucketed (pp)", "κ, user-level", "κ, response-level", "κ, flags",
-                                          "Bias vs gold", "Items"]
+                                          "Bias vs gold", "Items", "Clusters behind the intervals"]
     assert all("_" not in h.label for h in headers)
     assert [(c.value, c.band) for c in rows[0][5:8]] == [(0.7, "Substantial"), (0.1, "Slight"), (None, "")]
     assert {k for h in headers for k in h.keys} == set(table.columns), "every CSV column is on the page"

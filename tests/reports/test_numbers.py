@@ -30,6 +30,7 @@ from django.urls import reverse
 from scipy.stats import binomtest
 
 from annotation.models import Study
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS
 from metrics.models import MetricRun
 from tests import scenarios
 
@@ -204,7 +205,8 @@ def reviewers_rows(report: dict, view: View) -> Rows:
             bands = cell.get("kappa_bands") or {}
             rows[(name, round_name)] = {
                 "exact": cell["exact"], "bucketed": cell["bucketed"], "delta_pp": per["delta_pp"],
-                **{k: cell[k] for k in ("kappa_user", "kappa_response", "kappa_flags", "bias", "n_items")},
+                **{k: cell[k] for k in ("kappa_user", "kappa_response", "kappa_flags", "bias", "n_items",
+                                        "n_clusters")},
                 **{f"band_{g}": bands.get(f"kappa_{g}", "") for g in ("user", "response", "flags")}}
     return rows
 
@@ -308,9 +310,11 @@ def _risk_tables(report: dict, view: View) -> tuple[dict, dict, list[str]]:
 
 def ari_table_rows(report: dict, view: View) -> Rows:
     tables, intervals, models = _risk_tables(report, view)
+    # the clusters each model's intervals rest on: the study's count by model, or the chosen conversations'
+    clusters = (tables if view.dataset or view.kind else report["indices"]["ci"])["n_clusters_by_model"]
     rows: Rows = {}
     for m in models:
-        row: dict[str, Any] = {"n_responses": tables["ari"][m]["n_responses"]}
+        row: dict[str, Any] = {"n_responses": tables["ari"][m]["n_responses"], "n_clusters": clusters[m]}
         for c in ("D", "E", "R", "F", "ARI"):
             row[c] = tables["ari"][m][c]
             row[f"{c}_ci_low"] = at(intervals, m, c, "low")
@@ -432,7 +436,7 @@ PAGES: dict[str, dict[str, Block]] = {
 
 # Text with digits that is wording, not a report value: removed before the numbers are read.
 WORDING = ("95 %", "[0, 1]", "0–2", "0/1", "turn 1", "κ < 0 Poor; 0–0.20 Slight; 0.21–0.40 Fair; 0.41–0.60 Moderate; "
-           "0.61–0.80 Substantial; 0.81–1 Almost perfect")
+           "0.61–0.80 Substantial; 0.81–1 Almost perfect", f"fewer than {MIN_BOOTSTRAP_CLUSTERS}")
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -399,3 +400,71 @@ def test_a_dataset_with_few_conversations_is_named_in_the_run_the_overview_and_t
     assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
     again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
     assert again["warnings"] == run.result["warnings"]
+
+
+FEW_MODEL_SLUG = "few-for-a-model"
+# 12 single-turn conversations, each with a response of Alpha and of Beta: Alpha's scored in all 12, Beta's in 2
+FEW_MODEL_CONVERSATIONS = [f"model-{n}" for n in range(12)]
+FEW_MODEL_MESSAGE = ("The main round's intervals of model Beta (2 conversations) rest on fewer than 10 of the "
+                     "study's 12 conversations (those holding a response of the model a reviewer scored; the others "
+                     "add nothing to the model's figures in a resample): its per-model intervals (ari_ci, the Atrophy "
+                     "risk page) say next to nothing (with fewer than 10 clusters an interval covers well below its "
+                     "level; a model needs responses scored in more conversations for its intervals to be read).")
+
+
+@pytest.fixture(scope="module")
+def few_for_a_model(shared_state, tmp_path_factory):
+    """A default study whose main round resamples 12 conversations, but whose model Beta was scored in 2 of them."""
+    folder = tmp_path_factory.mktemp("model")
+    quiet = {"stdout": io.StringIO()}
+    with shared_state():
+        admin = user_ensure(username="model-admin", role=roles.ADMIN)
+        study = services.study_create(slug=FEW_MODEL_SLUG, name="A model on two conversations",
+                                      schema=Schema.objects.get(slug="cab-v1"), model_slots=["Alpha", "Beta"],
+                                      by=admin)
+        call_command("import_conversations", _jsonl(folder / "conversations.jsonl", [{
+            "dataset": "model-set", "conversation_id": name, "kind": "single", "topic": "Anxiety",
+            "complexity": "low", "turns": [{"index": 1, "client": f"I worry about {name}.", "responses": [
+                {"model": "Alpha", "text": "What worries you most?"}, {"model": "Beta", "text": "Tell me more."}]}],
+        } for name in FEW_MODEL_CONVERSATIONS]), **quiet)
+        code = {"study": FEW_MODEL_SLUG, "round": "main", "reviewer": "model-coder", "role": "reviewer",
+                "is_gold": False, "turn_index": 1, "spans": [], "instance_count": None, "attribute": "AUR",
+                "dataset": "model-set"}
+        call_command("import_judgments", _jsonl(folder / "codes.jsonl", [
+            code | {"conversation_id": name, "model": model, "score": n % 3}
+            for model, names in (("Alpha", FEW_MODEL_CONVERSATIONS), ("Beta", FEW_MODEL_CONVERSATIONS[:2]))
+            for n, name in enumerate(names)
+        ]), "--study", FEW_MODEL_SLUG, **quiet)
+        _run(study)
+        yield study.pk
+
+
+def test_a_model_scored_in_few_conversations_is_named_in_the_run_the_pages_and_the_bundle(
+        client, few_for_a_model, researcher, tmp_path):
+    """The main round's intervals over 12 conversations are not warned of, but Beta's rest on the 2 that hold a
+    response of it scored (docs/metrics.md#bootstrap-selection-stability): before, nothing said so. The warning
+    reaches the stored run, the overview and the Atrophy risk page, whose table gives each model's count, and the
+    bundle's printable report and its recompute."""
+    run = MetricRun.objects.get(study_id=few_for_a_model, status="succeeded")
+    ci = run.result["indices"]["ci"]
+    assert (ci["n_clusters"], ci["n_clusters_by_model"]) == (12, {"Alpha": 12, "Beta": 2})
+    assert run.result["warnings"] == [{"section": "main", "message": FEW_MODEL_MESSAGE}]
+    client.force_login(researcher)
+    overview = client.get(reverse("reports", args=[FEW_MODEL_SLUG])).content.decode()
+    assert _warnings_shown(overview) == [
+        f"<strong>Warning</strong> (run {run.pk}, the newest report): {escape(FEW_MODEL_MESSAGE)}"]
+    risk = client.get(reverse("reports-page", args=[FEW_MODEL_SLUG, "risk"])).content.decode()
+    assert _warnings_shown(risk) == [f"<strong>Warning</strong> (run {run.pk}): {escape(FEW_MODEL_MESSAGE)}"]
+    assert "Clusters behind the intervals" in risk
+    rows = re.findall(r"<tr><td>(Alpha|Beta)</td>.*?</tr>", risk.split('id="ari-table"')[1], re.S)
+    assert rows == ["Alpha", "Beta"]
+    beta = re.search(r"<tr><td>Beta</td>(.*?)</tr>", risk.split('id="ari-table"')[1], re.S).group(1)
+    assert re.findall(r"<td>(.*?)</td>", beta, re.S)[-2:] == ["2", "2"]  # its responses, its clusters
+    with override_settings(BUNDLE_DIR=str(tmp_path)):
+        path = bundle.bundle_file(run=run).path
+    with zipfile.ZipFile(path) as archive:
+        assert escape(FEW_MODEL_MESSAGE) in archive.read("report.html").decode()
+    assert recompute.main([str(path), "-o", str(tmp_path / "again.json")]) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["warnings"] == run.result["warnings"]
+    assert again["indices"]["ci"]["n_clusters_by_model"] == ci["n_clusters_by_model"]
