@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS
 from reports.charts import Block, Chart, Filters, Page, Table
 
 SLUG = "lc8"
@@ -58,21 +59,26 @@ def coders_table(report: Mapping[str, Any], filters: Filters) -> Table:
     for name in sorted(coders):
         entry = coders[name] or {}
         row = [name, _role(report, name)]
+        # each interval with the trajectories it rests on beside it (``ci_trajectories``; none from a report stored
+        # before the count): the count the warnings read, so a figure they name is seen where its interval is
+        behind = entry.get("ci_trajectories") or {}
         for key in CI_KEYS:
-            row += [entry.get(key), *_ci(entry, key)]
+            row += [entry.get(key), *_ci(entry, key), behind.get(key)]
         row += [entry.get("trend_agreement"), entry.get("n_trajectories"), entry.get("n_large_changes"),
                 entry.get("n_seeds")]
         rows.append(row)
     columns = ["coder", "role"]
     for key in CI_KEYS:
-        columns += [key, f"{key}_low", f"{key}_high"]
+        columns += [key, f"{key}_low", f"{key}_high", f"{key}_ci_trajectories"]
     columns += ["trend_agreement", "n_trajectories", "n_large_changes", "n_seeds"]
     section = _lc8(report)
     return Table("lc8-coders", "Tracking the reference: current-score MAE, change MAE, direction accuracy, trend "
                                "agreement per coder", columns, rows,
                  caption=f"Per seed, then the mean over seeds (n_seeds); low/high: 95 % percentile interval from "
                          f"{section.get('resamples', 'B')} trajectory bootstrap resamples (seed "
-                         f"{section.get('seed', '–')}), the same draws for every coder. Change MAE over adjacent "
+                         f"{section.get('seed', '–')}), the same draws for every coder; beside each interval the "
+                         f"trajectories it rests on (those with a term of its figure: fewer than "
+                         f"{MIN_BOOTSTRAP_CLUSTERS} and the warnings name it). Change MAE over adjacent "
                          f"sessions; direction accuracy over reference changes of at least the large-change "
                          f"threshold (n_large_changes), a predicted change of 0 counting as wrong; trend agreement: "
                          f"share of trajectories whose type from the coder's series is the reference's. Reference: "

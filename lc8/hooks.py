@@ -33,6 +33,9 @@ COLUMNS = {
     "n_item_sessions": "Sessions with items", "n_severe_sessions": "Severe sessions", "seed": "Seed",
     "by_current_mae": "By current-score MAE", "by_change_mae": "By change MAE",
     "by_direction_accuracy": "By direction accuracy",
+    "current_mae_ci_trajectories": "Trajectories behind the current-score MAE interval",
+    "change_mae_ci_trajectories": "Trajectories behind the change MAE interval",
+    "direction_accuracy_ci_trajectories": "Trajectories behind the direction accuracy interval",
 }
 
 # The fixed terms of the LongCounsel-8 page's legend.

@@ -108,6 +108,7 @@ def test_every_number_shown_is_the_reports(client, section, researcher):
             low, high = entry["ci"][key]
             expected.append(_shown(entry[key]) + (f" [{_shown(low)}–{_shown(high)}]"
                                                   if entry[key] is not None and (low, high) != (None, None) else ""))
+            expected.append(_shown(entry["ci_trajectories"][key]))  # the trajectories the interval rests on
         expected += [_shown(entry[k]) for k in ("trend_agreement", "n_trajectories", "n_large_changes", "n_seeds")]
         assert row == expected, row[0]
     for row in _table(page, "lc8-mae-by-type"):
@@ -222,6 +223,7 @@ def test_the_csv_downloads_are_the_report(client, section, researcher):
         for key in ("current_mae", "change_mae", "direction_accuracy"):
             assert _number(row[key]) == entry[key]
             assert [_number(row[f"{key}_low"]), _number(row[f"{key}_high"])] == entry["ci"][key]
+            assert int(row[f"{key}_ci_trajectories"]) == entry["ci_trajectories"][key]
         assert int(row["n_trajectories"]) == entry["n_trajectories"]
     points = _csv(client, "lc8-magnitude-direction")
     assert [p["coder"] for p in points] == ["m-alpha", "m-beta"]  # the methods
