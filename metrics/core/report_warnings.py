@@ -248,11 +248,15 @@ def _few_model_clusters(report: Mapping[str, Any]) -> list[str]:
         return []
     unit = "turn" if ci.get("resample") == "turn" else "conversation"
 
-    def few(counts: Any, enough: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
+    def few(part: Mapping[str, Any], counts: Any, enough: frozenset[str] = frozenset()) -> list[tuple[str, int]]:
+        """The part's models under the threshold, by name, leaving out those named already and those without a
+        figure to give an interval of (no ARI cluster defined for any of its responses: its interval is null)."""
         if not isinstance(counts, Mapping):
             return []
+        ari = part.get("ari") or {}
         return [(model, int(counts[model])) for model in sorted(counts)
-                if model not in enough and 0 < int(counts[model] or 0) < MIN_BOOTSTRAP_CLUSTERS]
+                if model not in enough and 0 < int(counts[model] or 0) < MIN_BOOTSTRAP_CLUSTERS
+                and _per_model_figures({"ari": {model: ari.get(model)}})]
 
     def why(models: list[tuple[str, int]], page: str) -> str:
         whose = "its" if len(models) == 1 else "their"
@@ -261,7 +265,7 @@ def _few_model_clusters(report: Mapping[str, Any]) -> list[str]:
                 f"responses scored in more {unit}s for its intervals to be read).")
 
     said = []
-    whole = few(ci.get("n_clusters_by_model"))
+    whole = few(indices, ci.get("n_clusters_by_model"))
     if whole:
         said.append(f"The main round's intervals of {_models(whole, unit)} rest on fewer than "
                     f"{MIN_BOOTSTRAP_CLUSTERS} of the study's {plural(n, unit)} (those holding a response of the "
@@ -270,7 +274,7 @@ def _few_model_clusters(report: Mapping[str, Any]) -> list[str]:
     named = frozenset(model for model, _ in whole)
     for words, entry in _splits(indices):
         count = int(entry.get("n_clusters") or 0)
-        models = few(entry.get("n_clusters_by_model"), named)
+        models = few(entry, entry.get("n_clusters_by_model"), named)
         if models and count >= MIN_BOOTSTRAP_CLUSTERS and _per_model_figures(entry):
             said.append(f"The main round's intervals over {words} of {_models(models, unit)} rest on fewer than "
                         f"{MIN_BOOTSTRAP_CLUSTERS} of their {plural(count, unit)} (those holding a response of the "

@@ -158,6 +158,9 @@ def test_a_model_coded_in_few_conversations_is_named_and_so_is_a_split_where_it_
         "conversations (those holding a response of the model a reviewer scored): its "
         + why.format(" filtered to them"),
     ]
+    # a model without a figure (no ARI cluster defined) has a null interval: nothing to warn of
+    blank = {**indices, "ari": {**indices["ari"], "M2": dict.fromkeys(indices["ari"]["M2"])}}
+    assert not any("the study's 24" in w["message"] for w in report_warnings({"indices": blank}))
     # a run without resamples has no interval to warn of; a report stored before the counts says nothing of them
     assert report_warnings({"indices": {**indices, "ci": {**indices["ci"], "resamples": 0}}}) == []
     assert report_warnings({"indices": _without(indices, "n_clusters_by_model")}) == []
