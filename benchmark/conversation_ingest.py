@@ -263,9 +263,10 @@ def conversations_import(
     if back_before is not None:
         summary.turns_back_in_queues = turns_back_in_queues() - back_before
     written = sessions_write(valid=valid, datasets=datasets)
-    summary.sessions_created, summary.sessions_updated = written.created, written.updated + len(written.turns_moved)
+    summary.sessions_created, summary.sessions_updated = written.created, written.updated
     claim(claims, study)
-    if summary.conversations_created or summary.conversations_updated or summary.sessions_updated:
+    if (summary.conversations_created or summary.conversations_updated or summary.sessions_created
+            or summary.sessions_updated or written.turns_moved):
         # a resend that changes nothing is no event
         audit_record(by=by, action="conversations.import", target="conversations", study=study, **summary.as_dict())
     return summary

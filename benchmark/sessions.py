@@ -299,11 +299,16 @@ def sessions_write(*, valid: list[tuple[int, dict]], datasets: dict[str, Dataset
 
     session_of_turn = {(conversation_of[id(data)], index): stored[(conversation_of[id(data)], session["index"])].pk
                        for data in histories for session in data["sessions"] for index in session["turn_indices"]}
-    moved = [Turn(pk=pk, session_id=session_of_turn[(conversation_id, index)])
+    moves = [(pk, session_id, session_of_turn[(conversation_id, index)])
              for pk, conversation_id, index, session_id in Turn.objects.filter(
                  conversation_id__in=pks.values()).values_list("pk", "conversation_id", "index", "session_id")
              if session_of_turn.get((conversation_id, index), session_id) != session_id]
-    if moved:
-        Turn.objects.bulk_update(moved, ["session"], batch_size=2000)
-    written.turns_moved = [turn.pk for turn in moved]
+    if moves:
+        Turn.objects.bulk_update([Turn(pk=pk, session_id=to) for pk, _, to in moves], ["session"], batch_size=2000)
+    written.turns_moved = [pk for pk, _, _ in moves]
+    # Updated: the sessions stored before this import whose kind, crisis type or turns changed, each once. A new
+    # session is created, not updated, though its turns (new, or stored without a session) are put in it.
+    created = {session.pk for session in new}
+    touched = {session.pk for session in changed} | {end for _, before, to in moves for end in (before, to)}
+    written.updated = len(touched - created - {None})
     return written

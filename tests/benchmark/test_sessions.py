@@ -11,6 +11,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit.models import AuditEvent
 from benchmark import conversation_ingest, material_rules, response_ingest
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.errors import RowErrors
@@ -60,6 +61,8 @@ def test_a_history_is_stored_as_sessions_of_its_turns():
     assert conversation.turns.get(index=3).responses.get().model_slot == "Assistant"
     assert (summary.conversations_created, summary.turns_created, summary.responses_created,
             summary.sessions_created) == (1, 5, 5, 3)
+    # New sessions are created, not updated: the count once said 5 "updated", one for each new turn put in one.
+    assert summary.sessions_updated == 0
 
 
 def test_reimporting_a_history_changes_nothing():
@@ -76,6 +79,15 @@ def test_a_history_grows_by_new_sessions_and_moves_nothing_else():
     summary = load(longer)
     assert (summary.conversations_updated, summary.turns_created, summary.sessions_created) == (1, 1, 1)
     assert Turn.objects.get(index=6).session.index == 4
+
+
+def test_a_turn_moved_to_another_session_updates_those_two_sessions():
+    load(history())
+    moved = history()
+    moved["sessions"][1]["turns"].insert(0, moved["sessions"][0]["turns"].pop())  # turn 2 into session 2
+    summary = load(moved)
+    assert (summary.sessions_created, summary.sessions_updated) == (0, 2)
+    assert Turn.objects.get(index=2).session.index == 2
 
 
 def test_a_session_kind_changes_while_nothing_is_coded():
@@ -271,5 +283,7 @@ def test_a_stored_conversation_becomes_a_history_while_nothing_is_coded():
     load(flat)
     assert Session.objects.count() == 0
     summary = load(history())
-    assert (summary.sessions_created, summary.sessions_updated, summary.turns_created) == (3, 5, 0)
+    # Three sessions made for the five stored turns: created, none of them updated (once counted 5, the turns).
+    assert (summary.sessions_created, summary.sessions_updated, summary.turns_created) == (3, 0, 0)
+    assert AuditEvent.objects.filter(action="conversations.import").count() == 2
     assert list(Turn.objects.order_by("index").values_list("session__index", flat=True)) == [1, 1, 2, 3, 3]
