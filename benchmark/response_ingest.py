@@ -362,6 +362,11 @@ _COPY_TRAILER = b"\xff\xff"
 _COPY_ROW_HEAD = struct.Struct(">hiq").pack  # field count, 8, turn id (bigint)
 _COPY_LENGTH = struct.Struct(">i").pack
 _POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+# PostgreSQL's memory for the COPY's new rows, which the trigger of annotation migration 0023 reads back (a transition
+# table, about 11 MB per 10,000 responses). Past ``work_mem`` (4 MB by default) they go to a temporary file and are
+# read back from it, which cost a bulk ingest about as much as the rest of the trigger (docs/benchmarks.md). A request
+# larger than this still spills; the memory is the statement's and is freed when it ends.
+_COPY_WORK_MEM = "64MB"
 
 
 def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
@@ -378,22 +383,29 @@ def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
     table = connection.ops.quote_name(ModelResponse._meta.db_table)
     columns = ", ".join(connection.ops.quote_name(column) for column in _COPY_COLUMNS)
     copy_sql = f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)"  # noqa: S608  # nosec B608 - quoted names
-    with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
-        parts: list[Utf8] = [_COPY_SIGNATURE]  # sent a megabyte at a time
-        size = 0
-        for turn_id, slot, version, text in rows:
-            middle = middles.get((slot, version))
-            if middle is None:
-                slot_bytes, version_bytes = slot.encode(), version.encode()
-                middle = middles[(slot, version)] = (_COPY_LENGTH(len(slot_bytes)) + slot_bytes
-                                                     + _COPY_LENGTH(len(version_bytes)) + version_bytes)
-            parts += (_COPY_ROW_HEAD(len(_COPY_COLUMNS), 8, turn_id), middle, _COPY_LENGTH(len(text)), text, stamps)
-            size += len(text)
-            if size >= _COPY_BATCH_BYTES:
-                copy.write(b"".join(parts))
-                parts, size = [], 0
-        parts.append(_COPY_TRAILER)
-        copy.write(b"".join(parts))
+    with connection.cursor() as cursor:
+        # For the COPY only (SET LOCAL, then back): the rest of the transaction keeps the session's setting. A
+        # failed COPY aborts the transaction, whose rollback undoes the setting with everything else.
+        cursor.execute("SELECT current_setting('work_mem'), set_config('work_mem', %s, true)", [_COPY_WORK_MEM])
+        work_mem = cursor.fetchone()[0]
+        with cursor.cursor.copy(copy_sql) as copy:
+            parts: list[Utf8] = [_COPY_SIGNATURE]  # sent a megabyte at a time
+            size = 0
+            for turn_id, slot, version, text in rows:
+                middle = middles.get((slot, version))
+                if middle is None:
+                    slot_bytes, version_bytes = slot.encode(), version.encode()
+                    middle = middles[(slot, version)] = (_COPY_LENGTH(len(slot_bytes)) + slot_bytes
+                                                         + _COPY_LENGTH(len(version_bytes)) + version_bytes)
+                parts += (_COPY_ROW_HEAD(len(_COPY_COLUMNS), 8, turn_id), middle, _COPY_LENGTH(len(text)), text,
+                          stamps)
+                size += len(text)
+                if size >= _COPY_BATCH_BYTES:
+                    copy.write(b"".join(parts))
+                    parts, size = [], 0
+            parts.append(_COPY_TRAILER)
+            copy.write(b"".join(parts))
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [work_mem])
 
 
 NOTHING = "no responses: nothing to import"

@@ -124,6 +124,28 @@ def test_postgresql_refuses_a_nul_that_got_past_validation(turns_only):
     assert ModelResponse.objects.count() == 0
 
 
+def test_the_copy_keeps_its_new_rows_in_memory_and_the_transaction_keeps_its_work_mem(turns_only):
+    """The COPY runs with ``_COPY_WORK_MEM``, so that the new rows the response-added trigger reads (annotation
+    migration 0023) stay in memory rather than go to a temporary file; the statements after it have the session's
+    ``work_mem`` again. A statement trigger of this test's own reads the setting while the COPY runs."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW work_mem")
+        session = cursor.fetchone()[0]
+        assert session != response_ingest._COPY_WORK_MEM
+        cursor.execute("""
+            CREATE FUNCTION test_copy_work_mem() RETURNS trigger AS $$ BEGIN
+                PERFORM set_config('test.copy_work_mem', current_setting('work_mem'), true); RETURN NULL;
+            END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER test_copy_work_mem AFTER INSERT ON benchmark_modelresponse
+                FOR EACH STATEMENT EXECUTE FUNCTION test_copy_work_mem()""")
+    turn_id = Turn.objects.values_list("pk", flat=True).first()
+    response_ingest._responses_insert([(turn_id, "GPT", "", b"A new response.")])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('test.copy_work_mem'), current_setting('work_mem')")
+        assert cursor.fetchone() == (response_ingest._COPY_WORK_MEM, session)
+    assert ModelResponse.objects.count() == 1
+
+
 def test_idempotent_replay_with_and_without_a_key(ingester, turns_only):
     body, content_type = _body(response_items(), "lines")
     first = ingester.generic("POST", RESPONSES, body, content_type=content_type, HTTP_IDEMPOTENCY_KEY="copy-1")
