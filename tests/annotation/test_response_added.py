@@ -25,6 +25,7 @@ from annotation import selectors, services
 from annotation.models import Assignment, QueueProgress, Round, Schema, StudyMember
 from audit.models import AuditEvent
 from benchmark.demo import demo_records
+from benchmark.material_rules import turns_back_in_queues
 from benchmark.models import ModelResponse, Turn
 from tests.factories import (
     AssignmentFactory,
@@ -440,3 +441,50 @@ def test_a_response_ingested_while_someone_is_added_back_goes_back_to_their_queu
     assert answer["turns_back_in_queues"] == 2, answer
     assert set(Assignment.objects.filter(round=completed, completed_at__isnull=True).values_list(
         "coder", "position")) == {(reviewer.pk, 2), (other_reviewer.pk, 2)}
+
+
+# --- the early exit (annotation migration 0025) ---------------------------------------------------------------------
+
+
+def _locks() -> tuple[set[str], int]:
+    """The lock modes this transaction holds on ``annotation_assignment`` (an UPDATE takes RowExclusiveLock on it
+    before it looks at a row, a read only AccessShareLock), and how many advisory locks it holds."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT mode FROM pg_locks WHERE pid = pg_backend_pid() "
+                       "AND relation = 'annotation_assignment'::regclass")
+        modes = {mode for (mode,) in cursor.fetchall()}
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'")
+        return modes, cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the setup's locks are gone before each insert
+def test_a_statement_whose_turns_have_no_completed_assignment_returns_before_the_update():
+    """0025's early exit: a statement of new turns only reads the assignments' turn index, takes no study's lock
+    and returns; one whose turns are assigned but not completed takes their study's completions lock and returns
+    before 0023's UPDATE, the count unset; the same statement with one turn whose assignment is completed runs the
+    UPDATE, which sends that turn back and counts it."""
+    done = _completed_item(StudyFactory())
+    queued = AssignmentFactory(round=done.round, coder=done.coder, turn=TurnFactory())  # not completed
+    new_turn = TurnFactory()
+
+    def responses(*turns: Turn) -> list[ModelResponse]:
+        return [ModelResponse(turn=turn, model_slot="GPT", model_version="v1", text="A new response.")
+                for turn in turns]
+
+    with transaction.atomic():
+        ModelResponse.objects.bulk_create(responses(new_turn))  # one INSERT, one firing
+        assert _locks() == ({"AccessShareLock"}, 0)
+        transaction.set_rollback(True)
+    with transaction.atomic():
+        ModelResponse.objects.bulk_create(responses(new_turn, queued.turn))
+        assert _locks() == ({"AccessShareLock"}, 1)
+        assert turns_back_in_queues() == 0
+        transaction.set_rollback(True)
+    assert Assignment.objects.get(pk=done.pk).completed_at is not None
+
+    with transaction.atomic():
+        ModelResponse.objects.bulk_create(responses(new_turn, queued.turn, done.turn))
+        assert "RowExclusiveLock" in _locks()[0]
+        assert turns_back_in_queues() == 1
+    assert Assignment.objects.get(pk=done.pk).completed_at is None
+    assert Assignment.objects.get(pk=queued.pk).completed_at is None
