@@ -31,22 +31,8 @@ BACK_IN_QUEUES = "cab.turns_back_in_queues"
 # keys never meet common.locks' one-key locks).
 COMPLETIONS_LOCK = -1039018984
 
-PG_FORWARD = f"""
-CREATE OR REPLACE FUNCTION cab_response_added() RETURNS trigger AS $$
-DECLARE changed bigint; study bigint; assigned boolean := false;
-BEGIN
-    FOR study IN SELECT DISTINCT r.study_id FROM (SELECT DISTINCT turn_id FROM new_rows) n
-                 JOIN annotation_assignment a ON a.turn_id = n.turn_id JOIN annotation_round r ON r.id = a.round_id
-                 ORDER BY r.study_id LOOP
-        PERFORM pg_advisory_xact_lock({COMPLETIONS_LOCK}, (study % 2147483647)::integer);
-        assigned := true;
-    END LOOP;
-    IF NOT assigned OR NOT EXISTS (SELECT 1 FROM (SELECT DISTINCT turn_id FROM new_rows) n
-                                   WHERE EXISTS (SELECT 1 FROM annotation_assignment a
-                                                 WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL)) THEN
-        RETURN NULL;
-    END IF;
-    UPDATE annotation_assignment a SET completed_at = NULL
+# 0023's rule, its count and its return, word for word.
+_RULE = f"""    UPDATE annotation_assignment a SET completed_at = NULL
         FROM (SELECT DISTINCT turn_id, model_slot FROM new_rows) n, annotation_round r, annotation_study s
         WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
           AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
@@ -63,27 +49,29 @@ BEGIN
 END $$ LANGUAGE plpgsql;
 """
 
-# 0023's function, without the lock.
+PG_FORWARD = f"""
+CREATE OR REPLACE FUNCTION cab_response_added() RETURNS trigger AS $$
+DECLARE changed bigint; study bigint; assigned boolean := false;
+BEGIN
+    FOR study IN SELECT DISTINCT r.study_id FROM (SELECT DISTINCT turn_id FROM new_rows) n
+                 JOIN annotation_assignment a ON a.turn_id = n.turn_id JOIN annotation_round r ON r.id = a.round_id
+                 ORDER BY r.study_id LOOP
+        PERFORM pg_advisory_xact_lock({COMPLETIONS_LOCK}, (study % 2147483647)::integer);
+        assigned := true;
+    END LOOP;
+    IF NOT assigned OR NOT EXISTS (SELECT 1 FROM (SELECT DISTINCT turn_id FROM new_rows) n
+                                   WHERE EXISTS (SELECT 1 FROM annotation_assignment a
+                                                 WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL)) THEN
+        RETURN NULL;
+    END IF;
+{_RULE}"""
+
+# 0023's function, without the lock and the early exit.
 PG_REVERSE = f"""
 CREATE OR REPLACE FUNCTION cab_response_added() RETURNS trigger AS $$
 DECLARE changed bigint;
 BEGIN
-    UPDATE annotation_assignment a SET completed_at = NULL
-        FROM (SELECT DISTINCT turn_id, model_slot FROM new_rows) n, annotation_round r, annotation_study s
-        WHERE a.turn_id = n.turn_id AND a.completed_at IS NOT NULL AND NOT a.feedback_locked
-          AND r.id = a.round_id AND r.status = 'open' AND s.id = r.study_id
-          AND (jsonb_array_length(s.model_slots) = 0 OR s.model_slots ? n.model_slot)
-          AND EXISTS (SELECT 1 FROM annotation_attributedefinition d
-                      WHERE d.schema_id = s.schema_id AND d.unit = 'response')
-          AND EXISTS (SELECT 1 FROM annotation_studymember m WHERE m.study_id = s.id AND m.user_id = a.coder_id);
-    GET DIAGNOSTICS changed = ROW_COUNT;
-    IF changed > 0 THEN
-        PERFORM set_config('{BACK_IN_QUEUES}',
-            (coalesce(nullif(current_setting('{BACK_IN_QUEUES}', true), ''), '0')::bigint + changed)::text, true);
-    END IF;
-    RETURN NULL;
-END $$ LANGUAGE plpgsql;
-"""
+{_RULE}"""
 
 
 def forward(apps, schema_editor):
