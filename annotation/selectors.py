@@ -1023,8 +1023,9 @@ def conversations_unplaceable(*, study: Study, conversations: Iterable[int] | Qu
     ingested through the study: ``annotation.kinds.conversation_check``), by id: why, naming it and the field of
     its first problem. A path that makes a conversation a study's (``conversations_of_study``: a session
     label, a judgment of its rounds, a round item or an assignment) refuses these, so material stored without a
-    study (``import_conversations``) cannot reach the report unseen. Those already the study's are not asked again:
-    using them more brings nothing in. Empty when the study's kind has no check (no query then)."""
+    study (``import_conversations``) cannot reach the report unseen; a study archive's import restores one the
+    archive holds so, as the archived study held it (``study_archive.importer``). Those already the study's are not
+    asked again: using them more brings nothing in. Empty when the study's kind has no check (no query then)."""
     check = conversation_check(study)
     if check is None:
         return {}
@@ -1049,18 +1050,29 @@ def conversations_unplaceable(*, study: Study, conversations: Iterable[int] | Qu
 def unplaceable_why(check: Callable[[dict[str, Any]], list[tuple[str, str]]], *, dataset: str, external_id: str,
                     kind: str, sessions: Iterable[tuple[int, str, str | None]]) -> str | None:
     """Why a study's kind cannot place a conversation (``check``: the study's ``conversation_check``), naming it and
-    the field of its first problem; None when it can. The conversation is given by its sessions (index, kind, crisis
+    the field of its first problem, as a path that would make it the study's refuses it; None when it can
+    (``placement_problem``)."""
+    problem = placement_problem(check, dataset=dataset, external_id=external_id, kind=kind, sessions=sessions)
+    if problem is None:
+        return None
+    return (f"{dataset}/{external_id} {problem}; the study's report could not place it, so it cannot become the "
+            "study's")
+
+
+def placement_problem(check: Callable[[dict[str, Any]], list[tuple[str, str]]], *, dataset: str, external_id: str,
+                      kind: str, sessions: Iterable[tuple[int, str, str | None]]) -> str | None:
+    """The first problem the study's kind (``check``: the study's ``conversation_check``) has placing a conversation,
+    as ``FIELD: why``; None when it can place it. The conversation is given by its sessions (index, kind, crisis
     type), as stored or as a study archive holds it, and asked in the conversations importer's record shape
     (``benchmark.sessions``), which the hook expects: the one place that shape is made of anything but an import's
-    record."""
+    record. The study archive says it of a conversation it keeps as stored (``study_archive``)."""
     record = {"dataset": dataset, "conversation_id": external_id, "kind": kind,
               "sessions": [{"index": index, "kind": session_kind, "crisis_type": crisis_type}
                            for index, session_kind, crisis_type in sessions]}
     if not (problems := check(record)):
         return None
     where, why = problems[0]
-    return (f"{dataset}/{external_id} {where}: {why}; the study's report could not place it, so it cannot become the "
-            "study's")
+    return f"{where}: {why}"
 
 
 # --- a study's material with its texts, for the API (admins and researchers) -----------------------------------

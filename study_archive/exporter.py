@@ -9,7 +9,7 @@ import hashlib
 import itertools
 import operator
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from django.conf import settings
@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.db import connection, models, transaction
 
 from access import roles
+from annotation.kinds import conversation_check
 from annotation.models import (
     Assignment,
     FormerStudyMember,
@@ -31,11 +32,23 @@ from annotation.models import (
     StudyMember,
     WorkshopNote,
 )
+from annotation.selectors import placement_problem
 from audit.models import AuditEvent
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
 from common.rounds import round_name
 from metrics.models import MetricRun
-from study_archive.records import CHUNK, FORMAT, ORDER, VERSION, column_names, dumps, plain_values, schema_record
+from study_archive.records import (
+    CHUNK,
+    FORMAT,
+    ORDER,
+    VERSION,
+    Unplaceable,
+    column_names,
+    dumps,
+    plain_values,
+    schema_record,
+    unplaceable_exported,
+)
 
 
 @contextlib.contextmanager
@@ -57,17 +70,25 @@ def _ids(*querysets: Any) -> set[int]:
     return found
 
 
-def study_export(*, study: Study, out: IO[str]) -> Counter[str]:
+def study_export(*, study: Study, out: IO[str], warn: Callable[[str], None]) -> Counter[str]:
     """Write the study's archive to ``out`` record by record (constant memory but for the conversations' and
-    users' ids). Returns the number of records of each type."""
+    users' ids). Returns the number of records of each type. Every conversation is written as stored, also one
+    the study's kind cannot place (stored before the kind checked it, e.g. under 0.2.0): a backup can always be
+    made. Those are then named to ``warn``, by line, once the archive is written (``records.unplaceable_exported``:
+    ``import_study`` restores them as stored)."""
     counts: Counter[str] = Counter()
     digest = hashlib.sha256()
+    check = conversation_check(study)
+    unplaceable: list[Unplaceable] = []
 
     def emit(kind: str, record: dict[str, Any]) -> None:
         counts[kind] += 1
         line = dumps({"type": kind, **record}) + "\n"
         digest.update(line.encode())
         out.write(line)
+        if kind == "conversation" and check is not None and (problem := _placement_problem(check, record)):
+            unplaceable.append(Unplaceable(line=counts.total(), conversation=f"{record['dataset']}/"
+                                           f"{record['external_id']}", problem=problem))
 
     with _snapshot():
         emit("archive", {"format": FORMAT, "version": VERSION, "study": study.slug,
@@ -77,7 +98,17 @@ def study_export(*, study: Study, out: IO[str]) -> Counter[str]:
         records = {kind: counts[kind] for kind in ORDER if kind in counts and kind != "archive"}
         out.write(dumps({"type": "end", "records": records, "sha256": digest.hexdigest()}) + "\n")
     counts["end"] += 1
+    if unplaceable:
+        warn(unplaceable_exported(study.slug, unplaceable))
     return counts
+
+
+def _placement_problem(check: Callable[[dict[str, Any]], list[tuple[str, str]]],
+                       record: dict[str, Any]) -> str | None:
+    """The kind's first problem placing a conversation as its record holds it (the import asks the same of it)."""
+    return placement_problem(check, dataset=record["dataset"], external_id=record["external_id"],
+                             kind=record["kind"], sessions=[(session["index"], session["kind"], session["crisis_type"])
+                                                            for session in record.get("sessions", [])])
 
 
 def _export_records(study: Study) -> Iterator[tuple[str, dict[str, Any]]]:  # noqa: C901 - one pass in ORDER

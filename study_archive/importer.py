@@ -12,9 +12,15 @@ and subcategories included), and refused when it differs; a new one is checked a
 block. A dataset is reused by name. A conversation that
 exists is reused when every archived session, turn and response is there as archived (the same texts, each turn in
 the same session, each response of the same model version; its owning study is left as it is), and refused
-otherwise. Every conversation the archive brings, new or reused, must be one the study's kind can place (its
-``conversation_problems`` hook, as every path that makes a conversation a study's asks it). The study's slug must be
-free (``as_slug`` imports under another one).
+otherwise. The study's slug must be free (``as_slug`` imports under another one).
+
+A conversation the study's kind cannot place (its ``conversation_problems`` hook, which every path that makes a
+conversation a study's asks) is restored as the archive holds it, and said (``records.Unplaceable``: by line, in
+the ``study.import`` audit event and to ``warn``): the archived study held it so, stored before the kind checked it
+(0.2.0's study ingestion asked no kind), and its report could not place it either, so the restored study's report
+says what the archived one's did; refusing it would leave the study's backup unrestorable. What the import refuses
+is to make the study's report worse than the archived one's: a reused conversation the kind cannot place as stored
+in this installation (it holds sessions the archive lacks) while it can place the archived one.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from annotation.models import (
     WorkshopNote,
 )
 from annotation.schema_document import ari_cluster_problems, index_thresholds
-from annotation.selectors import conversations_unplaceable, study_coders, unplaceable_why
+from annotation.selectors import conversations_unplaceable, placement_problem, study_coders
 from annotation.services import study_slug_check, study_slug_lock
 from audit.models import AuditEvent
 from audit.services import audit_record
@@ -67,11 +73,13 @@ from study_archive.records import (
     VERSION,
     ArchiveError,
     Checksum,
+    Unplaceable,
     column_names,
     columns,
     dumps,
     read_records,
     schema_record,
+    unplaceable_imported,
 )
 
 # One import at a time in a process: the flags ``_stored_timestamps`` flips are the process's. Two imports at once
@@ -98,10 +106,13 @@ def _stored_timestamps() -> Iterator[None]:
 
 
 
-def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User | None = None) -> Study:
+def study_import(*, lines: Iterable[str], warn: Callable[[str], None], as_slug: str | None = None,
+                 by: User | None = None) -> Study:
     """Import an archive (its lines, as read from the file), all or nothing: any problem raises ArchiveError naming
     the line, and nothing is written. Records the import in the audit trail. ``as_slug`` (``--as``) must be a slug
-    a new study may have (``annotation.services.study_slug_check``)."""
+    a new study may have (``annotation.services.study_slug_check``). The conversations the study's kind cannot place,
+    restored as stored, are named in the audit event (``unplaceable``) and, once the import has committed, to
+    ``warn`` (``records.unplaceable_imported``)."""
     if as_slug is not None:
         try:
             study_slug_check(slug=as_slug)
@@ -112,9 +123,13 @@ def study_import(*, lines: Iterable[str], as_slug: str | None = None, by: User |
         with _stored_timestamps():
             importer.run(read_records(importer.checksum.through(lines)))
         study = importer.study
+        unplaceable = sorted(importer.unplaceable, key=lambda found: found.line)
         audit_record(by=by, action="study.import", study=study, target=f"study:{study.slug}",
                      archived_as=importer.archived_slug, records=dict(importer.counts),
-                     conversations_reused=importer.conversations_reused)
+                     conversations_reused=importer.conversations_reused,
+                     **({"unplaceable": [found.audited() for found in unplaceable]} if unplaceable else {}))
+    if unplaceable:
+        warn(unplaceable_imported(unplaceable))
     return study
 
 
@@ -147,6 +162,7 @@ class _Importer:
         self.rounds: dict[str, Round] = {}
         self.members: dict[str, StudyMember] = {}  # username -> the new study's member
         self.conversations_reused = 0
+        self.unplaceable: list[Unplaceable] = []  # restored as stored (``_placeable_check``)
 
     @property
     def study(self) -> Study:
@@ -380,7 +396,8 @@ class _Importer:
         fresh = [(n, r) for n, r in batch if (r["dataset"], r["external_id"]) not in existing]
         new = _built(fresh, build)
         self._placeable_check(
-            {number: existing[key] for (number, _), key in zip(batch, keys, strict=True) if key in existing},
+            {number: (existing[key], record) for (number, record), key in zip(batch, keys, strict=True)
+             if key in existing},
             {number: (conversation, sessions_of[id(conversation)])
              for (number, _), (conversation, _) in zip(fresh, new, strict=True)})
         # Each bulk_create gives its rows their ids, which the rows built to point to them then take over.
@@ -404,29 +421,51 @@ class _Importer:
         for response in responses:
             self.responses[(response.turn_id, response.model_slot)] = (response.pk, len(response.text))
 
-    def _placeable_check(self, reused: dict[int, Conversation],
+    def _placeable_check(self, reused: dict[int, tuple[Conversation, dict[str, Any]]],
                          fresh: dict[int, tuple[Conversation, dict[int, Session]]]) -> None:
         """Every conversation the archive brings into the study, asked of the study's kind as every other path that
         makes one a study's asks it (its ``conversation_problems`` hook: a conversation the kind's report cannot
-        place, e.g. a history of more sessions than it has columns for, which would make the study's whole section
-        unavailable): a reused one as stored (it may hold sessions the archive lacks), a new one as built from its
-        line; both by line number. Refused on the first line of the batch with a conversation the kind cannot
-        place."""
+        place, e.g. a history of more sessions than it has columns for, which makes the study's whole section
+        unavailable), by line number. One it cannot place as the archive holds it was the archived study's so (stored
+        before the kind checked it): it is restored as stored and kept in ``unplaceable`` (a new one as built from
+        its line, a reused one as stored here), so the restored study's report says what the archived one's did.
+        A reused one the kind cannot place as stored here but can as archived (this installation's copy holds
+        sessions the archive lacks) would make the restored study's report worse than the archived one's: refused on
+        the first such line of the batch."""
         check = conversation_check(self.study)
         if check is None:
             return
-        stored = conversations_unplaceable(study=self.study, conversations=[c.pk for c in reused.values()])
-        refused = {number: stored[conversation.pk] for number, conversation in reused.items()
-                   if conversation.pk in stored}
-        for number, (conversation, sessions) in fresh.items():
-            ordered = sorted(sessions.values(), key=lambda session: session.index)
-            if why := unplaceable_why(check, dataset=conversation.dataset.name, external_id=conversation.external_id,
-                                      kind=conversation.kind,
-                                      sessions=[(s.index, s.kind, s.crisis_type) for s in ordered]):
-                refused[number] = why
+        stored = conversations_unplaceable(study=self.study, conversations=[c.pk for c, _ in reused.values()])
+        refused = {}
+        kept = {}  # line -> the reused conversation, which the kind cannot place as archived either
+        for number, (conversation, record) in reused.items():
+            if conversation.pk not in stored:
+                continue
+            archived = [(s["index"], s["kind"], s.get("crisis_type")) for s in record.get("sessions", [])]
+            if placement_problem(check, dataset=conversation.dataset.name, external_id=conversation.external_id,
+                                 kind=conversation.kind, sessions=archived) is None:
+                refused[number] = stored[conversation.pk]
+            else:
+                kept[number] = conversation
         if refused:
             number = min(refused)
             raise ArchiveError(f"line {number} (conversation): {refused[number]}")
+        sessions_stored: dict[int, list[tuple[int, str, str | None]]] = {c.pk: [] for c in kept.values()}
+        for conversation_id, index, kind, crisis_type in Session.objects.filter(
+                conversation_id__in=list(sessions_stored)).order_by("conversation_id", "index").values_list(
+                "conversation_id", "index", "kind", "crisis_type"):
+            sessions_stored[conversation_id].append((index, kind, crisis_type))
+        asked = [(number, conversation, sessions_stored[conversation.pk]) for number, conversation in kept.items()]
+        asked += [(number, conversation, [(s.index, s.kind, s.crisis_type)
+                                          for s in sorted(sessions.values(), key=lambda session: session.index)])
+                  for number, (conversation, sessions) in fresh.items()]
+        for number, conversation, sessions in asked:
+            if problem := placement_problem(check, dataset=conversation.dataset.name,
+                                            external_id=conversation.external_id, kind=conversation.kind,
+                                            sessions=sessions):
+                self.unplaceable.append(Unplaceable(
+                    line=number, conversation=f"{conversation.dataset.name}/{conversation.external_id}",
+                    problem=problem))
 
     def _check_reused(self, batch: list[Record], existing: dict[tuple[str, str], Conversation]) -> int:
         """A conversation that exists is reused if it holds every archived session, turn and response as archived:

@@ -34,6 +34,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -118,6 +119,53 @@ NOT_COPIED: dict[type[models.Model], set[str]] = {AuditEvent: {"study_id"}}
 
 class ArchiveError(Exception):
     """The archive cannot be imported (or the study exported); the message names the line and the record."""
+
+
+@dataclass(frozen=True)
+class Unplaceable:
+    """A conversation of the archive that its study's kind cannot place (the kind's ``conversation_problems``:
+    ``annotation.selectors.placement_problem``), e.g. a history of more sessions than the kind's section has
+    columns for: one stored before the kind checked it (0.2.0's study ingestion asked no kind), so the study's report
+    could not place it either (the kind's section says so, naming it). Kept as stored: the export warns of it, the
+    import restores it as stored and warns of it (README, "Backups and moving a study"). ``line`` is its line in the
+    archive."""
+
+    line: int
+    conversation: str  # DATASET/ID
+    problem: str  # FIELD: why, the kind's first
+
+    def __str__(self) -> str:
+        return f"line {self.line} (conversation): {self.conversation} {self.problem}"
+
+    def audited(self) -> dict[str, Any]:
+        return {"line": self.line, "conversation": self.conversation, "problem": self.problem}
+
+
+def unplaceable_exported(slug: str, found: list[Unplaceable]) -> str:
+    """``export_study``'s warning: which conversations of the study its kind cannot place, and what the restore
+    does with them."""
+    one = len(found) == 1
+    it, conversations = ("it", "conversation") if one else ("them", "conversations")
+    return "\n".join([
+        f"warning: study {slug!r} holds {len(found)} {conversations} its kind cannot place (stored before the kind "
+        f"checked {it}, e.g. under 0.2.0); the study's report cannot place {it} either. The archive holds {it} as "
+        f"stored and import_study restores {it} as stored, with this warning, so the restored study's report says "
+        "what this one's does; every other path into a study refuses " + ("it:" if one else "them:"),
+        *(f"  {unplaceable}" for unplaceable in found)])
+
+
+def unplaceable_imported(found: list[Unplaceable]) -> str:
+    """``import_study``'s warning (also in its ``study.import`` audit event, as ``unplaceable``): the conversations
+    it restored as stored though the study's kind cannot place them."""
+    one = len(found) == 1
+    it = "it" if one else "them"
+    return "\n".join([
+        f"warning: {len(found)} " + ("conversation of the archive is one" if one else
+                                     "conversations of the archive are ones")
+        + f" the study's kind cannot place (stored before the kind checked {it}, e.g. under 0.2.0), imported as "
+        f"stored, as the archived study held {it}: the study's report cannot place {it}, as the archived study's "
+        f"could not; every other path into a study refuses {it}:",
+        *(f"  {unplaceable}" for unplaceable in found)])
 
 
 @functools.cache

@@ -26,7 +26,9 @@ class Command(BaseCommand):
     help = (
         "Write a whole study (schema, conversations, members, rounds, assignments, judgments with spans, gold and "
         "history, workshop notes, alerts, metric runs, audit trail) as one JSON Lines archive that import_study "
-        "reads in any installation. Gzip-compressed when the file name ends in .gz. No passwords or API tokens."
+        "reads in any installation. Gzip-compressed when the file name ends in .gz. No passwords or API tokens. "
+        "A conversation the study's kind cannot place (stored before the kind checked it, e.g. under 0.2.0) is "
+        "written as stored and named on standard error: import_study restores it as stored."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,8 +39,13 @@ class Command(BaseCommand):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
+        # The archive is written whole whatever it holds; a conversation the study's kind cannot place (stored before
+        # the kind checked it) is named on standard error, after the summary when there is one.
+        warnings: list[str] = []
         if output == "-":
-            study_export(study=found, out=_Out(self))  # type: ignore[arg-type]
+            study_export(study=found, out=_Out(self), warn=warnings.append)  # type: ignore[arg-type]
+            for warning in warnings:
+                self.stderr.write(warning)
             return
         path = Path(output)
         # Written beside the target and renamed when complete: a failed export never leaves a file that looks whole.
@@ -48,7 +55,7 @@ class Command(BaseCommand):
             opener = gzip.open if path.name.endswith(".gz") else open
             with opener(partial, "wt", encoding="utf-8", newline="\n") as stream, \
                     WriteProgress(stream, desc=f"exporting {study}", unit="record") as shown:
-                counts = study_export(study=found, out=shown)  # type: ignore[arg-type]
+                counts = study_export(study=found, out=shown, warn=warnings.append)  # type: ignore[arg-type]
             os.replace(partial, path)
         except OSError as error:
             partial.unlink(missing_ok=True)
@@ -58,3 +65,5 @@ class Command(BaseCommand):
             raise
         summary = ", ".join(f"{n} {kind}" for kind, n in counts.items() if kind not in ("archive", "end"))
         self.stderr.write(f"{path}: study {study!r} exported in {time.monotonic() - started:.1f} s ({summary})")
+        for warning in warnings:
+            self.stderr.write(warning)

@@ -15,7 +15,9 @@ class Command(BaseCommand):
     help = (
         "Import a study archive written by export_study, all or nothing. Accounts are matched by username; missing "
         "ones are created with their roles and no usable password. The schema is reused when identical; the study "
-        "slug must be free (--as imports under another one)."
+        "slug must be free (--as imports under another one). A conversation the study's kind cannot place (stored "
+        "before the kind checked it, e.g. under 0.2.0) is restored as stored, as the archived study held it, and "
+        "named in a warning and in the import's audit event."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -27,6 +29,7 @@ class Command(BaseCommand):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
         started = time.monotonic()
+        warnings: list[str] = []  # conversations the study's kind cannot place, restored as stored
         try:
             with file.open("rb") as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as raw:
@@ -34,9 +37,11 @@ class Command(BaseCommand):
                 opened.seek(0)
                 binary = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
                 with io.TextIOWrapper(binary, encoding="utf-8-sig", newline="\n") as lines:
-                    study = study_import(lines=lines, as_slug=as_slug, by=None)
+                    study = study_import(lines=lines, as_slug=as_slug, by=None, warn=warnings.append)
         except ArchiveError as error:
             raise CommandError(f"{file}: {error}; nothing was imported") from error
         except OSError as error:
             raise CommandError(f"{file}: {error.strerror or error}; nothing was imported") from error
         self.stdout.write(f"{file}: study {study.slug!r} imported in {time.monotonic() - started:.1f} s")
+        for warning in warnings:
+            self.stdout.write(warning)
