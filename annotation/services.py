@@ -968,6 +968,20 @@ def _round_transition(*, round: Round, expected: str, to: str, by: User | None, 
     return round
 
 
+def _round_status_shared(round: Round) -> str:
+    """The round's status as committed now, read under a shared lock on its row (``FOR SHARE``, which Django's
+    ``select_for_update`` cannot take) held until the transaction ends: the lock a save takes
+    (``_round_and_judgment_locked``), which a closing or reopening (an UPDATE of the row) waits for, and which waits
+    for one under way and then reads what it committed. Writers that hold it run side by side."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status FROM {connection.ops.quote_name(Round._meta.db_table)} "  # noqa: S608  # nosec B608 - the name from the model, the value bound
+                       "WHERE id = %s FOR SHARE", (round.pk,))
+        row = cursor.fetchone()
+    if row is None:
+        raise Round.DoesNotExist("the round is gone")
+    return str(row[0])
+
+
 def _round_move(*, round: Round, expected: str, to: str) -> None:
     """``_round_transition`` without its audit event, for a transition whose event says what it did after."""
     now = timezone.now()
@@ -1056,13 +1070,19 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     codes are read, so a save that would leave it short (``item_judgment_save``) lands before or after, never
     between; and so is the study's completions lock, before the item, so a response added to the turn meanwhile
     (the trigger of migration 0025) is either among the codes it wants or sends the completed turn back, never
-    neither."""
+    neither. The round's status is read under a share of its row (``_round_status_shared``), as a save reads it: a
+    closing or reopening under way is waited for and then seen (a round closed meanwhile refuses the completion),
+    and one that comes later waits for the completion to commit, so no turn is completed in a closed round."""
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder can complete this turn")
-    if assignment.round.status != Round.Status.OPEN:
-        raise ValidationError(_closed_refusal(assignment.round, assignment.round.status, "its turns are no longer "
-                                              "completed", archived="its turns are no longer completed"))
+    # The completions lock, then the round, then the item: a reopening takes the first two in that order, a save
+    # the last two (_round_and_judgment_locked, then item_judgment_save's lock on the item), and the trigger of
+    # migration 0025 the lock, then the items; none of them waits for another in a circle.
     completions_locked(assignment.round.study_id)
+    status = _round_status_shared(assignment.round)
+    if status != Round.Status.OPEN:
+        raise ValidationError(_closed_refusal(assignment.round, status, "its turns are no longer completed",
+                                              archived="its turns are no longer completed"))
     completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
     done_before = completed_at.get()[0] is not None
     missing, warnings = _turn_check(assignment=assignment, by=by)

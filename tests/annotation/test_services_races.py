@@ -1,7 +1,8 @@
 """Two writers at once in annotation/services.py, on real PostgreSQL connections (tests/races.py): two reviewers
 added at once get different aliases; a settings page opened before another admin's save keeps that save (a stale
 page, as its ``shown`` values); two saves of the same judgment keep one and refuse the other; a save racing the
-round's closing lands before it; a save racing its coder's removal lands before it or is refused."""
+round's closing lands before it; a save racing its coder's removal lands before it or is refused; a completion
+racing the round's closing lands before it or is refused."""
 
 from __future__ import annotations
 
@@ -334,3 +335,118 @@ def test_a_save_that_meets_its_coders_removal_is_refused_as_from_someone_no_long
                                     attribute_id=attribute_id)
     assert (judgment.score, judgment.version) == (0, 1)
     assert JudgmentRevision.objects.filter(judgment=judgment).count() == 1
+
+
+# --- a completion racing the round's closing: a share of the round's row (services.assignment_complete) -----------
+
+
+@pytest.fixture
+def codes_given(coded):
+    """``coded``, with every form of the reviewer's first item scored as the coding page would, not completed."""
+    from django.contrib.auth import get_user_model
+
+    from annotation import selectors
+    from annotation.models import Assignment
+
+    round_id, reviewer_id, _, _ = coded
+    reviewer = get_user_model().objects.get(pk=reviewer_id)
+    view = selectors.turn_view(round_id=round_id, user=reviewer, position=1)
+    for form in view.all_forms():
+        if not form.scored:
+            response = None if form.response_handle is None else selectors.response_by_handle(
+                study=view.study, coder_id=reviewer.pk, turn=view.turn, handle=form.response_handle)
+            services.judgment_save(round=view.round, by=reviewer, attribute=form.attribute, turn=view.turn,
+                                   response=response, score=form.attribute.scale[0])
+    assignment = Assignment.objects.get(round_id=round_id, coder=reviewer, position=1)
+    assert assignment.completed_at is None
+    return assignment.pk, reviewer.pk
+
+
+def _complete(codes_given):
+    """The coder's completion of the item, as the coding page's *Complete turn* sends it: the assignment read with its
+    round before the service runs (the view's read)."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Assignment
+
+    assignment_id, reviewer_id = codes_given
+
+    def complete():
+        assignment = Assignment.objects.select_related("round__study").get(pk=assignment_id)
+        check = services.assignment_complete(assignment=assignment, by=get_user_model().objects.get(pk=reviewer_id),
+                                             confirm=True)
+        return check, time.monotonic()
+
+    return complete
+
+
+def _close(coded):
+    def close():
+        from annotation.models import Round
+
+        services.round_close(round=Round.objects.select_related("study").get(pk=coded[0]), by=None)
+        return time.monotonic()
+
+    return close
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_completion_that_meets_the_rounds_closing_waits_for_it_and_is_refused(coded, codes_given):
+    """The closing has written the round's new status and not yet committed when the coder completes the item: the
+    completion waits for the round's row, then reads it closed and is refused in words (the page shows them; a
+    ValidationError is the view's 422), nothing written. Before, it read the round as the page had it (open),
+    and its completion committed after the closing: a turn completed in a closed round."""
+    from django.core.exceptions import ValidationError
+
+    from annotation.models import Assignment, Round
+
+    closing = threading.Event()
+    original = services.audit_record
+
+    def held(*args, **kwargs):  # the closing, its UPDATE run, waits before it commits
+        if kwargs.get("action") == "round.close":
+            closing.set()
+            time.sleep(1.0)
+        return original(*args, **kwargs)
+
+    complete = _complete(codes_given)
+
+    def complete_once_closing():
+        assert closing.wait(timeout=30)
+        return complete()
+
+    with mock.patch.object(services, "audit_record", held):
+        closed, refused = together(_close(coded), complete_once_closing)
+    assert isinstance(closed, float), closed
+    assert isinstance(refused, ValidationError), refused
+    assert refused.messages == ["calibration-1 is closed: its turns are no longer completed"]
+    assert Assignment.objects.get(pk=codes_given[0]).completed_at is None
+    assert Round.objects.get(pk=coded[0]).status == Round.Status.CLOSED
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_completion_under_way_when_the_round_closes_lands_before_the_closing(coded, codes_given):
+    """The completion holds a share of the round's row while it reads the codes and writes; the closing (an UPDATE
+    of the row) waits for it, so the turn is completed while the round is open, before it closes. Before, the
+    closing committed in the middle of the completion, which then committed after it."""
+    from annotation.models import Assignment, Round
+
+    reading = threading.Event()
+    original = services._turn_check
+
+    def held(**kwargs):  # the completion, its locks taken, waits while it reads the codes
+        reading.set()
+        time.sleep(1.0)
+        return original(**kwargs)
+
+    def close_once_reading():
+        assert reading.wait(timeout=30)
+        return _close(coded)()
+
+    with mock.patch.object(services, "_turn_check", held):
+        completed, closed = together(_complete(codes_given), close_once_reading)
+    assert isinstance(completed, tuple) and isinstance(closed, float), (completed, closed)
+    assert completed[0].completed, completed
+    assert closed > completed[1], "the round closed while a completion in it was under way, and it landed after"
+    assert Assignment.objects.get(pk=codes_given[0]).completed_at is not None
+    assert Round.objects.get(pk=coded[0]).status == Round.Status.CLOSED
