@@ -37,6 +37,7 @@ from annotation.long_format import (
     read_rows,
 )
 from annotation.models import (
+    Assignment,
     AttributeDefinition,
     FormerStudyMember,
     Judgment,
@@ -668,6 +669,8 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
                                  source=JudgmentRevision.Source.IMPORT)
     if study.status == Study.Status.SETUP:
         Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
+    if any(row.is_gold for row in new):  # what the reviewers' completed check items are compared with
+        services.check_alerts_update(assignments=Assignment.objects.filter(round__study=study))
     summary.judgments_created = len(new)
     audit_data = {"created": len(new), "unchanged": summary.judgments_unchanged, "spans": summary.spans_created,
                   "rounds_created": summary.rounds_created, "accounts_created": len(summary.accounts_created)}

@@ -922,10 +922,13 @@ def study_for_staff(*, user: User | AnonymousUser, slug: str) -> Study | None:
 
 
 def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
-    """Bucketed agreement of a reviewer's main-round codings of hidden check items with their gold, by the
-    metrics engine's own definition; and how many codings it rests on."""
+    """Bucketed agreement of a reviewer's main-round codings of the hidden check items they completed with their
+    gold, by the metrics engine's own definition; and how many codings it rests on. Only completed items count:
+    *Complete turn* is the reviewer's word that an item's codes are theirs, and an item under way (or sent back to
+    their queue) may still change. ``annotation.services.check_alert_update`` reads it whenever what it rests on
+    changes."""
     check_turns = Assignment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN, coder=user,
-                                            is_check_item=True).values("turn_id")
+                                            is_check_item=True, completed_at__isnull=False).values("turn_id")
     gold = {(j.turn_id, j.response_id, j.attribute_id): j.score for j in
             Judgment.objects.filter(round__study=study, is_gold=True, turn_id__in=check_turns, score__isnull=False)}
     pairs = [(j.attribute.bucket[str(j.score)], j.attribute.bucket[str(gold[(j.turn_id, j.response_id,

@@ -342,9 +342,13 @@ def items_short_of_responses_reopened(*, study: Study, assignments: QuerySet[Ass
     coded = Judgment.objects.filter(round_id=OuterRef(OuterRef("round_id")), coder_id=OuterRef(OuterRef("coder_id")),
                                     is_gold=False, response_id=OuterRef("pk"))
     member = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"))
-    return assignments.filter(
+    short = assignments.filter(
         round__study=study, round__status=Round.Status.OPEN, completed_at__isnull=False, feedback_locked=False,
-    ).filter(Exists(member), Exists(responses.filter(~Exists(coded)))).update(completed_at=None)
+    ).filter(Exists(member), Exists(responses.filter(~Exists(coded))))
+    check_coders = _check_coders(short)
+    back = short.update(completed_at=None)
+    _check_alerts_update(check_coders)  # their codings no longer count in those reviewers' check-item agreement
+    return back
 
 
 @transaction.atomic
@@ -830,6 +834,10 @@ def judgments_purge(*, judgments: QuerySet[Judgment], by: User | None, reason: s
     if not rows:
         return 0
     ids = [pk for pk, _, _ in rows]
+    # The reviewers with a completed check item on a purged judgment's turn (their coding, or the gold it is compared
+    # with): their check-item agreement is read again once the judgments are gone.
+    check_coders = _check_coders(Assignment.objects.filter(Exists(Judgment.objects.filter(
+        pk__in=ids, round__study_id=OuterRef("round__study_id"), turn_id=OuterRef("turn_id")))))
     # Transaction-local, and undone with this service's savepoint if a delete fails; switched off again at once
     # so that nothing else later in the caller's transaction is let through.
     with connection.cursor() as cursor:
@@ -838,6 +846,7 @@ def judgments_purge(*, judgments: QuerySet[Judgment], by: User | None, reason: s
     Judgment.objects.filter(pk__in=ids).delete()  # their spans and gold agreements go with them
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('cab.purge', 'off', true)")
+    _check_alerts_update(check_coders)
     per_study: dict[tuple[int, str], int] = {}
     for _, study_id, slug in rows:
         per_study[(study_id, slug)] = per_study.get((study_id, slug), 0) + 1
@@ -914,6 +923,8 @@ def gold_save(
     judgment.agreed_by.set(agreed_by)
     after = judgment_value(judgment, spans=kept_spans, agreed_by=[u.get_username() for u in agreed_by])
     _revision_record(judgment=judgment, by=by, source=JudgmentRevision.Source.GOLD, before=before, after=after)
+    # A check item is a gold turn: the reviewers who completed one of this turn are compared with this value now.
+    check_alerts_update(assignments=Assignment.objects.filter(round__study_id=round.study_id, turn=turn))
     audit_record(by=by, action="gold.record", study=round.study, target=f"round:{round.name}",
                  attribute=attribute.code, turn=turn.pk, response=response.pk if response else None, score=score)
     return judgment
@@ -1089,10 +1100,12 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     completed = not missing and (confirm or not warnings)
     if completed and not done_before:
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=timezone.now())
-        if assignment.is_check_item:
-            check_alert_update(study=assignment.round.study, user=by)
     elif missing and done_before:  # completed once and short since (under a version whose saves kept it): no longer
         Assignment.objects.filter(pk=assignment.pk).update(completed_at=None)
+    else:
+        return TurnCheck(missing=missing, warnings=warnings, completed=completed)
+    if assignment.is_check_item:  # its codings now count in the reviewer's check-item agreement, or no longer do
+        check_alert_update(study=assignment.round.study, user=by)
     return TurnCheck(missing=missing, warnings=warnings, completed=completed)
 
 
@@ -1140,10 +1153,14 @@ def item_judgment_save(*, assignment: Assignment, by: User, **fields: Any) -> It
     (a score cleared, or a code the kind's ``turn_missing`` no longer takes, such as an action turn's horizon set
     to none) is no longer completed, in the save's transaction (the queue's counters follow: migration 0017). The
     change is kept either way (refusing it would leave a coder unable to change a strategy and its horizon one at a
-    time); the answer says what the item wants again. Only a save that can leave it short asks: a cleared score, or
-    any save in a study whose kind has a ``turn_missing`` hook; any other costs what ``judgment_save`` costs."""
+    time); the answer says what the item wants again. A save of a completed hidden check item's judgment updates
+    the reviewer's check-item alert in the same transaction (``check_alert_update``): the coding, or the item's
+    completion, is part of the agreement it states. Only a save that can leave the item short or is of a check item
+    asks: a cleared score, any save in a study whose kind has a ``turn_missing`` hook, any save of a check item
+    (``Assignment.is_check_item``, read with the item); any other costs what ``judgment_save`` costs."""
     attribute: AttributeDefinition = fields["attribute"]
-    if fields.get("score") is not None and kind_of(attribute).turn_missing is None:
+    may_leave_short = fields.get("score") is None or kind_of(attribute).turn_missing is not None
+    if not may_leave_short and not assignment.is_check_item:
         return ItemSave(judgment=judgment_save(round=assignment.round, by=by, **fields), reopened=[])
     with transaction.atomic():
         judgment = judgment_save(round=assignment.round, by=by, **fields)
@@ -1151,9 +1168,11 @@ def item_judgment_save(*, assignment: Assignment, by: User, **fields: Any) -> It
         completed_at = Assignment.objects.select_for_update().filter(pk=assignment.pk).values_list("completed_at")
         if completed_at.get()[0] is None:
             return ItemSave(judgment=judgment, reopened=[])
-        missing, _ = _turn_check(assignment=assignment, by=by)
+        missing = _turn_check(assignment=assignment, by=by)[0] if may_leave_short else []
         if missing:
             Assignment.objects.filter(pk=assignment.pk).update(completed_at=None)
+        if assignment.is_check_item:
+            check_alert_update(study=assignment.round.study, user=by)
         return ItemSave(judgment=judgment, reopened=missing)
 
 
@@ -1242,7 +1261,10 @@ def turns_short_requeue(*, found: Sequence[ShortTurn], by: User | None) -> list[
         cursor.execute("SELECT id FROM annotation_round WHERE id = ANY(%s) ORDER BY id FOR SHARE", [rounds])
     list(Assignment.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk"))
     short, _, _, _ = _short(_completed_open(assignments=Assignment.objects.filter(pk__in=ids)))
-    Assignment.objects.filter(pk__in=[turn.assignment_id for turn in short]).update(completed_at=None)
+    requeued = Assignment.objects.filter(pk__in=[turn.assignment_id for turn in short])
+    check_coders = _check_coders(requeued)
+    requeued.update(completed_at=None)
+    _check_alerts_update(check_coders)  # their codings no longer count in those reviewers' check-item agreement
     per_round: dict[int, list[ShortTurn]] = {}
     for turn in short:
         per_round.setdefault(turn.round_id, []).append(turn)
@@ -1331,19 +1353,70 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
 
 @transaction.atomic
 def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
-    """Raise an alert for the admin when the reviewer's check-item agreement is below the study's threshold."""
+    """Keep the reviewer's check-item alert in line with their agreement as it is now (``selectors.check_agreement``:
+    their codings of the check items they completed, against gold). Below the study's threshold on at least
+    ``check_min_items`` codings: an alert is raised for the admin when none is open (audited ``check.alert``; the
+    alert is returned), and an open one takes the new figures. Otherwise an open alert no longer holds: it is
+    withdrawn (resolved by nobody, audited ``check.alert_withdraw`` with the figures that withdrew it), so the study
+    page never shows an agreement that is no longer the reviewer's. Returns None unless it raised an alert.
+
+    Called, in their transaction, by every write that changes what the agreement rests on: a check item completed
+    (``assignment_complete``) or taken out of the completed ones (a save that leaves it short, ``item_judgment_save``;
+    ``turns_short_requeue``; ``items_short_of_responses_reopened``: a round reopened, a member added back), a save
+    of a completed check item's judgment (``item_judgment_save``), a gold value recorded (``gold_save``) or
+    imported (``annotation.judgment_import``), and a purge of either (``judgments_purge``). An import's own codings
+    change none: it neither completes a turn nor overwrites a judgment, and a completed turn has a judgment of every
+    code it asks."""
+    # One update of the reviewer's alert at a time (two completions at once raise one alert, not two): the member's
+    # row, FOR NO KEY UPDATE, which the share every save of theirs holds on it (FOR KEY SHARE) neither waits for nor
+    # makes wait.
+    StudyMember.objects.select_for_update(no_key=True).filter(study=study, user=user).values_list("pk").first()
     agreement, n = selectors.check_agreement(study=study, user=user)
-    if agreement is None or n < study.check_min_items or agreement >= study.check_threshold:
-        return None
-    # One open alert per reviewer: the lock makes two completions at once raise one alert, not two.
-    StudyMember.objects.select_for_update().filter(study=study, user=user).first()
-    if ReviewerAlert.objects.filter(study=study, reviewer=user, resolved_at__isnull=True).exists():
-        return None
-    alert = ReviewerAlert.objects.create(study=study, reviewer=user, agreement=agreement,
-                                         threshold=study.check_threshold, n_items=n)
-    audit_record(by=None, action="check.alert", study=study, target=f"user:{user.get_username()}",
-                 agreement=agreement, n=n)
-    return alert
+    # The agreement an alert states; None when there is none to state (at or above the threshold, or too few codings).
+    below = None if agreement is None or n < study.check_min_items or agreement >= study.check_threshold else agreement
+    current = ReviewerAlert.objects.filter(study=study, reviewer=user, resolved_at__isnull=True).first()
+    if current is None:
+        if below is None:
+            return None
+        alert = ReviewerAlert.objects.create(study=study, reviewer=user, agreement=below,
+                                             threshold=study.check_threshold, n_items=n)
+        audit_record(by=None, action="check.alert", study=study, target=f"user:{user.get_username()}",
+                     agreement=below, n=n)
+        return alert
+    figures = {"agreement": below, "n_items": n, "threshold": study.check_threshold}
+    if below is None:
+        ReviewerAlert.objects.filter(pk=current.pk).update(resolved_at=timezone.now())
+        audit_record(by=None, action="check.alert_withdraw", study=study, target=f"user:{user.get_username()}",
+                     agreement=agreement, n=n)
+    elif figures != {name: getattr(current, name) for name in figures}:
+        ReviewerAlert.objects.filter(pk=current.pk).update(**figures)
+    return None
+
+
+def _check_alerts_update(coders: Iterable[tuple[int, int]]) -> None:
+    """``check_alert_update`` for each (study id, user id) of ``coders`` (repeats taken once), in that order, so
+    that two writes that update several reviewers' alerts lock their members' rows in one order."""
+    pairs = sorted(set(coders))
+    if not pairs:
+        return
+    studies = Study.objects.in_bulk({study_id for study_id, _ in pairs})
+    users = User.objects.in_bulk({user_id for _, user_id in pairs})
+    for study_id, user_id in pairs:
+        check_alert_update(study=studies[study_id], user=users[user_id])
+
+
+def check_alerts_update(*, assignments: QuerySet[Assignment]) -> None:
+    """``check_alert_update`` for each reviewer with a completed check item among ``assignments``: for a write that
+    has just changed what their agreement rests on in bulk or for several reviewers at once (a gold value, an
+    import's gold rows). One query when none has."""
+    _check_alerts_update(_check_coders(assignments))
+
+
+def _check_coders(assignments: QuerySet[Assignment]) -> list[tuple[int, int]]:
+    """(study id, coder id) of the completed check items among ``assignments``, read now: whose alerts a change of
+    those items' codings or completions changes (``_check_alerts_update``). One query."""
+    return list(assignments.filter(is_check_item=True, round__kind=Round.Kind.MAIN, completed_at__isnull=False
+                                   ).values_list("round__study_id", "coder_id").distinct())
 
 
 @transaction.atomic

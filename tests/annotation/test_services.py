@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.utils import timezone
 
 from annotation import selectors, services
 from annotation.models import Assignment, Judgment, ReviewerAlert, Round, Span
@@ -202,7 +203,8 @@ def test_check_item_agreement_below_threshold_alerts_the_admin(admin_user, revie
                                 turn=response.turn, response=response,
                                 conversation_id=response.turn.conversation_id, score=gold)
         services.judgment_save(round=main, by=reviewer, attribute=attribute(code), response=response, score=mine)
-    Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1, is_check_item=True)
+    Assignment.objects.create(round=main, coder=reviewer, turn=response.turn, position=1, is_check_item=True,
+                              completed_at=timezone.now())
     alert = services.check_alert_update(study=study, user=reviewer)
     assert alert is not None and alert.n_items == 3 and abs(alert.agreement - 1 / 3) < 1e-12
     assert services.check_alert_update(study=study, user=reviewer) is None, "one open alert at a time"

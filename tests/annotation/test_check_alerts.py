@@ -1,0 +1,260 @@
+"""A reviewer's check-item alert follows what its agreement rests on (``annotation.services.check_alert_update``;
+``annotation.selectors.check_agreement``: their codings of the hidden check items they completed, against gold).
+Every write that changes those codings, or takes a check item out of the completed ones, updates the alert in its
+own transaction: a completion, the coding page's autosave of a completed check item (a score changed, or cleared,
+which takes the item out of the completed ones), ``requeue_short_turns``, a round reopened with a turn that got a
+response meanwhile, a gold value recorded or imported, and a purge. An alert whose agreement no longer falls below
+the threshold is withdrawn (resolved by nobody, audited), an open one that still does takes the new figures, and one
+is raised when the agreement falls below again. Before, only a completion of a check item updated it, and only by
+raising one: the study page kept an alert for an agreement that no longer held, or had none for one that did; and an
+item under way counted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth.models import User
+
+from annotation import selectors, services
+from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round
+from audit.models import AuditEvent
+from benchmark.models import ModelResponse, Turn
+from tests.annotation.test_response_added import CONVERSATIONS, NEW_SLOT, RESPONSES, _first_new_item, _turn_of
+from tests.factories import RoundFactory, conversations_without_responses, response_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _other_bucket(attribute: AttributeDefinition, score: int) -> int | None:
+    """A score of the attribute's scale in another bucket than ``score`` (None: it has one bucket)."""
+    return next((s for s in attribute.scale if attribute.bucket[str(s)] != attribute.bucket[str(score)]), None)
+
+
+def _code(round_: Round, coder: User, position: int) -> None:
+    """Score every form of the coder's item with the lowest score of its scale, as the coding page would."""
+    view = selectors.turn_view(round_id=round_.pk, user=coder, position=position)
+    for form in view.all_forms():
+        response = None if form.response_handle is None else selectors.response_by_handle(
+            study=view.study, coder_id=coder.pk, turn=view.turn, handle=form.response_handle)
+        services.judgment_save(round=round_, by=coder, attribute=form.attribute, turn=view.turn, response=response,
+                               score=form.attribute.scale[0])
+
+
+@dataclass
+class Checked:
+    main: Round
+    reviewer: User
+    items: list[Assignment]  # the reviewer's two check items, in queue order
+    x: Judgment  # the reviewer's coding of the second item whose gold is in another bucket
+    n: int  # how many of the reviewer's codings have a gold value, both items together
+
+    def complete(self, position: int) -> services.TurnCheck:
+        assignment = Assignment.objects.select_related("round__study").get(pk=self.items[position - 1].pk)
+        return services.assignment_complete(assignment=assignment, by=self.reviewer, confirm=True)
+
+    def save(self, judgment: Judgment, score: int | None) -> services.ItemSave:
+        """The coding page's autosave of one of the reviewer's judgments (``item_judgment_save``)."""
+        judgment = Judgment.objects.select_related("attribute").get(pk=judgment.pk)
+        assignment = Assignment.objects.select_related("round__study").get(
+            round=self.main, coder=self.reviewer, turn_id=judgment.turn_id)
+        return services.item_judgment_save(assignment=assignment, by=self.reviewer, attribute=judgment.attribute,
+                                           turn=judgment.turn, response=judgment.response, score=score,
+                                           expected_version=judgment.version)
+
+    def open_alerts(self) -> list[tuple[float, int]]:
+        return [(round(a.agreement, 9), a.n_items) for a in ReviewerAlert.objects.filter(resolved_at__isnull=True)]
+
+    def below(self, agreeing: int, n: int | None = None) -> list[tuple[float, int]]:
+        """The open alert there should be: ``agreeing`` codings of ``n`` (all of both items) in gold's bucket."""
+        n = self.n if n is None else n
+        return [(round(agreeing / n, 9), n)]
+
+
+@pytest.fixture
+def checked(ingester, study, reviewer, admin_user) -> Checked:
+    """cab-demo's conversations, without their Qwen responses; its main round open, the reviewer's two items in it
+    hidden check items (the second the turn of the first Qwen response), every form of both scored and not yet
+    completed; their gold (in a closed calibration round) the reviewer's score on every unit but one of the second
+    item, ``x``, whose gold is in another bucket. An alert from one coding on, below 0.99."""
+    assert ingester.post(CONVERSATIONS, conversations_without_responses(), format="json").status_code == 200
+    assert ingester.post(RESPONSES, [i for i in response_items() if i["model"] != NEW_SLOT],
+                         format="json").status_code == 200
+    study.check_min_items, study.check_threshold = 1, 0.99
+    study.save(update_fields=["check_min_items", "check_threshold"])
+    main = RoundFactory(study=study, kind="main", status="open")
+    calibration = RoundFactory(study=study, kind="calibration", number=1, status="closed")
+    new_turn = _turn_of(_first_new_item())
+    without = {(i["conversation_id"], i["turn_index"]) for i in response_items() if i["model"] == NEW_SLOT}
+    other_turn = next(t for t in Turn.objects.order_by("pk").select_related("conversation")
+                      if (t.conversation.external_id, t.index) not in without)
+    services.assignments_ensure(round=main, coder=reviewer, turns=[other_turn, new_turn], by=admin_user)
+    Assignment.objects.filter(round=main, coder=reviewer).update(is_check_item=True)
+    items = list(Assignment.objects.filter(round=main, coder=reviewer).order_by("position"))
+    for item in items:
+        _code(main, reviewer, item.position)
+    codings = list(Judgment.objects.filter(round=main, coder=reviewer, turn__isnull=False)
+                   .select_related("attribute").order_by("pk"))
+    x = next(j for j in codings if j.turn_id == new_turn.pk and _other_bucket(j.attribute, j.score) is not None)
+    for j in codings:
+        Judgment.objects.create(round=calibration, coder=admin_user, is_gold=True, attribute=j.attribute,
+                                turn=j.turn, response=j.response, conversation_id=j.conversation_id,
+                                score=_other_bucket(j.attribute, j.score) if j.pk == x.pk else j.score)
+    assert not ReviewerAlert.objects.exists()
+    return Checked(main=main, reviewer=reviewer, items=items, x=x, n=len(codings))
+
+
+def _first_count(checked: Checked) -> int:
+    """How many of the reviewer's codings the first item holds."""
+    return Judgment.objects.filter(round=checked.main, coder=checked.reviewer, turn=checked.items[0].turn).count()
+
+
+def _second_item_coding_but_x(checked: Checked) -> Judgment:
+    return Judgment.objects.filter(round=checked.main, coder=checked.reviewer, turn=checked.items[1].turn).exclude(
+        pk=checked.x.pk).select_related("attribute", "turn", "response").order_by("pk").first()
+
+
+def _withdrawn(checked: Checked) -> None:
+    """The reviewer's alert was withdrawn: resolved, no alert open, the withdrawal audited with the figures."""
+    alert = ReviewerAlert.objects.get()
+    assert alert.resolved_at is not None and checked.open_alerts() == []
+    event = AuditEvent.objects.get(action="check.alert_withdraw")
+    assert (event.actor_id, event.target) == (None, f"user:{checked.reviewer.username}")
+
+
+def test_only_completed_check_items_count_and_completing_one_raises_the_alert(checked):
+    """The second item's codings, ``x`` among them, count once it is completed: before, an item under way counted,
+    and completing the first item raised an alert for the second's coding."""
+    assert selectors.check_agreement(study=checked.main.study, user=checked.reviewer) == (None, 0)
+    assert checked.complete(1).completed
+    first = _first_count(checked)
+    assert selectors.check_agreement(study=checked.main.study, user=checked.reviewer) == (1.0, first)
+    assert checked.open_alerts() == []
+    assert checked.complete(2).completed
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+
+
+def test_a_changed_score_of_a_completed_check_item_withdraws_the_alert_or_raises_it(checked):
+    """The autosave of a completed check item's coding: ``x`` set to its gold's bucket withdraws the alert (the
+    agreement is whole again); set back, a new alert is raised. Before, the first alert stayed open, and no other
+    was raised until the reviewer completed another check item."""
+    checked.complete(1)
+    checked.complete(2)
+    gold = Judgment.objects.get(is_gold=True, turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+                                attribute_id=checked.x.attribute_id).score
+    checked.save(checked.x, gold)
+    _withdrawn(checked)
+    checked.save(checked.x, checked.x.score)
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+    assert AuditEvent.objects.filter(action="check.alert").count() == 2
+
+
+def test_an_open_alert_takes_the_figures_of_a_changed_score(checked):
+    """Still below the threshold after a save (another coding out of gold's bucket): the open alert is the same one,
+    with the new agreement."""
+    checked.complete(1)
+    checked.complete(2)
+    alert = ReviewerAlert.objects.get()
+    other = next(j for j in Judgment.objects.filter(round=checked.main, coder=checked.reviewer,
+                                                    turn=checked.items[0].turn).select_related("attribute")
+                 if _other_bucket(j.attribute, j.score) is not None)
+    checked.save(other, _other_bucket(other.attribute, other.score))
+    assert checked.open_alerts() == checked.below(checked.n - 2)
+    assert ReviewerAlert.objects.get().pk == alert.pk and AuditEvent.objects.filter(action="check.alert").count() == 1
+
+
+def test_a_cleared_score_takes_the_check_item_out_of_the_agreement(checked):
+    """A save that clears a score of the completed second item takes it out of the completed ones, and its codings
+    out of the agreement, which is whole again: the alert is withdrawn in the same save."""
+    checked.complete(1)
+    checked.complete(2)
+    cleared = _second_item_coding_but_x(checked)
+    saved = checked.save(cleared, None)
+    assert saved.reopened and Assignment.objects.get(pk=checked.items[1].pk).completed_at is None
+    _withdrawn(checked)
+    assert selectors.check_agreement(study=checked.main.study, user=checked.reviewer) == (1.0, _first_count(checked))
+
+
+def test_requeue_short_turns_takes_the_check_item_out_of_the_agreement(checked):
+    """A completed check item left short by 0.2.0's save (a score cleared, the item kept completed) goes back to the
+    queue with ``requeue_short_turns --fix``: its codings leave the agreement, and the alert is withdrawn."""
+    checked.complete(1)
+    checked.complete(2)
+    cleared = _second_item_coding_but_x(checked)
+    services.judgment_save(round=checked.main, by=checked.reviewer, attribute=cleared.attribute, turn=cleared.turn,
+                           response=cleared.response, score=None)  # 0.2.0's save: no check of the item
+    assert checked.open_alerts() == checked.below(checked.n - 1)  # as the completion left it
+    requeued = services.turns_short_requeue(found=services.turns_short_find().short, by=None)
+    assert [turn.assignment_id for turn in requeued] == [checked.items[1].pk]
+    _withdrawn(checked)
+
+
+def test_a_reopened_round_that_sends_the_check_item_back_withdraws_the_alert(checked, admin_user):
+    """A response added to the second item's turn while the round was closed sends the item back to the queue when
+    the round reopens (``items_short_of_responses_reopened``): its codings leave the agreement, and the alert is
+    withdrawn."""
+    checked.complete(1)
+    checked.complete(2)
+    services.round_close(round=checked.main, by=admin_user)
+    item = _first_new_item()
+    ModelResponse.objects.create(turn=_turn_of(item), model_slot=NEW_SLOT, model_version="", text=item["text"])
+    reopened = services.round_reopen(round=Round.objects.get(pk=checked.main.pk), by=admin_user, reason="late")
+    assert reopened.turns_back_in_queues == 1
+    _withdrawn(checked)
+
+
+@pytest.mark.parametrize("whose", ["the reviewer's coding", "its gold"])
+def test_a_purge_of_a_counted_coding_or_its_gold_updates_the_alert(checked, whose):
+    """Purging ``x`` (or the gold it is compared with) takes it out of the agreement: whole again, the alert is
+    withdrawn in the purge's transaction."""
+    checked.complete(1)
+    checked.complete(2)
+    purged = Judgment.objects.filter(pk=checked.x.pk) if whose == "the reviewer's coding" else Judgment.objects.filter(
+        is_gold=True, turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+        attribute_id=checked.x.attribute_id)
+    assert services.judgments_purge(judgments=purged, by=None, reason="entered in error") == 1
+    _withdrawn(checked)
+
+
+def _gold_of_x(checked: Checked) -> Judgment:
+    return Judgment.objects.select_related("round", "turn__conversation__dataset", "response", "attribute").get(
+        is_gold=True, turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+        attribute_id=checked.x.attribute_id)
+
+
+def test_a_gold_value_recorded_on_the_consensus_screen_updates_the_alert(checked, admin_user):
+    """``x``'s gold recorded again in the reviewer's bucket (``gold_save``, the consensus screen's): the agreement
+    is whole, and the alert is withdrawn in the same transaction; recorded back in another, a new one is raised."""
+    checked.complete(1)
+    checked.complete(2)
+    gold = _gold_of_x(checked)
+
+    def record(score: int) -> None:
+        services.gold_save(round=gold.round, by=admin_user, attribute=gold.attribute, turn=gold.turn,
+                           response=gold.response, score=score)
+
+    record(checked.x.score)
+    _withdrawn(checked)
+    record(gold.score)
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+
+
+def test_a_gold_value_imported_updates_the_alert(checked):
+    """``x``'s gold purged (the alert withdrawn), then imported again from a long-format row: the reviewers'
+    completed check items are compared with it at once, and the alert is raised again by the import."""
+    from annotation import judgment_import
+
+    checked.complete(1)
+    checked.complete(2)
+    gold = _gold_of_x(checked)
+    services.judgments_purge(judgments=Judgment.objects.filter(pk=gold.pk), by=None, reason="entered in error")
+    _withdrawn(checked)
+    row = {"study": checked.main.study.slug, "round": gold.round.name, "reviewer": gold.coder.username,
+           "is_gold": True, "role": "", "dataset": gold.turn.conversation.dataset.name,
+           "conversation_id": gold.turn.conversation.external_id, "turn_index": gold.turn.index,
+           "model": gold.response.model_slot if gold.response else "", "attribute": gold.attribute.code,
+           "score": gold.score, "instance_count": None, "spans": []}
+    summary = judgment_import.judgments_import(rows=[(1, row)], study_slug=checked.main.study.slug, by=None,
+                                               typed=True)
+    assert summary.judgments_created == 1
+    assert checked.open_alerts() == checked.below(checked.n - 1)
