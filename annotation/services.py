@@ -265,6 +265,11 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
                                        "coder is registered with `manage.py register_coder` or the API "
                                        "(/api/v1/studies/SLUG/methods/, …/references/), never as a person's account"})
+    if FormerStudyMember.objects.filter(study=study, user=user).exists():
+        # Someone added back, whose items may go back to their queue: the completions lock before the study's row,
+        # as an ingestion takes them (its trigger holds the lock until it commits, and its foreign keys to the
+        # study, a conversation it claims, share the study's row then): the other order deadlocked with it.
+        completions_locked(study.pk)
     # One addition to a study at a time: two reviewers added at once would otherwise get the same alias.
     archived = study_locked(study)
     member = StudyMember.objects.filter(study=study, user=user).first()
@@ -318,7 +323,8 @@ def completions_locked(study_id: int) -> None:
     commits) is waited for and then seen, and a response added meanwhile waits for this transaction to commit, then
     sees what it did (an item completed, a round open, a member back) and sends the turn back. Without it each could
     read the other's state from before, and the new response be coded by nobody. Holders of the shared lock never
-    wait for each other."""
+    wait for each other. Taken before the study's row (``study_locked``), as an ingestion takes them: the foreign
+    key of a conversation it claims shares that row at its commit, while its trigger holds this lock."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [COMPLETIONS_LOCK, study_id % 2147483647])
 

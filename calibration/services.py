@@ -243,6 +243,9 @@ def round_reopen(*, round: Round, by: User, reason: str) -> annotation_services.
     main round's completed turns that got a response while it was closed go back to their coders' queues
     (``annotation.services.round_reopen``)."""
     require_study_admin(by)
+    # Before the study's row, as an ingestion takes them: its trigger holds the completions lock until it commits,
+    # and its foreign keys to the study (a conversation it claims) share the study's row then (a deadlock).
+    annotation_services.completions_locked(round.study_id)
     _study_locked(round.study)  # never reopened in a study archived meanwhile
     # Locked as the round opens again, before the reopening sends turns back: what feedback compared stays
     # completed as it was.

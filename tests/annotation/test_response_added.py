@@ -24,9 +24,11 @@ from django.utils import timezone
 from annotation import selectors, services
 from annotation.models import Assignment, QueueProgress, Round, Schema, StudyMember
 from audit.models import AuditEvent
+from benchmark import conversation_ingest, response_ingest
 from benchmark.demo import demo_records
 from benchmark.material_rules import turns_back_in_queues
-from benchmark.models import ModelResponse, Turn
+from benchmark.models import Conversation, ModelResponse, Turn
+from calibration import services as calibration_services
 from tests.factories import (
     AssignmentFactory,
     ModelResponseFactory,
@@ -488,3 +490,58 @@ def test_a_statement_whose_turns_have_no_completed_assignment_returns_before_the
         assert turns_back_in_queues() == 1
     assert Assignment.objects.get(pk=done.pk).completed_at is None
     assert Assignment.objects.get(pk=queued.pk).completed_at is None
+
+
+@threads
+@pytest.mark.parametrize("path", ["responses", "conversations"])
+@pytest.mark.parametrize("what", ["a reopening", "a member added back"])
+def test_a_response_ingested_into_an_unowned_conversation_while_the_study_is_locked_deadlocks_nobody(
+        completed, ingester, reviewer, other_reviewer, admin_user, what, path):
+    """An ingestion through the study into a conversation no study owns yet claims it for the study (its foreign
+    key: a share of the study's row) after its trigger took the study's completions lock; a reopening from the
+    study page and a member added back lock the study's row, then wait for that lock. Taken in that order the two
+    waited for each other, and PostgreSQL broke the deadlock by failing one of them (the reopening's page or the
+    ingestion's request answered 500); now they take the completions lock before the study's row, as the ingestion
+    does, and wait for it."""
+    Conversation.objects.update(study=None)  # a library's conversations, used by the study's round
+    services.round_close(round=completed, by=admin_user)
+    if what == "a member added back":
+        services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
+    inserted, study_locked = threading.Event(), threading.Event()
+    ingestion = response_ingest if path == "responses" else conversation_ingest
+    original_insert = (response_ingest._responses_insert if path == "responses"
+                       else conversation_ingest._conversation_changes_write)
+    original_study_locked = services.study_locked
+
+    def insert_then_wait(*args, **kwargs):
+        original_insert(*args, **kwargs)
+        inserted.set()  # the response is in: its trigger holds the study's completions lock
+        study_locked.wait(WAIT)
+        time.sleep(0.5)  # the other waits for the completions lock
+
+    def locked_then_told(study):
+        archived = original_study_locked(study)
+        study_locked.set()
+        return archived
+
+    def other():
+        assert inserted.wait(30)
+        with mock.patch.object(services, "study_locked", locked_then_told):
+            if what == "a reopening":
+                return calibration_services.round_reopen(round=Round.objects.get(pk=completed.pk), by=admin_user,
+                                                         reason="late")
+            return services.study_member_add(study=completed.study, user=other_reviewer, role="reviewer",
+                                             by=admin_user)
+
+    def ingest():
+        with mock.patch.object(ingestion, original_insert.__name__, insert_then_wait):
+            if path == "responses":
+                return ingester.post(RESPONSES, [_first_new_item()], format="json")
+            return ingester.post(CONVERSATIONS, _records_with_new_response(), format="json")
+
+    answer, done = together(ingest, other)
+    assert not isinstance(done, Exception), str(done)
+    assert not isinstance(answer, Exception) and answer.status_code == 200, answer
+    assert Conversation.objects.filter(study=completed.study).exists()  # claimed
+    if what == "a reopening":  # after the ingestion: the response is seen
+        assert done.turns_back_in_queues == 2, done
