@@ -131,14 +131,22 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
             errors.append(f"{where}.unit: {unit!r} is not one of {', '.join(UNITS)}")
         if code is not None:
             group_units[code] = unit
-    clusters = {c.get("code") for c in doc.get("clusters", []) if isinstance(c, dict)}
+    given_clusters = doc.get("clusters", [])
+    if not isinstance(given_clusters, list):
+        errors.append("schema.clusters: must be a list of objects")
+        given_clusters = []
+    clusters = {c.get("code") for c in given_clusters if isinstance(c, dict) and isinstance(c.get("code"), str)}
     indices = doc.get("indices")
     try:
         index_thresholds(indices)
     except SchemaDocumentError as error:
         errors += error.errors
     uiri = indices.get("uiri") if isinstance(indices, dict) else None
-    uiri_codes = set(uiri.get("attributes", [])) if isinstance(uiri, dict) else set()
+    listed = uiri.get("attributes", []) if isinstance(uiri, dict) else []
+    if not isinstance(listed, list) or not all(isinstance(code, str) for code in listed):
+        errors.append("indices.uiri.attributes: must be a list of attribute codes")
+        listed = []
+    uiri_codes = set(listed)
 
     attributes: list[AttributeSpecDoc] = []
     seen_codes: set[str] = set()
@@ -158,6 +166,9 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
         if group is not None and group not in group_units:
             errors.append(f"{where}.group: {group!r} is not a group of this schema")
         cluster = attr.get("cluster") or ""
+        if not isinstance(cluster, str):
+            errors.append(f"{where}.cluster: must be a cluster code")
+            cluster = ""
         if cluster and cluster not in clusters:
             errors.append(f"{where}.cluster: {cluster!r} is not a cluster of this schema")
         scale = need(attr, "scale", dict, where) or {}
@@ -173,6 +184,7 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
             bucket = {}
         elif any(not isinstance(v, int) or not lo <= v <= hi for v in bucket.values()):
             errors.append(f"{where}.bucket: bucket values must be scale values")
+            bucket = {}
         risk = attr.get("risk")
         if risk is not None:
             if not isinstance(risk, dict) or sorted(risk) != sorted(values):
@@ -187,7 +199,11 @@ def parse(doc: Any) -> SchemaDoc:  # noqa: C901 - one linear validation pass rea
             errors.append(f"{where}.anchors: keys must be scale values {values}")
             anchors = {}
         subcategories: list[SubcategorySpec] = []
-        for j, sub in enumerate(attr.get("subcategories") or []):
+        given_subcategories = attr.get("subcategories") or []
+        if not isinstance(given_subcategories, list):
+            errors.append(f"{where}.subcategories: must be a list of objects")
+            given_subcategories = []
+        for j, sub in enumerate(given_subcategories):
             sub_where = f"{where}.subcategories[{j}]"
             if not isinstance(sub, dict):
                 errors.append(f"{sub_where}: must be an object")

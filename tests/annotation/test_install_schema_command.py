@@ -53,6 +53,32 @@ def test_a_bad_file_is_refused_with_its_problems_and_nothing_is_written(tmp_path
     assert _counts() == before
 
 
+def _attribute_changed(**changes) -> list[dict]:
+    """cab-v1's attributes, the first one with ``changes``."""
+    attributes = _cab_v1()["attributes"]
+    return [attributes[0] | changes, *attributes[1:]]
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"clusters": None}, "schema.clusters: must be a list of objects"),
+    ({"indices": {"uiri": {"attributes": None}}}, "indices.uiri.attributes: must be a list of attribute codes"),
+    ({"attributes": _attribute_changed(cluster=["D"])}, ".cluster: must be a cluster code"),
+    ({"attributes": _attribute_changed(subcategories=5)}, ".subcategories: must be a list of objects"),
+    ({"attributes": _attribute_changed(bucket={"0": None, "1": 1, "2": 2})},
+     ".bucket: bucket values must be scale values"),
+])
+def test_a_value_of_the_wrong_type_is_listed_as_a_problem_not_a_traceback(tmp_path, changes, said):
+    """A value of the wrong type where the document wants a list, a code or a scale value: listed with the others,
+    nothing written, where the check itself raised (TypeError, ValueError) and the command ended in a traceback."""
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(_document(**changes)), encoding="utf-8")
+    before = _counts()
+    with pytest.raises(CommandError, match="nothing was installed") as refused:
+        call_command("install_schema", str(path))
+    assert said in str(refused.value)
+    assert _counts() == before
+
+
 def test_a_schema_a_study_has_opened_is_refused(tmp_path, round_):
     """``round_`` is an open round of a study on cab-v1: its schema is frozen."""
     path = tmp_path / "cab-v1.json"
