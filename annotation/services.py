@@ -1119,7 +1119,8 @@ def _turn_check(*, assignment: Assignment, by: User) -> tuple[list[str], list[st
     """What completing the coder's item still wants (every form scored, and the kind's ``turn_missing``) and what
     it asks to confirm, as the item's codes are now."""
     view = selectors.turn_view(round_id=assignment.round_id, user=by, position=assignment.position)
-    assert view is not None  # the assignment exists and is the coder's
+    if view is None:  # the coder's item, but they were taken off the study since it was read
+        raise ValidationError(f"{by.get_username()} was taken off the study: its turns are no longer theirs")
     span_counts = dict(
         Judgment.objects.filter(round=assignment.round, coder=by, is_gold=False, turn=assignment.turn)
         .annotate(n=Count("spans"))
@@ -1229,8 +1230,12 @@ def _short(assignments: Iterable[Assignment]) -> tuple[list[ShortTurn], int, int
         elif not assignment.member:  # type: ignore[attr-defined]  # annotated by _completed_open
             gone += 1
         else:
+            try:
+                missing, _ = _turn_check(assignment=assignment, by=assignment.coder)
+            except ValidationError:  # taken off the study since the items were read
+                gone += 1
+                continue
             checked += 1
-            missing, _ = _turn_check(assignment=assignment, by=assignment.coder)
             if missing:
                 short.append(ShortTurn(assignment_id=assignment.pk, round_id=assignment.round_id,
                                        study=assignment.round.study.slug,
