@@ -58,7 +58,12 @@ from annotation.models import (
 )
 from annotation.schema_document import ari_cluster_problems, index_thresholds
 from annotation.selectors import conversations_unplaceable, placement_problem, study_coders
-from annotation.services import study_slug_check, study_slug_lock
+from annotation.services import (
+    completions_locked,
+    items_short_of_responses_reopened,
+    study_slug_check,
+    study_slug_lock,
+)
 from audit.models import AuditEvent
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
@@ -77,6 +82,7 @@ from study_archive.records import (
     column_names,
     columns,
     dumps,
+    items_back_imported,
     read_records,
     schema_record,
     unplaceable_imported,
@@ -124,12 +130,21 @@ def study_import(*, lines: Iterable[str], warn: Callable[[str], None], as_slug: 
             importer.run(read_records(importer.checksum.through(lines)))
         study = importer.study
         unplaceable = sorted(importer.unplaceable, key=lambda found: found.line)
+        # A reused conversation may hold more responses here than the archive (added by another study's ingestion
+        # into a shared conversation): a completed item whose turn now holds a response of the study's slots its
+        # coder never coded goes back to their queue, as on every other path that adds a response to a completed
+        # turn (migration 0023's rule, read by what was coded).
+        completions_locked(study.pk)
+        back = items_short_of_responses_reopened(study=study, assignments=Assignment.objects.filter(round__study=study))
         audit_record(by=by, action="study.import", study=study, target=f"study:{study.slug}",
                      archived_as=importer.archived_slug, records=dict(importer.counts),
                      conversations_reused=importer.conversations_reused,
-                     **({"unplaceable": [found.audited() for found in unplaceable]} if unplaceable else {}))
+                     **({"unplaceable": [found.audited() for found in unplaceable]} if unplaceable else {}),
+                     **({"turns_back_in_queues": back} if back else {}))
     if unplaceable:
         warn(unplaceable_imported(unplaceable))
+    if back:
+        warn(items_back_imported(back))
     return study
 
 

@@ -168,6 +168,17 @@ def unplaceable_imported(found: list[Unplaceable]) -> str:
         *(f"  {unplaceable}" for unplaceable in found)])
 
 
+def items_back_imported(back: int) -> str:
+    """``import_study``'s warning (also in its ``study.import`` audit event, as ``turns_back_in_queues``): completed
+    items it sent back to their coders' queues, as their turns here hold a response the archive's coders never
+    coded."""
+    items, queues, whose = (("completed item", "its coder's queue", "its") if back == 1 else
+                            ("completed items", "their coders' queues", "their"))
+    return (f"warning: {back} {items} of the study's open rounds went back to {queues}: this installation's copy of "
+            f"{whose} conversation, reused, holds a response of the study's model slots that the archive does not "
+            "(added by another study's ingestion), which no coder of the archive coded")
+
+
 @functools.cache
 def columns(model: type[models.Model]) -> list[models.Field]:
     """The plain columns of an archived model: every concrete field but the primary key and the relations."""

@@ -486,3 +486,37 @@ def test_a_new_schema_whose_indices_an_install_would_refuse_is_refused(rich_stud
     assert table_counts() == before
     assert not Schema.objects.filter(slug="cab-copy").exists()
 
+
+
+def test_a_reused_conversation_with_a_response_the_archive_lacks_sends_its_completed_items_back(rich_study, tmp_path):
+    """This installation's copy of a conversation the import reuses may hold more responses than the archive (one
+    added by another study's ingestion into a shared conversation): a completed item of the imported study whose turn
+    holds one of the study's model slots that its coder never coded goes back to their queue, as on every path that
+    adds a response to a completed turn (migration 0023), and the import says so in its output and audit event.
+    Before, it stayed completed with the response coded by nobody."""
+    completed = Assignment.objects.filter(round__study=rich_study, round__kind=Round.Kind.MAIN,
+                                          round__status=Round.Status.OPEN, completed_at__isnull=False).first()
+    assert completed is not None
+
+    def slot_added(record: dict, *, dry: bool) -> bool:
+        if not dry:
+            record["model_slots"] = [*record["model_slots"], "Extra"]
+        return True
+
+    lines, _ = edited(export("demo"), "study", slot_added)
+    ModelResponse.objects.create(turn_id=completed.turn_id, model_slot="Extra", model_version="v1", text="Breathe.")
+    assert Assignment.objects.get(pk=completed.pk).completed_at is not None  # not a slot of the demo study
+    out = io.StringIO()
+    call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=out)
+    copy = Study.objects.get(slug="copy")
+    back = Assignment.objects.filter(round__study=copy, turn_id=completed.turn_id, completed_at__isnull=True)
+    was_completed = Assignment.objects.filter(round__study=rich_study, round__kind=Round.Kind.MAIN,
+                                              turn_id=completed.turn_id, completed_at__isnull=False).count()
+    assert back.count() == was_completed >= 1
+    assert not Assignment.objects.filter(round__study=copy, turn_id=completed.turn_id,
+                                         completed_at__isnull=False).exists()
+    assert (Assignment.objects.filter(round__study=copy, completed_at__isnull=False).count()
+            == Assignment.objects.filter(round__study=rich_study, completed_at__isnull=False).count() - was_completed)
+    assert f"warning: {was_completed} completed item" in out.getvalue()
+    event = AuditEvent.objects.get(action="study.import", study_slug="copy")
+    assert event.data["turns_back_in_queues"] == was_completed
