@@ -145,9 +145,11 @@ class Study(models.Model):
         default=False, help_text="Experts may open the consensus screen of a closed calibration round (read-only)."
     )
 
+    # The choices of both label settings, automated coders' and reference labels: so their words name no one kind of
+    # label (the field's label and help text say which).
     class MethodLabels(models.TextChoices):
-        BLINDED = "blinded", "Blinded: human coders never see a method's labels"
-        SHOWN = "shown", "Shown: human coders see a method's labels, to confirm or correct"
+        BLINDED = "blinded", "Blinded: human coders never see these labels"
+        SHOWN = "shown", "Shown: human coders see these labels, to confirm or correct them"
 
     method_labels = models.CharField(
         max_length=10, choices=MethodLabels.choices, default=MethodLabels.BLINDED,

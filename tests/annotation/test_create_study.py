@@ -333,3 +333,19 @@ def test_the_setup_scope_is_an_admins_only(admin_user, researcher):
     with pytest.raises(CommandError, match="role allows only read, metrics; not setup"):
         call_command("create_api_token", "--user", researcher.username, "--scope", "setup")
     call_command("create_api_token", "--user", admin_user.username, "--scope", "setup")
+
+
+@pytest.mark.parametrize("page", ["new", "settings"])
+def test_each_blinding_setting_names_the_labels_it_blinds(client, admin_user, page):
+    """The reference labels' choices say what they blind: the reference labels, not "a method's labels" (the two
+    settings once shared one set of choices, the automated coders' words)."""
+    client.force_login(admin_user)
+    if page == "new":
+        url = reverse("study-create")
+    else:
+        assert _web_create(client, admin_user, slug="lc8", schema="lc8-v1", settings={}).status_code == 302
+        url = reverse("study-settings", args=["lc8"])
+    form = client.get(url).context["form"]
+    for name in ("method_labels", "reference_labels"):
+        said = [str(label) for value, label in form.fields[name].choices if value]
+        assert said and not any("method" in label for label in said), (name, said)
