@@ -49,11 +49,12 @@ from metrics.models import MetricRun
 from metrics.selectors import metric_run_latest_succeeded, metric_runs_for
 
 
-def _candidate_turns(*, study: Study) -> QuerySet[Turn]:
-    """Turns with responses of the study's models that no round of the study uses, but none of a conversation its
-    kind's report cannot place (``annotation.selectors.conversations_unplaceable``: a round's turn makes its
-    conversation the study's)."""
-    used = RoundItem.objects.filter(round__study=study).values("turn_id")
+def _candidate_turns(*, study: Study, round: Round | None = None) -> QuerySet[Turn]:
+    """Turns with responses of the study's models that no round of the study uses but ``round`` (a draft whose set
+    is drawn again may draw its own turns again), but none of a conversation its kind's report cannot place
+    (``annotation.selectors.conversations_unplaceable``: a round's turn makes its conversation the study's)."""
+    held = RoundItem.objects.filter(round__study=study)
+    used = (held.exclude(round=round) if round is not None else held).values("turn_id")
     responses = ModelResponse.objects.all()
     if study.model_slots:
         responses = responses.filter(model_slot__in=study.model_slots)
@@ -62,15 +63,15 @@ def _candidate_turns(*, study: Study) -> QuerySet[Turn]:
     return turns.exclude(conversation_id__in=sorted(unplaceable)) if unplaceable else turns
 
 
-def calibration_candidates(*, study: Study) -> list[Turn]:
-    """Turns with responses of the study's models that no other round of the study uses."""
-    return list(_candidate_turns(study=study).select_related("conversation__dataset").order_by("pk"))
+def calibration_candidates(*, study: Study, round: Round | None = None) -> list[Turn]:
+    """Turns with responses of the study's models that no other round of the study than ``round`` uses."""
+    return list(_candidate_turns(study=study, round=round).select_related("conversation__dataset").order_by("pk"))
 
 
-def calibration_candidates_count(*, study: Study) -> int:
-    """How many turns a calibration set of the study may be drawn from (``calibration_candidates``), in one query:
-    the study page offers at most that many."""
-    return _candidate_turns(study=study).count()
+def calibration_candidates_count(*, study: Study, round: Round | None = None) -> int:
+    """How many turns the calibration set of ``round`` may be drawn from (``calibration_candidates``), in one
+    query: the study page offers at most that many."""
+    return _candidate_turns(study=study, round=round).count()
 
 
 @dataclass

@@ -61,7 +61,7 @@ def calibration_set_sample(*, round: Round, by: User, n: int = SAMPLE_SIZE, seed
     _study_locked(round.study)  # two sets drawn at once would both take the same unused turns
     if n < 1:
         raise ValidationError("a calibration set needs at least one turn")
-    candidates = selectors.calibration_candidates(study=round.study)
+    candidates = selectors.calibration_candidates(study=round.study, round=round)
     if len(candidates) < n:
         raise ValidationError(f"only {len(candidates)} unused turns are available, {n} were asked for")
     strata: dict[tuple[str, str], list[Turn]] = defaultdict(list)

@@ -90,12 +90,15 @@ def study_dashboard(request: AuthedRequest, slug: str) -> HttpResponse:
                   .annotate(n_assignments=Count("assignments")).order_by("kind", "number"))
     for round_ in rounds:
         round_.reopen_rule = services.REOPEN_RULE[round_.kind]  # type: ignore[attr-defined]
-    # Only a draft calibration round draws a set: the count is read for it alone.
-    available = (selectors.calibration_candidates_count(study=study)
-                 if any(r.kind == Round.Kind.CALIBRATION and r.status == Round.Status.DRAFT for r in rounds) else None)
+    # Only a draft calibration round draws a set: the count is read for it alone, its own turns among them (drawn
+    # again, its set may take them again).
+    for round_ in rounds:
+        if round_.kind == Round.Kind.CALIBRATION and round_.status == Round.Status.DRAFT:
+            available = selectors.calibration_candidates_count(study=study, round=round_)
+            round_.available = available  # type: ignore[attr-defined]
+            round_.sample_size = min(services.SAMPLE_SIZE, available)  # type: ignore[attr-defined]
     return render(request, "calibration/study.html", {
         "study": study, "rounds": rounds,
-        "available": available, "sample_size": min(services.SAMPLE_SIZE, available or 0),
         "member_candidates": annotation_selectors.member_candidates(study=study),
         "members": study.members.select_related("user").order_by("role", "alias", "user__username"),
         "alerts": ReviewerAlert.objects.filter(study=study, resolved_at__isnull=True).select_related("reviewer"),

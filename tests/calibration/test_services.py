@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation import services as annotation_services
@@ -76,6 +77,26 @@ def test_the_calibration_set_is_fixed_once_the_round_is_open(protocol):
     with pytest.raises(ValidationError, match="its items are fixed"):
         calibration_services.calibration_set_sample(round=protocol.round(OPEN), by=protocol.admin, n=3, seed=9)
 
+
+
+def test_a_drafts_set_is_drawn_again_from_every_turn_it_could_first_be_drawn_from(client, protocol):
+    """Drawing a draft's set again (another seed, another size) draws from the turns no *other* round holds, as a
+    hand-built set does: the draft's own turns are not taken from it. Before, they were: the study page offered
+    the turns left over ("of 4 available" after 3 of 7 were drawn), a second draw of the same size was refused as
+    "only 4 unused turns are available", and once every turn was drawn the page offered no draw at all."""
+    every_turn = len(calibration_selectors.calibration_candidates(study=protocol.study))
+    round_ = annotation_services.round_ensure(study=protocol.study, kind="calibration", number=3, by=protocol.admin)
+    first = calibration_services.calibration_set_sample(round=round_, by=protocol.admin, n=every_turn, seed=1)
+    again = calibration_services.calibration_set_sample(round=round_, by=protocol.admin, n=every_turn, seed=2)
+    assert sorted(t.pk for t in again) == sorted(t.pk for t in first)
+    assert list(round_.items.order_by("position").values_list("turn_id", flat=True)) == [t.pk for t in again]
+    client.force_login(protocol.admin)
+    page = client.get(reverse("study-dashboard", args=[protocol.study.slug])).content.decode()
+    assert f'of {every_turn} available' in page and "No turn is available for a set" not in page
+    # Another draft cannot take them while this one holds them.
+    other = annotation_services.round_ensure(study=protocol.study, kind="calibration", number=4, by=protocol.admin)
+    with pytest.raises(ValidationError, match="only 0 unused turns are available, 1 were asked for"):
+        calibration_services.calibration_set_sample(round=other, by=protocol.admin, n=1)
 
 # --- the gold panel ----------------------------------------------------------------------------------------------
 
