@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission, User
@@ -212,9 +212,24 @@ def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
     return made
 
 
+def is_automated_coder(*, groups: Iterable[str]) -> bool:
+    """Whether an account holding these groups is an automated coder's, a study's method or reference coder
+    (annotation.automated_coders): made inactive, without a password or a role, so that it never signs in. Every
+    person's account has a role (the people page, the shell and an import give one), so no role says it here."""
+    return not set(groups) & set(roles.ROLES)
+
+
+def _refuse_automated_coder(user: User, what: str) -> None:
+    """The people page's changes that would let an automated coder's account sign in, refused with the reason."""
+    if is_automated_coder(groups=user.groups.values_list("name", flat=True)):
+        raise ValidationError(f"{user.get_username()} is an automated coder's account (a study's method or reference "
+                              f"coder), which never signs in: it is given no {what}")
+
+
 @transaction.atomic
 def account_role_set(*, user: User, role: str, by: User) -> User:
     require_study_admin(by)
+    _refuse_automated_coder(user, "role")
     if role not in roles.ROLES:
         raise ValidationError({"role": f"must be one of {', '.join(roles.ROLES)}"})
     if user.is_superuser and role != roles.ADMIN:  # superuser status is an admin's (superuser_problem)
@@ -234,6 +249,8 @@ def account_active_set(*, user: User, active: bool, by: User) -> User:
     require_study_admin(by)
     if user.pk == by.pk and not active:
         raise ValidationError("you cannot deactivate your own account")
+    if active:
+        _refuse_automated_coder(user, "reactivation")
     if not get_user_model().objects.filter(pk=user.pk, is_active=not active).update(is_active=active):
         raise ValidationError(f"{user.get_username()} is already {'active' if active else 'deactivated'}")
     user.refresh_from_db()
@@ -246,6 +263,7 @@ def account_active_set(*, user: User, active: bool, by: User) -> User:
 def password_link_issue(*, user: User, by: User) -> str:
     """A new one-time set-password link for someone who lost theirs (the old password stops working)."""
     require_study_admin(by)
+    _refuse_automated_coder(user, "set-password link")
     user.set_unusable_password()
     user.save(update_fields=["password"])
     audit_record(by=by, action="account.password_reset", target=f"user:{user.get_username()}")

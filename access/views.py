@@ -50,7 +50,8 @@ def people(request: AuthedRequest) -> HttpResponse:
     links = {pk: (request.build_absolute_uri(link.path), link.expires) for pk, link in
              password_links.password_links_pending(session=request.session, users=accounts).items()}
     return render(request, "access/people.html", {
-        "accounts": [(a, [g.name for g in a.groups.all()], links.get(a.pk)) for a in accounts],
+        "accounts": [(a, names, links.get(a.pk), services.is_automated_coder(groups=names))
+                     for a, names in ((a, [g.name for g in a.groups.all()]) for a in accounts)],
         "form": forms.AccountForm(), "csv_form": forms.AccountsCsvForm(), "roles": user_roles(user=request.user),
         "csv_max_size": size_said(settings.ACCOUNTS_CSV_MAX_SIZE),
     })
@@ -134,5 +135,10 @@ def account_active(request: AuthedRequest, user_id: int) -> HttpResponse:
 @require_POST
 def account_password_link(request: AuthedRequest, user_id: int) -> HttpResponse:
     user = _account(user_id)
-    _link_kept(request, [user], [services.password_link_issue(user=user, by=request.user)])
+    try:
+        link = services.password_link_issue(user=user, by=request.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+    else:
+        _link_kept(request, [user], [link])
     return redirect("people")

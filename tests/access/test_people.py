@@ -281,3 +281,28 @@ def test_the_same_account_sent_twice_at_once_is_made_once_and_the_other_told_it_
     refused = [answer for answer in answers if any(refusal in message for message in _said(answer))]
     assert len(refused) == 1, [_said(answer) for answer in answers]
     assert AuditEvent.objects.filter(action="account.create").count() == 1
+
+
+@pytest.mark.parametrize("coder", ["method", "reference"])
+def test_an_automated_coders_account_is_never_made_able_to_sign_in_from_the_people_page(client, admin_user, coder):
+    """A study's method or reference coder is an account that never signs in: inactive, no password, no role
+    (annotation.automated_coders). The people page listed it as any person's, with *Reactivate* ("they can sign
+    in"), *New set-password link* and a role (shown as "reviewer", which it never was) to set: each now refused
+    with the reason, nothing changed, and the page offers none of them for it."""
+    from annotation import automated_coders
+    from tests.factories import StudyFactory
+
+    study = StudyFactory(slug="coders")
+    register = automated_coders.method_register if coder == "method" else automated_coders.reference_register
+    judge = register(study=study, name="judge-1", by=admin_user).user
+    client.force_login(admin_user)
+    for action, body in (("account-active", {"active": "1"}), ("account-password-link", {}),
+                         ("account-role", {"role": "reviewer"})):
+        page = client.post(reverse(action, args=[judge.pk]), body, follow=True).content.decode()
+        assert "judge-1 is an automated coder&#x27;s account" in page, action
+    judge.refresh_from_db()
+    assert (judge.is_active, judge.has_usable_password(), judge.groups.count()) == (False, False, 0)
+    assert _links_shown(client) == {}
+    row = re.search(rf'<tr id="account-{judge.pk}">(.*?)</tr>', client.get(reverse("people")).content.decode(),
+                    re.S).group(1)
+    assert "<form" not in row and "automated coder" in row
