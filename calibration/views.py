@@ -22,7 +22,7 @@ from access.authed_request import AuthedRequest
 from access.checks import require_study_admin
 from annotation import selectors as annotation_selectors
 from annotation import services as annotation_services
-from annotation.models import ReviewerAlert, Round, Study, StudyMember
+from annotation.models import Assignment, ReviewerAlert, Round, Study, StudyMember
 from annotation.services import ChangedMeanwhile
 from calibration import forms, selectors, services
 from metrics import selectors as metrics_selectors
@@ -194,9 +194,18 @@ def main_round_assign(request: AuthedRequest, slug: str) -> HttpResponse:
         short = (f" Only {summary['check_conversations_fewest']} unseen gold conversations were available for "
                  "some reviewer: code a reserved gold pool for more." if summary["check_conversations_fewest"] < wanted
                  else "")
+        # Retained reviewers the round's conversations did not reach: said now, as the queues are made once.
+        idle = list(StudyMember.objects.filter(study=study, role=StudyMember.Role.REVIEWER, retained=True)
+                    .exclude(user__in=Assignment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN)
+                             .values("coder"))
+                    .order_by("user__username").values_list("user__username", flat=True))
+        left = (f" {' and '.join([', '.join(idle[:-1]), idle[-1]] if len(idle) > 1 else idle)} "
+                f"{'are' if len(idle) > 1 else 'is'} retained but got no turns: there are fewer conversations to "
+                "give than retained reviewers (a double-coded share of 1 gives each conversation to two); a main "
+                "round's queues are made once." if idle else "")
         return (f"{summary['assignments']} assignments for {summary['reviewers']} reviewers "
                 f"({summary['double_coded_conversations']} double-coded conversations, "
-                f"{summary['check_items']} hidden check-item turns).{short}")
+                f"{summary['check_items']} hidden check-item turns).{short}{left}")
 
     _act(request, assign)
     return redirect("study-dashboard", slug=slug)

@@ -258,3 +258,27 @@ def test_a_reviewer_who_codes_calibration_first_is_ranked_and_retained_without_a
     feedback_url = reverse("feedback", args=[calibration.pk])
     shows(client.get(reverse("home")), f'href="{feedback_url}"')
     shows(client.get(feedback_url), "Your feedback")
+
+
+def test_assigning_with_the_forms_defaults_names_the_retained_reviewers_left_without_turns(client):
+    """The demo's two conversations for four retained reviewers, assigned with the form as it comes (a tenth
+    double-coded): two reviewers get no turns, and a main round is assigned once. The message said only "2
+    assignments for 2 reviewers"; it now names the retained reviewers left without turns, and why."""
+    from calibration import services as calibration_services
+
+    call_command("load_demo", "--quiet")
+    admin = get_user_model().objects.get(username="demo-admin")
+    study = Round.objects.get(study__slug="demo", kind="calibration").study
+    calibration_services.panel_retain(study=study, by=admin, usernames=[*PANEL, "demo-reviewer"], k=4,
+                                      reason="the walk-through")
+    sign_in(client, "demo-admin")
+    response = client.post(reverse("main-round-assign", args=["demo"]),
+                           {"overlap": "0.1", "check_items": "0", "seed": "0"}, follow=True)
+    idle = sorted({*PANEL, "demo-reviewer"} - set(Assignment.objects.filter(round__study=study, round__kind="main")
+                                                     .values_list("coder__username", flat=True)))
+    assert len(idle) == 2
+    assert said(response) == [
+        "2 assignments for 2 reviewers (0 double-coded conversations, 0 hidden check-item turns). "
+        f"{idle[0]} and {idle[1]} are retained but got no turns: there are fewer conversations to give than "
+        "retained reviewers (a double-coded share of 1 gives each conversation to two); a main round's queues are "
+        "made once."]
