@@ -312,6 +312,20 @@ def read_file_rows(stream: IO[str], *, fmt: str) -> Iterator[tuple[int, Any]]:
         yield reader.line_num, RowError(reader.line_num, "line", f"not readable CSV ({error})")
 
 
+JUDGMENT_ROW = ("a judgment (it names a round), not a session label: judgments are imported by the judgments import "
+                "(manage.py import_judgments, POST …/judgments/import/)")
+
+
+class JudgmentRowsGiven(RowErrors):
+    """The rows refused, among them ``judgment_rows`` judgments (a round named): most likely a whole long-format
+    export, whose judgments are the judgments import's. ``manage.py import_session_labels`` says how to import its
+    session labels alone (``--skip-judgments``)."""
+
+    def __init__(self, errors: Iterable[RowError], *, row_label: str, judgment_rows: int):
+        self.judgment_rows = judgment_rows
+        super().__init__(errors, row_label=row_label)
+
+
 def is_session_label_row(raw: Any) -> bool:
     """Whether a long-format row is a session label (no round, role method or reference) rather than a judgment."""
     return isinstance(raw, dict) and _empty(raw.get("round")) and raw.get("role") in ROLES
@@ -336,18 +350,8 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
         except ValidationError as refused:
             raise RowErrors([RowError(1 if numbered else 0, "study", refused.messages[0])]) from None
         context = _Context(study)
-        read: list[_Row] = []
-        errors: list[RowError] = []
-        pairs = rows if numbered else enumerate(rows)
-        for number, raw in pairs:
-            if skip_judgments and isinstance(raw, dict) and not _empty(raw.get("round")):
-                summary.skipped += 1
-                continue
-            row = _read(number, raw, context, typed=typed)
-            if isinstance(row, list):
-                errors += row
-            else:
-                read.append(row)
+        read, errors, judgment_rows = _read_all(rows if numbered else enumerate(rows), context, typed=typed,
+                                                skip_judgments=skip_judgments, summary=summary)
         where = "line" if numbered else "row"
         if not read and not errors:
             errors.append(RowError(1, "file", "no session label rows") if numbered
@@ -375,6 +379,8 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
                 continue
             seen[key] = r.number
             labels.append((r, coder_id, session_id))
+        if judgment_rows:
+            raise JudgmentRowsGiven(errors, row_label=where, judgment_rows=judgment_rows)
         if errors:
             raise RowErrors(errors, row_label=where)
         _write(study, labels, summary)
@@ -382,6 +388,29 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
                      created=summary.created, updated=summary.updated, unchanged=summary.unchanged,
                      coders=len(summary.coders))
     return summary
+
+
+def _read_all(pairs: Iterable[tuple[int, Any]], context: _Context, *, typed: bool, skip_judgments: bool,
+              summary: SessionLabelImportSummary) -> tuple[list[_Row], list[RowError], int]:
+    """The rows read, their problems, and how many are judgments (a round named): counted as skipped with
+    ``skip_judgments``, else each refused by its line (``JUDGMENT_ROW``)."""
+    read: list[_Row] = []
+    errors: list[RowError] = []
+    judgment_rows = 0
+    for number, raw in pairs:
+        if isinstance(raw, dict) and not _empty(raw.get("round")):
+            if skip_judgments:
+                summary.skipped += 1
+            else:
+                judgment_rows += 1
+                errors.append(RowError(number, "round", JUDGMENT_ROW))
+            continue
+        row = _read(number, raw, context, typed=typed)
+        if isinstance(row, list):
+            errors += row
+        else:
+            read.append(row)
+    return read, errors, judgment_rows
 
 
 def _write(study: Study, labels: list[tuple[_Row, int, int]], summary: SessionLabelImportSummary) -> None:

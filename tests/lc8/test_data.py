@@ -237,7 +237,8 @@ def test_every_wrong_row_is_reported_with_row_field_and_why_and_nothing_is_writt
         (14, "seed", "must be a JSON number, not a string"),
         (15, "session_index", "must be a JSON number, not a string"),
         (16, "reviewer", "m-a is a method coder of this study, not a reference"),
-        (17, "round", "must be empty: a session label belongs to no round, turn or model"),
+        (17, "round", "a judgment (it names a round), not a session label: judgments are imported by the judgments "
+                      "import (manage.py import_judgments, POST …/judgments/import/)"),
         (18, "attribute", "a second label of PHQ_TOTAL by m-a on this session (first on row 0)"),
         (19, "score", "PHQ_TOTAL: a reference label is a whole number from 0 to 24, got 25.0"),
         (20, "seed", "must be between -2147483648 and 2147483647"),
@@ -356,8 +357,16 @@ def test_an_export_with_judgments_reads_back_skipping_them(study, reviewer, tmp_
     session_labels_import(study=study, rows=[row(seed=4, score=9.5)], by=None)
     path = tmp_path / "all.jsonl"
     path.write_text("".join(long_format.judgments_jsonl(study=study)), encoding="utf-8")
-    with pytest.raises(CommandError, match="line 1: round: must be empty"):
+    before = stored(study)
+    with pytest.raises(CommandError) as refused:
         call_command("import_session_labels", str(path), study=study.slug, stdout=io.StringIO())
+    assert str(refused.value).splitlines()[1:] == [
+        f"line 1: round: {session_labels.JUDGMENT_ROW}",
+        "1 of its rows are judgments (they name a round): a whole export? Import it whole with manage.py "
+        "import_judgments (its judgments and session labels in one step), or run this again with --skip-judgments "
+        "to import its session labels alone and count those rows as skipped.",
+    ]
+    assert stored(study) == before
     out = io.StringIO()
     call_command("import_session_labels", str(path), study=study.slug, skip_judgments=True, stdout=out)
     assert "0 session labels created, 0 updated, 1 unchanged" in out.getvalue()

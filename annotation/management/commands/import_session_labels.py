@@ -43,6 +43,12 @@ class Command(BaseCommand):
                 )
         except UnicodeDecodeError as error:
             raise CommandError(f"{file}: {RowErrors([not_utf8(file.read_bytes())]).summary()}") from error
+        except session_labels.JudgmentRowsGiven as error:
+            raise CommandError(
+                f"{file}: {error.summary()}\n{error.judgment_rows} of its rows are judgments (they name a round): a "
+                "whole export? Import it whole with manage.py import_judgments (its judgments and session labels "
+                "in one step), or run this again with --skip-judgments to import its session labels alone and "
+                "count those rows as skipped.") from error
         except RowErrors as error:
             raise CommandError(f"{file}: {error.summary()}") from error
         coders = ", ".join(f"{name} {c['created']}/{c['updated']}/{c['unchanged']}"
