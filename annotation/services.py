@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -1200,34 +1200,42 @@ class ShortTurn:
 
 @dataclass(frozen=True)
 class ShortTurns:
-    """What ``turns_short_find`` found: the items short (in study, round, coder and position order), how many
-    completed items of open rounds it checked, and how many it left unchecked, each with why."""
+    """What ``turns_short_find`` found: the items of open rounds short (in study, round, coder and position order),
+    how many completed items of open rounds it checked, and how many it left unchecked, each with why; and for closed
+    rounds, the items short (when it checked them), how many it checked, or how many it did not check."""
 
     short: list[ShortTurn]
     checked: int
     feedback_locked: int  # compared with gold before a reopening: their codes no longer change
     not_members: int  # their coder was taken off the study: they can no longer code it
+    closed_short: list[ShortTurn] = field(default_factory=list)  # never sent back: a closed round's record stays
+    closed_checked: int = 0
+    closed_unchecked: int = 0  # completed items of closed rounds, when they were not asked for
 
 
-def _completed_open(*, assignments: QuerySet[Assignment] | None = None) -> QuerySet[Assignment]:
-    """The completed items of open rounds (of ``assignments``, when given), with whether their coder is still a
-    member of the study."""
+def _completed(*, statuses: Sequence[str] = (Round.Status.OPEN,), assignments: QuerySet[Assignment] | None = None,
+               ) -> QuerySet[Assignment]:
+    """The completed items of the rounds in ``statuses`` (of ``assignments``, when given), with whether their coder
+    is still a member of the study."""
     base = Assignment.objects.all() if assignments is None else assignments
-    return base.filter(completed_at__isnull=False, round__status=Round.Status.OPEN).annotate(
+    return base.filter(completed_at__isnull=False, round__status__in=statuses).annotate(
         member=Exists(StudyMember.objects.filter(study_id=OuterRef("round__study_id"), user_id=OuterRef("coder_id"))),
     ).select_related("round__study", "coder").order_by("round__study__slug", "round__kind", "round__number",
                                                         "coder__username", "position")
 
 
-def _short(assignments: Iterable[Assignment]) -> tuple[list[ShortTurn], int, int, int]:
-    """The items of ``assignments`` (``_completed_open``'s) that ``_turn_check`` finds short, with how many it
-    checked, and how many it left alone: feedback-locked, or their coder no longer a member."""
+def _short(assignments: Iterable[Assignment], *, each: Callable[[], None] = lambda: None,
+           ) -> tuple[list[ShortTurn], int, int, int]:
+    """The items of ``assignments`` (``_completed``'s) that ``_turn_check`` finds short, with how many it
+    checked, and how many it left alone: feedback-locked, or their coder no longer a member. ``each`` is called
+    after each item (a command's progress bar)."""
     short: list[ShortTurn] = []
     checked = locked = gone = 0
     for assignment in assignments:
+        each()
         if assignment.feedback_locked:
             locked += 1
-        elif not assignment.member:  # type: ignore[attr-defined]  # annotated by _completed_open
+        elif not assignment.member:  # type: ignore[attr-defined]  # annotated by _completed
             gone += 1
         else:
             try:
@@ -1244,14 +1252,28 @@ def _short(assignments: Iterable[Assignment]) -> tuple[list[ShortTurn], int, int
     return short, checked, locked, gone
 
 
-def turns_short_find() -> ShortTurns:
+def turns_short_completed(*, closed: bool = False) -> int:
+    """How many completed items ``turns_short_find(closed=…)`` reads (a command's progress bar: one count)."""
+    return _completed(statuses=(Round.Status.OPEN, Round.Status.CLOSED) if closed else (Round.Status.OPEN,)).count()
+
+
+def turns_short_find(*, closed: bool = False, each: Callable[[], None] = lambda: None) -> ShortTurns:
     """Every completed item of an open round whose turn is short of what completing it wants, by the check that
     completing it makes (``_turn_check``): left so by 0.2.0, whose saves could clear a score of a completed turn
     and keep it completed (README, "Upgrading"), or by a response added to it before migration 0023. Items compared
     with gold in feedback (their codes no longer change) and items of coders taken off the study (they can no
-    longer code them) are not checked, only counted. Reads only: ``manage.py requeue_short_turns``'s dry run."""
-    short, checked, locked, gone = _short(_completed_open().iterator(chunk_size=500))
-    return ShortTurns(short=short, checked=checked, feedback_locked=locked, not_members=gone)
+    longer code them) are not checked, only counted. Closed rounds' completed items are counted, and with
+    ``closed`` checked too, their short ones listed apart (``closed_short``): ``turns_short_requeue`` never sends
+    them back, a closed round's record staying what it was until it is reopened. ``each`` is called after each item
+    read. Reads only: ``manage.py requeue_short_turns``'s dry run."""
+    short, checked, locked, gone = _short(_completed().iterator(chunk_size=500), each=each)
+    if not closed:
+        return ShortTurns(short=short, checked=checked, feedback_locked=locked, not_members=gone,
+                          closed_unchecked=_completed(statuses=(Round.Status.CLOSED,)).count())
+    closed_short, closed_checked, closed_locked, closed_gone = _short(
+        _completed(statuses=(Round.Status.CLOSED,)).iterator(chunk_size=500), each=each)
+    return ShortTurns(short=short, checked=checked, feedback_locked=locked + closed_locked,
+                      not_members=gone + closed_gone, closed_short=closed_short, closed_checked=closed_checked)
 
 
 @transaction.atomic
@@ -1271,7 +1293,7 @@ def turns_short_requeue(*, found: Sequence[ShortTurn], by: User | None) -> list[
     with connection.cursor() as cursor:  # a share of each round's row, as a save takes: no close runs meanwhile
         cursor.execute("SELECT id FROM annotation_round WHERE id = ANY(%s) ORDER BY id FOR SHARE", [rounds])
     list(Assignment.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk"))
-    short, _, _, _ = _short(_completed_open(assignments=Assignment.objects.filter(pk__in=ids)))
+    short, _, _, _ = _short(_completed(assignments=Assignment.objects.filter(pk__in=ids)))
     requeued = Assignment.objects.filter(pk__in=[turn.assignment_id for turn in short])
     check_coders = _check_coders(requeued)
     requeued.update(completed_at=None)

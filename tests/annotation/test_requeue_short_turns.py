@@ -107,8 +107,44 @@ def test_locked_items_former_members_and_closed_rounds_are_left_as_they_are(shor
     services.study_member_add(study=short.study, user=other_reviewer, role="reviewer", by=admin_user)
     Round.objects.filter(pk=short.pk).update(status="closed", closed_at=timezone.now())
     before = _state()
-    assert _run("--fix").splitlines()[0] == "0 completed turn(s) of open rounds checked."
+    assert _run("--fix").splitlines()[0] == (
+        "0 completed turn(s) of open rounds checked; not checked, left as they are: 4 of closed rounds (--closed "
+        "checks them too; a closed round's turns go back to their queues only once it is reopened).")
     assert _state() == before
+
+
+def test_closed_rounds_are_counted_and_checked_on_request_never_sent_back(short, reviewer, admin_user):
+    """A closed round's items were skipped without a word: they are counted, ``--closed`` lists those short apart,
+    and ``--fix`` leaves them completed (a closed round's record stays what it was until it is reopened)."""
+    Round.objects.filter(pk=short.pk).update(status="closed", closed_at=timezone.now())
+    before = _state()
+    out = _run("--closed", "--fix")
+    assert out.splitlines() == [
+        "Short in closed rounds, left as they are even with --fix (a closed round's record stays what it was; "
+        "reopen the round, then run this again):",
+        "study\tround\tcoder\tposition\tcodes missing",
+        "cab-demo\tmain\tother-reviewer\t2\t1",
+        "cab-demo\tmain\treviewer\t2\t1",
+        "0 completed turn(s) of open rounds checked, and 4 of closed rounds (2 short: listed apart, left as they are).",
+        "0 completed turn(s) went back to their coders' queues (audit event round.turns_short_requeue).",
+    ]
+    assert _state() == before
+    Round.objects.filter(pk=short.pk).update(status="open", closed_at=None)  # reopened: the command sends them back
+    assert _run("--closed", "--fix").splitlines()[-1] == (
+        "2 completed turn(s) went back to their coders' queues (audit event round.turns_short_requeue).")
+
+
+def test_the_check_draws_a_progress_bar_on_standard_error(short, monkeypatch, capsys):
+    """About 1.5 minutes at paper scale: a bar, as the other long commands draw (common/progress.py)."""
+    monkeypatch.setenv("CAB_PROGRESS", "1")
+    capsys.readouterr()
+    out = _run()
+    err = capsys.readouterr().err
+    assert "checking completed turns" in err and "0/4" in err and "turn" in err  # the total, counted for the bar
+    assert out.splitlines()[-2] == "4 completed turn(s) of open rounds checked."
+    monkeypatch.delenv("CAB_PROGRESS")
+    assert _run() == out
+    assert capsys.readouterr().err == "", "no bar on a standard error that is not a terminal"
 
 
 def test_an_item_completed_again_meanwhile_keeps_its_completion(short, reviewer):
