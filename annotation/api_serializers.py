@@ -131,8 +131,14 @@ class RoundOut(serializers.Serializer):
     progress = CoderProgressOut(many=True)
 
 
+# What a filter may name (docs/api.md#filters-and-pages): what the study has, matched ignoring case, or a 400.
+_NAMED = "{}, matched ignoring case; another value is a 400"
+_YOURSELF = "; reviewers and experts: only themselves"
+
+
 class AssignmentFilterIn(serializers.Serializer):
-    reviewer = serializers.CharField(required=False, max_length=150)
+    reviewer = serializers.CharField(required=False, max_length=150,
+                                     help_text=_NAMED.format("one of the study's coders") + _YOURSELF)
 
 
 # What a reviewer or expert of a study whose session order is blinded is not told (annotation.selectors
@@ -164,10 +170,13 @@ class AssignmentOut(serializers.Serializer):
 
 class JudgmentFilterIn(serializers.Serializer):
     round = serializers.RegexField(r"^(calibration-[1-9][0-9]{0,8}|main)$", required=False,
-                                   help_text="calibration-N or main")
-    reviewer = serializers.CharField(required=False, max_length=150)
-    model = serializers.CharField(required=False, max_length=50)
-    attribute = serializers.CharField(required=False, max_length=20)
+                                   help_text="calibration-N or main: one of the study's rounds (another is a 400)")
+    reviewer = serializers.CharField(required=False, max_length=150, help_text=_NAMED.format(
+        "one of the study's coders (or whoever recorded its gold)") + _YOURSELF)
+    model = serializers.CharField(required=False, max_length=50, help_text=_NAMED.format(
+        "one of the study's model slots") + "; refused for reviewers and experts of a blinded study")
+    attribute = serializers.CharField(required=False, max_length=20,
+                                      help_text=_NAMED.format("an attribute code of the study's schema"))
 
 
 class SpanOut(serializers.Serializer):
@@ -380,7 +389,8 @@ class SessionLabelImportOut(serializers.Serializer):
 
 
 class SessionLabelFilterIn(serializers.Serializer):
-    coder = serializers.CharField(required=False, max_length=150)
+    coder = serializers.CharField(required=False, max_length=150,
+                                  help_text=_NAMED.format("one of the study's methods and references"))
     seed = serializers.IntegerField(required=False, min_value=-(2**31), max_value=2**31 - 1)
     role = serializers.ChoiceField(choices=["method", "reference"], required=False)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Protocol
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
@@ -69,7 +70,14 @@ from api.parsers import (
     read_body,
 )
 from api.permissions import token_allows_study
-from api.requests import IDEMPOTENCY_HEADERS, idempotency_key, query_filters, request_fingerprint, request_user
+from api.requests import (
+    IDEMPOTENCY_HEADERS,
+    idempotency_key,
+    query_filter_named,
+    query_filters,
+    request_fingerprint,
+    request_user,
+)
 from benchmark import conversation_ingest, response_ingest
 from benchmark.api_serializers import (
     CONVERSATIONS_IN,
@@ -195,10 +203,20 @@ class AssignmentListApi(generics.ListAPIView):
 
     def get_queryset(self):
         self.study = study_for(self.request, self.kwargs["slug"])
+        rounds = [r.name for r in self.study.rounds.all()]
+        if self.kwargs["round_name"] not in rounds:
+            raise exceptions.NotFound(f"Study {self.study.slug!r} has no round {self.kwargs['round_name']!r} (its "
+                                      f"rounds: {', '.join(rounds) or 'none yet'}).")
         filters = AssignmentFilterIn(data=query_filters(self.request))
         filters.is_valid(raise_exception=True)
-        return selectors.assignments_visible_to(user=request_user(self.request), study=self.study,
-                                                round_name=self.kwargs["round_name"], **filters.validated_data)
+        given = dict(filters.validated_data)
+        user = request_user(self.request)
+        if "reviewer" in given:
+            given["reviewer"] = _reviewer_named(
+                given["reviewer"], user=user, staff=user_sees_all_studies(user=user), what="assignments",
+                names=lambda: [coder.username for coder in selectors.study_coders(study=self.study)])
+        return selectors.assignments_visible_to(user=user, study=self.study, round_name=self.kwargs["round_name"],
+                                                **given)
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "staff": user_sees_all_studies(user=self.request.user),
@@ -220,6 +238,39 @@ class _BlindCursorPagination(IdCursorPagination):
         if cursor is not None and cursor.position is not None and not _HEX_DIGEST.fullmatch(str(cursor.position)):
             raise exceptions.NotFound(self.invalid_cursor_message)
         return cursor
+
+
+def _judgment_filters_named(study: Study, given: dict, *, user: User, staff: bool) -> dict:
+    """``JudgmentFilterIn``'s values, each resolved to what the study has (``query_filter_named``): a value naming
+    nothing of the study is a 400, never an empty list. Reviewers and experts read their own judgments only, so
+    their ``reviewer`` can only be themselves, said without telling who else codes; model names reach this only for
+    those who may see them (a blinded study refuses the filter first)."""
+    named = dict(given)
+    if "round" in named:  # rounds are no secret: every member lists them (…/rounds/)
+        named["round"] = query_filter_named(parameter="round", value=named["round"], what="rounds",
+                                            names=[r.name for r in study.rounds.all()])
+    if "model" in named:
+        named["model"] = query_filter_named(parameter="model", value=named["model"],
+                                            names=selectors.study_models(study=study), what="models")
+    if "attribute" in named:
+        named["attribute"] = query_filter_named(
+            parameter="attribute", value=named["attribute"], what="attributes",
+            names=study.schema.attributes.values_list("code", flat=True))
+    if "reviewer" in named:
+        named["reviewer"] = _reviewer_named(named["reviewer"], user=user, staff=staff, what="judgments",
+                                            names=lambda: selectors.study_judgment_coders(study=study))
+    return named
+
+
+def _reviewer_named(value: str, *, user: User, staff: bool, what: str, names: Callable[[], list[str]]) -> str:
+    """A ``reviewer`` filter: for staff one of ``names`` (the study's coders); reviewers and experts read their own
+    ``what`` only, so theirs can only be themselves, said without telling who else codes."""
+    if staff:
+        return query_filter_named(parameter="reviewer", value=value, names=names(), what="coders")
+    if value.casefold() != user.get_username().casefold():
+        raise exceptions.ValidationError(
+            {"reviewer": f"you see only your own {what}: give {user.get_username()!r} or leave it out"})
+    return user.get_username()
 
 
 class JudgmentListApi(generics.ListAPIView):
@@ -251,8 +302,9 @@ class JudgmentListApi(generics.ListAPIView):
         data = dict(filters.validated_data)
         if self.blinded and data.get("model"):
             raise exceptions.ValidationError({"model": "model names are hidden from reviewers in this study"})
+        named = _judgment_filters_named(self.study, data, user=request_user(self.request), staff=self.staff)
         return selectors.judgments_visible_to(user=request_user(self.request), study=self.study,
-                                              round_name=data.pop("round", None), **data)
+                                              round_name=named.pop("round", None), **named)
 
     def get_serializer_context(self):
         # A rater of a study whose session order is blinded (docs/sessions.md#study-settings) is never told which
@@ -412,7 +464,10 @@ class SessionLabelApi(generics.ListAPIView):
         labels = SessionLabel.objects.filter(study=study).select_related(
             "coder__user", "session__conversation__dataset", "attribute")
         if "coder" in given:
-            labels = labels.filter(coder__user__username=given["coder"])
+            coders = StudyMember.objects.filter(study=study, role__in=session_labels.ROLES)
+            coder = query_filter_named(parameter="coder", value=given["coder"], what="methods and references",
+                                       names=coders.values_list("user__username", flat=True))
+            labels = labels.filter(coder__user__username=coder)
         if "seed" in given:
             labels = labels.filter(seed=given["seed"])
         if "role" in given:
@@ -536,7 +591,15 @@ class _IngestApi(generics.ListAPIView):
         study = study_for(self.request, self.kwargs["slug"])
         given = self.filters_class(data=query_filters(self.request))
         given.is_valid(raise_exception=True)
-        return study, dict(given.validated_data)
+        named = dict(given.validated_data)
+        # Staff only, like the texts: the names a value may take are listed when it names none.
+        if "dataset" in named:
+            named["dataset"] = query_filter_named(parameter="dataset", value=named["dataset"], what="datasets",
+                                                  names=selectors.study_dataset_names(study=study))
+        if "model" in named:
+            named["model"] = query_filter_named(parameter="model", value=named["model"], what="models",
+                                                names=selectors.study_models(study=study))
+        return study, named
 
 
 class _UploadApi(APIView):

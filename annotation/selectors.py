@@ -1104,6 +1104,29 @@ def conversations_with_texts(*, study: Study, dataset: str | None = None, conver
                                           Prefetch("turns", queryset=turns))
 
 
+def study_models(*, study: Study) -> list[str]:
+    """The models a study codes, which its API's ``model`` filters name: its model slots, or for a study that names
+    none (one an import made: every model is coded), those of its conversations' responses."""
+    if study.model_slots:
+        return list(study.model_slots)
+    return list(_study_responses(study).filter(turn__conversation__in=conversations_of_study(study=study))
+                .values_list("model_slot", flat=True).distinct())
+
+
+def study_dataset_names(*, study: Study) -> list[str]:
+    """The datasets of the study's conversations (``conversations_of_study``), which its API's ``dataset`` filters
+    name."""
+    return list(Dataset.objects.filter(conversations__in=conversations_of_study(study=study))
+                .values_list("name", flat=True).distinct())
+
+
+def study_judgment_coders(*, study: Study) -> list[str]:
+    """The usernames a study's judgments may name as their coder: its coders (``study_coders``: members and former
+    members) and whoever recorded its gold (the long format's reviewer of a gold row, a member or not)."""
+    gold = Judgment.objects.filter(round__study=study, is_gold=True).values_list("coder__username", flat=True)
+    return sorted({coder.username for coder in study_coders(study=study)} | set(gold.distinct()))
+
+
 def responses_with_texts(*, study: Study, dataset: str | None = None, conversation_id: str | None = None,
                          turn_index: int | None = None, model: str | None = None) -> QuerySet[ModelResponse]:
     """The responses of the study's conversations under its model slots, each with what names it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from drf_spectacular.utils import OpenApiParameter
@@ -59,6 +60,33 @@ def query_filters(request: Request) -> dict[str, str]:
     if repeated:
         raise exceptions.ValidationError(dict.fromkeys(repeated, "give this parameter once"))
     return request.query_params.dict()
+
+
+NAMES_LISTED = 50  # a refused filter lists at most this many of the names it may take
+
+
+def query_filter_named(*, parameter: str, value: str, names: Iterable[str], what: str, shown: bool = True) -> str:
+    """The one of ``names`` (a study's model slots, attribute codes, coders…) that a query filter's ``value`` names:
+    itself, or else the only one equal to it ignoring case (``gpt`` for a study's ``GPT``). A value that names none
+    (or, ignoring case, several) is a 400 naming the parameter and why, listing ``what`` the study has when the
+    caller may see them (``shown``): a filter that names nothing would answer an empty list, read as "none there"."""
+    known = sorted(set(names))
+    if value in known:
+        return value
+    folded = [name for name in known if name.casefold() == value.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    given = repr(value[:100])
+    if folded:
+        message = f"{given} matches {', '.join(folded)} ignoring case: give one of them exactly"
+    elif not shown:
+        message = f"{given} names none of this study's {what}"
+    elif not known:
+        message = f"{given} names none of this study's {what}: it has none"
+    else:
+        listed = ", ".join(known[:NAMES_LISTED]) + (f", … ({len(known)} in all)" if len(known) > NAMES_LISTED else "")
+        message = f"{given} names none of this study's {what} ({listed}; matched ignoring case)"
+    raise exceptions.ValidationError({parameter: message})
 
 
 def request_fingerprint(request: Request, body_sha256: str) -> str:

@@ -101,8 +101,12 @@ class ConversationOut(serializers.Serializer):
     turns = TurnOut(many=True)
 
 
+# What a filter may name (docs/api.md#filters-and-pages): what the study has, matched ignoring case, or a 400.
+_DATASET = "a dataset of the study's conversations, matched ignoring case; another value is a 400"
+
+
 class ConversationFilterIn(serializers.Serializer):
-    dataset = serializers.CharField(required=False, max_length=100)
+    dataset = serializers.CharField(required=False, max_length=100, help_text=_DATASET)
     conversation_id = serializers.CharField(required=False, max_length=200)
     kind = serializers.ChoiceField(choices=Conversation.Kind.values, required=False)
 
@@ -120,7 +124,8 @@ class ResponseItemOut(serializers.Serializer):
 
 
 class ResponseFilterIn(serializers.Serializer):
-    dataset = serializers.CharField(required=False, max_length=100)
+    dataset = serializers.CharField(required=False, max_length=100, help_text=_DATASET)
     conversation_id = serializers.CharField(required=False, max_length=200)
     turn_index = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
-    model = serializers.CharField(required=False, max_length=50)
+    model = serializers.CharField(required=False, max_length=50, help_text=(
+        "one of the study's model slots, matched ignoring case; another value is a 400"))

@@ -96,7 +96,6 @@ def test_a_reviewer_sees_only_their_own_judgments_never_gold_or_others(reviewer,
     assert {j["reviewer"] for j in results} == {"reviewer"}
     assert len(results) == 3
     assert not any(j["is_gold"] for j in results)
-    assert as_token(reviewer).get(JUDGMENTS, {"reviewer": "other-reviewer"}).json()["results"] == []
 
 
 def test_researchers_see_every_judgment_in_the_long_format(researcher, as_token, coded):
@@ -114,7 +113,6 @@ def test_researchers_see_every_judgment_in_the_long_format(researcher, as_token,
 @pytest.mark.parametrize(("params", "expected"), [
     ({"round": "main"}, 1),
     ({"round": "calibration-1"}, 5),
-    ({"round": "calibration-2"}, 0),
     ({"reviewer": "other-reviewer"}, 2),
     ({"model": "Claude"}, 2),
     ({"attribute": "U1"}, 1),
@@ -124,6 +122,97 @@ def test_judgments_filter_by_round_reviewer_model_and_attribute(researcher, as_t
     response = as_token(researcher).get(JUDGMENTS, params)
     assert response.status_code == 200
     assert len(response.json()["results"]) == expected
+
+
+def test_name_filters_match_ignoring_case(researcher, reviewer, as_token, study, coded):
+    """A study's model slots are typed by people (``GPT``, ``gpt``): a filter naming one in another case finds it."""
+    api = as_token(researcher)
+    exact = api.get(JUDGMENTS, {"model": "GPT", "attribute": "U1"}).json()["results"]
+    assert api.get(JUDGMENTS, {"model": "gpt", "attribute": "u1"}).json()["results"] == exact
+    assert len(api.get(JUDGMENTS, {"model": "gpt"}).json()["results"]) == 3
+    assert len(api.get(JUDGMENTS, {"reviewer": "Other-Reviewer"}).json()["results"]) == 2
+    assert len(as_token(reviewer).get(JUDGMENTS, {"reviewer": "REVIEWER"}).json()["results"]) == 3
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"model": "gpt-4o"}, "'gpt-4o' names none of this study's models (Claude, GPT, Gemini, Llama, Qwen; matched "
+                          "ignoring case)"),
+    ({"round": "calibration-2"}, "'calibration-2' names none of this study's rounds (calibration-1, main; matched "
+                                 "ignoring case)"),
+    ({"reviewer": "ghost"}, "'ghost' names none of this study's coders (expert, other-reviewer, reviewer; matched "
+                            "ignoring case)"),
+])
+def test_a_filter_naming_nothing_of_the_study_is_a_400_naming_what_it_has(researcher, as_token, coded, params,
+                                                                          message):
+    """An empty list would read as "none there": a value that cannot name anything of the study is refused."""
+    answer = as_token(researcher).get(JUDGMENTS, {"round": "calibration-1", **params})
+    assert answer.status_code == 400
+    assert answer.json()["fields"] == {next(iter(params)): [message]}
+
+
+def test_an_unknown_attribute_filter_lists_the_schemas_codes(researcher, as_token, coded):
+    answer = as_token(researcher).get(JUDGMENTS, {"attribute": "XYZ"})
+    assert answer.status_code == 400
+    assert answer.json()["fields"]["attribute"][0].startswith("'XYZ' names none of this study's attributes (")
+    assert "AUR" in answer.json()["fields"]["attribute"][0]
+
+
+def test_a_model_filter_never_names_the_models_to_a_reviewer_who_may_not_see_them(reviewer, as_token, study,
+                                                                                    coded):
+    for value in ("GPT", "gpt-4o"):
+        answer = as_token(reviewer).get(JUDGMENTS, {"model": value})
+        assert answer.status_code == 400
+        assert answer.json()["fields"] == {"model": ["model names are hidden from reviewers in this study"]}
+    study.show_model_names = True
+    study.save()
+    assert len(as_token(reviewer).get(JUDGMENTS, {"model": "gpt"}).json()["results"]) == 1
+    answer = as_token(reviewer).get(JUDGMENTS, {"model": "gpt-4o"})
+    assert answer.status_code == 400 and "Claude, GPT, Gemini, Llama, Qwen" in answer.json()["fields"]["model"][0]
+
+
+def test_a_reviewer_filter_of_a_reviewer_names_only_themselves_and_tells_nothing_of_others(reviewer, as_token,
+                                                                                          coded):
+    """Reviewers are blinded to each other: another member's name and a name nobody has are refused alike."""
+    answers = [as_token(reviewer).get(JUDGMENTS, {"reviewer": name}) for name in ("other-reviewer", "ghost")]
+    assert {answer.status_code for answer in answers} == {400}
+    assert {json.dumps(answer.json()) for answer in answers} == {json.dumps({
+        "detail": "Invalid input: reviewer: you see only your own judgments: give 'reviewer' or leave it out",
+        "fields": {"reviewer": ["you see only your own judgments: give 'reviewer' or leave it out"]}})}
+
+
+def test_a_model_slot_two_slots_share_ignoring_case_must_be_given_exactly(researcher, as_token, study, coded):
+    Study.objects.filter(pk=study.pk).update(model_slots=["GPT", "gpt", "Claude"])
+    api = as_token(researcher)
+    assert len(api.get(JUDGMENTS, {"model": "GPT"}).json()["results"]) == 3
+    answer = api.get(JUDGMENTS, {"model": "Gpt"})
+    assert answer.json()["fields"] == {"model": ["'Gpt' matches GPT, gpt ignoring case: give one of them exactly"]}
+
+
+def test_assignments_of_a_round_the_study_lacks_are_a_404_and_an_unknown_reviewer_a_400(researcher, reviewer,
+                                                                                      as_token, coded):
+    missing = as_token(researcher).get("/api/v1/studies/cab-demo/rounds/calibration-2/assignments/")
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == ("Study 'cab-demo' has no round 'calibration-2' (its rounds: calibration-1, "
+                                        "main).")
+    url = "/api/v1/studies/cab-demo/rounds/calibration-1/assignments/"
+    assert as_token(researcher).get(url, {"reviewer": "ghost"}).json()["fields"] == {"reviewer": [
+        "'ghost' names none of this study's coders (other-reviewer, reviewer; matched ignoring case)"]}
+    assert as_token(reviewer).get(url, {"reviewer": "other-reviewer"}).json()["fields"] == {"reviewer": [
+        "you see only your own assignments: give 'reviewer' or leave it out"]}
+
+
+def test_material_filters_match_ignoring_case_and_refuse_what_the_study_lacks(researcher, as_token, coded):
+    api = as_token(researcher)
+    gpt = api.get(RESPONSES, {"model": "GPT", "conversation_id": "appendix-d-1"}).json()["results"]
+    assert api.get(RESPONSES, {"model": "gpt", "conversation_id": "appendix-d-1"}).json()["results"] == gpt != []
+    assert api.get(RESPONSES, {"model": "gpt-4o"}).json()["fields"] == {"model": [
+        "'gpt-4o' names none of this study's models (Claude, GPT, Gemini, Llama, Qwen; matched ignoring case)"]}
+    named = api.get(CONVERSATIONS, {"dataset": "CounselChat"}).json()["results"]
+    assert api.get(CONVERSATIONS, {"dataset": "counselchat"}).json()["results"] == named != []
+    for path in (CONVERSATIONS, RESPONSES):
+        refused = api.get(path, {"dataset": "CounselChatt"}).json()["fields"]["dataset"][0]
+        assert refused == ("'CounselChatt' names none of this study's datasets (CARE-Bench, CounselChat, PAIR; "
+                           "matched ignoring case)")
 
 
 def test_a_malformed_round_filter_is_a_400(researcher, as_token, coded):
@@ -175,7 +264,8 @@ def test_assignments_are_scoped_and_check_items_stay_hidden_from_reviewers(
 ):
     url = "/api/v1/studies/cab-demo/rounds/calibration-1/assignments/"
     api = as_token(researcher)
-    # token + its last use + role checks (3, constant) + study + assignments (one query with their turns)
+    # token + its last use + role checks (3, constant) + study + its rounds (the one in the path must be one) +
+    # assignments (one query with their turns)
     with django_assert_max_num_queries(8):
         staff = api.get(url).json()["results"]
     assert len(staff) == 6 and sum(a["is_check_item"] for a in staff) == 1

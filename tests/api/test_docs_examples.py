@@ -49,7 +49,7 @@ def curl_examples() -> list[str]:
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_ingestion_and_export_examples_run_as_written(live_server, admin_user, token_for, monkeypatch, tmp_path,
                                                           capsys):
-    StudyFactory(slug="demo")
+    RoundFactory(study=StudyFactory(slug="demo"), kind="calibration", number=1)  # the demo's round, which it filters
     monkeypatch.setenv("CAB_URL", live_server.url)
     monkeypatch.setenv("CAB_TOKEN", token_for(admin_user, scopes=["ingest", "read"]))
     monkeypatch.chdir(tmp_path)
@@ -63,7 +63,7 @@ def test_the_ingestion_and_export_examples_run_as_written(live_server, admin_use
     assert "'conversations_created': 4" in out and "'conversations_unchanged': 4" in out
     assert out.count("'created': 20") == 2 and out.count("first answer to this Idempotency-Key, replayed") == 1
     assert (tmp_path / "demo-judgments.csv").read_text().startswith("study,round,reviewer,is_gold,")
-    assert "0 main-round judgments of GPT responses" in out
+    assert "0 calibration-1 judgments of GPT responses" in out
 
 
 def _coded(study_slug: str, reviewer) -> int:
@@ -94,7 +94,8 @@ def test_the_curl_examples_run_as_written(live_server, admin_user, reviewer, tok
     assert Conversation.objects.count() == 4 and ModelResponse.objects.count() == len(response_items())
     assert said[0]["conversations_created"] == 4 and said[1]["created"] == len(response_items())
     assert said[2]["results"][0]["conversation_id"] == "appendix-d-1" and said[3]["results"][0]["model"] == "GPT"
-    assert len(said[4]["results"]) == 0  # the judgments page: none in the main round
+    # the judgments page: calibration-1's of GPT responses
+    assert len(said[4]["results"]) == ModelResponse.objects.filter(model_slot="GPT").count() > 0
     assert (tmp_path / "demo-judgments.csv").read_text().count("\n") == coded + 1
     assert [answer["judgments_unchanged"] for answer in said[5:]] == [coded, coded]  # as the body, as a form
 
