@@ -1318,9 +1318,13 @@ def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> in
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder reports time on this turn")
     now = timezone.now()
-    row = Assignment.objects.select_for_update().select_related("round").get(pk=assignment.pk)
-    if row.round.status != Round.Status.OPEN:
-        raise ValidationError(_closed_refusal(row.round, row.round.status, "time on task is no longer recorded",
+    # The item's row, and a share of its round's as a save takes (``_round_status_shared``): a closing waits for
+    # the report, and the round's saves do not (an exclusive lock of the round would hold up every save into it
+    # for as long as the report's transaction, every few seconds for each reviewer).
+    row = Assignment.objects.select_for_update(of=("self",)).select_related("round").get(pk=assignment.pk)
+    status = _round_status_shared(row.round)
+    if status != Round.Status.OPEN:
+        raise ValidationError(_closed_refusal(row.round, status, "time on task is no longer recorded",
                                               archived="time on task is no longer recorded"))
     since = (now - row.time_reported_at).total_seconds() if row.time_reported_at else MAX_TIME_BEAT_SECONDS
     added = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS, math.ceil(since)))
@@ -1338,11 +1342,11 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
     the flags sorted and without repeats. Refused, field by field, for an unknown flag, a comment over
     ``MAX_ITEM_COMMENT_CHARS``, anyone but the item's coder (or a coder no longer a member of the study), a round
     that is not open and an item compared with gold in feedback; an unchanged note writes nothing. The round is
-    re-read under a row lock, as the autosave does, so a note racing the round's closing lands before it or is
-    refused. ``base``: the note (comment, flags) the change was made on, as the coding page had it from the server;
-    a note that is neither that nor the new one was changed meanwhile (another tab), and the change is refused
-    (``StaleNoteError``) rather than written over it: a flag ticked in one tab would otherwise send that tab's older
-    comment along."""
+    re-read under a share of its row, as the autosave reads it, so a note racing the round's closing lands before
+    it or is refused, and holds up none of the round's saves. ``base``: the note (comment, flags) the change was
+    made on, as the coding page had it from the server; a note that is neither that nor the new one was changed
+    meanwhile (another tab), and the change is refused (``StaleNoteError``) rather than written over it: a flag
+    ticked in one tab would otherwise send that tab's older comment along."""
     comment = comment.strip()
     wanted = sorted(set(flags))
     errors: dict[str, str] = {}
@@ -1353,9 +1357,8 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
     if len(comment) > MAX_ITEM_COMMENT_CHARS:
         errors["comment"] = (f"the comment has {len(comment):,} characters; at most {MAX_ITEM_COMMENT_CHARS:,} "
                              "are kept")
-    status, member = Round.objects.select_for_update().filter(pk=assignment.round_id).annotate(
-        member=Exists(StudyMember.objects.filter(study_id=OuterRef("study_id"), user=by)),
-    ).values_list("status", "member").get()
+    status = _round_status_shared(assignment.round)
+    member = StudyMember.objects.filter(study_id=assignment.round.study_id, user=by).exists()
     current_comment, current_flags, locked = Assignment.objects.filter(pk=assignment.pk).values_list(
         "comment", "flags", "feedback_locked").get()
     round_ = assignment.round

@@ -2,7 +2,7 @@
 added at once get different aliases; a settings page opened before another admin's save keeps that save (a stale
 page, as its ``shown`` values); two saves of the same judgment keep one and refuse the other; a save racing the
 round's closing lands before it; a save racing its coder's removal lands before it or is refused; a completion
-racing the round's closing lands before it or is refused."""
+racing the round's closing lands before it or is refused; a time report or a note holds up no save."""
 
 from __future__ import annotations
 
@@ -450,3 +450,43 @@ def test_a_completion_under_way_when_the_round_closes_lands_before_the_closing(c
     assert closed > completed[1], "the round closed while a completion in it was under way, and it landed after"
     assert Assignment.objects.get(pk=codes_given[0]).completed_at is not None
     assert Round.objects.get(pk=coded[0]).status == Round.Status.CLOSED
+
+
+# --- time on task and notes: a share of the round's row, as a save takes (services.assignment_time_add, …note_save) --
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("what", ["time on task", "a note"])
+def test_a_time_report_or_note_under_way_holds_up_no_save_of_the_round(coded, what):
+    """The turn page reports time on task every few seconds: it read the round under an exclusive lock (FOR UPDATE,
+    through ``select_related``), as a note did, so every save into the round (a share of that row) waited for it to
+    commit. Both now share the round's row, as a save does: a closing still waits for them."""
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from annotation.models import Assignment
+
+    round_id, reviewer_id = coded[0], coded[1]
+    reported, saved = threading.Event(), threading.Event()
+
+    def report():
+        reviewer = get_user_model().objects.get(pk=reviewer_id)
+        item = Assignment.objects.select_related("round__study").get(round_id=round_id, coder=reviewer, position=1)
+        with transaction.atomic():
+            if what == "time on task":
+                services.assignment_time_add(assignment=item, by=reviewer, seconds=5)
+            else:
+                services.assignment_note_save(assignment=item, by=reviewer, comment="Cut off?", flags=["unsure"])
+            reported.set()
+            saved.wait(5)  # its locks held until the save below lands, or for five seconds
+        return time.monotonic()
+
+    def save():
+        assert reported.wait(30)
+        result = _save(coded, 2)()
+        saved.set()
+        return result
+
+    committed, result = together(report, save)
+    assert isinstance(result, tuple) and isinstance(committed, float), (result, committed)
+    assert result[1] < committed, f"the save waited for {what} to commit"
