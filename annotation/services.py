@@ -187,6 +187,8 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
             **{name: value for name, value in changed.items() if name not in own},
             **({"kind_settings": {**current.kind_settings, **own}} if own else {}))
         audit_record(by=by, action="study.settings", study=current, target=f"study:{current.slug}", changed=changed)
+        if {"check_threshold", "check_min_items"} & set(changed):  # what the check-item alerts are measured against
+            check_alerts_update(assignments=Assignment.objects.filter(round__study_id=study.pk))
     study.refresh_from_db()
     return sorted(changed)
 

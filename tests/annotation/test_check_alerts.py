@@ -258,3 +258,19 @@ def test_a_gold_value_imported_updates_the_alert(checked):
                                                typed=True)
     assert summary.judgments_created == 1
     assert checked.open_alerts() == checked.below(checked.n - 1)
+
+
+def test_the_studys_threshold_or_minimum_changed_updates_its_alerts(checked, admin_user):
+    """The admin's Settings: a threshold lowered below the agreement withdraws the alert, raised again raises one
+    with the new threshold; a minimum above the codings withdraws it. Before, an open alert kept stating the
+    threshold it was raised under until the reviewer completed another check item."""
+    study = checked.main.study
+    assert checked.complete(1).completed and checked.complete(2).completed
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+    services.study_settings_update(study=study, by=admin_user, check_threshold=0.5)
+    _withdrawn(checked)
+    services.study_settings_update(study=study, by=admin_user, check_threshold=0.995)
+    alert = ReviewerAlert.objects.get(resolved_at__isnull=True)
+    assert (alert.threshold, checked.open_alerts()) == (0.995, checked.below(checked.n - 1))
+    services.study_settings_update(study=study, by=admin_user, check_min_items=checked.n + 1)
+    assert checked.open_alerts() == []
