@@ -71,12 +71,15 @@ def care_demo_load(*, admin: User, reviewer: User, expert: User) -> CareDemoResu
 
 
 def _main_round_opened(*, study: Study, main: Round, coders: list[User], admin: User) -> None:
-    """Open the main round (the judge's labels go into it too) and give the human coders the turns a CARE study
-    codes: those of the first crisis session and after, in order (docs/care-data.md#the-codings-of-care-v1)."""
+    """Fix the main round's items, open it (the judge's labels go into it too) and give the human coders those
+    items: the turns a CARE study codes, those of the first crisis session and after, in order
+    (docs/care-data.md#the-codings-of-care-v1). The items are set while the round is a draft, as every round's are
+    (``round_items_set``): the round's item count, and what else reads its items, follows them."""
     first = (Session.objects.filter(conversation__study=study, kind__in=CHECKLIST_SESSION_KINDS)
              .order_by("index").values_list("index", flat=True).first())
     turns = list(Turn.objects.filter(conversation__study=study, session__index__gte=first or 1)
                  .order_by("conversation_id", "index"))
+    services.round_items_set(round=main, turns=turns, by=admin)
     services.round_open(round=main, by=admin)
     for coder in coders:
         services.assignments_ensure(round=main, coder=coder, turns=turns, by=admin)

@@ -213,8 +213,12 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
 
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
     if main.status == Round.Status.DRAFT:  # the first load only: afterwards the round is the admin's
-        services.round_open(round=main, by=admin)
+        # The round's items are what it assigns, a session keyed by its first turn (``lc8.assign.first_turns``),
+        # trajectory by trajectory; set while the round is a draft, as every round's are (``round_items_set``).
         sessions = list(Session.objects.filter(pk__in=session_ids.reshape(-1).tolist()))
+        first = lc8_assign.first_turns(sessions)
+        services.round_items_set(round=main, turns=[first[pk] for pk in session_ids.reshape(-1).tolist()], by=admin)
+        services.round_open(round=main, by=admin)
         for coder in (reviewer, expert):
             lc8_assign.session_assignments_create(round=main, coder=coder, sessions=sessions, seed=0, by=admin)
     labels = SessionLabel.objects.filter(study=study)

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Count
 
-from annotation.models import Assignment, Judgment, Round, Study
+from annotation.models import Assignment, Judgment, QueueProgress, Round, Study
 from benchmark.models import Conversation, ModelResponse, Turn
 
 pytestmark = pytest.mark.django_db
@@ -98,3 +98,32 @@ def test_load_demo_refuses_in_production_in_a_line_and_loads_nothing(settings):
     with pytest.raises(CommandError, match=r"not loaded in production; the demo runs on \./scripts/run"):
         call_command("load_demo", "--quiet")
     assert (Study.objects.count(), get_user_model().objects.filter(username__startswith="demo-").count()) == (0, 0)
+
+
+@pytest.mark.parametrize("slug", ["care-demo", "lc8-demo"])
+def test_a_kind_demo_main_round_holds_as_items_what_it_assigns_and_its_pages_count_them(client, as_token, slug):
+    """A kind's demo sets its main round's items as every round's are set (``round_items_set``, while a draft):
+    they are what its coders were given (CARE: the turns from the crisis on; LC8: each session, keyed by its first
+    turn), so the study page, the reports overview and the API count them, and the queue counters are untouched."""
+    call_command("load_demo", "--care", "--lc8", "--quiet")
+    main = Round.objects.get(study__slug=slug, kind="main")
+    items = list(main.items.order_by("position").values_list("position", "turn_id"))
+    assert [position for position, _ in items] == list(range(1, len(items) + 1))
+    item_turns = {turn for _, turn in items}
+    coders = set(Assignment.objects.filter(round=main).values_list("coder__username", flat=True))
+    assert sorted(coders) == ["demo-expert", "demo-reviewer"]
+    for username in coders:
+        given = list(Assignment.objects.filter(round=main, coder__username=username).values_list("turn_id", flat=True))
+        assert len(given) == len(item_turns) and set(given) == item_turns, username
+    queues = QueueProgress.objects.filter(round=main).values_list("total", "done")
+    assert sorted(queues) == [(len(items), 0)] * 2
+
+    admin = get_user_model().objects.get(username="demo-admin")
+    client.force_login(admin)
+    page = client.get(f"/studies/{slug}/").content.decode()
+    assert f"<td>main</td>\n      <td>Open</td>\n      <td>{len(items)}</td>" in page
+    overview = client.get(f"/studies/{slug}/reports/").content.decode()
+    assert f"<td>main</td><td>open</td><td>{len(items)}</td>" in overview
+    rounds = as_token(admin).get(f"/api/v1/studies/{slug}/rounds/").json()
+    main_out = next(r for r in rounds if r["name"] == "main")
+    assert main_out["n_items"] == len(items) and main_out["assigned"] == 2 * len(items)
