@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template, render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
 from django_redis import get_redis_connection
 
 from access.authed_request import AuthedRequest
@@ -344,7 +344,7 @@ def coding_parts(*, study: Study, editable: bool) -> tuple[str, str]:
 
 
 @_signed_in_or_401
-@require_GET
+@require_safe
 def coding_parts_script(request: AuthedRequest, round_id: int) -> HttpResponse:
     """``coding_parts`` of the round's study for a coder of the round (``?editable=1``: with the palette), as a
     script that puts them into the page's ``#coding-parts``. A script, not a fetch: the page names it right after
@@ -366,7 +366,7 @@ def coding_parts_script(request: AuthedRequest, round_id: int) -> HttpResponse:
 _UNDERLINE = {"solid": "solid", "dashed": "dashed", "dotted": "dotted", "double": "double"}
 
 
-@require_GET
+@require_safe
 def schema_spans_css(request: HttpRequest, slug: str) -> HttpResponse:
     """Highlight colours and underline styles of a schema's span subcategories, as a stylesheet (the CSP allows
     no inline styles, and colours are data)."""
@@ -387,7 +387,7 @@ def schema_spans_css(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> HttpResponseBase:
     """A study's judgments in the long format, for admins and researchers (the exports page links here)."""
     require_staff(request.user)
@@ -398,7 +398,7 @@ def judgments_file(request: AuthedRequest, slug: str, fmt: str) -> HttpResponseB
 
 
 @login_required
-@require_GET
+@require_safe
 def items_file(request: AuthedRequest, slug: str, fmt: str) -> StreamingHttpResponse:
     """A study's items as coded (time, completion, the coders' comments and flags), for admins and researchers."""
     require_staff(request.user)

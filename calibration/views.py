@@ -16,7 +16,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from access.authed_request import AuthedRequest
 from access.checks import require_study_admin
@@ -353,7 +353,7 @@ def workshop_note(request: AuthedRequest, round_id: int) -> HttpResponse:
 
 
 @admin_only
-@require_GET
+@require_safe
 def memo(request: AuthedRequest, round_id: int, fmt: str) -> HttpResponse:
     round_ = get_object_or_404(Round.objects.select_related("study"), pk=round_id)
     markdown = selectors.calibration_memo_markdown(round=round_)

@@ -77,17 +77,28 @@ def wanted_range(header: str | None, size: int) -> tuple[int, int] | None:
     return first, min(int(match[2]) if match[2] else size - 1, size - 1)
 
 
-def _slice(file: IO[bytes], first: int, length: int) -> Iterator[bytes]:
-    try:
-        file.seek(first)
-        while length > 0:
-            block = file.read(min(CHUNK, length))
-            if not block:
-                break
-            length -= len(block)
-            yield block
-    finally:
-        file.close()
+class _Slice:
+    """``length`` bytes of the file from ``first``, read as they are sent; the file is closed when they have been,
+    or when the response is closed before (a client gone, or a ``HEAD``, whose body is never read)."""
+
+    def __init__(self, file: IO[bytes], first: int, length: int) -> None:
+        self.file, self.first, self.length = file, first, length
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            self.file.seek(self.first)
+            length = self.length
+            while length > 0:
+                block = self.file.read(min(CHUNK, length))
+                if not block:
+                    break
+                length -= len(block)
+                yield block
+        finally:
+            self.file.close()
+
+    def close(self) -> None:  # StreamingHttpResponse.close() calls it
+        self.file.close()
 
 
 def resumable(request: HttpRequest, spooled: Spooled, *, content_type: str, filename: str,
@@ -112,7 +123,7 @@ def resumable(request: HttpRequest, spooled: Spooled, *, content_type: str, file
         span = None
     first, last = span if span else (0, size - 1)
     length = max(last - first + 1, 0)
-    response = StreamingHttpResponse(_slice(spooled.file, first, length), content_type=content_type,
+    response = StreamingHttpResponse(_Slice(spooled.file, first, length), content_type=content_type,
                                      status=206 if span else 200, headers=headers)
     response["Content-Length"] = str(length)
     if span:

@@ -19,7 +19,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from annotation.models import Study
 from common import provenance
@@ -142,7 +142,7 @@ def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def lc8_file(request: HttpRequest, slug: str, name: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     """A block of the page as CSV, or a chart as SVG or PNG: the run's blocks (cached, like every report figure)
     and the chosen trajectory's (read now, never cached)."""

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 from rest_framework import exceptions
 
 from access.authed_request import AuthedRequest
@@ -51,7 +51,7 @@ def exports_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def report_file(request: HttpRequest, slug: str) -> HttpResponse:
     study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study)
@@ -61,7 +61,7 @@ def report_file(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def index_table_file(request: HttpRequest, slug: str, table: str) -> StreamingHttpResponse:
     study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study)

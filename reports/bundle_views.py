@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import redirect
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from metrics import selectors as metrics_selectors
 from metrics.views import staff_study_or_404
@@ -15,7 +15,7 @@ from reports import bundle
 
 
 @login_required
-@require_GET
+@require_safe
 def run_bundle(request: HttpRequest, slug: str, run_id: int) -> HttpResponseBase:
     study = staff_study_or_404(request, slug)
     run = metrics_selectors.metric_run_latest_succeeded(study=study, run_id=run_id)

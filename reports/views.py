@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 from annotation.forms import error_text
 from annotation.models import Study
@@ -142,7 +142,7 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) -> HttpResponse | StreamingHttpResponse:
     study = _study(request, slug)
     report_page = _page(page, study)

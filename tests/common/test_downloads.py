@@ -9,13 +9,15 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.core.signals import request_finished
+from django.db import close_old_connections
 
 from access import roles
 from access.services import user_ensure
 from annotation import long_format
 from annotation.models import Judgment, Study
 from api import services as api_services
-from common.downloads import Unsatisfiable, wanted_range
+from common.downloads import Spooled, Unsatisfiable, resumable, wanted_range
 
 pytestmark = pytest.mark.django_db
 
@@ -88,6 +90,21 @@ def test_a_change_to_the_judgments_changes_the_etag(fetch, study):
     judgment = Judgment.objects.filter(score__isnull=False, round__study=study).first()
     Judgment.objects.filter(pk=judgment.pk).update(score=(judgment.score + 1) % 3)
     assert fetch()["ETag"] != before
+
+
+@pytest.mark.parametrize("asked", [{}, {"HTTP_RANGE": "bytes=2-4"}])
+def test_a_download_closed_unread_closes_its_file(rf, asked):
+    """A ``HEAD`` (whose body is never read) or a client gone before the first byte: closing the response closes
+    the spooled file then, not whenever it is collected."""
+    spooled = Spooled([b"0123456789"])
+    response = resumable(rf.head("/file.csv", **asked), spooled, content_type="text/csv", filename="file.csv")
+    assert response["Content-Length"] == ("3" if asked else "10") and not spooled.file.closed
+    request_finished.disconnect(close_old_connections)  # as the test client does: the test's connection stays
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+    assert spooled.file.closed
 
 
 def test_the_range_header_forms():

@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 import traceback
 import zipfile
@@ -100,6 +101,17 @@ def dashboard_url_names() -> set[str]:
     names = {entry.name for _, entry in _walk(report_urlconf.urlpatterns) if not entry.name.startswith("api-")}
     names |= {entry.name for namespace, entry in _walk(get_resolver().url_patterns)
               if not namespace and entry.name and entry.name.startswith("export")}
+    return names
+
+
+def download_url_names() -> set[str]:
+    """The URL names of the project's downloads: every pattern whose last part names a file (``….csv``,
+    ``….(?P<fmt>svg|png|csv)``, ``memo.<str:fmt>``, ``bundle.zip``), the API's copies among them."""
+    names = set()
+    for _namespace, entry in _walk(get_resolver().url_patterns):
+        last = str(entry.pattern).replace("\\.", ".").rstrip("$").rsplit("/", 1)[-1]
+        if entry.name and re.search(r"\.[a-z(<]", last):
+            names.add(entry.name)
     return names
 
 
