@@ -37,6 +37,10 @@ COLUMNS = {
     "change_mae_ci_trajectories": "Trajectories behind the change MAE interval",
     "direction_accuracy_ci_trajectories": "Trajectories behind the direction accuracy interval",
 }
+# The coders' table has twelve columns: the counts beside its intervals get short headers, so that it fits a
+# 1300 px window (its intervals sit under their values there: lc8/static/css/lc8/report.css).
+SHORT_COLUMNS = {f"{key}_ci_trajectories": "Traj. behind" for key in ("current_mae", "change_mae",
+                                                                       "direction_accuracy")}
 
 # The fixed terms of the LongCounsel-8 page's legend.
 TERMS = (
@@ -46,6 +50,7 @@ TERMS = (
     ("Change MAE", "of the change between adjacent sessions"),
     ("Direction accuracy", "share of the reference's large changes whose direction the coder got right"),
     ("[low–high]", "95 % percentile interval over resampled trajectories"),
+    ("Traj. behind", "the trajectories the interval before it rests on (those with a term of its figure)"),
 )
 
 # The rows of the section in a study bundle (docs/bundle.md#what-each-kind-gets): its files and its own columns.
@@ -134,5 +139,5 @@ def register() -> None:
     # Its own page alone: every attribute is session-level, read by its section only (the main report's core reads
     # none of them, so the six pages of the default kind would be empty by design).
     kind_pages.register_pages(LC8.slug, kind_pages.KindPages(tabs=(LC8_PAGE,), legend=SLUG))
-    labels.register_columns(COLUMNS)
+    labels.register_columns(COLUMNS, SHORT_COLUMNS)
     labels.register_terms(SLUG, TERMS)

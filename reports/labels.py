@@ -55,13 +55,26 @@ TERMS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def register_columns(names: Mapping[str, str]) -> None:
-    """The display names of a kind's report columns (its section's keys); a column another kind names already
-    keeps its name, and must be named alike (refused otherwise)."""
-    clashes = sorted(key for key, name in names.items() if COLUMNS.get(key, name) != name)
+# Report keys whose name is too long for the narrow column of a wide table -> the short header a page shows; the
+# column's name (``COLUMNS``) stays its accessible name and is said in its tooltip. A kind registers its own
+# (``register_columns``).
+SHORT_COLUMNS: dict[str, str] = {}
+
+
+def register_columns(names: Mapping[str, str], short: Mapping[str, str] | None = None) -> None:
+    """The display names of a kind's report columns (its section's keys), and the short headers of those too long
+    for a column (``SHORT_COLUMNS``); a column another kind names already keeps its name, and must be named alike
+    (refused otherwise)."""
+    short = short or {}
+    clashes = sorted({key for key, name in names.items() if COLUMNS.get(key, name) != name}
+                     | {key for key, name in short.items() if SHORT_COLUMNS.get(key, name) != name})
     if clashes:
         raise ValueError(f"columns named otherwise already: {', '.join(clashes)}")
+    unnamed = sorted(set(short) - set(names) - set(COLUMNS))
+    if unnamed:
+        raise ValueError(f"short headers of columns without a name: {', '.join(unnamed)}")
     COLUMNS.update(names)
+    SHORT_COLUMNS.update(short)
 
 
 def register_terms(kind: str, terms: tuple[tuple[str, str], ...]) -> None:
@@ -89,6 +102,7 @@ BANDS = ("Poor", "Slight", "Fair", "Moderate", "Substantial", "Almost perfect")
 class Header:
     label: str
     keys: tuple[str, ...]  # the report keys (CSV columns) the column shows: a value, or a value and its interval
+    full: str = ""  # the column's name when ``label`` is its short header (``SHORT_COLUMNS``)
 
     @property
     def key(self) -> str:
@@ -96,7 +110,8 @@ class Header:
 
     @property
     def title(self) -> str:
-        return ("Report key " if len(self.keys) == 1 else "Report keys ") + ", ".join(self.keys)
+        keys = ("Report key " if len(self.keys) == 1 else "Report keys ") + ", ".join(self.keys)
+        return f"{self.full} ({keys[0].lower()}{keys[1:]})" if self.full else keys
 
 
 @dataclass(frozen=True)
@@ -147,10 +162,11 @@ def shown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], marks: Ma
         plan.append((i, interval, band))
         used |= set(interval or ()) | ({band} if band is not None else set())
     plan = [entry for entry in plan if entry[0] not in used]
-    headers = [Header(column_label(columns[i], names),
-                      (columns[i], *(columns[j] for j in interval or ()), *((columns[band],) if band is not None
-                                                                            else ())))
-               for i, interval, band in plan]
+    headers = []
+    for i, interval, band in plan:
+        label, short = column_label(columns[i], names), SHORT_COLUMNS.get(columns[i])
+        keys = (columns[i], *(columns[j] for j in interval or ()), *((columns[band],) if band is not None else ()))
+        headers.append(Header(short, keys, full=label) if short else Header(label, keys))
     names = {**VALUE_NAMES, **(names or {})}
     shown = [[Cell(row[i], marks.get((r, i), ""), (row[interval[0]], row[interval[1]]) if interval else None,
                    (row[band] or "") if band is not None else None,

@@ -9,9 +9,12 @@ import time
 
 import pytest
 
+from access import roles
+from access.services import user_ensure
+from lc8.demo import lc8_demo_load
 from metrics import runs as metric_runs
 from metrics import services as metric_services
-from tests.browser import ARTIFACTS, login
+from tests.browser import ARTIFACTS, login, sign_in_as
 from tests.lc8.test_inputs import build_lc8_study
 
 
@@ -77,3 +80,50 @@ def test_the_lc8_page_renders_in_chromium(browser_page, live_server, lc8_study, 
     assert b"<svg" in svg and b"lc8-b" in svg
     assert not page.console_errors, page.console_errors
     assert not violations, violations
+
+
+@pytest.fixture
+def lc8_demo(db):
+    result = lc8_demo_load(admin=user_ensure(username="demo-admin", role=roles.ADMIN),
+                           reviewer=user_ensure(username="demo-reviewer", role=roles.REVIEWER),
+                           expert=user_ensure(username="demo-expert", role=roles.EXPERT))
+    run = metric_services.metric_run_request(study=result.study, by=None, bootstrap=20)
+    metric_runs.metric_run_execute(run_id=run.pk)
+    return result.study
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_coders_table_fits_a_1300_px_window_without_scrolling(browser_page, live_server, lc8_demo, admin_user):
+    """The coders' table of the LC8 demo (every column: three figures with their intervals and the trajectories
+    behind them, trend agreement and three counts) fits a 1300 px wide window: no scrolling sideways in its own
+    region, every column at least as wide as its longest word, and each short header names its column in full
+    (its ``title``)."""
+    page = browser_page
+    page.set_viewport_size({"width": 1300, "height": 900})
+    sign_in_as(page, live_server, admin_user)
+    page.goto(f"{live_server.url}/studies/{lc8_demo.slug}/reports/lc8/")
+    table = page.locator("#lc8-coders table")
+    assert table.locator("tbody tr").count() >= 2  # the two illustrative methods at least
+    fit = page.evaluate("""() => {
+        const region = document.querySelector("#lc8-coders .table-scroll");
+        const cells = [...region.querySelectorAll("th, td")];
+        // a cell whose words do not fit its width overflows it (a word is never broken)
+        const cut = cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.trim());
+        return {scroll: region.scrollWidth, client: region.clientWidth, page: document.documentElement.scrollWidth,
+                window: window.innerWidth, cut};
+    }""")
+    page.locator("#lc8-coders").screenshot(path=str(ARTIFACTS / "reports-lc8-coders-1300.png"))
+    assert fit["scroll"] <= fit["client"], fit
+    assert fit["page"] <= fit["window"], fit
+    assert not fit["cut"], fit
+    headers = table.locator("thead th")
+    assert headers.count() == 12  # coder, role, three figures each with its trajectories, trend, three counts
+    short = table.locator("thead th[aria-label]")
+    assert short.count() == 3
+    for i in range(short.count()):
+        header = short.nth(i)
+        assert header.inner_text() == "Traj. behind"
+        assert header.get_attribute("aria-label").startswith("Trajectories behind the ")
+        assert header.get_attribute("title").startswith(header.get_attribute("aria-label") + " (report key ")
+    assert not page.console_errors, page.console_errors

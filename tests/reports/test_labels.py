@@ -3,6 +3,8 @@ interval or band in one column, a study's codes with their names. Plain Python, 
 
 from __future__ import annotations
 
+import pytest
+
 from reports import charts, labels
 from reports.labels import Cell, Header
 
@@ -54,3 +56,23 @@ def test_the_legend_spells_out_the_schemas_clusters_on_the_main_pages_only():
     care = labels.legend("care", {"D": "Directiveness"}, {}, {"SI": "Suicidal thoughts"})
     assert main.values == [] and care.values == [("SI", "Suicidal thoughts")]
     assert care.codes == [] and {"AR", "PR", "LR", "ProdR", "UnprodR", "OmitR"} <= set(dict(care.terms))
+
+
+def test_a_short_header_keeps_the_columns_name_as_its_full_name_and_tooltip():
+    headers, _ = labels.shown_table(["coder", "change_mae", "change_mae_low", "change_mae_high",
+                                     "change_mae_ci_trajectories"], [["m", 1.0, 0.5, 1.5, 8]], {})
+    assert headers[2] == Header("Traj. behind", ("change_mae_ci_trajectories",),
+                                full="Trajectories behind the change MAE interval")  # registered by lc8
+    assert headers[2].title == ("Trajectories behind the change MAE interval "
+                                "(report key change_mae_ci_trajectories)")
+    assert headers[1] == Header("Change MAE", ("change_mae", "change_mae_low", "change_mae_high"))
+    assert headers[1].title == "Report keys change_mae, change_mae_low, change_mae_high"
+
+
+def test_a_short_header_of_an_unnamed_column_or_named_otherwise_is_refused_and_nothing_registered():
+    before = (dict(labels.COLUMNS), dict(labels.SHORT_COLUMNS))
+    with pytest.raises(ValueError, match="without a name: no_such_key"):
+        labels.register_columns({}, {"no_such_key": "No."})
+    with pytest.raises(ValueError, match="named otherwise already: change_mae_ci_trajectories"):
+        labels.register_columns({"a_new_key": "A new key"}, {"change_mae_ci_trajectories": "Other"})
+    assert before == (labels.COLUMNS, labels.SHORT_COLUMNS)
