@@ -18,7 +18,7 @@ from annotation import automated_coders, services
 from annotation.kinds import conversation_check
 from annotation.models import Round, SessionLabel, Study, StudyMember
 from benchmark import conversation_ingest
-from benchmark.models import Session
+from benchmark.models import Session, Turn
 from lc8 import assign as lc8_assign
 from lc8.kind import DEMO_STUDY
 from lc8.synthetic import (
@@ -213,11 +213,15 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
 
     main = services.round_ensure(study=study, kind=Round.Kind.MAIN, by=admin)
     if main.status == Round.Status.DRAFT:  # the first load only: afterwards the round is the admin's
-        # The round's items are what it assigns, a session keyed by its first turn (``lc8.assign.first_turns``),
-        # trajectory by trajectory; set while the round is a draft, as every round's are (``round_items_set``).
-        sessions = list(Session.objects.filter(pk__in=session_ids.reshape(-1).tolist()))
-        first = lc8_assign.first_turns(sessions)
-        services.round_items_set(round=main, turns=[first[pk] for pk in session_ids.reshape(-1).tolist()], by=admin)
+        # The round's items are the turns of the sessions it assigns, trajectory by trajectory, as the main round's
+        # assignment makes them for every kind (``calibration.services.main_round_assign``: the API's ``n_items``
+        # counts turns); set while the round is a draft, as every round's are (``round_items_set``).
+        order = session_ids.reshape(-1).tolist()
+        sessions = list(Session.objects.filter(pk__in=order))
+        turns_of: dict[int, list[Turn]] = {pk: [] for pk in order}
+        for turn in Turn.objects.filter(session_id__in=order).order_by("index"):
+            turns_of[turn.session_id].append(turn)
+        services.round_items_set(round=main, turns=[turn for pk in order for turn in turns_of[pk]], by=admin)
         services.round_open(round=main, by=admin)
         for coder in (reviewer, expert):
             lc8_assign.session_assignments_create(round=main, coder=coder, sessions=sessions, seed=0, by=admin)

@@ -102,21 +102,30 @@ def test_load_demo_refuses_in_production_in_a_line_and_loads_nothing(settings):
 
 @pytest.mark.parametrize("slug", ["care-demo", "lc8-demo"])
 def test_a_kind_demo_main_round_holds_as_items_what_it_assigns_and_its_pages_count_them(client, as_token, slug):
-    """A kind's demo sets its main round's items as every round's are set (``round_items_set``, while a draft):
-    they are what its coders were given (CARE: the turns from the crisis on; LC8: each session, keyed by its first
-    turn), so the study page, the reports overview and the API count them, and the queue counters are untouched."""
+    """A kind's demo sets its main round's items as every round's are set (``round_items_set``, while a draft), and
+    as the main round's assignment makes them: the turns its coders were given (CARE: the turns from the crisis on;
+    LC8: every turn of the sessions, each given as its session keyed by its first turn), so the study page, the
+    reports overview and the API count them, and the queue counters are untouched."""
     call_command("load_demo", "--care", "--lc8", "--quiet")
     main = Round.objects.get(study__slug=slug, kind="main")
     items = list(main.items.order_by("position").values_list("position", "turn_id"))
     assert [position for position, _ in items] == list(range(1, len(items) + 1))
     item_turns = {turn for _, turn in items}
+    assert len(item_turns) == len(items) > 0
     coders = set(Assignment.objects.filter(round=main).values_list("coder__username", flat=True))
     assert sorted(coders) == ["demo-expert", "demo-reviewer"]
+    session_rated = slug == "lc8-demo"
     for username in coders:
-        given = list(Assignment.objects.filter(round=main, coder__username=username).values_list("turn_id", flat=True))
-        assert len(given) == len(item_turns) and set(given) == item_turns, username
+        given = Assignment.objects.filter(round=main, coder__username=username)
+        if session_rated:  # a session each, keyed by its first turn: every turn of those sessions is an item
+            sessions = set(given.values_list("turn__session_id", flat=True))
+            assert given.count() == len(sessions)
+            assert set(Turn.objects.filter(session_id__in=sessions).values_list("pk", flat=True)) == item_turns
+        else:
+            assert sorted(given.values_list("turn_id", flat=True)) == sorted(item_turns), username
+    per_coder = Assignment.objects.filter(round=main, coder__username="demo-reviewer").count()
     queues = QueueProgress.objects.filter(round=main).values_list("total", "done")
-    assert sorted(queues) == [(len(items), 0)] * 2
+    assert sorted(queues) == [(per_coder, 0)] * 2
 
     admin = get_user_model().objects.get(username="demo-admin")
     client.force_login(admin)
@@ -126,4 +135,4 @@ def test_a_kind_demo_main_round_holds_as_items_what_it_assigns_and_its_pages_cou
     assert f"<td>main</td><td>open</td><td>{len(items)}</td>" in overview
     rounds = as_token(admin).get(f"/api/v1/studies/{slug}/rounds/").json()
     main_out = next(r for r in rounds if r["name"] == "main")
-    assert main_out["n_items"] == len(items) and main_out["assigned"] == 2 * len(items)
+    assert main_out["n_items"] == len(items) and main_out["assigned"] == 2 * per_coder
