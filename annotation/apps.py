@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        # Imported here: the services import the models, which are loaded only once the apps are.
+        from annotation.services import check_alerts_of_turns_sent_back
+        from benchmark.material_rules import on_turns_sent_back
+
+        # A response ingested into a completed check item's turn sends it back (the trigger of migration 0025): the
+        # reviewer's check-item alert no longer counts it, in the ingestion's transaction.
+        on_turns_sent_back(check_alerts_of_turns_sent_back)

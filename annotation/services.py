@@ -51,6 +51,7 @@ from annotation.models import (
 from audit.services import audit_record
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from common.locks import advisory_lock
+from common.lookups import any_of
 
 
 class ChangedMeanwhile(ValidationError):
@@ -1400,7 +1401,8 @@ def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
 
     Called, in their transaction, by every write that changes what the agreement rests on: a check item completed
     (``assignment_complete``) or taken out of the completed ones (a save that leaves it short, ``item_judgment_save``;
-    ``turns_short_requeue``; ``items_short_of_responses_reopened``: a round reopened, a member added back), a save
+    ``turns_short_requeue``; ``items_short_of_responses_reopened``: a round reopened, a member added back, an
+    archive imported; ``check_alerts_of_turns_sent_back``: a response ingested into its turn), a save
     of a completed check item's judgment (``item_judgment_save``), a gold value recorded (``gold_save``) or
     imported (``annotation.judgment_import``), and a purge of either (``judgments_purge``). An import's own codings
     change none: it neither completes a turn nor overwrites a judgment, and a completed turn has a judgment of every
@@ -1448,6 +1450,22 @@ def check_alerts_update(*, assignments: QuerySet[Assignment]) -> None:
     has just changed what their agreement rests on in bulk or for several reviewers at once (a gold value, an
     import's gold rows). One query when none has."""
     _check_alerts_update(_check_coders(assignments))
+
+
+def check_alerts_of_turns_sent_back(turn_ids: Sequence[int]) -> None:
+    """``check_alert_update`` for each reviewer with a check item on one of ``turn_ids`` that the trigger of
+    migration 0025 may have sent back (not completed, in an open main round, not locked by feedback, its coder a
+    member), after an ingestion whose new responses to those turns sent completed items back to their coders'
+    queues: their codings no longer count in those reviewers' agreement. The trigger counts what it sent back and
+    names none; called by every ingestion that sent any back, in its transaction
+    (``benchmark.material_rules.turns_sent_back``; registered by ``AnnotationConfig.ready``), never by one that sent
+    none back. One query finds the reviewers; one whose check item there was under way already is updated too, which
+    changes nothing of their alert."""
+    member = StudyMember.objects.filter(study_id=OuterRef("round__study_id"), user_id=OuterRef("coder_id"))
+    _check_alerts_update(Assignment.objects.filter(
+        any_of("turn_id", turn_ids), Exists(member), is_check_item=True, completed_at__isnull=True,
+        feedback_locked=False, round__kind=Round.Kind.MAIN, round__status=Round.Status.OPEN,
+    ).values_list("round__study_id", "coder_id").distinct())
 
 
 def _check_coders(assignments: QuerySet[Assignment]) -> list[tuple[int, int]]:

@@ -24,7 +24,15 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from audit.services import audit_record
-from benchmark.material_rules import Edit, MaterialConflict, StudyRef, claim, material_conflicts, turns_back_in_queues
+from benchmark.material_rules import (
+    Edit,
+    MaterialConflict,
+    StudyRef,
+    claim,
+    material_conflicts,
+    turns_back_in_queues,
+    turns_sent_back,
+)
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
 from common.errors import RowError, RowErrors, flatten_serializer_errors, jsonl_rows
@@ -261,7 +269,7 @@ def conversations_import(
     back_before = turns_back_in_queues() if changes.new_responses else None
     _conversation_changes_write(changes, summary)
     if back_before is not None:
-        summary.turns_back_in_queues = turns_back_in_queues() - back_before
+        summary.turns_back_in_queues = turns_sent_back(back_before, (r.turn_id for r in changes.new_responses))
     written = sessions_write(valid=valid, datasets=datasets)
     summary.sessions_created, summary.sessions_updated = written.created, written.updated
     claim(claims, study)

@@ -4,13 +4,14 @@ write without a study, only material no study owns or uses) and frozen text (not
 will code in an open round, changes). ``material_conflicts`` locks the conversations an ingestion would change and
 names every change it may not make; ``claim`` gives the unowned ones to the study that changed them. A response added
 to a turn that coders completed in an open round takes it out of their completed ones (a trigger: annotation
-migration 0023); ``turns_back_in_queues`` says how many, for the ingestion's answer.
+migration 0023); ``turns_back_in_queues`` says how many, for the ingestion's answer, and ``turns_sent_back`` tells
+the layers above of the turns (``on_turns_sent_back``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -215,3 +216,30 @@ def turns_back_in_queues() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT coalesce(nullif(current_setting(%s, true), ''), '0')::bigint", [_BACK_IN_QUEUES])
         return int(cursor.fetchone()[0])
+
+
+# What a layer above does, in the ingestion's transaction, when its new responses sent coders' completed turns back
+# to their queues: called with the ids of the turns the responses went to (``on_turns_sent_back``).
+TurnsSentBack = Callable[[Sequence[int]], None]
+_ON_TURNS_SENT_BACK: list[TurnsSentBack] = []
+
+
+def on_turns_sent_back(hook: TurnsSentBack) -> None:
+    """Have ``hook`` called by every ingestion whose new responses sent completed turns back (``turns_sent_back``),
+    once (a hook registered again is not called twice). Benchmark knows nothing of what a completion counts in:
+    annotation registers its check-item alerts' update from its app's ``ready``."""
+    if hook not in _ON_TURNS_SENT_BACK:
+        _ON_TURNS_SENT_BACK.append(hook)
+
+
+def turns_sent_back(before: int, turn_ids: Iterable[int]) -> int:
+    """How many coders' completed turns the responses an ingestion has just inserted (into the turns ``turn_ids``)
+    sent back to their queues: ``turns_back_in_queues`` now, less ``before`` (read before the insert). When any did,
+    each hook of ``on_turns_sent_back`` is called with those turns' ids, in the ingestion's transaction; when none
+    did (new material, a closed round), nothing more is read or called."""
+    back = turns_back_in_queues() - before
+    if back:
+        turns = sorted(set(turn_ids))
+        for hook in _ON_TURNS_SENT_BACK:
+            hook(turns)
+    return back

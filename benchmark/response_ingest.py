@@ -33,6 +33,7 @@ from benchmark.material_rules import (
     claim,
     material_conflicts,
     turns_back_in_queues,
+    turns_sent_back,
 )
 from benchmark.models import ModelResponse, Turn
 from benchmark.sessions import assistant_problem, history_slots
@@ -464,7 +465,7 @@ def responses_ingest(
     if new:  # a resend of what is stored asks nothing more
         back_before = turns_back_in_queues()
         _responses_insert(new)
-        summary.turns_back_in_queues = turns_back_in_queues() - back_before
+        summary.turns_back_in_queues = turns_sent_back(back_before, (turn_id for turn_id, _, _, _ in new))
     summary.created = len(new)
     if changed:
         now = timezone.now()

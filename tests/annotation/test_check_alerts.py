@@ -3,11 +3,12 @@
 Every write that changes those codings, or takes a check item out of the completed ones, updates the alert in its
 own transaction: a completion, the coding page's autosave of a completed check item (a score changed, or cleared,
 which takes the item out of the completed ones), ``requeue_short_turns``, a round reopened with a turn that got a
-response meanwhile, a gold value recorded or imported, and a purge. An alert whose agreement no longer falls below
-the threshold is withdrawn (resolved by nobody, audited), an open one that still does takes the new figures, and one
-is raised when the agreement falls below again. Before, only a completion of a check item updated it, and only by
-raising one: the study page kept an alert for an agreement that no longer held, or had none for one that did; and an
-item under way counted."""
+response meanwhile, a response ingested into a completed check item's turn (on every path that ingests one), a gold
+value recorded or imported, and a purge. An alert whose agreement no longer falls below the threshold is withdrawn
+(resolved by nobody, audited), an open one that still does takes the new figures, and one is raised when the
+agreement falls below again. Before, only a completion of a check item updated it, and only by raising one: the
+study page kept an alert for an agreement that no longer held, or had none for one that did; and an item under way
+counted."""
 
 from __future__ import annotations
 
@@ -15,13 +16,25 @@ from dataclasses import dataclass
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
 
 from annotation import selectors, services
 from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse, Turn
-from tests.annotation.test_response_added import CONVERSATIONS, NEW_SLOT, RESPONSES, _first_new_item, _turn_of
-from tests.factories import RoundFactory, conversations_without_responses, response_items
+from tests.annotation.test_response_added import (
+    CONVERSATIONS,
+    NEW_SLOT,
+    RESPONSES,
+    _first_new_item,
+    _records_with_new_response,
+    _turn_of,
+)
+from tests.factories import RoundFactory, conversations_without_responses, jsonl, response_items
 
 pytestmark = pytest.mark.django_db
 
@@ -274,3 +287,115 @@ def test_the_studys_threshold_or_minimum_changed_updates_its_alerts(checked, adm
     assert (alert.threshold, checked.open_alerts()) == (0.995, checked.below(checked.n - 1))
     services.study_settings_update(study=study, by=admin_user, check_min_items=checked.n + 1)
     assert checked.open_alerts() == []
+
+
+# --- a response ingested into a completed check item's turn (the trigger of migration 0025) -----------------------
+
+_INGESTIONS = ["responses: a JSON array", "responses: JSON Lines", "responses: a file", "conversations: a JSON array",
+               "conversations: a file", "the upload page"]
+
+
+def _ingest_new_response(path: str, ingester, client, admin_user) -> int:
+    """The first Qwen response (the second item's turn) ingested by ``path``; how many turns it sent back, as the
+    answer (or the upload page's message) says."""
+    items = [_first_new_item()]
+    records = jsonl(_records_with_new_response()).encode()
+    if path == "the upload page":
+        client.force_login(admin_user)
+        page = client.post(reverse("conversations-upload", args=["cab-demo"]),
+                           {"file": SimpleUploadedFile("c.jsonl", records)}, follow=True)
+        assert page.status_code == 200
+        return 1 if "1 completed turn(s) of coders went back to their queues" in page.content.decode() else 0
+    if path == "responses: a JSON array":
+        answer = ingester.post(RESPONSES, items, format="json")
+    elif path == "responses: JSON Lines":
+        answer = ingester.generic("POST", RESPONSES, jsonl(items).encode(), content_type="application/x-ndjson")
+    elif path == "responses: a file":
+        answer = ingester.post(RESPONSES + "upload/", {"file": SimpleUploadedFile("r.jsonl", jsonl(items).encode())},
+                               format="multipart")
+    elif path == "conversations: a JSON array":
+        answer = ingester.post(CONVERSATIONS, _records_with_new_response(), format="json")
+    else:
+        answer = ingester.post(CONVERSATIONS + "upload/", {"file": SimpleUploadedFile("c.jsonl", records)},
+                               format="multipart")
+    assert answer.status_code == 200, answer.content
+    return answer.json()["turns_back_in_queues"]
+
+
+@pytest.mark.parametrize("path", _INGESTIONS)
+def test_a_response_ingested_into_a_completed_check_item_withdraws_the_alert(checked, ingester, client, admin_user,
+                                                                             path):
+    """A new response to the second item's turn sends it back to the reviewer's queue (the trigger): its codings,
+    ``x`` among them, leave the agreement, whole again, and the alert is withdrawn in the ingestion's transaction.
+    Before, the alert kept counting them until the reviewer completed the item again."""
+    checked.complete(1)
+    checked.complete(2)
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+    assert _ingest_new_response(path, ingester, client, admin_user) == 1
+    assert Assignment.objects.get(pk=checked.items[1].pk).completed_at is None
+    _withdrawn(checked)
+    assert selectors.check_agreement(study=checked.main.study, user=checked.reviewer) == (1.0, _first_count(checked))
+
+
+def _first_item_disagreeing(checked: Checked) -> int:
+    """Move the gold of one of the first item's codings to another bucket; how many of its codings then agree."""
+    coding = next(j for j in Judgment.objects.filter(round=checked.main, coder=checked.reviewer,
+                                                     turn=checked.items[0].turn).select_related("attribute")
+                  if _other_bucket(j.attribute, j.score) is not None)
+    Judgment.objects.filter(is_gold=True, turn_id=coding.turn_id, response_id=coding.response_id,
+                            attribute_id=coding.attribute_id).update(score=_other_bucket(coding.attribute,
+                                                                                          coding.score))
+    return _first_count(checked) - 1
+
+
+def test_a_response_ingested_into_a_completed_check_item_updates_an_alert_that_still_holds(checked, ingester,
+                                                                                           client, admin_user):
+    """One coding of the first item out of gold's bucket too: with the second item sent back the agreement, that of
+    the first item alone, is still below the threshold, and the open alert takes its figures."""
+    agreeing = _first_item_disagreeing(checked)
+    checked.complete(1)
+    checked.complete(2)
+    alert = ReviewerAlert.objects.get()
+    assert checked.open_alerts() == checked.below(checked.n - 2)
+    assert _ingest_new_response("responses: a JSON array", ingester, client, admin_user) == 1
+    assert checked.open_alerts() == checked.below(agreeing, _first_count(checked))
+    assert ReviewerAlert.objects.get().pk == alert.pk and AuditEvent.objects.filter(action="check.alert").count() == 1
+
+
+def test_a_response_ingested_into_a_completed_check_item_raises_the_alert_its_codings_held_off(checked, ingester,
+                                                                                               client, admin_user):
+    """The second item's codings all in gold's bucket, one of the first item's not: over both items the agreement is
+    at the threshold, over the first alone below it. The second item sent back, the alert is raised."""
+    Judgment.objects.filter(is_gold=True, turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+                            attribute_id=checked.x.attribute_id).update(score=checked.x.score)
+    agreeing, first = _first_item_disagreeing(checked), _first_count(checked)
+    study = checked.main.study
+    study.check_threshold = (checked.n - 1) / checked.n
+    study.save(update_fields=["check_threshold"])
+    assert agreeing / first < study.check_threshold
+    checked.complete(1)  # alone below the threshold: an alert, which completing the second item withdraws
+    checked.complete(2)
+    assert checked.open_alerts() == []
+    raised = AuditEvent.objects.filter(action="check.alert").count()
+    assert _ingest_new_response("responses: a JSON array", ingester, client, admin_user) == 1
+    assert checked.open_alerts() == checked.below(agreeing, first)
+    assert AuditEvent.objects.filter(action="check.alert").count() == raised + 1
+
+
+@pytest.mark.parametrize("state", ["under way", "closed"])
+def test_an_ingestion_that_sends_no_check_item_back_asks_nothing_of_the_alerts(checked, ingester, state):
+    """The bulk ingestion's cost: when the trigger sent nothing back (the items under way, or the round closed),
+    the ingestion reads no check item and no alert; it reads the trigger's count before and after its insert, as
+    before."""
+    if state == "closed":
+        checked.complete(1)
+        checked.complete(2)
+        Round.objects.filter(pk=checked.main.pk).update(status="closed", closed_at=timezone.now())
+    alerts = list(ReviewerAlert.objects.values_list("pk", "agreement", "n_items", "resolved_at"))
+    with CaptureQueriesContext(connection) as queries:
+        answer = ingester.post(RESPONSES, [_first_new_item()], format="json")
+    assert (answer.status_code, answer.json()["created"], answer.json()["turns_back_in_queues"]) == (200, 1, 0)
+    asked = [q["sql"] for q in queries.captured_queries if "is_check_item" in q["sql"] or "revieweralert" in q["sql"]]
+    assert asked == []
+    assert sum("cab.turns_back_in_queues" in q["sql"] for q in queries.captured_queries) == 2
+    assert list(ReviewerAlert.objects.values_list("pk", "agreement", "n_items", "resolved_at")) == alerts
