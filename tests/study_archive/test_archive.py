@@ -520,3 +520,56 @@ def test_a_reused_conversation_with_a_response_the_archive_lacks_sends_its_compl
     assert f"warning: {was_completed} completed item" in out.getvalue()
     event = AuditEvent.objects.get(action="study.import", study_slug="copy")
     assert event.data["turns_back_in_queues"] == was_completed
+
+
+def _open_alert(study: Study, reviewer: User) -> tuple[float, int] | None:
+    alert = ReviewerAlert.objects.filter(study=study, reviewer=reviewer, resolved_at__isnull=True).first()
+    return None if alert is None else (round(alert.agreement, 9), alert.n_items)
+
+
+def test_a_check_item_the_import_sends_back_leaves_its_reviewers_alert(rich_study, tmp_path):
+    """A completed check item that the import sends back to its coder's queue (its reused turn holds a response the
+    archive lacks, as above) no longer counts in the reviewer's check-item agreement: the alert the archive carries,
+    raised by that item's coding out of gold's bucket, is updated by the import as ``check_alert_update`` decides
+    (``items_short_of_responses_reopened`` in the import's transaction), here withdrawn, never kept as archived."""
+    completed = Assignment.objects.filter(round__study=rich_study, round__kind=Round.Kind.MAIN,
+                                          round__status=Round.Status.OPEN, completed_at__isnull=False).first()
+    assert completed is not None
+    coder = completed.coder
+    # The item a check item, and the only one of its coder's: its codings against gold, one out of gold's bucket.
+    Assignment.objects.filter(round__study=rich_study, coder=coder).update(is_check_item=False)
+    Assignment.objects.filter(pk=completed.pk).update(is_check_item=True)
+    calibration = Round.objects.get(study=rich_study, kind=Round.Kind.CALIBRATION, number=1)
+    codings = list(Judgment.objects.filter(round=completed.round, coder=coder, turn=completed.turn, is_gold=False,
+                                           score__isnull=False).select_related("attribute").order_by("pk"))
+    off = next(j for j in codings if any(j.attribute.bucket[str(s)] != j.attribute.bucket[str(j.score)]
+                                         for s in j.attribute.scale))
+    for coding in codings:
+        score = coding.score if coding.pk != off.pk else next(
+            s for s in coding.attribute.scale if coding.attribute.bucket[str(s)] != coding.attribute.bucket[
+                str(coding.score)])
+        unit = {"turn_id": coding.turn_id, "response_id": coding.response_id, "attribute_id": coding.attribute_id}
+        if not Judgment.objects.filter(round__study=rich_study, is_gold=True, **unit).update(score=score):
+            Judgment.objects.create(round=calibration, coder=User.objects.get(username="demo-admin"), is_gold=True,
+                                    conversation_id=coding.conversation_id, score=score, **unit)
+    Study.objects.filter(pk=rich_study.pk).update(check_threshold=0.99, check_min_items=1)
+    annotation_services.check_alert_update(study=Study.objects.get(pk=rich_study.pk), user=coder)
+    archived = _open_alert(rich_study, coder)
+    assert archived == (round((len(codings) - 1) / len(codings), 9), len(codings))
+
+    def slot_added(record: dict, *, dry: bool) -> bool:
+        if not dry:
+            record["model_slots"] = [*record["model_slots"], "Extra"]
+        return True
+
+    lines, _ = edited(export("demo"), "study", slot_added)
+    ModelResponse.objects.create(turn_id=completed.turn_id, model_slot="Extra", model_version="v1", text="Breathe.")
+    call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=io.StringIO())
+    copy = Study.objects.get(slug="copy")
+    assert not Assignment.objects.filter(round__study=copy, coder=coder, is_check_item=True,
+                                         completed_at__isnull=False).exists()
+    assert ReviewerAlert.objects.filter(study=copy, reviewer=coder).exists()  # the archive's, imported
+    assert _open_alert(copy, coder) is None
+    assert AuditEvent.objects.filter(action="check.alert_withdraw", study_slug="copy",
+                                     target=f"user:{coder.username}").exists()
+    assert _open_alert(rich_study, coder) == archived  # the original study's stays: its item is still completed
