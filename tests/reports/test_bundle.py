@@ -27,6 +27,7 @@ from metrics.core import recompute as core_bundle
 from metrics.models import MetricRun
 from reports import bundle
 from tests import scenarios
+from tests.factories import StudyFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -385,6 +386,22 @@ def test_export_bundle_writes_the_runs_bundle(built, tmp_path):
         call_command("export_bundle", study.slug, str(out), "--run", "999999")
     with pytest.raises(CommandError, match="no study with slug 'nope'"):
         call_command("export_bundle", "nope", str(out))
+
+
+@pytest.mark.django_db
+def test_export_bundle_without_a_run_names_the_paths_that_start_one(tmp_path):
+    """It sent the user to ``metrics_report``, which prints a report and stores no run: following it, the command
+    refused again."""
+    study = StudyFactory(slug="no-runs")
+    call_command("metrics_report", "--study", study.slug, "--bootstrap", "10", stdout=io.StringIO(),
+                 stderr=io.StringIO())
+    assert not MetricRun.objects.filter(study=study).exists()
+    with pytest.raises(CommandError) as refused:
+        call_command("export_bundle", study.slug, str(tmp_path / "bundle.zip"))
+    assert str(refused.value) == (
+        "study no-runs has no succeeded metric run: start one on the study's reports overview "
+        "(/studies/no-runs/reports/), with cab run or POST /api/v1/studies/no-runs/metric-runs/ (metrics_report "
+        "stores none)")
 
 
 def test_the_schema_documents_the_bundle_download_with_its_ranges(client):

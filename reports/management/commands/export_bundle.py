@@ -28,9 +28,11 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {study!r}")
         chosen = selectors.metric_run_latest_succeeded(study=found, run_id=run)
         if chosen is None:
+            # metrics_report prints a report and stores no run: the paths that start one are these.
             raise CommandError(f"study {study} has no succeeded metric run"
-                               + (f" {run}" if run is not None else "") + ": run one first (metrics_report, or the "
-                               "reports overview)")
+                               + (f" {run}" if run is not None else "") + ": start one on the study's reports "
+                               f"overview (/studies/{study}/reports/), with cab run or POST /api/v1/studies/{study}/"
+                               "metric-runs/ (metrics_report stores none)")
         started = time.perf_counter()
         try:
             built = bundle.bundle_file(run=chosen)
