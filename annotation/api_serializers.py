@@ -17,6 +17,8 @@ from annotation.long_format import row_role
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
 from api.fields import JsonBooleanField, JsonIntegerField, JsonNumberField, TextField, TextRegexField
+from common.rounds import DESCRIPTION as ROUND_NAMES
+from common.rounds import round_parse
 
 
 class StudyOut(serializers.Serializer):
@@ -169,14 +171,21 @@ class AssignmentOut(serializers.Serializer):
 
 
 class JudgmentFilterIn(serializers.Serializer):
-    round = serializers.RegexField(r"^(calibration-[1-9][0-9]{0,8}|main)$", required=False,
-                                   help_text="calibration-N or main: one of the study's rounds (another is a 400)")
+    round = serializers.CharField(required=False, max_length=21, help_text=(
+        "calibration-N or main: one of the study's rounds, matched ignoring case (another is a 400)"))
     reviewer = serializers.CharField(required=False, max_length=150, help_text=_NAMED.format(
         "one of the study's coders (or whoever recorded its gold)") + _YOURSELF)
     model = serializers.CharField(required=False, max_length=50, help_text=_NAMED.format(
         "one of the study's model slots") + "; refused for reviewers and experts of a blinded study")
     attribute = serializers.CharField(required=False, max_length=20,
                                       help_text=_NAMED.format("an attribute code of the study's schema"))
+
+    def validate_round(self, value: str) -> str:
+        """A round's name in any case, as every name filter (``query_filter_named`` then matches it ignoring case:
+        ``Main`` is ``main``)."""
+        if round_parse(value.lower()) is None:
+            raise serializers.ValidationError(f"{value[:100]!r} is no round's name: {ROUND_NAMES}")
+        return value
 
 
 class SpanOut(serializers.Serializer):

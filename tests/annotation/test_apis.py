@@ -134,6 +134,17 @@ def test_name_filters_match_ignoring_case(researcher, reviewer, as_token, study,
     assert len(as_token(reviewer).get(JUDGMENTS, {"reviewer": "REVIEWER"}).json()["results"]) == 3
 
 
+def test_the_round_filter_matches_ignoring_case_as_the_other_names(researcher, as_token, coded):
+    """``round=Main`` was a 400 "does not match the required pattern", where every other name filter (and the
+    round's own refusal, "matched ignoring case") takes any case."""
+    api = as_token(researcher)
+    for exact, typed in (("main", "Main"), ("calibration-1", "CALIBRATION-1")):
+        expected = api.get(JUDGMENTS, {"round": exact}).json()["results"]
+        answer = api.get(JUDGMENTS, {"round": typed})
+        assert answer.status_code == 200, answer.json()
+        assert answer.json()["results"] == expected != []
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"model": "gpt-4o"}, "'gpt-4o' names none of this study's models (Claude, GPT, Gemini, Llama, Qwen; matched "
                           "ignoring case)"),
