@@ -5,6 +5,7 @@ and audit event. Each refusal names the field in the form's words and writes not
 from __future__ import annotations
 
 import html
+import io
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -15,6 +16,7 @@ from django.urls import reverse
 from annotation import services
 from annotation.api_serializers import StudyIn
 from annotation.forms import SCRIPT_NAMES, StudyForm, StudyScriptForm
+from annotation.kinds import kinds, setting_value
 from annotation.models import Schema, Study, StudyMember
 from audit.models import AuditEvent
 from tests import form_fuzz
@@ -227,6 +229,29 @@ def test_every_field_of_the_form_is_an_option_and_a_field_of_the_api():
     parser = Command().create_parser("manage.py", "create_study")
     dests = {action.dest for action in parser._actions}
     assert fields <= dests
+
+
+@pytest.mark.django_db
+def test_each_options_help_says_the_default_a_study_created_without_it_has():
+    """``--quality-scope`` said "Default: None." where a CARE study created without it has ``episode_sessions``."""
+    from annotation.management.commands.create_study import Command
+
+    parser = Command().create_parser("manage.py", "create_study")
+    helps = {action.dest: " ".join(action.help.split()) for action in parser._actions if action.help}
+    assert not [dest for dest, text in helps.items() if "Default: None" in text]
+    said = 0
+    for kind in kinds().values():
+        schema = Schema.objects.filter(definition__has_key=kind.slug).order_by("slug").first()
+        for setting in kind.settings:
+            if setting.name not in helps:
+                continue  # a coder setting: chosen on the settings page only
+            slug = f"defaults-{setting.name}".replace("_", "-")
+            call_command("create_study", "--slug", slug, "--schema", schema.slug, "--model-slot", "GPT",
+                         stdout=io.StringIO())
+            stored = setting_value(Study.objects.get(slug=slug), setting)
+            assert helps[setting.name].endswith(f"Default: {stored}."), helps[setting.name]
+            said += 1
+    assert said, "no kind setting is an option"
 
 
 # --- the API ------------------------------------------------------------------------------------------------------

@@ -24,13 +24,12 @@ HELP = {
 
 
 def _help(field: forms.Field, default: object) -> str:
-    """The field's help on the page, its choices and its default (a blank choice, a study kind's own setting left
-    to its default, is the default its help names)."""
+    """The field's help on the page, its choices and its default (none said when it has none)."""
     text = str(field.help_text or field.label or "").rstrip(".") + "."
     if isinstance(field, forms.ChoiceField):
         choices: list[tuple[str, str]] = list(getattr(field, "choices", []))
         text += f" One of {', '.join(value for value, _ in choices if value)}."
-    return text if default == "" else f"{text} Default: {default}."
+    return text if default in ("", None) else f"{text} Default: {default}."
 
 
 class Command(BaseCommand):
@@ -43,6 +42,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         page = StudyForm()
+        # A study kind's own setting has no initial value on the form (blank: the kind's default), so its default
+        # is the setting's.
+        defaults = {setting.name: setting.default for _, setting in page.kind_settings_offered()}
         for name, field in page.fields.items():
             flag = option(name)
             if name == "model_slots_text":
@@ -50,7 +52,7 @@ class Command(BaseCommand):
                                     help="required: a model slot under study; repeat for each, e.g. --model-slot "
                                          "GPT --model-slot Claude")
                 continue
-            help_text = HELP.get(name) or _help(field, page.get_initial_for_field(field, name))
+            help_text = HELP.get(name) or _help(field, defaults.get(name, page.get_initial_for_field(field, name)))
             if isinstance(field, forms.BooleanField):
                 parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None,
                                     help=help_text)
