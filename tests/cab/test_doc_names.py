@@ -14,7 +14,9 @@ left out) is read, and each kind of name this test can recognise reliably must s
   the researcher CLI, and every ``--option`` after either in the same span is one its parser accepts; so is an
   option after a Python script of ``perf/`` or ``scripts/`` (read from the script's ``add_argument`` calls);
 - a URL path (``/api/v1/studies/{slug}/rounds/``, ``GET /healthz``) whose first segment is one of the site's
-  resolves, or is the start of a route of the site (``/api/v1/``);
+  resolves, or is the start of a route of the site (``/api/v1/``); an API path given with its methods
+  (``GET, POST /api/v1/studies/{slug}/methods/``) is an operation of the OpenAPI schema for each method, and every
+  operation of the schema has its row in docs/api.md's *Endpoints* table;
 - an upper-case name with an underscore (a setting or environment variable: ``METRIC_RUN_SPLIT_CELLS``,
   ``DB_CONN_MAX_AGE=0``) is a Django setting or is named in a tracked file that is not documentation;
 - ``test_NAME`` is a test function under ``tests/``.
@@ -462,6 +464,87 @@ def url_problem(text: str) -> str | None:
     return f"no URL {path}"
 
 
+# --- API operations (the OpenAPI schema) ---------------------------------------------------------------------
+
+API_SPAN = re.compile(rf"^({METHODS}(?:, {METHODS})*) (/api/v1/[^\s?]*)(?:\?\S*)?$")
+
+
+@cache
+def api_operations() -> dict[tuple[str, ...], frozenset[str]]:
+    """Every path of the API's OpenAPI schema (``/api/schema/``) as its segments, a parameter as ``*``, with its
+    methods."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {tuple(re.sub(r"\{[^}]*\}", "*", part) for part in path.strip("/").split("/")):
+            frozenset(method.upper() for method in operations if method.upper() in METHODS)
+            for path, operations in schema["paths"].items()}
+
+
+def api_methods(path: str) -> frozenset[str] | None:
+    """The methods the schema has for a documented API path (a placeholder matches any segment or part of one:
+    ``judgments.{fmt}`` is ``judgments.csv``), or None when it has no such path."""
+    wanted = PLACEHOLDER.sub("*", path.replace("\\|", "|")).strip("/").split("/")
+    found = None
+    for segments, methods in api_operations().items():
+        if len(segments) == len(wanted) and all(fnmatch.fnmatch(w, r) or fnmatch.fnmatch(r, w)
+                                                for w, r in zip(wanted, segments, strict=True)):
+            found = (found or frozenset()) | methods
+    return found
+
+
+def operation_problem(text: str) -> str | None:
+    """Why an API path given with its methods is not an operation of the OpenAPI schema for each, or None."""
+    match = API_SPAN.match(text)
+    if not match:
+        return None
+    methods = [method.strip() for method in match.group(1).split(",")]
+    found = api_methods(match.group(2))
+    if found is None:
+        return None  # no such path: url_problem says so
+    missing = [method for method in methods if method not in found]
+    return f"the API schema has no {', '.join(missing)} {match.group(2)}" if missing else None
+
+
+def endpoint_table_operations() -> set[tuple[str, tuple[str, ...]]]:
+    """The (method, path segments) docs/api.md's *Endpoints* table names: each span of a row's first cell, where
+    ``…/result/`` after ``GET /api/v1/metric-runs/{id}/`` is that path's ``result/`` and `` / `.jsonl` `` the same
+    path in that format, with the methods of the span before."""
+    lines = (ROOT / "docs/api.md").read_text(encoding="utf-8").split("## Endpoints", 1)[1].split("\n###", 1)[0]
+    named = set()
+    for line in lines.splitlines():
+        if not line.startswith("| `"):
+            continue
+        cell = re.split(r"(?<!\\)\|", line)[1].replace("\\|", "|")
+        methods: list[str] = []
+        path = ""
+        for span in re.findall(r"`([^`]+)`", cell):
+            match = API_SPAN.match(span)
+            if match:
+                methods, path = [m.strip() for m in match.group(1).split(",")], match.group(2)
+            elif span.startswith("…/"):
+                path = path.rstrip("/") + span.removeprefix("…")
+            elif span.startswith("."):
+                path = path.rsplit(".", 1)[0] + span
+            named |= {(method, tuple(PLACEHOLDER.sub("*", path).strip("/").split("/"))) for method in methods}
+    return named
+
+
+def test_every_operation_of_the_api_schema_has_its_row_in_the_endpoints_table():
+    named = endpoint_table_operations()
+    assert len(named) > 20, "the Endpoints table of docs/api.md was not read"
+
+    def listed(method: str, segments: tuple[str, ...]) -> bool:
+        return any(m == method and len(s) == len(segments) and all(
+            fnmatch.fnmatch(a, b) or fnmatch.fnmatch(b, a) for a, b in zip(s, segments, strict=True))
+            for m, s in named)
+
+    missing = sorted(f"{method} /{'/'.join(segments)}/" for segments, methods in api_operations().items()
+                     for method in methods if not listed(method, segments))
+    assert not missing, "operations of the API schema docs/api.md's Endpoints table leaves out:\n" + "\n".join(
+        missing)
+
+
 # --- settings, variables, tests --------------------------------------------------------------------------------
 
 def upper_problem(text: str) -> str | None:
@@ -504,7 +587,8 @@ def problems_of(span: Span) -> list[str]:
     if span.fenced:
         found = command_problems(text)
     else:
-        checks = (dotted_problem, url_problem, upper_problem, named_test_problem, file_name_problem, alone_problem)
+        checks = (dotted_problem, url_problem, operation_problem, upper_problem, named_test_problem,
+                  file_name_problem, alone_problem)
         found = [problem for check in checks if (problem := check(text))]
         found += command_problems(text)
     if not URL.match(text) and not span.fenced:
@@ -585,6 +669,11 @@ def test_spans_are_read_as_markdown_reads_them():
     ("/studies/SLUG/reports/care/timeline/NAME/", None),
     ("/api/v1/", None),
     ("GET /api/v1/studies/{slug}/no-such/", "no URL /api/v1/studies/{slug}/no-such/"),
+    ("GET, POST /api/v1/studies/{slug}/methods/", None),
+    ("POST /api/v1/studies/SLUG/session-labels/", None),
+    ("GET /api/v1/studies/{slug}/exports/judgments.csv", None),
+    ("DELETE /api/v1/studies/{slug}/methods/", "the API schema has no DELETE /api/v1/studies/{slug}/methods/"),
+    ("GET, POST /api/v1/studies/{slug}/rounds/", "the API schema has no POST /api/v1/studies/{slug}/rounds/"),
     ("/proc/PID/stat", None),
     ("METRIC_RUN_SPLIT_CELLS", None),
     ("SECURE_HSTS_PRELOAD", None),
