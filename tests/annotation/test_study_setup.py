@@ -225,3 +225,14 @@ def test_an_archived_study_takes_no_new_member_and_says_so(client, study, admin_
     again = services.study_member_add(study=study, user=reviewer, role=StudyMember.Role.REVIEWER, by=admin_user)
     assert (again.role, again.alias) == (StudyMember.Role.REVIEWER, "R1")
     assert (list(StudyMember.objects.values_list("pk", "role", "alias")), AuditEvent.objects.count()) == before
+
+
+def test_the_upload_page_of_a_study_naming_no_model_slots_says_any_model_may_come(client, study):
+    """A study without model slots takes a response under any model's name (``rules``): the page says so, where it
+    said "the study's model slots ()"."""
+    page = client.get(reverse("conversations-upload", args=["pilot"])).content.decode()
+    assert "the study's model slots (GPT, Claude)" in page
+    Study.objects.filter(pk=study.pk).update(model_slots=[])
+    page = client.get(reverse("conversations-upload", args=["pilot"])).content.decode()
+    assert "model slots ()" not in page
+    assert "The study names no model slots: a response may come under any model's name." in page
