@@ -1411,19 +1411,22 @@ def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
     # row, FOR NO KEY UPDATE, which the share every save of theirs holds on it (FOR KEY SHARE) neither waits for nor
     # makes wait.
     StudyMember.objects.select_for_update(no_key=True).filter(study=study, user=user).values_list("pk").first()
+    # The threshold and minimum as committed now, not as the caller read the study (a request that loaded it before
+    # an admin changed them would otherwise measure against the old ones, and undo what the change's update did).
+    threshold, min_items = Study.objects.filter(pk=study.pk).values_list("check_threshold", "check_min_items").get()
     agreement, n = selectors.check_agreement(study=study, user=user)
     # The agreement an alert states; None when there is none to state (at or above the threshold, or too few codings).
-    below = None if agreement is None or n < study.check_min_items or agreement >= study.check_threshold else agreement
+    below = None if agreement is None or n < min_items or agreement >= threshold else agreement
     current = ReviewerAlert.objects.filter(study=study, reviewer=user, resolved_at__isnull=True).first()
     if current is None:
         if below is None:
             return None
         alert = ReviewerAlert.objects.create(study=study, reviewer=user, agreement=below,
-                                             threshold=study.check_threshold, n_items=n)
+                                             threshold=threshold, n_items=n)
         audit_record(by=None, action="check.alert", study=study, target=f"user:{user.get_username()}",
                      agreement=below, n=n)
         return alert
-    figures = {"agreement": below, "n_items": n, "threshold": study.check_threshold}
+    figures = {"agreement": below, "n_items": n, "threshold": threshold}
     if below is None:
         ReviewerAlert.objects.filter(pk=current.pk).update(resolved_at=timezone.now())
         audit_record(by=None, action="check.alert_withdraw", study=study, target=f"user:{user.get_username()}",

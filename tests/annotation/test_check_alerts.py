@@ -399,3 +399,26 @@ def test_an_ingestion_that_sends_no_check_item_back_asks_nothing_of_the_alerts(c
     assert asked == []
     assert sum("cab.turns_back_in_queues" in q["sql"] for q in queries.captured_queries) == 2
     assert list(ReviewerAlert.objects.values_list("pk", "agreement", "n_items", "resolved_at")) == alerts
+
+
+def test_a_completion_read_before_the_threshold_changed_is_measured_against_the_new_one(checked, admin_user):
+    """The reviewer's *Complete turn* read the item, its round and its study before an admin lowered the threshold
+    below their agreement: the completion measures it against the threshold as committed, and raises no alert.
+    Before, it took the threshold of the study as the request had read it, and raised an alert the new threshold
+    does not call for (or withdrew one the settings' update had raised)."""
+    assert checked.complete(1).completed
+    read_before = Assignment.objects.select_related("round__study").get(pk=checked.items[1].pk)
+    services.study_settings_update(study=checked.main.study, by=admin_user, check_threshold=0.5)
+    assert services.assignment_complete(assignment=read_before, by=checked.reviewer, confirm=True).completed
+    assert checked.open_alerts() == []
+    services.study_settings_update(study=checked.main.study, by=admin_user, check_threshold=0.99)
+    assert checked.open_alerts() == checked.below(checked.n - 1)
+    alert = ReviewerAlert.objects.get(resolved_at__isnull=True)
+    read_before = Assignment.objects.select_related("round__study").get(pk=checked.items[1].pk)
+    services.study_settings_update(study=checked.main.study, by=admin_user, check_threshold=0.995)
+    stale = Judgment.objects.select_related("attribute", "turn", "response").get(pk=checked.x.pk)
+    services.item_judgment_save(assignment=read_before, by=checked.reviewer, attribute=stale.attribute,
+                                turn=stale.turn, response=stale.response, score=stale.score,
+                                expected_version=stale.version)
+    alert.refresh_from_db()
+    assert (alert.resolved_at, alert.threshold) == (None, 0.995)
