@@ -174,7 +174,11 @@ def study_settings_update(*, study: Study, by: User, shown: dict[str, Any] | Non
     problems = kind_settings_problems(study.schema, given, coders=_coders_for(study, given, known))
     if problems:
         raise ValidationError(problems)
-    current = Study.objects.select_for_update().get(pk=study.pk)
+    # FOR NO KEY UPDATE: serialised with every other write that locks the study's row, while a row naming the study
+    # (a check-item alert, an audit event) is still written meanwhile. A reviewer's completion raising an alert
+    # under their member's lock waits for no study lock, so the update of their alert below (the member's lock)
+    # waits for it and never the other way round: FOR UPDATE, which the alert's foreign key waits for, deadlocked.
+    current = Study.objects.select_for_update(no_key=True).get(pk=study.pk)
     values = _settings_of(current, kind=kind_of(study))
     if shown is not None:
         settings = {name: value for name, value in settings.items() if name not in shown or value != shown[name]}

@@ -12,7 +12,10 @@ counted."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
+from unittest import mock
 
 import pytest
 from django.contrib.auth.models import User
@@ -23,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import selectors, services
-from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round
+from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round, Study
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse, Turn
 from tests.annotation.test_response_added import (
@@ -35,6 +38,9 @@ from tests.annotation.test_response_added import (
     _turn_of,
 )
 from tests.factories import RoundFactory, conversations_without_responses, jsonl, response_items
+from tests.annotation.test_response_added import CONVERSATIONS, NEW_SLOT, RESPONSES, _first_new_item, _turn_of
+from tests.factories import RoundFactory, conversations_without_responses, demo_records, response_items
+from tests.races import together
 
 pytestmark = pytest.mark.django_db
 
@@ -422,3 +428,36 @@ def test_a_completion_read_before_the_threshold_changed_is_measured_against_the_
                                 expected_version=stale.version)
     alert.refresh_from_db()
     assert (alert.resolved_at, alert.threshold) == (None, 0.995)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_threshold_changed_while_a_completion_raises_the_alert_fails_neither(checked, admin_user):
+    """An admin changes the threshold (Settings: the study's row, then each reviewer's alert under their lock) while
+    the reviewer's *Complete turn* of their second check item, under their lock, raises an alert (a row naming the
+    study). Both land, and the alert states the new threshold. Before, the settings held the study's row exclusively
+    (FOR UPDATE), which the new alert's foreign key waits for, while the settings waited for the reviewer's lock:
+    PostgreSQL failed one of the two with a deadlock (a 500)."""
+    assert checked.complete(1).completed
+    locked = threading.Event()
+    calls: list[int] = []
+    original = selectors.check_agreement
+
+    def read_slowly(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the completion's, under the reviewer's lock
+            locked.set()
+            time.sleep(1.5)  # the settings' update takes the study's row meanwhile, then waits for the reviewer
+        return original(**kwargs)
+
+    def change() -> list[str]:
+        assert locked.wait(10)
+        return services.study_settings_update(study=Study.objects.get(pk=checked.main.study_id), by=admin_user,
+                                              check_threshold=0.995)
+
+    with mock.patch.object(selectors, "check_agreement", read_slowly):
+        completed, changed = together(lambda: checked.complete(2), change)
+    assert not isinstance(completed, Exception), completed
+    assert not isinstance(changed, Exception), changed
+    assert completed.completed and changed == ["check_threshold"]
+    alert = ReviewerAlert.objects.get(resolved_at__isnull=True)
+    assert (alert.threshold, checked.open_alerts()) == (0.995, checked.below(checked.n - 1))
