@@ -481,8 +481,11 @@ def _study_locked(study_slug: str) -> Study | None:
     """The study, locked as the archiving locks it: a study archived meanwhile is refused, never written into after.
     None when the import is to create it: then the creation of its slug is locked (``services.study_slug_lock``), so
     the same file sent twice at once creates it once, the second finding the first's study and rows as a resend
-    after it does (its rows counted unchanged)."""
-    studies = Study.objects.select_related("schema").select_for_update(of=("self",)).filter(slug=study_slug)
+    after it does (its rows counted unchanged). FOR NO KEY UPDATE, as ``services.study_locked``: a row naming the
+    study (a reviewer's check-item alert raised meanwhile) is not held up, where the import then waits for that
+    reviewer's lock to update their alert."""
+    studies = Study.objects.select_related("schema").select_for_update(of=("self",), no_key=True).filter(
+        slug=study_slug)
     study = studies.first()
     if study is None:
         services.study_slug_lock(study_slug)

@@ -241,8 +241,13 @@ ARCHIVED_MEMBERS = "its members no longer change: nobody is added, taken off or 
 
 def study_locked(study: Study) -> bool:
     """Lock the study's row until this transaction ends, as archiving locks it; whether it is archived. Two writes
-    that check the study at once are serialised, and a study archived meanwhile is seen archived."""
-    status = Study.objects.select_for_update().filter(pk=study.pk).values_list("status", flat=True).first()
+    that check the study at once are serialised, and a study archived meanwhile is seen archived.
+
+    FOR NO KEY UPDATE, as an update of the study's values locks it: a row that names the study (a reviewer's
+    check-item alert, an audit event) is still written meanwhile. Under FOR UPDATE, which such a row's foreign key
+    waits for, a write holding it that then updated a reviewer's alert (a gold value, under the reviewer's lock)
+    deadlocked with their completion raising the alert under that lock."""
+    status = Study.objects.select_for_update(no_key=True).filter(pk=study.pk).values_list("status", flat=True).first()
     return status == Study.Status.ARCHIVED
 
 

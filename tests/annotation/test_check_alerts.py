@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation import selectors, services
-from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round, Study
+from annotation.models import Assignment, AttributeDefinition, Judgment, ReviewerAlert, Round, RoundItem, Study
 from audit.models import AuditEvent
 from benchmark.models import ModelResponse, Turn
 from tests.annotation.test_response_added import (
@@ -461,3 +461,86 @@ def test_a_threshold_changed_while_a_completion_raises_the_alert_fails_neither(c
     assert completed.completed and changed == ["check_threshold"]
     alert = ReviewerAlert.objects.get(resolved_at__isnull=True)
     assert (alert.threshold, checked.open_alerts()) == (0.995, checked.below(checked.n - 1))
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_gold_value_recorded_while_a_completion_raises_the_alert_fails_neither(checked, admin_user):
+    """The gold panel records a value of the first check item's turn (``calibration.services.gold_record``: the
+    study's row, then the gold, then each reviewer's alert under their lock) while the reviewer's *Complete turn* of
+    their second check item, under their lock, raises an alert. Both land, and the alert states the agreement with
+    the new gold. Before, the study's row was held exclusively (FOR UPDATE), which the new alert's foreign key waits
+    for, while the gold waited for the reviewer's lock: PostgreSQL failed one of the two with a deadlock (a 500)."""
+    from calibration import services as calibration_services
+
+    assert checked.complete(1).completed
+    first = Judgment.objects.filter(round=checked.main, coder=checked.reviewer, turn=checked.items[0].turn_id)
+    coding = next(j for j in first.select_related("attribute", "turn", "response").order_by("pk")
+                  if _other_bucket(j.attribute, j.score) is not None)
+    gold = Judgment.objects.select_related("round__study").get(
+        is_gold=True, turn_id=coding.turn_id, response_id=coding.response_id, attribute_id=coding.attribute_id)
+    RoundItem.objects.create(round=gold.round, turn=coding.turn, position=1)
+    locked = threading.Event()
+    calls: list[int] = []
+    original = selectors.check_agreement
+
+    def read_slowly(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the completion's, under the reviewer's lock
+            locked.set()
+            time.sleep(1.5)  # the gold takes the study's row meanwhile, then waits for the reviewer
+        return original(**kwargs)
+
+    def record() -> Judgment:
+        assert locked.wait(10)
+        return calibration_services.gold_record(
+            round=gold.round, by=admin_user, attribute=coding.attribute, turn=coding.turn, response=coding.response,
+            score=_other_bucket(coding.attribute, coding.score), reason="entered in error",
+            expected_version=gold.version)
+
+    with mock.patch.object(selectors, "check_agreement", read_slowly):
+        completed, recorded = together(lambda: checked.complete(2), record)
+    assert not isinstance(completed, Exception), completed
+    assert not isinstance(recorded, Exception), recorded
+    assert completed.completed
+    assert checked.open_alerts() == checked.below(checked.n - 2)
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_gold_value_imported_while_a_completion_raises_the_alert_fails_neither(checked):
+    """A judgments import of a gold row (the study's row, then the rows, then each reviewer's alert under their lock)
+    while the reviewer's *Complete turn* of their second check item, under their lock, raises an alert: both land.
+    Before, the import held the study's row exclusively (FOR UPDATE), which the new alert's foreign key waits for,
+    while it waited for the reviewer's lock: PostgreSQL failed one of the two with a deadlock."""
+    from annotation import judgment_import
+
+    assert checked.complete(1).completed
+    gold = Judgment.objects.select_related("round", "coder", "turn__conversation__dataset", "response", "attribute") \
+        .filter(is_gold=True, turn_id=checked.items[0].turn_id).order_by("pk").first()
+    services.judgments_purge(judgments=Judgment.objects.filter(pk=gold.pk), by=None, reason="entered in error")
+    row = {"study": checked.main.study.slug, "round": gold.round.name, "reviewer": gold.coder.username,
+           "is_gold": True, "role": "", "dataset": gold.turn.conversation.dataset.name,
+           "conversation_id": gold.turn.conversation.external_id, "turn_index": gold.turn.index,
+           "model": gold.response.model_slot if gold.response else "", "attribute": gold.attribute.code,
+           "score": gold.score, "instance_count": None, "spans": []}
+    locked = threading.Event()
+    calls: list[int] = []
+    original = selectors.check_agreement
+
+    def read_slowly(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:  # the completion's, under the reviewer's lock
+            locked.set()
+            time.sleep(1.5)  # the import takes the study's row meanwhile, then waits for the reviewer
+        return original(**kwargs)
+
+    def imported():
+        assert locked.wait(10)
+        return judgment_import.judgments_import(rows=[(1, row)], study_slug=checked.main.study.slug, by=None,
+                                                typed=True)
+
+    with mock.patch.object(selectors, "check_agreement", read_slowly):
+        completed, summary = together(lambda: checked.complete(2), imported)
+    assert not isinstance(completed, Exception), completed
+    assert not isinstance(summary, Exception), summary
+    assert completed.completed and summary.judgments_created == 1
+    assert checked.open_alerts() == checked.below(checked.n - 1)
