@@ -212,16 +212,18 @@ def accounts_create_from_csv(*, text: str, by: User) -> list[User]:
     return made
 
 
-def is_automated_coder(*, groups: Iterable[str]) -> bool:
+def is_automated_coder(*, user: User, groups: Iterable[str]) -> bool:
     """Whether an account holding these groups is an automated coder's, a study's method or reference coder
-    (annotation.automated_coders): made inactive, without a password or a role, so that it never signs in. Every
-    person's account has a role (the people page, the shell and an import give one), so no role says it here."""
-    return not set(groups) & set(roles.ROLES)
+    (annotation.automated_coders): made inactive, without a password or a role, so that it never signs in. A person's
+    account has a role (the people page, the shell and an import give one), but for a superuser that 0.2.0's
+    ``createsuperuser`` made (no role: an upgraded installation's first admin); an account that is a superuser's, or
+    active, is never a coder's."""
+    return not set(groups) & set(roles.ROLES) and not user.is_superuser and not user.is_active
 
 
 def _refuse_automated_coder(user: User, what: str) -> None:
     """The people page's changes that would let an automated coder's account sign in, refused with the reason."""
-    if is_automated_coder(groups=user.groups.values_list("name", flat=True)):
+    if is_automated_coder(user=user, groups=user.groups.values_list("name", flat=True)):
         raise ValidationError(f"{user.get_username()} is an automated coder's account (a study's method or reference "
                               f"coder), which never signs in: it is given no {what}")
 

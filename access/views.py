@@ -50,7 +50,7 @@ def people(request: AuthedRequest) -> HttpResponse:
     links = {pk: (request.build_absolute_uri(link.path), link.expires) for pk, link in
              password_links.password_links_pending(session=request.session, users=accounts).items()}
     return render(request, "access/people.html", {
-        "accounts": [(a, names, links.get(a.pk), services.is_automated_coder(groups=names))
+        "accounts": [(a, names, links.get(a.pk), services.is_automated_coder(user=a, groups=names))
                      for a, names in ((a, [g.name for g in a.groups.all()]) for a in accounts)],
         "form": forms.AccountForm(), "csv_form": forms.AccountsCsvForm(), "roles": user_roles(user=request.user),
         "csv_max_size": size_said(settings.ACCOUNTS_CSV_MAX_SIZE),

@@ -306,3 +306,21 @@ def test_an_automated_coders_account_is_never_made_able_to_sign_in_from_the_peop
     row = re.search(rf'<tr id="account-{judge.pk}">(.*?)</tr>', client.get(reverse("people")).content.decode(),
                     re.S).group(1)
     assert "<form" not in row and "automated coder" in row
+
+
+def test_a_superuser_without_a_role_is_a_persons_account_on_the_people_page(client, admin_user):
+    """A superuser that 0.2.0's ``createsuperuser`` made holds no role (an upgraded installation's first admin): the
+    people page lists it as a person's, whose role can be set (as ``superuser_problem`` asks: "make them an admin on
+    the people page first") and who can be given a set-password link. Before, every account without a role was
+    taken for an automated coder's: the page offered nothing for it and refused the role and the link."""
+    first = User.objects.create_superuser("first-admin", "first@example.org", "an old password")
+    assert first.groups.count() == 0
+    client.force_login(admin_user)
+    row = re.search(rf'<tr id="account-{first.pk}">(.*?)</tr>', client.get(reverse("people")).content.decode(),
+                    re.S).group(1)
+    assert "automated coder" not in row and "<form" in row
+    page = client.post(reverse("account-role", args=[first.pk]), {"role": "admin"}, follow=True).content.decode()
+    assert "automated coder" not in page
+    assert list(first.groups.values_list("name", flat=True)) == ["admin"]
+    client.post(reverse("account-password-link", args=[first.pk]), follow=True)
+    assert list(_links_shown(client)) == ["first-admin"]
