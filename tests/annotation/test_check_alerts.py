@@ -38,8 +38,6 @@ from tests.annotation.test_response_added import (
     _turn_of,
 )
 from tests.factories import RoundFactory, conversations_without_responses, jsonl, response_items
-from tests.annotation.test_response_added import CONVERSATIONS, NEW_SLOT, RESPONSES, _first_new_item, _turn_of
-from tests.factories import RoundFactory, conversations_without_responses, demo_records, response_items
 from tests.races import together
 
 pytestmark = pytest.mark.django_db
