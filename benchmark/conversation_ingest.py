@@ -34,6 +34,7 @@ from benchmark.material_rules import (
     turns_sent_back,
 )
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
+from benchmark.response_ingest import responses_insert
 from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
 from common.errors import RowError, RowErrors, flatten_serializer_errors, jsonl_rows
 from common.locks import advisory_lock
@@ -200,7 +201,9 @@ def _conversation_changes_write(changes: _ConversationChanges, summary: ImportSu
     for turn_data, turn in new_turns:
         new_responses += [ModelResponse(turn=turn, model_slot=r["model"], model_version=r["model_version"],
                                         text=r["text"]) for r in turn_data["responses"]]
-    ModelResponse.objects.bulk_create(new_responses, batch_size=2000)
+    # In one statement, as every ingestion writes them (``responses_insert`` says why: the order of the locks).
+    responses_insert([(response.turn.pk, response.model_slot, response.model_version, response.text.encode())
+                      for response in new_responses])
     summary.responses_created = len(new_responses)
     if changes.conversation_updates:
         Conversation.objects.bulk_update(changes.conversation_updates, ["kind", "topic", "complexity", "title"])

@@ -370,9 +370,18 @@ _POSTGRES_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 _COPY_WORK_MEM = "64MB"
 
 
-def _responses_insert(rows: list[tuple[int, str, str, Utf8]]) -> None:
+def responses_insert(rows: Sequence[tuple[int, str, str, Utf8]]) -> None:
     """New responses, (turn id, model slot, version, text as UTF-8) each: one COPY (no model instance, no statement
-    per batch: the insert is a small share of an ingest). Every check ran before."""
+    per batch: the insert is a small share of an ingest). Every check ran before. Every ingestion writes its new
+    responses here (``conversation_ingest`` too), for the order of its locks as much as for speed.
+
+    One statement, whatever the number: its trigger (annotation migrations 0023 and 0025) takes the completions lock
+    of each study that assigns one of the turns, then the completed items of those turns it sends back, then their
+    coders' queue counters (migration 0017, in key order), once. A save that sends its own item back
+    (``annotation.services.item_judgment_save``) locks the item, then the counters: the same order. Written in
+    several statements (2,000 responses each, as the conversations' ingestion did), a later statement's trigger
+    locked items while an earlier one's held their coders' counters, the reverse of the save's order: the two
+    waited for each other, and PostgreSQL failed one of them (a deadlock)."""
     if not rows:
         return
     # COPY's binary format: each text goes as its UTF-8 bytes with their length, nothing to escape or search for
@@ -464,7 +473,7 @@ def responses_ingest(
 
     if new:  # a resend of what is stored asks nothing more
         back_before = turns_back_in_queues()
-        _responses_insert(new)
+        responses_insert(new)
         summary.turns_back_in_queues = turns_sent_back(back_before, (turn_id for turn_id, _, _, _ in new))
     summary.created = len(new)
     if changed:

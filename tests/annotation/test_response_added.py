@@ -509,7 +509,7 @@ def test_a_response_ingested_into_an_unowned_conversation_while_the_study_is_loc
         services.study_member_remove(member=StudyMember.objects.get(user=other_reviewer), by=admin_user)
     inserted, study_locked = threading.Event(), threading.Event()
     ingestion = response_ingest if path == "responses" else conversation_ingest
-    original_insert = (response_ingest._responses_insert if path == "responses"
+    original_insert = (response_ingest.responses_insert if path == "responses"
                        else conversation_ingest._conversation_changes_write)
     original_study_locked = services.study_locked
 

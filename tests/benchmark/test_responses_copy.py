@@ -1,4 +1,4 @@
-"""The write of new model responses (benchmark/response_ingest.py ``_responses_insert``: COPY in binary format): every
+"""The write of new model responses (benchmark/response_ingest.py ``responses_insert``: COPY in binary format): every
 text is stored byte for byte as sent, whatever it holds and whichever way the body carried it; NUL never reaches
 the COPY; the body is hashed only for an Idempotency-Key, and replay works with and without one."""
 
@@ -120,7 +120,7 @@ def test_postgresql_refuses_a_nul_that_got_past_validation(turns_only):
     """Defence in depth: the binary COPY does not quietly store or cut a NUL (validation refuses it first)."""
     turn_id = Turn.objects.values_list("pk", flat=True).first()
     with pytest.raises(psycopg.DataError), transaction.atomic():
-        response_ingest._responses_insert([(turn_id, "GPT", "", b"before\x00after")])
+        response_ingest.responses_insert([(turn_id, "GPT", "", b"before\x00after")])
     assert ModelResponse.objects.count() == 0
 
 
@@ -139,7 +139,7 @@ def test_the_copy_keeps_its_new_rows_in_memory_and_the_transaction_keeps_its_wor
             CREATE TRIGGER test_copy_work_mem AFTER INSERT ON benchmark_modelresponse
                 FOR EACH STATEMENT EXECUTE FUNCTION test_copy_work_mem()""")
     turn_id = Turn.objects.values_list("pk", flat=True).first()
-    response_ingest._responses_insert([(turn_id, "GPT", "", b"A new response.")])
+    response_ingest.responses_insert([(turn_id, "GPT", "", b"A new response.")])
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('test.copy_work_mem'), current_setting('work_mem')")
         assert cursor.fetchone() == (response_ingest._COPY_WORK_MEM, session)

@@ -1,0 +1,211 @@
+"""The order in which an ingestion of new responses and a reviewer's writes take their locks (README, "Study
+isolation and frozen text"), provoked on two real connections with the interleaving forced, not hoped for.
+
+An ingestion locks the conversations it changes (``benchmark.material_rules.material_conflicts``), then its insert's
+trigger (annotation migrations 0023 and 0025) takes the completions lock of each study that assigns one of its
+turns, sends the completed items of those turns back (the assignments' rows) and so moves their coders' queue
+counters (migration 0017's triggers, in key order). A save that takes its completed item out of the completed ones
+(``annotation.services.item_judgment_save``) locks the item, then the counters. Each must take what the other
+takes in the same order, or both wait for each other and PostgreSQL breaks the deadlock by failing one: a lost
+save, or a lost ingestion that answers 503 (never a 500) having written nothing.
+
+The ingestion is held inside its transaction right after it inserted responses (a statement trigger of the test's,
+``PAUSE``, waits for a lock the test holds), while the other connection does its part; then it goes on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from django.db import connection
+
+from annotation import selectors, services
+from annotation.models import Assignment, ConversationProgress, Judgment, QueueProgress, Round
+from benchmark.demo import demo_records
+from benchmark.models import ModelResponse, Turn
+from tests.factories import (
+    RoundFactory,
+    conversations_without_responses,
+    response_items,
+)
+from tests.races import HeldLock, together
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+RESPONSES = "/api/v1/studies/cab-demo/responses/"
+CONVERSATIONS = "/api/v1/studies/cab-demo/conversations/"
+NEW_SLOT = "Qwen"
+PAUSE = (424242, 1)  # the advisory lock the test holds while the ingestion waits for it after an insert
+
+
+@pytest.fixture
+def paused() -> Iterator[HeldLock]:
+    """Every statement that inserts responses ends by waiting for ``PAUSE`` (a statement trigger after the study's
+    own: triggers of one event fire in name order) until the test lets it go (``release``); the first wait of a
+    transaction is the only one. Gone after the test."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            CREATE FUNCTION test_pause_after_insert() RETURNS trigger AS $$
+            BEGIN PERFORM pg_advisory_xact_lock_shared({PAUSE[0]}, {PAUSE[1]}); RETURN NULL; END
+            $$ LANGUAGE plpgsql;
+            CREATE TRIGGER zz_test_pause AFTER INSERT ON benchmark_modelresponse
+                FOR EACH STATEMENT EXECUTE FUNCTION test_pause_after_insert();""")
+    try:
+        with HeldLock("SELECT pg_advisory_xact_lock(%s, %s)", PAUSE) as held:
+            yield held
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER zz_test_pause ON benchmark_modelresponse; "
+                           "DROP FUNCTION test_pause_after_insert();")
+
+
+def _until(sql: str, params: tuple = (), timeout: float = 10.0) -> bool:
+    """Whether ``sql`` (a count) came to more than 0 within ``timeout`` seconds, asked on this thread's connection."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+# The locks waited for by the connections to this test's database (a server may serve other tests' too).
+_WAITING = ("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+            "WHERE a.datname = current_database() AND NOT l.granted")
+
+
+def ingestion_held() -> bool:
+    """The ingestion has inserted responses and waits at ``PAUSE``."""
+    return _until(f"{_WAITING} AND l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s", PAUSE)
+
+
+def someone_waits_for_a_row() -> bool:
+    """Another transaction waits for a lock that is no advisory lock (a row's, a transaction's)."""
+    return _until(f"{_WAITING} AND l.locktype <> 'advisory'")
+
+
+def _new_items() -> list[dict]:
+    """The demo's Qwen responses of its first two turns that have one, in the order of the demo's records (so that
+    both ingestions write them in that order)."""
+    order = {(r["conversation_id"], t["index"]): n for n, (r, t) in enumerate(
+        (record, turn) for record in demo_records() for turn in record["turns"])}
+    items = sorted((i for i in response_items() if i["model"] == NEW_SLOT),
+                   key=lambda i: order[(i["conversation_id"], i["turn_index"])])
+    return items[:2]
+
+
+def _turn_of(item: dict) -> Turn:
+    return Turn.objects.get(conversation__dataset__name=item["dataset"],
+                            conversation__external_id=item["conversation_id"], index=item["turn_index"])
+
+
+def _records_with(items: list[dict]) -> list[dict]:
+    """The demo conversations as stored, with ``items`` (Qwen responses) added to their turns."""
+    wanted = {(i["conversation_id"], i["turn_index"], i["model"]) for i in items}
+    records = demo_records()
+    for record in records:
+        for turn in record["turns"]:
+            turn["responses"] = [r for r in turn["responses"] if r["model"] != NEW_SLOT
+                                 or (record["conversation_id"], turn["index"], r["model"]) in wanted]
+    return records
+
+
+def _code(round_: Round, coder, position: int) -> None:
+    """Score every form of the coder's turn as the coding page would."""
+    view = selectors.turn_view(round_id=round_.pk, user=coder, position=position)
+    for form in view.all_forms():
+        response = None if form.response_handle is None else selectors.response_by_handle(
+            study=view.study, coder_id=coder.pk, turn=view.turn, handle=form.response_handle)
+        services.judgment_save(round=round_, by=coder, attribute=form.attribute, turn=view.turn, response=response,
+                               score=form.attribute.scale[0])
+
+
+def _complete(round_: Round, coder, position: int) -> services.TurnCheck:
+    assignment = Assignment.objects.get(round=round_, coder=coder, position=position)
+    return services.assignment_complete(assignment=assignment, by=coder, confirm=True)
+
+
+@pytest.fixture
+def material(ingester) -> None:
+    """cab-demo's conversations ingested through the study, with every response but the Qwen ones."""
+    assert ingester.post(CONVERSATIONS, conversations_without_responses(), format="json").status_code == 200
+    stored = [item for item in response_items() if item["model"] != NEW_SLOT]
+    assert ingester.post(RESPONSES, stored, format="json").status_code == 200
+
+
+@pytest.fixture
+def two_completed(material, study, reviewer, admin_user) -> Round:
+    """The study's main round, open: the reviewer coded and completed the two turns of ``_new_items``, in that
+    order. Returns the round."""
+    round_ = RoundFactory(study=study, kind="main", status="open")
+    services.assignments_ensure(round=round_, coder=reviewer, turns=[_turn_of(i) for i in _new_items()],
+                                by=admin_user)
+    for position in (1, 2):
+        _code(round_, reviewer, position)
+        assert _complete(round_, reviewer, position).completed
+    return round_
+
+
+def _counters_match_assignments() -> None:
+    """The queue counters are what the assignments count (migration 0017)."""
+    for round_id, coder_id, total, done in QueueProgress.objects.values_list("round", "coder", "total", "done"):
+        mine = Assignment.objects.filter(round_id=round_id, coder_id=coder_id)
+        assert (total, done) == (mine.count(), mine.filter(completed_at__isnull=False).count())
+    assert sum(ConversationProgress.objects.values_list("done", flat=True)) \
+        == Assignment.objects.filter(completed_at__isnull=False).count()
+
+
+def _ingest(ingester, path: str) -> Callable[[], object]:
+    if path == "responses":
+        return lambda: ingester.post(RESPONSES, _new_items(), format="json")
+    return lambda: ingester.post(CONVERSATIONS, _records_with(_new_items()), format="json")
+
+
+@pytest.mark.parametrize("path", ["responses", "conversations"])
+def test_a_save_that_sends_its_turn_back_while_an_ingestion_sends_others_back_deadlocks_neither(
+        two_completed, ingester, reviewer, paused, path, monkeypatch):
+    """The reviewer clears a score of their completed second turn (their autosave: the turn goes back to their queue,
+    their counters move) while an ingestion adds a response to both turns. The ingestion has written its first
+    responses (the first turn sent back, the reviewer's counters locked) and is held; the save locks its item and
+    then waits for the counters; the ingestion goes on. The conversations' ingestion wrote 2,000 new responses a
+    statement (one statement here, made of one response, as past 2,000): its second statement's trigger then locked
+    the reviewer's second item, which the save held, while it held the counters the save waited for, and PostgreSQL
+    failed one of them (the save, or the ingestion answering 503). Now every new response goes in one statement,
+    whose trigger locks the items before the counters, as the save does: the save waits for the ingestion, then
+    finds its item sent back already."""
+    original_bulk_create = ModelResponse.objects.bulk_create
+
+    def one_a_statement(objs, *args, **kwargs):
+        return original_bulk_create(objs, *args, **{**kwargs, "batch_size": 1})
+
+    monkeypatch.setattr(ModelResponse.objects, "bulk_create", one_a_statement)
+    second = Assignment.objects.get(round=two_completed, coder=reviewer, position=2)
+    cleared = Judgment.objects.filter(round=two_completed, coder=reviewer, turn=second.turn,
+                                      response__isnull=False).select_related("attribute", "response").first()
+
+    def save() -> services.ItemSave:
+        assert ingestion_held()
+        return services.item_judgment_save(assignment=Assignment.objects.get(pk=second.pk), by=reviewer,
+                                           attribute=cleared.attribute, turn=second.turn, response=cleared.response,
+                                           score=None)
+
+    def release() -> None:
+        assert ingestion_held()
+        someone_waits_for_a_row()  # the save, for the ingestion's rows
+        time.sleep(0.2)
+        paused.release.set()
+
+    answer, saved, _ = together(_ingest(ingester, path), save, release)
+    assert isinstance(saved, services.ItemSave), saved
+    assert not isinstance(answer, Exception), answer
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["turns_back_in_queues"] == 2
+    assert Judgment.objects.get(pk=cleared.pk).score is None
+    assert not Assignment.objects.filter(round=two_completed, completed_at__isnull=False).exists()
+    assert QueueProgress.objects.filter(round=two_completed, coder=reviewer).values_list("total", "done").get() \
+        == (2, 0)
+    _counters_match_assignments()
+
