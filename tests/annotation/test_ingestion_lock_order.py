@@ -14,18 +14,22 @@ The ingestion is held inside its transaction right after it inserted responses (
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from annotation import selectors, services
 from annotation.models import Assignment, ConversationProgress, Judgment, QueueProgress, Round
+from audit.models import AuditEvent
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
+from calibration import services as calibration_services
 from tests.factories import (
     RoundFactory,
+    RoundItemFactory,
     conversations_without_responses,
     response_items,
 )
@@ -209,3 +213,93 @@ def test_a_save_that_sends_its_turn_back_while_an_ingestion_sends_others_back_de
         == (2, 0)
     _counters_match_assignments()
 
+
+@pytest.mark.parametrize("path", ["responses", "conversations"])
+def test_an_ingestion_that_loses_a_deadlock_answers_503_and_writes_nothing(two_completed, admin_user, as_token,
+                                                                          study, reviewer, path):
+    """Another transaction holds the reviewer's first completed item when the ingestion's trigger wants it, then
+    wants the conversation the ingestion locked (as a save that holds its item does at its commit, when it made a
+    judgment of that conversation): PostgreSQL fails the ingestion, which waited first. The answer is the 503 of a
+    busy database (try again), never a 500, and nothing of the ingestion is written: no response, no item sent back,
+    no counter moved, no audit event."""
+    ingester = as_token(admin_user, scopes=["ingest"], study=study)
+    ingester.raise_request_exception = False  # what a client gets: the project's error handler answers
+    first = Assignment.objects.get(round=two_completed, coder=reviewer, position=1)
+    counters = list(QueueProgress.objects.values_list("round", "coder", "total", "done"))
+    held = threading.Event()
+
+    def hold_item_then_want_conversation() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM annotation_assignment WHERE id = %s FOR UPDATE", [first.pk])
+            held.set()
+            assert someone_waits_for_a_row()  # the ingestion's trigger, for the item
+            cursor.execute("SELECT 1 FROM benchmark_conversation WHERE id = %s FOR KEY SHARE",
+                           [first.turn.conversation_id])
+
+    def ingest():
+        assert held.wait(10)
+        return _ingest(ingester, path)()
+
+    answer, holder = together(ingest, hold_item_then_want_conversation)
+    assert holder is None, holder
+    assert answer.status_code == 503, answer.content
+    assert answer.json()["unavailable"] == "busy" and answer["Retry-After"]
+    assert not ModelResponse.objects.filter(model_slot=NEW_SLOT).exists()
+    assert Assignment.objects.filter(round=two_completed, completed_at__isnull=True).count() == 0
+    assert list(QueueProgress.objects.values_list("round", "coder", "total", "done")) == counters
+    assert not AuditEvent.objects.filter(action__in=["responses.ingest", "conversations.import"],
+                                         at__gte=first.completed_at).exists()
+
+
+@pytest.mark.parametrize("how", ["a calibration round opened", "a turn added to the queue"])
+def test_a_turn_assigned_and_coded_while_an_ingestion_adds_a_response_to_it_is_never_completed_short(
+        material, ingester, study, reviewer, admin_user, paused, how):
+    """A response is added to a turn no round assigns yet, so the ingestion's trigger finds nobody to send back and
+    takes no study's completions lock; while it is held before its commit, the admin gives the turn to the reviewer
+    (a calibration round of it opened, or the turn added to the reviewer's main-round queue, which already holds
+    another turn of its conversation), and the reviewer codes the turn and completes it. The completion never
+    misses the new response: the ingestion holds the conversation locked until it commits (``material_conflicts``),
+    and a judgment points to its conversation (its foreign key shares the row when it commits), as does the first
+    assignment of a coder in a conversation (its queue counter's row); so the round's opening waits for the
+    ingestion and the reviewer then codes the new response too, or the assignment lands and the reviewer's first
+    judgment waits, and the completion that follows wants the new response coded."""
+    item = next(i for i in response_items() if i["model"] == NEW_SLOT and _turn_of(i).conversation.turns.count() > 1)
+    turn = _turn_of(item)
+    if how == "a calibration round opened":
+        round_ = RoundFactory(study=study, kind="calibration", status="draft")
+        RoundItemFactory(round=round_, turn=turn, position=1)
+        position = 1
+    else:
+        round_ = RoundFactory(study=study, kind="main", status="open")
+        services.assignments_ensure(round=round_, coder=reviewer, by=admin_user,
+                                    turns=[turn.conversation.turns.exclude(pk=turn.pk).first()])
+        position = 2
+
+    def assign_code_and_complete() -> services.TurnCheck:
+        assert ingestion_held()
+        if how == "a calibration round opened":
+            calibration_services.round_open(round=Round.objects.get(pk=round_.pk), by=admin_user)
+        else:
+            services.assignments_ensure(round=round_, coder=reviewer, turns=[turn], by=admin_user)
+        _code(round_, reviewer, position)
+        return _complete(round_, reviewer, position)
+
+    def release() -> None:
+        assert ingestion_held()
+        someone_waits_for_a_row()  # the opening or the reviewer's judgment, for the conversation
+        time.sleep(0.2)
+        paused.release.set()
+
+    answer, check, _ = together(lambda: ingester.post(RESPONSES, [item], format="json"), assign_code_and_complete,
+                                release)
+    assert not isinstance(answer, Exception) and answer.status_code == 200, answer
+    assert answer.json()["turns_back_in_queues"] == 0  # nobody had the turn when the response came
+    assert isinstance(check, services.TurnCheck), check
+    new = ModelResponse.objects.get(turn=turn, model_slot=NEW_SLOT)
+    coded = Judgment.objects.filter(round=round_, coder=reviewer, response=new).exists()
+    assert check.completed is coded, check  # completed only with the new response coded
+    assert check.completed is (how == "a calibration round opened")  # the opening waited: the reviewer saw it
+    completed = Assignment.objects.get(round=round_, coder=reviewer, turn=turn).completed_at is not None
+    assert completed is coded
+    assert services.turns_short_find().short == []
+    _counters_match_assignments()
