@@ -322,10 +322,12 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
 
 
 # The advisory lock class of a study's completions (the two-key form, whose keys never meet common.locks' one-key
-# locks): whatever completes an item or may find one short (a completion, a round reopened, a member added back)
-# holds its study's shared, and the trigger that sends a turn back to its coders when a response is added to it
-# (annotation migrations 0023 and 0025, which name this number) takes it exclusive, for every study whose rounds
-# assign the turn, until its transaction commits.
+# locks): whatever completes an item or may find one short (a completion, a round reopened, a member added back,
+# ``turns_short_requeue``) holds its study's shared, and the trigger that sends a turn back to its coders when a
+# response is added to it (annotation migrations 0023 and 0025, which name this number) takes it exclusive, for
+# every study whose rounds assign the turn, until its transaction commits. Before any item's row: the trigger locks
+# the items it sends back after it, then their queue counters (migration 0017), as a save locks its item, then the
+# counters.
 COMPLETIONS_LOCK = -1039018984
 
 
@@ -1302,6 +1304,12 @@ def turns_short_requeue(*, found: Sequence[ShortTurn], by: User | None) -> list[
     if not ids:
         return []
     rounds = sorted({turn.round_id for turn in found})
+    # The completions lock of each study first, in study order, as the trigger of migration 0025 takes them: an
+    # ingestion's trigger sends completed items back too, locking them in the order its statement finds them, this
+    # in id order; each could hold an item the other wanted next (a deadlock). Now one waits for the other before
+    # any item, and this reads the codes with the responses the other added.
+    for study_id in sorted(set(Round.objects.filter(pk__in=rounds).values_list("study_id", flat=True))):
+        completions_locked(study_id)
     with connection.cursor() as cursor:  # a share of each round's row, as a save takes: no close runs meanwhile
         cursor.execute("SELECT id FROM annotation_round WHERE id = ANY(%s) ORDER BY id FOR SHARE", [rounds])
     list(Assignment.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from unittest import mock
 
 import pytest
 from django.db import connection, transaction
@@ -64,31 +65,34 @@ def paused() -> Iterator[HeldLock]:
                            "DROP FUNCTION test_pause_after_insert();")
 
 
-def _until(sql: str, params: tuple = (), timeout: float = 10.0) -> bool:
-    """Whether ``sql`` (a count) came to more than 0 within ``timeout`` seconds, asked on this thread's connection."""
+def _until(sql: str, params: tuple = (), timeout: float = 60.0) -> list:
+    """The rows of ``sql`` once it gives any, asked every 50 ms on this thread's connection; none after ``timeout``
+    seconds (a loaded machine runs the other thread slowly)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            if cursor.fetchone()[0]:
-                return True
+            rows = cursor.fetchall()
+        if rows:
+            return rows
         time.sleep(0.05)
-    return False
+    return []
 
 
-# The locks waited for by the connections to this test's database (a server may serve other tests' too).
-_WAITING = ("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-            "WHERE a.datname = current_database() AND NOT l.granted")
+def ingestion_held() -> int | None:
+    """The connection of the ingestion once it has inserted responses and waits at ``PAUSE``."""
+    found = _until("SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+                   "WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted "
+                   "AND l.classid = %s AND l.objid = %s", PAUSE)  # another test's database has its own
+    return found[0][0] if found else None
 
 
-def ingestion_held() -> bool:
-    """The ingestion has inserted responses and waits at ``PAUSE``."""
-    return _until(f"{_WAITING} AND l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s", PAUSE)
-
-
-def someone_waits_for_a_row() -> bool:
-    """Another transaction waits for a lock that is no advisory lock (a row's, a transaction's)."""
-    return _until(f"{_WAITING} AND l.locktype <> 'advisory'")
+def waits_for(pid: int | None) -> set[str]:
+    """What another connection waits for that connection ``pid`` holds (a row's lock, a transaction's, an advisory
+    lock: pg_locks' ``locktype``), once one does."""
+    return {locktype for (locktype,) in _until(
+        "SELECT DISTINCT l.locktype FROM pg_locks l WHERE NOT l.granted AND %s = ANY(pg_blocking_pids(l.pid))",
+        (pid,))}
 
 
 def _new_items() -> list[dict]:
@@ -191,14 +195,13 @@ def test_a_save_that_sends_its_turn_back_while_an_ingestion_sends_others_back_de
                                       response__isnull=False).select_related("attribute", "response").first()
 
     def save() -> services.ItemSave:
-        assert ingestion_held()
+        assert ingestion_held() is not None
         return services.item_judgment_save(assignment=Assignment.objects.get(pk=second.pk), by=reviewer,
                                            attribute=cleared.attribute, turn=second.turn, response=cleared.response,
                                            score=None)
 
     def release() -> None:
-        assert ingestion_held()
-        someone_waits_for_a_row()  # the save, for the ingestion's rows
+        waits_for(ingestion_held())  # the save, for the ingestion's rows
         time.sleep(0.2)
         paused.release.set()
 
@@ -232,17 +235,17 @@ def test_an_ingestion_that_loses_a_deadlock_answers_503_and_writes_nothing(two_c
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT 1 FROM annotation_assignment WHERE id = %s FOR UPDATE", [first.pk])
             held.set()
-            assert someone_waits_for_a_row()  # the ingestion's trigger, for the item
+            assert waits_for(connection.connection.info.backend_pid)  # the ingestion's trigger, for the item
             cursor.execute("SELECT 1 FROM benchmark_conversation WHERE id = %s FOR KEY SHARE",
                            [first.turn.conversation_id])
 
     def ingest():
-        assert held.wait(10)
+        assert held.wait(60)
         return _ingest(ingester, path)()
 
     answer, holder = together(ingest, hold_item_then_want_conversation)
-    assert holder is None, holder
     assert answer.status_code == 503, answer.content
+    assert holder is None, holder
     assert answer.json()["unavailable"] == "busy" and answer["Retry-After"]
     assert not ModelResponse.objects.filter(model_slot=NEW_SLOT).exists()
     assert Assignment.objects.filter(round=two_completed, completed_at__isnull=True).count() == 0
@@ -276,7 +279,7 @@ def test_a_turn_assigned_and_coded_while_an_ingestion_adds_a_response_to_it_is_n
         position = 2
 
     def assign_code_and_complete() -> services.TurnCheck:
-        assert ingestion_held()
+        assert ingestion_held() is not None
         if how == "a calibration round opened":
             calibration_services.round_open(round=Round.objects.get(pk=round_.pk), by=admin_user)
         else:
@@ -285,8 +288,7 @@ def test_a_turn_assigned_and_coded_while_an_ingestion_adds_a_response_to_it_is_n
         return _complete(round_, reviewer, position)
 
     def release() -> None:
-        assert ingestion_held()
-        someone_waits_for_a_row()  # the opening or the reviewer's judgment, for the conversation
+        waits_for(ingestion_held())  # the opening or the reviewer's judgment, for the conversation
         time.sleep(0.2)
         paused.release.set()
 
@@ -302,4 +304,46 @@ def test_a_turn_assigned_and_coded_while_an_ingestion_adds_a_response_to_it_is_n
     completed = Assignment.objects.get(round=round_, coder=reviewer, turn=turn).completed_at is not None
     assert completed is coded
     assert services.turns_short_find().short == []
+    _counters_match_assignments()
+
+
+def test_a_requeue_of_short_turns_and_an_ingestion_into_them_wait_for_each_other_before_any_item(
+        two_completed, ingester, reviewer):
+    """``requeue_short_turns --fix`` (``turns_short_requeue``) sends completed items back, locking them in id order;
+    an ingestion's trigger sends completed items back too, locking them in the order its statement finds them. Two
+    such, each holding an item the other wants next, deadlock, and PostgreSQL fails one. An ingestion into the
+    turns the requeue holds must therefore wait before it locks any item: at the study's completions lock, which the
+    requeue now takes first (shared, as everything that may find an item short does); before, it waited for the
+    requeue's items (a row's lock), one of them perhaps already its own."""
+    for position in (1, 2):  # both turns short, still completed: 0.2.0's save kept them so
+        assignment = Assignment.objects.get(round=two_completed, coder=reviewer, position=position)
+        judgment = Judgment.objects.filter(round=two_completed, coder=reviewer, turn=assignment.turn,
+                                           response__isnull=False).first()
+        services.judgment_save(round=two_completed, by=reviewer, attribute=judgment.attribute, turn=assignment.turn,
+                               response=judgment.response, score=None)
+    found = services.turns_short_find().short
+    assert len(found) == 2
+    holding, waited_for = threading.Event(), []
+    original_short = services._short
+
+    def short_then_wait_for_the_ingestion(*args, **kwargs):
+        read = original_short(*args, **kwargs)
+        holding.set()  # every lock of the requeue's taken, the items among them
+        waited_for.extend(waits_for(connection.connection.info.backend_pid))  # the ingestion, for this
+        return read
+
+    def requeue() -> list[services.ShortTurn]:
+        with mock.patch.object(services, "_short", short_then_wait_for_the_ingestion):
+            return services.turns_short_requeue(found=found, by=None)
+
+    def ingest():
+        assert holding.wait(60)
+        return _ingest(ingester, "responses")()
+
+    requeued, answer = together(requeue, ingest)
+    assert isinstance(requeued, list) and len(requeued) == 2, requeued
+    assert not isinstance(answer, Exception) and answer.status_code == 200, answer
+    assert waited_for == ["advisory"], waited_for  # the study's completions lock, no item's
+    assert answer.json()["turns_back_in_queues"] == 0  # the requeue sent both back before
+    assert not Assignment.objects.filter(round=two_completed, completed_at__isnull=False).exists()
     _counters_match_assignments()
