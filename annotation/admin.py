@@ -560,9 +560,9 @@ class WorkshopNoteAdmin(AnnotationAdmin):
 
 @admin.register(models.ReviewerAlert)
 class ReviewerAlertAdmin(AnnotationAdmin):
-    list_display = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "resolved_at")
-    list_filter = ("study", "resolved_at")
-    readonly_fields = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at")
+    list_display = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "resolved_at", "withdrawn")
+    list_filter = ("study", "resolved_at", "withdrawn")
+    readonly_fields = ("study", "reviewer", "agreement", "threshold", "n_items", "created_at", "withdrawn")
 
     # An alert is raised by the check items and resolved on the study's page (annotation.services.alert_resolve,
     # which audits it): an add form here saved a row without its figures (a 500), a change one an unaudited

@@ -602,6 +602,11 @@ class ReviewerAlert(models.Model):
     n_items = models.PositiveIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    # Resolved by the check items themselves (the agreement no longer below the threshold: ``check_alert_update``),
+    # not by an admin, whose resolution holds while the reviewer's figures are the ones resolved.
+    withdrawn = models.BooleanField(default=False, db_default=False,
+                                    help_text="Resolved because the agreement was no longer below the threshold, "
+                                              "not by an admin.")
 
     class Meta:
         ordering = ["-created_at"]

@@ -1412,7 +1412,8 @@ def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
     """Keep the reviewer's check-item alert in line with their agreement as it is now (``selectors.check_agreement``:
     their codings of the check items they completed, against gold). Below the study's threshold on at least
     ``check_min_items`` codings: an alert is raised for the admin when none is open (audited ``check.alert``; the
-    alert is returned), and an open one takes the new figures. Otherwise an open alert no longer holds: it is
+    alert is returned) unless an admin resolved the latest at these very figures (``_resolved_by_admin``), and an
+    open one takes the new figures. Otherwise an open alert no longer holds: it is
     withdrawn (resolved by nobody, audited ``check.alert_withdraw`` with the figures that withdrew it), so the study
     page never shows an agreement that is no longer the reviewer's. Returns None unless it raised an alert.
 
@@ -1436,7 +1437,7 @@ def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
     below = None if agreement is None or n < min_items or agreement >= threshold else agreement
     current = ReviewerAlert.objects.filter(study=study, reviewer=user, resolved_at__isnull=True).first()
     if current is None:
-        if below is None:
+        if below is None or _resolved_by_admin(study=study, user=user, figures=(below, n, threshold)):
             return None
         alert = ReviewerAlert.objects.create(study=study, reviewer=user, agreement=below,
                                              threshold=threshold, n_items=n)
@@ -1445,12 +1446,22 @@ def check_alert_update(*, study: Study, user: User) -> ReviewerAlert | None:
         return alert
     figures = {"agreement": below, "n_items": n, "threshold": threshold}
     if below is None:
-        ReviewerAlert.objects.filter(pk=current.pk).update(resolved_at=timezone.now())
+        ReviewerAlert.objects.filter(pk=current.pk).update(resolved_at=timezone.now(), withdrawn=True)
         audit_record(by=None, action="check.alert_withdraw", study=study, target=f"user:{user.get_username()}",
                      agreement=agreement, n=n)
     elif figures != {name: getattr(current, name) for name in figures}:
         ReviewerAlert.objects.filter(pk=current.pk).update(**figures)
     return None
+
+
+def _resolved_by_admin(*, study: Study, user: User, figures: tuple[float, int, float]) -> bool:
+    """Whether the reviewer's latest alert was resolved by an admin (``alert_resolve``, not withdrawn) at these very
+    figures (agreement, codings, threshold): the admin has seen them, and a write that leaves them as they were (a
+    span changed on a completed check item, a gold value saved again) raises no alert again. Figures that differ
+    (another check item completed, a score changed) raise one. One query, only when an alert would be raised."""
+    latest = (ReviewerAlert.objects.filter(study=study, reviewer=user).order_by("-created_at", "-pk")
+              .values_list("resolved_at", "withdrawn", "agreement", "n_items", "threshold").first())
+    return latest is not None and latest[0] is not None and not latest[1] and tuple(latest[2:]) == figures
 
 
 def _check_alerts_update(coders: Iterable[tuple[int, int]]) -> None:

@@ -161,9 +161,32 @@ def test_a_changed_score_of_a_completed_check_item_withdraws_the_alert_or_raises
                                 attribute_id=checked.x.attribute_id).score
     checked.save(checked.x, gold)
     _withdrawn(checked)
+    assert ReviewerAlert.objects.get().withdrawn  # not an admin's resolution: the same figures raise it again
     checked.save(checked.x, checked.x.score)
     assert checked.open_alerts() == checked.below(checked.n - 1)
     assert AuditEvent.objects.filter(action="check.alert").count() == 2
+
+
+def test_an_alert_an_admin_resolved_stays_resolved_while_the_figures_are_those_resolved(checked, admin_user):
+    """An admin resolved the reviewer's alert: a save that leaves the figures as they were (a score saved again, as
+    an autosave of a span does) raises none again; figures that differ (another coding out of gold's bucket) raise a
+    new one. Before, every save of a completed check item raised the resolved alert again at once."""
+    checked.complete(1)
+    checked.complete(2)
+    alert = ReviewerAlert.objects.get()
+    services.alert_resolve(alert=alert, by=admin_user)
+    resolved = ReviewerAlert.objects.get()
+    assert (resolved.resolved_at is not None, resolved.withdrawn) == (True, False)
+    same = _second_item_coding_but_x(checked)
+    checked.save(same, same.score)
+    assert checked.open_alerts() == [] and ReviewerAlert.objects.count() == 1
+    assert AuditEvent.objects.filter(action="check.alert").count() == 1
+    other = next(j for j in Judgment.objects.filter(round=checked.main, coder=checked.reviewer,
+                                                    turn=checked.items[0].turn).select_related("attribute")
+                 if _other_bucket(j.attribute, j.score) is not None)
+    checked.save(other, _other_bucket(other.attribute, other.score))
+    assert checked.open_alerts() == checked.below(checked.n - 2)
+    assert ReviewerAlert.objects.count() == 2 and AuditEvent.objects.filter(action="check.alert").count() == 2
 
 
 def test_an_open_alert_takes_the_figures_of_a_changed_score(checked):
