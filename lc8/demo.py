@@ -220,7 +220,7 @@ def lc8_demo_load(*, admin: User, reviewer: User, expert: User) -> Lc8DemoResult
         sessions = list(Session.objects.filter(pk__in=order))
         turns_of: dict[int, list[Turn]] = {pk: [] for pk in order}
         for turn in Turn.objects.filter(session_id__in=order).order_by("index"):
-            turns_of[turn.session_id].append(turn)
+            turns_of[int(turn.session_id or 0)].append(turn)  # each of those sessions
         services.round_items_set(round=main, turns=[turn for pk in order for turn in turns_of[pk]], by=admin)
         services.round_open(round=main, by=admin)
         for coder in (reviewer, expert):
