@@ -277,11 +277,12 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         raise ValidationError({"role": f"must be reviewer or expert, got {str(role)[:50]!r}: a method or a reference "
                                        "coder is registered with `manage.py register_coder` or the API "
                                        "(/api/v1/studies/SLUG/methods/, …/references/), never as a person's account"})
-    if FormerStudyMember.objects.filter(study=study, user=user).exists():
-        # Someone added back, whose items may go back to their queue: the completions lock before the study's row,
-        # as an ingestion takes them (its trigger holds the lock until it commits, and its foreign keys to the
-        # study, a conversation it claims, share the study's row then): the other order deadlocked with it.
-        completions_locked(study.pk)
+    # Whoever is added may turn out to be someone added back, whose items may go back to their queue (a removal
+    # that commits before the study's row is locked makes them one): the completions lock before the study's row,
+    # as an ingestion takes them (its trigger holds the lock until it commits, and its foreign keys to the study, a
+    # conversation it claims, share the study's row then): the other order deadlocked with it. Taken whatever the
+    # person is: it waits only for an ingestion into the study's completed turns, never for another holder.
+    completions_locked(study.pk)
     # One addition to a study at a time: two reviewers added at once would otherwise get the same alias.
     archived = study_locked(study)
     member = StudyMember.objects.filter(study=study, user=user).first()
@@ -307,7 +308,6 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
                                         retained=was.retained if was else None)
     if former is not None:
         former.delete()
-        completions_locked(study.pk)
         items_short_of_responses_reopened(study=study, assignments=Assignment.objects.filter(coder=user))
     if role == StudyMember.Role.REVIEWER and not member.alias:
         # The next number after the aliases in use or once used (a count would repeat one after a removal, and

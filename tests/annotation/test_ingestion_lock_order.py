@@ -20,10 +20,19 @@ from collections.abc import Callable, Iterator
 from unittest import mock
 
 import pytest
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from annotation import selectors, services
-from annotation.models import Assignment, ConversationProgress, Judgment, QueueProgress, Round
+from annotation.models import (
+    Assignment,
+    ConversationProgress,
+    FormerStudyMember,
+    Judgment,
+    QueueProgress,
+    Round,
+    Study,
+    StudyMember,
+)
 from audit.models import AuditEvent
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
@@ -347,3 +356,53 @@ def test_a_requeue_of_short_turns_and_an_ingestion_into_them_wait_for_each_other
     assert answer.json()["turns_back_in_queues"] == 0  # the requeue sent both back before
     assert not Assignment.objects.filter(round=two_completed, completed_at__isnull=False).exists()
     _counters_match_assignments()
+
+
+def test_someone_added_while_they_are_taken_off_takes_the_completions_lock_before_the_studys_row(
+        study, other_reviewer, admin_user):
+    """An addition of someone who is a member when it starts (a demo loaded again) and taken off before it locks
+    the study's row (the removal holds the row, then commits) finds them a former member, whose items may go back
+    to their queue: it holds the completions lock then. It must have taken it before the study's row, as an
+    ingestion does (its trigger holds the lock, then its foreign keys share the study's row); before, it looked for
+    a former member before any lock, found none and took the completions lock after the study's row, and waited for
+    an ingestion holding it while holding the row the ingestion would want."""
+    member = StudyMember.objects.get(study=study, user=other_reviewer)
+    original_study_locked = services.study_locked
+    removed = threading.Event()
+
+    def taken_off_first(locked_study):
+        if not removed.is_set():  # the addition's lock of the study's row: the removal commits just before it
+            removed.set()
+            [gone] = together(lambda: services.study_member_remove(member=member, by=admin_user))
+            assert gone is None, gone
+        return original_study_locked(locked_study)
+
+    def add() -> StudyMember:
+        with mock.patch.object(services, "study_locked", taken_off_first):
+            return services.study_member_add(study=Study.objects.get(pk=study.pk), user=other_reviewer,
+                                             role="reviewer", by=admin_user)
+
+    def row_free_while_it_waits() -> bool:
+        """Whether the study's row is free once the addition waits for the completions lock."""
+        assert _until("SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = "
+                      "current_database() AND l.locktype = 'advisory' AND NOT l.granted AND l.objid = %s",
+                      (study.pk,))
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM annotation_study WHERE id = %s FOR NO KEY UPDATE NOWAIT", [study.pk])
+            return True
+        except OperationalError:  # lock not available: the addition holds it
+            return False
+
+    with HeldLock("SELECT pg_advisory_xact_lock(%s, %s)", (services.COMPLETIONS_LOCK, study.pk)) as ingestion:
+        def let_go() -> bool:
+            try:
+                return row_free_while_it_waits()
+            finally:
+                ingestion.release.set()
+
+        added, row_free = together(add, let_go)
+    assert removed.is_set()
+    assert row_free is True, row_free
+    assert isinstance(added, StudyMember), added
+    assert not FormerStudyMember.objects.filter(study=study, user=other_reviewer).exists()
