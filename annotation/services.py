@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -343,7 +343,8 @@ def completions_locked(study_id: int) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [COMPLETIONS_LOCK, study_id % 2147483647])
 
 
-def items_short_of_responses_reopened(*, study: Study, assignments: QuerySet[Assignment]) -> int:
+def items_short_of_responses_reopened(*, study: Study, assignments: QuerySet[Assignment],
+                                      excluding: Collection[int] = ()) -> int:
     """Take out of the completed ones, in one statement, the items of ``assignments`` in the study's open rounds
     whose turn holds a response (of a model slot the study codes) that their coder has no judgment of in the item's
     round, when the study's schema codes responses: a response added when the trigger of migration 0023 left the
@@ -352,13 +353,17 @@ def items_short_of_responses_reopened(*, study: Study, assignments: QuerySet[Ass
     meanwhile, read by what the coder coded rather than by timestamps (a response reused by an archive's import, or
     written under another server's clock, would otherwise look new). Items locked by feedback and items of someone
     no longer a member are left alone, as the trigger leaves them. The queue counters follow through the triggers of
-    migration 0017. The caller holds ``completions_locked``. Returns how many went back."""
+    migration 0017. The caller holds ``completions_locked``. ``excluding``: ids of responses not counted (an
+    archive's import, which tells the items short of its own responses from those short of responses it lacks).
+    Returns how many went back."""
     if not AttributeDefinition.objects.filter(schema_id=study.schema_id, unit=AttributeDefinition.Unit.RESPONSE
                                               ).exists():
         return 0
     responses = ModelResponse.objects.filter(turn_id=OuterRef("turn_id"))
     if study.model_slots:
         responses = responses.filter(model_slot__in=study.model_slots)
+    if excluding:
+        responses = responses.exclude(any_of("pk", sorted(excluding)))
     coded = Judgment.objects.filter(round_id=OuterRef(OuterRef("round_id")), coder_id=OuterRef(OuterRef("coder_id")),
                                     is_gold=False, response_id=OuterRef("pk"))
     member = StudyMember.objects.filter(study=study, user_id=OuterRef("coder_id"))

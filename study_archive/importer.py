@@ -83,6 +83,7 @@ from study_archive.records import (
     columns,
     dumps,
     items_back_imported,
+    items_short_imported,
     read_records,
     schema_record,
     unplaceable_imported,
@@ -130,12 +131,17 @@ def study_import(*, lines: Iterable[str], warn: Callable[[str], None], as_slug: 
             importer.run(read_records(importer.checksum.through(lines)))
         study = importer.study
         unplaceable = sorted(importer.unplaceable, key=lambda found: found.line)
-        # A reused conversation may hold more responses here than the archive (added by another study's ingestion
-        # into a shared conversation): a completed item whose turn now holds a response of the study's slots its
-        # coder never coded goes back to their queue, as on every other path that adds a response to a completed
-        # turn (migration 0023's rule, read by what was coded).
+        # A completed item whose turn holds a response of the study's slots its coder never coded goes back to
+        # their queue, as on every other path that adds a response to a completed turn (migration 0023's rule, read
+        # by what was coded): short in the archive itself (made under 0.2.0, which left such items completed), or
+        # its conversation reused and holding more responses here than the archive (added by another study's
+        # ingestion into a shared conversation). Those of the archive's own responses first, each said as it is.
         completions_locked(study.pk)
-        back = items_short_of_responses_reopened(study=study, assignments=Assignment.objects.filter(round__study=study))
+        items = Assignment.objects.filter(round__study=study)
+        short = items_short_of_responses_reopened(study=study, assignments=items,
+                                                  excluding=importer.responses_not_archived)
+        added = items_short_of_responses_reopened(study=study, assignments=items)
+        back = short + added
         audit_record(by=by, action="study.import", study=study, target=f"study:{study.slug}",
                      archived_as=importer.archived_slug, records=dict(importer.counts),
                      conversations_reused=importer.conversations_reused,
@@ -143,8 +149,10 @@ def study_import(*, lines: Iterable[str], warn: Callable[[str], None], as_slug: 
                      **({"turns_back_in_queues": back} if back else {}))
     if unplaceable:
         warn(unplaceable_imported(unplaceable))
-    if back:
-        warn(items_back_imported(back))
+    if short:
+        warn(items_short_imported(short))
+    if added:
+        warn(items_back_imported(added))
     return study
 
 
@@ -177,6 +185,7 @@ class _Importer:
         self.rounds: dict[str, Round] = {}
         self.members: dict[str, StudyMember] = {}  # username -> the new study's member
         self.conversations_reused = 0
+        self.responses_not_archived: set[int] = set()  # of reused conversations: added by another study's ingestion
         self.unplaceable: list[Unplaceable] = []  # restored as stored (``_placeable_check``)
 
     @property
@@ -529,6 +538,8 @@ class _Importer:
                     self.responses[(turn.pk, response.model_slot)] = (response.pk, len(response.text))
                 self.turns[(key[0], key[1], turn.index)] = (turn.pk, conversation.pk)
             self.conversations[key] = conversation.pk
+        archived = {response_id for response_id, _ in self.responses.values()}
+        self.responses_not_archived.update(r.pk for r in stored_responses.values() if r.pk not in archived)
         return len(existing)
 
     def _rounds(self, batch: list[Record]) -> None:

@@ -168,10 +168,21 @@ def unplaceable_imported(found: list[Unplaceable]) -> str:
         *(f"  {unplaceable}" for unplaceable in found)])
 
 
+def items_short_imported(back: int) -> str:
+    """``import_study``'s warning (counted in its ``study.import`` audit event, in ``turns_back_in_queues``):
+    completed items it sent back to their coders' queues, as the archive itself holds a response of their turn that
+    their coder never coded (an archive made under 0.2.0, which left such items completed)."""
+    items, queues, whose = (("completed item", "its coder's queue", "its coder") if back == 1 else
+                            ("completed items", "their coders' queues", "their coders"))
+    return (f"warning: {back} {items} of the study's open rounds went back to {queues}: the archive itself holds a "
+            f"response of the study's model slots in {'its turn' if back == 1 else 'their turns'} that {whose} never "
+            "coded (completed short of it, as 0.2.0 left such items)")
+
+
 def items_back_imported(back: int) -> str:
-    """``import_study``'s warning (also in its ``study.import`` audit event, as ``turns_back_in_queues``): completed
-    items it sent back to their coders' queues, as their turns here hold a response the archive's coders never
-    coded."""
+    """``import_study``'s warning (counted in its ``study.import`` audit event, in ``turns_back_in_queues``):
+    completed items it sent back to their coders' queues, as their turns here hold a response the archive lacks,
+    added by another study's ingestion to a reused conversation, which the archive's coders never coded."""
     items, queues, whose = (("completed item", "its coder's queue", "its") if back == 1 else
                             ("completed items", "their coders' queues", "their"))
     return (f"warning: {back} {items} of the study's open rounds went back to {queues}: this installation's copy of "

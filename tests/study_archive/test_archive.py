@@ -16,7 +16,7 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from access import roles
 from access.services import user_ensure
@@ -518,8 +518,39 @@ def test_a_reused_conversation_with_a_response_the_archive_lacks_sends_its_compl
     assert (Assignment.objects.filter(round__study=copy, completed_at__isnull=False).count()
             == Assignment.objects.filter(round__study=rich_study, completed_at__isnull=False).count() - was_completed)
     assert f"warning: {was_completed} completed item" in out.getvalue()
+    assert "holds a response of the study's model slots that the archive does not (added by another study's " \
+           "ingestion)" in out.getvalue()
+    assert "the archive itself" not in out.getvalue()
     event = AuditEvent.objects.get(action="study.import", study_slug="copy")
     assert event.data["turns_back_in_queues"] == was_completed
+
+
+def test_an_item_short_in_the_archive_itself_goes_back_said_so(rich_study, tmp_path):
+    """An archive made under 0.2.0 may hold a completed item whose turn holds a response its coder never coded
+    (0.2.0 kept an item completed when a response was added to its turn). The import sends it back to its coder's
+    queue, and says why: the archive itself is short of it; before, the warning said the response had been added by
+    another study's ingestion, which nobody had done."""
+    completed = Assignment.objects.filter(round__study=rich_study, round__kind=Round.Kind.MAIN,
+                                          round__status=Round.Status.OPEN, completed_at__isnull=False).first()
+    assert completed is not None
+    Study.objects.filter(pk=rich_study.pk).update(model_slots=[*rich_study.model_slots, "Extra"])
+    with transaction.atomic(), connection.cursor() as cursor:  # added as under 0.2.0: no trigger sent it back
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        ModelResponse.objects.create(turn_id=completed.turn_id, model_slot="Extra", model_version="v1",
+                                     text="Breathe.")
+    assert Assignment.objects.get(pk=completed.pk).completed_at is not None
+    was_completed = Assignment.objects.filter(round__study=rich_study, round__status=Round.Status.OPEN,
+                                              turn_id=completed.turn_id, completed_at__isnull=False).count()
+    out = io.StringIO()
+    call_command("import_study", str(write(tmp_path, export("demo"))), "--as", "copy", stdout=out)
+    copy = Study.objects.get(slug="copy")
+    assert not Assignment.objects.filter(round__study=copy, turn_id=completed.turn_id,
+                                         completed_at__isnull=False).exists()
+    assert (f"warning: {was_completed} completed item" in out.getvalue()
+            and "the archive itself holds a response of the study's model slots in" in out.getvalue()), out.getvalue()
+    assert "another study's ingestion" not in out.getvalue()
+    assert (AuditEvent.objects.get(action="study.import", study_slug="copy").data["turns_back_in_queues"]
+            == was_completed >= 1)
 
 
 def _open_alert(study: Study, reviewer: User) -> tuple[float, int] | None:
