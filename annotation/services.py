@@ -1134,12 +1134,23 @@ def assignment_complete(*, assignment: Assignment, by: User, confirm: bool = Fal
     return TurnCheck(missing=missing, warnings=warnings, completed=completed)
 
 
+class TakenOff(ValidationError):
+    """The coder of an item was taken off its study since the item was read: its turns are no longer theirs."""
+
+    def __init__(self, by: User):
+        super().__init__(f"{by.get_username()} was taken off the study: its turns are no longer theirs")
+
+
 def _turn_check(*, assignment: Assignment, by: User) -> tuple[list[str], list[str]]:
     """What completing the coder's item still wants (every form scored, and the kind's ``turn_missing``) and what
-    it asks to confirm, as the item's codes are now."""
+    it asks to confirm, as the item's codes are now. ``TakenOff`` when the coder was taken off the study since the
+    item was read; a ``ValidationError`` saying so when the item is no longer theirs at its position otherwise."""
     view = selectors.turn_view(round_id=assignment.round_id, user=by, position=assignment.position)
-    if view is None:  # the coder's item, but they were taken off the study since it was read
-        raise ValidationError(f"{by.get_username()} was taken off the study: its turns are no longer theirs")
+    if view is None:  # the coder's item when it was read, no longer
+        if not StudyMember.objects.filter(study_id=assignment.round.study_id, user=by).exists():
+            raise TakenOff(by)
+        raise ValidationError(f"{by.get_username()} has no item at position {assignment.position} of round "
+                              f"{assignment.round.name} any more: it was removed since it was read")
     span_counts = dict(
         Judgment.objects.filter(round=assignment.round, coder=by, is_gold=False, turn=assignment.turn)
         .annotate(n=Count("spans"))
@@ -1218,6 +1229,18 @@ class ShortTurn:
 
 
 @dataclass(frozen=True)
+class RefusedTurn:
+    """A completed item the check refused to check for another reason than its coder taken off the study (its item
+    gone since it was read, a kind's ``turn_missing`` refusing it), named as ``ShortTurn`` names one, and why."""
+
+    study: str
+    round: str
+    coder: str
+    position: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class ShortTurns:
     """What ``turns_short_find`` found: the items of open rounds short (in study, round, coder and position order),
     how many completed items of open rounds it checked, and how many it left unchecked, each with why; and for closed
@@ -1230,6 +1253,7 @@ class ShortTurns:
     closed_short: list[ShortTurn] = field(default_factory=list)  # never sent back: a closed round's record stays
     closed_checked: int = 0
     closed_unchecked: int = 0  # completed items of closed rounds, when they were not asked for
+    refused: list[RefusedTurn] = field(default_factory=list)  # the check refused them: not checked, each with why
 
 
 def _completed(*, statuses: Sequence[str] = (Round.Status.OPEN,), assignments: QuerySet[Assignment] | None = None,
@@ -1244,11 +1268,12 @@ def _completed(*, statuses: Sequence[str] = (Round.Status.OPEN,), assignments: Q
 
 
 def _short(assignments: Iterable[Assignment], *, each: Callable[[], None] = lambda: None,
-           ) -> tuple[list[ShortTurn], int, int, int]:
+           ) -> tuple[list[ShortTurn], int, int, int, list[RefusedTurn]]:
     """The items of ``assignments`` (``_completed``'s) that ``_turn_check`` finds short, with how many it
-    checked, and how many it left alone: feedback-locked, or their coder no longer a member. ``each`` is called
-    after each item (a command's progress bar)."""
+    checked, and how many it left alone: feedback-locked, or their coder no longer a member; and the items its check
+    refused otherwise, each with why. ``each`` is called after each item (a command's progress bar)."""
     short: list[ShortTurn] = []
+    refused: list[RefusedTurn] = []
     checked = locked = gone = 0
     for assignment in assignments:
         each()
@@ -1259,8 +1284,13 @@ def _short(assignments: Iterable[Assignment], *, each: Callable[[], None] = lamb
         else:
             try:
                 missing, _ = _turn_check(assignment=assignment, by=assignment.coder)
-            except ValidationError:  # taken off the study since the items were read
+            except TakenOff:  # since the items were read
                 gone += 1
+                continue
+            except ValidationError as error:
+                refused.append(RefusedTurn(study=assignment.round.study.slug, round=assignment.round.name,
+                                           coder=assignment.coder.get_username(), position=assignment.position,
+                                           reason="; ".join(error.messages)))
                 continue
             checked += 1
             if missing:
@@ -1268,7 +1298,7 @@ def _short(assignments: Iterable[Assignment], *, each: Callable[[], None] = lamb
                                        study=assignment.round.study.slug,
                                        round=assignment.round.name, coder=assignment.coder.get_username(),
                                        position=assignment.position, missing=len(missing)))
-    return short, checked, locked, gone
+    return short, checked, locked, gone, refused
 
 
 def turns_short_completed(*, closed: bool = False) -> int:
@@ -1285,14 +1315,15 @@ def turns_short_find(*, closed: bool = False, each: Callable[[], None] = lambda:
     ``closed`` checked too, their short ones listed apart (``closed_short``): ``turns_short_requeue`` never sends
     them back, a closed round's record staying what it was until it is reopened. ``each`` is called after each item
     read. Reads only: ``manage.py requeue_short_turns``'s dry run."""
-    short, checked, locked, gone = _short(_completed().iterator(chunk_size=500), each=each)
+    short, checked, locked, gone, refused = _short(_completed().iterator(chunk_size=500), each=each)
     if not closed:
-        return ShortTurns(short=short, checked=checked, feedback_locked=locked, not_members=gone,
+        return ShortTurns(short=short, checked=checked, feedback_locked=locked, not_members=gone, refused=refused,
                           closed_unchecked=_completed(statuses=(Round.Status.CLOSED,)).count())
-    closed_short, closed_checked, closed_locked, closed_gone = _short(
+    closed_short, closed_checked, closed_locked, closed_gone, closed_refused = _short(
         _completed(statuses=(Round.Status.CLOSED,)).iterator(chunk_size=500), each=each)
     return ShortTurns(short=short, checked=checked, feedback_locked=locked + closed_locked,
-                      not_members=gone + closed_gone, closed_short=closed_short, closed_checked=closed_checked)
+                      not_members=gone + closed_gone, closed_short=closed_short, closed_checked=closed_checked,
+                      refused=refused + closed_refused)
 
 
 @transaction.atomic
@@ -1318,7 +1349,7 @@ def turns_short_requeue(*, found: Sequence[ShortTurn], by: User | None) -> list[
     with connection.cursor() as cursor:  # a share of each round's row, as a save takes: no close runs meanwhile
         cursor.execute("SELECT id FROM annotation_round WHERE id = ANY(%s) ORDER BY id FOR SHARE", [rounds])
     list(Assignment.objects.select_for_update(of=("self",)).filter(pk__in=ids).order_by("pk").values_list("pk"))
-    short, _, _, _ = _short(_completed(assignments=Assignment.objects.filter(pk__in=ids)))
+    short, _, _, _, _ = _short(_completed(assignments=Assignment.objects.filter(pk__in=ids)))
     requeued = Assignment.objects.filter(pk__in=[turn.assignment_id for turn in short])
     check_coders = _check_coders(requeued)
     requeued.update(completed_at=None)

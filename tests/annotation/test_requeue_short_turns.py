@@ -176,3 +176,26 @@ def test_a_coder_taken_off_while_the_command_reads_is_left_as_they_are(short, re
         out = _run()
     assert "1 completed turn(s) are short" in out, out
     assert "not checked, left as they are: 1 of coders taken off their study" in out, out
+
+
+def test_an_item_the_check_refuses_for_another_reason_is_listed_with_why_not_counted_as_taken_off(short, reviewer):
+    """An item that is gone from its coder's queue while the command reads (deleted from a shell: no page of the
+    application deletes an open round's items) is refused by the check, its coder still a member. It is listed with
+    the check's reason; before, every refusal of the check was counted with the coders taken off their study, which
+    nobody had been."""
+    check = services._turn_check
+
+    def first_then_gone(**kwargs):
+        found = check(**kwargs)
+        if kwargs["by"] == reviewer and kwargs["assignment"].position == 1:
+            Assignment.objects.filter(round=short, coder=reviewer, position=2).delete()
+        return found
+
+    with mock.patch.object(services, "_turn_check", first_then_gone):
+        out = _run()
+    assert StudyMember.objects.filter(user=reviewer).exists()
+    assert "taken off" not in out, out
+    assert "1 completed turn(s) are short" in out, out
+    assert "not checked, left as they are: 1 the check refused (listed below, each with why)" in out, out
+    assert (f"Refused by the check, not checked, left as they are:\ncab-demo\t{short.name}\treviewer\t2\treviewer has "
+            f"no item at position 2 of round {short.name} any more: it was removed since it was read") in out, out

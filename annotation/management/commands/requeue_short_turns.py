@@ -37,6 +37,10 @@ class Command(BaseCommand):
                               "stays what it was; reopen the round, then run this again):")
             self._list(found.closed_short)
         self.stdout.write(self._checked(found, closed=closed))
+        if found.refused:
+            self.stdout.write("Refused by the check, not checked, left as they are:")
+            for turn in found.refused:
+                self.stdout.write(f"{turn.study}\t{turn.round}\t{turn.coder}\t{turn.position}\t{turn.reason}")
         if not fix:
             self.stdout.write(f"{len(found.short)} completed turn(s) are short of what completing them wants. Dry run: "
                               "nothing changed" + ("; run with --fix to send them back to their coders' queues."
@@ -66,6 +70,8 @@ class Command(BaseCommand):
             left.append(f"{found.feedback_locked} compared with gold in feedback (their codes no longer change)")
         if found.not_members:
             left.append(f"{found.not_members} of coders taken off their study")
+        if found.refused:
+            left.append(f"{len(found.refused)} the check refused (listed below, each with why)")
         if found.closed_unchecked:
             left.append(f"{found.closed_unchecked} of closed rounds (--closed checks them too; a closed round's turns "
                         "go back to their queues only once it is reopened)")
