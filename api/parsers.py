@@ -32,6 +32,7 @@ from django.core.files.uploadhandler import FileUploadHandler, MemoryFileUploadH
 from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from rest_framework import exceptions, parsers, status
 
+from common import file_formats
 from common.errors import json_line
 from common.uploads import ImportUploadHandler, body_limit, import_limit
 
@@ -423,25 +424,21 @@ def form_file(stream, media_type: str | None, parser_context: dict | None, *, li
                   fields={name: fields.get(name, "") for name in fields})
 
 
-# A file's format by the form's ``format`` field, its name's extension, or its part's Content-Type, in that order.
+# A file's format by the form's ``format`` field, else its name's suffix (common.file_formats, the rule of every
+# path of the judgments import), else its part's Content-Type: a client that names no file may say it so.
 RAW_FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
-_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _CONTENT_TYPES = {"text/csv": "csv", "application/x-ndjson": "jsonl", "application/jsonl": "jsonl"}
 
 
 def upload_format(upload: Upload) -> str:
     """``csv`` or ``jsonl``: what the importer reads the uploaded file as."""
     given = upload.fields.get("format")
-    if given is not None:
-        if given not in RAW_FORMATS:
-            raise exceptions.ValidationError({"format": f"csv or jsonl, not {given[:20]!r}"})
-        return given
-    extension = "." + upload.file_name.rsplit(".", 1)[-1].lower() if "." in upload.file_name else ""
-    found = _EXTENSIONS.get(extension) or _CONTENT_TYPES.get(upload.content_type.split(";")[0].strip().lower())
-    if found is None:
-        raise exceptions.ValidationError({"format": "say csv or jsonl (the form's field format, or the file's name "
-                                                    "ending in .csv or .jsonl)"})
-    return found
+    if given is None and file_formats.suffix_format(upload.file_name) is None:
+        given = _CONTENT_TYPES.get(upload.content_type.split(";")[0].strip().lower())
+    try:
+        return file_formats.file_format(upload.file_name, given=given, say="the form's field format=csv|jsonl")
+    except file_formats.FormatUnknown as problem:
+        raise exceptions.ValidationError({"format": str(problem)}) from None
 
 
 class RawUploadParser(parsers.BaseParser):

@@ -58,7 +58,7 @@ from cab_cli.api_client.models import (
 )
 from cab_cli.api_client.types import File, Response, Unset
 from cab_cli.download import DownloadError, download, provenance_write
-from common import progress
+from common import file_formats, progress
 
 # A file of more items than this, or more bytes, is sent in parts (each part all or nothing): the server takes up
 # to 50,000 items and 64 MiB a request; smaller parts keep each transaction and each answer short.
@@ -230,13 +230,17 @@ IMPORT_ASKS = 5
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    """The file as one form upload, streamed from the disk (never read whole: a paper-scale file is 200 MB), under
-    an Idempotency-Key made of the study and the file's bytes. Answered 503 or 429, it is sent again as late as the
-    answer's Retry-After asks; with no answer, or a proxy's 502 or 504, it may have landed, so the command stops and
+    """The file as one form upload, streamed from the disk (never read whole: a paper-scale file is 200 MB), in the
+    format ``--format`` or its name says (common.file_formats, the server's rule), under an Idempotency-Key made of
+    the study and the file's bytes. Answered 503 or 429, it is sent again as late as the answer's
+    Retry-After asks; with no answer, or a proxy's 502 or 504, it may have landed, so the command stops and
     says that running it again is safe: the key gets the first answer back, and an identical file's rows that
     landed count unchanged (docs/api.md#the-researcher-cli)."""
     client, study, path = _client(), _study(args), Path(args.file)
-    fmt = FormatEnum.CSV if path.suffix.lower() == ".csv" else FormatEnum.JSONL
+    try:
+        fmt = FormatEnum(file_formats.file_format(str(path), given=args.format, say="--format csv|jsonl"))
+    except file_formats.FormatUnknown as problem:
+        raise Usage(str(problem)) from None
     key = _key("import", study, _chunks(path))
     with path.open("rb") as opened:
         for ask in range(1, IMPORT_ASKS + 1):
@@ -451,8 +455,10 @@ def parser() -> argparse.ArgumentParser:
                      "JSON array), in parts of up to 10,000 items; a resend writes nothing twice")
     ingest.add_argument("what", choices=["conversations", "responses"])
     ingest.add_argument("file")
-    imported = command("import", cmd_import, "import judgments in the long format (.csv, or .jsonl), all or nothing")
+    imported = command("import", cmd_import, "import judgments in the long format (CSV or JSON Lines), all or nothing")
     imported.add_argument("file")
+    imported.add_argument("--format", choices=file_formats.FORMATS, help="default: from the file's name (.csv; "
+                          ".jsonl or .ndjson); another name is refused without it")
     for name, handler, text in (("run", cmd_run, "start a metric run and wait for it"),
                                 ("wait", cmd_wait, "wait for a metric run to finish")):
         sub = command(name, handler, text, study=name == "run")

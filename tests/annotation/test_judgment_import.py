@@ -130,6 +130,36 @@ def test_reimport_changes_nothing_and_a_conflicting_value_is_refused(conversatio
     assert Judgment.objects.get(coder__username="alice").score == 1
 
 
+@pytest.mark.parametrize("name", ["judgments.txt", "judgments"])
+def test_a_file_whose_name_says_no_format_is_refused_unless_format_says_it(conversations, tmp_path, name):
+    """As the API's upload and `cab import` refuse it (common.file_formats): before, any name but .csv was read as
+    JSON Lines, and a CSV named .txt was refused by "line 1: not JSON"."""
+    path = tmp_path / name
+    path.write_bytes(write_csv(tmp_path, [row()]).read_bytes())
+    with pytest.raises(CommandError) as refused:
+        call_command("import_judgments", str(path), "--study", "imported")
+    assert str(refused.value) == (f"{path}: its name does not say its format (.csv, .jsonl or .ndjson): say it with "
+                                  "--format csv|jsonl")
+    assert not Study.objects.filter(slug="imported").exists() and Judgment.objects.count() == 0
+    call_command("import_judgments", str(path), "--study", "imported", "--format", "csv", stdout=io.StringIO())
+    assert Judgment.objects.count() == 1
+    path.write_bytes(write_jsonl(tmp_path, [row()]).read_bytes())
+    out = io.StringIO()
+    call_command("import_judgments", str(path), "--study", "imported", "--format", "jsonl", stdout=out)
+    assert "1 unchanged" in out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["judgments.ndjson", "judgments.JSONL", "judgments.CSV"])
+def test_a_file_whose_name_says_its_format_is_read_in_it(conversations, tmp_path, name):
+    """.ndjson is JSON Lines on every path (the API's upload read it so; the command read it as JSON Lines only as
+    any name not .csv)."""
+    source = write_csv(tmp_path, [row()]) if name.lower().endswith(".csv") else write_jsonl(tmp_path, [row()])
+    path = tmp_path / name
+    path.write_bytes(source.read_bytes())
+    call_command("import_judgments", str(path), "--study", "imported", stdout=io.StringIO())
+    assert Judgment.objects.count() == 1
+
+
 def test_missing_csv_columns_are_named(tmp_path):
     path = tmp_path / "j.csv"
     path.write_text("study,round,reviewer\nx,main,alice\n", encoding="utf-8")

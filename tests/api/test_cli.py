@@ -149,6 +149,26 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
 
 
 @pytest.mark.slow(30)
+def test_an_import_whose_name_says_no_format_is_refused_and_format_says_it(cab, tmp_path):
+    """The server's rule (common.file_formats), as `manage.py import_judgments` and the API's upload refuse such a
+    file: before, `cab import` sent any name but .csv as JSON Lines, and a CSV named .txt was refused by "line 1:
+    not JSON"."""
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    (tmp_path / "responses.jsonl").write_text(jsonl(response_items()))
+    for what in ("conversations", "responses"):
+        assert cab("ingest", what, f"{what}.jsonl")[0] == 0
+    content, rows = judgments_csv()
+    (tmp_path / "judgments.txt").write_bytes(content)
+    status, out, err = cab("import", "judgments.txt")
+    assert (status, out) == (2, "")
+    assert err == ("cab: judgments.txt: its name does not say its format (.csv, .jsonl or .ndjson): say it with "
+                   "--format csv|jsonl\n")
+    assert Judgment.objects.count() == 0
+    status, out, err = cab("import", "judgments.txt", "--format", "csv")
+    assert status == 0, err
+    assert json.loads(out)["judgments_created"] == rows == Judgment.objects.count()
+
+
 def test_an_import_over_the_body_limit_lands_streamed(cab, tmp_path):
     """Before, `cab import` read the file whole and the server refused any over 64 MiB (413): a paper-scale study's
     judgments (203 MB as JSON Lines) could not be imported without shell access to the server. The file here is the

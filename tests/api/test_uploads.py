@@ -124,11 +124,15 @@ def test_the_import_reads_an_uploaded_file_in_the_format_its_form_name_or_type_s
     assert list(judgment_rows(study=study)) == rows
 
 
-def test_an_import_whose_format_cannot_be_told_says_how_to_tell_it(admin_user, as_token, exported):
+@pytest.mark.parametrize("name", ["judgments", "judgments.txt"])
+def test_an_import_whose_format_cannot_be_told_says_how_to_tell_it(admin_user, as_token, exported, name):
+    """The message of `manage.py import_judgments` and `cab import` (common.file_formats), naming the file and this
+    path's way of saying the format."""
     api = as_token(admin_user, scopes=["import"])
-    answer = upload(api, IMPORT, exported[1]["csv"], name="judgments", content_type="application/octet-stream")
+    answer = upload(api, IMPORT, exported[1]["csv"], name=name, content_type="text/plain")
     assert answer.status_code == 400
-    assert list(answer.json()["fields"]) == ["format"]
+    assert answer.json()["fields"] == {"format": [f"{name}: its name does not say its format (.csv, .jsonl or "
+                                                  ".ndjson): say it with the form's field format=csv|jsonl"]}
     answer = upload(api, IMPORT, exported[1]["csv"], name="judgments.csv", format="xlsx")
     assert answer.json()["fields"] == {"format": ["csv or jsonl, not 'xlsx'"]}
     assert Judgment.objects.count() == 0

@@ -4,6 +4,7 @@ from typing import IO, cast
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import judgment_import
+from common import file_formats
 from common.errors import RowErrors
 from common.progress import ReadProgress
 
@@ -18,13 +19,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--format", choices=["csv", "jsonl"], default=None,
-                            help="default: from the file extension (.csv, otherwise JSON Lines)")
+        parser.add_argument("--format", choices=file_formats.FORMATS, default=None,
+                            help="default: from the file's name (.csv; .jsonl or .ndjson); another name is refused "
+                                 "without it")
 
     def handle(self, *args, file: Path, study: str, format: str | None, **options):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
-        fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
+        try:
+            fmt = file_formats.file_format(str(file), given=format, say="--format csv|jsonl")
+        except file_formats.FormatUnknown as problem:
+            raise CommandError(str(problem)) from None
         try:
             with file.open("rb") as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
