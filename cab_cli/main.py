@@ -232,7 +232,7 @@ IMPORT_ASKS = 5
 def cmd_import(args: argparse.Namespace) -> None:
     """The file as one form upload, streamed from the disk (never read whole: a paper-scale file is 200 MB), in the
     format ``--format`` or its name says (common.file_formats, the server's rule), under an Idempotency-Key made of
-    the study and the file's bytes. Answered 503 or 429, it is sent again as late as the answer's
+    that format, the study and the file's bytes. Answered 503 or 429, it is sent again as late as the answer's
     Retry-After asks; with no answer, or a proxy's 502 or 504, it may have landed, so the command stops and
     says that running it again is safe: the key gets the first answer back, and an identical file's rows that
     landed count unchanged (docs/api.md#the-researcher-cli)."""
@@ -241,7 +241,8 @@ def cmd_import(args: argparse.Namespace) -> None:
         fmt = FormatEnum(file_formats.file_format(str(path), given=args.format, say="--format csv|jsonl"))
     except file_formats.FormatUnknown as problem:
         raise Usage(str(problem)) from None
-    key = _key("import", study, _chunks(path))
+    # the format is part of the request: the same bytes sent again as the other format are another import
+    key = _key(f"import-{fmt.value}", study, _chunks(path))
     with path.open("rb") as opened:
         for ask in range(1, IMPORT_ASKS + 1):
             opened.seek(0)

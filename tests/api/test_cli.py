@@ -152,7 +152,9 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
 def test_an_import_whose_name_says_no_format_is_refused_and_format_says_it(cab, tmp_path):
     """The server's rule (common.file_formats), as `manage.py import_judgments` and the API's upload refuse such a
     file: before, `cab import` sent any name but .csv as JSON Lines, and a CSV named .txt was refused by "line 1:
-    not JSON"."""
+    not JSON". The Idempotency-Key carries the format: the same bytes sent again as the other format are another
+    request, not the first answer replayed (before, the JSON Lines send below was answered with the CSV's
+    summary)."""
     (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
     (tmp_path / "responses.jsonl").write_text(jsonl(response_items()))
     for what in ("conversations", "responses"):
@@ -167,6 +169,9 @@ def test_an_import_whose_name_says_no_format_is_refused_and_format_says_it(cab, 
     status, out, err = cab("import", "judgments.txt", "--format", "csv")
     assert status == 0, err
     assert json.loads(out)["judgments_created"] == rows == Judgment.objects.count()
+    status, out, err = cab("import", "judgments.txt", "--format", "jsonl")
+    assert status == 1 and "line 1" in err and "JSON" in err, (status, out, err)
+    assert Judgment.objects.count() == rows
 
 
 def test_an_import_over_the_body_limit_lands_streamed(cab, tmp_path):
