@@ -59,8 +59,10 @@ class RawFile:
     @cached_property
     def sha256(self) -> str:
         """For an Idempotency-Key only: hashed when a request has one (hashing every body is a cost for nothing),
-        a chunk at a time; the file is then read again from its start."""
-        digest = hashlib.sha256()
+        a chunk at a time; the file is then read again from its start. The format it is read as is part of the
+        request: the same bytes sent again under the key as the other format are another request (422), not the
+        first answer replayed."""
+        digest = hashlib.sha256(self.media_type.encode() + b"\n")
         while chunk := self.file.read(_CHUNK):
             digest.update(chunk)
         self.file.seek(0)

@@ -147,6 +147,22 @@ def test_a_resent_upload_with_its_idempotency_key_gets_the_first_answer(admin_us
     assert other.status_code == 422
 
 
+def test_the_same_bytes_under_the_same_key_as_the_other_format_are_another_request(admin_user, as_token, exported):
+    """The format is part of what the key stands for: before, the CSV's answer was replayed to the JSON Lines send
+    of the same bytes (as a form's field or as the body's Content-Type), which nothing had read."""
+    rows, files = exported
+    api = as_token(admin_user, scopes=["import"])
+    first = upload(api, IMPORT, files["csv"], name="j.txt", format="csv", headers={"Idempotency-Key": "import-2"})
+    assert first.status_code == 200 and first.json()["judgments_created"] == len(rows)
+    other = upload(api, IMPORT, files["csv"], name="j.txt", format="jsonl", headers={"Idempotency-Key": "import-2"})
+    assert other.status_code == 422, other.json()
+    body = api.generic("POST", IMPORT, files["csv"], content_type="application/x-ndjson",
+                       headers={"Idempotency-Key": "import-2"})
+    assert body.status_code == 422, body.json()
+    again = api.generic("POST", IMPORT, files["csv"], content_type="text/csv", headers={"Idempotency-Key": "import-2"})
+    assert again.json() == first.json() and again["Idempotent-Replayed"] == "true"
+
+
 def test_an_import_body_at_the_limit_is_read_and_one_byte_over_is_a_413_naming_both_sizes(admin_user, as_token,
                                                                                            study, exported):
     rows, files = exported
