@@ -1,5 +1,6 @@
-"""The format of a long-format file to import (judgments): the one rule of every path that takes such a file,
-``manage.py import_judgments``, the API's form upload (``POST …/judgments/import/``) and ``cab import``. The format
+"""The format of a long-format file to import (judgments, session labels): the one rule of every path that takes
+such a file, ``manage.py import_judgments``, the API's form upload (``POST …/judgments/import/``), ``cab import``
+and ``manage.py import_session_labels``. The format
 is the one said (``--format``, the form's ``format``) when it is said, else the one the file's name ends in
 (``.csv``; ``.jsonl`` or ``.ndjson``), else the file is refused, by a message naming it and saying how to say its
 format on that path: a file is never read as a format it was not said to be (a CSV named ``.txt`` read as JSON Lines

@@ -373,6 +373,21 @@ def test_an_export_with_judgments_reads_back_skipping_them(study, reviewer, tmp_
     assert "1 judgment rows skipped" in out.getvalue()
 
 
+def test_a_file_whose_name_says_no_format_is_refused_unless_format_says_it(study, tmp_path):
+    """As `import_judgments` refuses it (common.file_formats): before, any name but .csv was read as JSON Lines."""
+    session_labels_import(study=study, rows=[row()], by=None)
+    path = tmp_path / "labels.txt"
+    path.write_text("".join(long_format.judgments_csv(study=study)), encoding="utf-8")
+    SessionLabel.objects.all().delete()
+    with pytest.raises(CommandError) as refused:
+        call_command("import_session_labels", str(path), study=study.slug, stdout=io.StringIO())
+    assert str(refused.value) == (f"{path}: its name does not say its format (.csv, .jsonl or .ndjson): say it with "
+                                  "--format csv|jsonl")
+    assert not SessionLabel.objects.exists()
+    call_command("import_session_labels", str(path), study=study.slug, format="csv", stdout=io.StringIO())
+    assert SessionLabel.objects.count() == 1
+
+
 def test_other_studies_exports_have_no_seed_column(db):
     other = StudyFactory(slug="plain")
     assert long_format.columns_for(other) == long_format.COLUMNS

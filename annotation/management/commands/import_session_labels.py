@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import session_labels
 from annotation.models import Study
+from common import file_formats
 from common.errors import RowErrors, not_utf8, text_newline
 from common.progress import ReadProgress
 
@@ -20,8 +21,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
         parser.add_argument("--study", required=True, help="study slug")
-        parser.add_argument("--format", choices=["csv", "jsonl"], default=None,
-                            help="default: from the file extension (.csv, otherwise JSON Lines)")
+        parser.add_argument("--format", choices=file_formats.FORMATS, default=None,
+                            help="default: from the file's name (.csv; .jsonl or .ndjson); another name is refused "
+                                 "without it")
         parser.add_argument("--skip-judgments", action="store_true",
                             help="a whole export file: leave its judgment rows (those with a round) to "
                                  "import_judgments and count them as skipped")
@@ -29,10 +31,13 @@ class Command(BaseCommand):
     def handle(self, *args, file: Path, study: str, format: str | None, skip_judgments: bool, **options):
         if not file.is_file():
             raise CommandError(f"{file}: no such file")
+        try:
+            fmt = file_formats.file_format(str(file), given=format, say="--format csv|jsonl")
+        except file_formats.FormatUnknown as problem:
+            raise CommandError(str(problem)) from None
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study {study!r}")
-        fmt = format or ("csv" if file.suffix.lower() == ".csv" else "jsonl")
         try:
             with file.open(encoding="utf-8-sig", newline=text_newline(fmt)) as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:
