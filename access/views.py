@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from access import forms, password_links, services
 from access.authed_request import AuthedRequest
@@ -44,7 +44,7 @@ def _link_kept(request: HttpRequest, users: list[Any], paths: list[str]) -> None
 
 
 @admin_only
-@require_GET
+@require_safe
 def people(request: AuthedRequest) -> HttpResponse:
     accounts = list(get_user_model().objects.prefetch_related("groups").order_by("username"))
     links = {pk: (request.build_absolute_uri(link.path), link.expires) for pk, link in

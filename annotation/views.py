@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import get_template, render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
-from django.views.decorators.http import require_GET, require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django_redis import get_redis_connection
 
 from access.authed_request import AuthedRequest
@@ -53,7 +53,7 @@ from common.outage import RETRY_AFTER_SECONDS, logged, unreachable
 from common.uploads import size_said
 
 
-@require_GET
+@require_safe
 @login_required
 def home(request: AuthedRequest) -> HttpResponse:
     """A reviewer's work and feedback; in the studies where the user is an expert, their gold-panel work and, when
@@ -95,7 +95,7 @@ def _database_check() -> None:
         cursor.execute("SELECT 1")
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     """Each dependency's state (the orchestrator's probe). Without the database nothing can be served: 503 with
     Retry-After. Without Redis pages, saves and the API go on (sessions are in the database, rate limits are let
@@ -424,7 +424,7 @@ def _say(request: HttpRequest, error: ValidationError | RowErrors) -> None:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_create(request: AuthedRequest) -> HttpResponse:
     _admin(request)
     form = StudyForm(request.POST or None, initial={"schema": Schema.objects.filter(slug="cab-v1").first(),
@@ -437,7 +437,7 @@ def study_create(request: AuthedRequest) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def study_settings(request: AuthedRequest, slug: str) -> HttpResponse:
     _admin(request)
     study = get_object_or_404(Study, slug=slug)
@@ -474,7 +474,7 @@ def study_blinding_rotate(request: AuthedRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
     _admin(request)
     study = get_object_or_404(Study, slug=slug)
@@ -507,7 +507,7 @@ def conversations_upload(request: AuthedRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def study_data(request: AuthedRequest, slug: str) -> HttpResponse:
     _admin(request)
     study = get_object_or_404(Study.objects.select_related("schema"), slug=slug)

@@ -36,7 +36,7 @@ def _tokens(request: AuthedRequest) -> Any:
 
 @never_cache
 @login_required
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 def tokens(request: AuthedRequest) -> HttpResponse:
     scopes = token_scopes_allowed(request.user)
     studies, listed = _studies(request), _tokens(request)  # the account's roles are read here, before any commit

@@ -16,7 +16,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST, require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from access.authed_request import AuthedRequest
 from access.checks import require_study_admin
@@ -83,7 +83,7 @@ def _study_round(slug: str, round_id: int) -> Round:
 
 
 @admin_only
-@require_GET
+@require_safe
 def study_dashboard(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study.objects.select_related("schema"), slug=slug)
     rounds = list(study.rounds.prefetch_related("items__turn__conversation__dataset")
@@ -233,7 +233,7 @@ CONSENSUS_KEYS = ("show", "page")
 
 
 @login_required
-@require_GET
+@require_safe
 def consensus(request: AuthedRequest, round_id: int) -> HttpResponse:
     """Admins decide gold here; the study's experts may read a closed round's screen when the study allows it."""
     round_ = _calibration_round(round_id)
@@ -297,7 +297,7 @@ def gold_accept_unanimous(request: AuthedRequest, round_id: int) -> HttpResponse
 
 
 @admin_only
-@require_GET
+@require_safe
 def workshop(request: AuthedRequest, round_id: int) -> HttpResponse:
     round_ = get_object_or_404(Round.objects.select_related("study__schema"), pk=round_id)
     if round_.status != Round.Status.CLOSED:
@@ -371,7 +371,7 @@ def memo(request: AuthedRequest, round_id: int, fmt: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def feedback(request: AuthedRequest, round_id: int) -> HttpResponse:
     """A reviewer's own agreement with gold once the round is closed. A reviewer's page only: an expert's would
     show the panel's consensus, which experts read on the consensus screen where the study allows it."""
@@ -398,7 +398,7 @@ def _default_panel_size() -> int:
 
 
 @admin_only
-@require_GET
+@require_safe
 def panel(request: AuthedRequest, slug: str) -> HttpResponse:
     study = get_object_or_404(Study, slug=slug)
     ranking = selectors.panel_ranking(study=study)
@@ -472,7 +472,7 @@ HISTORY_PAGE_SIZE = 100  # changes per page of an item's history
 
 
 @admin_only
-@require_GET
+@require_safe
 def item_history(request: AuthedRequest, round_id: int, turn_id: int) -> HttpResponse:
     """Every recorded change of the judgments on one item of a round (everyone's and gold), newest first: who,
     when, through which path, old → new. Admins only: it names coders and models."""

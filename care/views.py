@@ -16,7 +16,7 @@ from typing import Any
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from annotation.forms import error_text
 from annotation.models import Study
@@ -68,7 +68,7 @@ def _timeline(study: Study, conversation: str, stored: dict[str, Any],
 
 
 @login_required
-@require_GET
+@require_safe
 def history_timeline(request: HttpRequest, slug: str, conversation: str) -> HttpResponse:
     study = staff_study_or_404(request, slug)
     if care_charts.CARE_PAGE not in kind_pages.pages_of(study):  # CARE studies only (a schema with a care block)

@@ -19,7 +19,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_safe
+from django.views.decorators.http import require_safe
 
 from annotation.models import Study
 from common import provenance
@@ -121,7 +121,7 @@ def _trajectory(study: Study, trajectory: str, report: dict | None) -> tuple[lis
 
 
 @login_required
-@require_GET
+@require_safe
 def lc8_page(request: HttpRequest, slug: str) -> HttpResponse:
     study = lc8_study_or_404(request, slug)
     state = _state(request, study)

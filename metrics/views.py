@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST, require_safe
+from django.views.decorators.http import require_POST, require_safe
 from rest_framework import exceptions
 
 from access.authed_request import AuthedRequest
@@ -34,7 +34,7 @@ def staff_study_or_404(request: HttpRequest, slug: str) -> Study:
 
 
 @login_required
-@require_GET
+@require_safe
 def exports_page(request: HttpRequest) -> HttpResponse:
     require_staff(request.user)
     studies = list(selectors.studies_for_exports(user=request.user))

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_safe
+from django.views.decorators.http import require_safe
 
 from annotation.forms import error_text
 from annotation.models import Study
@@ -67,7 +67,7 @@ def _page(slug: str, study: Study) -> charts.Page:
 
 
 @login_required
-@require_GET
+@require_safe
 def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
@@ -85,7 +85,7 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def runs(request: HttpRequest, slug: str) -> HttpResponse:
     """The runs table alone: polled by the overview while a run is queued or computing."""
     study = _study(request, slug)
@@ -116,7 +116,7 @@ def _report(
 
 
 @login_required
-@require_GET
+@require_safe
 def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
     study = _study(request, slug)
     report_page = _page(page, study)
@@ -180,7 +180,7 @@ def block_file(request: HttpRequest, slug: str, page: str, name: str, fmt: str) 
 
 
 @login_required
-@require_GET
+@require_safe
 def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
     """The span-evidence drill-down: example responses of one model with one subcategory highlighted, within the
     span-evidence page's dataset and conversation-kind filters."""

@@ -226,3 +226,30 @@ def test_staff_get_no_server_error_and_coding_pages_are_not_theirs(swept, resear
                 problems.append(f"{where}: not 404")
     print("\n".join(problems))
     assert problems == []
+
+
+@pytest.mark.slow(40)
+def test_every_page_an_admin_gets_answers_head_as_get(swept, admin_user):
+    """A ``HEAD`` (a link checker, an uptime monitor, ``curl -I``) of every page an admin's ``GET`` reaches is
+    answered as the ``GET`` is, without the body: it was a 405 on the pages that took ``GET`` alone (the exports
+    page, the reports, the People page, …), where the downloads already answered it."""
+    problems = []
+    for endpoint in swept:
+        if _django_admin(endpoint):
+            continue
+        cache.clear()
+        client = Client(raise_request_exception=False)
+        client.force_login(admin_user)
+        with transaction.atomic():
+            got = client.get(endpoint.url)
+            head = client.head(endpoint.url)
+            transaction.set_rollback(True)
+        if got.status_code != 200:
+            continue
+        where = f"HEAD {endpoint.url} ({endpoint.name}) -> {head.status_code}"
+        if head.status_code != 200:
+            problems.append(f"{where}, GET 200")
+        elif head.get("Content-Type") != got.get("Content-Type"):
+            problems.append(f"{where}: {head.get('Content-Type')} where GET gives {got.get('Content-Type')}")
+    print("\n".join(problems))
+    assert problems == []
