@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from unittest import mock
 
@@ -451,6 +453,23 @@ def test_a_completion_read_before_the_threshold_changed_is_measured_against_the_
     assert (alert.resolved_at, alert.threshold) == (None, 0.995)
 
 
+@contextmanager
+def _first_agreement_read_held(locked: threading.Event) -> Iterator[None]:
+    """The first read of a reviewer's agreement (a completion's, under the reviewer's lock) sets ``locked`` and
+    holds for 1.5 s: the other write of a race test takes its locks meanwhile, then waits for the reviewer's."""
+    original, calls = selectors.check_agreement, []
+
+    def read_slowly(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            locked.set()
+            time.sleep(1.5)
+        return original(**kwargs)
+
+    with mock.patch.object(selectors, "check_agreement", read_slowly):
+        yield
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_threshold_changed_while_a_completion_raises_the_alert_fails_neither(checked, admin_user):
     """An admin changes the threshold (Settings: the study's row, then each reviewer's alert under their lock) while
@@ -460,22 +479,13 @@ def test_a_threshold_changed_while_a_completion_raises_the_alert_fails_neither(c
     PostgreSQL failed one of the two with a deadlock (a 500)."""
     assert checked.complete(1).completed
     locked = threading.Event()
-    calls: list[int] = []
-    original = selectors.check_agreement
-
-    def read_slowly(**kwargs):
-        calls.append(1)
-        if len(calls) == 1:  # the completion's, under the reviewer's lock
-            locked.set()
-            time.sleep(1.5)  # the settings' update takes the study's row meanwhile, then waits for the reviewer
-        return original(**kwargs)
 
     def change() -> list[str]:
         assert locked.wait(10)
         return services.study_settings_update(study=Study.objects.get(pk=checked.main.study_id), by=admin_user,
                                               check_threshold=0.995)
 
-    with mock.patch.object(selectors, "check_agreement", read_slowly):
+    with _first_agreement_read_held(locked):
         completed, changed = together(lambda: checked.complete(2), change)
     assert not isinstance(completed, Exception), completed
     assert not isinstance(changed, Exception), changed
@@ -501,15 +511,6 @@ def test_a_gold_value_recorded_while_a_completion_raises_the_alert_fails_neither
         is_gold=True, turn_id=coding.turn_id, response_id=coding.response_id, attribute_id=coding.attribute_id)
     RoundItem.objects.create(round=gold.round, turn=coding.turn, position=1)
     locked = threading.Event()
-    calls: list[int] = []
-    original = selectors.check_agreement
-
-    def read_slowly(**kwargs):
-        calls.append(1)
-        if len(calls) == 1:  # the completion's, under the reviewer's lock
-            locked.set()
-            time.sleep(1.5)  # the gold takes the study's row meanwhile, then waits for the reviewer
-        return original(**kwargs)
 
     def record() -> Judgment:
         assert locked.wait(10)
@@ -518,7 +519,7 @@ def test_a_gold_value_recorded_while_a_completion_raises_the_alert_fails_neither
             score=_other_bucket(coding.attribute, coding.score), reason="entered in error",
             expected_version=gold.version)
 
-    with mock.patch.object(selectors, "check_agreement", read_slowly):
+    with _first_agreement_read_held(locked):
         completed, recorded = together(lambda: checked.complete(2), record)
     assert not isinstance(completed, Exception), completed
     assert not isinstance(recorded, Exception), recorded
@@ -544,22 +545,13 @@ def test_a_gold_value_imported_while_a_completion_raises_the_alert_fails_neither
            "model": gold.response.model_slot if gold.response else "", "attribute": gold.attribute.code,
            "score": gold.score, "instance_count": None, "spans": []}
     locked = threading.Event()
-    calls: list[int] = []
-    original = selectors.check_agreement
-
-    def read_slowly(**kwargs):
-        calls.append(1)
-        if len(calls) == 1:  # the completion's, under the reviewer's lock
-            locked.set()
-            time.sleep(1.5)  # the import takes the study's row meanwhile, then waits for the reviewer
-        return original(**kwargs)
 
     def imported():
         assert locked.wait(10)
         return judgment_import.judgments_import(rows=[(1, row)], study_slug=checked.main.study.slug, by=None,
                                                 typed=True)
 
-    with mock.patch.object(selectors, "check_agreement", read_slowly):
+    with _first_agreement_read_held(locked):
         completed, summary = together(lambda: checked.complete(2), imported)
     assert not isinstance(completed, Exception), completed
     assert not isinstance(summary, Exception), summary

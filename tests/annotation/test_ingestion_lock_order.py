@@ -22,7 +22,7 @@ from unittest import mock
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from annotation import selectors, services
+from annotation import services
 from annotation.models import (
     Assignment,
     ConversationProgress,
@@ -37,6 +37,7 @@ from audit.models import AuditEvent
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse, Turn
 from calibration import services as calibration_services
+from tests.annotation.test_check_alerts import _code
 from tests.factories import (
     RoundFactory,
     RoundItemFactory,
@@ -128,16 +129,6 @@ def _records_with(items: list[dict]) -> list[dict]:
             turn["responses"] = [r for r in turn["responses"] if r["model"] != NEW_SLOT
                                  or (record["conversation_id"], turn["index"], r["model"]) in wanted]
     return records
-
-
-def _code(round_: Round, coder, position: int) -> None:
-    """Score every form of the coder's turn as the coding page would."""
-    view = selectors.turn_view(round_id=round_.pk, user=coder, position=position)
-    for form in view.all_forms():
-        response = None if form.response_handle is None else selectors.response_by_handle(
-            study=view.study, coder_id=coder.pk, turn=view.turn, handle=form.response_handle)
-        services.judgment_save(round=round_, by=coder, attribute=form.attribute, turn=view.turn, response=response,
-                               score=form.attribute.scale[0])
 
 
 def _complete(round_: Round, coder, position: int) -> services.TurnCheck:

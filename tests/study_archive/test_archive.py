@@ -488,6 +488,13 @@ def test_a_new_schema_whose_indices_an_install_would_refuse_is_refused(rich_stud
 
 
 
+def _slot_added(record: dict, *, dry: bool) -> bool:
+    """An archive's study record edited: the study codes a model slot ``Extra`` too."""
+    if not dry:
+        record["model_slots"] = [*record["model_slots"], "Extra"]
+    return True
+
+
 def test_a_reused_conversation_with_a_response_the_archive_lacks_sends_its_completed_items_back(rich_study, tmp_path):
     """This installation's copy of a conversation the import reuses may hold more responses than the archive (one
     added by another study's ingestion into a shared conversation): a completed item of the imported study whose turn
@@ -498,12 +505,7 @@ def test_a_reused_conversation_with_a_response_the_archive_lacks_sends_its_compl
                                           round__status=Round.Status.OPEN, completed_at__isnull=False).first()
     assert completed is not None
 
-    def slot_added(record: dict, *, dry: bool) -> bool:
-        if not dry:
-            record["model_slots"] = [*record["model_slots"], "Extra"]
-        return True
-
-    lines, _ = edited(export("demo"), "study", slot_added)
+    lines, _ = edited(export("demo"), "study", _slot_added)
     ModelResponse.objects.create(turn_id=completed.turn_id, model_slot="Extra", model_version="v1", text="Breathe.")
     assert Assignment.objects.get(pk=completed.pk).completed_at is not None  # not a slot of the demo study
     out = io.StringIO()
@@ -588,12 +590,7 @@ def test_a_check_item_the_import_sends_back_leaves_its_reviewers_alert(rich_stud
     archived = _open_alert(rich_study, coder)
     assert archived == (round((len(codings) - 1) / len(codings), 9), len(codings))
 
-    def slot_added(record: dict, *, dry: bool) -> bool:
-        if not dry:
-            record["model_slots"] = [*record["model_slots"], "Extra"]
-        return True
-
-    lines, _ = edited(export("demo"), "study", slot_added)
+    lines, _ = edited(export("demo"), "study", _slot_added)
     ModelResponse.objects.create(turn_id=completed.turn_id, model_slot="Extra", model_version="v1", text="Breathe.")
     call_command("import_study", str(write(tmp_path, checksummed(lines))), "--as", "copy", stdout=io.StringIO())
     copy = Study.objects.get(slug="copy")
