@@ -306,7 +306,7 @@ def metric_run_execute(*, run_id: int, heartbeat: bool = False, send_helpers: Se
             connection.close()
         MetricRun.objects.filter(pk=run_id, status=MetricRun.Status.RUNNING).update(
             status=MetricRun.Status.FAILED, finished_at=timezone.now(),
-            error=without_row_values(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}"),
+            error=without_row_values(f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=5)}", error),
         )
         raise
     finally:

@@ -52,6 +52,13 @@ SUPERUSER = "postgres"
 SERVICE_ACCOUNT = "cab-postgres"
 PORT = 5432  # names the socket file (.s.PGSQL.5432); there is no TCP listener
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes; keep a margin
+LOG_SETTINGS = ("log_min_messages=log", "log_min_error_statement=panic", "log_error_verbosity=terse")
+"""What the server writes to its own log (``server.log``), which must hold nothing people wrote
+(docs/architecture.md#conventions): no statement (Django binds the values on the client, so a statement carries
+them), no DETAIL or CONTEXT (a refused row's values, a COPY's line, a deadlock's statements) and no error or warning
+at all (a data exception's message quotes the value it refused): each is the client's to log, and the product's
+clients log them without the values (``common.logs.WithoutRowValues``). Its own events stay: start, stop,
+checkpoints, fatal connection errors, lock waits. docker-compose.yml's PostgreSQL runs with the same settings."""
 
 
 class EmbeddedDatabaseError(RuntimeError):
@@ -197,7 +204,7 @@ class Server:
         listen = (f"-c listen_addresses=127.0.0.1 -p {self.tcp_port}" if self.tcp_port
                   else f"-c listen_addresses='' -p {PORT}")
         options = [f"{listen} -k {socket_dir} -c unix_socket_permissions=0700"]
-        options += [f"-c {setting}" for setting in self.settings]
+        options += [f"-c {setting}" for setting in (*LOG_SETTINGS, *self.settings)]
         self._run(account, "pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60",
                   "-o", " ".join(options), "start")
 

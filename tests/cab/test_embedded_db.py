@@ -187,3 +187,29 @@ def test_the_readmes_backup_of_the_embedded_server_holds_the_products_tables(roo
     listed = subprocess.run([str(binaries() / "pg_restore"), "-l", words[-1]], capture_output=True, text=True,
                             timeout=60)
     assert "TABLE DATA public judgment_kept" in listed.stdout, listed.stdout
+
+
+@pytest.mark.django_db
+def test_the_servers_log_holds_nothing_a_refused_statement_carried():
+    """The test run's own server is the product's (scripts/testenv.py starts a ``Server``): the refusals whose text
+    quotes what a client wrote (a row over lines, a key, a COPY's line, a value cast, a JSON token) leave it out of
+    the server's log too: no statement, no DETAIL, no CONTEXT, no data exception's message."""
+    from tests.common.test_logs import _refusals
+
+    root = os.environ.get("TESTENV_PG_ROOT")
+    if not root:
+        pytest.skip("the database is not scripts/testenv.py's (DATABASE_URL was given)")
+    marker = f"what-a-client-wrote-{time.time_ns()}"
+    _refusals(marker)
+    log = Path(root, "server.log").read_text(errors="replace")
+    assert "database system is ready to accept connections" in log  # the server's own events stay
+    assert marker not in log, log[-3000:]
+
+
+def test_docker_composes_postgresql_logs_as_the_embedded_one():
+    from cab.embedded_db.server import LOG_SETTINGS
+
+    compose = (ROOT / "docker-compose.yml").read_text()
+    (command,) = re.findall(r'command: \["postgres", ((?:"[^"]*",?\s*)+)\]', compose)
+    settings = re.findall(r'"([^"]*)"', command)
+    assert settings == [each for setting in LOG_SETTINGS for each in ("-c", setting)]

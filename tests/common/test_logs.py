@@ -66,11 +66,13 @@ def test_a_database_refusal_logged_with_its_traceback_leaves_out_the_rows_text()
     assert "Internal Server Error: /rounds/1/turns/2/save" in text and "Traceback (most recent call last)" in text
 
 
-def test_without_row_values_leaves_out_a_keys_values_and_nothing_else():
-    said = ('duplicate key value violates unique constraint "k"\nDETAIL:  Key (text)=(my secret) already exists.\n'
-            "the next line stays")
+def test_without_row_values_leaves_out_a_keys_values_to_the_errors_next_field_and_nothing_else():
+    """Without the error, a value's end is not known: a key's values may span lines, so they are left out up to the
+    error's next field (or the traceback's next part), which stays."""
+    said = ('duplicate key value violates unique constraint "k"\nDETAIL:  Key (text)=(my secret\nover lines) already '
+            "exists.\nHINT:  the next field stays")
     assert without_row_values(said) == ('duplicate key value violates unique constraint "k"\nDETAIL:  Key (values '
-                                        "left out: they may be what people wrote)\nthe next line stays")
+                                        "left out: they may be what people wrote)\nHINT:  the next field stays")
 
 
 def test_a_workers_own_log_handlers_leave_the_row_values_out_too():
@@ -89,3 +91,72 @@ def test_a_workers_own_log_handlers_leave_the_row_values_out_too():
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
     assert "my words" not in said and "Failing row contains (values left out" in said, said
+
+
+MARKER = "my-sister-does-not-know-I-cut"  # what a client wrote: it must reach no log
+
+
+def _refusals(marker: str) -> list[Exception]:
+    """The real errors PostgreSQL gives, each quoting what a client wrote somewhere else than a one-line DETAIL: a
+    row and a key over several lines, a COPY's line (CONTEXT), a value cast on the server (a data exception's
+    message, the statement's excerpt: Django binds values on the client) and a JSON document's token."""
+    from django.db import connection, transaction
+
+    said = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE said (text text CHECK (length(text) < 5), k text UNIQUE) ON COMMIT DROP")
+        cursor.execute("INSERT INTO said VALUES ('a', %s)", [f"I wrote\n{marker}"])
+        for sql, params in [("INSERT INTO said VALUES (%s)", [f"first line\nthen {marker}\nand more"]),
+                            ("INSERT INTO said VALUES ('b', %s)", [f"I wrote\n{marker}"]),
+                            ("SELECT %s::int", [marker]),
+                            ("SELECT %s::jsonb", [f'{{"said": {marker}}}'])]:
+            try:
+                with transaction.atomic():
+                    cursor.execute(sql, params)
+            except Exception as error:  # noqa: BLE001 - the error is what the test looks at
+                said.append(error)
+        try:
+            with transaction.atomic(), cursor.copy("COPY said (text) FROM STDIN") as copy:
+                copy.write_row([f"a response: {marker}"])
+        except Exception as error:  # noqa: BLE001
+            said.append(error)
+    assert len(said) == 5 and all(marker in str(error) for error in said), said  # what PostgreSQL says
+    return said
+
+
+@pytest.mark.django_db
+def test_what_a_database_refusal_quotes_over_several_lines_or_outside_its_detail_reaches_no_log():
+    """A refused row's text over several lines, a COPY's line in the CONTEXT, a statement's excerpt and a data
+    exception's message: none reaches the log, as a 500's traceback (``django.request``) nor as a message naming
+    the error; what the error was (its class, its constraint) stays."""
+    import io
+
+    errors = _refusals(MARKER)
+    (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
+    written = io.StringIO()
+    previous = handler.setStream(written)
+    try:
+        for error in errors:
+            try:
+                raise error
+            except Exception:
+                logging.getLogger("django.request").exception("Internal Server Error: %s", "/api/v1/responses/")
+            logging.getLogger("cab.test").warning("refused: %s", error)
+    finally:
+        handler.setStream(previous)
+    text = written.getvalue()
+    assert MARKER not in text, text
+    assert text.count("Internal Server Error: /api/v1/responses/") == text.count("refused: ") == len(errors), text
+    for kept in ('violates check constraint "said_text_check"', 'violates unique constraint "said_k_key"',
+                 "django.db.utils.DataError: a data exception (SQLSTATE 22P02)", "CONTEXT:  (values left out"):
+        assert kept in text, kept
+
+
+@pytest.mark.django_db
+def test_a_text_without_its_error_leaves_out_a_value_over_several_lines_a_copys_line_and_a_statements_excerpt():
+    """A metric run's stored error is a text (``without_row_values``): given the error it replaces the error's own
+    text; without it, the lines' shapes."""
+    for error in _refusals(MARKER):
+        text = f"{type(error).__name__}: {error}\n"
+        assert MARKER not in without_row_values(text, error)
+        assert MARKER not in without_row_values(text), without_row_values(text)
