@@ -413,7 +413,10 @@ LOGGING = {
     "filters": {"once_a_minute": {"()": "common.logs.OnceAMinute"},
                 "without_row_values": {"()": "common.logs.WithoutRowValues"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"},
+    # Django's own handlers (set up before these: a console one for the django loggers when DEBUG is on, the
+    # admins' mail) are taken off: the django loggers' records go to the project's handler alone, through its filter.
+    "loggers": {"django": {"handlers": []},
+                "django.db.backends": {"level": "WARNING"},
                 "cab.cache": {"filters": ["once_a_minute"]}},
 }
 

@@ -160,3 +160,23 @@ def test_a_text_without_its_error_leaves_out_a_value_over_several_lines_a_copys_
         text = f"{type(error).__name__}: {error}\n"
         assert MARKER not in without_row_values(text, error)
         assert MARKER not in without_row_values(text), without_row_values(text)
+
+
+@pytest.mark.parametrize("debug", ["1", "0"])
+def test_djangos_own_loggers_say_a_refusal_once_and_without_the_rows_text(debug):
+    """Django sets up its own handlers before the project's ``LOGGING`` (a console one for its ``django`` loggers
+    when DEBUG is on, as it is outside DJANGO_ENV=production, and the admins' mail): a 500 logged by
+    ``django.request`` went out through them too, before the project's handler, and so with the row's text."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import logging, django; django.setup()\n"
+              "logging.getLogger('django.request').error("
+              "'Internal Server Error: /rounds/1/turns/2/save\\nDETAIL:  Failing row contains (my words).')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          env=os.environ | {"DJANGO_SETTINGS_MODULE": "cab.settings", "DEBUG": debug})
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "my words" not in said, said
+    assert said.count("Internal Server Error: /rounds/1/turns/2/save") == 1, said
