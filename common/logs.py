@@ -44,25 +44,22 @@ _FIELD_ENDS = (r"(?=\n+(?:LINE \d+:|DETAIL:|HINT:|CONTEXT:|STATEMENT:|QUERY:|Tra
 _ROW_VALUES = re.compile(rf"^(DETAIL:\s+)(Failing row contains|Key) \((?!values left out).*?{_FIELD_ENDS}",
                          re.MULTILINE | re.DOTALL)
 _CONTEXT = re.compile(rf"^(CONTEXT:\s+)(?!\s|\(values left out).*?{_FIELD_ENDS}", re.MULTILINE | re.DOTALL)
-_EXCERPT = re.compile(r"^LINE \d+: .*\n *\^ *$", re.MULTILINE)
+_EXCERPT = re.compile(r"^LINE \d+: .*(?:\n *\^ *$)?", re.MULTILINE)
 _VALUE_REFUSED = re.compile(rf"((?:invalid input syntax for type|invalid input value for enum|malformed \w+ literal)"
                             rf"[^:\n]*: )(?!\(values left out).*?{_FIELD_ENDS}", re.DOTALL)
 
 
-def _database_errors(*found: object) -> list[psycopg.Error]:
-    """The database errors among ``found`` and the errors each was raised from or while handling."""
-    errors: list[psycopg.Error] = []
-    seen: set[int] = set()
+def _chained(*found: object) -> list[BaseException]:
+    """The exceptions among ``found`` and those each was raised from or while handling."""
+    chain: list[BaseException] = []
     todo = [each for each in found if isinstance(each, BaseException)]
     while todo:
         error = todo.pop()
-        if id(error) in seen:
+        if any(error is seen for seen in chain):
             continue
-        seen.add(id(error))
-        if isinstance(error, psycopg.Error):
-            errors.append(error)
+        chain.append(error)
         todo += [each for each in (error.__cause__, error.__context__) if each is not None]
-    return errors
+    return chain
 
 
 def _said_of(error: psycopg.Error) -> str:
@@ -84,9 +81,11 @@ def without_row_values(text: str, *errors: object) -> str:
     """``text`` (an error's message, a traceback) without what a database refusal quotes of the rows and statements
     it refused. ``errors``: the exceptions whose text it may carry (with those they were chained to), each replaced
     whole; what is left is cleaned by the lines' shapes."""
-    for error in _database_errors(*errors):
-        if whole := str(error):
-            text = text.replace(whole, _said_of(error))
+    chain = _chained(*errors)
+    said = {whole: _said_of(error) for error in chain if isinstance(error, psycopg.Error) and (whole := str(error))}
+    for error in chain:  # a database error, or Django's in its place (the same text): by its repr (Celery's), its text
+        if (whole := str(error)) in said:
+            text = text.replace(repr(error), f"{type(error).__name__}({said[whole]!r})").replace(whole, said[whole])
     text = _ROW_VALUES.sub(rf"\1\2 {LEFT_OUT}", text)
     text = _CONTEXT.sub(rf"\1{LEFT_OUT}", text)
     text = _VALUE_REFUSED.sub(rf"\1{LEFT_OUT}", text)

@@ -180,3 +180,33 @@ def test_djangos_own_loggers_say_a_refusal_once_and_without_the_rows_text(debug)
     assert done.returncode == 0, said
     assert "my words" not in said, said
     assert said.count("Internal Server Error: /rounds/1/turns/2/save") == 1, said
+
+
+@pytest.mark.django_db
+def test_a_task_failing_on_a_database_refusal_is_logged_without_the_rows_text():
+    """Celery logs a failed task's exception by its repr ("Task … raised unexpected: IntegrityError('…')"), where
+    the DETAIL is no line of its own, and its traceback; the task here is given what a client wrote and fails on
+    inserting it, run through Celery's own trace (in-process, as the embedded mode runs every task)."""
+    import io
+
+    from django.db import connection, transaction
+
+    from cab.celery import app
+
+    @app.task(name="tests.common.refuse")
+    def refuse(text: str) -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("CREATE TEMP TABLE said (text text CHECK (length(text) < 5)) ON COMMIT DROP")
+            cursor.execute("INSERT INTO said VALUES (%s)", [text])
+
+    (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
+    written = io.StringIO()
+    previous = handler.setStream(written)
+    try:
+        result = refuse.apply(args=[f"a reply\n{MARKER}"])
+    finally:
+        handler.setStream(previous)
+    text = written.getvalue()
+    assert result.failed(), text
+    assert "tests.common.refuse" in text and 'violates check constraint "said_text_check"' in text, text
+    assert MARKER not in text, text
