@@ -104,6 +104,6 @@ class WithoutRowValues(logging.Filter):
         if record.exc_text:
             record.exc_text = without_row_values(record.exc_text, raised)
         message = record.getMessage()
-        if (cleaned := without_row_values(message, raised, *args)) != message:
+        if (cleaned := without_row_values(message, raised, record.msg, *args)) != message:
             record.msg, record.args = cleaned, None
         return True

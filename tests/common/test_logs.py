@@ -142,14 +142,49 @@ def test_what_a_database_refusal_quotes_over_several_lines_or_outside_its_detail
             except Exception:
                 logging.getLogger("django.request").exception("Internal Server Error: %s", "/api/v1/responses/")
             logging.getLogger("cab.test").warning("refused: %s", error)
+            logging.getLogger("cab.test").warning(error)
     finally:
         handler.setStream(previous)
     text = written.getvalue()
     assert MARKER not in text, text
     assert text.count("Internal Server Error: /api/v1/responses/") == text.count("refused: ") == len(errors), text
+    assert text.count("WARNING cab.test ") == 2 * len(errors), text
     for kept in ('violates check constraint "said_text_check"', 'violates unique constraint "said_k_key"',
                  "django.db.utils.DataError: a data exception (SQLSTATE 22P02)", "CONTEXT:  (values left out"):
         assert kept in text, kept
+
+
+@pytest.mark.django_db
+def test_a_value_that_looks_like_the_errors_next_field_is_left_out_whole_when_the_error_is_logged():
+    """What a client wrote may look like an error's next field (a line "HINT:  …"), where the lines' shapes would end
+    the value: an error logged as a record's message or argument, or with its traceback, is replaced whole."""
+    import io
+
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE said (text text CHECK (length(text) < 5)) ON COMMIT DROP")
+        try:
+            with transaction.atomic():
+                cursor.execute("INSERT INTO said VALUES (%s)", [f"I said\nHINT:  {MARKER}"])
+        except Exception as refused:  # noqa: BLE001 - the error is what the test looks at
+            error = refused
+    assert f"\nHINT:  {MARKER}" in str(error)
+    (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
+    written = io.StringIO()
+    previous = handler.setStream(written)
+    try:
+        logging.getLogger("cab.test").warning(error)
+        logging.getLogger("cab.test").warning("refused: %s", error)
+        try:
+            raise error
+        except Exception:
+            logging.getLogger("django.request").exception("Internal Server Error: %s", "/api/v1/conversations/")
+    finally:
+        handler.setStream(previous)
+    text = written.getvalue()
+    assert MARKER not in text, text
+    assert text.count('violates check constraint "said_text_check"') == 4, text  # the two, psycopg's and Django's
 
 
 @pytest.mark.django_db
