@@ -7,6 +7,10 @@ An answer that says the server could not take the request just then (a 503 while
 a proxy's 502 or 504: ``cab_cli.retry.UNAVAILABLE``) is asked again like a dropped connection, as late as its
 Retry-After asks (``cab_cli.retry.pause``), and touches neither the part nor the target.
 
+The finished file takes the name the server gives it (``Content-Disposition: attachment; filename="…"``) where it
+gives one and the caller named no file of its own (``server_name``): the name a browser or ``curl -OJ`` saves the same
+download under; the part keeps the name the caller expected until then.
+
 Downloads stream into the file: memory stays flat at any size. What the server says of the file's provenance (its
 ``CAB-*`` and ``Repr-Digest`` headers: docs/metrics.md#provenance) comes back with it (``Downloaded.provenance``),
 for ``provenance_write`` to keep beside it as ``NAME.provenance.json``.
@@ -20,6 +24,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 
 import httpx
@@ -64,6 +69,20 @@ def provenance_write(done: Downloaded) -> Path:
     return path
 
 
+def served_name(answer: httpx.Response) -> str | None:
+    """The file name of the answer's ``Content-Disposition`` (RFC 6266: ``filename="…"``, or ``filename*=``), when it
+    is a plain name: never one that reaches another folder or hides the file."""
+    header = answer.headers.get("Content-Disposition")
+    if not header:
+        return None
+    parsed = Message()
+    parsed["Content-Disposition"] = header
+    name = parsed.get_filename()
+    if not name or name != Path(name).name or "\\" in name or name.startswith(".") or "\0" in name:
+        return None
+    return name
+
+
 def _paths(target: Path) -> tuple[Path, Path]:
     return target.with_name(target.name + ".part"), target.with_name(target.name + ".part.etag")
 
@@ -105,10 +124,13 @@ def _finish(part: Path, tag: Path, target: Path, etag: str) -> int:
     return target.stat().st_size
 
 
-def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, desc: str = "") -> Downloaded:
+def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, desc: str = "",
+             server_name: bool = False) -> Downloaded:
     """``url`` into ``target``, resuming a ``.part`` left beside it; a dropped connection or an answer of a server
     briefly unavailable is asked again up to ``retries`` times (waiting 1, 2, 4… s, or as long as the answer's
-    Retry-After asks) before the error is raised (the ``.part`` stays for the next run)."""
+    Retry-After asks) before the error is raised (the ``.part`` stays for the next run). ``server_name``: the finished
+    file is named, in ``target``'s folder, as the answer's Content-Disposition names it (``served_name``), where it
+    names one."""
     part, tag = _paths(target)
     attempt = 0
     while True:
@@ -123,13 +145,15 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                     # Nothing left to send: the part is whole (it was not renamed yet) or it is not this file.
                     etag = answer.headers.get("ETag", "")
                     if etag == tag.read_text().strip():
-                        size = _finish(part, tag, target, etag)
-                        return Downloaded(target, size, have, attempt, _provenance(answer))
+                        whole = _named(target, answer) if server_name else target
+                        size = _finish(part, tag, whole, etag)
+                        return Downloaded(whole, size, have, attempt, _provenance(answer))
                     part.unlink()
                     continue
                 if answer.status_code not in (200, 206):
                     raise DownloadError(_said(answer))
                 etag, said = answer.headers.get("ETag", ""), _provenance(answer)
+                whole = _named(target, answer) if server_name else target
                 if answer.status_code == 206:
                     span = _CONTENT_RANGE.match(answer.headers.get("Content-Range", ""))
                     if span is None or int(span[1]) != have:
@@ -149,10 +173,15 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                         bar.update(len(chunk))
             if total and part.stat().st_size != total:
                 raise httpx.ReadError(f"the connection closed after {part.stat().st_size:,} of {total:,} bytes")
-            size = _finish(part, tag, target, etag)
-            return Downloaded(target, size, have, attempt, said)
+            size = _finish(part, tag, whole, etag)
+            return Downloaded(whole, size, have, attempt, said)
         except (httpx.TransportError, _Unavailable) as problem:
             _again_or_refused(problem, attempt=attempt, retries=retries, part=part, target=target)
+
+
+def _named(target: Path, answer: httpx.Response) -> Path:
+    name = served_name(answer)
+    return target.with_name(name) if name else target
 
 
 def _again_or_refused(problem: httpx.TransportError | _Unavailable, *, attempt: int, retries: int, part: Path,

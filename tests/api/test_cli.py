@@ -17,6 +17,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 from access import roles
@@ -129,7 +130,7 @@ def test_ingest_in_parts_import_run_and_download(cab, tmp_path, monkeypatch, eag
                     "CAB-Software": software, "CAB-Input-Fingerprint": report["input"]["fingerprint"]}
     status, out, err = cab("download", "bundle")  # the newest succeeded run's
     assert status == 0, err
-    bundle_path = tmp_path / f"{SLUG}-run-{run['run']}-bundle.zip"
+    bundle_path = tmp_path / f"{SLUG}-run{run['run']}-bundle.zip"
     with zipfile.ZipFile(bundle_path) as bundle:
         assert bundle.read("report.json") == (tmp_path / "report.json").read_bytes()
     bundle_said = json.loads(Path(json.loads(out)["provenance"]).read_text())
@@ -437,6 +438,64 @@ def test_a_download_resumes_after_a_dropped_connection_and_across_runs(cab, tmp_
     for name in ("cut.jsonl", "again.jsonl", "whole.jsonl"):
         assert json.loads((tmp_path / f"{name}.provenance.json").read_text())["Repr-Digest"] == digest, name
     assert not (tmp_path / "bad.jsonl.provenance.json").exists()
+
+
+def _served_name(cab, url: str) -> str:
+    """The file name the server's answer to ``url`` gives (its Content-Disposition), as a browser would save it."""
+    answer = httpx.get(cab.url + url, headers={"Authorization": f"Bearer {cab.token}"}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    disposition = answer.headers["Content-Disposition"]
+    assert disposition.startswith("attachment; filename="), disposition
+    return disposition.split("filename=", 1)[1].strip('"')
+
+
+def test_every_file_a_download_writes_is_named_as_the_server_names_it(cab, tmp_path, eager):
+    """``cab download`` without ``-o`` saves each file under the name of the server's Content-Disposition for the
+    same download (what a browser or ``curl -OJ`` saves): the bundle was ``STUDY-run-N-bundle.zip`` and the report
+    ``STUDY-report.json`` where the server says ``STUDY-runN-bundle.zip`` and ``STUDY-report-runN.json``. Nothing
+    else is left beside it but its provenance."""
+    coded_study(cab, tmp_path)
+    runs = []
+    for _ in range(2):
+        status, out, err = cab("run", "--bootstrap", "5")
+        assert status == 0, err
+        runs.append(json.loads(out)["run"])
+    first, newest = runs
+    cases = [(("judgments", "--format", "csv"), f"/api/v1/studies/{SLUG}/exports/judgments.csv"),
+             (("judgments", "--format", "jsonl"), f"/api/v1/studies/{SLUG}/exports/judgments.jsonl"),
+             (("bundle",), f"/api/v1/metric-runs/{newest}/bundle.zip"),
+             (("bundle", "--run", str(first)), f"/api/v1/metric-runs/{first}/bundle.zip"),
+             (("report",), f"/api/v1/studies/{SLUG}/exports/report.json"),
+             (("report", "--run", str(first)), f"/api/v1/studies/{SLUG}/exports/report.json?run={first}")]
+    for args, url in cases:
+        before = set(tmp_path.iterdir())
+        status, out, err = cab("download", *args)
+        assert status == 0, err
+        done = json.loads(out)
+        name = _served_name(cab, url)
+        assert Path(done["file"]).name == name, (args, done["file"], name)
+        assert Path(done["provenance"]).name == f"{name}.provenance.json"
+        assert {p.name for p in set(tmp_path.iterdir()) - before} == {name, f"{name}.provenance.json"}, args
+    assert {f"{SLUG}-run{first}-bundle.zip", f"{SLUG}-report-run{newest}.json"} <= {p.name for p in
+                                                                                     tmp_path.iterdir()}
+
+    # -o names the file whatever the server calls it.
+    status, out, err = cab("download", "bundle", "-o", "mine.zip")
+    assert status == 0, err
+    assert json.loads(out)["file"] == "mine.zip" and zipfile.is_zipfile(tmp_path / "mine.zip")
+
+
+def test_a_served_name_that_would_leave_the_folder_is_not_taken():
+    from cab_cli.download import served_name
+
+    def named(header: str) -> str | None:
+        return served_name(httpx.Response(200, headers={"Content-Disposition": header}))
+
+    assert named('attachment; filename="s-run3-bundle.zip"') == "s-run3-bundle.zip"
+    assert named("attachment; filename*=UTF-8''s%C3%A9-report-run3.json") == "s\u00e9-report-run3.json"
+    for header in ('attachment; filename="../x.zip"', 'attachment; filename="/etc/x"', 'attachment; filename=".x"',
+                   'attachment; filename="a\\\\b.zip"', "attachment", 'attachment; filename=""'):
+        assert named(header) is None, header
 
 
 @pytest.mark.slow(10)
