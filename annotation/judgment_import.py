@@ -670,8 +670,7 @@ def _write(*, study: Study | None, study_slug: str, schema: Schema, rows: list[_
         # Each judgment's history starts with the import (an import only ever creates judgments).
         services.revisions_start(created=((j, row.spans) for j, row in batch), by=by,
                                  source=JudgmentRevision.Source.IMPORT)
-    if study.status == Study.Status.SETUP:
-        Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
+    services.study_opens(study_id=study.pk)
     if any(row.is_gold for row in new):  # what the reviewers' completed check items are compared with
         services.check_alerts_update(assignments=Assignment.objects.filter(round__study=study))
     summary.judgments_created = len(new)

@@ -68,6 +68,15 @@ def schema_is_frozen(*, schema: Schema) -> bool:
     return schema.studies.exclude(status=Study.Status.SETUP).exists()
 
 
+def study_opens(*, study_id: int) -> None:
+    """The study's state rule, its one home: a study in set-up opens when coded data first comes into it, by its
+    first round opened (``round_open``: no reviewer saves before) or by an import of judgments or session labels
+    (``judgment_import``, ``session_labels``: the API, the commands and ``cab import`` alike), whatever the import
+    holds. From then on its schema is frozen (``schema_is_frozen``): what was coded names its attributes. An open or
+    archived study is left as it is. In the caller's transaction, so a refused import leaves the study in set-up."""
+    Study.objects.filter(pk=study_id, status=Study.Status.SETUP).update(status=Study.Status.OPEN)
+
+
 @transaction.atomic
 def schema_install(*, document: dict, by: User | None = None) -> Schema:
     """Install or update a schema from its document. Refused once a study using it is open."""
@@ -1042,7 +1051,7 @@ def round_open(*, round: Round, by: User | None) -> Round:
     if round.status == Round.Status.CLOSED:
         raise ValidationError(f"{round.name} is closed; reopening is a separate, recorded admin action")
     _round_transition(round=round, expected=Round.Status.DRAFT, to=Round.Status.OPEN, by=by, action="round.open")
-    Study.objects.filter(pk=round.study_id, status=Study.Status.SETUP).update(status=Study.Status.OPEN)
+    study_opens(study_id=round.study_id)
     return round
 
 

@@ -384,6 +384,7 @@ def session_labels_import(*, study: Study, rows: Iterable[Any], by: User | None,
         if errors:
             raise RowErrors(errors, row_label=where)
         _write(study, labels, summary)
+        services.study_opens(study_id=study.pk)  # coded data came in, as by the judgments import
         audit_record(by=by, action="session_labels.import", study=study, target=f"study:{study.slug}",
                      created=summary.created, updated=summary.updated, unchanged=summary.unchanged,
                      coders=len(summary.coders))

@@ -395,7 +395,7 @@ def synthetic_generate(spec: SyntheticSpec, *,  # noqa: C901 - one generation pi
             batch_size=5000,
         )
     Round.objects.filter(pk=main.pk).update(status=Round.Status.OPEN)
-    Study.objects.filter(pk=study.pk).update(status=Study.Status.OPEN)
+    services.study_opens(study_id=study.pk)  # its main round is open: coded data came in
 
     progress("saving judgments")
     codings.save()
