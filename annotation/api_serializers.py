@@ -17,6 +17,7 @@ from annotation.long_format import row_role
 from annotation.models import Round, Study
 from annotation.selectors import response_handle
 from api.fields import JsonBooleanField, JsonIntegerField, JsonNumberField, TextField, TextRegexField
+from common.file_formats import FORMATS
 from common.rounds import DESCRIPTION as ROUND_NAMES
 from common.rounds import round_parse
 
@@ -330,9 +331,12 @@ class JudgmentsFileIn(serializers.Serializer):
 
     file = serializers.FileField(help_text="judgments in the long format (docs/reference.md#long-format-of-judgments), "
                                            "CSV or JSON Lines, UTF-8")
-    format = serializers.ChoiceField(choices=["csv", "jsonl"], required=False,
-                                     help_text="default: by the file's name (.csv, .jsonl or .ndjson), else by its "
-                                               "part's Content-Type (text/csv, application/x-ndjson)")
+    format = serializers.ChoiceField(
+        choices=list(FORMATS), required=False,
+        help_text="default: by the file's name (.csv, .jsonl or .ndjson), else by its part's Content-Type (text/csv, "
+                  "application/x-ndjson or application/jsonl); a file whose name and Content-Type say neither, sent "
+                  "without `format`, is refused: 400 naming the file under the field `format`, nothing read "
+                  "(common/file_formats.py: never guessed)")
 
 
 class JudgmentImportOut(serializers.Serializer):

@@ -15,6 +15,7 @@ from django.test import override_settings
 from annotation.long_format import judgment_rows
 from annotation.models import Judgment
 from annotation.services import judgments_purge
+from api.parsers import _CONTENT_TYPES
 from benchmark.demo import demo_records
 from benchmark.models import ModelResponse
 from tests.factories import conversations_without_responses, jsonl, response_items
@@ -136,6 +137,19 @@ def test_an_import_whose_format_cannot_be_told_says_how_to_tell_it(admin_user, a
     answer = upload(api, IMPORT, exported[1]["csv"], name="judgments.csv", format="xlsx")
     assert answer.json()["fields"] == {"format": ["csv or jsonl, not 'xlsx'"]}
     assert Judgment.objects.count() == 0
+
+
+def test_the_schema_s_help_for_format_says_a_file_it_cannot_tell_is_refused(admin_user, as_token, exported, client):
+    """The OpenAPI schema's help for the form's ``format`` said how the format is found, not that a file whose name
+    and part's Content-Type say none, sent without ``format``, is refused: a generated client's user learnt it from
+    the 400. The help now says what the upload answers, and every Content-Type the parser reads."""
+    api = as_token(admin_user, scopes=["import"])
+    answer = upload(api, IMPORT, exported[1]["csv"], name="judgments.txt", content_type="text/plain")
+    assert answer.status_code == 400 and list(answer.json()["fields"]) == ["format"]
+    schema = client.get("/api/schema/?format=json").json()
+    said = schema["components"]["schemas"]["JudgmentsFileInRequest"]["properties"]["format"]["description"]
+    assert "refused" in said and f"{answer.status_code} naming the file under the field `format`" in said, said
+    assert all(media in said for media in _CONTENT_TYPES), said
 
 
 def test_a_resent_upload_with_its_idempotency_key_gets_the_first_answer(admin_user, as_token, exported):
