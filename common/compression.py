@@ -7,6 +7,11 @@ whole health-check request, for 10.4 KB; level 2 takes 0.45 ms for 11.5 KB (issu
 docs/benchmarks.md#issue-34-reviewer-pages-whose-cost-does-not-grow-with-the-study). Static files are not
 compressed here: WhiteNoise serves them precompressed.
 
+A file that answers byte ranges (``Accept-Ranges: bytes``: the judgment downloads and study bundles of
+``common.downloads``, on the pages too) is left as it is: gzipped, its 206 would be no range of the file, its length
+would go and its strong ETag, the SHA-256 of its bytes, would turn weak, which ``If-Range`` never matches (RFC 9110
+§13.1.5), so a browser resuming an interrupted download got the whole file again (docs/api.md#resuming-a-download).
+
 API answers are left as they are: API clients choose their own transfer encoding at the proxy, streamed exports are
 read by scripts that may not decode gzip, and an uncompressed API body cannot leak a secret through its compressed
 length (BREACH).
@@ -36,7 +41,7 @@ def page_compressed(content: bytes, *, max_random_bytes: int) -> bytes:
 
 class PageGZipMiddleware(GZipMiddleware):
     def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-        if request.path.startswith(API_PREFIX):
+        if request.path.startswith(API_PREFIX) or response.get("Accept-Ranges", "none") != "none":
             return response
         if response.streaming or response.has_header("Content-Encoding"):
             return super().process_response(request, response)  # streamed: Django's, chunk by chunk

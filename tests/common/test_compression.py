@@ -48,3 +48,13 @@ def test_what_is_not_compressed():
     streamed = answered("/exports/", StreamingHttpResponse(iter([PAGE, PAGE])))
     assert streamed["Content-Encoding"] == "gzip"  # Django's own, chunk by chunk
     assert gzip.decompress(b"".join(streamed.streaming_content)) == PAGE + PAGE
+
+
+def test_a_file_that_answers_byte_ranges_is_not_compressed():
+    """Its ranges, length and strong ETag (If-Range's) are those of the file as it is (common.downloads)."""
+    for status in (200, 206):
+        ranged = StreamingHttpResponse(iter([PAGE, PAGE]), status=status)
+        ranged["Accept-Ranges"], ranged["ETag"], ranged["Content-Length"] = "bytes", '"sha256-x"', str(2 * len(PAGE))
+        sent = answered("/exports/s/judgments.csv", ranged)
+        assert "Content-Encoding" not in sent and sent["ETag"] == '"sha256-x"'
+        assert sent["Content-Length"] == str(2 * len(PAGE)) and b"".join(sent.streaming_content) == PAGE + PAGE

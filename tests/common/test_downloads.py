@@ -140,3 +140,19 @@ def test_every_answer_states_the_digest_of_the_whole_file_the_software_and_the_e
     assert part.status_code == 206 and part["Repr-Digest"] == answer["Repr-Digest"]  # the whole file's, not the part's
     assert "CAB-Software" in part and "CAB-Exported" in part
     assert body(part) == whole[10:20]
+
+
+def test_a_browser_that_accepts_gzip_gets_the_file_as_it_is_and_resumes_it(fetch, study):
+    """A browser asks for the exports page's download with ``Accept-Encoding: gzip``: the page compression gzipped it
+    (a 206 too, so its bytes were no range of the file), dropped its length and made its ETag weak, which ``If-Range``
+    never matches (RFC 9110 §13.1.5): a resumed download came whole again. A file that answers byte ranges is now sent
+    as it is, on the pages as on the API: the same bytes, length and strong ETag, and a resume gets the rest."""
+    whole = "".join(long_format.WRITERS["csv"](study=study)).encode()
+    etag = f'"sha256-{hashlib.sha256(whole).hexdigest()}"'
+    browser = {"Accept-Encoding": "gzip, deflate, br, zstd"}
+    answer = fetch(**browser)
+    assert answer.status_code == 200 and "Content-Encoding" not in answer
+    assert (answer["ETag"], answer["Content-Length"]) == (etag, str(len(whole))) and body(answer) == whole
+    answer = fetch(Range="bytes=100-", **{"If-Range": answer["ETag"]}, **browser)
+    assert answer.status_code == 206 and "Content-Encoding" not in answer
+    assert answer["Content-Range"] == f"bytes 100-{len(whole) - 1}/{len(whole)}" and body(answer) == whole[100:]
