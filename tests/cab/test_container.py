@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from django.conf import settings
+from packaging.version import Version
 
 from cab.version import VERSION
 
@@ -100,7 +101,24 @@ def test_the_compose_file_starts_the_web_and_the_worker_through_the_images_entry
 def test_one_version_string_for_the_package_and_the_api():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert VERSION == declared == settings.SPECTACULAR_SETTINGS["VERSION"]
-    assert f"## {declared} " in (ROOT / "CHANGELOG.md").read_text(), "CHANGELOG.md lists the current version"
+
+
+def test_unreleased_code_carries_a_development_version_past_every_release():
+    """Code with changes under CHANGELOG's ``## Unreleased`` said ``0.2.0`` in every report's ``software.version``,
+    the API schema and the image, the release it is not: with its commit beside it a reader had to know that the
+    commit came after the release. Unreleased code carries the next version's development release (PEP 440,
+    ``0.3.0.dev0``), later than every release CHANGELOG lists; released code, a version CHANGELOG lists."""
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    released = [Version(v) for v in re.findall(r"^## (\d+\.\d+\.\d+) ", changelog, re.MULTILINE)]
+    assert released, "CHANGELOG.md lists the releases"
+    version = Version(VERSION)
+    if re.search(r"^## Unreleased$", changelog, re.MULTILINE):
+        assert version.is_devrelease and version > max(released), (
+            f"CHANGELOG.md has changes not released, which version {VERSION} does not say: the next version's "
+            f".dev0 is the version of unreleased code")
+        assert changelog.index("## Unreleased") < changelog.index(f"## {max(released)} "), "newest first"
+    else:
+        assert not version.is_devrelease and version == max(released), "CHANGELOG.md lists the current version"
 
 
 def _compose_config(path: Path, **env: str) -> subprocess.CompletedProcess:
