@@ -416,9 +416,9 @@ def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int, *, r
 
 
 def cmd_download(args: argparse.Namespace) -> None:
-    """The file under ``-o``, else under the name the server's answer gives it (its Content-Disposition, as a
-    browser saves it); ``name`` is what the server is expected to call it, which the part is kept under until the
-    answer says (docs/api.md#the-researcher-cli)."""
+    """The file under ``-o``, else (or in the folder ``-o`` names) under the name the server's answer gives it (its
+    Content-Disposition, as a browser saves it); ``name`` is what the server is expected to call it, which the part
+    is kept under until the answer says (docs/api.md#the-researcher-cli)."""
     client, study = _client(), _study(args)
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
@@ -430,10 +430,12 @@ def cmd_download(args: argparse.Namespace) -> None:
         url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"
         if args.run is not None:
             url, name = url + f"?run={args.run}", f"{study}-report-run{args.run}.json"
-    target = Path(args.output or name)
+    # -o FOLDER: the file goes there under the server's name, as with no -o into the current folder
+    folder = args.output is None or Path(args.output).is_dir()
+    target = Path(args.output or ".") / name if folder else Path(args.output)
     try:
         done = download(client.get_httpx_client(), url, target, retries=args.retries, desc=f"{args.what}",
-                        server_name=not args.output)
+                        server_name=folder)
     except DownloadError as problem:
         raise Refused(f"{target}: {problem}") from None
     kept = provenance_write(done)  # the run, software, parameters, input and digest, beside the file
@@ -479,9 +481,9 @@ def parser() -> argparse.ArgumentParser:
     downloads = command("download", cmd_download, "download a study's judgments or a run's study bundle (both "
                         "resumable), or its metrics report")
     downloads.add_argument("what", choices=["judgments", "bundle", "report"])
-    downloads.add_argument("-o", "--output", help="the file to write (default: the name the server gives it, "
-                           "as a browser saves it: STUDY-judgments.FORMAT, STUDY-runN-bundle.zip, "
-                           "STUDY-report-runN.json)")
+    downloads.add_argument("-o", "--output", help="the file to write, or a folder to write it into (default: the "
+                           "name the server gives it, as a browser saves it: STUDY-judgments.FORMAT, "
+                           "STUDY-runN-bundle.zip, STUDY-report-runN.json)")
     downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format")
     downloads.add_argument("--run", type=int, help="bundle, report: this run's (default: the newest succeeded)")
     downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection, or ask again a server "

@@ -485,6 +485,26 @@ def test_every_file_a_download_writes_is_named_as_the_server_names_it(cab, tmp_p
     assert json.loads(out)["file"] == "mine.zip" and zipfile.is_zipfile(tmp_path / "mine.zip")
 
 
+def test_a_download_into_a_folder_takes_the_servers_name_there(cab, tmp_path, eager):
+    """``-o FOLDER`` downloaded the whole file beside the folder, as ``FOLDER.part``, then failed to put it in the
+    folder's place (exit 2, the part kept, and every run again the same); it is now written in the folder under the
+    server's name, as ``manage.py export_bundle STUDY FOLDER`` writes it."""
+    coded_study(cab, tmp_path)
+    status, out, err = cab("run", "--bootstrap", "5")
+    assert status == 0, err
+    run = json.loads(out)["run"]
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    for args, url in ((("judgments",), f"/api/v1/studies/{SLUG}/exports/judgments.csv"),
+                      (("bundle",), f"/api/v1/metric-runs/{run}/bundle.zip")):
+        status, out, err = cab("download", *args, "-o", "downloads")
+        assert status == 0, err
+        name = _served_name(cab, url)
+        assert json.loads(out)["file"] == str(Path("downloads") / name)
+        assert (folder / name).is_file() and (folder / f"{name}.provenance.json").is_file()
+    assert not list(tmp_path.glob("downloads.*")) and not list(folder.glob("*.part*"))
+
+
 def test_a_served_name_that_would_leave_the_folder_is_not_taken():
     from cab_cli.download import served_name
 

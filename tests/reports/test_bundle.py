@@ -388,6 +388,22 @@ def test_export_bundle_writes_the_runs_bundle(built, tmp_path):
         call_command("export_bundle", "nope", str(out))
 
 
+def test_export_bundle_into_a_folder_names_the_file_as_the_download_does(built, client, researcher, tmp_path):
+    """``export_bundle STUDY FOLDER`` crashed on copying the zip onto a folder (IsADirectoryError, a traceback): it
+    now writes it there under the name the download gives it (its Content-Disposition), as ``cab download bundle -o
+    FOLDER`` does."""
+    study, run, data = built
+    client.force_login(researcher)
+    answer = client.get(f"/studies/{study.slug}/reports/runs/{run.pk}/bundle.zip")
+    served = answer["Content-Disposition"].split("filename=", 1)[1].strip('"')
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    call_command("export_bundle", study.slug, str(folder), "--run", str(run.pk), stderr=io.StringIO())
+    assert [p.name for p in folder.iterdir()] == [served] and (folder / served).read_bytes() == data
+    with pytest.raises(CommandError, match="is not a folder"):
+        call_command("export_bundle", study.slug, str(tmp_path / "nowhere" / "b.zip"), stderr=io.StringIO())
+
+
 @pytest.mark.django_db
 def test_export_bundle_without_a_run_names_the_paths_that_start_one(tmp_path):
     """It sent the user to ``metrics_report``, which prints a report and stores no run: following it, the command

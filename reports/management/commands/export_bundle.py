@@ -19,7 +19,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("study", help="study slug")
-        parser.add_argument("output", help="the zip file to write")
+        parser.add_argument("output", help="the zip file to write, or a folder to write it into under the name the "
+                                            "download gives it (STUDY-runN-bundle.zip)")
         parser.add_argument("--run", type=int, default=None, help="a succeeded run of the study (default: the newest)")
 
     def handle(self, *args: object, study: str, output: str, run: int | None, **options: object) -> None:
@@ -39,6 +40,8 @@ class Command(BaseCommand):
         except bundle.BundleRefusedError as error:
             raise CommandError(str(error)) from error
         target = Path(output)
+        if target.is_dir():  # as cab download bundle -o FOLDER: the download's own name (its Content-Disposition)
+            target = target / bundle.bundle_name(chosen)
         if target.parent and not target.parent.is_dir():
             raise CommandError(f"{target.parent} is not a folder")
         shutil.copyfile(built.path, target)
