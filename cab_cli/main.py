@@ -422,14 +422,11 @@ def cmd_download(args: argparse.Namespace) -> None:
     client, study = _client(), _study(args)
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
-    elif args.what == "bundle":
+    else:  # a run's bundle or report: the same run read the same way, refused with the same words
         run = (_newest_succeeded(client, study, retries=args.retries) if args.run is None
                else _succeeded_run_of(client, study, args.run, retries=args.retries))
-        url, name = f"/api/v1/metric-runs/{run}/bundle.zip", f"{study}-run{run}-bundle.zip"
-    else:
-        url, name = f"/api/v1/studies/{study}/exports/report.json", f"{study}-report.json"
-        if args.run is not None:
-            url, name = url + f"?run={args.run}", f"{study}-report-run{args.run}.json"
+        url, name = ((f"/api/v1/metric-runs/{run}/bundle.zip", f"{study}-run{run}-bundle.zip") if args.what == "bundle"
+                     else (f"/api/v1/studies/{study}/exports/report.json?run={run}", f"{study}-report-run{run}.json"))
     # -o FOLDER: the file goes there under the server's name, as with no -o into the current folder
     folder = args.output is None or Path(args.output).is_dir()
     target = Path(args.output or ".") / name if folder else Path(args.output)

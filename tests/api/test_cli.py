@@ -485,6 +485,18 @@ def test_every_file_a_download_writes_is_named_as_the_server_names_it(cab, tmp_p
     assert json.loads(out)["file"] == "mine.zip" and zipfile.is_zipfile(tmp_path / "mine.zip")
 
 
+def test_a_report_and_a_bundle_of_a_study_without_a_run_are_refused_alike(cab):
+    """``cab download bundle`` said "STUDY has no succeeded metric run: start one with `cab run`", ``cab download
+    report`` the server's 404 under a file name ("STUDY-report.json: HTTP 404: No succeeded metric run for this
+    study."): both read the run first now, and are refused with the same words, naming what to do."""
+    said = {}
+    for what in ("bundle", "report"):
+        status, out, err = cab("download", what)
+        assert (status, out) == (1, ""), (what, status, out)
+        said[what] = err
+    assert said["bundle"] == said["report"] == f"cab: {SLUG} has no succeeded metric run: start one with `cab run`\n"
+
+
 def test_a_download_into_a_folder_takes_the_servers_name_there(cab, tmp_path, eager):
     """``-o FOLDER`` downloaded the whole file beside the folder, as ``FOLDER.part``, then failed to put it in the
     folder's place (exit 2, the part kept, and every run again the same); it is now written in the folder under the
@@ -554,7 +566,7 @@ def test_a_run_of_another_study_is_no_bundle_of_this_one_on_any_path(cab, tmp_pa
     client.force_login(admin_user)
     assert client.get(f"/studies/other-study/reports/runs/{run}/bundle.zip").status_code == 404
     status, out, err = cab("download", "report", "--study", "other-study", "--run", str(run))
-    assert status == 1 and f"No succeeded metric run {run} for this study." in err, err
+    assert (status, out) == (1, "") and f"other-study has no succeeded metric run {run}" in err, err
     assert not list(tmp_path.glob("other*"))
 
 
