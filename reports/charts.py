@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from common.rounds import calibration_number
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS
 
 LANDIS_KOCH = ("κ < 0 Poor; 0–0.20 Slight; 0.21–0.40 Fair; 0.41–0.60 Moderate; 0.61–0.80 Substantial; "
@@ -85,7 +86,10 @@ def _num(value: Any) -> float | None:
 def choices(report: Mapping[str, Any]) -> Choices:
     calibration = report.get("calibration") or {}
     indices = report.get("indices") or {}
-    rounds = sorted({r for per in (calibration.get("reviewers") or {}).values() for r in per if r != "delta_pp"})
+    # Every calibration round the report has figures of: the reviewers' rounds and the experts' (a reserved gold
+    # pool has the experts' alone, ``expert_only_rounds``), by number (calibration-10 after calibration-2).
+    rounds = sorted({r for per in (calibration.get("reviewers") or {}).values() for r in per if r != "delta_pp"}
+                    | set(calibration.get("experts") or {}), key=lambda name: (calibration_number(name) or 0, name))
     models = sorted(indices.get("ari") or {})
     datasets = sorted(set((indices.get("uiri") or {}).get("by_dataset") or {}) | set(indices.get("by_dataset") or {}))
     trajectories = indices.get("trajectories") or {}
