@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 
 from access.checks import is_study_admin
 from annotation import rules
@@ -516,8 +516,13 @@ def reviewer_feedback(*, round: Round, user: User) -> Feedback:
     differences.sort(key=lambda d: (d["attribute"].position, d["position"] is None, d["position"] or 0,
                                     d["turn"].pk if d["turn"] is not None and d["position"] is None else 0,
                                     d["label"]))
+    # The reviewer's last round: the latest earlier closed calibration round with a scored coding of theirs (the
+    # report's Δ is over the rounds reviewers coded), not a reserved gold pool between, which holds none of theirs.
     previous = (Round.objects.filter(study=round.study, kind=Round.Kind.CALIBRATION, number__lt=round.number,
-                                     status=Round.Status.CLOSED).order_by("-number").first()
+                                     status=Round.Status.CLOSED)
+                .filter(Exists(Judgment.objects.filter(round_id=OuterRef("pk"), coder=user, is_gold=False,
+                                                       score__isnull=False)))
+                .order_by("-number").first()
                 if round.kind == Round.Kind.CALIBRATION else None)
     delta = None
     if previous is not None:
