@@ -285,14 +285,16 @@ def reviewer_aliases(*, study: Study, reveal: bool) -> dict[int, str]:
 
 def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", dataset: str = "",
                    reviewer: str = "") -> list[WorkshopItem]:
-    """Items with gold, sorted by how many reviewers disagree with it (bucketed), most first. Their spans and
-    response labels are filled in by ``workshop_items_detail`` for the items a page shows."""
+    """Items of turns with gold, sorted by how many reviewers disagree with it (bucketed), most first. Their spans
+    and response labels are filled in by ``workshop_items_detail`` for the items a page shows. The workshop compares
+    turns (a decision note is on a turn): the gold items of sessions or conversations (a history's checklists,
+    imported) are not among them, and ``workshop_items_elsewhere`` counts them for the page to say so."""
     aliases = reviewer_aliases(study=round.study, reveal=reveal)
     gold = {(j.turn_id, j.response_id, j.attribute_id): j for j in
-            Judgment.objects.filter(round=round, is_gold=True, score__isnull=False)
-            .select_related("attribute", "turn__conversation__dataset", "response")}
+            _workshop_gold(round).select_related("attribute", "turn__conversation__dataset", "response")}
     scores: dict[tuple, dict[str, int]] = defaultdict(dict)
-    for j in Judgment.objects.filter(round=round, is_gold=False, coder_id__in=aliases, score__isnull=False).only(
+    for j in Judgment.objects.filter(round=round, is_gold=False, coder_id__in=aliases, score__isnull=False,
+                                     turn__isnull=False).only(
         "turn_id", "response_id", "attribute_id", "coder_id", "score"
     ):
         assert j.score is not None  # filtered on score__isnull=False
@@ -304,7 +306,7 @@ def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", d
     for key, g in gold.items():
         if attribute and g.attribute.code != attribute:
             continue
-        # Workshop gold is scored (filtered) and on a turn (gold_record takes one; the sort below needs one).
+        # Workshop gold is scored and on a turn (both filtered: ``_workshop_gold``; the sort below needs a turn).
         assert g.turn is not None and g.score is not None
         if dataset and g.turn.conversation.dataset.name != dataset:
             continue
@@ -317,6 +319,17 @@ def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", d
                                   disagreements, note=notes.get(key)))
     items.sort(key=lambda i: (-i.disagreements, i.turn.pk, i.response.pk if i.response else 0, i.attribute.position))
     return items
+
+
+def _workshop_gold(round: Round) -> QuerySet[Judgment]:
+    """The round's gold the workshop compares: scored, on a turn."""
+    return Judgment.objects.filter(round=round, is_gold=True, score__isnull=False, turn__isnull=False)
+
+
+def workshop_items_elsewhere(*, round: Round) -> int:
+    """How many scored gold items of the round are of a session or a conversation (no turn), which the workshop
+    does not list (``workshop_items``): each reviewer's feedback compares them with gold."""
+    return Judgment.objects.filter(round=round, is_gold=True, score__isnull=False, turn__isnull=True).count()
 
 
 def _blind_labels(responses: dict[int, list[ModelResponse]]) -> dict[int, str]:

@@ -315,6 +315,7 @@ def workshop(request: AuthedRequest, round_id: int) -> HttpResponse:
         "attributes": round_.study.schema.attributes.order_by("position"),
         "datasets": sorted({i.turn.conversation.dataset.name for i in items}),
         "aliases": sorted(aliases.values()),
+        "elsewhere": selectors.workshop_items_elsewhere(round=round_),
     })
 
 
