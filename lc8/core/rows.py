@@ -310,8 +310,10 @@ def lc8_tables(rows: Lc8Rows) -> dict[str, tuple[Sequence[str], Iterable[Sequenc
                  rows.label_session.tolist(), rows.label_attribute.tolist(), rows.label_value.tolist(), strict=True)
     return {
         SESSIONS_FILE: (SESSIONS_COLUMNS, rows.sessions),
+        # the value as a number (``csv_cell`` writes its repr): as text, a negative one (a method's prediction, used
+        # unclipped) took the formula guard's leading quote, which no reader of a number takes
         LABELS_FILE: (LABELS_COLUMNS, ((names[coder], None if seedless else seed, session + 1, codes[attribute],
-                                        repr(float(value)))
+                                        float(value))
                                        for coder, seed, seedless, session, attribute, value in labels)),
         JUDGMENTS_FILE: (JUDGMENTS_COLUMNS, ((coder, is_gold, _session_cell(session), codes[column], score)
                                              for coder, is_gold, session, column, score in rows.judgments)),

@@ -218,3 +218,27 @@ def test_an_lc8_bundle_and_its_recompute_agree_with_the_report_after_a_member_is
     done, recomputed = _recompute_without_django(files, tmp_path)
     assert done.returncode == 0, done.stderr
     assert recomputed == files["report.json"]
+
+
+def test_an_lc8_bundle_with_a_methods_negative_prediction_recomputes_and_its_labels_load_as_numbers(tmp_path):
+    """A method's labels are used as stored, unrounded and unclipped (docs/lc8-metrics.md), so a prediction may be
+    below 0: ``data/lc8_labels.csv`` carries it as a number (as the judgments export carries a label), not as text
+    that a spreadsheet's formula guard turned into ``'-1.5``, which the recompute refused ("is not a number") and
+    pandas read as text."""
+    import csv
+
+    import pandas as pd
+
+    from annotation.models import Study
+
+    lc8_demo_load(**_people())
+    study = Study.objects.get(slug="lc8-demo")
+    label = (SessionLabel.objects.filter(study=study, coder__role=StudyMember.Role.METHOD).order_by("pk").first())
+    SessionLabel.objects.filter(pk=label.pk).update(value=-1.5)
+    files = _bundled(study)
+    labels = list(csv.DictReader(io.StringIO(files["data/lc8_labels.csv"].decode("utf-8"))))
+    assert "-1.5" in [row["value"] for row in labels]
+    assert pd.read_csv(io.BytesIO(files["data/lc8_labels.csv"]))["value"].dtype.kind == "f"
+    done, recomputed = _recompute_without_django(files, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert recomputed == files["report.json"]
