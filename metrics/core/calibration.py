@@ -332,6 +332,9 @@ def calibration_section(
     # resample, so a round with gold on 3 of its 20 turns has intervals over 3 clusters)
     n_turns: dict[str, int] = {}
     n_clusters: dict[str, int] = {}
+    # per round, the items its reviewers coded and those of them with a gold value: every reviewer figure rests on
+    # the latter, so gold recorded on part of a round leaves the rest out (said in the warnings)
+    gold_coverage: dict[str, dict[str, int]] = {}
     expert_names, method_names = set(params.experts), set(params.methods)
     is_expert = np.array([coder in expert_names for coder in enc.coders], dtype=bool)
     is_method = np.array([coder in method_names for coder in enc.coders], dtype=bool)
@@ -359,8 +362,10 @@ def calibration_section(
         }
         alpha[name] = _alpha_by_attribute(enc, m)
         n_turns[name] = m.n_turns
-        valid = (m.label != MISSING).any(axis=1) & (m.gold_label != MISSING)
+        coded = (m.label != MISSING).any(axis=1)
+        valid = coded & (m.gold_label != MISSING)
         n_clusters[name] = len(np.unique(m.item_turn[valid]))
+        gold_coverage[name] = {"items": int(coded.sum()), "with_gold": int(valid.sum())}
 
         def stability(bucketed: np.ndarray, reviewers: list[str] = m.reviewers,
                       ranked: tuple[bool, ...] = tuple(entries[r]["n_items"] != 0 for r in m.reviewers)) -> None:
@@ -402,6 +407,7 @@ def calibration_section(
         "pairwise": pairwise,
         "pairwise_mean": pairwise_mean,
         "gold_in_plurality": plurality,
+        "gold_coverage": gold_coverage,
         "kappa_by_attribute": kappa_by_attribute,
         "alpha": alpha,
         "agreement_ci": agreement_ci,

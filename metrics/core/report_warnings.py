@@ -84,6 +84,31 @@ def _without_gold_said(name: str) -> str:
             "then run the report again).")
 
 
+def _gold_on_part(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
+    """Each calibration round (in round order) some of whose items its reviewers coded have no gold value, though
+    others have (``calibration.gold_coverage``): every reviewer figure of the round rests on the items with gold, so
+    the rest are left out of them, which nothing else says when enough turns hold gold. A round without any is said
+    so already; a report stored before the counts says nothing."""
+    calibration = report.get("calibration") or {}
+    coverage = calibration.get("gold_coverage")
+    if not isinstance(coverage, Mapping):
+        return []
+    said = []
+    for name in calibration.get("rounds") or []:
+        counts = coverage.get(name)
+        if name in without_gold or not isinstance(counts, Mapping):
+            continue
+        items, with_gold = int(counts.get("items") or 0), int(counts.get("with_gold") or 0)
+        if 0 < with_gold < items:
+            said.append(f"Calibration round {name}: only {with_gold:,} of the {plural(items, 'item')} its reviewers "
+                        f"coded {'has' if with_gold == 1 else 'have'} a gold value (gold recorded on part of the "
+                        "round): its reviewers' agreement with gold, κ, bias, ranks and selection stability rest on "
+                        f"those alone, and the other {items - with_gold:,} {'is' if items - with_gold == 1 else 'are'}"
+                        " left out of them (record their gold on the round's consensus screen, then run the report "
+                        "again).")
+    return said
+
+
 def _few_bootstrap_clusters(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
     """Each calibration round whose bootstrap rests on fewer than MIN_BOOTSTRAP_CLUSTERS clusters (its turns, a
     conversation-level item one of its own, that hold an item a reviewer coded and gold scored:
@@ -320,7 +345,8 @@ def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
 def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """``[{"section": "main" | a kind's section, "message": …}]``: each section of the report that is empty
     although the study has judgments or labels for it (a kind's section by its core section's ``warning``), each
-    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), each
+    calibration round whose reviewer figures are all empty for want of gold (``_rounds_without_gold``), or rest on
+    part of its coded items for want of gold on the rest (``_gold_on_part``), each
     calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), else its reviewers whose
     own items do (``_few_reviewer_clusters``), the main round's intervals when theirs has, else each dataset's and
     conversation kind's that has (``_few_main_clusters``), the models whose own responses do (``_few_model_clusters``),
@@ -332,6 +358,7 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
         found.append({"section": MAIN, "message": main})
     without_gold = _rounds_without_gold(report)
     found.extend({"section": MAIN, "message": _without_gold_said(name)} for name in without_gold)
+    found.extend({"section": MAIN, "message": message} for message in _gold_on_part(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_bootstrap_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_reviewer_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_main_clusters(report))
