@@ -329,8 +329,12 @@ def uiri_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
 def uiri_table(report: Mapping[str, Any], filters: Filters) -> Table:
     uiri = (report.get("indices") or {}).get("uiri") or {}
     rows = [["all datasets", uiri.get("mean"), uiri.get("n_turns"), uiri.get("peak_mean")]] if uiri else []
-    rows += [[name, value, None, None] for name, value in sorted((uiri.get("by_dataset") or {}).items())
-             if not filters.dataset or name == filters.dataset]
+    # each dataset's row with its turns and the mean of its multi-turn conversations' peaks, as the whole's
+    counts, peaks = uiri.get("by_dataset_n_turns") or {}, uiri.get("peaks") or {}
+    for name, value in sorted((uiri.get("by_dataset") or {}).items()):
+        if not filters.dataset or name == filters.dataset:
+            defined = [p for p in ((peaks.get(name) or {}).values()) if _num(p) is not None]
+            rows.append([name, value, counts.get(name), sum(defined) / len(defined) if defined else None])
     return Table("uiri-means", "Mean UIRI", ["dataset", "mean_uiri", "n_turns", "mean_multi_turn_peak"], rows)
 
 

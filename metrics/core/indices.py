@@ -226,15 +226,18 @@ def _uiri_section(enc: Encoded, main: MainRound, params: ReportParams) -> dict[s
     dataset_of_turn = keys.conversation_dataset[keys.turn_conversation]
     by_dataset = {}
     by_dataset_bands = {}
+    by_dataset_n_turns = {}  # the turns each dataset's mean and band shares are over, as n_turns is the study's
     for d in np.unique(dataset_of_turn[defined]).tolist():
         values = main.turn_uiri[defined & (dataset_of_turn == d)]
         by_dataset[keys.datasets[d]] = float(values.mean())
         by_dataset_bands[keys.datasets[d]] = band_shares(values, params.uiri_bands)
+        by_dataset_n_turns[keys.datasets[d]] = len(values)
     return {
         "mean": float(main.turn_uiri[defined].mean()) if defined.any() else None,
         "bands": band_shares(main.turn_uiri, params.uiri_bands),
         "by_dataset": by_dataset,
         "by_dataset_bands": by_dataset_bands,
+        "by_dataset_n_turns": by_dataset_n_turns,
         "n_turns": int(defined.sum()),
         "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
         "attributes": _user_scores(enc, main, dataset_of_turn),
@@ -666,6 +669,7 @@ def empty_indices(params: ReportParams) -> dict[str, object]:
             "bands": dict.fromkeys(BANDS),
             "by_dataset": {},
             "by_dataset_bands": {},
+            "by_dataset_n_turns": {},
             "n_turns": 0,
             "thresholds": {"medium": params.uiri_bands[0], "high": params.uiri_bands[1]},
             "peaks": {},

@@ -395,3 +395,16 @@ def test_a_top_k_of_every_reviewer_or_more_is_said_to_say_nothing_and_the_panel_
         {"rank": i, "reviewer": str(i)} for i in range(1, 8)]}}}, Filters())
     assert seven.title.endswith("(top 6)")
     assert "every one is in" not in charts.stability_chart(report(), Filters()).caption
+
+
+def test_the_mean_uiri_table_gives_each_dataset_its_turns_and_its_multi_turn_peak():
+    """Each dataset's row carries the turns its mean is over (``by_dataset_n_turns``) and the mean of its multi-turn
+    conversations' peaks (``peaks[DATASET]``), as the all-datasets row does; blank from a report without them."""
+    shaped = report()
+    uiri = shaped["indices"]["uiri"]
+    uiri.update({"mean": 0.5, "n_turns": 9, "peak_mean": 0.7, "by_dataset": {"A": 0.5, "B": 0.4},
+                 "by_dataset_n_turns": {"A": 7, "B": 2}, "peaks": {"A": {"c1": 0.4, "c2": 0.8}}})
+    rows = charts.uiri_table(shaped, Filters()).rows
+    assert rows == [["all datasets", 0.5, 9, 0.7], ["A", 0.5, 7, pytest.approx(0.6)], ["B", 0.4, 2, None]]
+    del uiri["by_dataset_n_turns"]
+    assert charts.uiri_table(shaped, Filters(dataset="A")).rows[1][:3] == ["A", 0.5, None]

@@ -17,6 +17,7 @@ import csv
 import io
 import math
 import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -275,11 +276,18 @@ def uiri_rows(report: dict, view: View) -> Rows:
             for band in ("low", "medium", "high")}
 
 
+def _mean_defined(values) -> float | None:
+    defined = [v for v in values if v is not None]
+    return statistics.fmean(defined) if defined else None
+
+
 def uiri_means_rows(report: dict, view: View) -> Rows:
     uiri = report["indices"]["uiri"]
     rows: Rows = {("all datasets",): {"mean_uiri": uiri["mean"], "n_turns": uiri["n_turns"],
                                       "mean_multi_turn_peak": uiri["peak_mean"]}}
-    rows.update({(d,): {"mean_uiri": mean, "n_turns": None, "mean_multi_turn_peak": None}
+    peaks = uiri["peaks"]
+    rows.update({(d,): {"mean_uiri": mean, "n_turns": uiri["by_dataset_n_turns"][d],
+                        "mean_multi_turn_peak": _mean_defined((peaks.get(d) or {}).values())}
                  for d, mean in uiri["by_dataset"].items() if view.dataset in ("", d)})
     return rows
 
