@@ -8,6 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from annotation import services
 from annotation.models import Assignment, Judgment, Span, StudyMember
 from annotation.selectors import response_by_handle, response_handle
 from benchmark.models import ModelResponse
@@ -219,6 +220,32 @@ def test_a_note_changed_in_another_tab_is_never_silently_overwritten(browser_pag
     other.locator("#item-note .state-saved").wait_for()
     assignment.refresh_from_db()
     assert (assignment.comment, assignment.flags) == ("Response B stops mid-sentence.", ["truncated"])
+
+
+def test_a_note_gone_back_to_shows_the_servers_note_not_the_fields_as_they_were_left(browser_page, live_server,
+                                                                                      study_round):
+    """Back to a turn, the browser puts the note's fields back as they were when the page was left, over the note the
+    server sent: a note changed since on another device was shown as the older one, and the next flag ticked wrote
+    that older comment and flags over it (the page's base was the server's note, so nothing refused it)."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.fill("#note-comment", "Response B stops mid-sentence.")
+    page.locator("#item-note input[value=truncated]").check()
+    wait_saved(page)
+    page.click("a[rel=next]")
+    page.wait_for_url(re.compile(r"/turns/2/$"))
+    services.assignment_note_save(assignment=Assignment.objects.get(round=round_, coder=reviewer, position=1),
+                                  by=reviewer, comment="Both responses are fine.", flags=[])
+    page.go_back()
+    page.wait_for_url(re.compile(r"/turns/1/$"))
+    expect(page.locator("#note-comment")).to_have_value("Both responses are fine.")
+    expect(page.locator("#item-note input[value=truncated]")).not_to_be_checked()
+    page.locator("#item-note input[value=unsure]").check()
+    page.locator("#item-note .state-saved").wait_for()
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    assert (assignment.comment, assignment.flags) == ("Both responses are fine.", ["unsure"])
 
 
 def test_complete_turn_lists_missing_codings_then_moves_on_and_resume_follows(browser_page, live_server,
