@@ -10,6 +10,7 @@ accent, an emoji sequence, a CRLF) highlights the whole characters."""
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from annotation.models import Assignment, Span
 from annotation.selectors import response_handle
@@ -153,3 +154,32 @@ def test_a_selection_ending_inside_a_character_highlights_the_whole_characters(b
     page.keyboard.press("h")
     assert highlight(page, response) == [TEXT[first + 2:second]]
     assert not page.console_errors, page.console_errors
+
+
+def test_a_selection_changed_while_the_palette_is_open_is_the_passage_highlighted(browser_page, live_server, tricky):
+    """The palette, opened by a drag, took the passage selected then: a selection then widened by Shift+arrows (as the
+    keys help says) or made again by the keyboard still highlighted the first passage, not the one shown selected
+    when the subcategory was picked. The palette follows the selection, and closes when none is left in a text."""
+    page = browser_page
+    url, response, handle = tricky
+    login(page, live_server, "demo-reviewer")
+    page.goto(url)
+    box = page.evaluate(PLACE, [handle, "First"])
+    drag(page, (box["x1"], box["y1"]), (box["x2"], box["y2"]))
+    page.locator("#palette").wait_for(state="visible")
+    for _ in range(5):
+        page.keyboard.press("Shift+ArrowRight")
+    assert page.evaluate("() => window.getSelection().toString()") == "First line"
+    page.keyboard.press("1")  # the palette's first subcategory, picked by its digit
+    page.wait_for_selector("#global-state[data-state='saved']", timeout=20000)
+    assert [response.text[s.start:s.end] for s in Span.objects.filter(judgment__response=response)] == ["First line"]
+    # Another passage dragged, then the selection collapsed by an arrow: no passage is left, the palette closes and
+    # its digit adds nothing (a pick draws its highlight at once).
+    box = page.evaluate(PLACE, [handle, "Second"])
+    drag(page, (box["x1"], box["y1"]), (box["x2"], box["y2"]))
+    page.locator("#palette").wait_for(state="visible")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#palette")).to_be_hidden()
+    page.keyboard.press("1")
+    expect(page.locator(f'.span-list[data-response="{handle}"] .chip')).to_have_count(1)
+    assert Span.objects.filter(judgment__response=response).count() == 1

@@ -414,6 +414,17 @@ export function startSpans() {
 
   document.addEventListener("click", dropRepeatedClick, true);
 
+  // The selection changed while the palette is open (widened by Shift+arrows in the text, collapsed by an arrow):
+  // the palette takes the passage selected now, or closes when no passage is left; a pick is never of the passage
+  // selected when it opened.
+  document.addEventListener("selectionchange", function () {
+    if (!palette || palette.hidden) return;
+    const selection = selectionIn();
+    if (!selection || selection.refused) { closePalette(); return; }
+    pending = selection;
+    place(palette, selection.rect);
+  });
+
   // A mouse selection begun on a response's text or heading opens the palette wherever the button is let go: a drag
   // may run on past the text.
   let pressedOnText = false;
