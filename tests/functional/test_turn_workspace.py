@@ -100,6 +100,33 @@ def test_changes_made_after_the_session_ended_are_kept_and_saved_after_signing_i
     assert all("Failed to load resource" in e for e in page.console_errors), page.console_errors
 
 
+def test_save_again_clicked_before_signing_in_elsewhere_keeps_the_change_until_signed_in(browser_page, live_server,
+                                                                                          study_round):  # noqa: F811
+    """The dialog's "sign in in a new tab, then save again", its button clicked before that sign-in was done: the
+    second 401 was taken for a sign-in that had not helped, and the change was dropped as "refused even after signing
+    in", never sent again once the reviewer had signed in. Each "save again" sends the change and asks again."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.context.clear_cookies(name="sessionid")  # the session ended
+    page.locator("#t-U1 input[name=score][value='2']").check()
+    page.locator("#relogin").wait_for(state="visible")
+    for _ in range(3):
+        with page.expect_response(re.compile(r".*/save$")):
+            page.click("#relogin-retry")
+        page.locator("#relogin").wait_for(state="visible")
+        expect(page.locator("#t-U1 .save")).to_contain_text("sign in again")
+        assert page.locator("#global-state").get_attribute("data-state") == "auth"
+    other = page.context.new_page()
+    login(other, live_server, "demo-reviewer")
+    other.close()
+    page.click("#relogin-retry")
+    page.locator("#relogin").wait_for(state="hidden")
+    wait_saved(page)
+    assert scores(reviewer, "U1") == {"U1": 2}
+
+
 def test_refusals_undo_redo_clear_and_the_items_note(browser_page, live_server, study_round):  # noqa: F811
     page = browser_page
     round_, reviewer = study_round

@@ -12,14 +12,15 @@ function freshToken(url) {
   });
 }
 
-function resumeSaving() {
+// signedIn: signed in in the dialog, not told so by "save again" (save.js gives up after two that did not help).
+function resumeSaving(signedIn) {
   // The token changes at sign-in: take the page's new one, for our saves and for htmx's.
   return freshToken(window.location.href).then(function (token) {
     if (token) {
       setToken(token);
       document.body.setAttribute("hx-headers", JSON.stringify({ "X-CSRFToken": token }));
     }
-    resumeAfterSignIn();
+    resumeAfterSignIn(signedIn);
   });
 }
 
@@ -39,7 +40,7 @@ export function startRelogin() {
       if (response.type === "opaqueredirect") {
         document.getElementById("relogin-password").value = "";
         error.textContent = "";
-        return resumeSaving();
+        return resumeSaving(true);
       }
       error.textContent = response.status === 429 ? "Too many failed attempts: sign-in is locked for a while."
         : "That username and password did not match. Please try again.";
@@ -49,5 +50,5 @@ export function startRelogin() {
       error.textContent = "No connection to the server: try again in a moment.";
     });
   });
-  document.getElementById("relogin-retry").addEventListener("click", function () { resumeSaving(); });
+  document.getElementById("relogin-retry").addEventListener("click", function () { resumeSaving(false); });
 }

@@ -219,9 +219,11 @@ function noteStale(result, unanswered) {
   setState(note, "stale", result.textContent + yours);
 }
 
-// Signed in again (relogin.js): the kept changes are sent.
-export function resumeAfterSignIn() {
-  signInsWithoutSuccess++;
+// Signed in again (relogin.js), or told so ("save again" after signing in in another tab): the kept changes are
+// sent. Only a sign-in made here counts towards giving up: "save again" clicked before the other tab's sign-in was
+// done is asked again as often as it is clicked, the changes kept.
+export function resumeAfterSignIn(signedIn) {
+  if (signedIn) signInsWithoutSuccess++;
   signIns++;
   authPaused = false;
   closeDialog(relogin);
