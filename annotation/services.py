@@ -1410,8 +1410,9 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
     re-read under a share of its row, as the autosave reads it, so a note racing the round's closing lands before
     it or is refused, and holds up none of the round's saves. ``base``: the note (comment, flags) the change was
     made on, as the coding page had it from the server; a note that is neither that nor the new one was changed
-    meanwhile (another tab), and the change is refused (``StaleNoteError``) rather than written over it: a flag
-    ticked in one tab would otherwise send that tab's older comment along."""
+    meanwhile (another tab, even one saving at the same moment: the item's row is locked as the note is read), and the
+    change is refused (``StaleNoteError``) rather than written over it: a flag ticked in one tab would otherwise send
+    that tab's older comment along."""
     comment = comment.strip()
     wanted = sorted(set(flags))
     errors: dict[str, str] = {}
@@ -1424,8 +1425,10 @@ def assignment_note_save(*, assignment: Assignment, by: User, comment: str, flag
                              "are kept")
     status = _round_status_shared(assignment.round)
     member = StudyMember.objects.filter(study_id=assignment.round.study_id, user=by).exists()
-    current_comment, current_flags, locked = Assignment.objects.filter(pk=assignment.pk).values_list(
-        "comment", "flags", "feedback_locked").get()
+    # The item's row locked as the note is read, as its write locks it (after the round's, the order of a completion):
+    # a note of another tab under way is read as it commits, never written over from the base both read before it.
+    current_comment, current_flags, locked = Assignment.objects.select_for_update(no_key=True).filter(
+        pk=assignment.pk).values_list("comment", "flags", "feedback_locked").get()
     round_ = assignment.round
     if assignment.coder_id != by.pk or not member:
         errors["coder"] = "only the assigned coder, while a member of the study, can note this item"

@@ -490,3 +490,54 @@ def test_a_time_report_or_note_under_way_holds_up_no_save_of_the_round(coded, wh
     committed, result = together(report, save)
     assert isinstance(result, tuple) and isinstance(committed, float), (result, committed)
     assert result[1] < committed, f"the save waited for {what} to commit"
+
+
+def _until_blocked(count: int) -> None:
+    """Waits until ``count`` connections to the test's database wait for a lock another holds."""
+    from django.db import connection
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND cardinality(pg_blocking_pids(pid)) > 0")
+            if cursor.fetchone()[0] >= count:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"{count} connections never waited")
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_notes_made_on_the_same_note_at_once_keep_one_and_refuse_the_other(coded):
+    """Two tabs change the item's note at once, each on the note as it had it (empty): both read the note before
+    either wrote it (the read took no lock), both wrote and both answered "Saved", the second over the first. The
+    item's row is locked as the note is read: the second reads what the first wrote, and is refused as stale."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Assignment
+    from tests.races import HeldLock
+
+    round_id, reviewer_id = coded[0], coded[1]
+    item_id = Assignment.objects.get(round_id=round_id, coder_id=reviewer_id, position=1).pk
+
+    def note(comment):
+        def save():
+            reviewer = get_user_model().objects.get(pk=reviewer_id)
+            item = Assignment.objects.select_related("round__study").get(pk=item_id)
+            return services.assignment_note_save(assignment=item, by=reviewer, comment=comment, flags=[],
+                                                 base=("", []))
+        return save
+
+    results: list = []
+    # Another connection holds the item's row: both notes get as far as that row (their read, or their write)
+    # before either goes on.
+    with HeldLock(f"SELECT id FROM {Assignment._meta.db_table} WHERE id = %s FOR UPDATE", (item_id,)):  # noqa: S608
+        both = threading.Thread(target=lambda: results.extend(together(note("From tab one."), note("From tab two."))))
+        both.start()
+        _until_blocked(2)
+    both.join(60)
+    saved = [r for r in results if isinstance(r, Assignment)]
+    refused = [r for r in results if isinstance(r, services.StaleNoteError)]
+    assert len(saved) == 1 and len(refused) == 1, results
+    assert Assignment.objects.get(pk=item_id).comment == saved[0].comment
+    assert refused[0].comment == saved[0].comment
