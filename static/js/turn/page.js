@@ -1,5 +1,5 @@
-// The coding page itself, read once: its elements and settings (data-* of .turn-page), the CSRF token (renewed at
-// sign-in), the attribute forms, the subcategory names, small DOM helpers and the page's dialogs (the keys help and
+// The coding page itself, read once: its elements and settings (data-* of .turn-page), the CSRF token (renewed after
+// a sign-in), the attribute forms, the subcategory names, small DOM helpers and the page's dialogs (the keys help and
 // the sign-in-again dialog; each opens and closes the same way). No other module reads these from the DOM again.
 
 export const page = document.querySelector(".turn-page");
@@ -20,7 +20,26 @@ export const forms = Array.from(document.querySelectorAll("form.attr"));
 
 let csrfToken = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
 export function token() { return csrfToken; }
-export function setToken(value) { csrfToken = value; }
+
+// The CSRF token of the page at ``url`` fetched afresh (a form's, or the page's hx-headers): "" when it has none.
+export function tokenAt(url) {
+  return fetch(url, { credentials: "same-origin" }).then(function (r) { return r.text(); }).then(function (html) {
+    const doc = new DOMParser().parseFromString(html, "text/html");
+    const input = doc.querySelector('input[name="csrfmiddlewaretoken"]');
+    if (input) return input.value;
+    return JSON.parse(doc.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+  });
+}
+
+// The token changes at every sign-in, in this tab or another: the one the server has now is taken, for the page's
+// own requests and for htmx's.
+export function renewToken() {
+  return tokenAt(window.location.href).then(function (value) {
+    if (!value) return;
+    csrfToken = value;
+    document.body.setAttribute("hx-headers", JSON.stringify({ "X-CSRFToken": value }));
+  });
+}
 
 export const subcategories = {};
 document.querySelectorAll("#palette button.sub, #subcategory-names span").forEach(function (el) {

@@ -4,7 +4,7 @@
 // longer takes changes: the value it keeps shown). Also the header's
 // progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
 import {
-  closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, token,
+  closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken, token,
 } from "./page.js";
 import { applyNewer } from "./values.js";
 
@@ -14,6 +14,7 @@ const NOTE_TYPING_PAUSE_MS = 1200;
 let authPaused = false;
 let signInsWithoutSuccess = 0;
 let signIns = 0; // each sign-in in the dialog: a save sent before the last one went with the ended session
+let renewing = null; // the token being fetched afresh after a 403
 
 export function saveables() { return note ? forms.concat([note]) : forms; }
 
@@ -29,9 +30,11 @@ function clientProblem(form) {
 
 // A form's save queue. sent: the values of the last save sent, sentAfter: the sign-ins by then; unanswered: the
 // values of the saves left without an answer since the last one answered (no connection, a 5xx), each of which may
-// have been written all the same.
+// have been written all the same; renewed: sent again on a renewed token after a 403, and refused again since.
 export function newQueue() {
-  return { dirty: false, inflight: false, retries: 0, timer: null, sent: null, sentAfter: 0, unanswered: [] };
+  return {
+    dirty: false, inflight: false, retries: 0, timer: null, sent: null, sentAfter: 0, unanswered: [], renewed: false,
+  };
 }
 
 export function requestSave(form) {
@@ -112,7 +115,20 @@ function resultOf(text) {
   return holder.content.querySelector(".state");
 }
 
+// A 403 is the CSRF check's (a change the server refuses is a 422): the token changed at a sign-in in another tab,
+// the session the page's account's all the same. The change is sent again once on the token the server has now (the
+// form's queue held meanwhile), and only a second 403 asks to sign in.
+function renewThenSend(form) {
+  form.q.renewed = true;
+  form.q.dirty = true;
+  form.q.inflight = true;
+  if (!renewing) renewing = renewToken().catch(function () {}).then(function () { renewing = null; });
+  renewing.then(function () { form.q.inflight = false; pump(form); });
+}
+
 function handle(form, status, text) {
+  if (status === 403 && !form.q.renewed) { renewThenSend(form); return; }
+  if (status !== 403) form.q.renewed = false;
   if (status === 401 || status === 403) {
     form.q.dirty = true; // kept, and sent again once signed in
     // Sent before the sign-in that has happened since (its answer came late): sent again, no new sign-in asked for.
