@@ -144,6 +144,28 @@ def test_a_failed_save_is_shown_and_retried_until_it_lands(browser_page, live_se
     page.screenshot(path=str(ARTIFACTS / "turn-after-retry.png"))
 
 
+def test_a_change_made_offline_is_held_from_completing_and_sent_once_back_online(browser_page, live_server,
+                                                                                 study_round):
+    """The network gone mid-coding: the change is said not saved and retried, Complete waits for it; back online, it
+    was sent only at the end of its back-off (up to 30 s of "Not saved" with the network back). It is sent at once."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    page.context.set_offline(True)
+    page.locator("#t-U3 input[name=score][value='1']").check()
+    expect(page.locator("#t-U3 .state-failed")).to_contain_text("no connection")
+    page.click("#complete-turn")
+    expect(page.locator("#complete-result")).to_contain_text("Not yet: 1 change(s) are not saved")
+    # The third try failed: the next is 4 s away.
+    expect(page.locator("#t-U3 .state-failed")).to_contain_text("(3 tries) — retrying in 4 s", timeout=10000)
+    page.context.set_offline(False)
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "saved", timeout=2500)
+    assert Judgment.objects.get(round=round_, coder=reviewer, attribute__code="U3").score == 1
+    page.click("#complete-turn")
+    page.wait_for_selector("#complete-result .check.missing")
+
+
 def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live_server, study_round):
     page = browser_page
     round_, reviewer = study_round

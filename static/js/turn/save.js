@@ -1,8 +1,8 @@
 // Saving: one request at a time per form (and for the comment and flags), always the newest values, every outcome
-// shown in the form and summed up in the header: saved, saving, retrying with back-off, waiting for sign-in (the
-// change is kept and sent again once signed in), refused, stale (the newer value shown), or locked (the item no
-// longer takes changes: the value it keeps shown). Also the header's
-// progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
+// shown in the form and summed up in the header: saved, saving, retrying with back-off (at once when back online),
+// waiting for sign-in (the change is kept and sent again once signed in), refused, stale (the newer value shown), or
+// locked (the item no longer takes changes: the value it keeps shown). Also the header's progress and the warning on
+// leaving with unsaved changes (an edit still being typed is sent then).
 import {
   closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken, token,
 } from "./page.js";
@@ -334,6 +334,15 @@ export function startSaving() {
   window.addEventListener("beforeunload", function (event) {
     sendTyped();
     if (saveables().some(unsaved)) { event.preventDefault(); event.returnValue = ""; }
+  });
+  // Back online: the changes waiting for their next try are sent now, not at the end of their back-off.
+  window.addEventListener("online", function () {
+    saveables().forEach(function (f) {
+      if (!f.q || f.q.timer === null) return;
+      window.clearTimeout(f.q.timer);
+      f.q.timer = null;
+      pump(f);
+    });
   });
   if (!note) return;
   note.q = newQueue();
