@@ -152,6 +152,26 @@ def test_a_token_renewed_by_a_sign_in_in_another_tab_is_taken_without_asking_to_
     page.wait_for_selector("#complete-result .check.missing")
 
 
+def test_complete_after_a_sign_in_in_another_tab_completes_without_asking_to_sign_in(browser_page, live_server,
+                                                                                      study_round):  # noqa: F811
+    """Every change saved, the reviewer signed out and in again in another tab, then completed the turn here: the
+    sign-in had changed the CSRF token, Complete was refused (403) and the page asked to sign in, the turn left as it
+    was. Complete is sent again on the token the server has now."""
+    page = browser_page
+    round_, reviewer = study_round
+    login(page, live_server, "demo-reviewer")
+    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
+    other = page.context.new_page()
+    other.goto(f"{live_server.url}/")
+    with other.expect_navigation():
+        other.click(".topbar form button")
+    login(other, live_server, "demo-reviewer")
+    other.close()
+    page.click("#complete-turn")
+    page.wait_for_selector("#complete-result .check.missing")
+    expect(page.locator("#relogin")).to_be_hidden()
+
+
 def test_refusals_undo_redo_clear_and_the_items_note(browser_page, live_server, study_round):  # noqa: F811
     page = browser_page
     round_, reviewer = study_round

@@ -1,8 +1,9 @@
 // Completing the turn, an htmx request (the Complete and Confirm buttons): held back while changes are still on
 // their way; what the server answers (the items still to code or to confirm) gets a link to each item and the
-// focus; a refusal or a lost connection said in place; a save that took the completed turn out of the completed ones
+// focus; a token changed by a sign-in in another tab renewed and the request sent again; a refusal or a lost
+// connection said in place; a save that took the completed turn out of the completed ones
 // says so there, with what the turn wants again.
-import { completeResult, focusForm, forms, openRelogin } from "./page.js";
+import { completeResult, focusForm, forms, openRelogin, renewToken } from "./page.js";
 import { saveables, unsaved } from "./save.js";
 
 // The missing and to-confirm items name a unit and an attribute ("Response A · AUR · …"): each becomes a link
@@ -74,8 +75,20 @@ export function startCompleting() {
     if (target) { target.focus({ preventScroll: true }); target.scrollIntoView({ block: "center" }); }
   });
 
+  // A 403 is the CSRF check's (save.js): a sign-in in another tab changed the token. The button is pressed again
+  // once on the token the server has now; a second 403 asks to sign in.
+  let renewedFor = null;
+  document.body.addEventListener("htmx:afterRequest", function (event) {
+    if (event.detail.successful) renewedFor = null;
+  });
   document.body.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    const button = event.detail.elt;
+    if (status === 403 && renewedFor !== button) {
+      renewedFor = button;
+      renewToken().then(function () { button.click(); }, function () { openRelogin(); });
+      return;
+    }
     if (status === 401 || status === 403) { openRelogin(); return; }
     say("Could not complete the turn (" + status + "): try again in a moment.");
   });
