@@ -196,6 +196,12 @@ else:
             "EMBEDDED_ROOT": str(VAR_DIR / "postgres"),  # type: ignore[typeddict-unknown-key]  # our backend's own
         }
     }
+# A server that takes the connection and never answers (frozen, its host hung) is unreachable after this long, as one
+# that refuses connections: the request answers the 503 (common.outage), /healthz names the database, a command says
+# it in one line (manage.py). Without it every request, the health check and every command waited without end. A
+# connect_timeout given in DATABASE_URL (?connect_timeout=N) wins.
+DATABASE_CONNECT_TIMEOUT_SECONDS = 5
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", DATABASE_CONNECT_TIMEOUT_SECONDS)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
