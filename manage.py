@@ -20,10 +20,26 @@ def main() -> None:
     try:
         execute_from_command_line(sys.argv)
     except Exception as error:
-        said = _unmigrated_said(error)
+        said = _unmigrated_said(error) or _outage_said(error)
         if said is None:
             raise
         sys.exit(said)
+
+
+def _outage_said(error: Exception) -> str | None:
+    """A command that meets a database (or broker) that cannot be reached, stopped, frozen past the connect timeout
+    or restarted under it, or a database busy with another transaction (common.outage): said in one line with the
+    driver's first line, exit status 1, not a traceback. What the command had not committed was rolled back; the
+    importers are all or nothing and load_demo idempotent, so running it again is the remedy. None for any other
+    error."""
+    from common.outage import said, unreachable
+
+    what = said(error)
+    if what is None:
+        return None
+    detail = next((line.strip() for line in str(error).splitlines() if line.strip()), "")
+    once = {"database": " once the database answers", "redis": " once the broker answers"}.get(unreachable(error) or "")
+    return f"cab: {what} ({type(error).__name__}{': ' + detail if detail else ''}); run the command again{once or ''}"
 
 
 def _unmigrated_said(error: Exception) -> str | None:

@@ -91,6 +91,14 @@ def busy(error: BaseException | None) -> bool:
     return database and state in _BUSY
 
 
+def said(error: BaseException | None) -> str | None:
+    """What ``error`` says of the service, in the words of the 503 ("the database cannot be reached", "the database
+    was busy with another request at the same time", the broker's), or None for any other error: for a command, which
+    says it in one line (manage.py)."""
+    why = unreachable(error) or ("busy" if busy(error) else None)
+    return None if why is None else _SAID[why]
+
+
 T = TypeVar("T")
 
 

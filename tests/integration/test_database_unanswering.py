@@ -1,6 +1,8 @@
-"""PostgreSQL frozen (SIGSTOP: it takes connections and never answers, as a hung host does), under the product's own
-processes, on a server of the test's own: the health check answers 503 naming the database within seconds, and 200
-once the server answers again."""
+"""PostgreSQL stopped, or frozen (SIGSTOP: it takes connections and never answers, as a hung host does), under the
+product's own processes, on a server of the test's own: the health check answers 503 naming the database within
+seconds, and every command users run (the importers, the exports, the metrics and the demo) ends at once with one line
+that says the database cannot be reached and exit status 1, never a traceback and never a wait without end. Once the
+server answers again, the same command works."""
 
 from __future__ import annotations
 
@@ -117,3 +119,31 @@ def test_a_frozen_database_answers_the_health_check_503_naming_it_within_seconds
     assert status == 503 and body["status"] == "unavailable", body
     assert body["checks"]["database"].startswith("unreachable ("), body
     assert _health(env)[:2] == (200, {"status": "ok", "database": "postgresql", "checks": {"database": "ok"}})
+
+
+def _said_unreachable(done: subprocess.CompletedProcess, took: float) -> None:
+    assert took < WITHIN, f"the command took {took:.0f} s"
+    assert done.returncode == 1, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("cab: the database cannot be reached ("), line
+    assert "run the command again once the database answers" in line, line
+
+
+@pytest.mark.slow(60)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_meets_a_stopped_database_with_one_line_and_exit_status_1(database, command):
+    server, env = database
+    with _stopped(server):
+        _said_unreachable(*_manage(env, *COMMANDS[command]))
+
+
+@pytest.mark.slow(40)
+@pytest.mark.parametrize("command", ["import_judgments", "requeue_short_turns"])
+def test_a_command_meets_a_frozen_database_with_one_line_within_seconds_and_works_once_it_answers(database, command):
+    server, env = database
+    with _frozen(server):
+        _said_unreachable(*_manage(env, *COMMANDS[command]))
+    done, _ = _manage(env, "requeue_short_turns")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "0 completed turn(s) are short" in done.stdout, done.stdout
