@@ -19,6 +19,7 @@ from access import forms, password_links, services
 from access.authed_request import AuthedRequest
 from access.checks import require_study_admin, user_roles
 from common.errors import RowErrors
+from common.outage import read_after_commit
 from common.uploads import size_said
 
 View = Callable[..., HttpResponse]
@@ -34,11 +35,26 @@ def admin_only(view: View) -> View:
     return wrapper
 
 
-def _link_kept(request: HttpRequest, users: list[Any], paths: list[str]) -> None:
-    """Keep the links just issued beside their accounts on this admin's people page (access.password_links)."""
+def _link_kept(request: HttpRequest, users: list[Any], paths: list[str], *, done: str) -> None:
+    """Keep the links just issued beside their accounts on this admin's people page (access.password_links). The
+    accounts (``done``: made or reset) are committed, so the session is saved here, not on the way out: a database
+    that cannot take it (unreachable or busy) leaves the links unkept, said in the message (a cookie's), and the
+    answer is never the 503 that says nothing was changed."""
     for user, path in zip(users, paths, strict=True):
         password_links.password_link_remember(session=request.session, user=user, path=path)
     names = ", ".join(user.get_username() for user in users)
+
+    def saved() -> bool:
+        request.session.save()
+        return True
+
+    kept = read_after_commit(saved, otherwise=False)
+    request.session.modified = False  # saved, or left out: nothing for the way out to save (and fail on) again
+    if not kept:
+        messages.warning(request, f"{done}: {names}. {'Its' if len(users) == 1 else 'Their'} one-time set-password "
+                                  f"link could not be kept on this page (the database could not take it): once the "
+                                  f"page loads again, issue a new one with New set-password link beside the account.")
+        return
     messages.success(request, f"One-time set-password link for {names}: beside the account below until it is used "
                               "or expires. Copy it and send it to them.")
 
@@ -71,7 +87,7 @@ def account_create(request: AuthedRequest) -> HttpResponse:
         for name, refusals in error.message_dict.items():
             messages.error(request, f"{name}: {' '.join(refusals)}")
         return redirect("people")
-    _link_kept(request, [user], [services.password_link(user=user)])
+    _link_kept(request, [user], [services.password_link(user=user)], done="Made")
     return redirect("people")
 
 
@@ -88,7 +104,7 @@ def accounts_upload(request: AuthedRequest) -> HttpResponse:
     except RowErrors as error:
         messages.error(request, error.summary())
         return redirect("people")
-    _link_kept(request, users, [services.password_link(user=user) for user in users])
+    _link_kept(request, users, [services.password_link(user=user) for user in users], done="Made")
     return redirect("people")
 
 
@@ -140,5 +156,5 @@ def account_password_link(request: AuthedRequest, user_id: int) -> HttpResponse:
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
     else:
-        _link_kept(request, [user], [link])
+        _link_kept(request, [user], [link], done="Reset")
     return redirect("people")
