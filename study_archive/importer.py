@@ -67,6 +67,7 @@ from annotation.services import (
 from audit.models import AuditEvent
 from audit.services import audit_record
 from benchmark.models import Conversation, Dataset, ModelResponse, Session, Turn
+from common.outage import said
 from metrics.models import MetricRun
 from study_archive.records import (
     CHUNK,
@@ -236,6 +237,8 @@ class _Importer:
         except (KeyError, TypeError, ValueError, ValidationError) as error:
             raise ArchiveError(f"{where} ({kind}): {_message(error)}") from error
         except DatabaseError as error:
+            if said(error) is not None:  # an outage or a busy database, not these lines: said as such (manage.py)
+                raise
             raise ArchiveError(f"{where} ({kind}): refused by the database: {str(error).strip()}") from error
 
     def _header(self, number: int, record: dict[str, Any]) -> None:
