@@ -272,31 +272,35 @@ def cmd_import(args: argparse.Namespace) -> None:
 FINAL = {MetricRunOutStatusEnum.SUCCEEDED, MetricRunOutStatusEnum.FAILED}
 
 
-def _wait(client: AuthenticatedClient, run: MetricRunOut, *, timeout: float, every: float) -> MetricRunOut:
-    """Poll the run until it is finished or ``timeout`` has passed. A poll the server answers 503 (its database
-    briefly unreachable) or does not answer at all (restarting) is no refusal: the run goes on on the server, so
-    the wait goes on, said once per outage on standard error (docs/api.md#the-researcher-cli)."""
+def _wait(client: AuthenticatedClient, run: MetricRunOut | int, *, timeout: float, every: float) -> MetricRunOut:
+    """Poll the run (or the run of that id, read first at once) until it is finished or ``timeout`` has passed. A
+    poll the server answers 503 (its database briefly unreachable) or does not answer at all (restarting) is no
+    refusal, the first read's included: the run goes on on the server, so the wait goes on, said once per outage on
+    standard error (docs/api.md#the-researcher-cli)."""
+    run_id, current = (run, None) if isinstance(run, int) else (run.id, run)
     deadline = time.monotonic() + timeout
     outage, pause = False, every
-    with progress.fraction_bar(f"metric run {run.id}") as report:
-        while run.status not in FINAL:
+    with progress.fraction_bar(f"metric run {run_id}") as report:
+        while current is None or current.status not in FINAL:
             if time.monotonic() > deadline:
-                raise Refused(f"metric run {run.id} is still {run.status.value} after {timeout:g} s (it goes on; "
-                              f"wait again with: cab wait {run.id})")
-            time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
-            now, unavailable, retry_after = _poll(client, run.id)
+                state = "unread: the server was unavailable" if current is None else current.status.value
+                raise Refused(f"metric run {run_id} is still {state} after {timeout:g} s (it goes on; "
+                              f"wait again with: cab wait {run_id})")
+            if current is not None or outage:  # the first read of a run given by its id is at once
+                time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
+            now, unavailable, retry_after = _poll(client, run_id)
             pause = retry.pause(every, retry_after)
             if now is None:
                 if not outage:
-                    print(f"cab: the server is briefly unavailable ({unavailable}); metric run {run.id} goes on "
+                    print(f"cab: the server is briefly unavailable ({unavailable}); metric run {run_id} goes on "
                           f"there: still waiting, polling again{retry.asked(retry_after)}", file=sys.stderr)
                 outage = True
                 continue
             if outage:
                 print("cab: the server answers again", file=sys.stderr)
-            run, outage = now, False
-            report(run.progress, run.progress_message)
-    return run
+            current, outage = now, False
+            report(current.progress, current.progress_message)
+    return current
 
 
 def _poll(client: AuthenticatedClient, run_id: int) -> tuple[MetricRunOut | None, str, float | None]:
@@ -367,9 +371,7 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_wait(args: argparse.Namespace) -> None:
-    client = _client()
-    run = _ok(metric_runs_retrieve.sync_detailed(args.run, client=client))
-    _finished(_wait(client, run, timeout=args.timeout, every=args.every))
+    _finished(_wait(_client(), args.run, timeout=args.timeout, every=args.every))
 
 
 # --- downloads ----------------------------------------------------------------------------------------------------

@@ -663,6 +663,28 @@ def test_a_wait_polls_again_as_late_as_the_servers_retry_after_says(cab, monkeyp
     assert "polling again in 1 s (the server's Retry-After)" in err, err
 
 
+def test_a_wait_started_while_the_server_answers_503_waits_it_out(cab, monkeypatch):
+    """Before, `cab wait` read the run once before its polls, outside them: a 503 there (its database down as the
+    command started) ended the command at once, "cab: HTTP 503: …", exit 1 (tests/integration/test_outage.py met
+    it on a loaded host, its CLI starting after PostgreSQL was stopped)."""
+    run = MetricRunFactory(study=Study.objects.get(slug=SLUG))  # queued: no worker computes it here
+    asked: list[str] = []
+
+    def unavailable_first(headers, path: str, body: bytes):  # noqa: ANN001, ANN202
+        asked.append(path)
+        if len(asked) <= 2:  # the server's database is down as the wait starts
+            return (*BUSY, {"Retry-After": "0"})
+        answer = _passed_on(cab.url, "GET", headers, path, body)
+        return answer[0], answer[1], json.dumps(json.loads(answer[2]) | {"status": "succeeded"}).encode()
+
+    with _in_front(monkeypatch, unavailable_first):
+        status, out, err = cab("wait", str(run.pk), "--every", "0.05")
+    assert status == 0, err
+    assert json.loads(out)["status"] == "succeeded"
+    assert len(asked) == 3, asked
+    assert err.count("the server is briefly unavailable (HTTP 503") == 1 and "the server answers again" in err, err
+
+
 def test_a_retry_after_longer_than_the_timeout_is_not_waited_out(cab, monkeypatch):
     """A Retry-After of an hour is waited at most cab_cli.retry.RETRY_AFTER_MOST seconds, and never past --timeout."""
     import time
