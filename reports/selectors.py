@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.db.models import Count, F, Func, JSONField, Q, Sum, TextField, Value
+from django.db.models import Count, F, Func, JSONField, OuterRef, Q, QuerySet, Subquery, Sum, TextField, Value
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast, JSONObject
+from django.db.models.functions import Cast, Coalesce, JSONObject
 
 from annotation.models import Assignment, AttributeDefinition, Round, Span, Study, StudyMember
 from annotation.selectors import study_coders
@@ -69,13 +69,9 @@ def study_progress(*, study: Study) -> list[RoundProgress]:
 
 
 def recent_runs(*, study: Study) -> list[MetricRun]:
-    """The study's newest runs, each with its report's ``warnings`` (a few words, read in the same query; the
-    report itself stays in the database)."""
-    return list(metrics_selectors.metric_runs_for(study=study).annotate(
-        warnings=KeyTransform("warnings", "result"),
-        # What the run line reads (its input and software), as ``report_of``'s ``report`` without the rest.
-        report=JSONObject(input=KeyTransform("input", "result"), software=KeyTransform("software", "result")),
-    ).order_by("-created_at", "-pk")[:RUNS_SHOWN])
+    """The study's ``RUNS_SHOWN`` newest runs, whatever their status: the overview's runs table (its warnings are
+    ``shown_run``'s, which may be older)."""
+    return list(metrics_selectors.metric_runs_for(study=study).order_by("-created_at", "-pk")[:RUNS_SHOWN])
 
 
 def sections_unread() -> tuple[tuple[str, ...], ...]:
@@ -88,14 +84,33 @@ def runs_active(runs: list[MetricRun]) -> bool:
     return any(run.status in (MetricRun.Status.QUEUED, MetricRun.Status.RUNNING) for run in runs)
 
 
-def newest_warnings(runs: list[MetricRun]) -> tuple[MetricRun | None, list[str]]:
-    """The newest succeeded run of ``recent_runs`` (the one the report pages show by default) and its report's
-    warnings: the sections empty although the study has judgments or labels for them."""
-    succeeded = [run for run in runs if run.status == MetricRun.Status.SUCCEEDED and run.finished_at is not None]
-    newest = max(succeeded, key=lambda run: (run.finished_at, run.pk), default=None)
-    if newest is None:
+def _succeeded_newest_first(*, study: Study) -> QuerySet[MetricRun]:
+    """The study's succeeded runs, the newest (by when it finished, then by id) first, their reports deferred: the
+    report pages show the first when no run is chosen (``report_of``), and the overview its warnings
+    (``shown_run``); the run picker lists them in this order. The one home of which run is the newest report."""
+    return (MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED).defer("result")
+            .order_by("-finished_at", "-pk"))
+
+
+def shown_run(*, study: Study) -> tuple[MetricRun | None, list[str]]:
+    """The run the report pages show when none is chosen (the study's newest succeeded run, however many runs
+    failed, wait or compute after it) with what its run line reads and its report's warnings: the sections empty
+    although the study has judgments or labels for them, the figures resting on few clusters. The run's
+    ``failed_after`` counts the study's runs requested after it that failed. One query, whatever the number of
+    runs. (The overview looked for it among the ``RUNS_SHOWN`` newest runs alone: after ten failed runs it showed
+    no warning, while the report pages showed an older run's figures.)"""
+    failed_after = (MetricRun.objects.filter(study=OuterRef("study"), status=MetricRun.Status.FAILED,
+                                             created_at__gt=OuterRef("created_at"))
+                    .order_by().values("study").annotate(n=Count("pk")).values("n"))
+    run = _succeeded_newest_first(study=study).annotate(
+        warnings=KeyTransform("warnings", "result"),
+        # What the run line reads (its input and software), as ``report_of``'s ``report`` without the rest.
+        report=JSONObject(input=KeyTransform("input", "result"), software=KeyTransform("software", "result")),
+        failed_after=Coalesce(Subquery(failed_after), 0),
+    ).first()
+    if run is None:
         return None, []
-    return newest, section_warnings({"warnings": getattr(newest, "warnings", None)})
+    return run, section_warnings({"warnings": run.warnings})
 
 
 RUN_CHOICES = 50  # the newest succeeded runs a page's run picker lists; an older one is reached by its number
@@ -106,8 +121,8 @@ def run_choices(*, study: Study, asked: str | None) -> list[tuple[int, str]]:
     page's ``?run=``) when it is an older succeeded run of the study, so that a link to it (the run line's "link to
     this view", one kept in a paper's notes) shows it chosen once newer runs have been made. Before, the picker did
     not hold it, and the browser showed the newest run as chosen above the older run's figures."""
-    succeeded = metrics_selectors.metric_runs_for(study=study).filter(status=MetricRun.Status.SUCCEEDED)
-    runs = list(succeeded.order_by("-finished_at", "-pk")[:RUN_CHOICES])
+    succeeded = _succeeded_newest_first(study=study)
+    runs = list(succeeded[:RUN_CHOICES])
     if (asked and asked.isascii() and asked.isdigit() and int(asked) < 2**63
             and all(run.pk != int(asked) for run in runs)):
         runs.extend(succeeded.filter(pk=int(asked)))
@@ -128,11 +143,11 @@ def report_of(*, study: Study, run_id: int | None,
     """The chosen succeeded run of the study (the newest when none is chosen) and its report, less the ``without``
     paths (parts of the report a page never reads, such as ``("indices", "coupling")``): PostgreSQL drops them, so
     a page neither fetches nor parses megabytes it does not show. One query either way."""
-    runs = MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED).defer("result")
+    runs = _succeeded_newest_first(study=study)
     if run_id is not None:
         runs = runs.filter(pk=run_id)
     paths = [Cast(Value(list(path)), ArrayField(TextField())) for path in without]
-    run = runs.annotate(report=_Without(F("result"), *paths)).order_by("-finished_at", "-pk").first()
+    run = runs.annotate(report=_Without(F("result"), *paths)).first()
     if run is None:
         return None, None
     return run, run.report

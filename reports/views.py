@@ -71,7 +71,7 @@ def _page(slug: str, study: Study) -> charts.Page:
 def overview(request: HttpRequest, slug: str) -> HttpResponse:
     study = _study(request, slug)
     runs = selectors.recent_runs(study=study)
-    warned_run, warnings = selectors.newest_warnings(runs)
+    warned_run, warnings = selectors.shown_run(study=study)
     reviewers = metrics_selectors.reviewer_count(study=study)  # the cap of the panel size k (metrics.forms)
     return render(request, "reports/overview.html", {
         "study": study, "pages": kind_pages.pages_of(study), "progress": selectors.study_progress(study=study),
@@ -90,7 +90,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
     """The runs table alone: polled by the overview while a run is queued or computing."""
     study = _study(request, slug)
     recent = selectors.recent_runs(study=study)
-    warned_run, warnings = selectors.newest_warnings(recent)
+    warned_run, warnings = selectors.shown_run(study=study)
     return render(request, "reports/overview.html#runs", {
         "study": study, "runs": recent, "runs_active": selectors.runs_active(recent), "warned_run": warned_run,
         "warnings": warnings})

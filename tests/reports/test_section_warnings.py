@@ -15,11 +15,14 @@ import io
 import json
 import re
 import zipfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -35,6 +38,7 @@ from metrics.core import recompute
 from metrics.models import MetricRun
 from metrics.report_warnings import report_warnings
 from reports import bundle
+from reports.selectors import RUNS_SHOWN
 
 pytestmark = pytest.mark.django_db
 
@@ -186,6 +190,42 @@ def test_the_dashboards_show_the_warning_on_the_overview_and_the_sections_page(c
         f"<strong>Warning</strong> (run {lc8_run}, the newest report): {escape(LC8_WARNING)}"]
     lc8_page = client.get(reverse("reports-lc8", args=[LC8_SLUG])).content.decode()
     assert _warnings_shown(lc8_page) == [f"<strong>Warning</strong> (run {lc8_run}): {escape(LC8_WARNING)}"]
+
+
+def test_the_overview_warns_of_the_run_the_report_pages_show_however_many_runs_failed_after_it(
+        client, flat_studies, researcher):
+    """The overview's run line and warnings are those of the run the report pages show (the study's newest succeeded
+    run), however many runs failed after it, and it says how many did; its queries do not grow with the runs.
+    Before, it looked for that run among the 10 newest runs alone: after 10 failed runs it showed no warning at
+    all, while the CARE page still showed the older run and its warning."""
+    study_id = flat_studies[0]
+    care_run = MetricRun.objects.get(study_id=study_id, status="succeeded")
+    client.force_login(researcher)
+    url = reverse("reports", args=[CARE_SLUG])
+    client.get(url)  # session and roles warmed
+    with CaptureQueriesContext(connection) as one_run:
+        client.get(url)
+    earlier = MetricRun.objects.create(study_id=study_id, status="failed", error="requested before the report")
+    MetricRun.objects.filter(pk=earlier.pk).update(created_at=care_run.created_at - timedelta(hours=1))
+    failed = RUNS_SHOWN + 2
+    for n in range(failed):
+        MetricRun.objects.create(study_id=study_id, status="failed", error=f"worker lost ({n})")
+    with CaptureQueriesContext(connection) as many_runs:
+        overview = client.get(url).content.decode()
+    assert len(many_runs) == len(one_run)
+    polled = client.get(reverse("reports-runs", args=[CARE_SLUG])).content.decode()  # the runs table, as polled
+    care_page = client.get(reverse("reports-page", args=[CARE_SLUG, "care"])).content.decode()
+    shown = [f"<strong>Warning</strong> (run {care_run.pk}, the newest report): {escape(CARE_WARNING)}"]
+    assert _warnings_shown(overview) == _warnings_shown(polled) == shown
+    assert _warnings_shown(care_page) == [f"<strong>Warning</strong> (run {care_run.pk}): {escape(CARE_WARNING)}"]
+    for html in (overview, polled, care_page):  # the run line: the same run on the overview and the report page
+        assert re.findall(r'<p class="muted small run-line">Run (\d+) ', html) == [str(care_run.pk)]
+    said = (f'<p class="notice" id="runs-failed-after">{failed} runs requested after run {care_run.pk} failed: '
+            f"the report pages and the warnings here are run {care_run.pk}'s, the newest succeeded run.</p>")
+    assert said in overview and said in polled
+    # the runs table still lists the newest runs, all of them failed, each with its reason
+    assert overview.count('class="status status-failed"') == RUNS_SHOWN
+    assert f"worker lost ({failed - 1})" in overview
 
 
 def test_metrics_report_prints_the_warning_on_stderr(flat_studies):

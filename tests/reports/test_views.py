@@ -240,9 +240,9 @@ def test_a_page_without_a_succeeded_run_says_how_to_get_one(client, synthetic, r
 def test_query_counts_are_pinned(client, synthetic, researcher, django_assert_num_queries):
     client.force_login(researcher)
     client.get(reverse("reports", args=["syn"]))  # session and roles warmed
-    # session, user, roles (access check and page header), study, runs, rounds, progress, permissions (2),
-    # reviewers (the cap of the panel size k)
-    with django_assert_num_queries(11):
+    # session, user, roles (access check and page header), study, runs, the run the report pages show (its run
+    # line and warnings), rounds, progress, permissions (2), reviewers (the cap of the panel size k)
+    with django_assert_num_queries(12):
         client.get(reverse("reports", args=["syn"]))
     with django_assert_num_queries(8):  # … and the schema's attribute names (headers and legend)
         client.get(reverse("reports-page", args=["syn", "reliability"]))
