@@ -926,11 +926,20 @@ def check_agreement(*, study: Study, user: User) -> tuple[float | None, int]:
     gold, by the metrics engine's own definition; and how many codings it rests on. Only completed items count:
     *Complete turn* is the reviewer's word that an item's codes are theirs, and an item under way (or sent back to
     their queue) may still change. ``annotation.services.check_alert_update`` reads it whenever what it rests on
-    changes."""
+    changes.
+
+    A unit with gold in several rounds (a reserved gold pool's and a calibration round's, gold imported into the
+    main round) is compared with one of them, by the rule of a unit coded in several rounds
+    (``judgments_in_round_order``, docs/reference.md#a-unit-coded-in-several-rounds): the gold of the check item's
+    own round, the main round, when it has one, else the latest calibration round's by number. Never the order the
+    rows were written or read in: before, it was whichever gold the database returned last."""
     check_turns = Assignment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN, coder=user,
                                             is_check_item=True, completed_at__isnull=False).values("turn_id")
-    gold = {(j.turn_id, j.response_id, j.attribute_id): j.score for j in
-            Judgment.objects.filter(round__study=study, is_gold=True, turn_id__in=check_turns, score__isnull=False)}
+    gold: dict[tuple[int | None, int | None, int], int | None] = {}
+    for turn_id, response_id, attribute_id, score in judgments_in_round_order(
+            Judgment.objects.filter(round__study=study, is_gold=True, turn_id__in=check_turns, score__isnull=False)
+    ).values_list("turn_id", "response_id", "attribute_id", "score"):
+        gold[(turn_id, response_id, attribute_id)] = score  # a later round's gold replaces an earlier one's
     pairs = [(j.attribute.bucket[str(j.score)], j.attribute.bucket[str(gold[(j.turn_id, j.response_id,
                                                                              j.attribute_id)])])
              for j in Judgment.objects.filter(round__study=study, round__kind=Round.Kind.MAIN, coder=user,

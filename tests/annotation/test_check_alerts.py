@@ -302,6 +302,40 @@ def test_a_gold_value_imported_updates_the_alert(checked):
     assert checked.open_alerts() == checked.below(checked.n - 1)
 
 
+@pytest.mark.parametrize("written", ["the counting gold first", "the counting gold last"])
+@pytest.mark.parametrize("counting", ["main", "reserved gold pool"])
+def test_a_check_item_is_compared_with_the_gold_of_the_round_that_counts_whatever_order_it_was_written_in(
+        checked, admin_user, counting, written):
+    """``x``'s unit has gold in two rounds: calibration-1's, in another bucket than the reviewer's score, and, in
+    the reviewer's bucket, the main round's own (gold imported into it) or a reserved gold pool's numbered after it
+    (calibration-2). The gold that counts is the main round's, else the latest calibration round's by number
+    (docs/reference.md#a-unit-coded-in-several-rounds): here the second's, so the agreement is whole and no alert is
+    raised, whichever row was written first. Before, ``x`` was compared with whichever the database read last."""
+    study = checked.main.study
+    older = _gold_of_x(checked)
+    counts = checked.main if counting == "main" else RoundFactory(study=study, kind="calibration", number=2,
+                                                                  status="closed", gold_pool=True)
+
+    def write(round_: Round, score: int) -> None:
+        Judgment.objects.create(round=round_, coder=admin_user, is_gold=True, attribute_id=checked.x.attribute_id,
+                                turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+                                conversation_id=checked.x.conversation_id, score=score)
+
+    if written == "the counting gold first":
+        assert services.judgments_purge(judgments=Judgment.objects.filter(pk=older.pk), by=None,
+                                        reason="written again after the counting gold") == 1
+        write(counts, checked.x.score)
+        write(older.round, older.score)
+    else:
+        write(counts, checked.x.score)
+    assert Judgment.objects.filter(is_gold=True, turn_id=checked.x.turn_id, response_id=checked.x.response_id,
+                                   attribute_id=checked.x.attribute_id).count() == 2
+    checked.complete(1)
+    checked.complete(2)
+    assert selectors.check_agreement(study=study, user=checked.reviewer) == (1.0, checked.n)
+    assert checked.open_alerts() == []
+
+
 def test_the_studys_threshold_or_minimum_changed_updates_its_alerts(checked, admin_user):
     """The admin's Settings: a threshold lowered below the agreement withdraws the alert, raised again raises one
     with the new threshold; a minimum above the codings withdraws it. Before, an open alert kept stating the
