@@ -447,13 +447,23 @@ def metric_run_result(*, run_id: int) -> dict | None:
     return MetricRun.objects.filter(pk=run_id).values_list("result", flat=True).first()
 
 
+NEWEST_FIRST = ("-finished_at", "-pk")
+"""The order of a study's succeeded runs, newest first: the first is the study's report (the report pages, the
+overview, the API's and ``cab download``'s run when none is named). The one home of which run is the newest."""
+
+
+def runs_succeeded_newest_first(*, study: Study) -> QuerySet[MetricRun]:
+    """The study's succeeded runs in ``NEWEST_FIRST`` order."""
+    return MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED).order_by(*NEWEST_FIRST)
+
+
 def metric_run_latest_succeeded(*, study: Study, run_id: int | None = None) -> MetricRun | None:
     """The newest succeeded run of the study (or the given one, when it is the study's and succeeded), with its
     result; None when there is none."""
-    runs = MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED)
+    runs = runs_succeeded_newest_first(study=study)
     if run_id is not None:
         runs = runs.filter(pk=run_id)
-    return runs.order_by("-finished_at", "-pk").first()
+    return runs.first()
 
 
 def _report_tables(result: dict) -> Iterator[tuple[str, dict[str, dict]]]:
@@ -512,7 +522,7 @@ def latest_succeeded_runs(*, study_ids: list[int]) -> dict[int, tuple[int, list[
     latest: dict[int, tuple[int, list[str], list[str]]] = {}
     for study_id, run_id, indices in (
         MetricRun.objects.filter(study_id__in=study_ids, status=MetricRun.Status.SUCCEEDED)
-        .order_by("study_id", "-finished_at", "-pk").distinct("study_id")
+        .order_by("study_id", *NEWEST_FIRST).distinct("study_id")
         .values_list("study_id", "pk", "result__indices")
     ):
         result = {"indices": indices}

@@ -87,9 +87,8 @@ def runs_active(runs: list[MetricRun]) -> bool:
 def _succeeded_newest_first(*, study: Study) -> QuerySet[MetricRun]:
     """The study's succeeded runs, the newest (by when it finished, then by id) first, their reports deferred: the
     report pages show the first when no run is chosen (``report_of``), and the overview its warnings
-    (``shown_run``); the run picker lists them in this order. The one home of which run is the newest report."""
-    return (MetricRun.objects.filter(study=study, status=MetricRun.Status.SUCCEEDED).defer("result")
-            .order_by("-finished_at", "-pk"))
+    (``shown_run``); the run picker lists them in this order (``metrics.selectors.NEWEST_FIRST``)."""
+    return metrics_selectors.runs_succeeded_newest_first(study=study).defer("result")
 
 
 def shown_run(*, study: Study) -> tuple[MetricRun | None, list[str]]:
