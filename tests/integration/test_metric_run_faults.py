@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -243,11 +244,17 @@ from django.contrib.auth import get_user_model
 from annotation.models import Study
 from metrics import services
 from metrics.tasks import metric_runs_recover
-if os.environ["STEP"] == "ask":
+def ask():
     started = time.monotonic()
     run = services.metric_run_request(study=Study.objects.get(slug="broker-frozen"),
                                       by=get_user_model().objects.get(username="study-admin"), trigger="api")
-    print(run.pk, round(time.monotonic() - started, 1))
+    print(run.pk, round(time.monotonic() - started, 1), flush=True)
+if os.environ["STEP"] == "ask":
+    ask()
+elif os.environ["STEP"] == "ask, then ask again once told":  # the second on the connection the first made
+    ask()
+    input()
+    ask()
 else:
     print(metric_runs_recover()["sent"])
 """
@@ -285,3 +292,49 @@ def test_a_run_asked_for_while_redis_is_frozen_answers_says_so_and_is_sent_once_
         run.refresh_from_db()
         assert run.status == "queued" and run.enqueued_at is not None and run.progress_message == "queued for a worker"
         assert redis.Redis.from_url(f"redis://127.0.0.1:{port}/0").llen("celery") == 1, "sent: one message"
+
+ASKED = r"^(\d+) (\d+(?:\.\d+)?)$"
+
+
+def _asked(output: str) -> tuple[str, str]:
+    """The run id and seconds ``ask`` printed (the last such line: the process logs to its standard output too)."""
+    found = re.findall(ASKED, output, re.MULTILINE)
+    assert found, output[-3000:]
+    return found[-1]
+
+
+@pytest.mark.slow(15)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_run_asked_for_on_a_connection_to_redis_that_froze_since_answers_within_seconds(admin_user, tmp_path):
+    """A web worker's connection to the broker, made by an earlier run's sending, is open when Redis stops answering:
+    asking for a run answers in about 15 s (a publish and one retry on a new connection, each bounded by the 5 s
+    socket timeouts), the run stored queued and waiting for the broker. Before, Celery's default publish retries (three
+    after the first) held the request, the page or the round's closing 26-28 s."""
+    StudyFactory(slug="broker-frozen")
+    port = free_port()
+    env = process_env({"REDIS_URL": f"redis://127.0.0.1:{port}/0", "STEP": "ask, then ask again once told"})
+    with redis_server(port, tmp_path / "redis") as server:
+        asking = subprocess.Popen([sys.executable, "manage.py", "shell", "-c", ASK_AND_RECOVER], cwd=settings.BASE_DIR,
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True)
+        try:
+            said = ""
+            while not re.search(ASKED, said, re.MULTILINE) and asking.poll() is None:
+                said += asking.stdout.readline()
+            first_id = _asked(said)[0]  # sent: the worker's connection to Redis is open
+            os.kill(server.pid, signal.SIGSTOP)
+            try:
+                out, err = asking.communicate("go\n", timeout=90)
+            finally:
+                os.kill(server.pid, signal.SIGCONT)
+        finally:
+            asking.kill()
+        assert asking.returncode == 0, err[-3000:]
+        run_id, took = _asked(out)
+        assert float(took) < 20, f"the request waited {took} s for the broker"
+        first, run = MetricRun.objects.get(pk=int(first_id)), MetricRun.objects.get(pk=int(run_id))
+        assert first.enqueued_at is not None and run.enqueued_at is None
+        assert run.status == "queued" and run.progress_message.startswith("waiting for the task broker")
+        # The first run's message; the second's may have been written to the frozen server's socket and taken once it
+        # answered again: the recovery sends it again all the same, a second delivery a no-op.
+        assert redis.Redis.from_url(f"redis://127.0.0.1:{port}/0").llen("celery") >= 1, "the first run's message"
