@@ -120,6 +120,72 @@ def test_leaving_with_a_change_still_being_typed_warns_and_sends_it(browser_page
         assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response A repeats itself."
 
 
+EDITING = "Editing… not saved yet"
+
+
+def test_a_count_typed_but_not_left_is_not_shown_saved(browser_page, live_server, study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data) if SAVE.match(request.url) else None)
+    header = page.locator("#global-state")
+    aur = page.locator(f"#r{handle}-AUR")
+    count = aur.locator("input[name=instance_count]")
+    held = Held(page, SAVE)
+    aur.locator("input[name=score][value='1']").check()
+    count.press_sequentially("12")  # typed while the score's save is on its way, the field not left
+    held.release()
+    # The score's save is answered "saved": the count is still on the page only, and both the form and the header
+    # say so, never "All changes saved".
+    expect(aur).to_have_attribute("data-state", "saved")
+    expect(header).to_have_text(EDITING)
+    expect(header).to_have_attribute("data-state", "editing")
+    expect(aur.locator(".save")).to_have_text(EDITING)
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False)
+    assert (judgment.score, judgment.instance_count) == (1, None)
+    assert len(sent) == 1, "no save for each key typed"
+    count.press("Tab")  # left: saved
+    expect(header).to_have_text("All changes saved")
+    expect(aur.locator(".save")).to_have_text("Saved")
+    judgment.refresh_from_db()
+    assert (judgment.score, judgment.instance_count, judgment.version) == (1, 12, 2)
+    assert len(sent) == 2
+    # Typed, then typed back to the saved count before leaving: nothing to save, and none sent.
+    count.fill("7")
+    expect(header).to_have_text(EDITING)
+    count.fill("12")
+    expect(header).to_have_text("All changes saved")
+    expect(aur.locator(".save")).to_have_text("Saved")
+    count.press("Tab")
+    page.locator("#t-U1 input[name=score][value='1']").check()  # a save after it, to know none was sent before
+    wait_saved(page)
+    assert len(sent) == 3 and "attribute=U1" in sent[2]
+    judgment.refresh_from_db()
+    assert judgment.version == 2
+
+
+def test_a_comment_within_its_typing_pause_is_not_shown_saved(browser_page, live_server, study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url) if NOTE.match(request.url) else None)
+    header = page.locator("#global-state")
+    page.locator("#note-comment").press_sequentially("Response A")
+    # Within the typing pause (1.2 s after the last key): on the page only.
+    expect(header).to_have_text(EDITING)
+    expect(header).to_have_attribute("data-state", "editing")
+    expect(page.locator("#item-note .save")).to_have_text(EDITING)
+    assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == ""
+    # Sent once typing pauses, and only then "All changes saved".
+    wait_saved(page)
+    expect(header).to_have_text("All changes saved")
+    expect(page.locator("#item-note .save")).to_have_text("Saved")
+    assert Assignment.objects.get(round=round_, coder=reviewer, position=1).comment == "Response A"
+    assert len(sent) == 1, "no save for each key typed"
+
+
 def test_completing_waits_for_the_comment_on_its_way(browser_page, live_server, study_round):  # noqa: F811
     page = browser_page
     round_, reviewer = study_round

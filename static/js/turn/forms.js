@@ -2,7 +2,7 @@
 // wrote as data, its definition and anchors on demand, and every change recorded for undo and redo and handed to
 // the save queue.
 import { button, editable, focusForm, maxCount } from "./page.js";
-import { newQueue, requestSave, showState } from "./save.js";
+import { newQueue, requestSave, showState, typed } from "./save.js";
 import { applySnapshot, same, snapshot } from "./values.js";
 
 const UNDO_LIMIT = 200;
@@ -36,7 +36,8 @@ export function buildForm(form) {
     count.disabled = !editable;
     if (form.dataset.count !== undefined) { count.value = form.dataset.count; count.dataset.manual = form.dataset.count; }
     count.setAttribute("aria-label", "instance count of " + title);
-    count.addEventListener("input", function () { count.dataset.manual = count.value; });
+    // Typed: on the page only until the field is left (its change event saves it), and said so meanwhile.
+    count.addEventListener("input", function () { count.dataset.manual = count.value; typed(form); });
   }
   const help = button("help-toggle", "?", "Definition of " + title);
   help.setAttribute("aria-expanded", "false");

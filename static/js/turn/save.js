@@ -1,8 +1,9 @@
 // Saving: one request at a time per form (and for the comment and flags), always the newest values, every outcome
 // shown in the form and summed up in the header: saved, saving, retrying with back-off (at once when back online),
 // waiting for sign-in (the change is kept and sent again once signed in), refused, stale (the newer value shown), or
-// locked (the item no longer takes changes: the value it keeps shown). Also the header's progress and the warning on
-// leaving with unsaved changes (an edit still being typed is sent then).
+// locked (the item no longer takes changes: the value it keeps shown); an edit still being typed (a count whose field
+// was not left, a comment within its typing pause) is on the page only, and said so until it is sent. Also the
+// header's progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
 import {
   closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken, token,
 } from "./page.js";
@@ -10,11 +11,13 @@ import { applyNewer } from "./values.js";
 
 const MAX_BACKOFF_MS = 30000;
 const NOTE_TYPING_PAUSE_MS = 1200;
+const EDITING = "Editing… not saved yet";
 
 let authPaused = false;
 let signInsWithoutSuccess = 0;
 let signIns = 0; // each sign-in in the dialog: a save sent before the last one went with the ended session
 let renewing = null; // the token being fetched afresh after a 403
+let noteTyping = null; // the comment's typing pause: the comment is sent at its end (or when the field is left)
 
 export function saveables() { return note ? forms.concat([note]) : forms; }
 
@@ -43,6 +46,9 @@ export function requestSave(form) {
   form.q.retries = 0;
   form.q.dirty = true;
   pump(form);
+  // An edit typed and now sent (or waiting for the save on its way) is no longer said to be on the page only.
+  drawState(form);
+  updateGlobal();
 }
 
 function bodyOf(form) {
@@ -256,14 +262,45 @@ export function unsaved(form) {
   return form.q.dirty || form.q.inflight || form.q.timer || ["failed", "auth", "refused"].includes(form.dataset.state);
 }
 
+// An edit on the page only, not sent yet: an instance count typed whose field was not left (its change event, on
+// leaving the field, saves it; typed back to the value it had, there is nothing to save), or a comment within its
+// typing pause. Nothing is sent for it before then (a save for each key typed would make a version of each).
+function typing(form) {
+  if (form === note) return noteTyping !== null;
+  const count = form.elements.instance_count;
+  return Boolean(count && form.current && (count.value !== form.current.count || count.validity.badInput));
+}
+
 // ---- states, in the form and in the header ----------------------------------------------------------------------
+// form.dataset.state is the save queue's; what the form shows is that, except that an edit still being typed is said
+// over "Saved", "Saving…" (a save of the values before it) and no state at all. A state that already says the form
+// holds a change not saved (failed, waiting for sign-in, refused, stale, locked) stays as it is until the edit is sent.
+function shownState(form) {
+  const state = form.dataset.state;
+  return typing(form) && (!state || state === "saved" || state === "saving") ? "editing" : state;
+}
+
 export function showState(form, state, text) {
   form.dataset.state = state;
+  form.stateText = text;
+  drawState(form);
+}
+
+function drawState(form) {
+  const state = shownState(form);
+  const holder = form.querySelector(".save");
+  if (!state) { holder.replaceChildren(); return; }
   const span = document.createElement("span");
   span.className = "state state-" + state;
   span.dataset.state = state;
-  span.textContent = text;
-  form.querySelector(".save").replaceChildren(span);
+  span.textContent = state === form.dataset.state ? form.stateText : EDITING;
+  holder.replaceChildren(span);
+}
+
+// An edit typed (or typed back to the saved value): the form and the header say whether it is on the page only.
+export function typed(form) {
+  drawState(form);
+  updateGlobal();
 }
 
 function setState(form, state, text) {
@@ -272,9 +309,9 @@ function setState(form, state, text) {
 }
 
 export function updateGlobal() {
-  const counts = { auth: 0, refused: 0, stale: 0, locked: 0, failed: 0, saving: 0 };
+  const counts = { auth: 0, refused: 0, stale: 0, locked: 0, failed: 0, editing: 0, saving: 0 };
   saveables().forEach(function (f) {
-    let state = f.dataset.state;
+    let state = f.q ? shownState(f) : f.dataset.state;
     if (state === "saved" && f.q && (f.q.dirty || f.q.inflight)) state = "saving";
     if (state in counts) counts[state]++;
   });
@@ -289,6 +326,8 @@ export function updateGlobal() {
     const tries = Math.max.apply(null, saveables().map(function (f) { return f.q ? f.q.retries : 0; }));
     text = counts.failed + " change(s) not saved yet — retrying (" + tries + (tries === 1 ? " try" : " tries") + ")";
     state = "failed";
+  } else if (counts.editing) {
+    text = EDITING; state = "editing";
   } else if (counts.saving) {
     text = "Saving…"; state = "saving";
   }
@@ -309,7 +348,6 @@ function updateProgress() {
 }
 
 // ---- starting: the warning on leaving, and the comment and flags (saved as the forms are) ------------------------
-let noteTyping = null;
 
 function saveNote() {
   window.clearTimeout(noteTyping);
@@ -322,10 +360,7 @@ function saveNote() {
 function sendTyped() {
   if (!editable) return;
   forms.forEach(function (f) {
-    const count = f.elements.instance_count;
-    if (count && f.current && count.value !== f.current.count) {
-      count.dispatchEvent(new Event("change", { bubbles: true }));
-    }
+    if (typing(f)) f.elements.instance_count.dispatchEvent(new Event("change", { bubbles: true }));
   });
   if (note && noteTyping !== null) saveNote();
 }
@@ -359,6 +394,7 @@ export function startSaving() {
     note.elements.comment.addEventListener("input", function () {
       window.clearTimeout(noteTyping);
       noteTyping = window.setTimeout(saveNote, NOTE_TYPING_PAUSE_MS);
+      typed(note);
     });
   }
 }
