@@ -127,13 +127,8 @@ def test_save_again_clicked_before_signing_in_elsewhere_keeps_the_change_until_s
     assert scores(reviewer, "U1") == {"U1": 2}
 
 
-def test_a_token_renewed_by_a_sign_in_in_another_tab_is_taken_without_asking_to_sign_in(browser_page, live_server,
-                                                                                         study_round):  # noqa: F811
-    """Signed out and in again in another tab: the session is the page's account's, but the CSRF token changed at that
-    sign-in, and the page's saves were refused (403) with "Your session has ended: sign in again". The page takes the
-    token the server has now and sends the change again; Complete (htmx) takes it too."""
-    page = browser_page
-    round_, reviewer = study_round
+def _on_turn_1_then_signed_out_and_in_in_another_tab(page, live_server, round_) -> None:
+    """The reviewer's coding page of turn 1 open, then a sign-out and a sign-in in another tab (a new CSRF token)."""
     login(page, live_server, "demo-reviewer")
     page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
     other = page.context.new_page()
@@ -142,6 +137,16 @@ def test_a_token_renewed_by_a_sign_in_in_another_tab_is_taken_without_asking_to_
         other.click(".topbar form button")
     login(other, live_server, "demo-reviewer")
     other.close()
+
+
+def test_a_token_renewed_by_a_sign_in_in_another_tab_is_taken_without_asking_to_sign_in(browser_page, live_server,
+                                                                                         study_round):  # noqa: F811
+    """Signed out and in again in another tab: the session is the page's account's, but the CSRF token changed at that
+    sign-in, and the page's saves were refused (403) with "Your session has ended: sign in again". The page takes the
+    token the server has now and sends the change again; Complete (htmx) takes it too."""
+    page = browser_page
+    round_, reviewer = study_round
+    _on_turn_1_then_signed_out_and_in_in_another_tab(page, live_server, round_)
     page.locator("#t-U1 input[name=score][value='2']").check()
     page.locator("#item-note input[value=unsure]").check()
     expect(page.locator("#global-state")).to_have_attribute("data-state", "saved", timeout=10000)
@@ -159,14 +164,7 @@ def test_complete_after_a_sign_in_in_another_tab_completes_without_asking_to_sig
     was. Complete is sent again on the token the server has now."""
     page = browser_page
     round_, reviewer = study_round
-    login(page, live_server, "demo-reviewer")
-    page.goto(f"{live_server.url}/rounds/{round_.pk}/turns/1/")
-    other = page.context.new_page()
-    other.goto(f"{live_server.url}/")
-    with other.expect_navigation():
-        other.click(".topbar form button")
-    login(other, live_server, "demo-reviewer")
-    other.close()
+    _on_turn_1_then_signed_out_and_in_in_another_tab(page, live_server, round_)
     page.click("#complete-turn")
     page.wait_for_selector("#complete-result .check.missing")
     expect(page.locator("#relogin")).to_be_hidden()
