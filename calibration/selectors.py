@@ -321,15 +321,15 @@ def workshop_items(*, round: Round, reveal: bool = False, attribute: str = "", d
     return items
 
 
-def _workshop_gold(round: Round) -> QuerySet[Judgment]:
-    """The round's gold the workshop compares: scored, on a turn."""
-    return Judgment.objects.filter(round=round, is_gold=True, score__isnull=False, turn__isnull=False)
+def _workshop_gold(round: Round, *, on_a_turn: bool = True) -> QuerySet[Judgment]:
+    """The round's scored gold the workshop compares (on a turn), or the rest (of a session or a conversation)."""
+    return Judgment.objects.filter(round=round, is_gold=True, score__isnull=False, turn__isnull=not on_a_turn)
 
 
 def workshop_items_elsewhere(*, round: Round) -> int:
     """How many scored gold items of the round are of a session or a conversation (no turn), which the workshop
     does not list (``workshop_items``): each reviewer's feedback compares them with gold."""
-    return Judgment.objects.filter(round=round, is_gold=True, score__isnull=False, turn__isnull=True).count()
+    return _workshop_gold(round, on_a_turn=False).count()
 
 
 def _blind_labels(responses: dict[int, list[ModelResponse]]) -> dict[int, str]:
