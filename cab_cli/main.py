@@ -12,8 +12,9 @@
 
 The token comes from ``CAB_TOKEN`` (never from the command line, where other users of the machine could read it
 in the process list), the server from ``CAB_URL``, the study from ``--study`` or ``CAB_STUDY``. Progress goes to
-standard error on a terminal only; results to standard output. Exit status: 0 done, 1 the server refused (its
-error is printed: which item or line, which field, why), 2 a usage error. docs/api.md#the-researcher-cli.
+standard error on a terminal only; results to standard output. Exit status (common.command_files, as manage.py's
+commands): 0 done, 1 the server refused (its error is printed: which item or line, which field, why) or could not be
+reached, 2 a usage error (a file missing, a folder to write into missing…). docs/api.md#the-researcher-cli.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from cab_cli.api_client.models import (
 )
 from cab_cli.api_client.types import File, Response, Unset
 from cab_cli.download import DownloadError, download, provenance_write
-from common import file_formats, progress
+from common import command_files, file_formats, progress
 
 # A file of more items than this, or more bytes, is sent in parts (each part all or nothing): the server takes up
 # to 50,000 items and 64 MiB a request; smaller parts keep each transaction and each answer short.
@@ -77,6 +78,15 @@ class Refused(Exception):
 
 class Usage(Exception):
     pass
+
+
+def _input(name: str) -> Path:
+    """The file to read, or the usage error saying why it cannot be (common.command_files: the words and the
+    exit status of manage.py's commands)."""
+    try:
+        return command_files.input_file(Path(name))
+    except command_files.FileUnusable as problem:
+        raise Usage(str(problem)) from None
 
 
 def _client() -> AuthenticatedClient:
@@ -190,14 +200,14 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> None:
-    client, study, path = _client(), _study(args), Path(args.file)
+    client, study, path = _client(), _study(args), _input(args.file)
     operation = {"conversations": studies_conversations_upload_create,
                  "responses": studies_responses_upload_create}[args.what]
     totals: dict[str, int] = {}
-    parts = list(_parts(path))
-    if not parts:
-        raise Usage(f"{path}: no items")
-    items = sum(len(lines) for _, lines in parts)
+    # A file without an item is sent as it is, for the server to refuse in its words ("no conversations: nothing
+    # to import", its line 1), as import_conversations and the upload page refuse it.
+    parts = list(_parts(path)) or [(b"", [1])]
+    items = sum(len(lines) for body, lines in parts if body)
     with progress.bar(desc=f"ingest {args.what}", total=items, unit="item") as bar:
         for number, (body, lines) in enumerate(parts, start=1):
             upload = ItemsFileInRequest(file=File(payload=io.BytesIO(body), file_name=f"{path.stem}.jsonl",
@@ -236,7 +246,7 @@ def cmd_import(args: argparse.Namespace) -> None:
     Retry-After asks; with no answer, or a proxy's 502 or 504, it may have landed, so the command stops and
     says that running it again is safe: the key gets the first answer back, and an identical file's rows that
     landed count unchanged (docs/api.md#the-researcher-cli)."""
-    client, study, path = _client(), _study(args), Path(args.file)
+    client, study, path = _client(), _study(args), _input(args.file)
     try:
         fmt = FormatEnum(file_formats.file_format(str(path), given=args.format, say="--format csv|jsonl"))
     except file_formats.FormatUnknown as problem:
@@ -422,6 +432,11 @@ def cmd_download(args: argparse.Namespace) -> None:
     Content-Disposition, as a browser saves it); ``name`` is what the server is expected to call it, which the part
     is kept under until the answer says (docs/api.md#the-researcher-cli)."""
     client, study = _client(), _study(args)
+    if args.output is not None and not Path(args.output).is_dir():  # before the run is read or anything is asked
+        try:
+            command_files.output_folder(Path(args.output))
+        except command_files.FileUnusable as problem:
+            raise Usage(str(problem)) from None
     if args.what == "judgments":
         url, name = f"/api/v1/studies/{study}/exports/judgments.{args.format}", f"{study}-judgments.{args.format}"
     else:  # a run's bundle or report: the same run read the same way, refused with the same words
@@ -500,11 +515,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.handler(args)
     except Usage as problem:
-        fail(str(problem), 2)
+        fail(str(problem), command_files.EXIT_USAGE)
     except Refused as problem:
-        fail(str(problem), 1)
+        fail(str(problem), command_files.EXIT_REFUSED)
     except httpx.TransportError as problem:
-        fail(f"cannot reach {os.environ.get('CAB_URL', 'http://127.0.0.1:8000')}: {problem}", 1)
+        fail(f"cannot reach {os.environ.get('CAB_URL', 'http://127.0.0.1:8000')}: {problem}",
+             command_files.EXIT_REFUSED)
     except OSError as problem:
-        fail(str(problem), 2)
-    return 0
+        fail(str(problem), command_files.EXIT_USAGE)
+    return command_files.EXIT_DONE

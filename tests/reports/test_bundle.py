@@ -400,7 +400,7 @@ def test_export_bundle_into_a_folder_names_the_file_as_the_download_does(built, 
     folder.mkdir()
     call_command("export_bundle", study.slug, str(folder), "--run", str(run.pk), stderr=io.StringIO())
     assert [p.name for p in folder.iterdir()] == [served] and (folder / served).read_bytes() == data
-    with pytest.raises(CommandError, match="is not a folder"):
+    with pytest.raises(CommandError, match="nowhere: no such folder"):
         call_command("export_bundle", study.slug, str(tmp_path / "nowhere" / "b.zip"), stderr=io.StringIO())
 
 

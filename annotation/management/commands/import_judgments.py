@@ -4,7 +4,7 @@ from typing import IO, cast
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation import judgment_import
-from common import file_formats
+from common import commands, file_formats
 from common.errors import RowErrors
 from common.progress import ReadProgress
 
@@ -24,12 +24,7 @@ class Command(BaseCommand):
                                  "without it")
 
     def handle(self, *args, file: Path, study: str, format: str | None, **options):
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file")
-        try:
-            fmt = file_formats.file_format(str(file), given=format, say="--format csv|jsonl")
-        except file_formats.FormatUnknown as problem:
-            raise CommandError(str(problem)) from None
+        fmt = commands.input_format(commands.input_file(file), format)
         try:
             with file.open("rb") as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import session_labels
 from annotation.models import Study
-from common import file_formats
+from common import commands, file_formats
 from common.errors import RowErrors, not_utf8, text_newline
 from common.progress import ReadProgress
 
@@ -29,12 +29,7 @@ class Command(BaseCommand):
                                  "import_judgments and count them as skipped")
 
     def handle(self, *args, file: Path, study: str, format: str | None, skip_judgments: bool, **options):
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file")
-        try:
-            fmt = file_formats.file_format(str(file), given=format, say="--format csv|jsonl")
-        except file_formats.FormatUnknown as problem:
-            raise CommandError(str(problem)) from None
+        fmt = commands.input_format(commands.input_file(file), format)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study {study!r}")

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation import schema_document, services
+from common import commands
 
 
 class Command(BaseCommand):
@@ -20,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path, help="the schema document, a JSON object")
 
     def handle(self, *args, file: Path, **options):
+        commands.input_file(file)
         try:
             document = json.loads(file.read_text(encoding="utf-8-sig"))
         except OSError as error:

@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark import conversation_ingest
+from common import commands
 from common.errors import JSON_LINES_NEWLINE, RowErrors, not_utf8
 from common.progress import ReadProgress
 
@@ -17,8 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path, help="JSON Lines file, one conversation per line")
 
     def handle(self, *args, file: Path, **options):
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file")
+        commands.input_file(file)
         try:
             with file.open(encoding="utf-8-sig", newline=JSON_LINES_NEWLINE) as stream, \
                     ReadProgress(stream, desc=f"reading {file.name}", size=file.stat().st_size) as shown:

@@ -5,6 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
+from common import commands
 from metrics import selectors
 from reports import bundle
 
@@ -24,6 +25,9 @@ class Command(BaseCommand):
         parser.add_argument("--run", type=int, default=None, help="a succeeded run of the study (default: the newest)")
 
     def handle(self, *args: object, study: str, output: str, run: int | None, **options: object) -> None:
+        target = Path(output)
+        if not target.is_dir():  # before the bundle is built (at paper scale, 38 s), as cab download checks it
+            commands.output_folder(target)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
@@ -39,11 +43,8 @@ class Command(BaseCommand):
             built = bundle.bundle_file(run=chosen)
         except bundle.BundleRefusedError as error:
             raise CommandError(str(error)) from error
-        target = Path(output)
         if target.is_dir():  # as cab download bundle -o FOLDER: the download's own name (its Content-Disposition)
             target = target / bundle.bundle_name(chosen)
-        if target.parent and not target.parent.is_dir():
-            raise CommandError(f"{target.parent} is not a folder")
         shutil.copyfile(built.path, target)
         self.stderr.write(f"wrote {target}: run {chosen.pk} of {found.slug}, {built.size:,} bytes, sha256 "
                           f"{built.sha256} ({time.perf_counter() - started:.1f} s)")

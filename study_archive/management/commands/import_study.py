@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common import commands
 from common.progress import ReadProgress
 from study_archive.importer import study_import
 from study_archive.records import ArchiveError
@@ -26,8 +27,7 @@ class Command(BaseCommand):
                             help="import the study under this slug instead of the archived one")
 
     def handle(self, *args: Any, file: Path, as_slug: str | None, **options: Any) -> None:
-        if not file.is_file():
-            raise CommandError(f"{file}: no such file")
+        commands.input_file(file)
         started = time.monotonic()
         warnings: list[str] = []  # conversations the study's kind cannot place, restored as stored
         try:

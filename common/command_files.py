@@ -1,0 +1,45 @@
+"""The files a command is given, and its exit status: the one rule of every command that reads a file (``manage.py
+import_judgments``, ``import_session_labels``, ``import_conversations``, ``import_study``, ``install_schema``,
+``cab import``, ``cab ingest``) or writes one into a folder (``manage.py export_bundle``, ``cab download``).
+
+A file to read that is missing, a folder, or unreadable, and a file to write into a folder that does not exist, are
+usage errors: the command is refused before it reads or writes anything, with the same words on every path
+(``PATH: no such file``), and exits ``EXIT_USAGE``, as a wrong argument does (argparse's own status). A file that was
+read and refused (a wrong row, a study it cannot be imported into, the server's refusal) and a database or server
+that cannot be reached exit ``EXIT_REFUSED``. docs/api.md#the-researcher-cli, README "Data and commands". Pure (no
+Django): the researcher CLI reads it too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_DONE = 0
+EXIT_REFUSED = 1  # read and refused (a row, the study, the server said no), or the database or server unreachable
+EXIT_USAGE = 2  # not what the command needs: an argument, a file to read, a folder to write into
+
+
+class FileUnusable(ValueError):
+    """The file a command was given cannot be used as given; the message names it and says why."""
+
+
+def input_file(path: Path) -> Path:
+    """``path`` when it is a file this process can read; else ``FileUnusable`` (``PATH: no such file``, ``PATH: a
+    folder, not a file``, ``PATH: cannot be read (why)``)."""
+    if path.is_dir():
+        raise FileUnusable(f"{path}: a folder, not a file")
+    try:
+        with path.open("rb"):
+            pass
+    except FileNotFoundError:
+        raise FileUnusable(f"{path}: no such file") from None
+    except OSError as problem:
+        raise FileUnusable(f"{path}: cannot be read ({problem.strerror or problem})") from None
+    return path
+
+
+def output_folder(target: Path) -> Path:
+    """``target`` when the folder it is to be written into exists; else ``FileUnusable`` naming that folder."""
+    folder = target.parent
+    if not folder.is_dir():
+        raise FileUnusable(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
+    return target

@@ -1,0 +1,41 @@
+"""What ``manage.py``'s commands do with the files they are given (``common.command_files``, the rule ``cab``
+follows too): a file they cannot use is a ``CommandError`` of exit status ``EXIT_USAGE`` (2), before anything is read
+or written; a file read and refused stays a plain ``CommandError`` (1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import CommandError
+
+from common import command_files, file_formats
+
+
+def usage_error(message: str) -> CommandError:
+    return CommandError(message, returncode=command_files.EXIT_USAGE)
+
+
+def input_file(path: Path) -> Path:
+    """``path``, a file to read (``command_files.input_file``), or the usage error saying why it is none."""
+    try:
+        return command_files.input_file(path)
+    except command_files.FileUnusable as problem:
+        raise usage_error(str(problem)) from None
+
+
+def input_format(path: Path, given: str | None) -> str:
+    """The long format's ``csv`` or ``jsonl`` of the file to import (``file_formats.file_format``: ``--format``, else
+    its name), or the usage error saying to give ``--format``."""
+    try:
+        return file_formats.file_format(str(path), given=given, say="--format csv|jsonl")
+    except file_formats.FormatUnknown as problem:
+        raise usage_error(str(problem)) from None
+
+
+def output_folder(target: Path) -> Path:
+    """``target``, a file to write, when its folder exists (``command_files.output_folder``), else the usage
+    error naming the folder."""
+    try:
+        return command_files.output_folder(target)
+    except command_files.FileUnusable as problem:
+        raise usage_error(str(problem)) from None

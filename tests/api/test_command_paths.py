@@ -1,0 +1,148 @@
+"""Every command that is given a file (``manage.py import_judgments``, ``import_session_labels``,
+``import_conversations``, ``import_study``, ``install_schema``, ``export_bundle``; ``cab import``, ``cab ingest``,
+``cab download``) refuses one it cannot use alike: the same words (``PATH: no such file``), the same exit status
+(2, a usage error, as a wrong argument), nothing read or written (common.command_files). A file read and refused is
+1 on every path. Before, ``cab import`` of a missing file exited 2 with Python's "[Errno 2] No such file or
+directory" while ``import_judgments`` exited 1, a folder was "no such file" to the one and "[Errno 21]" to the
+other, and an empty file was a usage error to ``cab ingest`` ("no items") and the file's refusal to
+``import_conversations``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.core.management import execute_from_command_line
+
+from tests import form_fuzz
+from tests.api.test_cli import SLUG
+from tests.api.test_cli import cab as cab  # noqa: F401, PLC0414 - the fixture
+from tests.factories import conversations_without_responses, jsonl, response_items
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+LOGGED = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [A-Z]+ ")
+
+
+@pytest.fixture
+def manage(capsys):
+    """Runs ``manage.py ARGS`` in this process as a shell would (its exit status as ``sys.exit`` gives it) and gives
+    (exit status, standard output, standard error)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            execute_from_command_line(["manage.py", *args])
+            status = 0
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 1
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+# (path, the arguments before the file, the arguments after it, the file's name)
+READERS = [
+    ("manage.py import_judgments", ("import_judgments",), ("--study", SLUG), "judgments.csv"),
+    ("manage.py import_session_labels", ("import_session_labels",), ("--study", SLUG), "labels.csv"),
+    ("manage.py import_conversations", ("import_conversations",), (), "conversations.jsonl"),
+    ("manage.py import_study", ("import_study",), (), "study.jsonl.gz"),
+    ("manage.py install_schema", ("install_schema",), (), "schema.json"),
+    ("cab import", ("import",), (), "judgments.csv"),
+    ("cab ingest conversations", ("ingest", "conversations"), (), "conversations.jsonl"),
+    ("cab ingest responses", ("ingest", "responses"), (), "responses.jsonl"),
+]
+
+
+def _written() -> dict[str, tuple[int, str]]:
+    """Every table the product writes, but the API tokens' (a token's use is recorded whatever the request)."""
+    return {table: rows for table, rows in form_fuzz.fingerprint().items() if table != "cab_apitoken"}
+
+
+def _run(manage, cab, path: str, *args: str) -> tuple[int, str, str]:
+    return cab(*args) if path.startswith("cab ") else manage(*args)
+
+
+def _said(err: str) -> str:
+    """The message alone: ``cab: `` or Django's ``CommandError: `` before it, and no line of the test process's own
+    log (the client's requests, logged once a command in this process set Django's logging up)."""
+    lines = [line for line in err.strip().splitlines() if not LOGGED.match(line)]
+    return "\n".join(lines).removeprefix("cab: ").removeprefix("CommandError: ")
+
+
+@pytest.mark.parametrize("unusable", ["missing", "a folder"])
+def test_a_file_that_cannot_be_read_is_a_usage_error_alike_on_every_path(manage, cab, tmp_path, unusable):
+    if unusable == "a folder":
+        for _, _, _, name in READERS:
+            (tmp_path / name).mkdir(exist_ok=True)
+    why = {"missing": "no such file", "a folder": "a folder, not a file"}[unusable]
+    before = _written()
+    said = {}
+    for path, head, tail, name in READERS:
+        status, out, err = _run(manage, cab, path, *head, name, *tail)
+        said[path] = (status, out, _said(err))
+    expected = {path: (2, "", f"{name}: {why}") for path, _, _, name in READERS}
+    assert said == expected
+    assert _written() == before
+
+
+def test_a_file_whose_name_says_no_format_is_a_usage_error_alike_on_every_path(manage, cab, tmp_path):
+    (tmp_path / "judgments.txt").write_text("study,round\n")
+    before = _written()
+    said = {path: _run(manage, cab, path, *head, "judgments.txt", *tail)
+            for path, head, tail in [("manage.py import_judgments", ("import_judgments",), ("--study", SLUG)),
+                                     ("manage.py import_session_labels", ("import_session_labels",), ("--study", SLUG)),
+                                     ("cab import", ("import",), ())]}
+    message = ("judgments.txt: its name does not say its format (.csv, .jsonl or .ndjson): say it with --format "
+               "csv|jsonl")
+    assert {path: (status, out, _said(err)) for path, (status, out, err) in said.items()} == dict.fromkeys(
+        said, (2, "", message))
+    assert _written() == before
+
+
+@pytest.mark.parametrize("content", ["", "\n \n\n"])
+def test_a_file_without_an_item_is_refused_alike_by_cab_and_the_command(manage, cab, tmp_path, content):
+    """The server's words ("no conversations: nothing to import", its line), exit status 1 as for any file refused:
+    before, ``cab ingest`` said "no items" with the status of a usage error (2)."""
+    (tmp_path / "conversations.jsonl").write_text(content)
+    (tmp_path / "responses.jsonl").write_text(content)
+    before = _written()
+    status, out, err = manage("import_conversations", "conversations.jsonl")
+    assert (status, out) == (1, "")
+    assert "line 1: file: no conversations: nothing to import" in err
+    for what in ("conversations", "responses"):
+        status, out, err = cab("ingest", what, f"{what}.jsonl")
+        assert (status, out) == (1, ""), err
+        assert f"line 1: items: no {what}: nothing to import" in err
+    assert _written() == before
+
+
+def test_a_file_refused_by_its_rows_exits_1_on_every_path(manage, cab, tmp_path):
+    """A file read and refused is not a usage error: 1 on the command and on cab alike, naming the line."""
+    for what, items in (("conversations", conversations_without_responses()), ("responses", response_items())):
+        (tmp_path / f"{what}.jsonl").write_text(jsonl(items))
+        assert cab("ingest", what, f"{what}.jsonl")[0] == 0
+    (tmp_path / "judgments.jsonl").write_text(json.dumps({"study": SLUG, "round": "main"}) + "\n")
+    before = _written()
+    for path, args in (("manage.py", ("import_judgments", "judgments.jsonl", "--study", SLUG)),
+                       ("cab", ("import", "judgments.jsonl"))):
+        status, out, err = _run(manage, cab, f"{path} ", *args)
+        assert (status, out) == (1, ""), (path, err)
+        assert "line 1: reviewer: required" in err, (path, err)
+    assert _written() == before
+
+
+def test_a_file_to_write_into_a_folder_that_does_not_exist_is_a_usage_error_alike(manage, cab, tmp_path):
+    """``export_bundle`` and ``cab download`` name the missing folder before they ask for or build anything (the
+    bundle of a paper-scale run takes 38 s to build); before, the command said "… is not a folder" with status 1
+    after building it, and cab "[Errno 2] No such file or directory: '….part.etag'"."""
+    target = Path("nowhere") / "bundle.zip"
+    said = {"manage.py export_bundle": manage("export_bundle", SLUG, str(target)),
+            "cab download bundle": cab("download", "bundle", "-o", str(target)),
+            "cab download judgments": cab("download", "judgments", "-o", str(target))}
+    assert {path: (status, out, _said(err)) for path, (status, out, err) in said.items()} == dict.fromkeys(
+        said, (2, "", "nowhere: no such folder"))
+    assert not (tmp_path / "nowhere").exists()
