@@ -498,7 +498,8 @@ def parser() -> argparse.ArgumentParser:
     downloads.add_argument("-o", "--output", help="the file to write, or a folder to write it into (default: the "
                            "name the server gives it, as a browser saves it: STUDY-judgments.FORMAT, "
                            "STUDY-runN-bundle.zip, STUDY-report-runN.json)")
-    downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format")
+    downloads.add_argument("--format", choices=["csv", "jsonl"], default="csv", help="judgments: the file format "
+                           "(default: csv; manage.py export_judgments writes jsonl unless told)")
     downloads.add_argument("--run", type=int, help="bundle, report: this run's (default: the newest succeeded)")
     downloads.add_argument("--retries", type=int, default=5, help="resume a dropped connection, or ask again a server "
                            "briefly unavailable (503: as late as its Retry-After asks), this often")

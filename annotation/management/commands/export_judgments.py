@@ -7,13 +7,14 @@ from common import progress
 
 class Command(BaseCommand):
     help = (
-        "Write a study's judgments in the long format (CSV or JSON Lines; docs/reference.md) to standard output: the "
-        "same file as the download, so it re-imports exactly with import_judgments."
+        "Write a study's judgments in the long format (JSON Lines unless --format csv; docs/reference.md) to standard "
+        "output: the same file as the download of that format, so it re-imports exactly with import_judgments."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("--study", required=True)
-        parser.add_argument("--format", choices=long_format.FORMATS, default="jsonl")
+        parser.add_argument("--format", choices=long_format.FORMATS, default="jsonl",
+                            help="default: jsonl (cab download judgments: csv)")
 
     def handle(self, *args, study: str, format: str, **options):
         found = Study.objects.filter(slug=study).first()
