@@ -5,8 +5,9 @@ or written; a file read and refused stays a plain ``CommandError`` (1)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import CommandError
+from django.core.management.base import BaseCommand, CommandError
 
 from common import command_files, file_formats
 
@@ -39,3 +40,28 @@ def output_folder(target: Path) -> Path:
         return command_files.output_folder(target)
     except command_files.FileUnusable as problem:
         raise usage_error(str(problem)) from None
+
+
+class Utf8Out:
+    """A command's standard output as the UTF-8 bytes of the text written to it, whatever the encoding of the
+    terminal or locale it runs in (a Latin-1 shell's, ``PYTHONIOENCODING``): a file a command writes there
+    (``export_judgments``, ``export_study``) is the download's bytes, which the importers read. Standard output
+    replaced by a text stream (``call_command(stdout=StringIO())``) is written as text."""
+
+    def __init__(self, command: BaseCommand) -> None:
+        out: Any = command.stdout._out
+        self._text = command.stdout
+        self._binary = getattr(out, "buffer", None)
+        if self._binary is not None:
+            out.flush()  # what the text layer holds goes first
+
+    def write(self, text: str) -> int:
+        if self._binary is None:
+            self._text.write(text, ending="")
+        else:
+            self._binary.write(text.encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._binary is not None:
+            self._binary.flush()

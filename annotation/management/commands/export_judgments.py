@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import long_format
 from annotation.models import Judgment, Study
-from common import progress
+from common import commands, progress
 
 
 class Command(BaseCommand):
@@ -22,7 +22,9 @@ class Command(BaseCommand):
             raise CommandError(f"no study with slug {study!r}")
         # The total is one count query, spent only when the bar is shown.
         total = Judgment.objects.filter(round__study=found).count() if progress.shown() else None
+        out = commands.Utf8Out(self)  # the download's bytes, whatever the encoding of the shell's standard output
         with progress.bar(desc=f"exporting {study}", total=total, unit="judgment") as shown:
             for chunk in long_format.WRITERS[format](study=found):
-                self.stdout.write(chunk, ending="")
+                out.write(chunk)
                 shown.update(chunk.count("\n") - (shown.n == 0 and format == "csv"))
+        out.flush()

@@ -7,19 +7,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
+from common import commands
 from common.progress import WriteProgress
 from study_archive.exporter import study_export
-
-
-class _Out:
-    """The command's standard output as a text stream (records are written as they are read)."""
-
-    def __init__(self, command: BaseCommand) -> None:
-        self.command = command
-
-    def write(self, text: str) -> int:
-        self.command.stdout.write(text, ending="")
-        return len(text)
 
 
 class Command(BaseCommand):
@@ -43,7 +33,9 @@ class Command(BaseCommand):
         # the kind checked it) is named on standard error, after the summary when there is one.
         warnings: list[str] = []
         if output == "-":
-            study_export(study=found, out=_Out(self), warn=warnings.append)  # type: ignore[arg-type]
+            out = commands.Utf8Out(self)  # UTF-8, as the file is, whatever the encoding of the shell's output
+            study_export(study=found, out=out, warn=warnings.append)  # type: ignore[arg-type]
+            out.flush()
             for warning in warnings:
                 self.stderr.write(warning)
             return
