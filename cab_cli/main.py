@@ -104,9 +104,11 @@ def _study(args: argparse.Namespace) -> str:
     return study
 
 
-def _error_text(status: int, error: ErrorOut | None, content: bytes, *, lines: list[int] | None = None) -> str:
-    """The server's error answer as lines a person can act on; ``lines``: the file line of each item of the part
-    that was sent, so an item's error names the line of the user's file."""
+def _error_text(status: int, error: ErrorOut | None, content: bytes, *, lines: list[int] | None = None,
+                word: str = "line") -> str:
+    """The server's error answer as lines a person can act on; ``lines``: the place in the user's file of each item
+    of the part that was sent, its line (``word`` "line") or, in a JSON array, its index ("item"), so an item's
+    error names it where the user's file has it."""
     if error is None:
         return f"HTTP {status}: {content[:300].decode(errors='replace')}"
     out = [f"HTTP {status}: {error.detail}"]
@@ -114,28 +116,28 @@ def _error_text(status: int, error: ErrorOut | None, content: bytes, *, lines: l
         out += [f"  {field}: {'; '.join(messages)}" for field, messages in error.fields.to_dict().items()]
     if isinstance(error.errors, list) and error.errors:
         for item in error.errors[:ERRORS_SHOWN]:
-            out.append(f"  {_where(item, lines)}: {item.field}: {item.message}")
+            out.append(f"  {_where(item, lines, word)}: {item.field}: {item.message}")
         count = error.error_count if isinstance(error.error_count, int) else len(error.errors)
         if count > ERRORS_SHOWN:
             out.append(f"  … and {count - ERRORS_SHOWN:,} more")
     return "\n".join(out)
 
 
-def _where(item: ItemErrorOut, lines: list[int] | None) -> str:
+def _where(item: ItemErrorOut, lines: list[int] | None, word: str = "line") -> str:
     if isinstance(item.line, int):
         return f"line {item.line}"
     if isinstance(item.index, int):
         if lines is not None and 0 <= item.index < len(lines):
-            return f"line {lines[item.index]}"
+            return f"{word} {lines[item.index]}"
         return f"item {item.index}"
     return "file"
 
 
-def _ok(answer: Response[Any], *, lines: list[int] | None = None) -> Any:
+def _ok(answer: Response[Any], *, lines: list[int] | None = None, word: str = "line") -> Any:
     if 200 <= answer.status_code < 300 and not isinstance(answer.parsed, ErrorOut) and answer.parsed is not None:
         return answer.parsed
     parsed = answer.parsed if isinstance(answer.parsed, ErrorOut) else None
-    raise Refused(_error_text(int(answer.status_code), parsed, answer.content, lines=lines),
+    raise Refused(_error_text(int(answer.status_code), parsed, answer.content, lines=lines, word=word),
                   status=int(answer.status_code))
 
 
@@ -148,19 +150,29 @@ def cmd_studies(args: argparse.Namespace) -> None:
 
 # --- ingest -------------------------------------------------------------------------------------------------------
 
+def _data(path: Path) -> bytes:
+    """The file's bytes, without the UTF-8 byte order mark that may begin it, as the server's paths drop it."""
+    return path.read_bytes().removeprefix(codecs.BOM_UTF8)
+
+
+def _is_array(data: bytes) -> bool:
+    return data.lstrip()[:1] == b"["
+
+
 def _records(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The file's items with their line numbers: JSON Lines (blank lines skipped), or one JSON array (each element
-    then on "line" 1, its position in the array given instead by the server's index). A UTF-8 byte order mark
-    that begins the file is dropped, as the server's paths drop it. Lines end at "\n" only, as the server's do
-    (common.errors.JSON_LINES_NEWLINE: a "\r" is JSON's whitespace), so a line number is the server's."""
-    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
-    if data.lstrip()[:1] == b"[":
+    """The file's items with their places: JSON Lines, each with its line number (blank lines skipped), or one JSON
+    array, each element with its index in the array (from 0), which the API's answer gives for the array sent as one
+    request (``item N``). Lines end at "\n" only, as the server's do (common.errors.JSON_LINES_NEWLINE: a "\r" is
+    JSON's whitespace), so a line number is the server's. An array that is not JSON is refused as the file's fault
+    (``Refused``), as the server refuses it."""
+    data = _data(path)
+    if _is_array(data):
         try:
             items = json.loads(data)
         except ValueError as problem:
-            raise Usage(f"{path}: not valid JSON: {problem}") from problem
-        for item in items:
-            yield 1, json.dumps(item, ensure_ascii=False).encode()
+            raise Refused(f"{path}: not valid JSON ({problem})") from problem
+        for index, item in enumerate(items):
+            yield index, json.dumps(item, ensure_ascii=False).encode()
         return
     for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
@@ -206,7 +218,8 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     totals: dict[str, int] = {}
     # A file without an item is sent as it is, for the server to refuse in its words ("no conversations: nothing
     # to import", its line 1), as import_conversations and the upload page refuse it.
-    parts = list(_parts(path)) or [(b"", [1])]
+    word = "item" if _is_array(_data(path)) else "line"  # an array's elements by their index, as the API names them
+    parts = list(_parts(path)) or [(b"", [0 if word == "item" else 1])]
     items = sum(len(lines) for body, lines in parts if body)
     with progress.bar(desc=f"ingest {args.what}", total=items, unit="item") as bar:
         for number, (body, lines) in enumerate(parts, start=1):
@@ -214,14 +227,15 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                                                   mime_type="application/x-ndjson"))
             try:
                 summary = _ok(operation.sync_detailed(study, client=client, body=upload,
-                                                      idempotency_key=_key(args.what, study, [body])), lines=lines)
+                                                      idempotency_key=_key(args.what, study, [body])), lines=lines,
+                              word=word)
             except Refused as refused:
                 done = {1: "", 2: f"part 1 of {len(parts)} was written; "}.get(
                     number, f"parts 1–{number - 1} of {len(parts)} were written; ")
                 # a part the server could not take just then is no fault of the file: sending it again is safe
                 remedy = ("the server was unavailable, not the file at fault: send the same file again" if
                           refused.status in retry.UNAVAILABLE else "fix the file and send it again")
-                raise Refused(f"{refused}\n{done}part {number} (lines {lines[0]}–{lines[-1]}) and after were not; "
+                raise Refused(f"{refused}\n{done}part {number} ({word}s {lines[0]}–{lines[-1]}) and after were not; "
                               f"{remedy} (what was written counts as unchanged)", status=refused.status) from None
             for name, value in summary.to_dict().items():
                 if isinstance(value, int) and not isinstance(value, bool):

@@ -146,3 +146,42 @@ def test_a_file_to_write_into_a_folder_that_does_not_exist_is_a_usage_error_alik
     assert {path: (status, out, _said(err)) for path, (status, out, err) in said.items()} == dict.fromkeys(
         said, (2, "", "nowhere: no such folder"))
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_wrong_item_of_a_json_array_is_named_by_its_index_as_the_api_names_it(cab, tmp_path, monkeypatch):
+    """``cab ingest`` of a JSON array names a wrong element by its place in the array, the ``index`` the API's
+    answer gives for the same array sent as one request; before, every element of an array was "line 1"."""
+    from cab_cli import main as cli
+
+    monkeypatch.setattr(cli, "PART_ITEMS", 3)  # the wrong element is in the second part: its index is the file's
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    assert cab("ingest", "conversations", "conversations.jsonl")[0] == 0
+    responses = response_items()[:7]
+    responses[4] = {**responses[4], "turn_index": 999}
+    (tmp_path / "responses.json").write_text(json.dumps(responses, indent=1))
+    before = _written()
+    import httpx
+
+    answer = httpx.post(f"{cab.url}/api/v1/studies/{SLUG}/responses/", json=responses,
+                        headers={"Authorization": f"Bearer {cab.token}"})
+    assert answer.status_code == 400
+    [error] = answer.json()["errors"]
+    assert (error["index"], error["field"]) == (4, "turn_index")
+    assert _written() == before
+    status, out, err = cab("ingest", "responses", "responses.json")
+    assert (status, out) == (1, "")
+    assert f"  item 4: turn_index: {error['message']}" in err.splitlines()
+    assert "part 1 of 3 was written; part 2 (items 3–5) and after were not" in err
+
+
+def test_a_json_array_that_is_not_json_is_refused_as_the_files_fault_alike(manage, cab, tmp_path):
+    """A file read and refused, exit 1 on ``cab ingest`` as on ``import_conversations``; before, cab called it a
+    usage error (2)."""
+    (tmp_path / "conversations.jsonl").write_text('[{"dataset": "D",\n')
+    before = _written()
+    status, out, err = manage("import_conversations", "conversations.jsonl")
+    assert (status, out) == (1, "") and "not valid JSON" in err
+    status, out, err = cab("ingest", "conversations", "conversations.jsonl")
+    assert (status, out) == (1, "") and "not valid JSON" in err
+    assert _written() == before
+
