@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
@@ -57,7 +58,7 @@ from cab_cli.api_client.models import (
     MetricRunOutStatusEnum,
     StudiesMetricRunsListStatus,
 )
-from cab_cli.api_client.types import File, Response, Unset
+from cab_cli.api_client.types import UNSET, File, Response, Unset
 from cab_cli.download import DownloadError, download, provenance_write
 from common import command_files, file_formats, progress
 
@@ -423,12 +424,30 @@ def _read(ask: Callable[[], Response[Any]], *, retries: int) -> Any:
 
 
 def _newest_succeeded(client: AuthenticatedClient, study: str, *, retries: int) -> int:
-    """The study's newest succeeded run: the first of the succeeded ones, which the list gives newest first."""
-    page = _read(lambda: studies_metric_runs_list.sync_detailed(
-        study, client=client, status=StudiesMetricRunsListStatus.SUCCEEDED, page_size=1), retries=retries)
-    if not page.results:
+    """The study's newest succeeded run as the server counts it (``metrics.selectors.NEWEST_FIRST``): the one that
+    finished last, then the highest id, whose report the report pages show and the report's download without
+    ``?run=`` and ``manage.py export_bundle`` take. The runs list goes by id (the order they were asked for), so every
+    succeeded run is read: one asked for earlier may have finished later (sent again after an outage, a larger
+    bootstrap on another worker), and the list's first was then an older report."""
+    newest: tuple[tuple[bool, float, int], int] | None = None
+    cursor: str | Unset = UNSET
+    while True:
+        def ask(at: str | Unset = cursor) -> Response[Any]:
+            return studies_metric_runs_list.sync_detailed(
+                study, client=client, status=StudiesMetricRunsListStatus.SUCCEEDED, page_size=1000, cursor=at)
+
+        page = _read(ask, retries=retries)
+        for run in page.results:
+            # NULLS FIRST, as PostgreSQL orders ``-finished_at`` (a succeeded run always has one)
+            key = (run.finished_at is None, run.finished_at.timestamp() if run.finished_at else 0.0, int(run.id))
+            newest = max(newest, (key, int(run.id))) if newest is not None else (key, int(run.id))
+        following = parse_qs(urlsplit(page.next_).query).get("cursor") if isinstance(page.next_, str) else None
+        if not following:
+            break
+        cursor = following[0]
+    if newest is None:
         raise Refused(f"{study} has no succeeded metric run: start one with `cab run`")
-    return int(page.results[0].id)
+    return newest[1]
 
 
 def _succeeded_run_of(client: AuthenticatedClient, study: str, run_id: int, *, retries: int) -> int:

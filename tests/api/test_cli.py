@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from api import services as api_services
 from api.models import IdempotencyRecord
 from benchmark.models import ModelResponse
 from cab_cli import main as cli
+from metrics import selectors as metrics_selectors
 from metrics.models import MetricRun
 from tests.api.test_generated_client import judgments_csv
 from tests.factories import MetricRunFactory, StudyFactory, conversations_without_responses, jsonl, response_items
@@ -483,6 +485,30 @@ def test_every_file_a_download_writes_is_named_as_the_server_names_it(cab, tmp_p
     status, out, err = cab("download", "bundle", "-o", "mine.zip")
     assert status == 0, err
     assert json.loads(out)["file"] == "mine.zip" and zipfile.is_zipfile(tmp_path / "mine.zip")
+
+
+def test_a_download_without_run_takes_the_run_the_server_calls_newest(cab, tmp_path, eager):
+    """The study's newest succeeded run is the one that finished last (``metrics.selectors.NEWEST_FIRST``): the
+    report pages, the report's download without ``?run=`` and ``manage.py export_bundle`` take it. ``cab download
+    report`` and ``bundle`` took the first of the runs list, which is by id: a run asked for earlier that finished
+    later (sent again after an outage, a larger bootstrap on another worker) was passed over for an older report."""
+    coded_study(cab, tmp_path)
+    runs = []
+    for _ in range(2):
+        status, out, err = cab("run", "--bootstrap", "5")
+        assert status == 0, err
+        runs.append(json.loads(out)["run"])
+    earlier, later = runs
+    MetricRun.objects.filter(pk=earlier).update(
+        finished_at=MetricRun.objects.get(pk=later).finished_at + datetime.timedelta(seconds=1))
+    newest = metrics_selectors.metric_run_latest_succeeded(study=Study.objects.get(slug=SLUG))
+    assert newest is not None and newest.pk == earlier
+    assert _served_name(cab, f"/api/v1/studies/{SLUG}/exports/report.json") == f"{SLUG}-report-run{earlier}.json"
+    for what, name in (("report", f"{SLUG}-report-run{earlier}.json"), ("bundle", f"{SLUG}-run{earlier}-bundle.zip")):
+        status, out, err = cab("download", what)
+        assert status == 0, err
+        assert Path(json.loads(out)["file"]).name == name, (what, out)
+        assert json.loads((tmp_path / f"{name}.provenance.json").read_text())["CAB-Run"] == str(earlier), what
 
 
 def test_a_report_and_a_bundle_of_a_study_without_a_run_are_refused_alike(cab):
