@@ -467,7 +467,7 @@ def cmd_download(args: argparse.Namespace) -> None:
     client, study = _client(), _study(args)
     if args.output is not None and not Path(args.output).is_dir():  # before the run is read or anything is asked
         try:
-            command_files.output_folder(Path(args.output))
+            command_files.output_folder(args.output)
         except command_files.FileUnusable as problem:
             raise Usage(str(problem)) from None
     if args.what == "judgments":

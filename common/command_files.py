@@ -11,6 +11,7 @@ Django): the researcher CLI reads it too."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 EXIT_DONE = 0
@@ -37,8 +38,14 @@ def input_file(path: Path) -> Path:
     return path
 
 
-def output_folder(target: Path) -> Path:
-    """``target`` when the folder it is to be written into exists; else ``FileUnusable`` naming that folder."""
+def output_folder(output: str | Path) -> Path:
+    """The file to write, ``output``, when the folder it is to be written into exists; else ``FileUnusable`` naming
+    that folder. ``OUT/`` (a final separator) names a folder, never a file named ``OUT``, which the next write into
+    ``OUT/`` would write over: refused when it is not a folder yet."""
+    text = str(output)
+    target = Path(output)
+    if text.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)) and not target.is_dir():
+        raise FileUnusable(f"{text} is not a folder: make it first, or name a file without the final {text[-1]}")
     folder = target.parent
     if not folder.is_dir():
         raise FileUnusable(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")

@@ -33,7 +33,7 @@ def input_format(path: Path, given: str | None) -> str:
         raise usage_error(str(problem)) from None
 
 
-def output_folder(target: Path) -> Path:
+def output_folder(target: str | Path) -> Path:
     """``target``, a file to write, when its folder exists (``command_files.output_folder``), else the usage
     error naming the folder."""
     try:

@@ -543,6 +543,18 @@ def test_a_download_into_a_folder_takes_the_servers_name_there(cab, tmp_path, ea
     assert not list(tmp_path.glob("downloads.*")) and not list(folder.glob("*.part*"))
 
 
+def test_a_download_into_a_folder_not_made_yet_is_refused_and_writes_nothing(cab, tmp_path):
+    """``-o downloads/``, a name ending in "/" (a folder) that is not one yet, wrote the file as a file named
+    ``downloads``, which the next ``-o downloads/`` then wrote over (a bundle replaced by judgments, say): refused
+    now, before anything is asked or written."""
+    before = set(tmp_path.iterdir())
+    for what in ("judgments", "report"):
+        status, out, err = cab("download", what, "-o", "downloads/")
+        assert (status, out) == (2, ""), (what, status, out, err)  # a usage error (common.command_files)
+        assert err == "cab: downloads/ is not a folder: make it first, or name a file without the final /\n", err
+    assert set(tmp_path.iterdir()) == before
+
+
 def test_a_served_name_that_would_leave_the_folder_is_not_taken():
     from cab_cli.download import served_name
 

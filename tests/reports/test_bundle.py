@@ -404,6 +404,16 @@ def test_export_bundle_into_a_folder_names_the_file_as_the_download_does(built, 
         call_command("export_bundle", study.slug, str(tmp_path / "nowhere" / "b.zip"), stderr=io.StringIO())
 
 
+def test_export_bundle_into_a_folder_not_made_yet_is_refused_and_writes_nothing(built, tmp_path):
+    """``export_bundle STUDY OUT/``, a name ending in "/" (a folder) that is not one yet, wrote the zip as a file named
+    OUT, where the next export into OUT/ then wrote over it: refused now, nothing written."""
+    study, run, _ = built
+    with pytest.raises(CommandError, match=r"downloads/ is not a folder"):
+        call_command("export_bundle", study.slug, f"{tmp_path / 'downloads'}/", "--run", str(run.pk),
+                     stderr=io.StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.django_db
 def test_export_bundle_without_a_run_names_the_paths_that_start_one(tmp_path):
     """It sent the user to ``metrics_report``, which prints a report and stores no run: following it, the command

@@ -27,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args: object, study: str, output: str, run: int | None, **options: object) -> None:
         target = Path(output)
         if not target.is_dir():  # before the bundle is built (at paper scale, 38 s), as cab download checks it
-            commands.output_folder(target)
+            commands.output_folder(output)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise CommandError(f"no study with slug {study!r}")
