@@ -9,7 +9,7 @@ carry the rows behind them, which is what the CSV download serves.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -83,13 +83,18 @@ def _num(value: Any) -> float | None:
         isinstance(value, float) and math.isnan(value)) else None
 
 
+def _in_number_order(rounds: Iterable[str]) -> list[str]:
+    """Calibration rounds' names by number (calibration-10 after calibration-2), wherever a page lists them."""
+    return sorted(rounds, key=lambda name: (calibration_number(name) or 0, name))
+
+
 def choices(report: Mapping[str, Any]) -> Choices:
     calibration = report.get("calibration") or {}
     indices = report.get("indices") or {}
     # Every calibration round the report has figures of: the reviewers' rounds and the experts' (a reserved gold
     # pool has the experts' alone, ``expert_only_rounds``), by number (calibration-10 after calibration-2).
-    rounds = sorted({r for per in (calibration.get("reviewers") or {}).values() for r in per if r != "delta_pp"}
-                    | set(calibration.get("experts") or {}), key=lambda name: (calibration_number(name) or 0, name))
+    rounds = _in_number_order({r for per in (calibration.get("reviewers") or {}).values() for r in per
+                               if r != "delta_pp"} | set(calibration.get("experts") or {}))
     models = sorted(indices.get("ari") or {})
     datasets = sorted(set((indices.get("uiri") or {}).get("by_dataset") or {}) | set(indices.get("by_dataset") or {}))
     trajectories = indices.get("trajectories") or {}
@@ -131,7 +136,7 @@ def reviewer_table(report: Mapping[str, Any], filters: Filters) -> Table:
     rows = []
     for name in sorted(reviewers):
         per = reviewers[name]
-        for round_name in sorted(r for r in per if r != "delta_pp"):
+        for round_name in _in_number_order(r for r in per if r != "delta_pp"):
             cell = per[round_name] or {}
             bands = cell.get("kappa_bands") or {}
             rows.append([
@@ -286,7 +291,7 @@ def panel_table(report: Mapping[str, Any], filters: Filters) -> Table:
             for item in ranking.get("ranking") or []]
     caption = "; ".join(
         f"{r}: reviewers' pairwise mean {_fmt((pairwise.get(r) or {}).get('bucketed'))}, expert panel's "
-        f"{_fmt((experts.get(r) or {}).get('bucketed'))}" for r in sorted(set(pairwise) | set(experts)))
+        f"{_fmt((experts.get(r) or {}).get('bucketed'))}" for r in _in_number_order(set(pairwise) | set(experts)))
     size = ranking.get("panel_size")
     ranked = len(ranking.get("ranking") or [])
     top = f"top {min(size, ranked)} of {ranked}: k = {size} capped" if size and ranked and size > ranked else \

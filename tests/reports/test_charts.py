@@ -408,3 +408,19 @@ def test_the_mean_uiri_table_gives_each_dataset_its_turns_and_its_multi_turn_pea
     assert rows == [["all datasets", 0.5, 9, 0.7], ["A", 0.5, 7, pytest.approx(0.6)], ["B", 0.4, 2, None]]
     del uiri["by_dataset_n_turns"]
     assert charts.uiri_table(shaped, Filters(dataset="A")).rows[1][:3] == ["A", 0.5, None]
+
+
+def test_the_reviewers_table_and_the_panel_caption_take_the_rounds_in_number_order():
+    """The round filter lists calibration-10 after calibration-2 (``choices``); the reviewers table (and its CSV)
+    and the panel ranking's caption put it first, sorting the names as text."""
+    shaped = report()
+    calibration = shaped["calibration"]
+    calibration["reviewers"] = {"ann": {"calibration-10": {"bucketed": 0.9}, "calibration-2": {"bucketed": 0.5},
+                                        "delta_pp": 40.0}}
+    calibration["pairwise_mean"] = {"calibration-10": {"bucketed": 0.8}, "calibration-2": {"bucketed": 0.6}}
+    calibration["experts"] = {"calibration-3": {"pairwise_mean": {"bucketed": 0.7}}}
+    order = ["calibration-2", "calibration-3", "calibration-10"]
+    assert charts.choices(shaped).rounds == order
+    assert [row[1] for row in charts.reviewer_table(shaped, Filters()).rows] == ["calibration-2", "calibration-10"]
+    caption = charts.panel_table(shaped, Filters()).caption
+    assert [caption.index(f"{name}:") for name in order] == sorted(caption.index(f"{name}:") for name in order)
