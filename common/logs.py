@@ -82,7 +82,10 @@ def without_row_values(text: str, *errors: object) -> str:
     it refused. ``errors``: the exceptions whose text it may carry (with those they were chained to), each replaced
     whole; what is left is cleaned by the lines' shapes."""
     chain = _chained(*errors)
-    said = {whole: _said_of(error) for error in chain if isinstance(error, psycopg.Error) and (whole := str(error))}
+    # The server's errors only (a SQLSTATE): one psycopg raised itself (a connection refused, broken or timed out, a
+    # statement it could not send) has no server message to put in its place, and quotes no row: its text is kept.
+    said = {whole: _said_of(error) for error in chain
+            if isinstance(error, psycopg.Error) and error.diag.sqlstate and (whole := str(error))}
     for error in chain:  # a database error, or Django's in its place (the same text): by its repr (Celery's), its text
         if (whole := str(error)) in said:
             text = text.replace(repr(error), f"{type(error).__name__}({said[whole]!r})").replace(whole, said[whole])

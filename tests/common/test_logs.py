@@ -245,3 +245,38 @@ def test_a_task_failing_on_a_database_refusal_is_logged_without_the_rows_text():
     assert result.failed(), text
     assert "tests.common.refuse" in text and 'violates check constraint "said_text_check"' in text, text
     assert MARKER not in text, text
+
+
+def test_an_error_the_database_never_answered_keeps_its_reason_in_the_log():
+    """A connection refused, broken or timed out, or any error psycopg raises itself, has no SQLSTATE and no message
+    of the server's (``diag``): it quotes no row. Its text was replaced whole by the server's message it does not
+    have, an empty one: a 500's traceback said "OperationalError: " and a failed metric run's reason (its ``error``)
+    the same, the cause (refused, timed out, the connection closed) gone."""
+    import io
+    import socket
+
+    import psycopg
+
+    with socket.socket() as closed:  # a port nothing listens on: the connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    try:
+        psycopg.connect(f"host=127.0.0.1 port={port} connect_timeout=5")
+    except psycopg.OperationalError as refused:
+        error = refused
+    assert error.sqlstate is None and error.diag.message_primary is None
+    said = str(error)
+    assert "Connection refused" in said
+    assert without_row_values(f"OperationalError: {error}", error) == f"OperationalError: {said}"
+    (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
+    written = io.StringIO()
+    previous = handler.setStream(written)
+    try:
+        try:
+            raise error
+        except psycopg.OperationalError:
+            logging.getLogger("cab.test").exception("the database: %s", error)
+    finally:
+        handler.setStream(previous)
+    logged = written.getvalue()
+    assert logged.count("Connection refused") == 2, logged  # the message and the traceback's last line
