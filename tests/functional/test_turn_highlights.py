@@ -183,3 +183,42 @@ def test_a_selection_changed_while_the_palette_is_open_is_the_passage_highlighte
     page.keyboard.press("1")
     expect(page.locator(f'.span-list[data-response="{handle}"] .chip')).to_have_count(1)
     assert Span.objects.filter(judgment__response=response).count() == 1
+
+
+# The selection changed and a key pressed in one task: the key's handler runs before the browser tells the page of
+# the change (``selectionchange`` is dispatched later, in a task of its own), as a key pressed right after Shift+arrow
+# may on a busy machine.
+CHANGED_THEN_KEY = """([extend, key]) => {
+  const selection = window.getSelection();
+  if (extend) { for (let i = 0; i < extend; i++) selection.modify("extend", "forward", "character"); }
+  else { selection.collapseToEnd(); }
+  const selected = selection.toString();
+  document.body.dispatchEvent(new KeyboardEvent("keydown", { key: key, bubbles: true, cancelable: true }));
+  return selected;
+}"""
+
+
+def test_a_digit_pressed_before_the_selections_change_is_told_highlights_the_passage_selected_then(
+        browser_page, live_server, tricky):
+    """The palette took the passage the last ``selectionchange`` gave it: a digit pressed after Shift+arrow but before
+    that event came highlighted the passage as it was a key earlier ("First lin" where "First line" was shown
+    selected), and one pressed after the selection collapsed highlighted a passage no longer selected. The pick reads
+    the selection as it is when the digit is pressed."""
+    page = browser_page
+    url, response, handle = tricky
+    login(page, live_server, "demo-reviewer")
+    page.goto(url)
+    box = page.evaluate(PLACE, [handle, "First"])
+    drag(page, (box["x1"], box["y1"]), (box["x2"], box["y2"]))
+    page.locator("#palette").wait_for(state="visible")
+    assert page.evaluate(CHANGED_THEN_KEY, [5, "1"]) == "First line"
+    page.wait_for_selector("#global-state[data-state='saved']", timeout=20000)
+    assert [response.text[s.start:s.end] for s in Span.objects.filter(judgment__response=response)] == ["First line"]
+    box = page.evaluate(PLACE, [handle, "Second"])
+    drag(page, (box["x1"], box["y1"]), (box["x2"], box["y2"]))
+    page.locator("#palette").wait_for(state="visible")
+    assert page.evaluate(CHANGED_THEN_KEY, [0, "1"]) == ""
+    expect(page.locator("#palette")).to_be_hidden()
+    expect(page.locator(f'.span-list[data-response="{handle}"] .chip')).to_have_count(1)
+    assert Span.objects.filter(judgment__response=response).count() == 1
+    assert not page.console_errors, page.console_errors

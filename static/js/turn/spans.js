@@ -271,7 +271,12 @@ export function closePalette() {
 }
 
 export function pick(slug) {
-  if (!pending) return;
+  // The passage selected as the subcategory is picked: a digit pressed right after Shift+arrow, or after an arrow
+  // that left no passage, may come before the browser's selectionchange says so (it is dispatched later, in a task
+  // of its own), and the passage that event last gave would be highlighted instead.
+  const now = selectionIn();
+  if (!now || now.refused) { closePalette(); return; }
+  pending = now;
   const selection = pending;
   addSpan(selection, slug);
   closePalette();
