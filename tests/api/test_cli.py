@@ -511,6 +511,22 @@ def test_a_download_without_run_takes_the_run_the_server_calls_newest(cab, tmp_p
         assert json.loads((tmp_path / f"{name}.provenance.json").read_text())["CAB-Run"] == str(earlier), what
 
 
+def test_the_newest_run_is_found_past_the_runs_lists_first_page(cab):
+    """The runs list goes by id, a page of at most 1000 at a time: the run that finished last is found on any page
+    (here the oldest of 1001, on the second)."""
+    from django.utils import timezone
+
+    study = Study.objects.get(slug=SLUG)
+    now = timezone.now()
+    runs = MetricRun.objects.bulk_create([MetricRun(study=study, status=MetricRun.Status.SUCCEEDED, result={},
+                                                    finished_at=now - datetime.timedelta(seconds=1001 - n))
+                                          for n in range(1001)])
+    oldest = min(run.pk for run in runs)
+    MetricRun.objects.filter(pk=oldest).update(finished_at=now + datetime.timedelta(seconds=1))
+    assert metrics_selectors.metric_run_latest_succeeded(study=study).pk == oldest
+    assert cli._newest_succeeded(cli._client(), SLUG, retries=0) == oldest
+
+
 def test_a_report_and_a_bundle_of_a_study_without_a_run_are_refused_alike(cab):
     """``cab download bundle`` said "STUDY has no succeeded metric run: start one with `cab run`", ``cab download
     report`` the server's 404 under a file name ("STUDY-report.json: HTTP 404: No succeeded metric run for this
