@@ -195,6 +195,13 @@ def _parts(path: Path) -> Iterator[tuple[bytes, list[int]]]:
         yield b"\n".join(part) + b"\n", lines
 
 
+def _replayed(answer: Response[Any]) -> dict[str, bool]:
+    """``{"replayed": true}`` when the server answered with the first answer to this Idempotency-Key (the same file
+    sent before): its counts are that first import's, and this one wrote nothing; else nothing. Without it, a second
+    ``cab import`` said "created" of what ``manage.py import_judgments`` calls unchanged."""
+    return {"replayed": True} if answer.headers.get("Idempotent-Replayed") == "true" else {}
+
+
 def _key(kind: str, study: str, body: Iterable[bytes]) -> str:
     """The same part of the same file (``body``, its bytes in chunks) to the same study is the same request: a
     resend after a lost answer gets the first answer again instead of being applied twice (the server's
@@ -217,6 +224,7 @@ def cmd_ingest(args: argparse.Namespace) -> None:
     operation = {"conversations": studies_conversations_upload_create,
                  "responses": studies_responses_upload_create}[args.what]
     totals: dict[str, int] = {}
+    replayed = 0
     # A file without an item is sent as it is, for the server to refuse in its words ("no conversations: nothing
     # to import", its line 1), as import_conversations and the upload page refuse it.
     word = "item" if _is_array(_data(path)) else "line"  # an array's elements by their index, as the API names them
@@ -227,9 +235,9 @@ def cmd_ingest(args: argparse.Namespace) -> None:
             upload = ItemsFileInRequest(file=File(payload=io.BytesIO(body), file_name=f"{path.stem}.jsonl",
                                                   mime_type="application/x-ndjson"))
             try:
-                summary = _ok(operation.sync_detailed(study, client=client, body=upload,
-                                                      idempotency_key=_key(args.what, study, [body])), lines=lines,
-                              word=word)
+                answer = operation.sync_detailed(study, client=client, body=upload,
+                                                 idempotency_key=_key(args.what, study, [body]))
+                summary = _ok(answer, lines=lines, word=word)
             except Refused as refused:
                 done = {1: "", 2: f"part 1 of {len(parts)} was written; "}.get(
                     number, f"parts 1–{number - 1} of {len(parts)} were written; ")
@@ -238,11 +246,14 @@ def cmd_ingest(args: argparse.Namespace) -> None:
                           refused.status in retry.UNAVAILABLE else "fix the file and send it again")
                 raise Refused(f"{refused}\n{done}part {number} ({word}s {lines[0]}–{lines[-1]}) and after were not; "
                               f"{remedy} (what was written counts as unchanged)", status=refused.status) from None
+            replayed += bool(_replayed(answer))
             for name, value in summary.to_dict().items():
                 if isinstance(value, int) and not isinstance(value, bool):
                     totals[name] = totals.get(name, 0) + value
             bar.update(len(lines))
-    print(json.dumps({"file": str(path), "items": items, "parts": len(parts), **totals}))
+    # parts sent before and answered with their first answer: their counts are those of the first send
+    print(json.dumps({"file": str(path), "items": items, "parts": len(parts), **totals,
+                      **({"replayed_parts": replayed} if replayed else {})}))
 
 
 # --- import judgments ---------------------------------------------------------------------------------------------
@@ -289,7 +300,7 @@ def cmd_import(args: argparse.Namespace) -> None:
                       "(a proxy answered, not the server): run the same command again: what landed counts as "
                       "unchanged, nothing is written twice", status=int(answer.status_code))
     summary = _ok(answer)
-    print(json.dumps({"file": str(path), **summary.to_dict()}))
+    print(json.dumps({"file": str(path), **summary.to_dict(), **_replayed(answer)}))
 
 
 # --- metric runs --------------------------------------------------------------------------------------------------

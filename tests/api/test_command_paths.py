@@ -185,3 +185,76 @@ def test_a_json_array_that_is_not_json_is_refused_as_the_files_fault_alike(manag
     assert (status, out) == (1, "") and "not valid JSON" in err
     assert _written() == before
 
+
+
+IMPORT_PATHS = ["manage.py import_judgments", "the API, the file as the body", "the API, a form upload", "cab import"]
+
+
+@pytest.mark.parametrize("path", IMPORT_PATHS)
+def test_the_same_export_imported_by_any_path_stores_the_same_judgments(manage, cab, tmp_path, path):
+    """A study's export imported back into it emptied of judgments, by each path: the same judgments (its export
+    byte for byte, both formats), each one's history starting with the import, one audit event counting them; sent
+    again, nothing written and every row counted unchanged, or (``cab import``, whose Idempotency-Key is the file's)
+    the first answer, said to be replayed; before, cab gave the first answer's "created" counts as its own."""
+    import httpx
+
+    from annotation import long_format
+    from annotation.models import Judgment, JudgmentRevision, Study
+    from annotation.services import judgments_purge
+    from audit.models import AuditEvent
+    from tests.api.test_cli import coded_study
+
+    coded_study(cab, tmp_path)
+    study = Study.objects.get(slug=SLUG)
+    exported = {fmt: "".join(long_format.WRITERS[fmt](study=study)).encode() for fmt in ("csv", "jsonl")}
+    judgments_purge(judgments=Judgment.objects.filter(round__study=study), by=None, reason="test: import it again")
+    (tmp_path / "judgments.jsonl").write_bytes(exported["jsonl"])
+    rows = exported["jsonl"].count(b"\n")
+
+    def send() -> dict:
+        if path.startswith("manage.py"):
+            status, out, err = manage("import_judgments", "judgments.jsonl", "--study", SLUG)
+            assert status == 0, err
+            created, unchanged = re.search(r"(\d+) judgments and \d+ spans imported .*; (\d+) unchanged", out).groups()
+            return {"judgments_created": int(created), "judgments_unchanged": int(unchanged)}
+        if path == "cab import":
+            status, out, err = cab("import", "judgments.jsonl")
+            assert status == 0, err
+            return json.loads(out)
+        url, auth = f"{cab.url}/api/v1/studies/{SLUG}/judgments/import/", {"Authorization": f"Bearer {cab.token}"}
+        answer = (httpx.post(url, content=exported["jsonl"], headers={**auth, "Content-Type": "application/x-ndjson"})
+                  if path == "the API, the file as the body" else
+                  httpx.post(url, files={"file": ("judgments.jsonl", exported["jsonl"])}, headers=auth))
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    first = send()
+    assert (first["judgments_created"], first["judgments_unchanged"]) == (rows, 0)
+    assert {fmt: "".join(long_format.WRITERS[fmt](study=study)).encode() for fmt in exported} == exported
+    assert set(JudgmentRevision.objects.filter(judgment__round__study=study).values_list("source", flat=True)) == {
+        JudgmentRevision.Source.IMPORT}
+    event = AuditEvent.objects.filter(action="judgments.import", study_slug=SLUG).order_by("-pk").first()
+    assert (event.data["created"], event.data["unchanged"]) == (rows, 0)
+    before = _written()
+    again = send()
+    if path == "cab import":  # the same file under the same Idempotency-Key: the first answer, said to be it
+        assert again == {**first, "replayed": True}
+    else:
+        assert (again["judgments_created"], again["judgments_unchanged"]) == (0, rows)
+    assert "replayed" not in first
+    assert {t: v for t, v in _written().items() if t != "audit_auditevent"} == {
+        t: v for t, v in before.items() if t != "audit_auditevent"}
+
+
+def test_cab_ingest_sent_again_says_its_parts_were_answered_with_their_first_answers(cab, tmp_path):
+    from cab_cli import main as cli
+
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    status, out, err = cab("ingest", "conversations", "conversations.jsonl")
+    assert status == 0, err
+    first = json.loads(out)
+    assert "replayed_parts" not in first and first["conversations_created"] > 0
+    status, out, err = cab("ingest", "conversations", "conversations.jsonl")
+    assert status == 0, err
+    assert json.loads(out) == {**first, "replayed_parts": 1}
+    assert first["items"] <= cli.PART_ITEMS  # one part
