@@ -65,3 +65,9 @@ class Utf8Out:
     def flush(self) -> None:
         if self._binary is not None:
             self._binary.flush()
+
+
+def study_missing(slug: str) -> CommandError:
+    """The refusal of every command given a study's slug that no study has, in one wording (exit status 1: the
+    database was read, and holds none)."""
+    return CommandError(f"no study with slug {slug!r}")

@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
 from annotation import long_format
 from annotation.models import Judgment, Study
@@ -19,7 +19,7 @@ class Command(BaseCommand):
     def handle(self, *args, study: str, format: str, **options):
         found = Study.objects.filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study with slug {study!r}")
+            raise commands.study_missing(study)
         # The total is one count query, spent only when the bar is shown.
         total = Judgment.objects.filter(round__study=found).count() if progress.shown() else None
         out = commands.Utf8Out(self)  # the download's bytes, whatever the encoding of the shell's standard output

@@ -32,7 +32,7 @@ class Command(BaseCommand):
         fmt = commands.input_format(commands.input_file(file), format)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study {study!r}")
+            raise commands.study_missing(study)
         try:
             with file.open(encoding="utf-8-sig", newline=text_newline(fmt)) as opened, \
                     ReadProgress(opened, desc=f"importing {file.name}", size=file.stat().st_size) as stream:

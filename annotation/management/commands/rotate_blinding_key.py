@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation import services
 from annotation.models import Study
+from common import commands
 
 
 class Command(BaseCommand):
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args, study: str, **options):
         found = Study.objects.filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study with slug {study!r}")
+            raise commands.study_missing(study)
         try:
             services.study_blinding_key_rotate(study=found, by=None)
         except ValidationError as error:

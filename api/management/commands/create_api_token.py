@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from api import services
 from api.models import ApiToken
+from common import commands
 
 
 class Command(BaseCommand):
@@ -36,7 +37,7 @@ class Command(BaseCommand):
             study_model = ApiToken._meta.get_field("study").related_model
             found = study_model._default_manager.filter(slug=study).first()
             if found is None:
-                raise CommandError(f"no study with slug {study!r}")
+                raise commands.study_missing(study)
         if expires_in_days is not None and not 1 <= expires_in_days <= services.TOKEN_DAYS_MAX:
             raise CommandError(f"--expires-in-days must be from 1 to {services.TOKEN_DAYS_MAX}, got {expires_in_days}")
         expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None

@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from annotation.models import Study
+from common import commands
 from common.progress import fraction_bar
 from metrics import runs
 from metrics.core.report_file import canonical
@@ -27,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args, study: str, seed: int, bootstrap: int | None, top_k: int, indent: int, **options):
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study with slug {study!r}")
+            raise commands.study_missing(study)
         if bootstrap is None:
             bootstrap = default_bootstrap(found)
         problems = RunParameters(seed=seed, bootstrap=bootstrap, top_k=top_k).problems()

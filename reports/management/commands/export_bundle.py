@@ -30,7 +30,7 @@ class Command(BaseCommand):
             commands.output_folder(output)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study with slug {study!r}")
+            raise commands.study_missing(study)
         chosen = selectors.metric_run_latest_succeeded(study=found, run_id=run)
         if chosen is None:
             # metrics_report prints a report and stores no run: the paths that start one are these.

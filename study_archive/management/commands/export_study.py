@@ -28,7 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, study: str, output: str, **options: Any) -> None:
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
-            raise CommandError(f"no study with slug {study!r}")
+            raise commands.study_missing(study)
         # The archive is written whole whatever it holds; a conversation the study's kind cannot place (stored before
         # the kind checked it) is named on standard error, after the summary when there is one.
         warnings: list[str] = []
