@@ -376,6 +376,16 @@ def coder_queue_page(*, round_id: int, user: User, start: int = 0) -> QueuePage 
 RESPONSE_HANDLE_LENGTH = 16  # hex digits: 64 bits
 
 
+def studies_rating_whole_sessions(study_ids: set[int]) -> set[int]:
+    """Which of these studies are session-rated (their kind's ``assignment_units``): a round item of theirs is a
+    whole session, keyed by its first turn, whose page shows the session's transcript. Asked by every ingestion's
+    freeze rules (``benchmark.material_rules.on_whole_sessions``, registered by ``AnnotationConfig.ready``)."""
+    if not study_ids:
+        return set()
+    return {study.pk for study in Study.objects.filter(any_of("pk", sorted(study_ids))).select_related("schema")
+            if kind_of(study).session_rated}
+
+
 def response_handle(*, study: Study, coder_id: int, turn_id: int, response_id: int) -> str:
     """The name of a response on one coder's pages of ``study``.
 

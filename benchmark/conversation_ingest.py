@@ -35,7 +35,7 @@ from benchmark.material_rules import (
 )
 from benchmark.models import Conversation, Dataset, ModelResponse, Turn
 from benchmark.response_ingest import responses_insert
-from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write
+from benchmark.sessions import conversation_serializer, record_turns, sessions_changes, sessions_write, turn_paths
 from common.errors import RowError, RowErrors, flatten_serializer_errors, jsonl_rows
 from common.locks import advisory_lock
 from common.lookups import any_of
@@ -118,27 +118,28 @@ def _datasets_ensure(names: set[str], summary: ImportSummary) -> dict[str, Datas
     return datasets
 
 
-def _turn_changes(row: int, t_pos: int, turn_data: dict, turn: Turn, label: str,
+def _turn_changes(row: int, t_path: str, turn_data: dict, turn: Turn, label: str,
                   changes: _ConversationChanges) -> bool:
     """Gather what brings a stored turn and its responses to the row's content; True when anything changes."""
     changed = False
     for name, attr in (("client", "client_text"), ("therapist_reference", "therapist_reference")):
         if getattr(turn, attr) != turn_data[name]:
             setattr(turn, attr, turn_data[name])
-            changes.edits.append(Edit(row, f"turns[{t_pos}].{name}", turn.conversation_id, label, "turn",
+            changes.edits.append(Edit(row, f"{t_path}.{name}", turn.conversation_id, label, "turn",
                                        turn_id=turn.pk, turn_index=turn.index))
             changed = True
     if changed:
         changes.turn_updates.append(turn)
     responses = {response.model_slot: response for response in turn.responses.all()}
     for r_pos, response_data in enumerate(turn_data["responses"]):
-        where = f"turns[{t_pos}].responses[{r_pos}]"
+        where = f"{t_path}.responses[{r_pos}]"
         response = responses.get(response_data["model"])
         if response is None:
             changes.new_responses.append(ModelResponse(turn=turn, model_slot=response_data["model"],
                                                        model_version=response_data["model_version"],
                                                        text=response_data["text"]))
-            changes.edits.append(Edit(row, where, turn.conversation_id, label))
+            changes.edits.append(Edit(row, where, turn.conversation_id, label, "reply", turn_id=turn.pk,
+                                       turn_index=turn.index, model_slot=response_data["model"]))
             changed = True
         elif (response.text, response.model_version) != (response_data["text"], response_data["model_version"]):
             if response.text != response_data["text"]:
@@ -172,16 +173,16 @@ def _conversation_changes(row: int, data: dict, conversation: Conversation, chan
     if extra:
         errors.append(RowError(row, "turns", f"the stored conversation has turns {extra} that this row lacks; "
                                              "turns are never deleted by an import"))
-    for t_pos, turn_data in enumerate(data["turns"]):
+    for t_path, turn_data in zip(turn_paths(data), data["turns"], strict=True):
         turn = turns.get(turn_data["index"])
         if turn is None:
             turn = Turn(conversation=conversation, index=turn_data["index"], client_text=turn_data["client"],
                         therapist_reference=turn_data["therapist_reference"])
             changes.new_turns.append((turn_data, turn))
-            changes.edits.append(Edit(row, f"turns[{t_pos}]", conversation.pk, label))
+            changes.edits.append(Edit(row, t_path, conversation.pk, label))
             changed = True
             continue
-        changed |= _turn_changes(row, t_pos, turn_data, turn, label, changes)
+        changed |= _turn_changes(row, t_path, turn_data, turn, label, changes)
     return changed
 
 

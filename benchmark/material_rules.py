@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from django.db import connection
+from django.db.models import Max
 
 from benchmark.models import Conversation, Session, Turn
 from common.errors import RowConflicts, RowError
@@ -61,8 +62,9 @@ class Edit:
     """One change an ingestion would make to stored material, and where its input asks for it.
 
     ``kind`` says what the freeze rules look at: ``conversation`` (a field of it, named by ``field``), ``turn``
-    (its client text or therapist reference), ``response`` (its text), or ``other`` (a new turn or response, a new
-    model version), which only the study isolation rule looks at."""
+    (its client text or therapist reference), ``response`` (its text), ``reply`` (a new response to a stored
+    turn: a change to the transcript of the turn's session, if it is in one), or ``other`` (a new turn, a new model
+    version), which only the study isolation rule looks at."""
 
     row: int
     field: str
@@ -84,9 +86,20 @@ class _MaterialUse:
     open_through: dict[int, int] = field(default_factory=dict)  # conversation -> highest turn in an open round
     judged_responses: set[int] = field(default_factory=set)
     open_turns: set[int] = field(default_factory=set)  # turns in an open round: their responses' text is frozen
+    # conversation -> (last turn index, session index, why) of each session coded as a whole: judged (a session
+    # code), or a session-rated study's unit in an open round
+    whole_sessions: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
 
     def used_by(self, conversation_id: int, study_id: int) -> None:
         self.studies.setdefault(conversation_id, set()).add(study_id)
+
+    def session_coded_over(self, conversation_id: int, turn_index: int) -> tuple[int, str] | None:
+        """(session index, why) of the first session coded as a whole whose transcript shows the turn (its own
+        turns, and the earlier sessions its page may show as history), or None."""
+        for last, index, why in sorted(self.whole_sessions.get(conversation_id, ())):
+            if turn_index <= last:
+                return index, why
+        return None
 
     def problem(self, edit: Edit) -> str | None:
         """Why the edit would change what reviewers coded against (or will code, in an open round), or None.
@@ -111,6 +124,17 @@ class _MaterialUse:
                 return f"{where} already has judgments; its text cannot change (spans are character offsets into it)"
             if edit.turn_id in self.open_turns:
                 return f"{where} is in an open round; its text cannot change until the round closes"
+        if edit.kind in ("turn", "response", "reply") and edit.turn_index is not None:
+            whole = self.session_coded_over(edit.conversation_id, edit.turn_index)
+            if whole is not None:
+                index, why = whole
+                change = {"turn": f"its {'client text' if edit.field.endswith('.client') else 'therapist reference'}"
+                                  " cannot change",
+                          "response": f"its {edit.model_slot} reply's text cannot change",
+                          "reply": "no reply can be added to it"}[edit.kind]
+                return (f"turn {edit.turn_index} of {edit.label} is in the transcript session {index} {why} (a "
+                        f"session is coded on its whole transcript, with the earlier sessions its page shows); "
+                        f"{change}")
         return None
 
 
@@ -131,20 +155,25 @@ def _material_use(conversation_ids: list[int]) -> _MaterialUse:
     study's. A label fixes no text (it is a session's, not a turn's or response's), so it freezes nothing."""
     use = _MaterialUse()
     for chunk in chunks(conversation_ids):
-        for conversation_id, study_id, turn_index, response_id in (
+        judged_sessions: set[int] = set()
+        for conversation_id, study_id, turn_index, response_id, session_id in (
             Conversation.objects.filter(any_of("pk", chunk), judgments__isnull=False).order_by()
-            .values_list("pk", "judgments__round__study_id", "judgments__turn__index", "judgments__response_id")
+            .values_list("pk", "judgments__round__study_id", "judgments__turn__index", "judgments__response_id",
+                         "judgments__session_id")
             .distinct()
         ):
             use.used_by(conversation_id, study_id)
+            if session_id is not None:
+                judged_sessions.add(session_id)
             reach = math.inf if turn_index is None else turn_index  # a judgment of the conversation as a whole
             use.judged_through[conversation_id] = max(use.judged_through.get(conversation_id, 0), reach)
             if response_id is not None:
                 use.judged_responses.add(response_id)
+        open_sessions: dict[int, set[int]] = {}  # study -> sessions of its turns in an open round
         for relation in ("round_items", "assignments"):
-            for conversation_id, turn_id, index, study_id, status in (
+            for conversation_id, turn_id, index, session_id, study_id, status in (
                 Turn.objects.filter(any_of("conversation_id", chunk), **{f"{relation}__isnull": False}).order_by()
-                .values_list("conversation_id", "pk", "index", f"{relation}__round__study_id",
+                .values_list("conversation_id", "pk", "index", "session_id", f"{relation}__round__study_id",
                              f"{relation}__round__status")
                 .distinct()
             ):
@@ -152,12 +181,51 @@ def _material_use(conversation_ids: list[int]) -> _MaterialUse:
                 if status == _OPEN_ROUND:
                     use.open_turns.add(turn_id)
                     use.open_through[conversation_id] = max(use.open_through.get(conversation_id, 0), index)
+                    if session_id is not None:
+                        open_sessions.setdefault(study_id, set()).add(session_id)
+        _whole_sessions_read(judged_sessions, open_sessions, use)
         for conversation_id, study_id in (
             Session.objects.filter(any_of("conversation_id", chunk), labels__isnull=False).order_by()
             .values_list("conversation_id", "labels__study_id").distinct()
         ):
             use.used_by(conversation_id, study_id)
     return use
+
+
+# Which of some studies code whole sessions (a session-rated kind: a round item is a session, keyed by its first
+# turn): benchmark knows no kind, so annotation registers the question (``on_whole_sessions``).
+WholeSessionStudies = Callable[[set[int]], set[int]]
+_WHOLE_SESSION_STUDIES: list[WholeSessionStudies] = []
+
+
+def on_whole_sessions(hook: WholeSessionStudies) -> None:
+    """Have ``hook`` say which of the studies it is given rate whole sessions (``_whole_sessions_read``), once."""
+    if hook not in _WHOLE_SESSION_STUDIES:
+        _WHOLE_SESSION_STUDIES.append(hook)
+
+
+def _whole_sessions_read(judged_sessions: set[int], open_sessions: dict[int, set[int]], use: _MaterialUse) -> None:
+    """The sessions coded as a whole, with the last turn of each: those with a session code (``judged_sessions``: a
+    judgment of the session unit, a rating or a checklist item), and the sessions a session-rated study has in an
+    open round (``open_sessions``, by study: its item is keyed by the session's first turn, but its page shows the
+    session's whole transcript). A session's codes were given on its transcript as it stood, so none of its turns'
+    replies may be added or changed, as a judged response's text may not (docs/sessions.md). No query when there
+    are none (a conversation without sessions)."""
+    why = dict.fromkeys(judged_sessions, "was judged on")
+    rated: set[int] = set()
+    for hook in _WHOLE_SESSION_STUDIES if open_sessions else ():
+        rated |= hook(set(open_sessions))
+    for study_id in rated:
+        for session_id in open_sessions[study_id]:
+            why.setdefault(session_id, "is coded on in an open round")
+    if not why:
+        return
+    for session_id, conversation_id, index, last in (
+        Session.objects.filter(any_of("pk", sorted(why))).order_by().annotate(last=Max("turns__index"))
+        .values_list("pk", "conversation_id", "index", "last")
+    ):
+        if last is not None:
+            use.whole_sessions.setdefault(conversation_id, []).append((last, index, why[session_id]))
 
 
 def _writable(owner: int | None, users: set[int], study_id: int | None) -> bool:

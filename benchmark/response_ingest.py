@@ -454,7 +454,8 @@ def responses_ingest(
         found = existing.get((item.turn_id, item.model))
         if found is None:
             new.append((item.turn_id, item.model, item.version, item.text))
-            edits.append(Edit(item.row, "model", item.conversation_id, item.label))
+            edits.append(Edit(item.row, "model", item.conversation_id, item.label, "reply", turn_id=item.turn_id,
+                              turn_index=item.turn_index, model_slot=item.model))
             continue
         same_text = found[2] == _text_digest(item.text)
         if same_text and found[1] == item.version:

@@ -171,6 +171,16 @@ def record_turns(record: Any) -> Iterator[tuple[str, Any]]:
             yield f"sessions[{s_pos}].turns[{position}]", turn
 
 
+def turn_paths(data: dict) -> list[str]:
+    """Where each of a valid record's turns (``data["turns"]``, a history's flattened) is in the record, as its errors
+    name it: ``turns[i]``, or ``sessions[s].turns[i]`` for a history."""
+    sessions = data.get("sessions")
+    if sessions is None:
+        return [f"turns[{position}]" for position in range(len(data["turns"]))]
+    return [f"sessions[{s_pos}].turns[{position}]" for s_pos, session in enumerate(sessions)
+            for position in range(len(session["turn_indices"]))]
+
+
 # --- what an import would change, and writing it ------------------------------------------------------------------
 
 
@@ -237,7 +247,8 @@ def sessions_changes(
                 edits.append(SessionEdit(row, f"sessions[{position}].kind", conversation.pk))
             if before is not None and before[1] != session["crisis_type"]:
                 edits.append(SessionEdit(row, f"sessions[{position}].crisis_type", conversation.pk))
-            if any(index in stored_of_turn and stored_of_turn[index] != session["index"]
+            # A turn moved from another session, or a new turn put in a stored session: its turns change.
+            if any(stored_of_turn.get(index, session["index"] if before is None else None) != session["index"]
                    for index in session["turn_indices"]):
                 edits.append(SessionEdit(row, f"sessions[{position}].turns", conversation.pk))
     return edits, errors
