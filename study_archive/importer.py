@@ -12,7 +12,10 @@ and subcategories included), and refused when it differs; a new one is checked a
 block. A dataset is reused by name. A conversation that
 exists is reused when every archived session, turn and response is there as archived (the same texts, each turn in
 the same session, each response of the same model version; its owning study is left as it is), and refused
-otherwise. The study's slug must be free (``as_slug`` imports under another one).
+otherwise. It may hold more here, but not under a session code of the archive: a session coded on its transcript as
+archived is refused on the code's line when the copy here holds a turn or reply the archive lacks, in that session
+or an earlier one (``_session_code_check``; docs/sessions.md). The study's slug must be free (``as_slug`` imports
+under another one).
 
 A conversation the study's kind cannot place (its ``conversation_problems`` hook, which every path that makes a
 conversation a study's asks) is restored as the archive holds it, and said (``records.Unplaceable``: by line, in
@@ -187,6 +190,10 @@ class _Importer:
         self.members: dict[str, StudyMember] = {}  # username -> the new study's member
         self.conversations_reused = 0
         self.responses_not_archived: set[int] = set()  # of reused conversations: added by another study's ingestion
+        # reused conversation -> (index, what) of its first turn whose copy here holds more than the archive (the turn,
+        # or a reply), and each stored session's last turn: a session code covers its transcript up to there
+        self.not_archived_from: dict[tuple[str, str], tuple[int, str]] = {}
+        self.session_ends: dict[int, int] = {}
         self.unplaceable: list[Unplaceable] = []  # restored as stored (``_placeable_check``)
 
     @property
@@ -505,6 +512,7 @@ class _Importer:
                             for r in ModelResponse.objects.filter(turn__conversation_id__in=ids)}
         stored_sessions = {(s.conversation_id, s.index): s for s in Session.objects.filter(conversation_id__in=ids)}
         session_index: dict[int | None, int] = {s.pk: s.index for s in stored_sessions.values()}
+        turns_of, slots_of = _turns_and_slots(stored_turns, stored_responses)
         for number, record in batch:
             key = (record["dataset"], record["external_id"])
             conversation = existing.get(key)
@@ -541,9 +549,40 @@ class _Importer:
                     self.responses[(turn.pk, response.model_slot)] = (response.pk, len(response.text))
                 self.turns[(key[0], key[1], turn.index)] = (turn.pk, conversation.pk)
             self.conversations[key] = conversation.pk
+            self._not_archived_note(key, record, turns_of.get(conversation.pk, []), slots_of)
         archived = {response_id for response_id, _ in self.responses.values()}
         self.responses_not_archived.update(r.pk for r in stored_responses.values() if r.pk not in archived)
         return len(existing)
+
+    def _not_archived_note(self, key: tuple[str, str], record: dict[str, Any], turns: list[Turn],
+                           slots_of: dict[int, set[str]]) -> None:
+        """Note the first turn of a reused conversation (its stored ``turns``, their replies' slots ``slots_of``) that
+        this installation's copy holds more of than the archive (the turn itself, or a reply of it), and the last
+        turn of each of its sessions: a session code of the archive covers its session's transcript as archived, up
+        to its last turn, with the earlier sessions its page shows (``_session_code_check``)."""
+        archived = {turn_record["index"]: {r["model_slot"] for r in turn_record["responses"]}
+                    for turn_record in record["turns"]}
+        more: list[tuple[int, str]] = []
+        for turn in turns:
+            if turn.session_id is not None:
+                self.session_ends[turn.session_id] = max(self.session_ends.get(turn.session_id, 0), turn.index)
+            if turn.index not in archived:
+                more.append((turn.index, "turn"))
+            elif slots_of.get(turn.pk, set()) - archived[turn.index]:
+                more.append((turn.index, "a reply of turn"))
+        if more:
+            self.not_archived_from[key] = min(more)
+
+    def _session_code_check(self, key: tuple[str, str], session_id: int, index: Any) -> None:
+        """A session's code was given on its transcript as archived (docs/sessions.md): restored onto a reused
+        conversation whose copy here holds a turn or reply the archive lacks in that session or an earlier one, it
+        would be a code of a transcript its coder never saw, counted by the study's report as any other."""
+        more = self.not_archived_from.get(key)
+        if more is not None and more[0] <= self.session_ends.get(session_id, 0):
+            index_of, what = more
+            raise ValueError(f"session {index} of {key[0]}/{key[1]} is coded in the archive on its transcript as "
+                             f"archived, but this installation's copy of it holds {what} {index_of}, which the archive "
+                             "lacks: the code would be of a transcript its coder never saw")
 
     def _rounds(self, batch: list[Record]) -> None:
         def build(record: dict[str, Any]) -> tuple[Round, list[RoundItem]]:
@@ -596,6 +635,7 @@ class _Importer:
             session_id = self.sessions.get((*conversation_key, record["session"]))
             if session_id is None:
                 raise ValueError(f"session {record['session']} of {conversation_key!r} is not in the archive")
+            self._session_code_check(tuple(conversation_key), session_id, record["session"])
         if record["turn"] is not None:
             turn_id = self._turn([*conversation_key, record["turn"]])[0]
         if record["response"] is not None:
@@ -715,6 +755,18 @@ def _sessions_built(record: dict[str, Any], conversation: Conversation) -> dict[
             raise ValueError(f"turn {turn.get('index')} is in session {turn['session']}, which the conversation does "
                              "not have")
     return sessions
+
+
+def _turns_and_slots(stored_turns: dict[tuple[int, int], Turn], stored_responses: dict[tuple[int, str], ModelResponse]
+                     ) -> tuple[dict[int, list[Turn]], dict[int, set[str]]]:
+    """The stored turns by conversation, and the model slots of each turn's stored responses."""
+    turns_of: dict[int, list[Turn]] = {}
+    for (conversation_id, _), turn in stored_turns.items():
+        turns_of.setdefault(conversation_id, []).append(turn)
+    slots_of: dict[int, set[str]] = {}
+    for turn_id, slot in stored_responses:
+        slots_of.setdefault(turn_id, set()).add(slot)
+    return turns_of, slots_of
 
 
 def _built(batch: list[Record], build: Callable[[dict[str, Any]], T]) -> list[T]:

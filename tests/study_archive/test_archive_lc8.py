@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment, SessionLabel, Study, StudyMember
 from benchmark import conversation_ingest
-from benchmark.models import Session
+from benchmark.models import ModelResponse, Session
 from study_archive.records import dumps
 from tests.lc8.test_data import trajectory
 from tests.lc8.test_round_trip import judgment_rows, label_rows, lc8_full_study
@@ -189,3 +189,59 @@ def test_trajectories_of_five_stored_without_a_study_are_reused(tmp_path):
     out = io.StringIO()
     call_command("import_study", str(write(tmp_path, text)), stdout=out)
     assert SessionLabel.objects.count() == 60
+
+
+
+def _late_turn(record: dict) -> None:
+    record["sessions"][4]["turns"].append({"index": 11, "client": "Late.", "responses": []})
+
+
+def _archive(study: Study, *, reply_6: bool = True, rated_through: int = 5) -> str:
+    """The study's archive (turn 6 of t1, in session 3, without its reply unless ``reply_6``; t1's ratings of the
+    sessions after ``rated_through`` left out), in a fresh installation."""
+    if not reply_6:
+        ModelResponse.objects.filter(turn__conversation__external_id="t1", turn__index=6).delete()
+    lines = export(study.slug).splitlines()
+    kept = [line for line in lines[:-1] if not (
+        (record := json.loads(line))["type"] == "judgment" and record["conversation"][1] == "t1"
+        and record["session"] > rated_through)]
+    end = json.loads(lines[-1])
+    end["records"]["judgment"] -= len(lines) - 1 - len(kept)
+    truncate_everything_archived()
+    return "\n".join(checksummed([*kept, dumps(end)])) + "\n"
+
+
+def _stored_here() -> None:
+    """This installation's copy of the trajectories: t1 with every reply and a turn 11 in its fifth session."""
+    here = trajectory("t1")
+    _late_turn(here)
+    conversation_ingest.conversations_import(rows=[(1, here), (2, trajectory("t2"))])
+
+
+@pytest.mark.parametrize(("reply_6", "held", "session"), [(True, "turn 11", 5), (False, "a reply of turn 6", 3)])
+def test_ratings_are_not_restored_onto_a_transcript_that_holds_more_here_than_the_archive(tmp_path, reply_6, held,
+                                                                                          session):
+    """A reused trajectory whose copy in this installation holds a turn or a reply the archive lacks, in a session
+    the archive's ratings rate (or an earlier one, which a session's page shows): before, the ratings were restored
+    onto it and the report counted them, of a transcript their rater never saw. Refused by the first such rating's
+    line, nothing written (docs/sessions.md)."""
+    study = lc8_full_study()
+    text = _archive(study, reply_6=reply_6)
+    _stored_here()
+    before = table_counts()
+    with pytest.raises(CommandError, match=(
+            rf"line \d+ \(judgment\): session {session} of LC8-test/t1 is coded in the archive on its transcript as "
+            rf"archived, but this installation's copy of it holds {held}, which the archive lacks: the code would be "
+            "of a transcript its coder never saw")):
+        call_command("import_study", str(write(tmp_path, text)), stdout=io.StringIO())
+    assert table_counts() == before and not Study.objects.filter(slug=study.slug).exists()
+
+
+def test_a_trajectory_that_holds_more_only_after_its_rated_sessions_is_reused(tmp_path):
+    study = lc8_full_study()
+    text = _archive(study, reply_6=False, rated_through=2)
+    _stored_here()
+    call_command("import_study", str(write(tmp_path, text)), stdout=io.StringIO())
+    copy = Study.objects.get(slug=study.slug)
+    assert Judgment.objects.filter(round__study=copy, session__conversation__external_id="t1").count() == 4
+    assert Session.objects.get(conversation__external_id="t1", index=5).turns.count() == 3
