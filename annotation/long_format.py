@@ -20,6 +20,7 @@ from annotation import long_format_sql
 from annotation.kinds import kind_of
 from annotation.models import FormerStudyMember, Judgment, SessionLabel, Span, Study, StudyMember
 from annotation.selectors import study_coders
+from common import file_formats
 from common.cells import csv_stream, jsonl_stream, unneutralise
 from common.errors import UNSTORABLE, UNSTORABLE_MESSAGE, RowError, jsonl_rows
 from common.lookups import any_of
@@ -46,7 +47,7 @@ GOLD_ROLE = StudyMember.Role.EXPERT.value
 # Session labels (``annotation.session_labels``): a method's run seed, empty for everyone else. Written only for
 # a study whose kind has session labels, after session_index.
 SEED = "seed"
-FORMATS = ("csv", "jsonl")
+FORMATS = file_formats.FORMATS  # the long format's two encodings: one list, with the import's rule
 JUDGMENT_ROWS_BATCH = 2000
 
 
