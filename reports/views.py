@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from annotation.forms import error_text
@@ -66,6 +67,15 @@ def _page(slug: str, study: Study) -> charts.Page:
     return page
 
 
+def _shown_run_href(study: Study, run: MetricRun | None) -> str | None:
+    """Where the overview's run line links: the study's first report page with that run chosen (the overview shows
+    no run's figures, and a link to it would show a newer run once there is one)."""
+    if run is None:
+        return None
+    first = kind_pages.pages_of(study)[0]
+    return f"{reverse('reports-page', args=[study.slug, first.slug])}?{urlencode({'run': run.pk})}"
+
+
 @login_required
 @require_safe
 def overview(request: HttpRequest, slug: str) -> HttpResponse:
@@ -76,6 +86,7 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "reports/overview.html", {
         "study": study, "pages": kind_pages.pages_of(study), "progress": selectors.study_progress(study=study),
         "runs": runs, "runs_active": selectors.runs_active(runs), "warned_run": warned_run, "warnings": warnings,
+        "warned_run_href": _shown_run_href(study, warned_run),
         "may_start": request.user.has_perm("metrics.add_metricrun"),
         "defaults": {"bootstrap": default_bootstrap(study), "seed": DEFAULT_SEED,
                      "top_k": min(DEFAULT_TOP_K, top_k_cap(reviewers)), "top_k_max": top_k_cap(reviewers),
@@ -93,7 +104,7 @@ def runs(request: HttpRequest, slug: str) -> HttpResponse:
     warned_run, warnings = selectors.shown_run(study=study)
     return render(request, "reports/overview.html#runs", {
         "study": study, "runs": recent, "runs_active": selectors.runs_active(recent), "warned_run": warned_run,
-        "warnings": warnings})
+        "warned_run_href": _shown_run_href(study, warned_run), "warnings": warnings})
 
 
 def _report(

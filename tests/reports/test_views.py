@@ -480,3 +480,20 @@ def test_a_link_to_an_older_run_keeps_opening_it_once_newer_runs_are_made(client
     assert re.search(rf'<option value="{old.pk}" selected>run {old.pk} ', text), "the old run is the one shown"
     assert f"Run {old.pk} · finished" in text
     assert client.get(reverse("reports-page", args=["syn", "risk"]), {"run": "999999"}).status_code == 404
+
+
+def test_the_overviews_run_line_links_to_the_run_it_shows_by_its_number(client, synthetic, researcher):
+    """The overview's run line ended in "link to this view", a link to the overview itself (``?``), which shows no
+    run's figures and, once a newer run succeeds, the newer one's line: the run's number was neither in the link's
+    text nor in its address. It links to the run's first report page with the run chosen, named by its number,
+    and the report pages' own link names the run they show; both the overview and its polled runs table."""
+    run = _run(synthetic)
+    client.force_login(researcher)
+    first = charts.PAGES[next(iter(charts.PAGES))]
+    href = f"{reverse('reports-page', args=['syn', first.slug])}?run={run.pk}"
+    for url in (reverse("reports", args=["syn"]), reverse("reports-runs", args=["syn"])):
+        text = client.get(url).content.decode()
+        assert f'<a href="{href}">run {run.pk}\'s report</a>' in text, url
+        assert "link to this view" not in text
+    page = client.get(reverse("reports-page", args=["syn", "risk"]), {"run": str(run.pk)}).content.decode()
+    assert re.search(rf'<a href="\?[^"]*run={run.pk}[^"]*">link to this view of run {run.pk}</a>', page)
