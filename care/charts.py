@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reports.charts import Block, Chart, Filters, Page, Table
+from reports.charts import Block, Chart, Filters, Page, Table, resamples_said
 
 SLUG = "care"
 ALIGNMENT_KEYS = ("AR", "PR", "LR", "advice_frequency")
@@ -95,11 +95,18 @@ PAPER_VALIDATION = ("For comparison, the CARE paper's judge against humans: cris
 def validation_table(report: Mapping[str, Any], filters: Filters) -> Table:
     validation = _care(report).get("validation") or {}
     rows = []
+    # each interval shown on fewer than the run's resamples (κ 0/0 in the others: both coders one label throughout)
+    short: list[tuple[str, Any]] = []
+    resamples = None
     for field_name in validation:
         for pair, entry in sorted((validation[field_name] or {}).items()):
             coder_a, _, coder_b = pair.partition("|")
             agreement_ci = entry.get("agreement_ci") or [None, None]
             kappa_ci = entry.get("kappa_ci") or [None, None]
+            used = entry.get("n_resamples") or {}
+            resamples = entry.get("resamples", resamples)
+            short += [(f"{pair} {field_name} {name}", used.get(key)) for key, name, ci in
+                      (("agreement", "agreement", agreement_ci), ("kappa", "κ", kappa_ci)) if ci[0] is not None]
             rows.append([field_name, coder_a, coder_b, entry.get("agreement"), agreement_ci[0], agreement_ci[1],
                          entry.get("kappa"), kappa_ci[0], kappa_ci[1], entry.get("n"), entry.get("n_histories")])
     return Table("care-validation", "Judge validation: agreement and Cohen's κ per field and coder pair",
@@ -108,7 +115,8 @@ def validation_table(report: Mapping[str, Any], filters: Filters) -> Table:
                  caption="Agreement (fraction) and unweighted Cohen's κ on the units both coders coded, with "
                          "percentile intervals over resampled histories (n_histories: those the units fall in, the "
                          "clusters the intervals rest on; under 10 they say next to nothing). marker_direction: the "
-                         "marker's side of the reference state (below, at, above). " + PAPER_VALIDATION)
+                         "marker's side of the reference state (below, at, above). " + PAPER_VALIDATION
+                         + resamples_said(short, resamples))
 
 
 def page_context(report: Mapping[str, Any] | None) -> dict[str, Any]:

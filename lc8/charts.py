@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS
-from reports.charts import Block, Chart, Filters, Page, Table
+from reports.charts import Block, Chart, Filters, Page, Table, resamples_said
 
 SLUG = "lc8"
 TYPES = ("improving", "worsening", "fluctuating", "stable")
@@ -56,8 +56,11 @@ def _role(report: Mapping[str, Any], coder: str) -> str:
 def coders_table(report: Mapping[str, Any], filters: Filters) -> Table:
     coders = _lc8(report).get("coders") or {}
     rows = []
+    short: list[tuple[str, Any]] = []  # each interval on fewer than the run's resamples, with its count
     for name in sorted(coders):
         entry = coders[name] or {}
+        used = entry.get("ci_resamples") or {}
+        short += [(f"{name} {key}", used.get(key)) for key in CI_KEYS if _ci(entry, key)[0] is not None]
         row = [name, _role(report, name)]
         # each interval with the trajectories it rests on beside it (``ci_trajectories``; none from a report stored
         # before the count): the count the warnings read, so a figure they name is seen where its interval is
@@ -84,7 +87,7 @@ def coders_table(report: Mapping[str, Any], filters: Filters) -> Table:
                          f"share of trajectories whose type from the coder's series is the reference's. Reference: "
                          f"{section.get('reference', '–')}. For comparison, the LongCounsel-8 paper reports for its "
                          f"methods {PAPER_METHODS}; for self-report labels against the controlled state "
-                         f"{PAPER_SELF_REPORT}.")
+                         f"{PAPER_SELF_REPORT}." + resamples_said(short, section.get("resamples")))
 
 
 def mae_by_type_table(report: Mapping[str, Any], filters: Filters) -> Table:

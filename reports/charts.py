@@ -169,7 +169,9 @@ def agreement_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
                  {"categories": names, "series": {"bucketed": values}, "intervals": {"bucketed": pairs},
                   "ylabel": "agreement", "ylim": (0, 1)},
                  ["reviewer", "round", "bucketed", "ci_low", "ci_high"], rows,
-                 caption="Bars: bucketed agreement; whiskers: 95 % bootstrap interval over the round's turns.",
+                 caption="Bars: bucketed agreement; whiskers: 95 % bootstrap interval over the round's turns."
+                         + resamples_said([(n, r.get("n_resamples")) for n, r in zip(names, ranges, strict=True)],
+                                          (calibration.get("bootstrap") or {}).get("resamples")),
                  alt=f"Bar chart of {len(names)} reviewers' bucketed agreement with gold in {round_name}.")
 
 
@@ -417,6 +419,20 @@ def split_missing(page: Page, report: Mapping[str, Any], filters: Filters) -> tu
     return filters, notes
 
 
+def resamples_said(intervals: Sequence[tuple[str, Any]], resamples: Any) -> str:
+    """A caption's sentence naming each interval shown that rests on fewer than the run's B resamples (``intervals``:
+    (what, its count: ``n_resamples``, or a kind's equivalent) in the order shown), with its count: the resamples where
+    its figure is undefined (κ 0/0, none of its items drawn) are left out of it (docs/metrics.md#resamples-an-
+    interval-rests-on). "" when none is, for a run without resamples, or from a report stored before the counts."""
+    if not isinstance(resamples, int) or resamples <= 0:
+        return ""
+    short = [f"{what} on {used:,}" for what, used in intervals if isinstance(used, int) and 0 <= used < resamples]
+    if not short:
+        return ""
+    return (f" Intervals on fewer than the run's {resamples:,} resamples (the figure undefined in the others, which "
+            f"are left out): {'; '.join(short)}.")
+
+
 def _resampled(report: Mapping[str, Any]) -> bool:
     """Whether the run drew bootstrap resamples for the main round's intervals (``indices.ci.resamples``): a run
     with the bootstrap off (B = 0) has none, and its per-model tables no interval; a report without the key is read
@@ -481,7 +497,8 @@ def ari_table(report: Mapping[str, Any], filters: Filters) -> Table:
     return Table("ari-table", f"Atrophy risk per model{_kind_said(filters)}: mean risk in [0, 1]{interval}",
                  [*columns, "n_responses", "n_clusters"], rows,
                  caption=f"{HIGHEST} highest and {LOWEST} lowest model in each column."
-                         + _model_clusters_said(report) + _clusters_said(report, filters),
+                         + _model_clusters_said(report) + _clusters_said(report, filters)
+                         + _ari_resamples_said(report, filters),
                  marks=_mark_extremes(rows, [1 + 3 * i for i in range(len(CLUSTERS))]))
 
 
@@ -499,8 +516,18 @@ def ari_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
                  ["model", "cluster", "value", "ci_low", "ci_high"], rows,
                  caption="D, E, R, F cluster risks and ARI = their mean; "
                          + (f"whiskers: 95 % bootstrap interval over {_unit(report)}s." if _resampled(report) else
-                            "no whiskers: this run drew no bootstrap resamples (B = 0)."),
+                            "no whiskers: this run drew no bootstrap resamples (B = 0).")
+                         + _ari_resamples_said(report, filters),
                  alt=f"Grouped bars of D, E, R, F and ARI for {len(models)} models.")
+
+
+def _ari_resamples_said(report: Mapping[str, Any], filters: Filters) -> str:
+    """The per-model intervals shown (the whole main round's, or the chosen conversations') on fewer than B
+    resamples: a resample that draws none of a model's responses there leaves its figures undefined."""
+    ci = _model_tables(report, filters).get("ari_ci") or {}
+    return resamples_said([(f"{model} {cluster}", ((ci.get(model) or {}).get(cluster) or {}).get("n_resamples"))
+                           for model in _models(report, filters) for cluster in CLUSTERS],
+                          ((report.get("indices") or {}).get("ci") or {}).get("resamples"))
 
 
 def _pair(interval: Any) -> tuple[float, float] | None:

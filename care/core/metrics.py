@@ -58,7 +58,9 @@ Reading choices beyond the engine's (R*, A* in `care`), named here and in docs/c
   is the (1 - level)/2 and (1 + level)/2 quantiles (numpy's default, linear) of the resamples where the figure is
   defined (level 0.95). They extend each entry with `agreement_ci` and `kappa_ci` ([low, high], null when
   `resamples` is 0 or no resample defines the figure), and `n_histories`, the histories the pair's units fall in:
-  the clusters the intervals rest on (the report's warnings name a pair with fewer than 10).
+  the clusters the intervals rest on (the report's warnings name a pair with fewer than 10); `resamples`, the run's
+  B, and `n_resamples` = {agreement, kappa}, the resamples each interval rests on (those where its figure is
+  defined: κ is 0/0 where both coders give one label throughout; the warnings name one on under 90% of B).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ import numpy as np
 from scipy.stats import rankdata, wilcoxon
 from sklearn.metrics import cohen_kappa_score
 
+from metrics.core.bootstrap import percentile_interval
 from metrics.core.common import nan_to_none, to_jsonable
 from metrics.core.kappa import kappa_from_confusion
 
@@ -487,13 +490,11 @@ def cohen_kappa(a: Sequence[str] | Sequence[int], b: Sequence[str] | Sequence[in
     return value if math.isfinite(value) else None
 
 
-def _interval(samples: np.ndarray, level: float) -> list[float | None]:
-    finite = samples[np.isfinite(samples)]
-    if finite.size == 0:
-        return [None, None]
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(finite, [tail, 1.0 - tail])
-    return [float(low), float(high)]
+def _interval(samples: np.ndarray, level: float) -> tuple[list[float | None], int]:
+    """[low, high] over the resamples where the figure is defined, and how many those are (the report's one rule:
+    ``metrics.core.bootstrap.percentile_interval``)."""
+    low, high, used = percentile_interval(samples[:, None], level)
+    return [nan_to_none(float(low[0])), nan_to_none(float(high[0]))], int(used[0])
 
 
 def history_draws(n_histories: int, resamples: int, seed: int) -> np.ndarray:
@@ -529,6 +530,10 @@ def _pair_entry(
         "kappa_ci": [None, None],
         # the histories the units fall in: a resample draws every history, but only these carry the pair's units
         "n_histories": len({u[0] for u in units}),
+        # of the run's resamples, those each interval rests on (its figure defined there: κ is 0/0 in a resample
+        # where both coders give one and the same label throughout), docs/metrics.md#resamples-an-interval-rests-on
+        "resamples": int(draws.shape[0]),
+        "n_resamples": {"agreement": 0, "kappa": 0},
     }
     resamples, n_histories = draws.shape
     if resamples and units:
@@ -540,8 +545,9 @@ def _pair_entry(
         n = confusion.sum(axis=(1, 2))
         agreement = np.full(resamples, np.nan)
         np.divide(np.trace(confusion, axis1=1, axis2=2), n, out=agreement, where=n > 0)
-        entry["agreement_ci"] = _interval(agreement, ci_level)
-        entry["kappa_ci"] = _interval(unweighted_kappa_from_confusion(confusion), ci_level)
+        entry["agreement_ci"], used_agreement = _interval(agreement, ci_level)
+        entry["kappa_ci"], used_kappa = _interval(unweighted_kappa_from_confusion(confusion), ci_level)
+        entry["n_resamples"] = {"agreement": used_agreement, "kappa": used_kappa}
     return entry
 
 
@@ -554,7 +560,8 @@ def validation_table(
     seed: int,
     ci_level: float,
 ) -> dict[str, dict[str, dict]]:
-    """care.validation[FIELD]["A|B"] = {agreement, kappa, n, agreement_ci, kappa_ci, n_histories} (V1-V3)."""
+    """care.validation[FIELD]["A|B"] = {agreement, kappa, n, agreement_ci, kappa_ci, n_histories, resamples,
+    n_resamples: {agreement, kappa}} (V1-V3)."""
     history_of = {h.conversation: i for i, h in enumerate(histories)}
     draws = history_draws(len(histories), resamples, seed)
     out: dict[str, dict[str, dict]] = {}

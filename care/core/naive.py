@@ -322,7 +322,8 @@ def _agreement(a: list[str], b: list[str]) -> float | None:
 
 
 def _naive_validation(
-    histories: list[CareHistory], coders: Mapping[str, CareCoding], before: dict, picks: list, level: float
+    histories: list[CareHistory], coders: Mapping[str, CareCoding], before: dict, picks: list, level: float,
+    resamples: int,
 ) -> dict:
     validation: dict[str, dict] = {}
     names = sorted(coders)
@@ -334,12 +335,17 @@ def _naive_validation(
                 entry: dict[str, Any] = {"agreement": _agreement(a, b), "kappa": _kappa(a, b), "n": len(a),
                          "agreement_ci": [None, None], "kappa_ci": [None, None],
                          "n_histories": sum(bool(_unit_pairs([h], coders, before, name, first, second)[0])
-                                            for h in histories)}
+                                            for h in histories),
+                         "resamples": resamples, "n_resamples": {"agreement": 0, "kappa": 0}}
                 if picks and a:
                     resampled = [_unit_pairs([histories[k] for k in row], coders, before, name, first, second)
                                  for row in picks]
-                    entry["agreement_ci"] = _quantiles([_agreement(ra, rb) for ra, rb in resampled], level)
-                    entry["kappa_ci"] = _quantiles([_kappa(ra, rb) for ra, rb in resampled], level)
+                    agreements = [_agreement(ra, rb) for ra, rb in resampled]
+                    kappas = [_kappa(ra, rb) for ra, rb in resampled]
+                    entry["agreement_ci"] = _quantiles(agreements, level)
+                    entry["kappa_ci"] = _quantiles(kappas, level)
+                    entry["n_resamples"] = {"agreement": sum(v is not None for v in agreements),
+                                            "kappa": sum(v is not None for v in kappas)}
                 validation[name][f"{first}|{second}"] = entry
     return validation
 
@@ -380,5 +386,5 @@ def naive_care_report(
         "quality": quality,
         "quality_by": quality_by,
         "control": _naive_control(ordered, rows, control_metric),
-        "validation": _naive_validation(ordered, coders, before, picks, ci_level),
+        "validation": _naive_validation(ordered, coders, before, picks, ci_level, resamples),
     }

@@ -8,7 +8,7 @@ from typing import Any
 
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
-from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
+from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, few_resamples, plural, reasons_said, resamples_said
 
 from .metrics import VALIDATION_FIELDS
 from .rows import JUDGMENTS_FILE, SESSIONS_FILE, care_kind_rows, care_rows_read, care_section_from_rows
@@ -38,7 +38,7 @@ def warning(section: Mapping[str, Any]) -> str | None:
     which count in no rate; the histories left out because their replies are under several model slots
     (``care.input.several_slots``); and a reference coder the study chose who has no codings yet (so the states,
     alignment and quality are empty); and the judge validation's intervals that rest on fewer than
-    MIN_BOOTSTRAP_CLUSTERS histories (``_few_histories``)."""
+    MIN_BOOTSTRAP_CLUSTERS histories (``_few_histories``), or on too few of its resamples (``_few_resamples``)."""
     counts = section.get("input")
     found: list[str | None] = []
     if isinstance(counts, Mapping):  # else a report from before the section counted what it left out
@@ -47,7 +47,32 @@ def warning(section: Mapping[str, Any]) -> str | None:
                                              _stray_horizon(counts.get("stray_horizon") or {}, reference)) if said)
         found += [_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts)]
     found.append(_few_histories(section.get("validation")))
+    found.append(_few_resamples(section.get("validation")))
     return " ".join(said for said in found if said) or None
+
+
+def _few_resamples(validation: Any) -> str | None:
+    """The coder pairs whose validation intervals rest on fewer than MIN_RESAMPLES_SHARE of the run's resamples
+    (``n_resamples`` of ``resamples``: κ is 0/0, and left out, in a resample where both coders give one label
+    throughout), by pair and field; a pair on too few histories is said so already. An entry from before the count
+    says nothing."""
+    if not isinstance(validation, Mapping):
+        return None
+    named, resamples = [], 0
+    order = [*(f for f in VALIDATION_FIELDS if f in validation), *sorted(set(validation) - set(VALIDATION_FIELDS))]
+    for field_name, pairs in ((f, validation[f]) for f in order):
+        for pair, entry in sorted((pairs if isinstance(pairs, Mapping) else {}).items()):
+            used = entry.get("n_resamples") if isinstance(entry, Mapping) else None
+            b = entry.get("resamples") if isinstance(entry, Mapping) else None
+            n = entry.get("n_histories")
+            if not isinstance(used, Mapping) or not isinstance(b, int) or not b or \
+                    (isinstance(n, int) and n < MIN_BOOTSTRAP_CLUSTERS):
+                continue  # no interval, or one on too few histories (said so by ``_few_histories``)
+            few = few_resamples({f"{key}_ci": {"n_resamples": used.get(key)} for key in ("agreement", "kappa")}, b)
+            if few:
+                resamples = b
+                named.append(f"{pair} on {field_name} ({', '.join(f'{figure} on {n:,}' for figure, n in few)})")
+    return resamples_said(named, resamples, "The CARE judge validation's intervals") if named else None
 
 
 def _few_histories(validation: Any) -> str | None:

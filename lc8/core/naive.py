@@ -300,10 +300,23 @@ def _percentile(values: list[float], q: float) -> float:
 
 def naive_intervals(study: Lc8Study, picks: np.ndarray) -> dict[str, dict[str, list[float | None]]]:
     """coder -> {current_mae, change_mae, direction_accuracy} -> [lo, hi] from the draws in `picks` (B x n)."""
+    return {name: {metric: [_percentile(v, 2.5), _percentile(v, 97.5)] if v else [None, None]
+                   for metric, v in samples.items()} for name, samples in _naive_samples(study, picks).items()}
+
+
+def naive_interval_resamples(study: Lc8Study, picks: np.ndarray) -> dict[str, dict[str, int]]:
+    """coder -> {current_mae, change_mae, direction_accuracy} -> the draws of `picks` where the figure is defined:
+    those its interval rests on (the report's ``ci_resamples``)."""
+    return {name: {metric: len(v) for metric, v in samples.items()}
+            for name, samples in _naive_samples(study, picks).items()}
+
+
+def _naive_samples(study: Lc8Study, picks: np.ndarray) -> dict[str, dict[str, list[float]]]:
+    """coder -> figure -> its value in each draw of `picks` where it is defined, in draw order."""
     large = study.rules.large_change
     ref = _rows(study.reference)
     keys = (("current_mae", "cur", "cur_n"), ("change_mae", "chg", "chg_n"), ("direction_accuracy", "ok", "big_n"))
-    out: dict[str, dict[str, list[float | None]]] = {}
+    out: dict[str, dict[str, list[float]]] = {}
     for name, labels in study.coders.items():
         per_seed_counts = []
         for seed in _seeds(study, name):
@@ -320,7 +333,5 @@ def naive_intervals(study: Lc8Study, picks: np.ndarray) -> dict[str, dict[str, l
                 value = _mean(values)
                 if value is not None:
                     samples[metric].append(value)
-        out[name] = {
-            metric: [_percentile(v, 2.5), _percentile(v, 97.5)] if v else [None, None] for metric, v in samples.items()
-        }
+        out[name] = samples
     return out

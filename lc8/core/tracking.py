@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from metrics.core.bootstrap import resamples_used
+
 TYPES: tuple[str, ...] = ("improving", "worsening", "fluctuating", "stable")
 CI_METRICS: tuple[str, ...] = ("current_mae", "change_mae", "direction_accuracy")
 SEED_METRICS: tuple[str, ...] = ("current_mae", "change_mae", "direction_accuracy", "trend_agreement")
@@ -315,8 +317,10 @@ def _seed_fidelity(
 # --- bootstrap ----------------------------------------------------------------------------------------------------
 
 
-def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: int, seed: int) -> np.ndarray:
-    """(n_coders, 3, 2) percentile intervals (NaN where no draw defines one) of the three CI metrics.
+def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n_coders, 3, 2) percentile intervals (NaN where no draw defines one) of the three CI metrics, and (n_coders,
+    3) the resamples each rests on: those where its figure is defined (``metrics.core.bootstrap.resamples_used``).
 
     `sums` is (n, 6 * blocks), one block per (coder, seed); `seeds_of[j]` is the coder of block j. Every block is
     resampled by the same draws: a block of draws is one (rows x n) count matrix, times `sums`, in one product.
@@ -325,7 +329,7 @@ def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: 
     blocks = len(seeds_of)
     samples = np.full((resamples, n_coders, 3), np.nan)
     if n == 0 or resamples == 0 or blocks == 0:
-        return np.full((n_coders, 3, 2), np.nan)
+        return np.full((n_coders, 3, 2), np.nan), np.zeros((n_coders, 3), dtype=np.int64)
     owner = np.zeros((blocks, n_coders))
     owner[np.arange(blocks), seeds_of] = 1.0
     start = 0
@@ -349,7 +353,7 @@ def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: 
             finite = samples[:, c, m][np.isfinite(samples[:, c, m])]
             if finite.size:
                 out[c, m] = np.percentile(finite, [2.5, 97.5])
-    return out
+    return out, resamples_used(samples)
 
 
 def _pair(interval: np.ndarray) -> list[float | None]:
@@ -390,7 +394,9 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
 
     {"coders": {CODER: {current_mae, change_mae, direction_accuracy, trend_agreement, n_trajectories,
                         n_large_changes, mae_by_type: {TYPE: mae}, ci: {current_mae|change_mae|direction_accuracy:
-                        [lo, hi]}, ci_trajectories: {the same: trajectories its interval rests on}, n_seeds,
+                        [lo, hi]}, ci_trajectories: {the same: trajectories its interval rests on},
+                        ci_resamples: {the same: resamples its interval rests on, those where its figure is
+                        defined}, n_seeds,
                         per_seed: {SEED: {current_mae, change_mae, direction_accuracy, trend_agreement}}}},
      "reference_types": {TYPE: count}, "fidelity": {CODER: {item_exact, item_mae, total_bias, pearson, spearman,
      screening_agreement, severe_tail_mae, n_sessions, n_item_sessions, n_severe_sessions}},
@@ -440,9 +446,11 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         fidelity[name] = {m: _mean_defined([f[m] for f in fid_seeds]) for m in FIDELITY_METRICS}
         fidelity[name].update({m: int(covered[j].sum()) for j, m in enumerate(FIDELITY_COUNTS)})
     sums_all = np.hstack(blocks) if blocks else np.zeros((ref.shape[0], 0))
-    intervals = _intervals(sums_all, block_owner, len(names), resamples, seed)
+    intervals, used = _intervals(sums_all, block_owner, len(names), resamples, seed)
     for index, name in enumerate(names):
         coders[name]["ci"] = {m: _pair(intervals[index, j]) for j, m in enumerate(CI_METRICS)}
+        # of the B resamples, those each interval rests on (the others, where its figure is undefined, left out)
+        coders[name]["ci_resamples"] = {m: int(used[index, j]) for j, m in enumerate(CI_METRICS)}
     return {
         "coders": coders,
         "reference_types": {t: int(np.sum(ref_types == t)) for t in TYPES},

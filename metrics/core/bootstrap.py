@@ -89,17 +89,28 @@ def top_k_shares(scores: np.ndarray, ks: Sequence[int]) -> dict[int, np.ndarray]
     return {k: np.mean(defined & (higher < k), axis=0) for k in ks}
 
 
-def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval per column over the defined (finite) resamples; NaN where none is defined."""
+def resamples_used(samples: np.ndarray) -> np.ndarray:
+    """Per column, the resamples an interval rests on: those where its statistic is defined (finite). A resample
+    where it is undefined (κ or α 0/0, an agreement or a mean with no item of its own drawn) is left out of the
+    interval, not counted as 0, so the interval is over these alone; the report keeps their number beside it
+    (docs/metrics.md#resamples-an-interval-rests-on) and the warnings name an interval on too few of B."""
+    samples = np.asarray(samples, dtype=float)
+    return np.isfinite(samples).sum(axis=0).astype(np.int64)
+
+
+def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Percentile interval per column over the defined (finite) resamples, NaN where none is defined, and the number
+    of those resamples per column (``resamples_used``): an interval is never given without how many it used."""
     samples = np.asarray(samples, dtype=float)
     tail = (1.0 - level) / 2.0
+    used = resamples_used(samples)
     if samples.size == 0:  # no resamples, or nothing to estimate
-        return np.full(samples.shape[1:], np.nan), np.full(samples.shape[1:], np.nan)
+        return np.full(samples.shape[1:], np.nan), np.full(samples.shape[1:], np.nan), used
     samples = np.where(np.isfinite(samples), samples, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN column -> NaN, which is what we want
         low, high = np.nanquantile(samples, [tail, 1.0 - tail], axis=0)
-    return low, high
+    return low, high, used
 
 
 def grouped_kappa(kappa: np.ndarray, attribute_group: np.ndarray, n_groups: int) -> np.ndarray:

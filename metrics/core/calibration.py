@@ -200,7 +200,7 @@ def _alpha_by_attribute(enc: Encoded, m: RoundMatrix) -> dict[str, dict[str, obj
 def _bootstrap_round(
     enc: Encoded, m: RoundMatrix, groups: list[str], params: ReportParams, boot: Bootstrap,
     then: Callable[[np.ndarray], None] | None = None,
-) -> dict[str, dict[str, dict[str, float | None]]]:
+) -> dict[str, dict[str, dict[str, float | int | None]]]:
     """CIs of each reviewer's agreement and grouped κ by resampling the round's turns.
 
     Returns the CI entries, filled in when the bootstrap has run; ``then`` receives the (B x reviewers)
@@ -233,11 +233,12 @@ def _bootstrap_round(
     attribute_group = _group_index(enc, groups)
     kappas = Resampling("grouped_kappa", (confusions, attribute_group, _nominal(enc).astype(np.int8)),
                         (n_attributes, n_labels, len(groups)))
-    entries: dict[str, dict[str, dict[str, float | None]]] = {reviewer: {} for reviewer in m.reviewers}
+    entries: dict[str, dict[str, dict[str, float | int | None]]] = {reviewer: {} for reviewer in m.reviewers}
 
-    def interval(samples: np.ndarray) -> list[dict[str, float | None]]:
-        low, high = percentile_interval(samples, params.ci_level)
-        return [{"low": nan_to_none(lo), "high": nan_to_none(hi)} for lo, hi in zip(low, high, strict=True)]
+    def interval(samples: np.ndarray) -> list[dict[str, float | int | None]]:
+        low, high, used = percentile_interval(samples, params.ci_level)
+        return [{"low": nan_to_none(lo), "high": nan_to_none(hi), "n_resamples": int(n)}
+                for lo, hi, n in zip(low, high, used, strict=True)]
 
     def fill(exact: np.ndarray, bucketed: np.ndarray, grouped: np.ndarray) -> None:
         exact_ci, bucketed_ci = interval(exact), interval(bucketed)
@@ -325,7 +326,7 @@ def calibration_section(
     plurality: dict[str, float | None] = {}
     kappa_by_attribute: dict[str, dict[str, dict[str, object]]] = {}
     alpha: dict[str, dict[str, dict[str, object]]] = {}
-    agreement_ci: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    agreement_ci: dict[str, dict[str, dict[str, dict[str, float | int | None]]]] = {}
     experts: dict[str, dict[str, object]] = {}
     # the clusters each round's bootstrap resamples: its intervals' (and, for the last round, the shares'); and those
     # of them that carry data (a turn with an item a reviewer coded and gold scored: any other adds nothing to a

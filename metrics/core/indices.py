@@ -354,11 +354,13 @@ def _ari_intervals(
                 counts[:, part] += np.bincount(cell, minlength=size).reshape(n_clusters, width)
         return sums, counts
 
-    def intervals_of(low: np.ndarray, high: np.ndarray, models: np.ndarray) -> dict[str, object]:
+    def intervals_of(low: np.ndarray, high: np.ndarray, used: np.ndarray, models: np.ndarray) -> dict[str, object]:
         low, high = low.reshape(n_models, n_values), high.reshape(n_models, n_values)
+        used = used.reshape(n_models, n_values)
         return {
             keys.models[model_codes[m]]: {
-                name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q])} for q, name in enumerate(names)
+                name: {"low": nan_to_none(low[m, q]), "high": nan_to_none(high[m, q]), "n_resamples": int(used[m, q])}
+                for q, name in enumerate(names)
             }
             for m in models.tolist()
         }
@@ -386,10 +388,10 @@ def _ari_intervals(
     split_intervals: list[dict[str, object]] = [{} for _ in splits]
 
     def fill_splits(samples: np.ndarray) -> None:
-        low, high = percentile_interval(samples, params.ci_level)
+        low, high, used = percentile_interval(samples, params.ci_level)
         for b, models in enumerate(split_models):
             part = slice(b * width, (b + 1) * width)
-            split_intervals[b].update(intervals_of(low[part], high[part], models))
+            split_intervals[b].update(intervals_of(low[part], high[part], used[part], models))
 
     boot.request(Resampling("ratio", accumulate(blocks)), then=fill_splits)
     return intervals, split_intervals, counts, [counted(rows) for rows in blocks]

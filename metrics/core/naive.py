@@ -32,13 +32,14 @@ def _unit(spec: AttributeSpec, dataset: str, conversation: str, turn: int, model
     return (dataset, conversation, turn, (model or "") if spec.unit == "response" else "")
 
 
-def _quantiles(samples: list[float | None], level: float) -> tuple[float | None, float | None]:
+def _quantiles(samples: list[float | None], level: float) -> tuple[float | None, float | None, int]:
+    """The percentile interval over the resamples where the statistic is defined, and how many those are."""
     defined = [s for s in samples if s is not None]
     if not defined:
-        return None, None
+        return None, None, 0
     tail = (1 - level) / 2
     low, high = np.quantile(np.array(defined), [tail, 1 - tail])
-    return float(low), float(high)
+    return float(low), float(high), len(defined)
 
 
 def _calibration_scores(

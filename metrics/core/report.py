@@ -140,8 +140,12 @@ def report_complete(
 
 
 def report_finish(prepared: PreparedReport, chunks: Sequence[Sequence[np.ndarray]]) -> dict:
-    """The report, with the bootstrap figures from its chunks' samples (in chunk order), as JSON-ready data."""
+    """The report, with the bootstrap figures from its chunks' samples (in chunk order), as JSON-ready data; the
+    ``warnings`` (when ``report_complete`` added them) are said again, now that they can read how many resamples
+    each interval rests on."""
     prepared.bootstrap.finish(chunks)
+    if "warnings" in prepared.report:
+        prepared.report["warnings"] = report_warnings(prepared.report)
     return to_jsonable(prepared.report)
 
 

@@ -35,6 +35,12 @@ _MAIN_REASONS = {
 MIN_BOOTSTRAP_CLUSTERS = 10
 
 
+# An interval over fewer than this share of the run's B resamples (the statistic undefined in the others: κ or α
+# 0/0, no item of its own drawn) is one of the resamples where it happens to be defined, which the warnings say
+# (docs/metrics.md#resamples-an-interval-rests-on): a tenth of B or more left out.
+MIN_RESAMPLES_SHARE = 0.9
+
+
 def plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
@@ -307,6 +313,60 @@ def _few_model_clusters(report: Mapping[str, Any]) -> list[str]:
     return said
 
 
+def few_resamples(intervals: Mapping[str, Any], resamples: int) -> list[tuple[str, int]]:
+    """(figure, resamples used) of each interval of ``intervals`` ({figure: {low, high, n_resamples}}) resting on
+    fewer than MIN_RESAMPLES_SHARE of ``resamples`` (B), in the order given; an interval stored before its count,
+    or with no resample defined at all (a null interval, which says so itself), is not named."""
+    found = []
+    for figure, interval in intervals.items():
+        used = interval.get("n_resamples") if isinstance(interval, Mapping) else None
+        if isinstance(used, int) and 0 < used < MIN_RESAMPLES_SHARE * resamples:
+            found.append((figure, used))
+    return found
+
+
+def resamples_said(named: list[str], resamples: int, what: str) -> str:
+    """The warning of intervals resting on fewer than MIN_RESAMPLES_SHARE of B (``named``: each with its counts), a
+    study kind's section's too, in one wording."""
+    return (f"{what} of {'; '.join(named)} rest on fewer than {MIN_RESAMPLES_SHARE:.0%} of the run's "
+            f"{plural(resamples, 'resample')}: the figure is undefined in the others (κ 0/0 where both sides give one "
+            "value throughout a resample, or no item of its own drawn), which are left out, so each is an interval "
+            "over the resamples where the figure happens to be defined (its n_resamples) and reads narrower and "
+            "surer than the data allow.")
+
+
+def _few_calibration_resamples(report: Mapping[str, Any], without_gold: list[str]) -> list[str]:
+    """Each calibration round (in round order) some of whose reviewers' agreement intervals
+    (``calibration.agreement_ci[ROUND][REVIEWER][FIGURE].n_resamples``) rest on fewer than MIN_RESAMPLES_SHARE of B,
+    one message per round naming each reviewer's figures with their counts. A round without gold is said so
+    already, and one with too few clusters in all, or a reviewer with too few of their own, is said to say next to
+    nothing."""
+    calibration = report.get("calibration") or {}
+    resamples = int((calibration.get("bootstrap") or {}).get("resamples") or 0)
+    counts = (calibration.get("bootstrap") or {}).get("n_clusters_by_round") or {}
+    cis = calibration.get("agreement_ci") or {}
+    said = []
+    for name in calibration.get("rounds") or []:
+        if not resamples or name in without_gold or not isinstance(cis.get(name), Mapping):
+            continue
+        if isinstance(counts, Mapping) and 0 < int(counts.get(name) or 0) < MIN_BOOTSTRAP_CLUSTERS:
+            continue
+        reviewers = calibration.get("reviewers") or {}
+
+        def few_clusters(reviewer: str, round_name: str = name,
+                         reviewers: Mapping[str, Any] = reviewers) -> bool:  # named by ``_few_reviewer_clusters``
+            entry = (reviewers.get(reviewer) or {}).get(round_name)
+            n = entry.get("n_clusters") if isinstance(entry, Mapping) else None
+            return isinstance(n, int) and 0 < n < MIN_BOOTSTRAP_CLUSTERS
+
+        named = [f"{reviewer} ({', '.join(f'{figure} on {used:,}' for figure, used in few)})"
+                 for reviewer, intervals in sorted(cis[name].items()) if isinstance(intervals, Mapping)
+                 and not few_clusters(reviewer) and (few := few_resamples(intervals, resamples))]
+        if named:
+            said.append(resamples_said(named, resamples, f"Calibration round {name}: the agreement intervals"))
+    return said
+
+
 def _models_without_scores(report: Mapping[str, Any]) -> list[str]:
     """Each of the study's model slots (``parameters.models``) with no row in the per-model indices while another
     slot has one, and what its responses were scored by (``input.models_left_out``): the per-model figures read the main
@@ -350,8 +410,10 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     calibration round whose bootstrap has too few clusters (``_few_bootstrap_clusters``), else its reviewers whose
     own items do (``_few_reviewer_clusters``), the main round's intervals when theirs has, else each dataset's and
     conversation kind's that has (``_few_main_clusters``), the models whose own responses do (``_few_model_clusters``),
-    and each model slot missing from the per-model indices (``_models_without_scores``), the main report first; [] when
-    there is none."""
+    the reviewers' intervals resting on fewer than MIN_RESAMPLES_SHARE of B (``_few_calibration_resamples``; a
+    per-model interval leaves a resample out only when it draws none of the model's clusters, under e^-10 of them
+    with 10 or more, so those on few are named by ``_few_model_clusters``), and each model slot missing from the
+    per-model indices (``_models_without_scores``), the main report first; [] when there is none."""
     found: list[dict[str, str]] = []
     main = _main(report)
     if main:
@@ -363,6 +425,8 @@ def report_warnings(report: Mapping[str, Any]) -> list[dict[str, str]]:
     found.extend({"section": MAIN, "message": message} for message in _few_reviewer_clusters(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _few_main_clusters(report))
     found.extend({"section": MAIN, "message": message} for message in _few_model_clusters(report))
+    found.extend({"section": MAIN, "message": message}
+                 for message in _few_calibration_resamples(report, without_gold))
     found.extend({"section": MAIN, "message": message} for message in _models_without_scores(report))
     for name in kind_sections(report):
         section = core_section(name)

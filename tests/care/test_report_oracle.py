@@ -494,7 +494,9 @@ def test_every_figure_of_the_care_section_is_the_oracles(oracle_run):
     differences: list[str] = []
     for key, value in expected.items():
         if key == "validation":  # the intervals are beside the oracle's keys: compared apart
-            value = {f: {p: e | {k: section[key][f].get(p, {}).get(k) for k in ("agreement_ci", "kappa_ci")}
+            # (with the resamples they rest on: checked against a loop over the draws in tests/care/core)
+            beside = ("agreement_ci", "kappa_ci", "resamples", "n_resamples")
+            value = {f: {p: e | {k: section[key][f].get(p, {}).get(k) for k in beside}
                          for p, e in pairs.items()} for f, pairs in value.items()}
         differences_of(section[key], value, key, differences)
     assert section["reference"] == EXPERT

@@ -253,7 +253,7 @@ def _oracle(data: dict) -> dict:
         entry["ci_trajectories"] = {key: int(np.logical_or.reduce([_per_trajectory(y, yhat)[key][1] > 0
                                                                    for yhat, _ in seeds.values()]).sum())
                                     for key in ("current_mae", "change_mae", "direction_accuracy")}
-        entry["ci"] = {}
+        entry["ci"], entry["ci_resamples"] = {}, {}
         for key in ("current_mae", "change_mae", "direction_accuracy"):
             values = []
             for w in weights:
@@ -263,6 +263,7 @@ def _oracle(data: dict) -> dict:
                     values.append(np.mean(defined))
             entry["ci"][key] = [float(np.percentile(values, 2.5)), float(np.percentile(values, 97.5))] if values \
                 else [None, None]
+            entry["ci_resamples"][key] = len(values)  # the resamples where the figure is defined
         section["coders"][name] = entry
         fidelity = [_fidelity(y, items, yhat, cells) for yhat, cells in seeds.values()]
         figures = {key: _mean([f[key] for f, _ in fidelity if f[key] is not None]) for key in fidelity[0][0]}

@@ -696,9 +696,12 @@ def test_report_has_exactly_the_spec_keys_and_is_json_ready() -> None:
     assert set(report["control"]["m1"]) == {"delta_AR", "delta_PR", "wilcoxon_p", "rank_biserial_r", "n_histories"}
     assert set(report["validation"]) == {"crisis", "marker", "marker_direction", "strategy", "horizon"}
     entry = report["validation"]["crisis"]["human-a|judge"]
-    assert set(entry) == {"agreement", "kappa", "n", "agreement_ci", "kappa_ci", "n_histories"}
+    assert set(entry) == {"agreement", "kappa", "n", "agreement_ci", "kappa_ci", "n_histories", "resamples",
+                          "n_resamples"}
     low, high = entry["agreement_ci"]
     assert 0 <= low <= high <= 1
+    assert entry["resamples"] == 20 and set(entry["n_resamples"]) == {"agreement", "kappa"}
+    assert all(0 <= n <= 20 for n in entry["n_resamples"].values())
 
 
 @pytest.mark.parametrize(
@@ -781,5 +784,36 @@ def test_a_validation_pair_on_few_histories_counts_them_and_is_warned_of(coded: 
     # without resamples there is no interval to warn of; an entry from before the count says nothing
     assert warning(care_report(histories, reference, {"judge": judge, "human": human}, ITEMS,
                                CareParams(resamples=0))) is None
-    del entry["n_histories"]
+    del entry["n_histories"], entry["n_resamples"]  # as stored before the counts
     assert warning(section) is None
+
+
+def test_a_validation_kappa_undefined_in_many_resamples_counts_them_and_is_warned_of() -> None:
+    """Twelve histories; the judge and the human code the crisis of turn 1 of each alike, "none" but on the last
+    ("SI"): a resample that does not draw the last history has both coders at "none" throughout, κ 0/0, and leaves it
+    out of the interval (about a third of them). Before, nothing said on how many resamples the interval rested."""
+    from care.core.section import warning
+
+    histories = [CareHistory(f"h{n:02}", "m1", (CareSession(1, "crisis", "SI", (1, 2)),)) for n in range(12)]
+    reference = CareCoding(user={(h.conversation, t): U(A) for h in histories for t in (1, 2)})
+    codes = {(h.conversation, 1): UserCode(crisis="SI" if n == 11 else "none") for n, h in enumerate(histories)}
+    section = care_report(histories, reference, {"judge": CareCoding(user=codes), "human": CareCoding(user=codes)},
+                          ITEMS, CareParams(resamples=50))
+    entry = section["validation"]["crisis"]["human|judge"]
+    picks = np.random.default_rng(0).integers(0, 12, size=(50, 12))  # V3's draws: seed 0, histories by name
+    drew_last = int((picks == 11).any(axis=1).sum())
+    assert 0 < drew_last < 45
+    assert entry["resamples"] == 50 and entry["n_resamples"] == {"agreement": 50, "kappa": drew_last}
+    assert entry["kappa_ci"] == [1.0, 1.0]
+    assert warning(section) == (
+        f"The CARE judge validation's intervals of human|judge on crisis (kappa_ci on {drew_last}) rest on fewer than "
+        "90% of the run's 50 resamples: the figure is undefined in the others (κ 0/0 where both sides give one value "
+        "throughout a resample, or no item of its own drawn), which are left out, so each is an interval over the "
+        "resamples where the figure happens to be defined (its n_resamples) and reads narrower and surer than the "
+        "data allow.")
+    # the CARE page's validation table names it where it shows the interval
+    from care.charts import validation_table
+
+    assert validation_table({"care": section}, None).caption.endswith(
+        f"Intervals on fewer than the run's 50 resamples (the figure undefined in the others, which are left out): "
+        f"human|judge crisis κ on {drew_last}.")

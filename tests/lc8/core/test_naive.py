@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from lc8.core.naive import naive_intervals, naive_points, naive_type
+from lc8.core.naive import naive_interval_resamples, naive_intervals, naive_points, naive_type
 from lc8.core.synthetic import synthetic_lc8
 from lc8.core.tracking import TYPES, CoderLabels, Lc8Study, lc8_report, trajectory_draws
 
@@ -54,7 +54,8 @@ def test_generated_study_has_what_the_comparison_needs(generated):
 def test_point_estimates_equal_the_slow_loops(generated):
     fast = lc8_report(generated, resamples=0)
     slow = naive_points(generated)
-    without_ci = {name: {k: v for k, v in entry.items() if k != "ci"} for name, entry in fast["coders"].items()}
+    without_ci = {name: {k: v for k, v in entry.items() if k not in ("ci", "ci_resamples")}
+                  for name, entry in fast["coders"].items()}
     assert_close(without_ci, slow["coders"], "coders")
     assert fast["reference_types"] == slow["reference_types"]
     assert_close(fast["fidelity"], slow["fidelity"], "fidelity")
@@ -81,6 +82,10 @@ def test_intervals_equal_a_loop_over_the_same_draws(generated):
     fast = lc8_report(generated, resamples=60, seed=9)
     slow = naive_intervals(generated, draws)
     assert_close({name: entry["ci"] for name, entry in fast["coders"].items()}, slow, "ci")
+    # each interval over the draws where its figure is defined, and their number beside it
+    used = {name: entry["ci_resamples"] for name, entry in fast["coders"].items()}
+    assert used == naive_interval_resamples(generated, draws)
+    assert all(0 <= n <= 60 for counts in used.values() for n in counts.values())
 
 
 def test_naive_type_agrees_with_the_vectorised_rule(generated):

@@ -20,6 +20,7 @@ from lc8.core.tracking import (
     Lc8Rules,
     Lc8Study,
     lc8_report,
+    trajectory_draws,
     trajectory_type,
     trajectory_types,
 )
@@ -428,6 +429,7 @@ def test_report_is_json_ready_with_exactly_the_spec_keys():
         "mae_by_type",
         "ci",
         "ci_trajectories",
+        "ci_resamples",
         "n_seeds",
         "per_seed",
     }
@@ -518,6 +520,15 @@ def test_intervals_over_few_trajectories_are_counted_and_warned_of(n_trajectorie
     assert m["ci_trajectories"] == {"current_mae": n_trajectories, "change_mae": n_trajectories,
                                     "direction_accuracy": 1}
     assert m["ci"]["direction_accuracy"] == [1.0, 1.0]
+    # over the resamples that draw the first trajectory alone (the figure undefined in the others), which it counts
+    drew_first = int((trajectory_draws(n_trajectories, 50, 1) == 0).any(axis=1).sum())
+    assert drew_first < 50
+    assert m["ci_resamples"] == {"current_mae": 50, "change_mae": 50, "direction_accuracy": drew_first}
+    from lc8.charts import coders_table  # the LongCounsel-8 page's table names it where it shows the interval
+
+    assert coders_table({"lc8": section}, None).caption.endswith(
+        f"Intervals on fewer than the run's 50 resamples (the figure undefined in the others, which are left out): "
+        f"m direction_accuracy on {drew_first}.")
     figures = ("direction_accuracy (1 trajectory), current_mae, change_mae (3 trajectories)" if n_trajectories == 3
                else "direction_accuracy (1 trajectory)")  # the fewest first
     assert warning(section) == (

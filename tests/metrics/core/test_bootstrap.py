@@ -68,7 +68,9 @@ def test_top_k_with_no_resamples_is_undefined() -> None:
 
 def test_percentile_interval_ignores_undefined_resamples() -> None:
     samples = np.array([[0.1, np.nan], [0.2, np.nan], [0.3, np.nan], [np.nan, np.nan], [0.4, np.nan]])
-    low, high = percentile_interval(samples, 0.5)
+    low, high, used = percentile_interval(samples, 0.5)
     assert low[0] == pytest.approx(np.quantile([0.1, 0.2, 0.3, 0.4], 0.25))
     assert high[0] == pytest.approx(np.quantile([0.1, 0.2, 0.3, 0.4], 0.75))
     assert np.isnan(low[1]) and np.isnan(high[1])
+    assert used.tolist() == [4, 0]  # the interval says how many resamples it rests on: 4 of 5, and none
+    assert percentile_interval(np.zeros((0, 2)), 0.95)[2].tolist() == [0, 0]

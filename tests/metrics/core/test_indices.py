@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from metrics.core.bootstrap import resample_picks
 from metrics.core.report import AttributeSpec, ReportParams, build_report
 
 from ._tables import judgment_table, span_table
@@ -133,8 +134,16 @@ def test_model_tables_split_by_dataset_and_by_dataset_and_kind(report: dict) -> 
     assert d2["ari"]["M1"] == {"D": pytest.approx(0.5), "F": pytest.approx(1 / 3), "ARI": pytest.approx(1.25 / 3),
                                "n_responses": 3}
     assert d2["ari"]["M2"]["ARI"] == pytest.approx(0.75) and d2["ari"]["M2"]["n_responses"] == 3
-    # With one conversation in D2, every resample that draws it gives the point estimate: a zero-width interval
-    assert d2["ari_ci"]["M1"]["ARI"] == {"low": pytest.approx(1.25 / 3), "high": pytest.approx(1.25 / 3)}
+    # With one conversation in D2, every resample that draws it gives the point estimate: a zero-width interval,
+    # over those resamples alone (one that draws s twice has no response of D2: the figure is undefined there and
+    # left out), whose number the interval keeps (docs/metrics.md#resamples-an-interval-rests-on)
+    picks = resample_picks(2, 50, 0)  # the study's two conversations, s then m, B = 50, seed 0
+    drew_m, drew_s = int((picks == 1).any(axis=1).sum()), int((picks == 0).any(axis=1).sum())
+    assert 0 < drew_m < 50 and 0 < drew_s < 50
+    assert d2["ari_ci"]["M1"]["ARI"] == {"low": pytest.approx(1.25 / 3), "high": pytest.approx(1.25 / 3),
+                                         "n_resamples": drew_m}
+    assert d1["ari_ci"]["M1"]["ARI"]["n_resamples"] == drew_s
+    assert ind["ari_ci"]["M1"]["ARI"]["n_resamples"] == 50  # the whole study's: every resample has a response
 
 
 def test_coupling_and_span_evidence_split_by_dataset_and_kind(report: dict) -> None:
@@ -278,5 +287,6 @@ def test_main_round_without_conversation_kinds_infers_multi_turn() -> None:
         attributes=SCHEMA, judgments=judgment_table(_rows()), params=ReportParams(panel=("x", "y"), bootstrap=0)
     )
     assert report["indices"]["uiri"]["peaks"] == {"D2": {"m": 1.0}}
-    assert report["indices"]["ari_ci"]["M1"]["ARI"] == {"low": None, "high": None}  # no resamples, no interval
+    # no resamples, no interval
+    assert report["indices"]["ari_ci"]["M1"]["ARI"] == {"low": None, "high": None, "n_resamples": 0}
     assert np.isfinite(report["indices"]["ari"]["M1"]["ARI"])

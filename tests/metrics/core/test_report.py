@@ -100,11 +100,13 @@ def parity() -> tuple[SyntheticStudy, dict]:
     return study, build_report(attributes=PARITY_SCHEMA, judgments=study.judgments, params=PARITY_PARAMS)
 
 
-def _interval(pair: tuple[float | None, float | None]) -> dict:
-    low, high = pair
+def _interval(interval: tuple[float | None, float | None, int]) -> dict:
+    """The report's interval of the naive loops' (low, high, resamples where the statistic is defined)."""
+    low, high, used = interval
     return {
         "low": None if low is None else pytest.approx(low, abs=1e-12),
         "high": None if high is None else pytest.approx(high, abs=1e-12),
+        "n_resamples": used,
     }
 
 
