@@ -594,6 +594,7 @@ def panel_ranking(*, study: Study) -> dict:
     the report ranks who is no longer a reviewer of the study stays listed (``member`` False: not retainable), and
     reviewers the ranking does not cover follow, with ``calibrated`` False when the report has no figures of them
     at all ("no calibration data"). Without a succeeded run, ``run`` is None and every reviewer is listed unranked.
+    Each row without a rank says why (``unranked``: the report's ``panel_ranking.unranked``).
     """
     run = metric_run_latest_succeeded(study=study)
     latest = metric_runs_for(study=study).first()
@@ -610,6 +611,21 @@ def panel_ranking(*, study: Study) -> dict:
     ks = sorted(shares, key=int)
     pairwise = calibration.get("pairwise", {}).get(last, {}) if last else {}
     reported = calibration.get("reviewers", {})
+    unranked = ranking.get("unranked") or {}
+
+    def why_unranked(name: str, ranked: dict | None) -> str | None:
+        """Why the report gives the reviewer no rank (``panel_ranking.unranked``; read off the report's ranking
+        and reviewers when stored before it): ``no_gold``, ``not_in_round``, ``no_data`` (no codings the report
+        read: none of a calibration round, or added since), ``no_run``; None when ranked."""
+        if run is None:
+            return "no_run"
+        if ranked is not None and ranked.get("rank") is not None:
+            return None
+        if name in unranked:
+            return str(unranked[name])
+        if ranked is not None:
+            return "no_gold"
+        return "not_in_round" if name in reported else "no_data"
 
     def row(name: str, ranked: dict | None) -> dict:
         entry = reported.get(name, {})
@@ -619,6 +635,7 @@ def panel_ranking(*, study: Study) -> dict:
         member = reviewers.get(name)
         return {
             "reviewer": name, "rank": ranked["rank"] if ranked else None, "ranked": ranked is not None,
+            "unranked": why_unranked(name, ranked),
             "calibrated": name in reported, "member": member is not None,
             "retained": member.retained if member is not None else None,
             "bucketed": ranked["bucketed"] if ranked else None, "delta_pp": entry.get("delta_pp"),

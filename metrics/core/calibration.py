@@ -7,7 +7,7 @@ scored) plus gold vectors; calibration sets are small (tens of turns), so dense 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -414,7 +414,8 @@ def calibration_section(
         "agreement_ci": agreement_ci,
         "ci": {"level": params.ci_level, "resample": "turn", "resamples": params.bootstrap, "seed": params.seed},
         "bootstrap": bootstrap,
-        "panel_ranking": _panel_ranking(per_round.get(last, {}) if last else {}, last, params.panel_size),
+        "panel_ranking": _panel_ranking(per_round.get(last, {}) if last else {}, last, params.panel_size,
+                                        reviewers=sorted(reviewers)),
         "experts": experts,
     }
 
@@ -450,8 +451,16 @@ def _attribute_kappa_summary(kappas: np.ndarray) -> dict[str, object]:
     return {"mean": mean, "band": landis_koch_band(mean), "n_reviewers": int(np.isfinite(kappas).sum())}
 
 
-def _panel_ranking(entries: Mapping[str, Mapping[str, object]], round_name: str | None, size: int) -> dict[str, object]:
-    """Reviewers by last-round bucketed agreement; retained when fewer than `size` others score higher."""
+# Why a reviewer of the report has no rank (``panel_ranking.unranked``): the ranking is of the last calibration round
+UNRANKED_NO_GOLD = "no_gold"  # coded the round, but none of the items they coded has a gold value
+UNRANKED_NOT_IN_ROUND = "not_in_round"  # coded an earlier calibration round only
+
+
+def _panel_ranking(entries: Mapping[str, Mapping[str, object]], round_name: str | None, size: int,
+                   reviewers: Sequence[str] = ()) -> dict[str, object]:
+    """Reviewers by last-round bucketed agreement; retained when fewer than `size` others score higher. Each of the
+    report's ``reviewers`` without a rank is under ``unranked`` with why (docs/metrics.md#panel-selection): the
+    page lists them unranked, and a reviewer listed without a reason reads as one the report forgot."""
     scored = {r: cast("float | None", e["bucketed"]) for r, e in entries.items()}
     defined = [v for v in scored.values() if v is not None]
     ranking: list[dict[str, Any]] = []
@@ -459,4 +468,7 @@ def _panel_ranking(entries: Mapping[str, Mapping[str, object]], round_name: str 
         higher = None if value is None else sum(1 for v in defined if v > value)
         ranking.append({"reviewer": reviewer, "bucketed": value, "rank": None if higher is None else higher + 1})
     suggested = [row["reviewer"] for row in ranking if row["rank"] is not None and row["rank"] <= size]
-    return {"round": round_name, "panel_size": size, "ranking": ranking, "suggested_panel": suggested}
+    unranked = {r: UNRANKED_NO_GOLD if r in scored else UNRANKED_NOT_IN_ROUND
+                for r in sorted({*reviewers, *scored}) if scored.get(r) is None}
+    return {"round": round_name, "panel_size": size, "ranking": ranking, "suggested_panel": suggested,
+            "unranked": unranked}

@@ -310,3 +310,50 @@ def test_a_top_k_below_the_number_of_reviewers_is_kept_and_its_shares_shown(clie
     assert "is capped at" not in html
     assert "Top-2 share" not in html  # the report's bootstrap counted tops 4, 5 and 6 only
     assert 'id="hidden-shares"' in html
+
+
+# --- why a reviewer is unranked ----------------------------------------------------------------------------------
+
+
+def test_each_unranked_reviewer_is_said_why_in_the_report_and_on_the_page(client, admin_user):
+    """The ranking is of the last calibration round: carol coded round 1 only, dave coded round 2 where none of his
+    items has gold, eve coded nothing (joined since). The report's ``panel_ranking.unranked`` names the first two
+    with why, and the page says why of each row without a rank: before, dave's row read "—" with (0 items) and no
+    reason, and the report listed carol nowhere in its ranking nor said why."""
+    from metrics.core.report import AttributeSpec, ReportParams, build_report
+    from tests.factories import MetricRunFactory
+    from tests.metrics.core._tables import judgment_table
+
+    ra = AttributeSpec("RA", "response", "D", (0, 1, 2), "ordinal", {0: 0, 1: 0, 2: 2}, {0: 1.0, 1: 0.5, 2: 0.0},
+                       False, "response")
+    rows = []
+    for name, coders in (("calibration-1", ("ann", "bob", "carol")), ("calibration-2", ("ann", "bob"))):
+        for i in range(4):
+            rows.append((name, "gold", True, "DS", f"{name}-c{i}", 1, "M1", "RA", i % 3))
+            rows += [(name, coder, False, "DS", f"{name}-c{i}", 1, "M1", "RA", (i + n) % 3)
+                     for n, coder in enumerate(coders)]
+    rows.append(("calibration-2", "dave", False, "DS", "calibration-2-no-gold", 1, "M1", "RA", 1))
+    report = build_report(attributes=(ra,), judgments=judgment_table(rows), params=ReportParams(bootstrap=10))
+    ranking = report["calibration"]["panel_ranking"]
+    assert {row["reviewer"] for row in ranking["ranking"] if row["rank"] is not None} == {"ann", "bob"}
+    assert ranking["unranked"] == {"carol": "not_in_round", "dave": "no_gold"}
+
+    study = StudyFactory(slug="unranked")
+    for name in ("ann", "bob", "carol", "dave", "eve"):
+        StudyMemberFactory(study=study, user=UserFactory(username=name), role="reviewer")
+    run = MetricRunFactory(study=study, status="succeeded", result=report, parameters={})
+    client.force_login(admin_user)
+    response = client.get(reverse("panel", args=[study.slug]))
+    assert response.status_code == 200
+    rows_by_name = {row["reviewer"]: row for row in response.context["ranking"]["rows"]}
+    assert {name: row["unranked"] for name, row in rows_by_name.items()} == {
+        "ann": None, "bob": None, "carol": "not_in_round", "dave": "no_gold", "eve": "no_data"}
+    html = response.content.decode()
+
+    def row_html(name: str) -> str:
+        return re.search(rf'<tr [^>]*data-reviewer="{name}">(.*?)</tr>', html, re.S).group(1)
+
+    assert "not ranked: none of the items they coded in calibration-2 has a gold value" in row_html("dave")
+    assert "not ranked: no codings in calibration-2, the round the ranking is of" in row_html("carol")
+    assert f"not ranked: no calibration data in run {run.pk}" in row_html("eve")
+    assert "not ranked" not in row_html("ann") + row_html("bob")
