@@ -655,7 +655,10 @@ def uiri_lines_chart(report: Mapping[str, Any], filters: Filters) -> Chart:
             rows += [[dataset, name, t, v, line.get("slope"), line.get("class")] for t, v in points]
     shown = drawn[:MAX_LINES]
     counts = {c: sum(1 for d in drawn if d["class"] == c) for c in ("escalating", "flat", "de-escalating")}
-    caption = (f"{len(drawn)} conversations: " + ", ".join(f"{n} {c}" for c, n in counts.items()) + ". "
+    # a conversation with one coded turn has no slope, hence no class: counted, so that the classes add up
+    unclassified = len(drawn) - sum(counts.values())
+    caption = (f"{len(drawn)} conversations: " + ", ".join(f"{n} {c}" for c, n in counts.items())
+               + (f", {unclassified} unclassified (one coded turn: no slope)" if unclassified else "") + ". "
                + (f"The first {MAX_LINES} are drawn; the CSV has all. " if len(drawn) > MAX_LINES else ""))
     return Chart("uiri-lines", "UIRI per turn of each multi-turn conversation, by trend class", "class_lines",
                  {"lines": shown, "xlabel": "turn", "ylabel": "UIRI", "ylim": (0, 1)},

@@ -203,6 +203,23 @@ def test_uiri_lines_one_per_conversation_with_its_class_and_the_dataset_filter()
     assert b"escalating" in figures.render(chart, "svg")
 
 
+def test_uiri_lines_caption_counts_the_conversations_without_a_class():
+    """A multi-turn conversation with one coded turn has no slope, hence no class (``class`` null): it is drawn and
+    counted in the caption's total, but no class counted it, so "3 conversations: 1 escalating, 1 flat, 0
+    de-escalating" left one out without a word. The caption counts it apart."""
+    shaped = report()
+    shaped["indices"]["trajectories"]["uiri_conversations"] = {
+        "A": {"c1": {"uiri": {"1": 0.2, "2": 0.6}, "slope": 0.4, "class": "escalating"},
+              "c3": {"uiri": {"2": 0.4}, "slope": None, "class": None}},
+        "B": {"c2": {"uiri": {"1": 0.5, "2": 0.5}, "slope": 0.0, "class": "flat"}},
+    }
+    chart = charts.uiri_lines_chart(shaped, Filters())
+    assert len(chart.spec["lines"]) == 3
+    assert chart.caption.startswith("3 conversations: 1 escalating, 1 flat, 0 de-escalating, 1 unclassified (one "
+                                    "coded turn: no slope). ")
+    assert "unclassified" not in charts.uiri_lines_chart(shaped, Filters(dataset="B")).caption
+
+
 def test_user_scores_per_attribute_and_dataset():
     shaped = report()
     shaped["indices"]["uiri"]["attributes"] = {
