@@ -378,19 +378,28 @@ class SessionQuality:
     omission: bool
 
 
-def session_quality(
-    history: CareHistory, coding: CareCoding, items: Sequence[ChecklistItem], scope: str = "episode_sessions"
-) -> list[SessionQuality]:
-    """Productive / unproductive / omission of each quality session of the history with a coded checklist (Q1-Q3)."""
+def quality_sessions(history: CareHistory, scope: str = "episode_sessions") -> list[tuple[CareSession, str | None]]:
+    """The history's sessions the quality scope takes (Q1: its crisis and callback sessions, and with
+    ``after_crisis`` every session after its first crisis), in order, each with the crisis type in force there."""
     out = []
     crisis_type: str | None = None
     after_crisis = False
     for s in sorted(history.sessions, key=lambda s: s.index):
         crisis_type = s.crisis_type or crisis_type
         after_crisis = after_crisis or s.kind == "crisis"
-        in_scope = s.kind in EPISODE_KINDS or (scope == "after_crisis" and after_crisis)
+        if s.kind in EPISODE_KINDS or (scope == "after_crisis" and after_crisis):
+            out.append((s, crisis_type))
+    return out
+
+
+def session_quality(
+    history: CareHistory, coding: CareCoding, items: Sequence[ChecklistItem], scope: str = "episode_sessions"
+) -> list[SessionQuality]:
+    """Productive / unproductive / omission of each quality session of the history with a coded checklist (Q1-Q3)."""
+    out = []
+    for s, crisis_type in quality_sessions(history, scope):
         checklist = coding.checklists.get((history.conversation, s.index))
-        if not in_scope or checklist is None:
+        if checklist is None:  # counted by ``care.input.no_checklist`` (``CareInputs.no_checklist``)
             continue
         ct = crisis_type or NO_CRISIS
         applicable = [i for i in items if not i.crisis_types or ct in i.crisis_types]

@@ -17,7 +17,15 @@ from typing import Any, TypeVar
 from common.cells import unneutralise
 from metrics.core.section_csv import csv_rows
 
-from .metrics import QUALITY_SCOPES, CareCoding, CareHistory, CareParams, CareSession, ChecklistItem
+from .metrics import (
+    QUALITY_SCOPES,
+    CareCoding,
+    CareHistory,
+    CareParams,
+    CareSession,
+    ChecklistItem,
+    quality_sessions,
+)
 from .recovery import NO_MARKER, STATES, AssistantCode, UserCode, lacks_horizon, stray_horizon
 
 GOLD = "gold"
@@ -115,7 +123,8 @@ class CareInputs:
     def input(self) -> dict[str, Any]:
         """The report's ``care.input``: histories, judgments read, used, dropped by reason, the reference coding's
         action turns without a primary horizon by model (``no_horizon``) and its replies of another strategy given
-        one (``stray_horizon``); the judgments used of the reference
+        one (``stray_horizon``), its quality sessions without a coded checklist (``no_checklist``); the judgments used
+        of the reference
         coding when the study chose its reference coder (the warning of a chosen coder who has coded nothing yet);
         and the histories left out with their model slots (``several_slots``) when there are any."""
         dropped = {reason: int(self.dropped.get(reason, 0)) for reason in DROPPED}
@@ -124,7 +133,20 @@ class CareInputs:
                    } if self.several_slots else {}
         return {"histories": len(self.histories), "judgments": self.judgments,
                 "used": self.judgments - sum(dropped.values()), "dropped": dropped,
-                "no_horizon": self.no_horizon, "stray_horizon": self.stray_horizon, **chosen, **several}
+                "no_horizon": self.no_horizon, "stray_horizon": self.stray_horizon,
+                "no_checklist": self.no_checklist, **chosen, **several}
+
+    @property
+    def no_checklist(self) -> dict[str, int]:
+        """The sessions the quality scope takes (``quality_sessions``) whose checklist the reference coding has not
+        coded, by model (those with any): session quality (ProdR, UnprodR, OmitR, ``n_sessions``) is over the coded
+        ones alone (Q1), so these are left out of it, which nothing else says."""
+        counts: dict[str, int] = defaultdict(int)
+        for history in self.histories:
+            for session, _ in quality_sessions(history, self.params.quality_scope):
+                if (history.conversation, session.index) not in self.reference.checklists:
+                    counts[history.model] += 1
+        return dict(sorted(counts.items()))
 
     @property
     def no_horizon(self) -> dict[str, int]:

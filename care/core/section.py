@@ -45,7 +45,10 @@ def warning(section: Mapping[str, Any]) -> str | None:
         reference = str(section.get("reference") or "")
         horizon = " ".join(said for said in (_no_horizon(counts.get("no_horizon") or {}, reference),
                                              _stray_horizon(counts.get("stray_horizon") or {}, reference)) if said)
-        found += [_empty(counts) or horizon, _several_slots(counts), _reference_uncoded(section, counts)]
+        uncoded = _reference_uncoded(section, counts)  # a chosen reference without codings: no checklist said so
+        checklists = None if uncoded else _no_checklist(counts.get("no_checklist") or {}, reference)
+        found += [_empty(counts) or " ".join(said for said in (horizon, checklists) if said),
+                  _several_slots(counts), uncoded]
     found.append(_few_histories(section.get("validation")))
     found.append(_few_resamples(section.get("validation")))
     return " ".join(said for said in found if said) or None
@@ -133,6 +136,17 @@ def _no_horizon(by_model: Mapping[str, int], reference: str) -> str | None:
             f"{'has' if total == 1 else 'have'} no primary horizon ({models}): each counts among the action turns "
             "(n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
             "(docs/care.md#reading-choices, A4). Code their horizon to label them.")
+
+
+def _no_checklist(by_model: Mapping[str, int], reference: str) -> str | None:
+    counted = _per_model(by_model)
+    if counted is None:
+        return None
+    total, models = counted
+    return (f"{plural(total, 'session')} of the quality scope {'has' if total == 1 else 'have'} no checklist coded by "
+            f"the reference coding ({reference}) ({models}): session quality (ProdR, UnprodR, OmitR) is over the "
+            "sessions with one alone (n_sessions), so these are left out of it (docs/care.md#reading-choices, Q1). "
+            "Code their checklists to count them.")
 
 
 def _stray_horizon(by_model: Mapping[str, int], reference: str) -> str | None:

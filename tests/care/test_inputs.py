@@ -97,6 +97,14 @@ def few_histories_said(named: str) -> str:
 JUDGE_AND_HUMAN = f"{CARE_DEMO_JUDGE}|{HUMAN} on crisis, marker, marker_direction, strategy, horizon (1 history)"
 
 
+def no_checklist_said(reference: str) -> str:
+    """The warning of the demo history's two quality sessions (its crisis and callback) without a checklist of the
+    reference coding: session quality is over the sessions with one alone (care.input.no_checklist)."""
+    return (f"2 sessions of the quality scope have no checklist coded by the reference coding ({reference}) "
+            "(Assistant 2): session quality (ProdR, UnprodR, OmitR) is over the sessions with one alone (n_sessions), "
+            "so these are left out of it (docs/care.md#reading-choices, Q1). Code their checklists to count them.")
+
+
 # --- the demo, written out by hand --------------------------------------------------------------------------------
 
 HISTORY = CareHistory(CONVERSATION, "Assistant", (
@@ -180,12 +188,15 @@ def test_the_report_carries_care_report_of_the_hand_built_inputs(demo):
     expected = care_report([HISTORY], human, {CARE_DEMO_JUDGE: judge, HUMAN: human}, ITEMS,
                            CareParams(resamples=50, seed=3))
     # the judge's 108 codes and the human's 90 (turns only), all of them used: nothing left out
+    # the human (the reference) coded no checklist: the history's two quality sessions are left out of its quality
     counted = {"histories": 1, "judgments": 198, "used": 198, "dropped": dict.fromkeys(loader.DROPPED, 0),
-               "no_horizon": {}, "stray_horizon": {}}
+               "no_horizon": {}, "stray_horizon": {}, "no_checklist": {"Assistant": 2}}
     assert report["care"] == expected | {"reference": HUMAN, "input": counted, "parameters": DEFAULT_SCOPE}
     # nothing left out, but the validation's intervals rest on the demo's one history: said
     assert {entry["n_histories"] for pairs in report["care"]["validation"].values() for entry in pairs.values()} == {1}
-    assert report["warnings"] == [{"section": "care", "message": few_histories_said(JUDGE_AND_HUMAN)}]
+    assert report["care"]["quality"]["Assistant"]["n_sessions"] == 0
+    assert report["warnings"] == [{"section": "care", "message": f"{no_checklist_said(HUMAN)} "
+                                                                 f"{few_histories_said(JUDGE_AND_HUMAN)}"}]
     # the judge's 18 checklist codes are the care section's only: the main report's core leaves them out
     assert report["input"]["dropped"]["unknown_attribute"] == 18
     assert all(a["unit"] != "session" for a in report["attributes"])
@@ -257,7 +268,7 @@ def test_an_action_turn_without_a_horizon_is_imported_counted_and_said(demo):
         "1 action turn of the reference coding (demo-expert) has no primary horizon (Assistant 1): each counts among "
         "the action turns (n_action, the denominator of AR and PR) but is labelled neither aligned, premature nor lag "
         "(docs/care.md#reading-choices, A4). Code their horizon to label them. "
-        + few_histories_said("; ".join(pairs)))}]
+        + f"{no_checklist_said('demo-expert')} {few_histories_said('; '.join(pairs))}")}]
 
 
 STRAY_HORIZON = (
@@ -292,7 +303,8 @@ def test_a_reply_of_another_strategy_with_a_horizon_is_imported_counted_and_said
     turn_8 = "on strategy, horizon (1 history)"
     pairs = [f"{CARE_DEMO_JUDGE}|demo-expert {turn_8}", JUDGE_AND_HUMAN, f"demo-expert|{HUMAN} {turn_8}"]
     assert run.result["warnings"] == [{"section": "care",
-                                       "message": f"{STRAY_HORIZON} {few_histories_said('; '.join(pairs))}"}]
+                                       "message": f"{STRAY_HORIZON} {no_checklist_said('demo-expert')} "
+                                                  f"{few_histories_said('; '.join(pairs))}"}]
     client.force_login(researcher)
     page = client.get(reverse("reports-page", args=[study.slug, "care"])).content.decode()
     assert f"<strong>Warning</strong> (run {run.pk}): {escape(STRAY_HORIZON)}" in page
@@ -319,7 +331,7 @@ def test_two_histories_of_one_id_in_two_datasets_are_each_measured_under_their_d
     assert section["states"][twin_name]["8"] == {"state": "Acute", "credit": 0, "candidate": None}
     assert section["input"] == {"histories": 2, "judgments": 198 + 108, "used": 198 + 108,
                                 "dropped": dict.fromkeys(loader.DROPPED, 0), "no_horizon": {},
-                                "stray_horizon": {}}
+                                "stray_horizon": {}, "no_checklist": {}}
     # one history by its name: the twin's alone, its texts too
     twin = loader.care_inputs(study=study, conversation=twin_name, reference=CARE_DEMO_JUDGE)
     assert [h.conversation for h in twin.histories] == [twin_name]
@@ -350,7 +362,7 @@ def test_a_unit_coded_in_two_rounds_keeps_the_main_rounds_code_whichever_was_ins
                            CareParams(resamples=20, seed=1))
     counted = {"histories": 1, "judgments": 199, "used": 198,
                "dropped": dict.fromkeys(loader.DROPPED, 0) | {"recoded": 1}, "no_horizon": {},
-               "stray_horizon": {}}
+               "stray_horizon": {}, "no_checklist": {"Assistant": 2}}
 
     def section_and_fingerprint() -> tuple[dict, str]:
         found = loader.care_section_and_rows(study=study, seed=1, resamples=20)

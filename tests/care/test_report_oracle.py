@@ -514,8 +514,15 @@ def test_session_quality_after_the_crisis_is_the_oracles(oracle_runs):
     assert differences == [], "\n".join(differences)
     assert section["parameters"] == {"quality_scope": "after_crisis"}
     assert (section["quality"], section["quality_by"]) != (first["quality"], first["quality_by"])
-    assert {key: value for key, value in section.items() if key not in ("quality", "quality_by", "parameters")} == {
-        key: value for key, value in first.items() if key not in ("quality", "quality_by", "parameters")}
+    assert {key: value for key, value in section.items() if key not in ("quality", "quality_by", "parameters",
+                                                                         "input")} == {
+        key: value for key, value in first.items() if key not in ("quality", "quality_by", "parameters", "input")}
+    # the sessions of the scope without the reference's checklist (care.input.no_checklist): the wider scope's
+    # take in the chats after a crisis too; every other count is the first run's
+    assert {k: v for k, v in section["input"].items() if k != "no_checklist"} == \
+        {k: v for k, v in first["input"].items() if k != "no_checklist"}
+    wider, narrower = section["input"]["no_checklist"], first["input"]["no_checklist"]
+    assert all(wider.get(model, 0) >= n for model, n in narrower.items())
 
 
 def test_the_validation_intervals_hold_their_figures(oracle_run):

@@ -135,10 +135,15 @@ def test_the_readme_commands_and_the_api_build_the_same_study(kind, schema, slot
     assert sent[kind] == scripted[kind]
     assert sent["input"] == scripted["input"]  # the main section reads the same judgments
     # The demos' files hold one CARE history and a few LC8 trajectories: the one warning is the kind's intervals over
-    # fewer than 10 of them (docs/metrics.md, "Too few clusters"), never a section left empty nor data left out.
+    # fewer than 10 of them (docs/metrics.md, "Too few clusters"), never a section left empty nor a judgment left out;
+    # the CARE demo's reference (its human coder) codes turns only, so its two quality sessions, without a
+    # checklist of the reference, are left out of the session quality, which the warning says first.
     assert sent["warnings"] == scripted["warnings"]
     few = {"care": care_section._few_histories(scripted[kind].get("validation")),
            "lc8": lc8_section._few_trajectories(scripted[kind])}[kind]
+    if kind == "care":
+        assert scripted[kind]["input"]["no_checklist"] == {slot: 2}
+        few = f"{care_section._no_checklist({slot: 2}, scripted[kind]['reference'])} {few}"
     assert few is not None and scripted["warnings"] == [{"section": kind, "message": few}]
     section = scripted[kind]
     if kind == "care":  # not empty: the history's thirteen turns have states; judge and human are compared

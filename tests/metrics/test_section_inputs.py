@@ -33,7 +33,7 @@ from lc8.demo import lc8_demo_items, lc8_demo_predictions, lc8_demo_records
 from lc8.synthetic import SLOT as LC8_SLOT
 from metrics import runs
 from metrics.parameters import DEFAULT_SEED, DEFAULT_TOP_K
-from tests.care.test_inputs import few_histories_said
+from tests.care.test_inputs import few_histories_said, no_checklist_said
 
 pytestmark = pytest.mark.django_db
 
@@ -135,9 +135,11 @@ def test_histories_imported_without_a_study_are_the_studys_that_coded_them(care_
     assert theirs["alignment"]["Assistant"]["n_action"] > 0
     assert theirs["validation"]["marker"][f"{HUMAN}|{CARE_DEMO_JUDGE}"]["n"] == 9
     assert theirs["reference"] == HUMAN
-    # 108 judge codes and 90 human ones, all used
+    # 108 judge codes and 90 human ones, all used; the human (the reference) coded no checklist of the history's two
+    # quality sessions
     assert theirs["input"] == {"histories": 1, "judgments": 198, "used": 198,
-                               "dropped": dict.fromkeys(care_inputs.DROPPED, 0), "no_horizon": {}, "stray_horizon": {}}
+                               "dropped": dict.fromkeys(care_inputs.DROPPED, 0), "no_horizon": {}, "stray_horizon": {},
+                               "no_checklist": {"Assistant": 2}}
 
 
 def test_the_report_and_metrics_report_of_the_imported_study(care_studies):
@@ -152,9 +154,10 @@ def test_the_report_and_metrics_report_of_the_imported_study(care_studies):
     read, owned_read = dict(report["input"]), dict(expected["input"])
     assert read.pop("fingerprint") != owned_read.pop("fingerprint")
     assert read == owned_read
-    # nothing left out; the one warning is of the validation's intervals on the one history, the owned study's too
-    said = few_histories_said(f"{HUMAN}|{CARE_DEMO_JUDGE} on crisis, marker, marker_direction, strategy, horizon "
-                              "(1 history)")
+    # no judgment left out; the one warning is of the quality sessions without the reference's checklist and of the
+    # validation's intervals on the one history, the owned study's too
+    said = no_checklist_said(HUMAN) + " " + few_histories_said(
+        f"{HUMAN}|{CARE_DEMO_JUDGE} on crisis, marker, marker_direction, strategy, horizon (1 history)")
     assert report["warnings"] == expected["warnings"] == [{"section": "care", "message": said}]
     assert err.getvalue() == f"warning: {said}\n"
 

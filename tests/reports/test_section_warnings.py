@@ -147,7 +147,8 @@ def test_the_care_section_counts_what_it_left_out_and_the_report_warns(flat_stud
     assert care["states"] == {} and care["reference"] == ""
     assert care["input"] == {"histories": 0, "judgments": 3, "used": 0,
                              "dropped": dict.fromkeys(care_inputs.DROPPED, 0) | {"not_a_history": 3},
-                             "no_horizon": {}, "stray_horizon": {}}
+                             "no_horizon": {}, "stray_horizon": {},
+                             "no_checklist": {}}
     assert report["warnings"] == [{"section": "care", "message": CARE_WARNING}]
     assert report_warnings(report) == report["warnings"]  # the stored warnings are those of the stored counts
 

@@ -817,3 +817,28 @@ def test_a_validation_kappa_undefined_in_many_resamples_counts_them_and_is_warne
     assert validation_table({"care": section}, None).caption.endswith(
         f"Intervals on fewer than the run's 50 resamples (the figure undefined in the others, which are left out): "
         f"human|judge crisis κ on {drew_last}.")
+
+
+@pytest.mark.parametrize(("scope", "left_out"), [("episode_sessions", {"m1": 1}), ("after_crisis", {"m1": 2})])
+def test_quality_sessions_without_a_checklist_of_the_reference_are_counted_and_warned_of(
+        scope: str, left_out: dict[str, int]) -> None:
+    """A history of a chat, a crisis, a chat and a callback; the reference coded the crisis's checklist alone. Session
+    quality is over the sessions with a checklist (Q1), so the callback (and, after the crisis, the second chat) was
+    left out of it, n_sessions 1, and nothing said so. ``care.input.no_checklist`` counts them, and the warning says."""
+    from care.core.rows import CareInputs
+    from care.core.section import warning
+
+    history = CareHistory("h1", "m1", (CareSession(1, "chat", None, (1,)), CareSession(2, "crisis", "SI", (2,)),
+                                       CareSession(3, "chat", None, (3,)), CareSession(4, "callback", None, (4,))))
+    reference = CareCoding(checklists={("h1", 2): {item.id: 1 for item in ITEMS}})
+    params = CareParams(resamples=0, quality_scope=scope)
+    inputs = CareInputs([history], reference, "expert", {}, list(ITEMS), params)
+    assert inputs.input["no_checklist"] == left_out
+    section = care_report([history], reference, {}, ITEMS, params) | {"reference": "expert", "input": inputs.input}
+    assert section["quality"]["m1"]["n_sessions"] == 1
+    n = left_out["m1"]
+    sessions = "1 session of the quality scope has" if n == 1 else f"{n} sessions of the quality scope have"
+    assert warning(section) == (
+        f"{sessions} no checklist coded by the reference coding (expert) (m1 {n}): session "
+        "quality (ProdR, UnprodR, OmitR) is over the sessions with one alone (n_sessions), so these are left out of it "
+        "(docs/care.md#reading-choices, Q1). Code their checklists to count them.")
