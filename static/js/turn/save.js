@@ -349,9 +349,19 @@ function updateProgress() {
 
 // ---- starting: the warning on leaving, and the comment and flags (saved as the forms are) ------------------------
 
+// Nothing of the note to send: none on its way or kept, its state none or "Saved", and the comment and flags the ones
+// the server has (a comment typed back to its saved text, within its typing pause). Sent all the same, such a save
+// would change nothing, or, the note changed in another tab since, be refused as stale: "not saved" for no change.
+function noteUnchanged() {
+  const state = note.dataset.state;
+  return !note.q.dirty && !note.q.inflight && !note.q.timer && (!state || state === "saved")
+    && sameNote(noteOf(bodyOf(note)), note.base);
+}
+
 function saveNote() {
   window.clearTimeout(noteTyping);
   noteTyping = null;
+  if (noteUnchanged()) { typed(note); return; }
   requestSave(note);
 }
 
@@ -393,7 +403,8 @@ export function startSaving() {
     note.addEventListener("change", saveNote);
     note.elements.comment.addEventListener("input", function () {
       window.clearTimeout(noteTyping);
-      noteTyping = window.setTimeout(saveNote, NOTE_TYPING_PAUSE_MS);
+      // Typed back to the note the server has: no longer an edit on the page only, and nothing to send.
+      noteTyping = noteUnchanged() ? null : window.setTimeout(saveNote, NOTE_TYPING_PAUSE_MS);
       typed(note);
     });
   }

@@ -1,0 +1,51 @@
+"""The coding page's words about saving against what the server has, in real headless Chromium: each state a form
+and the header show while changes wait behind a save on its way, are refused, or answered stale. Requests are only
+held back with ``page.route`` (never answered by the test); nothing of the page's scripts is replaced."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation import services
+from annotation.models import Assignment
+from tests.functional.test_turn_page import study_round  # noqa: F401  (a fixture)
+from tests.functional.test_turn_save_races import NOTE, open_turn
+
+EDITING = "Editing… not saved yet"
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+def test_a_comment_typed_back_to_its_saved_text_is_not_sent(browser_page, live_server, study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    Assignment.objects.filter(pk=assignment.pk).update(comment="Response A")
+    open_turn(page, live_server, round_)
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data) if NOTE.match(request.url) else None)
+    # Another tab saves a newer comment after this page was loaded.
+    services.assignment_note_save(assignment=assignment, by=reviewer, comment="Response A, and B too", flags=[],
+                                  base=("Response A", []))
+    comment = page.locator("#note-comment")
+    comment.click()
+    comment.press("End")
+    comment.press_sequentially(" x")
+    expect(page.locator("#global-state")).to_have_text(EDITING)
+    comment.press("Backspace")
+    comment.press("Backspace")
+    # Typed back to the text the page had from the server: nothing to save, and said so at once (no "Editing…"
+    # until a typing pause ends, then a save of no change refused as stale: "not saved" for a change never made).
+    expect(page.locator("#global-state")).to_have_text("All changes saved")
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "saved")
+    assert page.locator("#item-note .state-editing, #item-note .state-stale").count() == 0
+    comment.press("Tab")
+    # A flag ticked now is a change, sent on the note the page had: refused as stale, the newer comment shown.
+    page.locator("#item-note input[name=flags]").first.check()
+    expect(page.locator("#item-note .state-stale")).to_be_visible()
+    expect(comment).to_have_value("Response A, and B too")
+    assert len(sent) == 1 and "flags=" in sent[0], sent
+    assignment.refresh_from_db()
+    assert (assignment.comment, assignment.flags) == ("Response A, and B too", [])
+
