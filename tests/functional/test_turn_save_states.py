@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from annotation import services
 from annotation.models import Assignment
 from tests.functional.test_turn_page import study_round  # noqa: F401  (a fixture)
-from tests.functional.test_turn_save_races import NOTE, open_turn
+from tests.functional.test_turn_save_races import NOTE, Held, open_turn
 
 EDITING = "Editing… not saved yet"
 
@@ -49,3 +49,37 @@ def test_a_comment_typed_back_to_its_saved_text_is_not_sent(browser_page, live_s
     assignment.refresh_from_db()
     assert (assignment.comment, assignment.flags) == ("Response A, and B too", [])
 
+
+def test_a_comment_typed_while_its_note_is_refused_as_stale_stays_quoted(browser_page, live_server,
+                                                                         study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    page.clock.install()  # the comment's typing pause ends when the test says, not after a sleep
+    open_turn(page, live_server, round_)
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data) if NOTE.match(request.url) else None)
+    comment = page.locator("#note-comment")
+    held = Held(page, NOTE)
+    comment.fill("Response A repeats itself")
+    comment.press("Tab")  # left: sent, and held on its way
+    expect(page.locator("#item-note .save")).to_have_text("Saving…")
+    # Another tab saves a note meanwhile; here the comment is typed on, its typing pause not over.
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    services.assignment_note_save(assignment=assignment, by=reviewer, comment="Both are fine.", flags=[],
+                                  base=("", []))
+    comment.click()
+    comment.press("End")
+    comment.press_sequentially(", twice.")
+    held.release()
+    # Refused as stale: the newer note shown, the comment typed here quoted.
+    state = page.locator("#item-note .save")
+    expect(state).to_contain_text("your comment was: “Response A repeats itself, twice.”")
+    expect(comment).to_have_value("Both are fine.")
+    # The typing pause ends: the comment it was for is the one quoted, refused; nothing more is sent, and the quote
+    # stays (before, the newer note was sent as the pause's change, and "Saved" took the quote's place).
+    page.clock.run_for(5000)
+    expect(state).to_contain_text("your comment was: “Response A repeats itself, twice.”")
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "error")
+    assert len(sent) == 1, sent
+    assignment.refresh_from_db()
+    assert assignment.comment == "Both are fine."

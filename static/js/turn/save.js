@@ -232,6 +232,10 @@ function noteStale(result, unanswered) {
     return;
   }
   note.q.dirty = false;
+  // A comment typed meanwhile, its typing pause not over, is the one quoted below and replaced in the field: the
+  // pause's end sends nothing (it sent the newer note, unchanged, and "Saved" took the quote's place).
+  window.clearTimeout(noteTyping);
+  noteTyping = null;
   const typed = note.elements.comment.value.trim();
   note.elements.comment.value = newer.comment;
   note.querySelectorAll('input[name="flags"]').forEach(function (box) {
