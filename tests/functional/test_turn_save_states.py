@@ -8,9 +8,9 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation import services
-from annotation.models import Assignment
-from tests.functional.test_turn_page import study_round  # noqa: F401  (a fixture)
-from tests.functional.test_turn_save_races import NOTE, Held, open_turn
+from annotation.models import Assignment, Judgment
+from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
+from tests.functional.test_turn_save_races import NOTE, SAVE, Held, open_turn
 
 EDITING = "Editing… not saved yet"
 
@@ -83,3 +83,52 @@ def test_a_comment_typed_while_its_note_is_refused_as_stale_stays_quoted(browser
     assert len(sent) == 1, sent
     assignment.refresh_from_db()
     assert assignment.comment == "Both are fine."
+
+
+# Every text the save states of the forms and the note show, in order, by form (a MutationObserver the test adds:
+# the page's own scripts are untouched).
+RECORD = """() => {
+    window.seenStates = [];
+    new MutationObserver((records) => records.forEach((r) => {
+        if (r.target.nodeType !== 1 || !r.target.matches('form .save')) return;
+        // The state put in (each state is a new element: its text then is its text now), or none.
+        const shown = Array.from(r.addedNodes).map((node) => node.textContent).join('');
+        window.seenStates.push([r.target.closest('form').id, shown]);
+    })).observe(document.body, {subtree: true, childList: true});
+}"""
+
+
+def test_a_change_waiting_behind_a_save_on_its_way_is_never_shown_saved(browser_page, live_server,
+                                                                         study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    page.evaluate(RECORD)
+    saves, notes = Held(page, SAVE), Held(page, NOTE)
+    # Each a change, and a newer one made while the first's save is held on its way.
+    u1 = page.locator("#t-U1")
+    u1.locator("input[name=score][value='1']").check()
+    u1.locator("input[name=score][value='2']").check()
+    aur = page.locator(f"#r{handle}-AUR")
+    aur.locator("input[name=score][value='1']").check()
+    aur.locator("input[name=instance_count]").fill("3")
+    aur.locator("input[name=instance_count]").press("Tab")
+    aur.locator(".clear").click()
+    aur.locator("input[name=score][value='2']").check()
+    page.fill("#note-comment", "Response A repeats itself.")
+    page.locator("#note-comment").press("Tab")
+    page.locator("#item-note input[name=flags]").first.check()
+    expect(page.locator("#global-state")).to_have_text("Saving…")
+    saves.release()
+    notes.release()
+    wait_saved(page)
+    # "Saved" is said once per form, after the answer to its last save: never while its newer change waited.
+    seen = page.evaluate("() => window.seenStates")
+    for form in ("t-U1", f"r{handle}-AUR", "item-note"):
+        texts = [text for shown, text in seen if shown == form]
+        assert texts[-1] == "Saved" and "Saved" not in texts[:-1], (form, texts)
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False)
+    assert (judgment.score, judgment.instance_count) == (2, None)
+    assert Judgment.objects.get(coder=reviewer, attribute__code="U1").score == 2
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    assert assignment.comment == "Response A repeats itself." and len(assignment.flags) == 1
