@@ -132,3 +132,55 @@ def test_a_change_waiting_behind_a_save_on_its_way_is_never_shown_saved(browser_
     assert Judgment.objects.get(coder=reviewer, attribute__code="U1").score == 2
     assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
     assert assignment.comment == "Response A repeats itself." and len(assignment.flags) == 1
+
+
+def test_a_save_refused_as_stale_with_the_value_it_sent_is_shown_saved(browser_page, live_server,
+                                                                        study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    other = page.context.new_page()
+    other.goto(page.url)
+    held = Held(page, SAVE)
+    page.locator("#t-U1 input[name=score][value='2']").check()
+    expect(page.locator("#t-U1 .save")).to_have_text("Saving…")
+    # Another tab saves the same score first: this page's save, on the version it had, is refused as stale.
+    other.locator("#t-U1 input[name=score][value='2']").check()
+    wait_saved(other)
+    held.release()
+    # The server has the score this page shows: saved, not "changed in another tab", nor a change not saved.
+    expect(page.locator("#t-U1 .save")).to_have_text("Saved")
+    expect(page.locator("#global-state")).to_have_text("All changes saved")
+    expect(page.locator("#t-U1 input[name=score][value='2']")).to_be_checked()
+    # And its version taken: the next change is saved on it, not refused as stale.
+    page.locator("#t-U1 input[name=score][value='1']").check()
+    wait_saved(page)
+    expect(page.locator("#t-U1 .save")).to_have_text("Saved")
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="U1")
+    assert (judgment.score, judgment.version) == (1, 2)
+
+
+
+def test_a_note_refused_as_stale_with_the_note_the_page_shows_is_shown_saved(browser_page, live_server,
+                                                                              study_round):  # noqa: F811
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    held = Held(page, NOTE)
+    page.fill("#note-comment", "Response B stops mid-sentence.")
+    page.locator("#note-comment").press("Tab")  # sent, held on its way
+    page.locator("#item-note input[value=truncated]").check()  # waiting behind it
+    # Another tab saves the note this page now shows: this page's save, on the note it had, is refused as stale.
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    services.assignment_note_save(assignment=assignment, by=reviewer, comment="Response B stops mid-sentence.",
+                                  flags=["truncated"], base=("", []))
+    held.release()
+    # The server has the note shown here: saved, not "changed in another tab", nor a change not saved.
+    expect(page.locator("#item-note .save")).to_have_text("Saved")
+    expect(page.locator("#global-state")).to_have_text("All changes saved")
+    # The next change is made on that note, not refused as stale.
+    page.locator("#item-note input[value=unsure]").check()
+    wait_saved(page)
+    expect(page.locator("#item-note .save")).to_have_text("Saved")
+    assignment.refresh_from_db()
+    assert (assignment.comment, assignment.flags) == ("Response B stops mid-sentence.", ["truncated", "unsure"])

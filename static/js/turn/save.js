@@ -179,9 +179,11 @@ function handle(form, status, text) {
     return;
   }
   if (form === note && status === 409 && state === "stale") { noteStale(result, unanswered); return; }
-  if (status === 409 && state === "stale" && unanswered.some(function (b) { return sameAsResult(form, b, result); })) {
-    // The newer value is this page's own save whose answer was lost: taken as saved, and the newest values (if
-    // they changed since) sent on its version; never shown as another tab's change, a later change never dropped.
+  if (status === 409 && state === "stale" && (sameAsResult(form, bodyOf(form), result)
+      || unanswered.some(function (b) { return sameAsResult(form, b, result); }))) {
+    // The newer value is this page's own save whose answer was lost, or the very value the page shows (another tab
+    // saved the same): taken as saved, and the newest values (if they changed since) sent on its version; never
+    // shown as another tab's change, a later change never dropped.
     form.dataset.version = result.dataset.version;
     form.savedScore = result.dataset.score;
     if (!sameAsResult(form, bodyOf(form), result)) form.q.dirty = true;
@@ -221,11 +223,13 @@ function sameNote(a, b) {
 
 // The note changed since the page had it (another tab or device): refused, the newer note shown, and the comment
 // typed here said in the message (the field now holds the newer one). Unless the newer note is this page's own save
-// whose answer was lost: then taken as saved, and the newest values (if they changed since) sent on it.
+// whose answer was lost, or the note the page shows: then taken as saved, and the newest values (if they changed
+// since) sent on it.
 function noteStale(result, unanswered) {
   const newer = { comment: result.dataset.comment, flags: result.dataset.flags ? result.dataset.flags.split(" ") : [] };
   note.base = newer;
-  if (unanswered.some(function (body) { return sameNote(noteOf(body), newer); })) {
+  const own = function (body) { return sameNote(noteOf(body), newer); };
+  if (own(bodyOf(note)) || unanswered.some(own)) {
     if (!sameNote(noteOf(bodyOf(note)), newer)) note.q.dirty = true;
     if (note.q.dirty) { pump(note); return; }
     setState(note, "saved", "Saved");
