@@ -422,8 +422,9 @@ def split_missing(page: Page, report: Mapping[str, Any], filters: Filters) -> tu
 def resamples_said(intervals: Sequence[tuple[str, Any]], resamples: Any) -> str:
     """A caption's sentence naming each interval shown that rests on fewer than the run's B resamples (``intervals``:
     (what, its count: ``n_resamples``, or a kind's equivalent) in the order shown), with its count: the resamples where
-    its figure is undefined (κ 0/0, none of its items drawn) are left out of it (docs/metrics.md#resamples-an-
-    interval-rests-on). "" when none is, for a run without resamples, or from a report stored before the counts."""
+    its figure is undefined (κ 0/0, none of its items drawn) are left out of it
+    (docs/metrics.md#resamples-an-interval-rests-on). "" when none is, for a run without resamples, or from a report
+    stored before the counts."""
     if not isinstance(resamples, int) or resamples <= 0:
         return ""
     short = [f"{what} on {used:,}" for what, used in intervals if isinstance(used, int) and 0 <= used < resamples]

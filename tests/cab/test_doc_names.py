@@ -61,7 +61,7 @@ PACKAGES = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8
 # docs/metrics.md#report-keys) and a kind's block of a schema (``lc8.derived``, docs/lc8.md). A span naming one
 # (``care.alignment.Assistant``) is not code; each key must still be a string the code writes or reads.
 KEYS = {
-    "calibration": {"bootstrap", "experts", "reviewers", "expert_only_rounds", "gold_coverage"},
+    "calibration": {"bootstrap", "experts", "reviewers", "expert_only_rounds", "gold_coverage", "panel_ranking"},
     "care": {"alignment", "alignment_by_history", "control", "input", "parameters", "quality", "reference", "states",
              "validation"},
     "lc8": {"derived", "input", "items", "ranking"},
