@@ -1383,13 +1383,15 @@ def assignment_time_add(*, assignment: Assignment, by: User, seconds: int) -> in
     if assignment.coder_id != by.pk:
         raise ValidationError("only the assigned coder reports time on this turn")
     now = timezone.now()
-    # The item's row, and a share of its round's as a save takes (``_round_status_shared``): a closing waits for
-    # the report, and the round's saves do not (an exclusive lock of the round would hold up every save into it
-    # for as long as the report's transaction, every few seconds for each reviewer).
-    row = Assignment.objects.select_for_update(of=("self",)).select_related("round").get(pk=assignment.pk)
-    status = _round_status_shared(row.round)
+    # A share of the round's row as a save takes (``_round_status_shared``): a closing waits for the report, and the
+    # round's saves do not (an exclusive lock of the round would hold up every save into it for as long as the
+    # report's transaction, every few seconds for each reviewer). Then the item's row: the round's row first, as a
+    # save, a note and a reopening take them (a reopening locks the round, then its items: the other order
+    # deadlocked with it).
+    status = _round_status_shared(assignment.round)
+    row = Assignment.objects.select_for_update().get(pk=assignment.pk)
     if status != Round.Status.OPEN:
-        raise ValidationError(_closed_refusal(row.round, status, "time on task is no longer recorded",
+        raise ValidationError(_closed_refusal(assignment.round, status, "time on task is no longer recorded",
                                               archived="time on task is no longer recorded"))
     since = (now - row.time_reported_at).total_seconds() if row.time_reported_at else MAX_TIME_BEAT_SECONDS
     added = max(0, min(int(seconds), MAX_TIME_BEAT_SECONDS, math.ceil(since)))

@@ -492,6 +492,40 @@ def test_a_time_report_or_note_under_way_holds_up_no_save_of_the_round(coded, wh
     assert result[1] < committed, f"the save waited for {what} to commit"
 
 
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_time_report_takes_the_rounds_row_before_its_items(coded):
+    """A time report locked its item, then shared its round's row; a reopening of the round (with feedback's lock)
+    takes the round's row, then updates its items: each waited for the other, a deadlock PostgreSQL broke after a
+    second, one of them answered 503 "busy". The report takes the round's row first now, as a save, a note and a
+    reopening do: while another holds the round's row, the report waits before it locks its item."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection, transaction
+
+    from annotation.models import Assignment, Round
+    from tests.races import HeldLock
+
+    round_id, reviewer_id = coded[0], coded[1]
+    item_id = Assignment.objects.get(round_id=round_id, coder_id=reviewer_id, position=1).pk
+
+    def report():
+        reviewer = get_user_model().objects.get(pk=reviewer_id)
+        item = Assignment.objects.get(pk=item_id)
+        return services.assignment_time_add(assignment=item, by=reviewer, seconds=5)
+
+    results: list = []
+    with HeldLock(f"SELECT id FROM {Round._meta.db_table} WHERE id = %s FOR UPDATE", (round_id,)):  # noqa: S608
+        waiting = threading.Thread(target=lambda: results.extend(together(report)))
+        waiting.start()
+        _until_blocked(1)
+        # The report waits for the round's row: its item is free (NOWAIT: an error at once if the report held it).
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SELECT id FROM {Assignment._meta.db_table} WHERE id = %s FOR UPDATE NOWAIT",  # noqa: S608
+                           (item_id,))
+    waiting.join(60)
+    assert results == [5], results
+    assert Assignment.objects.get(pk=item_id).active_seconds == 5
+
+
 def _until_blocked(count: int) -> None:
     """Waits until ``count`` connections to the test's database wait for a lock another holds."""
     from django.db import connection
