@@ -1,6 +1,7 @@
 """The files a command is given, and its exit status: the one rule of every command that reads a file (``manage.py
 import_judgments``, ``import_session_labels``, ``import_conversations``, ``import_study``, ``install_schema``,
-``cab import``, ``cab ingest``) or writes one into a folder (``manage.py export_bundle``, ``cab download``).
+``cab import``, ``cab ingest``) or writes one into a folder (``manage.py export_bundle``, ``cab download``) or as
+a file (``manage.py export_study -o``).
 
 A file to read that is missing, a folder, or unreadable, and a file to write into a folder that does not exist, are
 usage errors: the command is refused before it reads or writes anything, with the same words on every path
@@ -50,3 +51,12 @@ def output_folder(output: str | Path) -> Path:
     if not folder.is_dir():
         raise FileUnusable(f"{folder}: no such folder" if not folder.exists() else f"{folder}: not a folder")
     return target
+
+
+def output_file(output: str | Path) -> Path:
+    """The file to write, ``output``, for a command that writes a file of the name given, never one into a folder
+    (``manage.py export_study -o``): refused when it names a folder (``PATH: a folder, not a file``), else as
+    ``output_folder`` refuses it."""
+    if Path(output).is_dir():
+        raise FileUnusable(f"{output}: a folder, not a file")
+    return output_folder(output)

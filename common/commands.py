@@ -42,6 +42,15 @@ def output_folder(target: str | Path) -> Path:
         raise usage_error(str(problem)) from None
 
 
+def output_file(target: str | Path) -> Path:
+    """``target``, a file to write under that very name (``command_files.output_file``), or the usage error saying
+    why it cannot be."""
+    try:
+        return command_files.output_file(target)
+    except command_files.FileUnusable as problem:
+        raise usage_error(str(problem)) from None
+
+
 class Utf8Out:
     """A command's standard output as the UTF-8 bytes of the text written to it, whatever the encoding of the
     terminal or locale it runs in (a Latin-1 shell's, ``PYTHONIOENCODING``): a file a command writes there

@@ -258,3 +258,21 @@ def test_cab_ingest_sent_again_says_its_parts_were_answered_with_their_first_ans
     assert status == 0, err
     assert json.loads(out) == {**first, "replayed_parts": 1}
     assert first["items"] <= cli.PART_ITEMS  # one part
+
+
+@pytest.mark.parametrize("output, said", [
+    ("nowhere/study.jsonl", "nowhere: no such folder"),
+    ("nowhere/", "nowhere/ is not a folder: make it first, or name a file without the final /"),
+    ("a-folder", "a-folder: a folder, not a file"),
+])
+def test_export_study_refuses_a_file_it_cannot_write_as_export_bundle_does(manage, cab, tmp_path, output, said):
+    """``export_study -o`` is a command that writes a file too (common.command_files): a folder not made yet is
+    refused before anything is read, in the words and with the exit status of ``export_bundle`` and ``cab
+    download``. Before, ``-o nowhere/`` wrote the archive as a file named ``nowhere`` (the next write into
+    ``nowhere/`` over it), ``-o nowhere/study.jsonl`` said Python's "No such file or directory" of a ``.partial`` file
+    with status 1, and ``-o a-folder`` exported the whole study before failing on the folder with status 1."""
+    (tmp_path / "a-folder").mkdir()
+    status, out, err = manage("export_study", SLUG, "-o", output)
+    assert (status, out, _said(err)) == (2, "", said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-folder"]
+    assert list((tmp_path / "a-folder").iterdir()) == []

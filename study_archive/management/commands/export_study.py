@@ -1,7 +1,6 @@
 import gzip
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -26,20 +25,22 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
 
     def handle(self, *args: Any, study: str, output: str, **options: Any) -> None:
+        # A file it cannot write is refused before anything is read, as export_bundle refuses it: ``OUT/`` was
+        # written as a file named OUT, and a folder failed only once the whole study was exported.
+        path = None if output == "-" else commands.output_file(output)
         found = Study.objects.select_related("schema").filter(slug=study).first()
         if found is None:
             raise commands.study_missing(study)
         # The archive is written whole whatever it holds; a conversation the study's kind cannot place (stored before
         # the kind checked it) is named on standard error, after the summary when there is one.
         warnings: list[str] = []
-        if output == "-":
+        if path is None:  # standard output
             out = commands.Utf8Out(self)  # UTF-8, as the file is, whatever the encoding of the shell's output
             study_export(study=found, out=out, warn=warnings.append)  # type: ignore[arg-type]
             out.flush()
             for warning in warnings:
                 self.stderr.write(warning)
             return
-        path = Path(output)
         # Written beside the target and renamed when complete: a failed export never leaves a file that looks whole.
         partial = path.with_name(path.name + ".partial")
         started = time.monotonic()
