@@ -424,10 +424,11 @@ def resamples_said(intervals: Sequence[tuple[str, Any]], resamples: Any) -> str:
     (what, its count: ``n_resamples``, or a kind's equivalent) in the order shown), with its count: the resamples where
     its figure is undefined (κ 0/0, none of its items drawn) are left out of it
     (docs/metrics.md#resamples-an-interval-rests-on). "" when none is, for a run without resamples, or from a report
-    stored before the counts."""
+    stored before the counts. An interval on no resample is null, not shown (no whisker), and not named, as the
+    warnings name none (``report_warnings.few_resamples``)."""
     if not isinstance(resamples, int) or resamples <= 0:
         return ""
-    short = [f"{what} on {used:,}" for what, used in intervals if isinstance(used, int) and 0 <= used < resamples]
+    short = [f"{what} on {used:,}" for what, used in intervals if isinstance(used, int) and 0 < used < resamples]
     if not short:
         return ""
     return (f" Intervals on fewer than the run's {resamples:,} resamples (the figure undefined in the others, which "

@@ -103,3 +103,23 @@ def test_the_pages_say_which_intervals_rest_on_fewer_than_all_resamples() -> Non
     assert drew_bob == int((resample_picks(TURNS, B, 0) == 0).any(axis=1).sum()) < B
     assert charts.agreement_chart(report, charts.Filters(round="calibration-1")).caption.endswith(
         f"{said}: bob on {drew_bob}.")
+
+
+def test_a_caption_names_no_interval_that_is_not_shown() -> None:
+    """A reviewer of the round none of whose items has gold has no interval (no resample defines one: n_resamples 0,
+    low and high null) and no whisker: the agreement figure's caption named them all the same, "carol on 0", as an
+    interval on fewer than B resamples, where the warnings (``few_resamples``) leave such a null interval out."""
+    from reports import charts
+
+    rows = []
+    for i in range(TURNS):
+        rows += [("calibration-1", "gold", True, "DS", f"k{i:02d}", 1, "M1", "RA", i % 3),
+                 ("calibration-1", "ann", False, "DS", f"k{i:02d}", 1, "M1", "RA", i % 3)]
+    rows.append(("calibration-1", "carol", False, "DS", "k-no-gold", 1, "M1", "RA", 0))
+    report = _report(rows)
+    carol = report["calibration"]["agreement_ci"]["calibration-1"]["carol"]["bucketed"]
+    assert carol == {"low": None, "high": None, "n_resamples": 0}
+    chart = charts.agreement_chart(report, charts.Filters(round="calibration-1"))
+    assert "carol" in chart.spec["categories"] and chart.spec["intervals"]["bucketed"][
+        chart.spec["categories"].index("carol")] == (None, None)
+    assert chart.caption == "Bars: bucketed agreement; whiskers: 95 % bootstrap interval over the round's turns."
