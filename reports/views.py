@@ -67,6 +67,16 @@ def _page(slug: str, study: Study) -> charts.Page:
     return page
 
 
+def _view_query(request: HttpRequest, run: MetricRun | None) -> str:
+    """The query of the run line's "link to this view of run N" (``reports/run_line.html``): the page's own, with the
+    run it shows, so that the link opens that run once a newer one succeeds, however the page was opened (without
+    ``?run=``: the newest run). One home for the report pages and the span drill-down."""
+    query = request.GET.copy()
+    if run is not None:
+        query["run"] = str(run.pk)
+    return query.urlencode()
+
+
 def _shown_run_href(study: Study, run: MetricRun | None) -> str | None:
     """Where the overview's run line links: the study's first report page with that run chosen (the overview shows
     no run's figures, and a link to it would show a newer run once there is one)."""
@@ -133,13 +143,10 @@ def page(request: HttpRequest, slug: str, page: str) -> HttpResponse:
     report_page = _page(page, study)
     form, filters, dropped, run, report = _report(request, study, report_page)
     blocks = charts.page_blocks(report_page, report, filters) if report is not None else []
-    query = request.GET.copy()
-    if run is not None:
-        query["run"] = str(run.pk)
     context = {
         "study": study, "page": report_page, "pages": kind_pages.pages_of(study), "form": form, "dropped": dropped,
         "warnings": section_warnings(report, report_page.section),
-        "run": run, "blocks": blocks, "query": query.urlencode(),
+        "run": run, "blocks": blocks, "query": _view_query(request, run),
         "span_links": charts.span_example_links(report, filters) if report and page == "spans" else [],
         "span_filters": urlencode({name: value for name, value in (("dataset", filters.dataset),
                                                                    ("kind", filters.kind)) if value}),
@@ -213,5 +220,5 @@ def span_examples(request: HttpRequest, slug: str) -> HttpResponse:
         "study": study, "pages": kind_pages.pages_of(study), "model": query["model"],
         "subcategory": query["subcategory"], "dataset": query["dataset"], "kind": query["kind"], "total": total,
         "examples": examples, "run": run,
-        "back": urlencode(back), "line_run": line_run, "query": request.GET.urlencode(),
+        "back": urlencode(back), "line_run": line_run, "query": _view_query(request, line_run),
     })

@@ -497,3 +497,21 @@ def test_the_overviews_run_line_links_to_the_run_it_shows_by_its_number(client, 
         assert "link to this view" not in text
     page = client.get(reverse("reports-page", args=["syn", "risk"]), {"run": str(run.pk)}).content.decode()
     assert re.search(rf'<a href="\?[^"]*run={run.pk}[^"]*">link to this view of run {run.pk}</a>', page)
+
+
+def test_the_span_drill_downs_run_line_links_to_the_run_it_names(client, synthetic, researcher):
+    """The drill-down's run line says "link to this view of run N", but opened without ``?run=`` (as a link kept
+    from elsewhere opens it) its address was the page's own query, without the run: once a newer run succeeds, the
+    link opened the newer run's line. It carries the run it names, as the report pages' link does."""
+    from annotation.models import Span
+
+    span = (Span.objects.filter(judgment__round__study=synthetic, judgment__round__kind="main")
+            .select_related("judgment__response", "subcategory").order_by("pk").first())
+    run = _run(synthetic)
+    client.force_login(researcher)
+    url = reverse("reports-span-examples", args=["syn"])
+    page = client.get(url, {"model": span.judgment.response.model_slot,
+                            "subcategory": span.subcategory.slug}).content.decode()
+    [link] = re.findall(r'<a href="([^"]*)">link to this view of run (\d+)</a>', page)
+    assert link[1] == str(run.pk)
+    assert f"run={run.pk}" in link[0].split("?", 1)[1].split("&amp;"), link
