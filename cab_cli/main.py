@@ -173,11 +173,22 @@ def _records(path: Path) -> Iterator[tuple[int, bytes]]:
         except ValueError as problem:
             raise Refused(f"{path}: not valid JSON ({problem})") from problem
         for index, item in enumerate(items):
-            yield index, json.dumps(item, ensure_ascii=False).encode()
+            yield index, _element(item)
         return
     for number, line in enumerate(data.split(b"\n"), start=1):
         if line.strip():
             yield number, line.strip()
+
+
+def _element(item: Any) -> bytes:
+    """An element of a JSON array as a line of the JSON Lines sent: UTF-8, or, when it holds a lone surrogate (JSON's
+    ``\\ud800`` escape, which no UTF-8 can hold), with JSON's escapes, as the file gives it: the server refuses it by
+    its index in its own words, as it refuses the same line of a JSON Lines file, where encoding it stopped the
+    command with a traceback."""
+    try:
+        return json.dumps(item, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(item).encode()
 
 
 def _parts(path: Path) -> Iterator[tuple[bytes, list[int]]]:

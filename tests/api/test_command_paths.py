@@ -276,3 +276,26 @@ def test_export_study_refuses_a_file_it_cannot_write_as_export_bundle_does(manag
     assert (status, out, _said(err)) == (2, "", said)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a-folder"]
     assert list((tmp_path / "a-folder").iterdir()) == []
+
+
+def test_a_lone_surrogate_escape_in_a_json_array_is_the_servers_refusal_as_in_json_lines(cab, tmp_path):
+    """JSON's ``\\ud800`` escape reads as a lone surrogate, which no UTF-8 holds: ``cab ingest`` sent a JSON Lines
+    line with it as it is, for the server to refuse by its line ("may not contain lone surrogate characters"), but
+    re-encoded each element of a JSON array as UTF-8 and stopped with a Python traceback (UnicodeEncodeError),
+    nothing said of the file. The element is sent as the file gives it, and refused alike, by its index."""
+    (tmp_path / "conversations.jsonl").write_text(jsonl(conversations_without_responses()))
+    assert cab("ingest", "conversations", "conversations.jsonl")[0] == 0
+    responses = response_items()[:3]
+    responses[1] = {**responses[1], "text": "a lone \ud800 surrogate"}
+    (tmp_path / "responses.jsonl").write_text("".join(json.dumps(item) + "\n" for item in responses))
+    (tmp_path / "responses.json").write_text(json.dumps(responses))
+    before = _written()
+    said = {}
+    for name, where in (("responses.jsonl", "line 2"), ("responses.json", "item 1")):
+        status, out, err = cab("ingest", "responses", name)
+        said[name] = (status, out, [line.removeprefix(f"  {where}: ") for line in err.splitlines()
+                                    if line.startswith(f"  {where}: ")])
+    [message] = said["responses.jsonl"][2]
+    assert message.startswith("text: ") and "lone surrogate" in message
+    assert said == dict.fromkeys(("responses.jsonl", "responses.json"), (1, "", [message]))
+    assert _written() == before
