@@ -401,14 +401,26 @@ def _unit_column(r: _Row) -> str:
     return "model"
 
 
-def judgments_file_import(*, file: IO[bytes], fmt: str, study_slug: str, by: User | None) -> JudgmentImportSummary:
+class StudyMissing(LookupError):
+    """The import names a study that does not exist, and was not asked to create it (``create_study``): nothing read
+    or written. ``manage.py import_judgments`` says it as every command does (``common.commands.study_missing``)."""
+
+    def __init__(self, slug: str):
+        super().__init__(slug)
+        self.slug = slug
+
+
+def judgments_file_import(*, file: IO[bytes], fmt: str, study_slug: str, by: User | None,
+                          create_study: bool = False) -> JudgmentImportSummary:
     """Import a long-format file of format ``fmt`` ("csv" or "jsonl"), a binary file read from its start, all or
     nothing: what ``manage.py import_judgments`` and the import API both call, so that a file is read alike by
     either (UTF-8 with or without a byte order mark, its lines as ``text_newline`` says). The file is read a line at a
-    time, never whole; a file that is not UTF-8 is refused by the first line that is not (its RowError)."""
+    time, never whole; a file that is not UTF-8 is refused by the first line that is not (its RowError).
+    ``create_study``: as ``judgments_import``."""
     text = io.TextIOWrapper(file, encoding="utf-8-sig", newline=text_newline(fmt))
     try:
-        return judgments_import(rows=read_rows(text, fmt=fmt), study_slug=study_slug, by=by, typed=fmt == "jsonl")
+        return judgments_import(rows=read_rows(text, fmt=fmt), study_slug=study_slug, by=by, typed=fmt == "jsonl",
+                                create_study=create_study)
     except UnicodeDecodeError as error:
         file.seek(0)
         raise RowErrors([not_utf8(file)]) from error
@@ -418,16 +430,21 @@ def judgments_file_import(*, file: IO[bytes], fmt: str, study_slug: str, by: Use
 
 @transaction.atomic
 def judgments_import(
-    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: User | None, typed: bool | None = None
+    *, rows: Iterable[tuple[int, Any]], study_slug: str, by: User | None, typed: bool | None = None,
+    create_study: bool = False,
 ) -> JudgmentImportSummary:
     """Import the (line, row) pairs of a long-format file, all or nothing.
+
+    Into the study ``study_slug``; a study of that slug that does not exist is ``StudyMissing``, nothing read, unless
+    ``create_study`` says to create it (schema ``cab-v1``, with the rounds and accounts the file names): a slug
+    mistyped never files a study's judgments into a new, empty one.
 
     The session labels of an export (rows without a round whose role is method or reference,
     ``session_labels.is_session_label_row``) go to ``session_labels.session_labels_import`` in the same
     transaction: an error in a judgment or in a label writes nothing, and every error of both is reported by its
     line. ``typed``: the file is JSON (a label's number must be a JSON number) or CSV (text cells); None reads it
     from the label rows (CSV rows hold text only)."""
-    study = _study_locked(study_slug)
+    study = _study_locked(study_slug, create_study=create_study)
     if study is None:
         _new_study_check(study_slug)
     elif study.status == Study.Status.ARCHIVED:
@@ -477,16 +494,19 @@ def judgments_import(
     return summary
 
 
-def _study_locked(study_slug: str) -> Study | None:
+def _study_locked(study_slug: str, *, create_study: bool) -> Study | None:
     """The study, locked as the archiving locks it: a study archived meanwhile is refused, never written into after.
-    None when the import is to create it: then the creation of its slug is locked (``services.study_slug_lock``), so
-    the same file sent twice at once creates it once, the second finding the first's study and rows as a resend
-    after it does (its rows counted unchanged). FOR NO KEY UPDATE, as ``services.study_locked``: a row naming the
-    study (a reviewer's check-item alert raised meanwhile) is not held up, where the import then waits for that
-    reviewer's lock to update their alert."""
+    ``StudyMissing`` when there is none and the import may not create it (``create_study``); None when it is to
+    create it: then the creation of its slug is locked (``services.study_slug_lock``), so the same file sent twice at
+    once creates it once, the second finding the first's study and rows as a resend after it does (its rows counted
+    unchanged). FOR NO KEY UPDATE, as ``services.study_locked``: a row naming the study (a reviewer's check-item
+    alert raised meanwhile) is not held up, where the import then waits for that reviewer's lock to update their
+    alert."""
     studies = Study.objects.select_related("schema").select_for_update(of=("self",), no_key=True).filter(
         slug=study_slug)
     study = studies.first()
+    if study is None and not create_study:
+        raise StudyMissing(study_slug)
     if study is None:
         services.study_slug_lock(study_slug)
         study = studies.first()

@@ -99,7 +99,8 @@ def bulk_import() -> None:
                 history_took[0] += time.perf_counter() - started
         services.revisions_start = timed_start
     started = time.perf_counter()
-    summary = judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug="bench-copy", by=None)
+    summary = judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug="bench-copy", by=None,
+                                               create_study=True)
     took = time.perf_counter() - started
     assert summary.judgments_created == len(rows)
     print(f"judgment import: {len(rows)} rows ({n_spans} spans) in {took:.2f} s, {len(rows) / took:.0f} rows/s, "

@@ -94,7 +94,7 @@ def test_every_hostile_file_is_a_command_error_naming_line_and_field(demo_row, t
         path.write_bytes(content)
         before = form_fuzz.fingerprint()
         try:
-            call_command("import_judgments", str(path), "--study", "demo", stdout=io.StringIO())
+            call_command("import_judgments", str(path), "--study", "demo", "--create-study", stdout=io.StringIO())
         except CommandError as error:
             if not LINE_AND_FIELD.search(str(error)):
                 failures.append(f"{fmt} {label}: the message names no line and field: {str(error)[:300]}")
@@ -117,7 +117,7 @@ def test_a_file_that_begins_with_a_utf8_bom_reads_as_without_it(demo_row, tmp_pa
         path = tmp_path / f"{name}.{fmt}"
         path.write_bytes(data)
         out = io.StringIO()
-        call_command("import_judgments", str(path), "--study", "demo", stdout=out)
+        call_command("import_judgments", str(path), "--study", "demo", "--create-study", stdout=out)
         said.append(out.getvalue().replace(str(path), "FILE"))
     assert said[0] == said[1] and "1 unchanged" in said[0]
 
@@ -135,7 +135,7 @@ def test_a_study_the_import_would_create_under_a_slug_no_study_may_have_is_refus
     path.write_bytes(_jsonl([row]))
     before = form_fuzz.fingerprint()
     with pytest.raises(CommandError) as refused:
-        call_command("import_judgments", str(path), "--study", slug, stdout=io.StringIO())
+        call_command("import_judgments", str(path), "--study", slug, "--create-study", stdout=io.StringIO())
     assert str(refused.value) == (f"{path}: 1 error(s), nothing was changed:\nline 1: study: no study {slug!r}, "
                                   f"and the import cannot create it: {message}")
     assert form_fuzz.fingerprint() == before

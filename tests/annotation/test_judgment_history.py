@@ -137,7 +137,8 @@ def test_an_import_starts_the_history_of_every_judgment_it_creates(admin_user):
     conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     rows = [_row(), _row(reviewer="bob", score=0, instance_count=0, spans=[]),
             _row(is_gold=True, reviewer="erin", score=2)]
-    judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug="imported", by=admin_user)
+    judgment_import.judgments_import(rows=enumerate(rows, start=1), study_slug="imported", by=admin_user,
+                                     create_study=True)
     revisions = list(JudgmentRevision.objects.select_related("judgment__coder").order_by("judgment__coder__username"))
     assert [(r.judgment.coder.username, r.source, r.changed_by, r.version, r.before) for r in revisions] == [
         ("alice", "import", admin_user, 1, None), ("bob", "import", admin_user, 1, None),
@@ -151,7 +152,7 @@ def test_an_import_writes_its_history_without_a_query_per_row(admin_user):
     """The same number of queries for one row as for five (the history goes in one COPY)."""
     conversation_ingest.conversations_import(rows=enumerate(demo_records(), start=1))
     judgment_import.judgments_import(rows=enumerate([_row(reviewer="warm-up")], start=1), study_slug="imported",
-                                     by=admin_user)
+                                     by=admin_user, create_study=True)
     counted = {}
     for models in (["GPT"], ["GPT", "Claude", "Gemini", "Llama", "Qwen"]):
         coder = f"coder-{len(models)}"

@@ -29,10 +29,12 @@ LONG = "1" * 5000  # beyond Python's 4,300 digits for an int from text
 @pytest.mark.parametrize("spans", HOSTILE_SPANS.values(), ids=HOSTILE_SPANS.keys())
 def test_a_hostile_span_is_a_row_error(conversations, tmp_path, spans):  # noqa: F811
     with pytest.raises(RowErrors) as refused:
-        judgment_import.judgments_import(rows=[(4, row(spans=spans))], study_slug="imported", by=None, typed=True)
+        judgment_import.judgments_import(rows=[(4, row(spans=spans))], study_slug="imported", by=None, typed=True,
+                                         create_study=True)
     assert {(e.row, e.field.split("[")[0]) for e in refused.value.errors} == {(4, "spans")}
     with pytest.raises(CommandError, match="line 1"):
-        call_command("import_judgments", str(write_jsonl(tmp_path, [row(spans=spans)])), "--study", "imported")
+        call_command("import_judgments", str(write_jsonl(tmp_path, [row(spans=spans)])), "--study", "imported",
+                     "--create-study")
     assert not Judgment.objects.exists()
 
 

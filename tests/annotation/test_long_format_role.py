@@ -51,7 +51,7 @@ def row(**overrides):
 def import_jsonl(tmp_path, rows, slug="imported"):
     path = tmp_path / "judgments.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    call_command("import_judgments", str(path), "--study", slug)
+    call_command("import_judgments", str(path), "--study", slug, "--create-study")
 
 
 def membership(slug):
@@ -105,7 +105,7 @@ def test_the_role_round_trips_through_export_and_import(origin, tmp_path, fmt):
     assert "expert" in text
     path = tmp_path / f"export.{fmt}"
     path.write_text(text, encoding="utf-8")
-    call_command("import_judgments", str(path), "--study", "copy")
+    call_command("import_judgments", str(path), "--study", "copy", "--create-study")
 
     def normalised(slug):
         return [r | {"study": None} for r in judgment_rows(study=Study.objects.get(slug=slug))]
@@ -190,5 +190,5 @@ def test_a_csv_without_the_role_column_still_imports(conversations, tmp_path):
         writer = csv.DictWriter(stream, fieldnames=columns)
         writer.writeheader()
         writer.writerow(row() | {"is_gold": "false", "model": "", "spans": "", "instance_count": ""})
-    call_command("import_judgments", str(path), "--study", "imported")
+    call_command("import_judgments", str(path), "--study", "imported", "--create-study")
     assert membership("imported") == {"alice": "reviewer"}

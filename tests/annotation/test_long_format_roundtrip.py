@@ -99,7 +99,7 @@ def test_the_command_export_reimports_into_a_new_study_exactly(origin, tmp_path,
     exported = command_export(ORIGIN, fmt)
     path = tmp_path / f"judgments.{fmt}"
     path.write_text(other_study(exported, fmt), encoding="utf-8", newline="")
-    call_command("import_judgments", str(path), "--study", COPY, stdout=io.StringIO())
+    call_command("import_judgments", str(path), "--study", COPY, "--create-study", stdout=io.StringIO())
     copy = Study.objects.get(slug=COPY)
     before = without_study(judgment_rows(study=origin))
     assert without_study(judgment_rows(study=copy)) == before
@@ -130,7 +130,7 @@ def test_reimporting_the_export_into_its_own_study_changes_nothing(origin, tmp_p
     path = tmp_path / "judgments.csv"
     path.write_text(command_export(ORIGIN, "csv"), encoding="utf-8", newline="")
     out = io.StringIO()
-    call_command("import_judgments", str(path), "--study", ORIGIN, stdout=out)
+    call_command("import_judgments", str(path), "--study", ORIGIN, "--create-study", stdout=out)
     assert f"0 judgments and 0 spans imported into existing study '{ORIGIN}'; {len(before)} unchanged" in out.getvalue()
     assert list(Judgment.objects.values_list("id", "score", "version", "updated_at").order_by("id")) == before
 
@@ -144,7 +144,7 @@ def test_reimporting_the_export_into_its_own_study_makes_nobody_a_member(origin,
               get_user_model().objects.count())
     path = tmp_path / "judgments.csv"
     path.write_text(command_export(ORIGIN, "csv"), encoding="utf-8", newline="")
-    call_command("import_judgments", str(path), "--study", ORIGIN, stdout=io.StringIO())
+    call_command("import_judgments", str(path), "--study", ORIGIN, "--create-study", stdout=io.StringIO())
     assert (list(StudyMember.objects.filter(study=origin).values_list("user__username", "role", "alias")),
             get_user_model().objects.count()) == before
 
@@ -158,7 +158,7 @@ def test_the_export_imported_into_its_emptied_study_gives_the_same_judgments_and
     path = tmp_path / "judgments.csv"
     path.write_text(command_export(ORIGIN, "csv"), encoding="utf-8", newline="")
     judgments_purge(judgments=Judgment.objects.filter(round__study=origin), by=None, reason="test: empty the study")
-    call_command("import_judgments", str(path), "--study", ORIGIN, stdout=io.StringIO())
+    call_command("import_judgments", str(path), "--study", ORIGIN, "--create-study", stdout=io.StringIO())
     assert list(judgment_rows(study=origin)) == before
     assert set(StudyMember.objects.filter(study=origin).values_list("user__username", "role")) == {
         (name, "reviewer") for name in CODERS}

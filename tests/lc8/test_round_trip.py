@@ -85,7 +85,7 @@ def import_file(tmp_path, text: str, fmt: str, slug: str) -> str:
     path = tmp_path / f"lc8.{fmt}"
     path.write_text(text, encoding="utf-8")
     out = io.StringIO()
-    call_command("import_judgments", str(path), "--study", slug, stdout=out)
+    call_command("import_judgments", str(path), "--study", slug, "--create-study", stdout=out)
     return out.getvalue()
 
 
@@ -135,7 +135,7 @@ def test_a_file_with_a_bad_judgment_and_a_bad_label_reports_both_by_line_and_wri
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     with pytest.raises(CommandError) as refused:
-        call_command("import_judgments", str(path), "--study", fresh.slug, stdout=io.StringIO())
+        call_command("import_judgments", str(path), "--study", fresh.slug, "--create-study", stdout=io.StringIO())
     message = str(refused.value)
     assert "2 error(s), nothing was changed" in message
     assert f"line {judgment_at}: score:" in message
@@ -156,7 +156,7 @@ def test_a_bad_label_alone_also_stops_the_judgments(tmp_path):
     path.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(CommandError, match=rf"line {len(lines)}: attribute: a second label of .* \(first on line "
                                            rf"{len(lines) - 1}\)"):
-        call_command("import_judgments", str(path), "--study", fresh.slug, stdout=io.StringIO())
+        call_command("import_judgments", str(path), "--study", fresh.slug, "--create-study", stdout=io.StringIO())
     assert not Judgment.objects.filter(round__study=fresh).exists()
     assert not SessionLabel.objects.filter(study=fresh).exists()
 
@@ -181,7 +181,7 @@ def test_labels_for_a_study_that_does_not_exist_are_refused_clearly():
     text = export(study, "jsonl", slug="nowhere")
     with pytest.raises(RowErrors) as refused:
         judgment_import.judgments_import(rows=long_format.read_rows(io.StringIO(text), fmt="jsonl"),
-                                         study_slug="nowhere", by=None)
+                                         study_slug="nowhere", by=None, create_study=True)
     first_label = next(n for n, line in enumerate(text.splitlines(), start=1) if json.loads(line)["round"] == "")
     assert [(e.row, e.field, e.message.split(":")[0]) for e in refused.value.errors
             if "session labels" in e.message] == [(first_label, "reviewer", "study 'nowhere' does not exist")]

@@ -95,7 +95,7 @@ def test_export_then_import_gives_the_same_report(tmp_path):
     rows = [json.loads(line) | {"study": "copy"} for line in out.getvalue().splitlines()]
     path = tmp_path / "export.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    call_command("import_judgments", str(path), "--study", "copy")
+    call_command("import_judgments", str(path), "--study", "copy", "--create-study")
     original = report_of("origin", "--bootstrap", "100")
     copy = report_of("copy", "--bootstrap", "100")
     original.pop("study"), copy.pop("study")
