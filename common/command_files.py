@@ -1,7 +1,8 @@
 """The files a command is given, and its exit status: the one rule of every command that reads a file (``manage.py
 import_judgments``, ``import_session_labels``, ``import_conversations``, ``import_study``, ``install_schema``,
 ``cab import``, ``cab ingest``) or writes one into a folder (``manage.py export_bundle``, ``cab download``) or as
-a file (``manage.py export_study -o``).
+a file (``manage.py export_study -o``), and how a file a command writes is never left cut (``written_whole``:
+``manage.py export_judgments --output``).
 
 A file to read that is missing, a folder, or unreadable, and a file to write into a folder that does not exist, are
 usage errors: the command is refused before it reads or writes anything, with the same words on every path
@@ -12,8 +13,12 @@ Django): the researcher CLI reads it too."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 EXIT_DONE = 0
 EXIT_REFUSED = 1  # read and refused (a row, the study, the server said no), or the database or server unreachable
@@ -60,3 +65,23 @@ def output_file(output: str | Path) -> Path:
     if Path(output).is_dir():
         raise FileUnusable(f"{output}: a folder, not a file")
     return output_folder(output)
+
+
+@contextlib.contextmanager
+def written_whole(target: Path) -> Iterator[BinaryIO]:
+    """A binary file whose bytes become ``target`` once the block ends without an error: a temporary file beside it
+    (``TARGET.XXXX.partial``, in the same folder, so the rename is atomic), renamed onto ``target`` then, and removed
+    when the block raises (a failure halfway, an interrupt). A command that stops halfway so never leaves a cut file
+    under the name it was given, nor touches a file already there. The file gets a new file's permissions (0666
+    less the umask), as a shell's ``> TARGET`` would give it."""
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f"{target.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            yield out
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
