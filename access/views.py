@@ -39,10 +39,12 @@ def _link_kept(request: HttpRequest, users: list[Any], paths: list[str], *, done
     """Keep the links just issued beside their accounts on this admin's people page (access.password_links). The
     accounts (``done``: made or reset) are committed, so the session is saved here, not on the way out: a database
     that cannot take it (unreachable or busy) leaves the links unkept, said in the message (a cookie's), and the
-    answer is never the 503 that says nothing was changed."""
+    answer is never the 503 that says nothing was changed. The message names a count and the first few accounts
+    (``_accounts_said``), whatever their number, so it stays in the messages cookie: a longer one would be put in the
+    session, saved on the way out (to a database that may not take it), growing with the file."""
     for user, path in zip(users, paths, strict=True):
         password_links.password_link_remember(session=request.session, user=user, path=path)
-    names = ", ".join(user.get_username() for user in users)
+    names = _accounts_said(users)
 
     def saved() -> bool:
         request.session.save()
@@ -55,8 +57,25 @@ def _link_kept(request: HttpRequest, users: list[Any], paths: list[str], *, done
                                   f"link could not be kept on this page (the database could not take it): once the "
                                   f"page loads again, issue a new one with New set-password link beside the account.")
         return
-    messages.success(request, f"One-time set-password link for {names}: beside the account below until it is used "
-                              "or expires. Copy it and send it to them.")
+    if len(users) == 1:
+        messages.success(request, f"One-time set-password link for {names}: beside the account below until it is "
+                                  "used or expires. Copy it and send it to them.")
+    else:
+        messages.success(request, f"One-time set-password links for {names}: beside each account below until it is "
+                                  "used or expires. Copy each and send it to its person.")
+
+
+NAMED = 3  # the accounts a message names; the others are counted (every one is listed on the page)
+
+
+def _accounts_said(users: list[Any]) -> str:
+    """The accounts a message is about: the name of one; else their number and the first ``NAMED`` names."""
+    names = [user.get_username() for user in users]
+    if len(names) == 1:
+        return names[0]
+    if len(names) <= NAMED:
+        return f"{len(names)} accounts ({', '.join(names[:-1])} and {names[-1]})"
+    return f"{len(names)} accounts ({', '.join(names[:NAMED])} and {len(names) - NAMED} more)"
 
 
 @admin_only

@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from access.services import user_ensure
+from tests.access.test_people import MANY, many_accounts
 from tests.annotation.test_after_commit import _ended_after_the_commit_of
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the connection is ended for real
@@ -66,3 +67,21 @@ def test_a_link_kept_as_the_database_drops_after_the_session_is_saved_is_kept_an
     assert said.startswith("One-time set-password link for rita: beside the account below"), said
     assert "rita" in page.get(reverse("people")).content.decode()
     assert list(page.session["password_links"]) == [str(User.objects.get(username="rita").pk)]
+
+
+
+def test_many_accounts_made_as_the_database_drops_are_said_briefly_in_the_cookie(page):
+    """The message that the links were not kept names a count and the first three accounts, and is carried in the
+    messages cookie: before, it named every account of the CSV, and past what the cookie holds Django put it in the
+    session, whose row the dropped database was to take on the way out."""
+    names, csv = many_accounts()
+    with _ended_after_the_commit_of('INSERT INTO "auth_user"') as seen:
+        answer = page.post(reverse("accounts-upload"), {"file": csv})
+    assert seen, "the accounts were committed"
+    (said,) = _said(answer)
+    assert said.startswith(f"Made: {MANY} accounts ({names[0]}, {names[1]}, {names[2]} and {MANY - 3} more). Their "
+                           "one-time set-password link could not be kept on this page"), said
+    assert answer.cookies["messages"].value
+    shown = page.get(reverse("people")).content.decode()
+    assert f"Made: {MANY} accounts ({names[0]}" in shown
+    assert User.objects.filter(username__in=names).count() == MANY

@@ -3,6 +3,7 @@ deactivation; everyone else gets 403."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
@@ -324,3 +325,44 @@ def test_a_superuser_without_a_role_is_a_persons_account_on_the_people_page(clie
     assert list(first.groups.values_list("name", flat=True)) == ["admin"]
     client.post(reverse("account-password-link", args=[first.pk]), follow=True)
     assert list(_links_shown(client)) == ["first-admin"]
+
+
+
+MANY = 400  # accounts in one CSV
+
+
+def many_accounts(n: int = MANY) -> tuple[list[str], SimpleUploadedFile]:
+    """``n`` usernames that do not compress away (hex digests: about 7 kB, 3 kB compressed, where a messages cookie
+    holds 2 kB), in file order, and their CSV."""
+    names = [f"r-{hashlib.sha256(str(k).encode()).hexdigest()[:16]}" for k in range(n)]
+    rows = "".join(f"{name},,reviewer\n" for name in names)
+    return names, SimpleUploadedFile("people.csv", f"username,email,role\n{rows}".encode(), content_type="text/csv")
+
+
+def test_a_csv_of_many_accounts_is_said_briefly_and_its_links_are_all_on_the_page(client, admin_user):
+    """The message after a CSV names a count and the first three accounts, whatever their number, and is carried in
+    the messages cookie: before, it named every account, so past a few dozen it spilled out of the cookie into the
+    admin's session row (Django's fallback storage), growing with the file. Every link stays on the page."""
+    client.force_login(admin_user)
+    names, csv = many_accounts()
+    answer = client.post(reverse("accounts-upload"), {"file": csv})
+    assert answer.status_code == 302, answer.content[-300:]
+    assert "_messages" not in client.session, "the message spilled into the session"
+    assert answer.cookies["messages"].value
+    (said,) = [m.message for m in get_messages(answer.wsgi_request)]
+    assert said == (f"One-time set-password links for {MANY} accounts ({names[0]}, {names[1]}, {names[2]} and "
+                    f"{MANY - 3} more): beside each account below until it is used or expires. Copy each and send it "
+                    "to its person.")
+    page = client.get(reverse("people")).content.decode()
+    assert f"One-time set-password links for {MANY} accounts" in page
+    assert set(_links_shown(client)) == set(names) == set(User.objects.filter(username__startswith="r-")
+                                                           .values_list("username", flat=True))
+
+
+def test_a_csv_of_a_few_accounts_names_each(client, admin_user):
+    client.force_login(admin_user)
+    csv = SimpleUploadedFile("p.csv", b"username,email,role\nann,,reviewer\nbob,,expert\n", content_type="text/csv")
+    answer = client.post(reverse("accounts-upload"), {"file": csv})
+    assert [m.message for m in get_messages(answer.wsgi_request)] == [
+        "One-time set-password links for 2 accounts (ann and bob): beside each account below until it is used or "
+        "expires. Copy each and send it to its person."]
