@@ -592,7 +592,20 @@ def _member_roles(rows: list[_Row], study: Study | None) -> tuple[dict[str, str]
             roles_of[username] = given[username][0]
         else:
             roles_of[username] = DEFAULT_ROLE if username in coding else GOLD_ROLE
-    return roles_of, set(former) & set(roles_of), errors
+    joining = {username for username in coding if username not in had and roles_of[username] != METHOD_ROLE}
+    return roles_of, set(former) & set(roles_of), errors + _members_refused(rows, joining, roles_of)
+
+
+def _members_refused(rows: list[_Row], joining: set[str], roles_of: dict[str, str]) -> list[RowError]:
+    """The coders the import would make members (``joining``) whose accounts cannot code in the study
+    (``services.member_refusal``: one that sees every study would not code blind), each by their first row."""
+    first_lines: dict[str, int] = {}
+    for r in rows:
+        if not r.is_gold:
+            first_lines.setdefault(r.reviewer, r.line)
+    return [RowError(first_lines[user.get_username()], "reviewer", refusal)
+            for user in get_user_model().objects.filter(username__in=joining).order_by("username")
+            if (refusal := services.member_refusal(user=user, role=roles_of[user.get_username()]))]
 
 
 def _accounts(*, study: Study, roles_of: dict[str, str], coding: set[str], taken_off: set[str],

@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, QuerySet
 from django.utils import timezone
 
-from access.checks import require_study_admin
+from access.checks import require_study_admin, user_roles, user_sees_all_studies
 from annotation import rules, schema_document, selectors
 from annotation.kinds import (
     CoderSetting,
@@ -242,6 +242,20 @@ def study_settings_shown(*, study: Study) -> dict[str, Any]:
 PEOPLE_ROLES = (StudyMember.Role.REVIEWER, StudyMember.Role.EXPERT)  # a study's members who are people
 
 
+def member_refusal(*, user: User, role: str) -> str | None:
+    """Why ``user`` cannot join a study as a coder of ``role`` (reviewer or expert), or None. A study's coders code
+    blind: a reviewer sees only their own judgments, never gold, and in a blinded study no model names
+    (docs/reference.md#roles). An account that sees every study (admin, researcher, superuser:
+    ``access.checks.user_sees_all_studies``) sees all of that on every page, its coding page too: its codings would
+    not be blind. The one rule of every path that adds a member (the study page, every judgment import)."""
+    if not user_sees_all_studies(user=user):
+        return None
+    held = ", ".join(user_roles(user=user)) or "superuser"
+    return (f"{user.get_username()} is an account of role {held}, which sees every study's judgments, gold and "
+            f"model names: as {'an' if role == StudyMember.Role.EXPERT else 'a'} {role} of a study their codings "
+            f"would not be blind. Code with an account of role reviewer or expert (People page)")
+
+
 # What an archived study's refusal of a judgment or a label says no longer changes.
 ARCHIVED_JUDGMENTS = "its judgments and labels no longer change"
 # What an archived study's refusal of a membership change (an addition, a removal, another role) says.
@@ -299,6 +313,8 @@ def study_member_add(*, study: Study, user: User, role: str, by: User | None) ->
         return member
     if archived:
         raise archived_refusal(study, ARCHIVED_MEMBERS)
+    if refusal := member_refusal(user=user, role=role):
+        raise ValidationError({"username": refusal})
     # A member again: what they are now is what they are (FormerStudyMember). In the role they had, they are again
     # what they were: their alias (kept for them alone) and their place on the panel, whose main-round queue and
     # figures are still theirs.
