@@ -113,3 +113,12 @@ def test_an_output_into_a_folder_that_does_not_exist_is_a_usage_error(study, tmp
     with pytest.raises(CommandError) as refused:
         call_command("export_judgments", "--study", "stopped", "--output", str(tmp_path / "nope" / "j.jsonl"))
     assert (str(refused.value), refused.value.returncode) == (f"{Path(tmp_path / 'nope')}: no such folder", 2)
+
+
+def test_an_output_of_dash_is_standard_output(study, tmp_path, monkeypatch):
+    """``-o -`` is standard output, as ``export_study``'s: never a file named ``-``."""
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    call_command("export_judgments", "--study", "stopped", "--output", "-", stdout=out)
+    assert out.getvalue() == "".join(long_format.WRITERS["jsonl"](study=study))
+    assert not (tmp_path / "-").exists()

@@ -23,10 +23,10 @@ class Command(BaseCommand):
         parser.add_argument("-o", "--output", type=Path, default=None,
                             help="the file to write, whole or not at all (written beside it and renamed when "
                                  "complete: an export that fails leaves no file of this name, and one already there "
-                                 "as it was); default: standard output")
+                                 "as it was); default, or -: standard output")
 
     def handle(self, *args, study: str, format: str, output: Path | None, **options):
-        target = commands.output_file(output) if output is not None else None
+        target = commands.output_file(output) if output is not None and str(output) != "-" else None
         found = Study.objects.filter(slug=study).first()
         if found is None:
             raise commands.study_missing(study)
