@@ -278,6 +278,24 @@ def test_export_study_refuses_a_file_it_cannot_write_as_export_bundle_does(manag
     assert list((tmp_path / "a-folder").iterdir()) == []
 
 
+@pytest.mark.parametrize("output, said", [
+    ("nowhere/judgments.csv", "nowhere: no such folder"),
+    ("a-folder", "a-folder: a folder, not a file"),
+])
+def test_export_judgments_refuses_a_file_it_cannot_write_as_export_study_does(manage, tmp_path, monkeypatch, output,
+                                                                               said):
+    """``export_judgments -o`` names a file, as ``export_study -o`` does (common.command_files.output_file): a folder
+    is refused before anything is read, in the same words and status. Before, ``-o a-folder`` was taken for a file
+    to write (its temporary file made beside the folder, to be renamed onto it at the end), and refused later or not
+    in these words."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-folder").mkdir()
+    status, out, err = manage("export_judgments", "--study", SLUG, "-o", output)
+    assert (status, out, _said(err)) == (2, "", said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-folder"]
+    assert list((tmp_path / "a-folder").iterdir()) == []
+
+
 def test_a_lone_surrogate_escape_in_a_json_array_is_the_servers_refusal_as_in_json_lines(cab, tmp_path):
     """JSON's ``\\ud800`` escape reads as a lone surrogate, which no UTF-8 holds: ``cab ingest`` sent a JSON Lines
     line with it as it is, for the server to refuse by its line ("may not contain lone surrogate characters"), but

@@ -1,12 +1,12 @@
 import gzip
-import os
+import io
 import time
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from annotation.models import Study
-from common import commands
+from common import command_files, commands
 from common.progress import WriteProgress
 from study_archive.exporter import study_export
 
@@ -41,22 +41,25 @@ class Command(BaseCommand):
             for warning in warnings:
                 self.stderr.write(warning)
             return
-        # Written beside the target and renamed when complete: a failed export never leaves a file that looks whole.
-        partial = path.with_name(path.name + ".partial")
+        # Written beside the target and renamed when complete (``command_files.written_whole``): a failed export never
+        # leaves a file that looks whole, nor touches one already there; two exports to one name never share a file.
         started = time.monotonic()
         try:
-            opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(partial, "wt", encoding="utf-8", newline="\n") as stream, \
+            with command_files.written_whole(path) as raw, _text(raw, gz=path.name.endswith(".gz")) as stream, \
                     WriteProgress(stream, desc=f"exporting {study}", unit="record") as shown:
                 counts = study_export(study=found, out=shown, warn=warnings.append)  # type: ignore[arg-type]
-            os.replace(partial, path)
         except OSError as error:
-            partial.unlink(missing_ok=True)
             raise CommandError(f"{path}: {error.strerror or error}") from error
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
         summary = ", ".join(f"{n} {kind}" for kind, n in counts.items() if kind not in ("archive", "end"))
         self.stderr.write(f"{path}: study {study!r} exported in {time.monotonic() - started:.1f} s ({summary})")
         for warning in warnings:
             self.stderr.write(warning)
+
+
+def _text(raw: BinaryIO, *, gz: bool) -> TextIO:
+    """The archive's text stream over the file being written: UTF-8 with ``\\n`` line ends, gzip-compressed for a
+    ``.gz`` name."""
+    if gz:
+        return gzip.open(raw, "wt", encoding="utf-8", newline="\n")
+    return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+
