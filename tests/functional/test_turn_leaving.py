@@ -10,13 +10,16 @@ import contextlib
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import Error, expect
 
+from annotation import services
 from annotation.models import Assignment, Span
+from calibration import services as calibration_services
 from tests.browser import login
 from tests.functional.pages import coding_page
-from tests.functional.test_turn_page import wait_saved
-from tests.functional.test_turn_save_races import NOTE, SAVE, Held
+from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
+from tests.functional.test_turn_save_races import NOTE, SAVE, Held, open_turn
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -109,3 +112,56 @@ def test_a_save_the_server_wrote_but_answers_late_is_stored_when_the_reviewer_le
     page.locator("a[rel=next]").click()
     page.wait_for_url(re.compile(r"/turns/2/$"))
     assert str(coding.judgment().score) == coding.scores[1]
+
+
+@pytest.mark.parametrize(("refusal", "then"), [
+    ("stale", "dismiss"), ("stale", "change"), ("locked", "dismiss"), ("note", "dismiss"),
+])
+def test_leaving_after_a_change_refused_as_stale_or_locked_asks_until_the_refusal_is_seen(
+        browser_page, live_server, study_round, refusal, then):  # noqa: F811
+    """A change refused as stale (another tab saved first) or locked (the round closed) is lost: the page shows the
+    server's value and "Not saved: …". Leaving, or completing the turn, asks first until the reviewer dismisses the
+    message or changes that attribute again; before, the page was left without a word."""
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    url = page.url
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
+    form = page.locator("#item-note" if refusal == "note" else "#t-U1")
+    if refusal == "stale":
+        other = page.context.new_page()  # another tab saves a score first
+        other.goto(url)
+        other.locator("#t-U1 input[name=score][value='2']").check()
+        wait_saved(other)
+        other.close()
+    elif refusal == "note":
+        assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+        services.assignment_note_save(assignment=assignment, by=reviewer, comment="Both are fine.", flags=[],
+                                      base=("", []))
+    else:
+        calibration_services.round_close(round=round_, by=get_user_model().objects.get(username="demo-admin"))
+    if refusal == "note":
+        page.locator("#item-note input[value=truncated]").click()  # a click: the refusal unticks it again
+    else:
+        form.locator("input[name=score][value='1']").click()
+    message = form.locator(".state-locked" if refusal == "locked" else ".state-stale")
+    expect(message).to_be_visible()
+    leave(page, "next")
+    leave(page, "back")
+    assert dialogs == ["beforeunload", "beforeunload"]
+    assert page.url == url
+    page.click("#complete-turn")
+    expect(page.locator("#complete-result")).to_contain_text("Not yet: 1 change(s) are not saved")
+    if then == "dismiss":
+        message.get_by_role("button", name="Dismiss").click()
+        # What the server has, as when the page was loaded: a score (another tab's) or a note saved; no score at all
+        # (the round closed before one was saved), no state.
+        expect(form.locator(".save")).to_have_text("" if refusal == "locked" else "Saved")
+    else:
+        form.locator("input[name=score][value='0']").click()  # that attribute changed again: saved
+        wait_saved(page)
+    expect(page.locator("#global-state")).to_have_text("All changes saved")
+    page.locator("a[rel=next]").click()
+    page.wait_for_url(re.compile(r"/turns/2/$"))
+    assert dialogs == ["beforeunload", "beforeunload"]

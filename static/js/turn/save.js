@@ -3,9 +3,11 @@
 // waiting for sign-in (the change is kept and sent again once signed in), refused, stale (the newer value shown), or
 // locked (the item no longer takes changes: the value it keeps shown); an edit still being typed (a count whose field
 // was not left, a comment within its typing pause) is on the page only, and said so until it is sent. Also the
-// header's progress and the warning on leaving with unsaved changes (an edit still being typed is sent then).
+// header's progress and the warning on leaving with unsaved changes (an edit still being typed is sent then; a change
+// refused as stale or locked warns until its message is dismissed or the change made again).
 import {
-  closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken, token,
+  button, closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken,
+  token,
 } from "./page.js";
 import { applyNewer } from "./values.js";
 
@@ -265,9 +267,12 @@ export function resumeAfterSignIn(signedIn) {
 }
 
 // Whether a form shows a change the server does not have: on its way, kept to be sent again, or refused (until it is
-// put right, cleared or undone). Completing waits for them; leaving the page warns.
+// put right, cleared or undone); or a change refused as stale or locked, the server's value shown in its place,
+// whose message the reviewer has not yet dismissed (the change is lost unless made again: the message stays until
+// dismissed or that attribute, or the note, is changed again). Completing waits for them; leaving the page warns.
 export function unsaved(form) {
-  return form.q.dirty || form.q.inflight || form.q.timer || ["failed", "auth", "refused"].includes(form.dataset.state);
+  return form.q.dirty || form.q.inflight || form.q.timer
+    || ["failed", "auth", "refused", "stale", "locked"].includes(form.dataset.state);
 }
 
 // An edit on the page only, not sent yet: an instance count typed whose field was not left (its change event, on
@@ -302,7 +307,19 @@ function drawState(form) {
   span.className = "state state-" + state;
   span.dataset.state = state;
   span.textContent = state === form.dataset.state ? form.stateText : EDITING;
+  if (state === "stale" || state === "locked") {
+    const dismiss = button("link dismiss", "Dismiss");
+    dismiss.addEventListener("click", function () { dismissRefusal(form); });
+    span.append(" ", dismiss);
+  }
   holder.replaceChildren(span);
+}
+
+// A change refused as stale or locked, its message dismissed: the form shows what the server has (the change made
+// here is not saved), as it did when the page was loaded, and leaving the page no longer asks for it.
+function dismissRefusal(form) {
+  (form === note ? note.elements.comment : form).focus({ preventScroll: true });
+  setState(form, form === note || form.savedScore !== "" ? "saved" : "", "Saved");
 }
 
 // An edit typed (or typed back to the saved value): the form and the header say whether it is on the page only.
