@@ -5,10 +5,12 @@ held back with ``page.route`` (never answered by the test); nothing of the page'
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from annotation import services
 from annotation.models import Assignment, Judgment
+from calibration import services as calibration_services
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import NOTE, SAVE, Held, open_turn
 
@@ -86,6 +88,52 @@ def test_a_comment_typed_while_its_note_is_refused_as_stale_stays_quoted(browser
     assignment.refresh_from_db()
     assert assignment.comment == "Both are fine."
 
+
+
+@pytest.mark.parametrize("refusal", ["stale", "locked"])
+def test_a_count_typed_while_its_attribute_is_refused_stays_quoted(
+        browser_page, live_server, study_round, refusal):  # noqa: F811
+    """An instance count typed, its field not left (no change event yet), while a save of its attribute is on its way
+    that comes back refused as stale (another tab saved first) or locked (the round closed): the form shows the
+    server's value, and the count typed here is quoted in the refusal; before, it was replaced without a word."""
+    page = browser_page
+    round_, reviewer = study_round
+    handle = open_turn(page, live_server, round_)
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data) if SAVE.match(request.url) else None)
+    aur = page.locator(f"#r{handle}-AUR")
+    count = aur.locator("input[name=instance_count]")
+    other = page.context.new_page()
+    other.goto(page.url)
+    held = Held(page, SAVE)
+    aur.locator("input[name=score][value='1']").check()
+    expect(aur.locator(".save")).to_have_text("Saving…")
+    count.click()
+    count.press_sequentially("3")  # typed while the score's save is on its way, the field not left
+    if refusal == "stale":  # another tab saves the attribute first
+        other.locator(f"#r{handle}-AUR input[name=score][value='2']").check()
+        other.locator(f"#r{handle}-AUR input[name=instance_count]").fill("5")
+        other.locator(f"#r{handle}-AUR input[name=instance_count]").press("Tab")
+        wait_saved(other)
+    else:
+        calibration_services.round_close(round=round_, by=get_user_model().objects.get(username="demo-admin"))
+    other.close()
+    held.release()
+    message = aur.locator(f".state-{refusal}")
+    expect(message).to_contain_text("your instance count was: “3”")
+    expect(count).to_have_value("5" if refusal == "stale" else "")
+    expect(page.locator("#global-state")).to_have_attribute("data-state", "error")
+    # The field left now: the count it holds is the server's, no change; nothing is sent, and the quote stays.
+    count.press("Tab")
+    page.locator("#t-U1 input[name=score][value='1']").check()  # a save after it, to know none was sent before
+    expect(page.locator(f"#t-U1 .state-{'locked' if refusal == 'locked' else 'saved'}")).to_be_visible()
+    assert len(sent) == 2 and "attribute=U1" in sent[1], sent
+    expect(message).to_contain_text("your instance count was: “3”")
+    judgment = Judgment.objects.filter(coder=reviewer, attribute__code="AUR", response__isnull=False).first()
+    if refusal == "stale":
+        assert (judgment.score, judgment.instance_count) == (2, 5)
+    else:
+        assert judgment is None
 
 # Every text the save states of the forms and the note show, in order, by form (a MutationObserver the test adds:
 # the page's own scripts are untouched).

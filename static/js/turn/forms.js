@@ -84,6 +84,10 @@ export function changed(form) {
     if (undoStack.length > UNDO_LIMIT) undoStack.shift();
     redoStack.length = 0;
     form.current = after;
+  } else if (form.dataset.state === "stale" || form.dataset.state === "locked") {
+    // The form holds the server's value a refusal put in (an instance count field left after it replaced what was
+    // typed there, which the refusal quotes): no change, nothing to send, and the refusal stays said.
+    return;
   }
   requestSave(form);
 }

@@ -196,8 +196,8 @@ function handle(form, status, text) {
   if (status === 409 && state === "stale") {
     form.q.dirty = false; // the change was made on an older value: shown as not saved, the newer value shown
     form.dataset.version = result.dataset.version;
-    applyNewer(form, result);
-    setState(form, "stale", result.textContent);
+    const yours = replaceWithNewer(form, result);
+    setState(form, "stale", result.textContent + yours);
     return;
   }
   if (state === "locked") {
@@ -206,14 +206,24 @@ function handle(form, status, text) {
     // is a change the page sends (the refused value shown would have been one the reviewer could not pick again).
     form.q.dirty = false;
     form.dataset.version = result.dataset.version;
-    applyNewer(form, result);
-    setState(form, "locked", result.textContent);
+    const yours = replaceWithNewer(form, result);
+    setState(form, "locked", result.textContent + yours);
     return;
   }
   if (form.q.dirty) { pump(form); return; } // a newer change is waiting: it may well be accepted
   let message = result ? result.textContent : "Not saved: refused by the server (" + status + ")";
   if (!result && status === 404) message = "Not saved: this item is no longer yours to code (404)";
   setState(form, "refused", message);
+}
+
+// The server's value put in the form in place of what it showed (a save refused as stale or locked). An instance count
+// typed meanwhile, its field not left (nothing sent for it yet), is replaced in the field and said in the message
+// (returned), as a comment typed in its typing pause is: what the reviewer typed never vanishes without a word.
+function replaceWithNewer(form, result) {
+  const count = form.elements.instance_count;
+  const typedCount = typing(form) ? count.value.trim() : "";
+  applyNewer(form, result);
+  return typedCount && typedCount !== count.value ? " (your instance count was: “" + typedCount + "”)" : "";
 }
 
 // The note (comment and flags) in a save's body, or as the page holds it; two compared as the server stores them.
