@@ -44,6 +44,15 @@ def login(page, live_server, username: str, password: str = "cab-demo") -> None:
     page.wait_for_url(f"{live_server.url}/")
 
 
+def another_device(page, live_server, username: str = "demo-reviewer",
+                   password: str = "cab-demo") -> object:  # noqa: S107
+    """A page of another browser context than ``page``'s (another device: no cookies, no tab to tell of a save, as
+    tabs of one browser tell each other), signed in as ``username``."""
+    other = page.context.browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    login(other, live_server, username, password)
+    return other
+
+
 def sign_in_as(page, live_server, user, password: str = "pw-for-tests") -> None:  # noqa: S107
     """Sign ``user`` (an account made by a fixture, without a known password) in, with a password given here."""
     user.set_password(password)

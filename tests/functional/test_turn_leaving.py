@@ -16,7 +16,7 @@ from playwright.sync_api import Error, expect
 from annotation import services
 from annotation.models import Assignment, Span
 from calibration import services as calibration_services
-from tests.browser import login
+from tests.browser import another_device, login
 from tests.functional.pages import coding_page
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import NOTE, SAVE, Held, open_turn
@@ -130,7 +130,7 @@ def test_leaving_after_a_change_refused_as_stale_or_locked_asks_until_the_refusa
     page.on("dialog", lambda dialog: (dialogs.append(dialog.type), dialog.dismiss()))
     form = page.locator("#item-note" if refusal == "note" else "#t-U1")
     if refusal == "stale":
-        other = page.context.new_page()  # another tab saves a score first
+        other = another_device(page, live_server)  # another device saves a score first
         other.goto(url)
         other.locator("#t-U1 input[name=score][value='2']").check()
         wait_saved(other)

@@ -12,7 +12,7 @@ from annotation import services
 from annotation.models import Assignment, Judgment, Span, StudyMember
 from annotation.selectors import response_by_handle, response_handle
 from benchmark.models import ModelResponse
-from tests.browser import ARTIFACTS, demo_turn_with_text, login, select_text
+from tests.browser import ARTIFACTS, another_device, demo_turn_with_text, login, select_text
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -172,7 +172,7 @@ def test_an_edit_in_another_tab_is_never_silently_overwritten(browser_page, live
     login(page, live_server, "demo-reviewer")
     url = f"{live_server.url}/rounds/{round_.pk}/turns/1/"
     page.goto(url)
-    other = page.context.new_page()
+    other = another_device(page, live_server)  # a tab of the same browser is told at once (test_turn_tabs.py)
     other.goto(url)
     page.locator("#t-U1 input[name=score][value='1']").check()
     page.wait_for_selector("#t-U1 .state-saved")
@@ -226,7 +226,7 @@ def test_a_note_changed_in_another_tab_is_never_silently_overwritten(browser_pag
     login(page, live_server, "demo-reviewer")
     url = f"{live_server.url}/rounds/{round_.pk}/turns/1/"
     page.goto(url)
-    other = page.context.new_page()
+    other = another_device(page, live_server)  # a tab of the same browser is told at once (test_turn_tabs.py)
     other.goto(url)
     page.fill("#note-comment", "Response B stops mid-sentence.")
     page.locator("#note-comment").press("Tab")

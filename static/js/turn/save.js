@@ -4,7 +4,8 @@
 // locked (the item no longer takes changes: the value it keeps shown); an edit still being typed (a count whose field
 // was not left, a comment within its typing pause) is on the page only, and said so until it is sent. Also the
 // header's progress and the warning on leaving with unsaved changes (an edit still being typed is sent then; a change
-// refused as stale or locked warns until its message is dismissed or the change made again).
+// refused as stale or locked warns until its message is dismissed or the change made again), and telling the page's
+// other tabs in this browser of each save, which they show at once where they have no edit of their own.
 import {
   button, closeDialog, coder, editable, forms, globalState, maxCount, note, openRelogin, page, relogin, renewToken,
   token,
@@ -172,6 +173,7 @@ function handle(form, status, text) {
     if (form === note) note.base = noteOf(form.q.sent);
     if (result.dataset.version) form.dataset.version = result.dataset.version;
     if (result.dataset.score !== undefined) form.savedScore = result.dataset.score;
+    tellOtherTabs(form, result);
     // The save took a completed turn out of the completed ones (js/turn/complete.js shows what it wants again).
     if (result.dataset.reopened) {
       document.dispatchEvent(new CustomEvent("turn:reopened", { detail: JSON.parse(result.dataset.reopened) }));
@@ -382,6 +384,47 @@ function updateProgress() {
   });
 }
 
+// ---- other tabs of the same page -----------------------------------------------------------------------------
+// Tabs of one coding page (one item, one account) in one browser tell each other of each save that lands
+// (BroadcastChannel): the other tab shows the newer value at once, on its version, where that attribute (or the note)
+// has no edit of its own there: nothing on its way, kept or being typed, no refusal shown, its field not focused.
+// Where it has one, the newer value is met as a tab of another browser meets it: its next save is refused as stale.
+let tabs = null;
+
+function tellOtherTabs(form, result) {
+  if (!tabs) return;
+  if (form === note) { tabs.postMessage({ note: note.base }); return; }
+  tabs.postMessage({
+    form: form.id, version: result.dataset.version, score: result.dataset.score, count: result.dataset.count,
+    spans: form.classList.contains("has-spans") ? form.q.sent.get("spans") : undefined,
+  });
+}
+
+function quiet(form) {
+  const state = form.dataset.state;
+  const field = form === note ? form.elements.comment : form.elements.instance_count;
+  return !form.q.dirty && !form.q.inflight && !form.q.timer && !typing(form) && (!state || state === "saved")
+    && !(field && document.activeElement === field);
+}
+
+function savedInAnotherTab(data) {
+  if (data.note) {
+    if (!note || !quiet(note) || !sameNote(noteOf(bodyOf(note)), note.base)) return;
+    note.base = data.note;
+    note.elements.comment.value = data.note.comment;
+    note.querySelectorAll('input[name="flags"]').forEach(function (box) {
+      box.checked = data.note.flags.includes(box.value);
+    });
+    setState(note, "saved", "Saved in another tab");
+    return;
+  }
+  const form = document.getElementById(data.form);
+  if (!form || !form.q || Number(data.version) <= Number(form.dataset.version || 0) || !quiet(form)) return;
+  form.dataset.version = data.version;
+  applyNewer(form, { dataset: { score: data.score, count: data.count, spans: data.spans } });
+  setState(form, "saved", "Saved in another tab");
+}
+
 // ---- starting: the warning on leaving, and the comment and flags (saved as the forms are) ------------------------
 
 // Nothing of the note to send: none on its way or kept, its state none or "Saved", and the comment and flags the ones
@@ -411,6 +454,10 @@ function sendTyped() {
 }
 
 export function startSaving() {
+  if (editable && "BroadcastChannel" in window) {
+    tabs = new BroadcastChannel("cab-turn " + coder + " " + page.dataset.saveUrl);
+    tabs.addEventListener("message", function (event) { savedInAnotherTab(event.data); });
+  }
   window.addEventListener("beforeunload", function (event) {
     sendTyped();
     if (saveables().some(unsaved)) { event.preventDefault(); event.returnValue = ""; }
