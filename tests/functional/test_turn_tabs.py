@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Assignment, Judgment
+from tests.browser import another_device
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import NOTE, SAVE, open_turn
 
@@ -76,3 +77,37 @@ def test_a_save_in_another_tab_leaves_an_edit_of_its_own_here_to_the_stale_path(
     expect(page.locator(f"{aur} input[name=score][value='2']")).to_be_checked()
     judgment = Judgment.objects.get(coder=reviewer, attribute__code="AUR", response__isnull=False)
     assert (judgment.score, judgment.instance_count) == (2, None)
+
+
+@pytest.mark.parametrize("other_is", ["tab", "device"])
+def test_undo_never_puts_back_a_value_over_another_tabs_newer_one(
+        browser_page, live_server, study_round, other_is):  # noqa: F811
+    """Ctrl+Z takes back the reviewer's last change while the form still shows it. Once the form shows another tab's
+    (or device's) newer value instead (told at once, or by a save refused as stale), undo put the value from before
+    the reviewer's change back and saved it on the newer version: the other tab's edit overwritten, unasked."""
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    u1 = page.locator("#t-U1")
+    u1.locator("input[name=score][value='1']").check()
+    wait_saved(page)
+    u1.locator("input[name=score][value='2']").check()
+    wait_saved(page)
+    other = page.context.new_page() if other_is == "tab" else another_device(page, live_server)
+    other.goto(page.url)
+    other.locator("#t-U1 input[name=score][value='0']").check()
+    wait_saved(other)
+    if other_is == "tab":
+        expect(u1.locator("input[name=score][value='0']")).to_be_checked()  # told at once
+    else:
+        u1.locator("input[name=score][value='1']").click()  # refused as stale, the newer value shown
+        expect(u1.locator(".state-stale")).to_be_visible()
+        expect(u1.locator("input[name=score][value='0']")).to_be_checked()
+    page.locator("h1, .turn-nav").first.click()  # focus out of the form: Ctrl+Z is the page's undo
+    for _ in range(3):
+        page.keyboard.press("Control+z")
+    page.locator("#t-U2 input[name=score][value='1']").check()  # a save after them, to know none was sent before
+    expect(page.locator("#t-U2 .state-saved")).to_be_visible()
+    expect(u1.locator("input[name=score][value='0']")).to_be_checked()
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="U1")
+    assert judgment.score == 0

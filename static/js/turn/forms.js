@@ -92,8 +92,14 @@ export function changed(form) {
   requestSave(form);
 }
 
+// An entry is taken back (or made again) only while its form still shows what that change left (or what undoing it
+// put back): once the form shows a newer value from another tab or device instead (told at once, or with a save
+// refused as stale or locked), putting an older value back would overwrite that edit unasked. Such entries are
+// dropped, and the next one is tried.
 function undoRedo(from, to, which) {
-  const entry = from.pop();
+  const shown = which === "before" ? "after" : "before";
+  let entry = from.pop();
+  while (entry && !same(entry.form.current, entry[shown])) entry = from.pop();
   if (!entry) return;
   applySnapshot(entry.form, entry[which]);
   to.push(entry);
