@@ -152,7 +152,8 @@ def test_leaving_after_a_change_refused_as_stale_or_locked_asks_until_the_refusa
     assert dialogs == ["beforeunload", "beforeunload"]
     assert page.url == url
     page.click("#complete-turn")
-    expect(page.locator("#complete-result")).to_contain_text("Not yet: 1 change(s) are not saved")
+    expect(page.locator("#complete-result")).to_contain_text(
+        "Not yet: 1 change(s) were not saved (see the red messages): make them again, or dismiss their messages")
     if then == "dismiss":
         message.get_by_role("button", name="Dismiss").click()
         # What the server has, as when the page was loaded: a score (another tab's) or a note saved; no score at all

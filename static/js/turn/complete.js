@@ -63,6 +63,13 @@ export function startCompleting() {
     const waiting = saveables().filter(unsaved);
     if (!waiting.length) return;
     event.preventDefault();
+    // Changes refused as stale or locked are lost unless made again: saying "once they are" would wait for nothing.
+    const lost = waiting.filter(function (f) { return f.dataset.state === "stale" || f.dataset.state === "locked"; });
+    if (lost.length === waiting.length) {
+      say("Not yet: " + lost.length + " change(s) were not saved (see the red messages): make them again, or dismiss "
+        + "their messages, then complete the turn.");
+      return;
+    }
     say("Not yet: " + waiting.length + " change(s) are not saved (see the header). Complete the turn once they are.");
   });
 
