@@ -137,6 +137,30 @@ class _MaterialUse:
                         f"{change}")
         return None
 
+    def removal_problem(self, edit: Edit) -> str | None:
+        """Why deleting the turn (an edit of kind ``turn``) or the response (``response``) would take away what
+        reviewers coded against, or will code in an open round, or None: what ``problem`` freezes is not deleted
+        either. The session coded as a whole is named first, as it is what the transcript was coded as."""
+        turn = f"turn {edit.turn_index} of {edit.label}"
+        what = turn if edit.kind == "turn" else f"the {edit.model_slot} reply of {turn}"
+        whole = self.session_coded_over(edit.conversation_id, edit.turn_index or 0)
+        if whole is not None:
+            return (f"{what} is in the transcript session {whole[0]} {whole[1]} (a session is coded on its whole "
+                    "transcript, with the earlier sessions its page shows); it cannot be deleted")
+        problem = self.problem(edit)
+        if problem is None:
+            return None
+        if edit.kind == "response":
+            why = "has judgments" if edit.response_id in self.judged_responses else "is in an open round"
+            return f"{what} {why}; it cannot be deleted"
+        judged = self.judged_through.get(edit.conversation_id, 0)
+        if math.isinf(judged):
+            return (f"{turn} is in {edit.label}, which has judgments of the conversation or of a session as a "
+                    "whole; none of its turns can be deleted")
+        if edit.turn_index is not None and edit.turn_index <= judged:
+            return f"{turn} has judgments (on it, or on a later turn that shows it as context); it cannot be deleted"
+        return f"{turn} is in an open round (itself, or as context of a later turn); it cannot be deleted"
+
 
 def _owners_locked(conversation_ids: list[int]) -> dict[int, int | None]:
     """Lock the conversations (FOR UPDATE, in id order) and return their owning studies. A judgment can then not
@@ -268,6 +292,18 @@ def material_conflicts(edits: list[Edit], *, study: StudyRef | None) -> tuple[li
             errors.append(RowError(edit.row, edit.field, problem))
     claims = {c for c in conversation_ids if owners.get(c) is None} if study_id is not None else set()
     return errors, claims
+
+
+def removal_conflicts(edits: list[Edit]) -> list[RowError]:
+    """Lock the conversations of the turns and responses the edits name (each of kind ``turn`` or ``response``: a
+    delete), then why each may not be deleted (``_MaterialUse.removal_problem``): the Django admin's deletes keep
+    the frozen text rule every ingestion keeps (benchmark/admin.py). Study isolation is not asked: the admin is no
+    study's, and what it may delete no reviewer coded against."""
+    if not edits:
+        return []
+    use = _material_use(sorted(_owners_locked(sorted({edit.conversation_id for edit in edits}))))
+    return [RowError(edit.row, edit.field, problem) for edit in edits
+            if (problem := use.removal_problem(edit)) is not None]
 
 
 def claim(conversation_ids: set[int], study: StudyRef | None) -> None:
