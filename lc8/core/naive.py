@@ -298,9 +298,12 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def naive_intervals(study: Lc8Study, picks: np.ndarray) -> dict[str, dict[str, list[float | None]]]:
-    """coder -> {current_mae, change_mae, direction_accuracy} -> [lo, hi] from the draws in `picks` (B x n)."""
-    return {name: {metric: [_percentile(v, 2.5), _percentile(v, 97.5)] if v else [None, None]
+def naive_intervals(study: Lc8Study, picks: np.ndarray,
+                    level: float = 0.95) -> dict[str, dict[str, list[float | None]]]:
+    """coder -> {current_mae, change_mae, direction_accuracy} -> [lo, hi] from the draws in `picks` (B x n), the
+    percentile interval at `level`."""
+    tail = 100 * (1 - level) / 2
+    return {name: {metric: [_percentile(v, tail), _percentile(v, 100 - tail)] if v else [None, None]
                    for metric, v in samples.items()} for name, samples in _naive_samples(study, picks).items()}
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from common.cells import unneutralise
 from metrics.core.history_names import history_names
 from metrics.core.section_csv import csv_rows
+from metrics.core.tables import ReportParams
 
 from .tracking import CoderLabels, Lc8Rules, Lc8Study, lc8_report
 
@@ -275,9 +276,10 @@ def lc8_inputs_from_rows(rows: Lc8Rows, *, reference: str | None = None, convers
                      input=counts.input(len(grid.names)))
 
 
-def lc8_section_from_rows(rows: Lc8Rows, *, seed: int = 0, resamples: int = 2000,
-                          reference: str | None = None) -> dict[str, Any]:
-    """The report's ``lc8`` section of the rows: ``lc8_report`` of their arrays, plus ``reference`` and ``roles``; a
+def lc8_section_from_rows(rows: Lc8Rows, *, seed: int = 0, resamples: int = 2000, reference: str | None = None,
+                          level: float = ReportParams.ci_level) -> dict[str, Any]:
+    """The report's ``lc8`` section of the rows: ``lc8_report`` of their arrays (intervals at ``level``, the
+    report's ``ci_level``), plus ``reference`` and ``roles``; a
     study that cannot be measured gets ``{"unavailable": why, "input": …}`` (every label and judgment left out)."""
     try:
         inputs = lc8_inputs_from_rows(rows, reference=reference)
@@ -285,7 +287,7 @@ def lc8_section_from_rows(rows: Lc8Rows, *, seed: int = 0, resamples: int = 2000
         counts = Counts(labels=len(rows.label_coder), judgments=len(rows.judgments))
         counts.labels_dropped["unavailable"], counts.dropped["unavailable"] = counts.labels, counts.judgments
         return {"unavailable": str(why), "input": counts.input(len({(d, name) for d, name, _s in rows.sessions}))}
-    section = lc8_report(inputs.study, resamples=resamples, seed=seed)
+    section = lc8_report(inputs.study, resamples=resamples, seed=seed, level=level)
     section["reference"] = inputs.reference_name
     section["roles"] = inputs.roles
     section["input"] = inputs.input

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from metrics.core.bootstrap import resamples_used
+from metrics.core.bootstrap import percentile_interval
+from metrics.core.tables import ReportParams
 
 TYPES: tuple[str, ...] = ("improving", "worsening", "fluctuating", "stable")
 CI_METRICS: tuple[str, ...] = ("current_mae", "change_mae", "direction_accuracy")
@@ -318,9 +319,10 @@ def _seed_fidelity(
 
 
 def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(n_coders, 3, 2) percentile intervals (NaN where no draw defines one) of the three CI metrics, and (n_coders,
-    3) the resamples each rests on: those where its figure is defined (``metrics.core.bootstrap.resamples_used``).
+               seed: int, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """(n_coders, 3, 2) percentile intervals at ``level`` (NaN where no draw defines one) of the three CI metrics,
+    and (n_coders, 3) the resamples each rests on: those where its figure is defined (both
+    ``metrics.core.bootstrap.percentile_interval``, the one rule of every interval of the report).
 
     `sums` is (n, 6 * blocks), one block per (coder, seed); `seeds_of[j]` is the coder of block j. Every block is
     resampled by the same draws: a block of draws is one (rows x n) count matrix, times `sums`, in one product.
@@ -347,13 +349,8 @@ def _intervals(sums: np.ndarray, seeds_of: list[int], n_coders: int, resamples: 
         count = np.einsum("rbm,bc->rcm", defined, owner)
         samples[start : start + rows] = np.divide(total, count, out=np.full_like(total, np.nan), where=count > 0)
         start += rows
-    out = np.full((n_coders, 3, 2), np.nan)
-    for c in range(n_coders):
-        for m in range(3):
-            finite = samples[:, c, m][np.isfinite(samples[:, c, m])]
-            if finite.size:
-                out[c, m] = np.percentile(finite, [2.5, 97.5])
-    return out, resamples_used(samples)
+    low, high, used = percentile_interval(samples, level)
+    return np.stack([low, high], axis=-1), used
 
 
 def _pair(interval: np.ndarray) -> list[float | None]:
@@ -389,7 +386,8 @@ def _ranking(coders: dict[str, dict], methods: tuple[str, ...]) -> dict[str, lis
     }
 
 
-def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict:
+def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0,
+               level: float = ReportParams.ci_level) -> dict:
     """The report's ``lc8`` section, JSON-ready (floats, None where undefined, lists; docs/lc8-metrics.md#output):
 
     {"coders": {CODER: {current_mae, change_mae, direction_accuracy, trend_agreement, n_trajectories,
@@ -403,11 +401,14 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
      "ranking": {"by_current_mae": [METHOD, ...], "by_change_mae": [...], "by_direction_accuracy": [...],
      "reversals": [[a, b], ...]}, "resamples": B, "seed": seed}
 
-    SEED keys are str(seed), "none" for the seed None. Raises ValueError (naming the coder, seed and shape) when
+    ``ci`` is the percentile interval at ``level`` (the report's ``ci_level``). SEED keys are str(seed), "none" for
+    the seed None. Raises ValueError (naming the coder, seed and shape) when
     an array does not match the reference's shape or S != rules.sessions.
     """
     if resamples < 0:
         raise ValueError(f"resamples must not be negative, got {resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
     rules = study.rules
     checked = _check(study)
     ref = checked.reference
@@ -446,7 +447,7 @@ def lc8_report(study: Lc8Study, *, resamples: int = 2000, seed: int = 0) -> dict
         fidelity[name] = {m: _mean_defined([f[m] for f in fid_seeds]) for m in FIDELITY_METRICS}
         fidelity[name].update({m: int(covered[j].sum()) for j, m in enumerate(FIDELITY_COUNTS)})
     sums_all = np.hstack(blocks) if blocks else np.zeros((ref.shape[0], 0))
-    intervals, used = _intervals(sums_all, block_owner, len(names), resamples, seed)
+    intervals, used = _intervals(sums_all, block_owner, len(names), resamples, seed, level)
     for index, name in enumerate(names):
         coders[name]["ci"] = {m: _pair(intervals[index, j]) for j, m in enumerate(CI_METRICS)}
         # of the B resamples, those each interval rests on (the others, where its figure is undefined, left out)

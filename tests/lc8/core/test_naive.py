@@ -88,6 +88,22 @@ def test_intervals_equal_a_loop_over_the_same_draws(generated):
     assert all(0 <= n <= 60 for counts in used.values() for n in counts.values())
 
 
+def test_intervals_are_at_the_level_asked_for(generated):
+    """The intervals are ``metrics.core.bootstrap.percentile_interval``'s at the report's level, as every other
+    interval of the report: at 80 % each equals the loop's 10th and 90th percentiles and lies within the 95 % one.
+    Before, they were the 2.5th and 97.5th percentiles whatever the level."""
+    draws = trajectory_draws(len(generated.trajectories), 60, 9)
+    at_80 = {name: entry["ci"] for name, entry in lc8_report(generated, resamples=60, seed=9, level=0.8)["coders"]
+             .items()}
+    assert_close(at_80, naive_intervals(generated, draws, level=0.8), "ci")
+    at_95 = {name: entry["ci"] for name, entry in lc8_report(generated, resamples=60, seed=9)["coders"].items()}
+    narrower = [(at_95[name][m][0] <= low <= high <= at_95[name][m][1], low > at_95[name][m][0])
+                for name, figures in at_80.items() for m, (low, high) in figures.items() if low is not None]
+    assert narrower and all(inside for inside, _ in narrower) and any(moved for _, moved in narrower)
+    with pytest.raises(ValueError, match="level must lie strictly between 0 and 1"):
+        lc8_report(generated, resamples=60, seed=9, level=1.0)
+
+
 def test_naive_type_agrees_with_the_vectorised_rule(generated):
     report = lc8_report(generated, resamples=0)
     counts = dict.fromkeys(TYPES, 0)
