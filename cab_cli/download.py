@@ -41,7 +41,13 @@ PROVENANCE_HEADERS = ("CAB-Run", "CAB-Run-Finished", "CAB-Parameters", "CAB-Soft
 
 
 class DownloadError(RuntimeError):
-    """The server refused the download, or what came is not the file it described."""
+    """The server refused the download, or what came is not the file it described, or could not be written here."""
+
+
+def _not_written(received: int, where: Path, problem: OSError) -> DownloadError:
+    """A write error after the request was sent and answered (a full disk, a file or folder not writable): not a
+    usage error (exit 2 says nothing was sent), but what came and was not written."""
+    return DownloadError(f"{received:,} bytes came from the server but could not be written to {where}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,11 @@ def _finish(part: Path, tag: Path, target: Path, etag: str) -> int:
         tag.unlink(missing_ok=True)
         raise DownloadError("the downloaded file does not match the server's checksum; it was removed: run the "
                             "command again")
-    part.replace(target)
+    try:
+        part.replace(target)
+    except OSError as problem:
+        raise DownloadError(f"the whole file came from the server, into {part}, but could not be named {target}: "
+                            f"{problem}") from problem
     tag.unlink(missing_ok=True)
     return target.stat().st_size
 
@@ -164,19 +174,30 @@ def download(http: httpx.Client, url: str, target: Path, *, retries: int = 5, de
                         print(f"{target.name}: the file changed on the server since the download began; starting "
                               "again", file=sys.stderr)
                     total, mode, have = int(answer.headers.get("Content-Length", 0)) or 0, "wb", 0
-                tag.write_text(etag + "\n")
-                with part.open(mode) as out, progress.bar(desc=desc or target.name, total=total or None, unit="B",
-                                                         unit_scale=True) as bar:
-                    bar.update(have)
-                    for chunk in answer.iter_bytes():  # as it arrives: a drop loses nothing received
-                        out.write(chunk)
-                        bar.update(len(chunk))
+                _write(answer, part, tag, etag, mode=mode, have=have, total=total, desc=desc or target.name)
             if total and part.stat().st_size != total:
                 raise httpx.ReadError(f"the connection closed after {part.stat().st_size:,} of {total:,} bytes")
             size = _finish(part, tag, whole, etag)
             return Downloaded(whole, size, have, attempt, said)
         except (httpx.TransportError, _Unavailable) as problem:
             _again_or_refused(problem, attempt=attempt, retries=retries, part=part, target=target)
+
+
+def _write(answer: httpx.Response, part: Path, tag: Path, etag: str, *, mode: str, have: int, total: int,
+           desc: str) -> None:
+    """The answer's bytes into the part (appended, or from its start), as they arrive: a drop loses nothing received.
+    A write error raises the DownloadError that says how many bytes came and were not written (``_not_written``)."""
+    received = 0
+    try:
+        tag.write_text(etag + "\n")
+        with part.open(mode) as out, progress.bar(desc=desc, total=total or None, unit="B", unit_scale=True) as bar:
+            bar.update(have)
+            for chunk in answer.iter_bytes():
+                received += len(chunk)
+                out.write(chunk)
+                bar.update(len(chunk))
+    except OSError as problem:
+        raise _not_written(received, part, problem) from problem
 
 
 def _named(target: Path, answer: httpx.Response) -> Path:

@@ -14,7 +14,8 @@ The token comes from ``CAB_TOKEN`` (never from the command line, where other use
 in the process list), the server from ``CAB_URL``, the study from ``--study`` or ``CAB_STUDY``. Progress goes to
 standard error on a terminal only; results to standard output. Exit status (common.command_files, as manage.py's
 commands): 0 done, 1 the server refused (its error is printed: which item or line, which field, why) or could not be
-reached, 2 a usage error (a file missing, a folder to write into missing…). docs/api.md#the-researcher-cli.
+reached, or what it sent could not be written (a full disk), 2 a usage error (a file missing, a folder to write
+into missing…). docs/api.md#the-researcher-cli.
 """
 
 from __future__ import annotations
@@ -507,7 +508,11 @@ def cmd_download(args: argparse.Namespace) -> None:
                         server_name=folder)
     except DownloadError as problem:
         raise Refused(f"{target}: {problem}") from None
-    kept = provenance_write(done)  # the run, software, parameters, input and digest, beside the file
+    try:
+        kept = provenance_write(done)  # the run, software, parameters, input and digest, beside the file
+    except OSError as problem:  # the file came and was written: not a usage error
+        raise Refused(f"{done.path}: downloaded ({done.size:,} bytes), but where it came from could not be written "
+                      f"beside it: {problem}") from None
     print(json.dumps({"file": str(done.path), "bytes": done.size, "resumed_from": done.resumed_from,
                       "provenance": str(kept)}))
 

@@ -11,6 +11,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -852,3 +853,17 @@ def test_a_bundles_run_the_server_could_not_read_just_then_is_read_again(cab, mo
     assert asked == [f"/api/v1/metric-runs/{run.pk}/"] * 2, asked
     assert "cab: the server is briefly unavailable (HTTP 503); asking again (attempt 2) in 1 s" in err, err
     assert status == 1 and f"{SLUG} has no succeeded metric run {run.pk}" in err, err
+
+
+def test_a_download_that_cannot_be_written_exits_1_saying_what_came(cab, tmp_path):
+    """A write error during a download (here a disk full: the part is /dev/full) came after the request was sent
+    and answered: it exited 2, "usage error", which the docs keep for "nothing was sent". It now exits 1, saying how
+    many bytes came from the server and that they were not written, and names no file as downloaded."""
+    (tmp_path / "out.csv.part").symlink_to("/dev/full")
+    status, out, err = cab("download", "judgments", "-o", "out.csv")
+    assert (status, out) == (1, ""), (status, out, err)
+    assert re.fullmatch(r"cab: out\.csv: [\d,]+ bytes came from the server but could not be written to "
+                        r"out\.csv\.part: \[Errno 28\] No space left on device\n", err), err
+    received = int(re.search(r"([\d,]+) bytes came", err)[1].replace(",", ""))
+    assert received == len(export())
+    assert not (tmp_path / "out.csv").exists() and not (tmp_path / "out.csv.provenance.json").exists()
