@@ -50,7 +50,7 @@ def test_a_method_and_a_reference_are_registered_once_with_what_they_are(study):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--study", "nope", "--method", "m"], "--study: no study 'nope'"),
+    (["--study", "nope", "--method", "m"], "no study with slug 'nope'"),  # common.commands.study_missing
     (["--study", "coders", "--method", "m", "--description", "x"], "--description: only for --reference"),
     (["--study", "coders", "--reference", "r", "--method-version", "v1"],
      "--method-version, --prompt-id: only for --method"),

@@ -1,7 +1,7 @@
 """Every command given a study's slug that no study has refuses it in the same words, exit status 1, nothing written
 (``common.commands.study_missing``); before, ``import_session_labels`` said "no study 'nope'" where the others said
-"no study with slug 'nope'", and ``import_judgments`` created the study (now only with ``--create-study``).
-(``register_coder`` names its option first, "--study: …", as each of its refusals.)"""
+"no study with slug 'nope'", ``register_coder`` "--study: no study 'nope'", and ``import_judgments`` created the
+study (now only with ``--create-study``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ COMMANDS = {
     "create_api_token": ["--user", "study-missing-admin", "--scope", "read", "--study", "nope"],
     "import_session_labels": ["{folder}/labels.csv", "--study", "nope"],
     "import_judgments": ["{folder}/judgments.csv", "--study", "nope"],  # without --create-study
+    "register_coder": ["--study", "nope", "--method", "judge-a"],
 }
 
 

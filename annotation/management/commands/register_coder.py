@@ -4,6 +4,7 @@ from django.db import transaction
 
 from annotation import automated_coders
 from annotation.models import Study
+from common.commands import study_missing
 
 
 class Command(BaseCommand):
@@ -28,7 +29,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
-            raise CommandError(f"--study: no study {options['study']!r}")
+            raise study_missing(options["study"])
         if options["method"] is not None and options["description"]:
             raise CommandError("--description: only for --reference (a method has --method-version and --prompt-id)")
         if options["reference"] is not None and (options["method_version"] or options["prompt_id"]):
