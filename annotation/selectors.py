@@ -20,6 +20,8 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
+    Max,
+    Min,
     Model,
     OuterRef,
     Prefetch,
@@ -384,6 +386,29 @@ def studies_rating_whole_sessions(study_ids: set[int]) -> set[int]:
         return set()
     return {study.pk for study in Study.objects.filter(any_of("pk", sorted(study_ids))).select_related("schema")
             if kind_of(study).session_rated}
+
+
+def sessions_grown_after_coding(*, study: Study, session_ids: Iterable[int]) -> set[int]:
+    """Which of these sessions took a reply after the study first coded them as a whole
+    (docs/sessions.md#a-session-that-grew-after-it-was-coded): a reply (``ModelResponse``) of a turn of the transcript
+    the session's page shows (its own turns and the earlier sessions', as the freeze of ``benchmark.material_rules``
+    counts it) created strictly later than the first session code (a judgment of the session unit) of the study's rounds
+    on it. Since 7 December 2026 no ingestion adds one (the freeze); a session that took one before is rated on a
+    transcript without it. Turns carry no time and a changed reply keeps its creation time, so a turn added without a
+    reply, or a reply's text changed, is not found. Strictly later: material ingested in one go and coded after is never
+    found, whatever its rows' times share. One query."""
+    ids = sorted(set(session_ids))
+    if not ids:
+        return set()
+    first_code = (Judgment.objects.filter(round__study=study, session=OuterRef("pk")).order_by()
+                  .values("session").annotate(first=Min("created_at")).values("first"))
+    last_turn = (Turn.objects.filter(session=OuterRef("pk")).order_by().values("session")
+                 .annotate(last=Max("index")).values("last"))
+    later_reply = ModelResponse.objects.filter(turn__conversation_id=OuterRef("conversation_id"),
+                                               turn__index__lte=OuterRef("last"), created_at__gt=OuterRef("first"))
+    return set(Session.objects.filter(any_of("pk", ids)).annotate(first=Subquery(first_code), last=Subquery(last_turn))
+               .filter(first__isnull=False, last__isnull=False).filter(Exists(later_reply))
+               .values_list("pk", flat=True))
 
 
 def response_handle(*, study: Study, coder_id: int, turn_id: int, response_id: int) -> str:

@@ -1,9 +1,9 @@
 """Load a CARE study (a schema with a ``care`` block, docs/care.md) into the pure core's input types
 (``care.core.metrics``: CareHistory, CareCoding, ChecklistItem, CareParams), and the report's ``care`` section.
 
-Seven queries whatever the study's size (the members and former members, attributes, sessions, turns, response
-slots, judgments, and the coders' names, only when some coder never was a member), each a ``values_list`` of a few
-columns: no Python object per model row, no query per row.
+Eight queries whatever the study's size (the members and former members, attributes, sessions, turns, response slots,
+the sessions that grew after their checklist was coded, judgments, and the coders' names, only when some coder never was
+a member), each a ``values_list`` of a few columns: no Python object per model row, no query per row.
 
 Choices (also in docs/metrics.md#choices, item 18):
 
@@ -37,6 +37,9 @@ Choices (also in docs/metrics.md#choices, item 18):
 - The sessions session quality is computed over (Q1 of docs/care.md) are the study's setting ``quality_scope``
   (``care.kind.QUALITY_SCOPE``; ``episode_sessions`` unless the study chose ``after_crisis``), carried in the rows, so
   the input fingerprint, the bundle's ``run.json`` and the report's ``care.parameters`` all say it.
+- A session that took a reply after the study first coded its checklist
+  (``annotation.selectors.sessions_grown_after_coding``) is named in ``care.input.grown_after_rating`` and the
+  warnings, and its codes stay in the figures (docs/care.md#a-session-that-grew-after-it-was-rated).
 - Nominal scores become their scale labels; the marker's labels map onto the engine's states through the ``care``
   block's ``states`` (by position); flags are 0/1. Roles (marker, hold, strategy, …) are looked up through the
   ``care`` block, never by attribute code.
@@ -52,7 +55,12 @@ from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of, setting_value
 from annotation.models import AttributeDefinition, Judgment, Study
-from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
+from annotation.selectors import (
+    conversations_of_study,
+    judgments_in_round_order,
+    sessions_grown_after_coding,
+    study_coders,
+)
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from care.kind import CARE, QUALITY_SCOPE, REFERENCE_CODING
 from common.lookups import any_of
@@ -105,7 +113,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
         specs.append(CareAttribute(code, str(unit), {str(k): str(v) for k, v in (labels or {}).items()},
                                    str(item_type or ""), tuple(crisis_types or ())))
 
-    conversation_name, session_index, turn_index, sessions, several_slots = _histories(study, conversation)
+    conversation_name, session_index, turn_index, sessions, several_slots, grown = _histories(study, conversation)
     one = {"conversation_id__in": list(conversation_name)} if conversation is not None else {}
     # Every judgment of the study's rounds (whoever ingested the material it is on), unscored ones too: counted. The
     # round whose judgment counts comes last, and within a round the rows come in the order of what they say.
@@ -127,7 +135,7 @@ def care_rows(*, study: Study, conversation: str | None = None) -> CareRows:
         for coder_id, is_gold, attribute_id, conversation_id, turn_id, response_id, session_id, score in judged]
     return CareRows(block=care, attributes=specs, members=[(name, str(role)) for name, role in members.values()],
                     sessions=sessions, judgments=judgments, quality_scope=setting_value(study, QUALITY_SCOPE),
-                    reference=setting_value(study, REFERENCE_CODING), several_slots=several_slots)
+                    reference=setting_value(study, REFERENCE_CODING), several_slots=several_slots, grown=grown)
 
 
 def _histories_of(study: Study) -> QuerySet[Conversation]:
@@ -137,10 +145,13 @@ def _histories_of(study: Study) -> QuerySet[Conversation]:
 
 def _histories(
     study: Study, conversation: str | None,
-) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow], dict[str, tuple[str, ...]]]:
+) -> tuple[dict[int, str], dict[int, int], dict[int, int], list[CareSessionRow], dict[str, tuple[str, ...]],
+           dict[str, tuple[int, ...]]]:
     """(conversation id -> the history's name, session id -> index, turn id -> index, the histories' sessions, each
-    with its history's name and model slot, the name -> the slots of each history whose replies are under several):
-    three queries, and one more for the history named ``conversation`` alone. The names
+    with its history's name and model slot, the name -> the slots of each history whose replies are under several,
+    the name -> the indexes of its sessions that took a reply after the study first coded their checklist
+    (``annotation.selectors.sessions_grown_after_coding``)): four queries, and one more for the history named
+    ``conversation`` alone. The names
     are made here, for the rows of both (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID
     when two histories of the study share it), so the bundle's rows carry them as the report's keys."""
     from care.core.rows import CareSessionRow
@@ -173,10 +184,15 @@ def _histories(
         slots_of[conversation_id].append(slot)
     several = dict(sorted((conversation_name[conversation_id], tuple(slots))
                           for conversation_id, slots in slots_of.items() if len(slots) > 1))
+    grown_ids = sessions_grown_after_coding(study=study, session_ids=session_index)
+    grown: dict[str, tuple[int, ...]] = {}
+    for pk, conversation_id, _dataset, _external_id, index, *_rest in session_rows:
+        if pk in grown_ids:
+            grown[conversation_name[conversation_id]] = (*grown.get(conversation_name[conversation_id], ()), index)
     return conversation_name, session_index, turn_index, [
         CareSessionRow(dataset, conversation_name[conversation_id], (slots_of.get(conversation_id) or [""])[0], index,
                        kind, crisis_type or None, tuple(session_turns.get(pk, ())))
-        for pk, conversation_id, dataset, _external_id, index, kind, crisis_type in session_rows], several
+        for pk, conversation_id, dataset, _external_id, index, kind, crisis_type in session_rows], several, grown
 
 
 def history_texts(*, study: Study, conversation: str) -> dict[int, str]:

@@ -1,9 +1,9 @@
 """Load a LongCounsel-8 study (a schema with an ``lc8`` block, docs/lc8-metrics.md) into the pure core's arrays
 (``lc8.core.tracking``: Lc8Study, CoderLabels, Lc8Rules) and the report's ``lc8`` section.
 
-Five queries whatever the study's size (the members and former members, attributes, sessions, the reference and
-method members' session labels, the people's session judgments): the session labels, the bulk of the rows (paper
-scale: about 800,000), come back as one row of bytea columns read by numpy in place (as
+Six queries whatever the study's size (the members and former members, attributes, sessions, the reference and method
+members' session labels, the people's session judgments, the sessions that grew after their rating): the session labels,
+the bulk of the rows (paper scale: about 800,000), come back as one row of bytea columns read by numpy in place (as
 ``metrics.selectors.int_columns`` does), the others as ``values_list`` rows of a few columns; arrays are filled
 vectorised, no Python object per label.
 
@@ -23,6 +23,9 @@ Choices (also in the report: ``lc8.reference``, ``lc8.roles``):
   a score, gold, not on a session, of an attribute that is not an item, of a method member, on a session of no
   trajectory, or replaced by the coder's judgment of the same session and item in a round that counts over it. A
   section that is unavailable counts every row under ``unavailable``.
+- A session that took a reply after the study first rated it (``annotation.selectors.sessions_grown_after_coding``)
+  is named in ``lc8.input.grown_after_rating`` and the warnings, and its ratings stay in the figures
+  (docs/lc8-metrics.md#a-session-that-grew-after-it-was-rated).
 - Attribute roles come from the block: ``items`` (the PHQ items, in their order) and ``total``; no code names one.
 - A coder's **role** is the one they have in the study, or had when taken off it (``annotation.selectors.
   study_coders``, as the main report reads it): a former reviewer's or expert's judgments stay theirs under that
@@ -62,7 +65,12 @@ from django.db.models import QuerySet
 
 from annotation.kinds import block_of, kind_of
 from annotation.models import AttributeDefinition, Judgment, SessionLabel, Study, StudyMember
-from annotation.selectors import conversations_of_study, judgments_in_round_order, study_coders
+from annotation.selectors import (
+    conversations_of_study,
+    judgments_in_round_order,
+    sessions_grown_after_coding,
+    study_coders,
+)
 from benchmark.models import Conversation, Session
 from lc8.kind import BOOTSTRAP, LC8
 from metrics.selectors import history_named, history_names_of
@@ -125,7 +133,7 @@ def _index_of(keys: list[int], values: Any) -> Any:
 
 def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     """The rows the lc8 section reads, as plain values and numpy columns (``lc8.core.rows.Lc8Rows``): the
-    server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Five
+    server's half of ``lc8_inputs``; the study bundle writes them (docs/bundle.md#what-each-kind-gets). Six
     queries (one more for the trajectory named ``conversation`` alone). The sessions carry their trajectory's name,
     made here (``metrics.core.history_names``: the external id, or DATASET/EXTERNAL_ID when two trajectories of the
     study share it)."""
@@ -156,6 +164,12 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
     names = history_names(keys) if conversation is None else dict.fromkeys(keys, conversation)
     session_ids = [pk for pk, _dataset, _external_id, _index in rows]
     sessions = [(dataset, names[(dataset, external_id)], int(index)) for _pk, dataset, external_id, index in rows]
+    # the sessions that took a reply after the study first rated them: named, and counted all the same
+    grown_ids = sessions_grown_after_coding(study=study, session_ids=session_ids)
+    grown: dict[str, list[int]] = {}
+    for (_dataset, name, index), pk in zip(sessions, session_ids, strict=True):
+        if pk in grown_ids:
+            grown.setdefault(name, []).append(index)
 
     # Every label of the study (one trajectory's: those on its sessions), as columns; the coder as its member's user
     where = f"WHERE label.study_id = {int(study.pk)}"
@@ -189,7 +203,7 @@ def lc8_rows(*, study: Study, conversation: str | None = None) -> Lc8Rows:
                    members=[(member.username, str(member.role)) for member in members], sessions=sessions,
                    label_coder=coder[order], label_seed=seed[order], label_seedless=seedless[order].astype(bool),
                    label_session=session[order], label_attribute=attribute[order], label_value=value[order],
-                   judgments=judgments)
+                   judgments=judgments, grown={name: tuple(indexes) for name, indexes in grown.items()})
 
 
 def lc8_inputs(*, study: Study, reference: str | None = None, conversation: str | None = None) -> Lc8Inputs:

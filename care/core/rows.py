@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from common.cells import unneutralise
+from metrics.core.grown_sessions import KEY as GROWN
+from metrics.core.grown_sessions import grown_entry, grown_read
 from metrics.core.section_csv import csv_rows
 
 from .metrics import (
@@ -101,6 +103,9 @@ class CareRows:
     reference: str = ""  # the study's setting reference_coding: the coder it chose (empty: the default order)
     # the histories whose replies are under several model slots (name -> its slots), which the section leaves out
     several_slots: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the sessions that took a reply after the study first coded their checklist (name -> session indexes, those
+    # with any), which the section counts as coded all the same
+    grown: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -267,7 +272,7 @@ def care_section_from_rows(rows: CareRows, *, reference: str | None = None, seed
     inputs = care_inputs_from_rows(rows, reference=reference, seed=seed, resamples=resamples)
     section = care_report(inputs.histories, inputs.reference, inputs.coders, inputs.items, inputs.params)
     section["reference"] = inputs.reference_name
-    section["input"] = inputs.input
+    section["input"] = {**inputs.input, **grown_entry(rows.grown)}
     chosen = {"reference_coding": rows.reference} if rows.reference else {}
     section["parameters"] = {"quality_scope": inputs.params.quality_scope, **chosen}
     return section
@@ -340,8 +345,9 @@ def care_run_block(rows: CareRows) -> dict[str, Any]:
     """run.json's ``care``: the block, the attributes as the section reads them, the members, the quality scope
     when the study chose another than the default and the reference coder when it chose one (so a study at the
     defaults keeps the fingerprint and the bundle it had before these were settings, and such a bundle still
-    recomputes); and the histories whose replies are under several model slots, with their slots, when there are
-    any (every other study keeps its fingerprint)."""
+    recomputes); and the histories whose replies are under several model slots, with their slots, and the sessions
+    that grew after their checklist was coded (``grown_after_rating``), when there are any (every other study keeps
+    its fingerprint)."""
     scope = {} if rows.quality_scope == DEFAULT_QUALITY_SCOPE else {"quality_scope": rows.quality_scope}
     chosen = {"reference_coding": rows.reference} if rows.reference else {}
     several = {"several_slots": {name: list(slots) for name, slots in rows.several_slots.items()}
@@ -349,7 +355,8 @@ def care_run_block(rows: CareRows) -> dict[str, Any]:
     return {"block": dict(rows.block),
             "attributes": [{"code": a.code, "unit": a.unit, "labels": dict(a.labels), "item_type": a.item_type,
                             "crisis_types": list(a.crisis_types)} for a in rows.attributes],
-            "members": [list(member) for member in rows.members], **scope, **chosen, **several}
+            "members": [list(member) for member in rows.members], **scope, **chosen, **several,
+            **grown_entry(rows.grown)}
 
 
 def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_csv: str) -> CareRows:
@@ -372,6 +379,7 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
         raise ValueError(f"run.json: care.reference_coding is {str(reference)[:40]!r}, not a coder's name (absent: "
                          "the default order)")
     several = _several_slots_read(run_block.get("several_slots", {}))
+    grown = grown_read(run_block.get(GROWN, {}), "care")
     sessions = [CareSessionRow(text(r, "dataset"), text(r, "conversation_id"), text(r, "model"),
                                number(r, "session_index", line), text(r, "kind"), text(r, "crisis_type") or None,
                                tuple(_whole(t, SESSIONS_FILE, line[1], "turns") for t in r["turns"].split()))
@@ -382,7 +390,7 @@ def care_rows_read(run_block: Mapping[str, Any], sessions_csv: str, judgments_cs
                                  optional(r, "score", line))
                  for line, r in csv_rows(judgments_csv, JUDGMENTS_FILE, JUDGMENTS_COLUMNS)]
     return CareRows(block=block, attributes=attributes, members=members, sessions=sessions, judgments=judgments,
-                    quality_scope=scope, reference=reference, several_slots=several)
+                    quality_scope=scope, reference=reference, several_slots=several, grown=grown)
 
 
 def _several_slots_read(value: Any) -> dict[str, tuple[str, ...]]:

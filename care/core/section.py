@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metrics.core.grown_sessions import grown_said
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, few_resamples, plural, reasons_said, resamples_said
@@ -15,6 +16,7 @@ from .rows import JUDGMENTS_FILE, SESSIONS_FILE, care_kind_rows, care_rows_read,
 
 FILES = (SESSIONS_FILE, JUDGMENTS_FILE)  # what care_kind_rows writes, in care_rows_read's order
 
+GROWN_ANCHOR = "docs/care.md#a-session-that-grew-after-it-was-rated"
 # why a row was left out, in words (the keys of the section's ``dropped`` counts)
 REASONS = {
     "unscored": "without a score",
@@ -36,8 +38,9 @@ def warning(section: Mapping[str, Any]) -> str | None:
     reference coding's action turns without a primary horizon (``care.input.no_horizon``), which AR and PR count in
     their denominators with no label, and its replies of another strategy given one (``care.input.stray_horizon``),
     which count in no rate; the histories left out because their replies are under several model slots
-    (``care.input.several_slots``); and a reference coder the study chose who has no codings yet (so the states,
-    alignment and quality are empty); and the judge validation's intervals that rest on fewer than
+    (``care.input.several_slots``); a reference coder the study chose who has no codings yet (so the states,
+    alignment and quality are empty); the sessions that took a reply after their checklist was first coded
+    (``care.input.grown_after_rating``); and the judge validation's intervals that rest on fewer than
     MIN_BOOTSTRAP_CLUSTERS histories (``_few_histories``), or on too few of its resamples (``_few_resamples``)."""
     counts = section.get("input")
     found: list[str | None] = []
@@ -48,7 +51,7 @@ def warning(section: Mapping[str, Any]) -> str | None:
         uncoded = _reference_uncoded(section, counts)  # a chosen reference without codings: no checklist said so
         checklists = None if uncoded else _no_checklist(counts.get("no_checklist") or {}, reference)
         found += [_empty(counts) or " ".join(said for said in (horizon, checklists) if said),
-                  _several_slots(counts), uncoded]
+                  _several_slots(counts), uncoded, grown_said(counts, code="CARE checklist code", anchor=GROWN_ANCHOR)]
     found.append(_few_histories(section.get("validation")))
     found.append(_few_resamples(section.get("validation")))
     return " ".join(said for said in found if said) or None

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from common.cells import unneutralise
+from metrics.core.grown_sessions import KEY as GROWN
+from metrics.core.grown_sessions import grown_entry, grown_read
 from metrics.core.history_names import history_names
 from metrics.core.section_csv import csv_rows
 from metrics.core.tables import ReportParams
@@ -69,6 +71,9 @@ class Lc8Rows:
     label_attribute: np.ndarray
     label_value: np.ndarray
     judgments: Sequence[tuple[str, bool, int | None, int, int | None]]
+    # the sessions that took a reply after the study first rated them (trajectory name -> session indexes, those with
+    # any: ``annotation.selectors.sessions_grown_after_coding``), which the section counts as rated all the same
+    grown: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -286,11 +291,12 @@ def lc8_section_from_rows(rows: Lc8Rows, *, seed: int = 0, resamples: int = 2000
     except ValueError as why:  # Lc8Unavailable, or data the arrays cannot hold: said, the rest of the report kept
         counts = Counts(labels=len(rows.label_coder), judgments=len(rows.judgments))
         counts.labels_dropped["unavailable"], counts.dropped["unavailable"] = counts.labels, counts.judgments
-        return {"unavailable": str(why), "input": counts.input(len({(d, name) for d, name, _s in rows.sessions}))}
+        return {"unavailable": str(why), "input": {**counts.input(len({(d, name) for d, name, _s in rows.sessions})),
+                                                   **grown_entry(rows.grown)}}
     section = lc8_report(inputs.study, resamples=resamples, seed=seed, level=level)
     section["reference"] = inputs.reference_name
     section["roles"] = inputs.roles
-    section["input"] = inputs.input
+    section["input"] = {**inputs.input, **grown_entry(rows.grown)}
     return section
 
 
@@ -330,9 +336,11 @@ def lc8_kind_rows(rows: Lc8Rows) -> tuple[dict[str, Any], dict[str, tuple[Sequen
 
 def lc8_run_block(rows: Lc8Rows) -> dict[str, Any]:
     """run.json's ``lc8``: the block, the study's and schema's slugs, which item and total codes are attributes of
-    the schema, and the members (username, role) by username."""
+    the schema, and the members (username, role) by username; and the sessions that grew after their rating
+    (``grown_after_rating``, trajectory name -> session indexes) when there are any (every other study keeps its
+    fingerprint and bundle)."""
     return {"block": dict(rows.block), "study": rows.study, "schema": rows.schema, "codes": list(rows.codes),
-            "members": [list(member) for member in rows.members]}
+            "members": [list(member) for member in rows.members], **grown_entry(rows.grown)}
 
 
 def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: str, judgments_csv: str) -> Lc8Rows:
@@ -344,6 +352,7 @@ def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: s
         study, schema, codes = str(run_block["study"]), str(run_block["schema"]), [str(c) for c in run_block["codes"]]
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ValueError(f"run.json: lc8 is not a block, slugs, codes and members ({error!r})") from error
+    grown = grown_read(run_block.get(GROWN, {}), "lc8")
     items, total = item_codes(block)
     column = {code: at for at, code in enumerate([*items, *([total] if total else [])])}
     member = {name: at for at, (name, _role) in enumerate(members)}
@@ -370,7 +379,7 @@ def lc8_rows_read(run_block: Mapping[str, Any], sessions_csv: str, labels_csv: s
                    label_coder=np.array(coder, dtype=np.int64), label_seed=np.array(seed, dtype=np.int64),
                    label_seedless=np.array(seedless, dtype=bool), label_session=np.array(session, dtype=np.int64),
                    label_attribute=np.array(attribute, dtype=np.int64), label_value=np.array(value, dtype=float),
-                   judgments=judgments)
+                   judgments=judgments, grown=grown)
 
 
 def _number(cell: str, line: tuple[str, int], column: str) -> int:

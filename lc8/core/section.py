@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from metrics.core.grown_sessions import grown_said
 from metrics.core.kind_sections import CoreSection
 from metrics.core.provenance import KindRows
 from metrics.core.report_warnings import MIN_BOOTSTRAP_CLUSTERS, plural, reasons_said
@@ -15,6 +16,7 @@ from .tracking import CI_METRICS
 
 FILES = (SESSIONS_FILE, LABELS_FILE, JUDGMENTS_FILE)  # what lc8_kind_rows writes, in lc8_rows_read's order
 
+GROWN_ANCHOR = "docs/lc8-metrics.md#a-session-that-grew-after-it-was-rated"
 # why a row was left out, in words (the keys of the section's ``dropped`` counts)
 LABEL_REASONS = {
     "not_an_item": "of an attribute that is neither an lc8 item nor the total",
@@ -41,9 +43,12 @@ def _compute(block: Mapping[str, Any], texts: Sequence[str], *, seed: int, resam
 
 def warning(section: Mapping[str, Any]) -> str | None:
     """What the report's warnings say of the section: unavailable or empty although the study has labels or
-    judgments (``_unused``), and the coders' intervals that rest on fewer than MIN_BOOTSTRAP_CLUSTERS trajectories
-    (``_few_trajectories``)."""
-    said = [found for found in (_unused(section), _few_trajectories(section)) if found]
+    judgments (``_unused``), the sessions that took a reply after their first rating (``lc8.input.grown_after_rating``)
+    and the coders' intervals that rest on fewer than MIN_BOOTSTRAP_CLUSTERS trajectories (``_few_trajectories``)."""
+    counts = section.get("input")
+    grown = grown_said(counts, code="LongCounsel-8 rating",
+                       anchor=GROWN_ANCHOR) if isinstance(counts, Mapping) else None
+    said = [found for found in (_unused(section), grown, _few_trajectories(section)) if found]
     return " ".join(said) or None
 
 

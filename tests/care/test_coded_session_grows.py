@@ -3,7 +3,8 @@
 turns, none of their replies changes and no turn joins it, on every path through the study; the checklist stays
 what its coder gave, on what they read.
 A reply to a turn of a session without session codes still sends its coders' completed turn back to their queues
-(the rule of every study, annotation migration 0023)."""
+(the rule of every study, annotation migration 0023). A session that took a reply after its checklist code, before
+ingestion refused one, is named in the report and said in its warnings."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from annotation.models import Assignment, AttributeDefinition, Judgment, Schema,
 from benchmark import conversation_ingest, response_ingest
 from benchmark.material_rules import MaterialConflict
 from benchmark.models import Conversation, ModelResponse, Session, Turn
+from care import inputs as care_inputs
+from care.core.rows import care_rows_read, care_run_block, care_tables
+from care.core.section import warning as care_section_warning
+from common.cells import csv_stream
 from tests.factories import AssignmentFactory, RoundFactory, StudyFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -91,3 +96,27 @@ def test_a_reply_to_a_turn_of_a_session_without_session_codes_sends_its_complete
     assert (summary.created, summary.turns_back_in_queues) == (1, 1)
     assert Assignment.objects.get(pk=items[4].pk).completed_at is None
     assert Conversation.objects.get().turns.get(index=4).responses.get().text == "Reply 4."
+
+
+def test_a_session_that_took_a_reply_after_its_checklist_code_is_named_and_said(coded):
+    """Before the freeze, an ingestion added the reply (a new row, now): the report names the session by history and
+    index (``care.input.grown_after_rating``) and says so; its checklist stays in the figures
+    (docs/care.md#a-session-that-grew-after-it-was-rated). Before, it was counted without a word."""
+    study, crisis, _ = coded
+    before = care_inputs.care_section(study=study, resamples=0)
+    assert "grown_after_rating" not in before["input"]
+    # a reply to the chat after the crisis (no session code; not on the crisis's page) is no growth
+    ModelResponse.objects.create(turn=Turn.objects.get(index=4), model_slot=SLOT, text="Reply 4.")
+    assert "grown_after_rating" not in care_inputs.care_section(study=study, resamples=0)["input"]
+    ModelResponse.objects.create(turn=Turn.objects.get(index=2), model_slot=SLOT, text="Reply 2.")
+    section = care_inputs.care_section(study=study, resamples=0)
+    assert section["input"] == {**before["input"], "grown_after_rating": {"h1": [1]}}
+    assert section["quality"] == before["quality"]
+    assert ("1 session took a reply after its first CARE checklist code (h1 session 1): the CARE checklist codes "
+            "given before it are of a transcript without that reply, which their coder never saw, and are counted in "
+            "the figures all the same (docs/care.md#a-session-that-grew-after-it-was-rated).") in care_section_warning(
+        section)
+    rows = care_inputs.care_rows(study=study)
+    assert care_run_block(rows)["grown_after_rating"] == {"h1": [1]}
+    assert care_rows_read(care_run_block(rows), *("".join(csv_stream(header, body)) for header, body in
+                                                  care_tables(rows).values())).grown == {"h1": (1,)}

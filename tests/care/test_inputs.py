@@ -175,9 +175,9 @@ def test_a_chosen_reference_coder_is_used(demo):
         loader.care_inputs(study=_study(demo), reference="nobody")
 
 
-def test_the_loader_takes_six_queries(demo, django_assert_num_queries):
+def test_the_loader_takes_seven_queries(demo, django_assert_num_queries):
     study = _study(demo)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         loader.care_inputs(study=study)
 
 

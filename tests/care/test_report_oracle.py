@@ -544,6 +544,8 @@ def test_every_row_put_in_is_counted(oracle_run):
     assert counted["judgments"] == n_rows
     assert {reason: n for reason, n in counted["dropped"].items() if n} == {"recoded": 1}
     assert counted["used"] == n_rows - 1
+    # ingested in one go, then coded: no session grew after its checklist code
+    assert "grown_after_rating" not in counted
     # every unit of every coder, and nothing else, is in validation's counts against the judge (who codes every unit)
     for coder in (EXPERT, REVIEWER, LEAVER):
         pair = "|".join(sorted((coder, JUDGE)))

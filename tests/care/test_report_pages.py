@@ -240,7 +240,7 @@ def test_the_timeline_without_a_run_is_computed_from_the_codes(client, care, adm
     MetricRun.objects.filter(study=care).delete()
     client.force_login(admin_user)
     url = reverse("reports-care-timeline", args=[CARE_DEMO_STUDY, HISTORY])
-    with django_assert_num_queries(15):  # session, user, run; the history (its name, 6, its name and texts); the rest
+    with django_assert_num_queries(16):  # session, user, run; the history (its name, 7, its name and texts); the rest
         html = client.get(url).content.decode()
     assert "No stored run has this history" in html
     assert _timeline_rows(html)[8]["state"] == "Settling"

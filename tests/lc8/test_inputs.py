@@ -288,15 +288,15 @@ def test_the_study_loads_as_written_by_hand(lc8_study_id):
     assert inputs.roles == ROLES
 
 
-def test_the_loader_takes_five_queries(lc8_study_id, django_assert_num_queries):
+def test_the_loader_takes_six_queries(lc8_study_id, django_assert_num_queries):
     study = _study(lc8_study_id)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         loader.lc8_inputs(study=study)
 
 
 def test_one_trajectory_loads_alone(lc8_study_id, django_assert_num_queries):
     study = _study(lc8_study_id)
-    with django_assert_num_queries(6):  # and the trajectory's name among the study's trajectories
+    with django_assert_num_queries(7):  # and the trajectory's name among the study's trajectories
         inputs = loader.lc8_inputs(study=study, conversation="lc8-b")
     whole = expected_study()
     assert inputs.study.trajectories == ("lc8-b",)

@@ -315,3 +315,5 @@ def test_every_row_put_in_is_counted(oracle_run):
     assert counted["judgments"] == put_in["judgments"]
     assert {reason: n for reason, n in counted["dropped"].items() if n} == {"recoded": put_in["recoded"]}
     assert counted["used"] == put_in["judgments"] - put_in["recoded"]
+    # ingested in one go, then rated: no session grew after its rating
+    assert "grown_after_rating" not in counted
