@@ -179,7 +179,7 @@ def _conversation_changes(row: int, data: dict, conversation: Conversation, chan
             turn = Turn(conversation=conversation, index=turn_data["index"], client_text=turn_data["client"],
                         therapist_reference=turn_data["therapist_reference"])
             changes.new_turns.append((turn_data, turn))
-            changes.edits.append(Edit(row, t_path, conversation.pk, label))
+            changes.edits.append(Edit(row, t_path, conversation.pk, label, "new_turn"))
             changed = True
             continue
         changed |= _turn_changes(row, t_path, turn_data, turn, label, changes)

@@ -63,8 +63,9 @@ class Edit:
 
     ``kind`` says what the freeze rules look at: ``conversation`` (a field of it, named by ``field``), ``turn``
     (its client text or therapist reference), ``response`` (its text), ``reply`` (a new response to a stored
-    turn: a change to the transcript of the turn's session, if it is in one), or ``other`` (a new turn, a new model
-    version), which only the study isolation rule looks at."""
+    turn: a change to the transcript of the turn's session, if it is in one, and of its conversation), ``new_turn``
+    (a turn joining a stored conversation: a change to its transcript), or ``other`` (a new model version), which
+    only the study isolation rule looks at."""
 
     row: int
     field: str
@@ -86,6 +87,8 @@ class _MaterialUse:
     open_through: dict[int, int] = field(default_factory=dict)  # conversation -> highest turn in an open round
     judged_responses: set[int] = field(default_factory=set)
     open_turns: set[int] = field(default_factory=set)  # turns in an open round: their responses' text is frozen
+    # conversations with a conversation-level judgment (no turn, no session): coded on their whole transcript
+    whole_conversations: set[int] = field(default_factory=set)
     # conversation -> (last turn index, session index, why) of each session coded as a whole: judged (a session
     # code), or a session-rated study's unit in an open round
     whole_sessions: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
@@ -124,6 +127,9 @@ class _MaterialUse:
                 return f"{where} already has judgments; its text cannot change (spans are character offsets into it)"
             if edit.turn_id in self.open_turns:
                 return f"{where} is in an open round; its text cannot change until the round closes"
+        whole_conversation = self._conversation_coded_whole(edit)
+        if whole_conversation is not None:
+            return whole_conversation
         if edit.kind in ("turn", "response", "reply") and edit.turn_index is not None:
             whole = self.session_coded_over(edit.conversation_id, edit.turn_index)
             if whole is not None:
@@ -162,6 +168,22 @@ class _MaterialUse:
         return f"{turn} is in an open round (itself, or as context of a later turn); it cannot be deleted"
 
 
+    def _conversation_coded_whole(self, edit: Edit) -> str | None:
+        """Why the edit would change the transcript a conversation-level judgment was given on (a new turn, a reply
+        added to a turn, a reply's text), or None. Its turns' own text is frozen by ``judged_through`` already."""
+        if edit.conversation_id not in self.whole_conversations:
+            return None
+        if edit.kind == "new_turn":
+            return (f"{edit.label} has a conversation-level judgment, given on its whole transcript; no turn can join "
+                    "it")
+        if edit.kind in ("response", "reply") and edit.turn_index is not None:
+            change = ("no reply can be added to it" if edit.kind == "reply"
+                      else f"its {edit.model_slot} reply's text cannot change")
+            return (f"turn {edit.turn_index} of {edit.label} is in the transcript its conversation-level judgment was "
+                    f"given on (a conversation-level judgment is given on the whole transcript); {change}")
+        return None
+
+
 def _owners_locked(conversation_ids: list[int]) -> dict[int, int | None]:
     """Lock the conversations (FOR UPDATE, in id order) and return their owning studies. A judgment can then not
     start pointing at them until this transaction ends: inserting one takes a key-share lock on its conversation."""
@@ -191,6 +213,8 @@ def _material_use(conversation_ids: list[int]) -> _MaterialUse:
                 judged_sessions.add(session_id)
             reach = math.inf if turn_index is None else turn_index  # a judgment of the conversation as a whole
             use.judged_through[conversation_id] = max(use.judged_through.get(conversation_id, 0), reach)
+            if turn_index is None and session_id is None:  # of the conversation unit: on its whole transcript
+                use.whole_conversations.add(conversation_id)
             if response_id is not None:
                 use.judged_responses.add(response_id)
         open_sessions: dict[int, set[int]] = {}  # study -> sessions of its turns in an open round
