@@ -131,34 +131,36 @@ def test_a_turn_added_to_a_rated_session_is_refused_by_every_path(rated, paths):
     assert not Turn.objects.filter(index=11).exists()
 
 
-def test_a_reply_added_to_a_rated_session_is_refused_by_every_path(rated, paths):
-    study, last, assignment = rated
-    record = _record(last.conversation)
-    record["sessions"][4]["turns"][1]["responses"] = [{"model": SLOT, "text": "A late reply."}]
-    refused = f"turn 10 of {LABEL} is in the transcript session 5 was judged on {WHY}; no reply can be added to it"
+def _refused_on_every_path(rated, paths, *, record: dict, reply: dict, where: tuple[str, str], refused: str) -> None:
+    """The trajectory ``record`` sent by each conversations path, and the reply ``reply`` by each responses path, are
+    each refused on its field (``where``: the record's, the reply's) with ``refused``, nothing written."""
     for path, send in paths[0].items():
-        assert send(record) == [(1, "sessions[4].turns[1].responses[0]", refused)], path
-        _unchanged(study, last, assignment)
+        assert send(record) == [(1, where[0], refused)], path
+        _unchanged(*rated)
     for path, send in paths[1].items():
-        assert send([_reply(10, "A late reply.")]) == [(1, "model", refused)], path
-        _unchanged(study, last, assignment)
+        assert send([reply]) == [(1, where[1], refused)], path
+        _unchanged(*rated)
+
+
+def test_a_reply_added_to_a_rated_session_is_refused_by_every_path(rated, paths):
+    record = _record(rated[1].conversation)
+    record["sessions"][4]["turns"][1]["responses"] = [{"model": SLOT, "text": "A late reply."}]
+    _refused_on_every_path(rated, paths, record=record, reply=_reply(10, "A late reply."),
+                           where=("sessions[4].turns[1].responses[0]", "model"),
+                           refused=f"turn 10 of {LABEL} is in the transcript session 5 was judged on {WHY}; no reply "
+                                   "can be added to it")
 
 
 def test_a_reply_of_a_rated_session_keeps_its_text_on_every_path(rated, paths):
     """The reply of the session's second turn: before, only the first turn's (the item's own) was frozen, and only
     while the round was open."""
-    study, last, assignment = rated
-    Round.objects.filter(pk=assignment.round_id).update(status=Round.Status.CLOSED)
-    record = _record(last.conversation)
+    Round.objects.filter(pk=rated[2].round_id).update(status=Round.Status.CLOSED)
+    record = _record(rated[1].conversation)
     record["sessions"][4]["turns"][0]["responses"][0]["text"] = "Other words."
-    refused = (f"turn 9 of {LABEL} is in the transcript session 5 was judged on {WHY}; its {SLOT} reply's text "
-               "cannot change")
-    for path, send in paths[0].items():
-        assert send(record) == [(1, "sessions[4].turns[0].responses[0].text", refused)], path
-        _unchanged(study, last, assignment)
-    for path, send in paths[1].items():
-        assert send([_reply(9, "Other words.")]) == [(1, "text", refused)], path
-        _unchanged(study, last, assignment)
+    _refused_on_every_path(rated, paths, record=record, reply=_reply(9, "Other words."),
+                           where=("sessions[4].turns[0].responses[0].text", "text"),
+                           refused=f"turn 9 of {LABEL} is in the transcript session 5 was judged on {WHY}; its {SLOT} "
+                                   "reply's text cannot change")
 
 
 def test_an_import_without_a_study_changes_no_rated_session(rated, tmp_path):
