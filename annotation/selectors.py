@@ -20,6 +20,7 @@ from django.db.models import (
     CharField,
     Count,
     Exists,
+    F,
     Max,
     Min,
     Model,
@@ -396,7 +397,10 @@ def sessions_grown_after_coding(*, study: Study, session_ids: Iterable[int]) -> 
     on it. Since 7 December 2026 no ingestion adds one (the freeze); a session that took one before is rated on a
     transcript without it. Turns carry no time and a changed reply keeps its creation time, so a turn added without a
     reply, or a reply's text changed, is not found. Strictly later: material ingested in one go and coded after is never
-    found, whatever its rows' times share. One query."""
+    found, whatever its rows' times share. Only a code given after its conversation was stored here is asked: one
+    older than the conversation (a study archive's, which keeps its rows' times, restored onto a copy this
+    installation stored later, which the import checks holds no more than the archive) says nothing of the replies'
+    times. One query."""
     ids = sorted(set(session_ids))
     if not ids:
         return set()
@@ -407,7 +411,7 @@ def sessions_grown_after_coding(*, study: Study, session_ids: Iterable[int]) -> 
     later_reply = ModelResponse.objects.filter(turn__conversation_id=OuterRef("conversation_id"),
                                                turn__index__lte=OuterRef("last"), created_at__gt=OuterRef("first"))
     return set(Session.objects.filter(any_of("pk", ids)).annotate(first=Subquery(first_code), last=Subquery(last_turn))
-               .filter(first__isnull=False, last__isnull=False).filter(Exists(later_reply))
+               .filter(last__isnull=False, first__gt=F("conversation__created_at")).filter(Exists(later_reply))
                .values_list("pk", flat=True))
 
 

@@ -7,19 +7,23 @@ Material ingested in one go and rated after is never named, whatever the times i
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
+from django.core.management import call_command
 from django.test import override_settings
 
-from annotation.models import Judgment
+from annotation.models import Judgment, Study
 from annotation.selectors import sessions_grown_after_coding
+from benchmark import conversation_ingest
 from benchmark.models import ModelResponse, Turn
 from lc8 import inputs as loader
 from lc8.core.section import warning
-from tests.lc8.test_rated_session_grows import _rate
+from tests.lc8.test_rated_session_grows import _rate, _record
 from tests.lc8.test_rating_pages import SLOT, labels_store, lc8_study, trajectory_sessions
 from tests.reports.test_bundle_kinds import _bundled, _recompute_without_django
+from tests.study_archive.test_archive import export, truncate_everything_archived, write
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +92,23 @@ def test_replies_of_one_ingestion_or_of_later_sessions_are_no_growth():
     # another study's ratings of the session are no rating of this one
     other = lc8_study(slug="lc8-other", trajectories=1)
     assert sessions_grown_after_coding(study=other, session_ids=ids) == set()
+
+
+def test_ratings_restored_onto_material_stored_here_later_are_no_growth(tmp_path):
+    """A study archive keeps its rows' times; restored onto trajectories this installation stored after the ratings
+    were given (reused: each turn and reply as archived, which the import checks), every reply here is later than
+    the ratings, yet none came after them: nothing is named. Before the conversation's own time was asked, every
+    rated session of such a study was named."""
+    study = lc8_study(trajectories=1)
+    _rate(study, trajectory_sessions(study)[4])
+    text = export(study.slug)
+    record = _record(trajectory_sessions(study)[4].conversation)
+    truncate_everything_archived()
+    conversation_ingest.conversations_import(rows=[(1, record)])
+    call_command("import_study", str(write(tmp_path, text)), stdout=io.StringIO())
+    restored = Study.objects.get(slug=study.slug)
+    sessions = trajectory_sessions(restored)
+    rated_at = Judgment.objects.filter(round__study=restored).order_by("created_at")[0].created_at
+    assert ModelResponse.objects.filter(created_at__lte=rated_at).count() == 0  # every reply here is later
+    assert sessions_grown_after_coding(study=restored, session_ids=[s.pk for s in sessions]) == set()
+    assert "grown_after_rating" not in loader.lc8_section(study=restored, resamples=0)["input"]
