@@ -14,7 +14,8 @@ exists is reused when every archived session, turn and response is there as arch
 the same session, each response of the same model version; its owning study is left as it is), and refused
 otherwise. It may hold more here, but not under a session code of the archive: a session coded on its transcript as
 archived is refused on the code's line when the copy here holds a turn or reply the archive lacks, in that session
-or an earlier one (``_session_code_check``; docs/sessions.md). The study's slug must be free (``as_slug`` imports
+or an earlier one (``_session_code_check``; docs/sessions.md), and a conversation-level judgment of the archive
+when the copy holds any (``_conversation_code_check``). The study's slug must be free (``as_slug`` imports
 under another one).
 
 A conversation the study's kind cannot place (its ``conversation_problems`` hook, which every path that makes a
@@ -584,6 +585,17 @@ class _Importer:
                              f"archived, but this installation's copy of it holds {what} {index_of}, which the archive "
                              "lacks: the code would be of a transcript its coder never saw")
 
+    def _conversation_code_check(self, key: tuple[str, str]) -> None:
+        """A conversation-level judgment was given on the conversation's whole transcript as archived (README, "Study
+        isolation and frozen text"): restored onto a reused conversation whose copy here holds a turn or reply the
+        archive lacks, it would be a judgment of a transcript its coder never saw."""
+        more = self.not_archived_from.get(key)
+        if more is not None:
+            index_of, what = more
+            raise ValueError(f"{key[0]}/{key[1]} is judged as a whole in the archive on its transcript as archived, "
+                             f"but this installation's copy of it holds {what} {index_of}, which the archive lacks: "
+                             "the judgment would be of a transcript its coder never saw")
+
     def _rounds(self, batch: list[Record]) -> None:
         def build(record: dict[str, Any]) -> tuple[Round, list[RoundItem]]:
             round_ = _new(Round, record, study=self.study)
@@ -636,6 +648,8 @@ class _Importer:
             if session_id is None:
                 raise ValueError(f"session {record['session']} of {conversation_key!r} is not in the archive")
             self._session_code_check(tuple(conversation_key), session_id, record["session"])
+        elif attribute.unit == AttributeDefinition.Unit.CONVERSATION:
+            self._conversation_code_check(tuple(conversation_key))
         if record["turn"] is not None:
             turn_id = self._turn([*conversation_key, record["turn"]])[0]
         if record["response"] is not None:

@@ -4,20 +4,24 @@ joins it, no reply is added to one of its turns and no reply's text changes, on 
 conversations API and its ``upload/``, the responses API and its ``upload/``, which ``cab ingest`` sends), each
 refused by item and field with nothing written (benchmark.material_rules). Before, only its turns' own text was
 frozen: a third turn, a second model's reply or a reply's new text were taken, and the judgment stayed, of a
-transcript its coder never saw. A conversation judged turn by turn takes them as before."""
+transcript its coder never saw. A conversation judged turn by turn takes them as before. A study archive's import
+restores no such judgment onto a copy here that holds more than the archive."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
 
-from annotation.models import AttributeDefinition
+from annotation.models import AttributeDefinition, Study
 from benchmark import conversation_ingest
 from benchmark.models import Conversation, ModelResponse, Turn
 from tests.annotation.test_import_conversation_level import _schema_with_a_conversation_attribute
 from tests.factories import JudgmentFactory, RoundFactory, StudyFactory, UserFactory
+from tests.study_archive.test_archive import export, table_counts, truncate_everything_archived, write
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +117,20 @@ def test_a_conversation_judged_turn_by_turn_still_takes_a_turn_and_a_reply(judge
     grown["turns"][1]["responses"].append({"model": "Claude", "text": "Claude 2."})
     assert _paths(study, api)["conversations"]["the API"](grown) is None
     assert Turn.objects.filter(conversation__external_id="b1").count() == 3
+
+
+def test_an_archive_restores_no_conversation_level_judgment_onto_a_copy_that_holds_more(judged, tmp_path):
+    """``import_study`` reuses a conversation stored here when it holds every archived turn and reply; holding a turn
+    more, its conversation-level judgment is refused by its line, nothing written (as a session's code is:
+    docs/sessions.md). Before, it was restored onto the longer transcript."""
+    study, _ = judged
+    text = export(study.slug)
+    truncate_everything_archived()
+    conversation_ingest.conversations_import(rows=[(1, _record(turns=3))])
+    before = table_counts()
+    with pytest.raises(CommandError, match=(
+            r"line \d+ \(judgment\): Arcs/a1 is judged as a whole in the archive on its transcript as archived, but "
+            "this installation's copy of it holds turn 3, which the archive lacks: the judgment would be of a "
+            "transcript its coder never saw")):
+        call_command("import_study", str(write(tmp_path, text)), stdout=io.StringIO())
+    assert table_counts() == before and not Study.objects.filter(slug=study.slug).exists()
