@@ -157,7 +157,9 @@ class _MaterialUse:
         if problem is None:
             return None
         if edit.kind == "response":
-            why = "has judgments" if edit.response_id in self.judged_responses else "is in an open round"
+            why = ("has judgments" if edit.response_id in self.judged_responses
+                   else f"is in the transcript of {edit.label}'s conversation-level judgment"
+                   if edit.conversation_id in self.whole_conversations else "is in an open round")
             return f"{what} {why}; it cannot be deleted"
         judged = self.judged_through.get(edit.conversation_id, 0)
         if math.isinf(judged):
@@ -166,7 +168,6 @@ class _MaterialUse:
         if edit.turn_index is not None and edit.turn_index <= judged:
             return f"{turn} has judgments (on it, or on a later turn that shows it as context); it cannot be deleted"
         return f"{turn} is in an open round (itself, or as context of a later turn); it cannot be deleted"
-
 
     def _conversation_coded_whole(self, edit: Edit) -> str | None:
         """Why the edit would change the transcript a conversation-level judgment was given on (a new turn, a reply

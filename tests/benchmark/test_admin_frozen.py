@@ -16,7 +16,14 @@ from annotation.models import AttributeDefinition, Judgment
 from benchmark.models import Conversation, ModelResponse, Session, Turn
 from tests.annotation.test_import_conversation_level import _schema_with_a_conversation_attribute
 from tests.care.test_coded_session_grows import coded  # noqa: F401 - a fixture
-from tests.factories import JudgmentFactory, RoundFactory, StudyFactory, TurnFactory, UserFactory
+from tests.factories import (
+    JudgmentFactory,
+    ModelResponseFactory,
+    RoundFactory,
+    StudyFactory,
+    TurnFactory,
+    UserFactory,
+)
 from tests.lc8.test_rated_session_grows import WHY, rated  # noqa: F401 - a fixture
 from tests.lc8.test_rating_pages import SLOT, lc8_study, rater_round, trajectory_sessions
 
@@ -100,6 +107,12 @@ def test_the_turns_of_a_conversation_judged_as_a_whole_are_not_deleted(client, a
     assert (f"turn 2 of {label} is in {label}, which has judgments of the conversation or of a session as a whole; "
             "none of its turns can be deleted") in page
     assert Turn.objects.filter(conversation=conversation).count() == 2
+    reply = ModelResponseFactory(turn=second, model_slot="GPT")
+    page = _delete_selected(client, ModelResponse, [reply.pk])
+    # Its own reason, not an open round's: no round is open, the judgment is of the whole conversation.
+    assert (f"the GPT reply of turn 2 of {label} is in the transcript of {label}'s conversation-level judgment; it "
+            "cannot be deleted") in page
+    assert ModelResponse.objects.filter(pk=reply.pk).exists()
 
 
 def test_the_admin_changes_no_turn_or_session(client, admin_user, rated):  # noqa: F811
