@@ -1,5 +1,5 @@
-"""The sessions of a study kind's histories that took a reply after the study first coded them as a whole (an LC8
-rating, a CARE checklist item): their codes are of a transcript without it
+"""The sessions of a study kind's histories that took a reply after the study first coded them as a whole (a
+session-rated kind's rating, a session checklist's item): their codes are of a transcript without it
 (docs/sessions.md#a-session-that-grew-after-it-was-coded). The server finds them
 (``annotation.selectors.sessions_grown_after_coding``); each kind's rows carry them by history name and session index,
 its run.json block keeps them (absent: none, so every other study keeps its fingerprint and bundle), its section's
@@ -36,7 +36,7 @@ def grown_read(value: Any, kind: str) -> dict[str, tuple[int, ...]]:
 
 def grown_said(counts: Mapping[str, Any], *, code: str, anchor: str) -> str | None:
     """The warning of a section whose ``input`` names sessions that grew after they were coded (``code``: what a
-    code of theirs is, e.g. "LongCounsel-8 rating"), by history and session index, never by text; None when none."""
+    code of theirs is, in the kind's words), by history and session index, never by text; None when none."""
     grown = counts.get(KEY)
     if not isinstance(grown, Mapping):
         return None
