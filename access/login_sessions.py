@@ -10,7 +10,8 @@ cannot take (a sign-in's) answers that 503.
 
 ``SESSION_ENGINE = "access.login_sessions"``: Django's database sessions, in the same table, with the read that every
 signed-in request makes written as one statement instead of a queryset compiled per request (issue 34: the
-compiling cost more CPU than a health check's whole request).
+compiling cost more CPU than a health check's whole request), and a stored payload this process has already verified
+and decoded not verified again (``SessionStore.decode``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -92,14 +94,36 @@ class SessionStore(db.SessionStore):
             raise database from database.__cause__
 
     def load(self) -> dict[str, Any]:
-        data = super().load()
+        """What Django's store loads (``decode`` of the stored payload; ``{}`` for an expired or unknown key, which is
+        forgotten), read without a model instance of the row."""
+        row = self._stored_row()
+        data = self.decode(row[0]) if row is not None else {}
         if data.get(BACKEND_SESSION_KEY) == DJANGO_MODEL_BACKEND:
             data[BACKEND_SESSION_KEY] = USER_BACKEND
         return data
 
-    def _get_session_from_db(self) -> Session | None:
-        alias = router.db_for_read(Session)
-        connection = connections[alias]
+    def decode(self, session_data: bytes | str) -> dict[str, Any]:
+        """Django's decoding of a stored payload (its signature checked against ``SECRET_KEY`` and its fallbacks,
+        then decompressed and deserialized), done once per process and payload: a payload whose stored text is one
+        this process has decoded already is deserialized from what that decoding gave, without checking the same
+        signature on the same text again (``DECODED_KEPT``). Every request still reads its session's row, so its
+        expiry, its idle renewal and its deletion hold as before, and its user is read and checked against the
+        session's auth hash as before; a payload that does not verify is never kept (Django's ``{}``, logged)."""
+        kept = _decoded.get(session_data)
+        if kept is not None:
+            return self.serializer().loads(kept)
+        data: dict[str, Any] = super().decode(session_data)
+        if data:
+            if len(_decoded) >= DECODED_KEPT:  # never let a long-lived worker grow without bound
+                _decoded.clear()
+            _decoded[session_data] = self.serializer().dumps(data)
+        return data
+
+    def _stored_row(self) -> tuple[str, datetime] | None:
+        """The session's stored payload and expiry, read by one plain statement: the same row, under the same
+        condition, as ``Session.objects.get(session_key=…, expire_date__gt=now)``; None (and the key forgotten, as
+        Django's store forgets it) for an expired or unknown key."""
+        connection = connections[router.db_for_read(Session)]
         table = connection.ops.quote_name(Session._meta.db_table)
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT session_data, expire_date FROM {table} "  # noqa: S608  # nosec B608 - the model's table
@@ -108,4 +132,16 @@ class SessionStore(db.SessionStore):
         if row is None:
             self._session_key = None
             return None
+        return row[0], row[1]
+
+    def _get_session_from_db(self) -> Session | None:
+        row = self._stored_row()
+        if row is None:
+            return None
         return Session(session_key=str(self.session_key), session_data=row[0], expire_date=row[1])
+
+
+# The stored payloads this process has decoded (``SessionStore.decode``), by their signed text, each as its
+# serializer's bytes: at most this many (a few hundred bytes each), dropped together when full.
+DECODED_KEPT = 4096
+_decoded: dict[bytes | str, bytes] = {}

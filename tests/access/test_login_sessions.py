@@ -13,11 +13,13 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.contrib.sessions.backends.db import SessionStore as DjangoStore
 from django.contrib.sessions.models import Session
+from django.core import signing
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from access import login_sessions
 from access.backends import DJANGO_MODEL_BACKEND, USER_BACKEND, UserBackend
 from access.login_sessions import RENEWED, SessionStore
 from tests.common.test_outage import _ended, _own_pid
@@ -48,6 +50,73 @@ def test_an_expired_or_unknown_session_loads_nothing_and_forgets_its_key():
         store = SessionStore(key)
         assert store.load() == {} == DjangoStore(key).load()
         assert store.session_key is None
+
+
+def test_a_payload_this_process_decoded_is_not_verified_again_and_loads_fresh_values(monkeypatch):
+    """A stored payload is verified (its signature) and decoded once per process: a later load of the same stored
+    text deserializes what that decoding gave. Each load gets values of its own: a change to one load's (a list in
+    the session) reaches neither the next load nor what the row keeps."""
+    saved = SessionStore()
+    saved.update({"_auth_user_id": "7", "answer": [1, "two"], "text": "é"})
+    saved.create()
+    monkeypatch.setattr(login_sessions, "_decoded", {}, raising=False)  # nothing decoded yet by this process
+    verified: list[object] = []
+    loads = signing.loads
+    monkeypatch.setattr(signing, "loads", lambda *args, **kwargs: verified.append(args) or loads(*args, **kwargs))
+    first = SessionStore(saved.session_key).load()
+    first["answer"].append("three")
+    second = SessionStore(saved.session_key).load()
+    assert second == DjangoStore(saved.session_key).load() == {"_auth_user_id": "7", "answer": [1, "two"], "text": "é"}
+    assert len(verified) == 2, "once for this store (the first load), once for Django's; the second load: none"
+
+
+def test_a_decoded_payload_is_kept_only_while_its_row_holds_it(reviewer):
+    """What a process kept of a decoded payload never outlives its row: a session saved with new values loads them,
+    a session ended (signed out, expired) loads nothing, and a payload whose signature does not verify is refused on
+    every load and never kept."""
+    store = SessionStore()
+    store.update({"_auth_user_id": str(reviewer.pk), "answer": 1})
+    store.create()
+    key = store.session_key
+    assert SessionStore(key).load()["answer"] == 1
+    store["answer"] = 2
+    store.save()
+    assert SessionStore(key).load()["answer"] == 2
+    row = Session.objects.get(session_key=key)
+    forged = row.session_data[:-1] + ("A" if row.session_data[-1] != "A" else "B")
+    Session.objects.filter(session_key=key).update(session_data=forged)
+    for _ in range(2):
+        assert SessionStore(key).load() == {}
+    assert forged not in login_sessions._decoded
+    Session.objects.filter(session_key=key).update(session_data=row.session_data)
+    assert SessionStore(key).load()["answer"] == 2
+    Session.objects.filter(session_key=key).update(expire_date=timezone.now() - timedelta(seconds=1))
+    assert SessionStore(key).load() == {}
+    Session.objects.filter(session_key=key).delete()
+    assert SessionStore(key).load() == {}
+
+
+def test_a_signed_in_session_still_ends_with_its_user_after_its_payload_was_kept(client, reviewer):
+    """The payload kept decoded, the user is still read and checked on every request: deactivated, or the password
+    changed elsewhere, the same session is signed out at its next request; signed out, it stays signed out."""
+    client.force_login(reviewer)
+    assert client.get(reverse("home")).status_code == 200
+    assert client.get(reverse("home")).status_code == 200  # its payload decoded by this process already
+    get_user_model().objects.filter(pk=reviewer.pk).update(is_active=False)
+    assert client.get(reverse("home")).status_code == 302
+    get_user_model().objects.filter(pk=reviewer.pk).update(is_active=True)
+    client.force_login(reviewer)
+    assert client.get(reverse("home")).status_code == 200
+    reviewer.set_password("changed-elsewhere-42")
+    reviewer.save()
+    assert client.get(reverse("home")).status_code == 302
+    client.force_login(reviewer)
+    assert client.get(reverse("home")).status_code == 200
+    key = client.session.session_key
+    client.logout()
+    assert not Session.objects.filter(session_key=key).exists()
+    client.cookies[settings.SESSION_COOKIE_NAME] = key  # the ended session's cookie, sent again
+    assert client.get(reverse("home")).status_code == 302
 
 
 def test_the_signed_in_user_is_read_as_the_orm_reads_it(reviewer):
