@@ -228,12 +228,28 @@ def _refuse_automated_coder(user: User, what: str) -> None:
                               f"coder), which never signs in: it is given no {what}")
 
 
+# Why an account may not be given a role that sees every study (``roles.STAFF_ROLES``), from the apps above this one
+# (annotation: the account codes blind in a study), each in words or None (``on_role_seeing_every_study``).
+_SEEING_EVERY_STUDY_REFUSALS: list[Callable[[User], str | None]] = []
+
+
+def on_role_seeing_every_study(refusal: Callable[[User], str | None]) -> None:
+    """Register why an account may not be given a role that sees every study (annotation.apps: a study's reviewer
+    or expert, whose codings would no longer be blind), asked by ``account_role_set``."""
+    if refusal not in _SEEING_EVERY_STUDY_REFUSALS:
+        _SEEING_EVERY_STUDY_REFUSALS.append(refusal)
+
+
 @transaction.atomic
 def account_role_set(*, user: User, role: str, by: User) -> User:
     require_study_admin(by)
     _refuse_automated_coder(user, "role")
     if role not in roles.ROLES:
         raise ValidationError({"role": f"must be one of {', '.join(roles.ROLES)}"})
+    if role in roles.STAFF_ROLES:
+        for refusal in _SEEING_EVERY_STUDY_REFUSALS:
+            if why := refusal(user):
+                raise ValidationError({"role": why})
     if user.is_superuser and role != roles.ADMIN:  # superuser status is an admin's (superuser_problem)
         raise ValidationError({"role": f"{user.get_username()} is a superuser, which is an admin's status: a "
                                        "superuser revokes it in the Django admin first (recorded), then the role "

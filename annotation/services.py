@@ -256,6 +256,22 @@ def member_refusal(*, user: User, role: str) -> str | None:
             f"would not be blind. Code with an account of role reviewer or expert (People page)")
 
 
+def coder_of_studies_refusal(user: User) -> str | None:
+    """Why ``user`` may not be given a role that sees every study (admin, researcher), or None: they are a reviewer
+    or expert of a study not archived, whose codings are blind (``member_refusal``, the same rule from the other
+    side). Taken off those studies first (their judgments stay), the role can change. Asked by
+    ``access.services.account_role_set`` (registered in annotation.apps)."""
+    coding = sorted(StudyMember.objects.filter(user=user, role__in=PEOPLE_ROLES)
+                    .exclude(study__status=Study.Status.ARCHIVED).values_list("study__slug", "role"))
+    if not coding:
+        return None
+    named = ", ".join(f"{role} of {slug}" for slug, role in coding[:3]) + (
+        f" and {len(coding) - 3} more" if len(coding) > 3 else "")
+    return (f"{user.get_username()} is a {named}: a role that sees every study's judgments, gold and model names "
+            "would unblind their codings. Take them off those studies first (their judgments stay), or code with "
+            "another account")
+
+
 # What an archived study's refusal of a judgment or a label says no longer changes.
 ARCHIVED_JUDGMENTS = "its judgments and labels no longer change"
 # What an archived study's refusal of a membership change (an addition, a removal, another role) says.

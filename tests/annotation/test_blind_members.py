@@ -16,8 +16,10 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from access import roles
+from access.checks import user_roles
 from access.services import user_ensure
-from annotation.models import Judgment, StudyMember
+from annotation.models import Judgment, Study, StudyMember
+from annotation.services import study_member_remove
 from tests import form_fuzz
 from tests.annotation.test_judgment_import import row, write_jsonl
 
@@ -78,3 +80,33 @@ def test_the_import_api_answers_400_naming_the_line(study, demo_conversations, a
         name="pat", role="researcher", member="an expert")}]
     assert not Judgment.objects.filter(round__study=study).exists()
     assert not StudyMember.objects.filter(study=study, user__username__in=["pat", "robin"]).exists()
+
+
+@pytest.mark.parametrize("account_role", [roles.ADMIN, roles.RESEARCHER])
+def test_a_studys_coder_is_given_no_role_that_sees_every_study(client, admin_user, study, reviewer, account_role):
+    """The same rule from the other side (``annotation.services.coder_of_studies_refusal``, asked by the People page's
+    role change): a reviewer of an open study made an admin or a researcher would see the gold, the model names and
+    everyone's judgments of the study they code blind. Before, the People page made them one; once they are taken
+    off the study (their judgments stay), the role changes."""
+    client.force_login(admin_user)
+    before = form_fuzz.fingerprint()
+    answer = client.post(reverse("account-role", args=[reviewer.pk]), {"role": account_role})
+    assert answer.status_code == 302
+    said = [m.message for m in get_messages(answer.wsgi_request)]
+    assert said == [f"{reviewer.username} is a reviewer of cab-demo: a role that sees every study's judgments, gold "
+                    "and model names would unblind their codings. Take them off those studies first (their judgments "
+                    "stay), or code with another account"]
+    assert roles.REVIEWER in user_roles(user=reviewer) and account_role not in user_roles(user=reviewer)
+    assert form_fuzz.fingerprint() == before
+    study_member_remove(member=StudyMember.objects.get(study=study, user=reviewer), by=admin_user)
+    answer = client.post(reverse("account-role", args=[reviewer.pk]), {"role": account_role})
+    assert [m.message for m in get_messages(answer.wsgi_request)][-1] == f"{reviewer.username} is now {account_role}."
+    assert user_roles(user=reviewer) == [account_role]
+
+
+def test_an_archived_studys_coder_may_be_given_any_role(client, admin_user, study, reviewer):
+    """An archived study's coding is over (its judgments no longer change): its coders' roles are free."""
+    Study.objects.filter(pk=study.pk).update(status=Study.Status.ARCHIVED)
+    client.force_login(admin_user)
+    client.post(reverse("account-role", args=[reviewer.pk]), {"role": roles.RESEARCHER})
+    assert user_roles(user=reviewer) == [roles.RESEARCHER]
