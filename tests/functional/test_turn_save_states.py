@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from annotation import services
 from annotation.models import Assignment, Judgment
 from calibration import services as calibration_services
+from tests.browser import another_device
 from tests.functional.test_turn_page import study_round, wait_saved  # noqa: F401  (a fixture)
 from tests.functional.test_turn_save_races import NOTE, SAVE, Held, open_turn
 
@@ -209,6 +210,30 @@ def test_a_save_refused_as_stale_with_the_value_it_sent_is_shown_saved(browser_p
     judgment = Judgment.objects.get(coder=reviewer, attribute__code="U1")
     assert (judgment.score, judgment.version) == (1, 2)
 
+
+def test_a_change_made_while_its_save_met_the_same_value_from_another_device_is_saved(browser_page, live_server,
+                                                                                      study_round):  # noqa: F811
+    """A save refused as stale whose newer value is the very value it sent (another device saved the same first) is
+    taken as saved, and the change made meanwhile is sent on the newer version. Before, only the value the page
+    shows was compared: the page said "changed in another tab", showed the other device's value and dropped the
+    reviewer's later change."""
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    held = Held(page, SAVE)
+    page.locator("#t-U1 input[name=score][value='2']").check()
+    expect(page.locator("#t-U1 .save")).to_have_text("Saving…")
+    page.locator("#t-U1 input[name=score][value='1']").check()  # waits behind the save on its way
+    other = another_device(page, live_server)
+    other.goto(page.url)
+    other.locator("#t-U1 input[name=score][value='2']").check()
+    wait_saved(other)
+    held.release()
+    wait_saved(page)
+    expect(page.locator("#t-U1 .save")).to_have_text("Saved")
+    expect(page.locator("#t-U1 input[name=score][value='1']")).to_be_checked()
+    judgment = Judgment.objects.get(coder=reviewer, attribute__code="U1")
+    assert (judgment.score, judgment.version) == (1, 2)
 
 
 def test_a_note_refused_as_stale_with_the_note_the_page_shows_is_shown_saved(browser_page, live_server,

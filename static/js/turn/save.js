@@ -184,10 +184,11 @@ function handle(form, status, text) {
   }
   if (form === note && status === 409 && state === "stale") { noteStale(result, unanswered); return; }
   if (status === 409 && state === "stale" && (sameAsResult(form, bodyOf(form), result)
+      || sameAsResult(form, form.q.sent, result)
       || unanswered.some(function (b) { return sameAsResult(form, b, result); }))) {
-    // The newer value is this page's own save whose answer was lost, or the very value the page shows (another tab
-    // saved the same): taken as saved, and the newest values (if they changed since) sent on its version; never
-    // shown as another tab's change, a later change never dropped.
+    // The newer value is this page's own save whose answer was lost, the very value this save sent or the page
+    // shows (another tab or device saved the same): taken as saved, and the newest values (if they changed since)
+    // sent on its version; never shown as another tab's change, a later change never dropped.
     form.dataset.version = result.dataset.version;
     form.savedScore = result.dataset.score;
     if (!sameAsResult(form, bodyOf(form), result)) form.q.dirty = true;
