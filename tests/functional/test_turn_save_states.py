@@ -90,6 +90,30 @@ def test_a_comment_typed_while_its_note_is_refused_as_stale_stays_quoted(browser
     assert assignment.comment == "Both are fine."
 
 
+def test_the_flags_ticked_while_a_note_is_refused_as_stale_are_quoted(browser_page, live_server,
+                                                                      study_round):  # noqa: F811
+    """A note refused as stale shows the newer note; the flags this page had ticked are said in the message by their
+    labels, as its comment is. Before, they were unticked without a word (only the comment was quoted)."""
+    page = browser_page
+    round_, reviewer = study_round
+    open_turn(page, live_server, round_)
+    held = Held(page, NOTE)
+    boxes = page.locator("#item-note input[name=flags]")
+    boxes.nth(0).click()
+    expect(page.locator("#item-note .save")).to_have_text("Saving…")
+    label = boxes.nth(0).locator("xpath=..").text_content().strip()
+    # Another device saves a note with a comment and no flag meanwhile.
+    assignment = Assignment.objects.get(round=round_, coder=reviewer, position=1)
+    services.assignment_note_save(assignment=assignment, by=reviewer, comment="Both are fine.", flags=[],
+                                  base=("", []))
+    held.release()
+    state = page.locator("#item-note .save")
+    expect(state).to_contain_text(f"(your flags were: {label})")
+    expect(boxes.nth(0)).not_to_be_checked()
+    expect(page.locator("#note-comment")).to_have_value("Both are fine.")
+    assignment.refresh_from_db()
+    assert (assignment.comment, assignment.flags) == ("Both are fine.", [])
+
 
 @pytest.mark.parametrize("refusal", ["stale", "locked"])
 def test_a_count_typed_while_its_attribute_is_refused_stays_quoted(

@@ -237,7 +237,7 @@ function sameNote(a, b) {
 }
 
 // The note changed since the page had it (another tab or device): refused, the newer note shown, and the comment
-// typed here said in the message (the field now holds the newer one). Unless the newer note is this page's own save
+// typed and the flags ticked here said in the message (the fields now hold the newer ones). Unless the newer note is this page's own save
 // whose answer was lost, or the note the page shows: then taken as saved, and the newest values (if they changed
 // since) sent on it.
 function noteStale(result, unanswered) {
@@ -256,12 +256,21 @@ function noteStale(result, unanswered) {
   window.clearTimeout(noteTyping);
   noteTyping = null;
   const typed = note.elements.comment.value.trim();
+  const boxes = Array.from(note.querySelectorAll('input[name="flags"]'));
+  const ticked = boxes.filter(function (box) { return box.checked; });
+  const flagsChanged = ticked.map(function (box) { return box.value; }).sort().join(" ") !== newer.flags.slice().sort()
+    .join(" ");
   note.elements.comment.value = newer.comment;
-  note.querySelectorAll('input[name="flags"]').forEach(function (box) {
-    box.checked = newer.flags.includes(box.value);
-  });
-  const yours = typed && typed !== newer.comment.trim() ? " (your comment was: “" + typed + "”)" : "";
-  setState(note, "stale", result.textContent + yours);
+  boxes.forEach(function (box) { box.checked = newer.flags.includes(box.value); });
+  // What this page had of the note and the newer one replaced, said: the comment typed, and the flags ticked (by
+  // their labels; "none" when every flag was unticked here).
+  const yours = [];
+  if (typed && typed !== newer.comment.trim()) yours.push("your comment was: “" + typed + "”");
+  if (flagsChanged) {
+    yours.push("your flags were: " + (ticked.map(function (box) { return box.parentElement.textContent.trim(); })
+      .join(", ") || "none"));
+  }
+  setState(note, "stale", result.textContent + (yours.length ? " (" + yours.join("; ") + ")" : ""));
 }
 
 // Signed in again (relogin.js), or told so ("save again" after signing in in another tab): the kept changes are
