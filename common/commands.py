@@ -4,6 +4,7 @@ or written; a file read and refused stays a plain ``CommandError`` (1)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,17 @@ def usage_error(message: str) -> CommandError:
     return CommandError(message, returncode=command_files.EXIT_USAGE)
 
 
-def input_file(path: Path) -> Path:
-    """``path``, a file to read (``command_files.input_file``), or the usage error saying why it is none."""
+def _usable(check: Callable[[Any], Path], path: str | Path) -> Path:
+    """``check(path)`` (a rule of ``command_files``), its refusal the usage error in its words."""
     try:
-        return command_files.input_file(path)
+        return check(path)
     except command_files.FileUnusable as problem:
         raise usage_error(str(problem)) from None
+
+
+def input_file(path: Path) -> Path:
+    """``path``, a file to read (``command_files.input_file``), or the usage error saying why it is none."""
+    return _usable(command_files.input_file, path)
 
 
 def input_format(path: Path, given: str | None) -> str:
@@ -36,19 +42,13 @@ def input_format(path: Path, given: str | None) -> str:
 def output_folder(target: str | Path) -> Path:
     """``target``, a file to write, when its folder exists (``command_files.output_folder``), else the usage
     error naming the folder."""
-    try:
-        return command_files.output_folder(target)
-    except command_files.FileUnusable as problem:
-        raise usage_error(str(problem)) from None
+    return _usable(command_files.output_folder, target)
 
 
 def output_file(target: str | Path) -> Path:
     """``target``, a file to write under that very name (``command_files.output_file``), or the usage error saying
     why it cannot be."""
-    try:
-        return command_files.output_file(target)
-    except command_files.FileUnusable as problem:
-        raise usage_error(str(problem)) from None
+    return _usable(command_files.output_file, target)
 
 
 class Utf8Out:
