@@ -1,9 +1,25 @@
+import contextlib
+import io
 import logging
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from common.logs import OnceAMinute, WithoutRowValues, without_row_values
+
+
+@contextlib.contextmanager
+def _handler_writing_to(handler: Any, stream: io.StringIO) -> Iterator[None]:
+    """The log handler writing to ``stream`` for the block, swapped without flushing the stream it had (which
+    ``setStream`` does): a test before may have left it a stream its capture closed (an in-process ``manage.py``'s
+    logging set up on pytest's captured standard error), and flushing that fails."""
+    previous, handler.stream = handler.stream, stream
+    try:
+        yield
+    finally:
+        handler.stream = previous
 
 
 def _record(msg: str) -> logging.LogRecord:
@@ -43,21 +59,17 @@ def test_a_database_refusal_logged_with_its_traceback_leaves_out_the_rows_text()
     """A 500's traceback is logged with the database error's message, whose DETAIL names the refused row's values:
     what a client wrote, when the row holds it. The project's log handler leaves the values out, and keeps the
     rest (the constraint, the traceback)."""
-    import io
 
     error = _refusal_of("I have not slept since my brother died")
     assert "I have not slept" in str(error)  # what PostgreSQL says
     (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
     written = io.StringIO()
-    previous = handler.setStream(written)
-    try:
+    with _handler_writing_to(handler, written):
         try:
             raise error
         except Exception:
             logging.getLogger("django.request").exception("Internal Server Error: %s", "/rounds/1/turns/2/save")
         logging.getLogger("cab.test").warning("refused: %s", error)
-    finally:
-        handler.setStream(previous)
     text = written.getvalue()
     assert "I have not slept" not in text, text
     refusals = text.count('violates check constraint "said_text_check"')  # psycopg's and Django's, and the warning's
@@ -129,13 +141,11 @@ def test_what_a_database_refusal_quotes_over_several_lines_or_outside_its_detail
     """A refused row's text over several lines, a COPY's line in the CONTEXT, a statement's excerpt and a data
     exception's message: none reaches the log, as a 500's traceback (``django.request``) nor as a message naming
     the error; what the error was (its class, its constraint) stays."""
-    import io
 
     errors = _refusals(MARKER)
     (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
     written = io.StringIO()
-    previous = handler.setStream(written)
-    try:
+    with _handler_writing_to(handler, written):
         for error in errors:
             try:
                 raise error
@@ -143,8 +153,6 @@ def test_what_a_database_refusal_quotes_over_several_lines_or_outside_its_detail
                 logging.getLogger("django.request").exception("Internal Server Error: %s", "/api/v1/responses/")
             logging.getLogger("cab.test").warning("refused: %s", error)
             logging.getLogger("cab.test").warning(error)
-    finally:
-        handler.setStream(previous)
     text = written.getvalue()
     assert MARKER not in text, text
     assert text.count("Internal Server Error: /api/v1/responses/") == text.count("refused: ") == len(errors), text
@@ -158,7 +166,6 @@ def test_what_a_database_refusal_quotes_over_several_lines_or_outside_its_detail
 def test_a_value_that_looks_like_the_errors_next_field_is_left_out_whole_when_the_error_is_logged():
     """What a client wrote may look like an error's next field (a line "HINT:  …"), where the lines' shapes would end
     the value: an error logged as a record's message or argument, or with its traceback, is replaced whole."""
-    import io
 
     from django.db import connection, transaction
 
@@ -172,16 +179,13 @@ def test_a_value_that_looks_like_the_errors_next_field_is_left_out_whole_when_th
     assert f"\nHINT:  {MARKER}" in str(error)
     (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
     written = io.StringIO()
-    previous = handler.setStream(written)
-    try:
+    with _handler_writing_to(handler, written):
         logging.getLogger("cab.test").warning(error)
         logging.getLogger("cab.test").warning("refused: %s", error)
         try:
             raise error
         except Exception:
             logging.getLogger("django.request").exception("Internal Server Error: %s", "/api/v1/conversations/")
-    finally:
-        handler.setStream(previous)
     text = written.getvalue()
     assert MARKER not in text, text
     assert text.count('violates check constraint "said_text_check"') == 4, text  # the two, psycopg's and Django's
@@ -222,7 +226,6 @@ def test_a_task_failing_on_a_database_refusal_is_logged_without_the_rows_text():
     """Celery logs a failed task's exception by its repr ("Task … raised unexpected: IntegrityError('…')"), where
     the DETAIL is no line of its own, and its traceback; the task here is given what a client wrote and fails on
     inserting it, run through Celery's own trace (in-process, as the embedded mode runs every task)."""
-    import io
 
     from django.db import connection, transaction
 
@@ -236,11 +239,8 @@ def test_a_task_failing_on_a_database_refusal_is_logged_without_the_rows_text():
 
     (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
     written = io.StringIO()
-    previous = handler.setStream(written)
-    try:
+    with _handler_writing_to(handler, written):
         result = refuse.apply(args=[f"a reply\n{MARKER}"])
-    finally:
-        handler.setStream(previous)
     text = written.getvalue()
     assert result.failed(), text
     assert "tests.common.refuse" in text and 'violates check constraint "said_text_check"' in text, text
@@ -252,7 +252,6 @@ def test_an_error_the_database_never_answered_keeps_its_reason_in_the_log():
     of the server's (``diag``): it quotes no row. Its text was replaced whole by the server's message it does not
     have, an empty one: a 500's traceback said "OperationalError: " and a failed metric run's reason (its ``error``)
     the same, the cause (refused, timed out, the connection closed) gone."""
-    import io
     import socket
 
     import psycopg
@@ -270,13 +269,10 @@ def test_an_error_the_database_never_answered_keeps_its_reason_in_the_log():
     assert without_row_values(f"OperationalError: {error}", error) == f"OperationalError: {said}"
     (handler,) = [h for h in logging.getLogger().handlers if any(isinstance(f, WithoutRowValues) for f in h.filters)]
     written = io.StringIO()
-    previous = handler.setStream(written)
-    try:
+    with _handler_writing_to(handler, written):
         try:
             raise error
         except psycopg.OperationalError:
             logging.getLogger("cab.test").exception("the database: %s", error)
-    finally:
-        handler.setStream(previous)
     logged = written.getvalue()
     assert logged.count("Connection refused") == 2, logged  # the message and the traceback's last line
